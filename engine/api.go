@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// ResultWriter receives what a statement returns. The engine calls Columns
+// once, before any Row, for statements that return rows, then Row per row.
+// A push query calls Row as records arrive, until its LIMIT, until ctx is
+// cancelled or until Row returns an error (the client went away).
+type ResultWriter interface {
+	Columns(cols []types.Column) error
+	// Row receives one row laid out by the columns; it and the bytes it
+	// references are valid only during the call.
+	Row(row types.Row) error
+}
+
+// Result is how a statement ended.
+type Result struct {
+	// Tag is the Postgres command tag: "SELECT 3", "CREATE STREAM", "INSERT 0 1", …
+	Tag string
+}
+
+// Session is one client's state: the properties SET on it. A session is
+// used by one statement at a time.
+type Session struct {
+	// Props holds session properties set with SET 'name'='value', such
+	// as auto.offset.reset.
+	Props map[string]string
+}
+
+// NewSession returns an empty session.
+func NewSession() *Session { return &Session{Props: map[string]string{}} }
+
+// Executor is what servers and the shell need of the engine. *Engine
+// implements it.
+type Executor interface {
+	// Execute runs one statement (no trailing semicolon needed). Errors
+	// are *sql.Error where the statement is at fault.
+	Execute(ctx context.Context, s *Session, stmt string, w ResultWriter) (Result, error)
+	// Describe returns the columns stmt would return without running it,
+	// or nil when it returns no rows.
+	Describe(ctx context.Context, s *Session, stmt string) ([]types.Column, error)
+}

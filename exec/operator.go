@@ -1,0 +1,53 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Operator receives rows one at a time and passes them on. The row is
+// valid only during the call.
+type Operator interface {
+	Process(row types.Row) error
+}
+
+// evalError marks an expression that failed on a record: the record is
+// bad, the query goes on.
+type evalError struct {
+	node string
+	err  error
+}
+
+func (e *evalError) Error() string { return fmt.Sprintf("%s: %v", e.node, e.err) }
+func (e *evalError) Unwrap() error { return e.err }
+
+// buildChain compiles a sub-topology's processors in front of last.
+func buildChain(procs []physical.Processor, last Operator) (Operator, error) {
+	next := last
+	for i := len(procs) - 1; i >= 0; i-- {
+		switch p := procs[i].(type) {
+		case *physical.Filter:
+			ev, err := expr.Compile(p.Predicate)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p.Name, err)
+			}
+			next = &filterOp{name: p.Name, pred: ev, next: next}
+		case *physical.Project:
+			op := &projectOp{name: p.Name, out: make(types.Row, len(p.Exprs)), next: next}
+			for _, e := range p.Exprs {
+				ev, err := expr.Compile(e)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", p.Name, err)
+				}
+				op.exprs = append(op.exprs, ev)
+			}
+			next = op
+		default:
+			return nil, fmt.Errorf("processor %T is not supported", p)
+		}
+	}
+	return next, nil
+}

@@ -1,0 +1,206 @@
+package physical
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Topology is a query's physical form.
+type Topology struct {
+	// AppID is the query's application ID: its consumer group and the
+	// prefix of its internal topics and transactional IDs. Empty for a
+	// push query.
+	AppID         string
+	SubTopologies []*SubTopology
+	// Limit ends a push query after this many rows; -1 for none.
+	Limit int64
+}
+
+// SubTopology is a chain of processors fed by one source topic. Tasks are
+// (sub-topology, partition) pairs.
+type SubTopology struct {
+	ID         int
+	Source     *Source
+	Processors []Processor
+	// Sink is where rows go; nil for a push query, whose rows go to the
+	// client that opened it.
+	Sink *Sink
+}
+
+// Source reads a topic and decodes its records into rows laid out by
+// Schema: the declared columns, then the pseudo columns.
+type Source struct {
+	Name        string
+	Topic       string
+	KeyFormat   string
+	ValueFormat string
+	Schema      types.Schema
+}
+
+// Processor is one node between a source and a sink.
+type Processor interface {
+	// NodeName is the node's deterministic name.
+	NodeName() string
+	// Describe renders the node for EXPLAIN.
+	Describe() string
+	// Schema is the layout of the rows the node emits.
+	Schema() types.Schema
+}
+
+var (
+	_ Processor = (*Filter)(nil)
+	_ Processor = (*Project)(nil)
+)
+
+// Filter passes rows for which Predicate is true.
+type Filter struct {
+	Name      string
+	Predicate expr.Expr
+	Out       types.Schema
+}
+
+func (f *Filter) NodeName() string     { return f.Name }
+func (f *Filter) Describe() string     { return "Filter: " + f.Predicate.String() }
+func (f *Filter) Schema() types.Schema { return f.Out }
+
+// Project computes a new row from expressions over its input row.
+type Project struct {
+	Name  string
+	Exprs []expr.Expr
+	Out   types.Schema
+}
+
+func (p *Project) NodeName() string     { return p.Name }
+func (p *Project) Schema() types.Schema { return p.Out }
+func (p *Project) Describe() string {
+	parts := make([]string, len(p.Exprs))
+	for i, e := range p.Exprs {
+		parts[i] = e.String() + " AS " + p.Out.Columns[i].Name
+	}
+	return "Project: " + strings.Join(parts, ", ")
+}
+
+// Sink encodes rows laid out by Schema and writes them to Topic: the key
+// columns into the record key, the others into the value.
+type Sink struct {
+	Name        string
+	Topic       string
+	KeyFormat   string
+	ValueFormat string
+	Schema      types.Schema
+}
+
+// AppID returns the application ID of a persistent query, as DESIGN.md
+// fixes it: <service>_query_<QUERY_ID>.
+func AppID(serviceID, queryID string) string { return serviceID + "_query_" + queryID }
+
+// Build turns a persistent query's plan into a topology.
+func Build(appID string, sink *planner.Sink) (*Topology, error) {
+	st, err := chain(sink.Input)
+	if err != nil {
+		return nil, err
+	}
+	t := sink.Target
+	st.Sink = &Sink{
+		Name:        "SINK-" + t.Name,
+		Topic:       t.Topic,
+		KeyFormat:   t.KeyFormat,
+		ValueFormat: t.ValueFormat,
+		Schema:      t.Schema,
+	}
+	return &Topology{AppID: appID, SubTopologies: []*SubTopology{st}, Limit: -1}, nil
+}
+
+// BuildPush turns a push query into a topology without a sink.
+func BuildPush(q *planner.Query) (*Topology, error) {
+	st, err := chain(q.Root)
+	if err != nil {
+		return nil, err
+	}
+	return &Topology{SubTopologies: []*SubTopology{st}, Limit: q.Limit}, nil
+}
+
+// chain lowers a linear plan (Scan, then Filters and Projects) into one
+// sub-topology.
+func chain(n planner.Node) (*SubTopology, error) {
+	var nodes []planner.Node
+	for cur := n; cur != nil; {
+		nodes = append(nodes, cur)
+		ch := cur.Children()
+		switch len(ch) {
+		case 0:
+			cur = nil
+		case 1:
+			cur = ch[0]
+		default:
+			return nil, fmt.Errorf("plans with more than one input are not supported yet")
+		}
+	}
+	scan, ok := nodes[len(nodes)-1].(*planner.Scan)
+	if !ok {
+		return nil, fmt.Errorf("plan does not start with a scan")
+	}
+	st := &SubTopology{ID: 0, Source: sourceOf(scan.Source, scan.Schema())}
+	for i := len(nodes) - 2; i >= 0; i-- {
+		name := fmt.Sprintf("%04d", len(st.Processors)+1)
+		switch n := nodes[i].(type) {
+		case *planner.Filter:
+			st.Processors = append(st.Processors, &Filter{Name: "FILTER-" + name, Predicate: n.Predicate, Out: n.Schema()})
+		case *planner.Project:
+			st.Processors = append(st.Processors, &Project{Name: "PROJECT-" + name, Exprs: n.Exprs, Out: n.Schema()})
+		default:
+			return nil, fmt.Errorf("plan node %T is not supported yet", n)
+		}
+	}
+	return st, nil
+}
+
+func sourceOf(s *catalog.Source, schema types.Schema) *Source {
+	return &Source{
+		Name:        "SOURCE-" + s.Name,
+		Topic:       s.Topic,
+		KeyFormat:   s.KeyFormat,
+		ValueFormat: s.ValueFormat,
+		Schema:      schema,
+	}
+}
+
+// SourceTopics returns the topics the topology consumes.
+func (t *Topology) SourceTopics() []string {
+	var out []string
+	for _, st := range t.SubTopologies {
+		out = append(out, st.Source.Topic)
+	}
+	return out
+}
+
+// String renders the topology for EXPLAIN, in a stable form.
+func (t *Topology) String() string {
+	var b strings.Builder
+	for _, st := range t.SubTopologies {
+		fmt.Fprintf(&b, "Sub-topology %d\n", st.ID)
+		fmt.Fprintf(&b, "  %s (topic: %s, key: %s, value: %s)\n", st.Source.Name, st.Source.Topic, st.Source.KeyFormat, st.Source.ValueFormat)
+		for _, p := range st.Processors {
+			fmt.Fprintf(&b, "  --> %s  %s\n", p.NodeName(), p.Describe())
+		}
+		if s := st.Sink; s != nil {
+			fmt.Fprintf(&b, "  --> %s (topic: %s, key: %s, value: %s)\n", s.Name, s.Topic, s.KeyFormat, s.ValueFormat)
+			fmt.Fprintf(&b, "      schema: %s\n", s.Schema)
+		}
+	}
+	return b.String()
+}
+
+// Fingerprint identifies the topology's shape: two topologies with the
+// same fingerprint can take over each other's state and offsets.
+func (t *Topology) Fingerprint() string {
+	sum := sha256.Sum256([]byte(t.String()))
+	return hex.EncodeToString(sum[:8])
+}

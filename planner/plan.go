@@ -1,0 +1,178 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Node is a logical plan node. Nodes are immutable.
+type Node interface {
+	// Schema is the layout of the rows the node produces.
+	Schema() types.Schema
+	// Children returns the node's inputs.
+	Children() []Node
+	// String describes the node alone, on one line, for EXPLAIN.
+	String() string
+}
+
+var (
+	_ Node = (*Scan)(nil)
+	_ Node = (*Filter)(nil)
+	_ Node = (*Project)(nil)
+	_ Node = (*Sink)(nil)
+)
+
+// Scan reads a stream or table. Its rows are the source's declared
+// columns followed by the pseudo columns.
+type Scan struct {
+	Source *catalog.Source
+	out    types.Schema
+}
+
+// NewScan returns a scan of src.
+func NewScan(src *catalog.Source) *Scan {
+	return &Scan{Source: src, out: src.Schema.WithPseudo()}
+}
+
+func (s *Scan) Schema() types.Schema { return s.out }
+func (s *Scan) Children() []Node     { return nil }
+func (s *Scan) String() string {
+	return fmt.Sprintf("Scan %s %s (topic %s, key %s, value %s)", s.Source.Kind, s.Source.Name, s.Source.Topic, s.Source.KeyFormat, s.Source.ValueFormat)
+}
+
+// Filter keeps the rows for which Predicate is true.
+type Filter struct {
+	Input     Node
+	Predicate expr.Expr
+}
+
+// NewFilter checks that pred is a boolean over input's rows.
+func NewFilter(input Node, pred expr.Expr) (*Filter, error) {
+	if k := pred.Type().Kind; k != types.Boolean && k != types.Unknown {
+		return nil, fmt.Errorf("WHERE needs a BOOLEAN expression, got %s", pred.Type())
+	}
+	return &Filter{Input: input, Predicate: pred}, nil
+}
+
+func (f *Filter) Schema() types.Schema { return f.Input.Schema() }
+func (f *Filter) Children() []Node     { return []Node{f.Input} }
+func (f *Filter) String() string       { return "Filter " + f.Predicate.String() }
+
+// Project computes the output columns. A column that passes an input key
+// column through unchanged stays a key column.
+type Project struct {
+	Input Node
+	Exprs []expr.Expr
+	out   types.Schema
+}
+
+// NewProject builds a projection of exprs named names over input.
+func NewProject(input Node, exprs []expr.Expr, names []string) (*Project, error) {
+	in := input.Schema()
+	cols := make([]types.Column, len(exprs))
+	for i, e := range exprs {
+		for j := 0; j < i; j++ {
+			if cols[j].Name == names[i] {
+				return nil, fmt.Errorf("duplicate output column %s; give one an alias with AS", names[i])
+			}
+		}
+		t := e.Type()
+		if t.Kind == types.Unknown {
+			return nil, fmt.Errorf("cannot infer the type of %s; CAST it", e)
+		}
+		cols[i] = types.Column{Name: names[i], Type: t}
+		if c, ok := e.(*expr.Column); ok && in.Columns[c.Index].Key {
+			cols[i].Key = true
+		}
+	}
+	return &Project{Input: input, Exprs: exprs, out: types.Schema{Columns: cols}}, nil
+}
+
+func (p *Project) Schema() types.Schema { return p.out }
+func (p *Project) Children() []Node     { return []Node{p.Input} }
+func (p *Project) String() string {
+	parts := make([]string, len(p.Exprs))
+	for i, e := range p.Exprs {
+		parts[i] = e.String() + " AS " + p.out.Columns[i].Name
+	}
+	return "Project " + strings.Join(parts, ", ")
+}
+
+// MissingKeys returns the names of the input's key columns that the
+// projection does not pass through. ksqlDB requires a persistent query's
+// projection to include them.
+func (p *Project) MissingKeys() []string {
+	in := p.Input.Schema()
+	var missing []string
+	for _, k := range in.KeyIndexes() {
+		found := false
+		for _, e := range p.Exprs {
+			if c, ok := e.(*expr.Column); ok && c.Index == k {
+				found = true
+			}
+		}
+		if !found {
+			missing = append(missing, in.Columns[k].Name)
+		}
+	}
+	return missing
+}
+
+// Sink writes its input to Target's topic.
+type Sink struct {
+	Input  Node
+	Target *catalog.Source
+}
+
+func (s *Sink) Schema() types.Schema { return s.Input.Schema() }
+func (s *Sink) Children() []Node     { return []Node{s.Input} }
+func (s *Sink) String() string {
+	return fmt.Sprintf("Sink %s %s (topic %s, key %s, value %s)", s.Target.Kind, s.Target.Name, s.Target.Topic, s.Target.KeyFormat, s.Target.ValueFormat)
+}
+
+// Query is a planned SELECT: a push query (Emit set) or a pull query.
+type Query struct {
+	Root  Node
+	Emit  string // "CHANGES", "FINAL" or "" for a pull query
+	Limit int64  // -1 for none
+}
+
+// Sources returns the catalog sources the plan reads, in tree order.
+func Sources(n Node) []*catalog.Source {
+	var out []*catalog.Source
+	var walk func(Node)
+	walk = func(n Node) {
+		if s, ok := n.(*Scan); ok {
+			out = append(out, s.Source)
+		}
+		for _, c := range n.Children() {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+// Explain renders the plan as an indented tree, root first.
+func Explain(n Node) string {
+	var b strings.Builder
+	var walk func(Node, int)
+	walk = func(n Node, depth int) {
+		b.WriteString(strings.Repeat("  ", depth))
+		b.WriteString(n.String())
+		b.WriteString("\n")
+		b.WriteString(strings.Repeat("  ", depth+1))
+		b.WriteString("schema: ")
+		b.WriteString(n.Schema().String())
+		b.WriteString("\n")
+		for _, c := range n.Children() {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return b.String()
+}

@@ -1,0 +1,465 @@
+package sql
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Catalog is what binding needs to know of the catalog.
+type Catalog interface {
+	Source(name string) (*catalog.Source, bool)
+}
+
+// binder resolves names in one statement.
+type binder struct {
+	text   string
+	toks   []token
+	schema types.Schema
+	src    *catalog.Source
+	alias  string
+}
+
+// identPos finds the first token naming name, for error positions.
+func (b *binder) identPos(name string) int {
+	for _, t := range b.toks {
+		if (t.kind == tIdent || t.kind == tQuoted) && t.text == name {
+			return t.pos
+		}
+	}
+	return -1
+}
+
+func (b *binder) errAt(name, code, format string, args ...any) *Error {
+	if pos := b.identPos(name); pos >= 0 {
+		return errorAt(b.text, pos, code, format, args...)
+	}
+	return Errorf(code, format, args...)
+}
+
+// BindSelect binds a SELECT against cat into a planned query.
+func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
+	s := sel.stmt
+	if sel.unsupported != "" {
+		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s is not supported yet", sel.unsupported)
+	}
+	b := &binder{text: sel.text, toks: sel.toks}
+	if s.From == nil || s.From.TableRefs == nil {
+		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
+	}
+	j := s.From.TableRefs
+	if j.Right != nil {
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins are not supported yet")
+	}
+	ts, ok := j.Left.(*ast.TableSource)
+	if !ok {
+		return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")
+	}
+	tn, ok := ts.Source.(*ast.TableName)
+	if !ok {
+		return nil, Errorf(CodeFeatureNotSupport, "subqueries are not supported")
+	}
+	name := tn.Name.O
+	src, ok := cat.Source(name)
+	if !ok {
+		return nil, b.errAt(name, CodeUndefinedTable, "stream or table %s does not exist", name)
+	}
+	b.src, b.alias = src, ts.AsName.O
+	scan := planner.NewScan(src)
+	b.schema = scan.Schema()
+	var node planner.Node = scan
+	if s.Where != nil {
+		pred, err := b.expr(s.Where)
+		if err != nil {
+			return nil, err
+		}
+		f, err := planner.NewFilter(node, pred)
+		if err != nil {
+			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
+		}
+		node = f
+	}
+	switch {
+	case s.GroupBy != nil:
+		return nil, b.errAt("GROUP", CodeFeatureNotSupport, "GROUP BY is not supported yet")
+	case s.Having != nil:
+		return nil, b.errAt("HAVING", CodeFeatureNotSupport, "HAVING is not supported yet")
+	case s.OrderBy != nil:
+		return nil, b.errAt("ORDER", CodeFeatureNotSupport, "ORDER BY is not supported on streams")
+	case s.Distinct:
+		return nil, b.errAt("DISTINCT", CodeFeatureNotSupport, "SELECT DISTINCT is not supported")
+	}
+	var exprs []expr.Expr
+	var names []string
+	for i, f := range s.Fields.Fields {
+		if f.WildCard != nil {
+			for _, c := range b.schema.Visible() {
+				col := b.schema.Columns[c]
+				exprs = append(exprs, &expr.Column{Index: c, Name: col.Name, T: col.Type})
+				names = append(names, col.Name)
+			}
+			continue
+		}
+		e, err := b.expr(f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		name := f.AsName.O
+		if name == "" {
+			if c, ok := e.(*expr.Column); ok {
+				name = c.Name
+			} else {
+				name = "KSQL_COL_" + strconv.Itoa(i)
+			}
+		}
+		exprs = append(exprs, e)
+		names = append(names, name)
+	}
+	proj, err := planner.NewProject(node, exprs, names)
+	if err != nil {
+		return nil, Errorf(CodeDatatypeMismatch, "%v", err)
+	}
+	return &planner.Query{Root: proj, Emit: sel.Emit, Limit: sel.Limit}, nil
+}
+
+// expr binds a TiDB expression.
+func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
+	switch n := n.(type) {
+	case *ast.ParenthesesExpr:
+		return b.expr(n.Expr)
+	case *ast.ColumnNameExpr:
+		return b.column(n.Name)
+	case *driver.ValueExpr:
+		return literal(n)
+	case *ast.BinaryOperationExpr:
+		l, err := b.expr(n.L)
+		if err != nil {
+			return nil, err
+		}
+		r, err := b.expr(n.R)
+		if err != nil {
+			return nil, err
+		}
+		op, ok := binaryOps[n.Op]
+		if !ok {
+			return nil, Errorf(CodeFeatureNotSupport, "operator %s is not supported yet", n.Op)
+		}
+		e, err := expr.NewBinary(op, l, r)
+		if err != nil {
+			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
+		}
+		return e, nil
+	case *ast.UnaryOperationExpr:
+		x, err := b.expr(n.V)
+		if err != nil {
+			return nil, err
+		}
+		var op expr.Op
+		switch n.Op {
+		case opcode.Not, opcode.Not2:
+			op = expr.OpNot
+		case opcode.Minus:
+			if lit, ok := x.(*expr.Literal); ok && !lit.V.Null {
+				v := lit.V
+				v.I, v.F = -v.I, -v.F
+				return &expr.Literal{V: v, T: lit.T}, nil
+			}
+			op = expr.OpNeg
+		case opcode.Plus:
+			return x, nil
+		default:
+			return nil, Errorf(CodeFeatureNotSupport, "operator %s is not supported yet", n.Op)
+		}
+		e, err := expr.NewUnary(op, x)
+		if err != nil {
+			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
+		}
+		return e, nil
+	case *ast.IsNullExpr:
+		x, err := b.expr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		return &expr.IsNull{X: x, Not: n.Not}, nil
+	case *ast.FuncCallExpr:
+		fn, ok := expr.Lookup(n.FnName.L)
+		if !ok {
+			return nil, b.errAt(strings.ToUpper(n.FnName.O), CodeUndefinedFunction, "unknown function %s", strings.ToUpper(n.FnName.O))
+		}
+		args := make([]expr.Expr, len(n.Args))
+		for i, a := range n.Args {
+			e, err := b.expr(a)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = e
+		}
+		e, err := expr.NewCall(fn, args)
+		if err != nil {
+			return nil, b.errAt(strings.ToUpper(n.FnName.O), CodeUndefinedFunction, "%v", err)
+		}
+		return e, nil
+	}
+	return nil, Errorf(CodeFeatureNotSupport, "expression %s is not supported yet", restore(n))
+}
+
+func restore(n ast.Node) string {
+	var sb strings.Builder
+	if err := n.Restore(newRestoreCtx(&sb)); err != nil {
+		return fmt.Sprintf("%T", n)
+	}
+	return sb.String()
+}
+
+var binaryOps = map[opcode.Op]expr.Op{
+	opcode.Plus: expr.OpAdd, opcode.Minus: expr.OpSub, opcode.Mul: expr.OpMul,
+	opcode.Div: expr.OpDiv, opcode.Mod: expr.OpMod,
+	opcode.EQ: expr.OpEQ, opcode.NE: expr.OpNE, opcode.LT: expr.OpLT, opcode.LE: expr.OpLE,
+	opcode.GT: expr.OpGT, opcode.GE: expr.OpGE,
+	opcode.LogicAnd: expr.OpAnd, opcode.LogicOr: expr.OpOr,
+}
+
+func (b *binder) column(cn *ast.ColumnName) (expr.Expr, error) {
+	name := cn.Name.O
+	if q := cn.Table.O; q != "" && q != b.src.Name && q != b.alias {
+		return nil, b.errAt(q, CodeUndefinedTable, "unknown source %s in %s.%s", q, q, name)
+	}
+	i := b.schema.Index(name)
+	if i < 0 {
+		return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, b.src.Name)
+	}
+	c := b.schema.Columns[i]
+	return &expr.Column{Index: i, Name: c.Name, T: c.Type}, nil
+}
+
+func literal(v *driver.ValueExpr) (expr.Expr, error) {
+	switch v.Kind() {
+	case driver.KindNull:
+		return &expr.Literal{V: types.NullDatum, T: types.UnknownType}, nil
+	case driver.KindInt64:
+		return expr.IntLiteral(v.GetInt64()), nil
+	case driver.KindUint64:
+		u := v.GetUint64()
+		if u > 1<<63-1 {
+			return nil, Errorf(CodeInvalidParameter, "integer %d out of BIGINT range", u)
+		}
+		return expr.IntLiteral(int64(u)), nil
+	case driver.KindFloat32, driver.KindFloat64:
+		return &expr.Literal{V: types.DoubleDatum(v.GetFloat64()), T: types.DoubleType}, nil
+	case driver.KindMysqlDecimal:
+		// ksqlDB reads 1.5 as DECIMAL; until DECIMAL lands it is a DOUBLE.
+		l, err := expr.ParseNumberLiteral(v.GetMysqlDecimal().String())
+		if err != nil {
+			return nil, Errorf(CodeInvalidParameter, "%v", err)
+		}
+		return l, nil
+	case driver.KindString, driver.KindBytes:
+		return &expr.Literal{V: types.StringDatum(v.GetString()), T: types.StringType}, nil
+	}
+	return nil, Errorf(CodeFeatureNotSupport, "literal %s is not supported yet", restore(v))
+}
+
+// BindCreateAs binds CREATE STREAM|TABLE … AS SELECT into a sink plan. The
+// sink's topic defaults to the sink's name; formats default to the
+// source's; partitions to the source topic's.
+func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
+	if ca.Kind == catalog.Table {
+		return nil, Errorf(CodeFeatureNotSupport, "CREATE TABLE AS SELECT is not supported yet")
+	}
+	q, err := BindSelect(ca.Select, cat)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit >= 0 {
+		return nil, Errorf(CodeSyntaxError, "a persistent query cannot have a LIMIT")
+	}
+	proj := q.Root.(*planner.Project)
+	if missing := proj.MissingKeys(); len(missing) > 0 {
+		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the key column(s) %s in its projection", ca.Name, strings.Join(missing, ", "))
+	}
+	in := planner.Sources(q.Root)[0]
+	target := &catalog.Source{
+		Name:        ca.Name,
+		Kind:        ca.Kind,
+		Topic:       ca.Name,
+		KeyFormat:   in.KeyFormat,
+		ValueFormat: in.ValueFormat,
+		Partitions:  in.Partitions,
+		Schema:      proj.Schema(),
+		SQL:         ca.text,
+	}
+	if err := applySinkProps(ca.text, ca.Props, target); err != nil {
+		return nil, err
+	}
+	if len(target.Schema.KeyIndexes()) == 0 {
+		target.KeyFormat = types.FormatNone
+	}
+	return &planner.Sink{Input: q.Root, Target: target}, nil
+}
+
+func applySinkProps(text string, props Props, s *catalog.Source) error {
+	for name, p := range props {
+		switch name {
+		case "KAFKA_TOPIC":
+			s.Topic = p.Value
+		case "VALUE_FORMAT", "KEY_FORMAT", "FORMAT":
+			f, err := types.NormalizeFormat(p.Value)
+			if err != nil {
+				return errorAt(text, p.Pos, CodeInvalidParameter, "%v", err)
+			}
+			if name != "KEY_FORMAT" {
+				s.ValueFormat = f
+			}
+			if name != "VALUE_FORMAT" {
+				s.KeyFormat = f
+			}
+		case "PARTITIONS":
+			n, err := strconv.ParseInt(p.Value, 10, 32)
+			if err != nil || n < 1 {
+				return errorAt(text, p.Pos, CodeInvalidParameter, "PARTITIONS must be a positive integer")
+			}
+			s.Partitions = int32(n)
+		default:
+			return errorAt(text, p.Pos, CodeInvalidParameter, "property %s is not supported", name)
+		}
+	}
+	return nil
+}
+
+// BindCreateSource validates CREATE STREAM|TABLE (columns) WITH (…) and
+// returns the source it declares.
+func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
+	s := &catalog.Source{
+		Name:      cs.Name,
+		Kind:      cs.Kind,
+		KeyFormat: types.FormatKafka,
+		IsSource:  cs.Source,
+		SQL:       cs.text,
+	}
+	if cs.Kind == catalog.Table {
+		return nil, Errorf(CodeFeatureNotSupport, "tables are not supported yet")
+	}
+	for _, c := range cs.Columns {
+		for _, p := range types.PseudoColumns {
+			if c.Name == p.Name {
+				return nil, errorAt(cs.text, c.Pos, CodeDuplicateObject, "%s is a reserved pseudo column name", c.Name)
+			}
+		}
+		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key})
+	}
+	topic, ok := cs.Props["KAFKA_TOPIC"]
+	if !ok {
+		return nil, Errorf(CodeInvalidParameter, "missing required property KAFKA_TOPIC in WITH (…)")
+	}
+	if _, ok := cs.Props["VALUE_FORMAT"]; !ok {
+		if _, ok := cs.Props["FORMAT"]; !ok {
+			return nil, Errorf(CodeInvalidParameter, "missing required property VALUE_FORMAT in WITH (…)")
+		}
+	}
+	for name, p := range cs.Props {
+		switch name {
+		case "KAFKA_TOPIC", "VALUE_FORMAT", "KEY_FORMAT", "FORMAT", "PARTITIONS":
+		default:
+			return nil, errorAt(cs.text, p.Pos, CodeInvalidParameter, "property %s is not supported yet", name)
+		}
+	}
+	if err := applySinkProps(cs.text, cs.Props, s); err != nil {
+		return nil, err
+	}
+	s.Topic = topic.Value
+	keys := s.Schema.KeyIndexes()
+	if len(keys) == 0 {
+		s.KeyFormat = types.FormatNone
+	}
+	// Check that the formats can hold the columns now, not per record.
+	if _, err := types.NewDecoder(s.KeyFormat, s.Schema, keys); err != nil {
+		return nil, Errorf(CodeInvalidParameter, "key: %v", err)
+	}
+	if _, err := types.NewDecoder(s.ValueFormat, s.Schema, s.Schema.ValueIndexes()); err != nil {
+		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
+	}
+	return s, nil
+}
+
+// BindInsertValues evaluates INSERT … VALUES rows for target. Each row is
+// laid out by target.Schema; columns not named are NULL.
+func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, error) {
+	b := &binder{text: iv.text, toks: lex(iv.text), src: target}
+	cols := make([]int, 0, len(target.Schema.Columns))
+	if len(iv.Columns) == 0 {
+		cols = target.Schema.Visible()
+	} else {
+		for _, name := range iv.Columns {
+			i := target.Schema.Index(name)
+			if i < 0 {
+				return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, target.Name)
+			}
+			cols = append(cols, i)
+		}
+	}
+	var rows []types.Row
+	for _, list := range iv.ins.Lists {
+		if len(list) != len(cols) {
+			return nil, Errorf(CodeSyntaxError, "expected %d values, got %d", len(cols), len(list))
+		}
+		row := make(types.Row, len(target.Schema.Columns))
+		for i := range row {
+			row[i] = types.NullDatum
+		}
+		for i, n := range list {
+			e, err := b.expr(n)
+			if err != nil {
+				return nil, err
+			}
+			col := target.Schema.Columns[cols[i]]
+			d, err := constant(e, col.Type)
+			if err != nil {
+				return nil, b.errAt(col.Name, CodeDatatypeMismatch, "value for column %s: %v", col.Name, err)
+			}
+			row[cols[i]] = d
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// constant evaluates a constant expression and converts it to type t.
+func constant(e expr.Expr, t types.Type) (types.Datum, error) {
+	ev, err := expr.Compile(e)
+	if err != nil {
+		return types.Datum{}, err
+	}
+	d, err := ev(nil)
+	if err != nil {
+		return types.Datum{}, err
+	}
+	d = d.Clone()
+	if d.Null {
+		return d, nil
+	}
+	from := e.Type()
+	switch {
+	case from.Equal(t):
+		return d, nil
+	case from.IsIntegral() && t.IsIntegral():
+		if t.Kind == types.Int && (d.I < -1<<31 || d.I >= 1<<31) {
+			return d, errors.New("out of INTEGER range")
+		}
+		return d, nil
+	case from.IsIntegral() && t.Kind == types.Double:
+		return types.DoubleDatum(float64(d.I)), nil
+	case from.IsIntegral() && (t.Kind == types.Timestamp || t.Kind == types.Date || t.Kind == types.Time):
+		return d, nil
+	}
+	return d, fmt.Errorf("cannot use %s as %s", from, t)
+}

@@ -1,0 +1,584 @@
+package sql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Parse parses one statement (as Split returns them; a trailing semicolon
+// is allowed).
+func Parse(text string) (Statement, error) {
+	p := &parser{text: text, toks: lex(text)}
+	for _, t := range p.toks {
+		if t.kind == tError {
+			return nil, errorAt(text, t.pos, CodeSyntaxError, "%s", t.text)
+		}
+	}
+	st, err := p.statement()
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+type parser struct {
+	text string
+	toks []token
+	i    int
+}
+
+func (p *parser) peek() token { return p.toks[p.i] }
+func (p *parser) peekAt(n int) token {
+	if p.i+n < len(p.toks) {
+		return p.toks[p.i+n]
+	}
+	return p.toks[len(p.toks)-1]
+}
+func (p *parser) next() token {
+	t := p.toks[p.i]
+	if t.kind != tEOF {
+		p.i++
+	}
+	return t
+}
+
+// accept consumes the keyword kw if it is next.
+func (p *parser) accept(kw string) bool {
+	if p.peek().is(kw) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) acceptPunct(s string) bool {
+	if t := p.peek(); t.kind == tPunct && t.text == s {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) errorf(t token, format string, args ...any) *Error {
+	return errorAt(p.text, t.pos, CodeSyntaxError, format, args...)
+}
+
+// unexpected reports the token t where want was expected.
+func (p *parser) unexpected(t token, want string) *Error {
+	if t.kind == tEOF {
+		return p.errorf(t, "syntax error: expected %s, found end of statement", want)
+	}
+	return p.errorf(t, "syntax error: expected %s, found %q", want, p.text[t.pos:t.end])
+}
+
+func (p *parser) expect(kw string) error {
+	if !p.accept(kw) {
+		return p.unexpected(p.peek(), kw)
+	}
+	return nil
+}
+
+func (p *parser) expectPunct(s string) error {
+	if !p.acceptPunct(s) {
+		return p.unexpected(p.peek(), "'"+s+"'")
+	}
+	return nil
+}
+
+// end checks that only an optional semicolon remains.
+func (p *parser) end() error {
+	p.acceptPunct(";")
+	if t := p.peek(); t.kind != tEOF {
+		return p.unexpected(t, "end of statement")
+	}
+	return nil
+}
+
+// ident reads an identifier: unquoted ones come upper-cased, quoted ones
+// keep their case.
+func (p *parser) ident(what string) (string, token, error) {
+	t := p.peek()
+	if t.kind != tIdent && t.kind != tQuoted {
+		return "", t, p.unexpected(t, what)
+	}
+	p.i++
+	return t.text, t, nil
+}
+
+func (p *parser) statement() (Statement, error) {
+	t := p.peek()
+	switch {
+	case t.is("CREATE"):
+		return p.create()
+	case t.is("INSERT"):
+		return p.insert()
+	case t.is("SELECT"):
+		return p.selectStmt(p.i)
+	case t.is("SHOW"), t.is("LIST"):
+		return p.show()
+	case t.is("DESCRIBE"), t.is("DESC"):
+		return p.describe()
+	case t.is("EXPLAIN"):
+		return p.explain()
+	case t.is("SET"):
+		return p.set()
+	case t.is("UNSET"):
+		return p.unset()
+	case t.is("DROP"):
+		return p.drop()
+	case t.is("TERMINATE"):
+		return p.terminate()
+	case t.kind == tEOF:
+		return nil, p.errorf(t, "empty statement")
+	}
+	return nil, p.unexpected(t, "a statement (CREATE, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE)")
+}
+
+func (p *parser) kind() (catalog.Kind, error) {
+	switch {
+	case p.accept("STREAM"):
+		return catalog.Stream, nil
+	case p.accept("TABLE"):
+		return catalog.Table, nil
+	}
+	return 0, p.unexpected(p.peek(), "STREAM or TABLE")
+}
+
+func (p *parser) create() (Statement, error) {
+	p.next() // CREATE
+	orReplace := false
+	if p.accept("OR") {
+		if err := p.expect("REPLACE"); err != nil {
+			return nil, err
+		}
+		orReplace = true
+	}
+	source := p.accept("SOURCE")
+	kind, err := p.kind()
+	if err != nil {
+		return nil, err
+	}
+	ifNotExists := false
+	if p.accept("IF") {
+		if err := p.expect("NOT"); err != nil {
+			return nil, err
+		}
+		if err := p.expect("EXISTS"); err != nil {
+			return nil, err
+		}
+		ifNotExists = true
+	}
+	name, _, err := p.ident(kind.String() + " name")
+	if err != nil {
+		return nil, err
+	}
+	if p.peek().kind == tPunct && p.peek().text == "(" {
+		cols, err := p.columns(kind)
+		if err != nil {
+			return nil, err
+		}
+		props, err := p.with()
+		if err != nil {
+			return nil, err
+		}
+		if p.peek().is("AS") {
+			return nil, p.errorf(p.peek(), "syntax error: CREATE %s AS SELECT takes no column list", kind)
+		}
+		if err := p.end(); err != nil {
+			return nil, err
+		}
+		return &CreateSource{base: base{p.text}, Kind: kind, Name: name, OrReplace: orReplace,
+			IfNotExists: ifNotExists, Source: source, Columns: cols, Props: props}, nil
+	}
+	props, err := p.with()
+	if err != nil {
+		return nil, err
+	}
+	if !p.peek().is("AS") {
+		if props != nil {
+			return nil, p.errorf(p.peek(), "syntax error: CREATE %s needs a column list or AS SELECT", kind)
+		}
+		return nil, p.unexpected(p.peek(), "a column list, WITH or AS SELECT")
+	}
+	if source {
+		return nil, p.errorf(p.peek(), "CREATE SOURCE %s cannot be AS SELECT", kind)
+	}
+	p.next() // AS
+	sel, err := p.selectStmt(p.i)
+	if err != nil {
+		return nil, err
+	}
+	return &CreateAs{base: base{p.text}, Kind: kind, Name: name, OrReplace: orReplace,
+		IfNotExists: ifNotExists, Props: props, Select: sel}, nil
+}
+
+func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
+	if err := p.expectPunct("("); err != nil {
+		return nil, err
+	}
+	var cols []ColumnDef
+	for {
+		name, nt, err := p.ident("a column name")
+		if err != nil {
+			return nil, err
+		}
+		typ, err := p.typ()
+		if err != nil {
+			return nil, err
+		}
+		c := ColumnDef{Name: name, Type: typ, Pos: nt.pos}
+		switch {
+		case p.peek().is("PRIMARY"):
+			pt := p.next()
+			if err := p.expect("KEY"); err != nil {
+				return nil, err
+			}
+			if kind != catalog.Table {
+				return nil, p.errorf(pt, "PRIMARY KEY is for tables; a stream's key column is declared KEY")
+			}
+			c.Key = true
+		case p.peek().is("KEY"):
+			kt := p.next()
+			if kind == catalog.Table {
+				return nil, p.errorf(kt, "a table's key column is declared PRIMARY KEY")
+			}
+			c.Key = true
+		}
+		for _, o := range cols {
+			if o.Name == c.Name {
+				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "duplicate column %s", c.Name)
+			}
+		}
+		cols = append(cols, c)
+		if p.acceptPunct(",") {
+			continue
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		return cols, nil
+	}
+}
+
+// typ parses a ksqlDB type name.
+func (p *parser) typ() (types.Type, error) {
+	t := p.peek()
+	if t.kind != tIdent {
+		return types.Type{}, p.unexpected(t, "a type")
+	}
+	p.i++
+	switch t.text {
+	case "DECIMAL":
+		if err := p.expectPunct("("); err != nil {
+			return types.Type{}, err
+		}
+		prec, err := p.intLit()
+		if err != nil {
+			return types.Type{}, err
+		}
+		if err := p.expectPunct(","); err != nil {
+			return types.Type{}, err
+		}
+		scale, err := p.intLit()
+		if err != nil {
+			return types.Type{}, err
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return types.Type{}, err
+		}
+		if prec < 1 || scale < 0 || scale > prec {
+			return types.Type{}, p.errorf(t, "invalid DECIMAL(%d, %d)", prec, scale)
+		}
+		return types.Type{Kind: types.Decimal, Precision: int(prec), Scale: int(scale)}, nil
+	case "ARRAY":
+		if err := p.expectPunct("<"); err != nil {
+			return types.Type{}, err
+		}
+		elem, err := p.typ()
+		if err != nil {
+			return types.Type{}, err
+		}
+		if err := p.expectPunct(">"); err != nil {
+			return types.Type{}, err
+		}
+		return types.Type{Kind: types.Array, Elem: &elem}, nil
+	case "MAP":
+		if err := p.expectPunct("<"); err != nil {
+			return types.Type{}, err
+		}
+		k, err := p.typ()
+		if err != nil {
+			return types.Type{}, err
+		}
+		if err := p.expectPunct(","); err != nil {
+			return types.Type{}, err
+		}
+		v, err := p.typ()
+		if err != nil {
+			return types.Type{}, err
+		}
+		if err := p.expectPunct(">"); err != nil {
+			return types.Type{}, err
+		}
+		return types.Type{Kind: types.Map, KeyType: &k, Elem: &v}, nil
+	case "STRUCT":
+		if err := p.expectPunct("<"); err != nil {
+			return types.Type{}, err
+		}
+		var fields []types.Field
+		for !p.acceptPunct(">") {
+			if len(fields) > 0 {
+				if err := p.expectPunct(","); err != nil {
+					return types.Type{}, err
+				}
+			}
+			name, _, err := p.ident("a field name")
+			if err != nil {
+				return types.Type{}, err
+			}
+			ft, err := p.typ()
+			if err != nil {
+				return types.Type{}, err
+			}
+			fields = append(fields, types.Field{Name: name, Type: ft})
+		}
+		return types.Type{Kind: types.Struct, Fields: fields}, nil
+	}
+	if st, ok := types.ScalarByName(t.text); ok {
+		return st, nil
+	}
+	return types.Type{}, errorAt(p.text, t.pos, CodeUndefinedObject, "unknown type %s", p.text[t.pos:t.end])
+}
+
+func (p *parser) intLit() (int64, error) {
+	t := p.peek()
+	if t.kind != tNumber {
+		return 0, p.unexpected(t, "a number")
+	}
+	n, err := strconv.ParseInt(t.text, 10, 64)
+	if err != nil {
+		return 0, p.errorf(t, "invalid integer %s", t.text)
+	}
+	p.i++
+	return n, nil
+}
+
+// with parses an optional WITH (NAME = value, …).
+func (p *parser) with() (Props, error) {
+	if !p.accept("WITH") {
+		return nil, nil
+	}
+	if err := p.expectPunct("("); err != nil {
+		return nil, err
+	}
+	props := Props{}
+	for {
+		name, nt, err := p.ident("a property name")
+		if err != nil {
+			return nil, err
+		}
+		name = strings.ToUpper(name)
+		if err := p.expectPunct("="); err != nil {
+			return nil, err
+		}
+		vt := p.next()
+		switch vt.kind {
+		case tString, tNumber, tIdent:
+		default:
+			return nil, p.unexpected(vt, "a property value")
+		}
+		if _, dup := props[name]; dup {
+			return nil, p.errorf(nt, "duplicate property %s", name)
+		}
+		props[name] = Property{Value: vt.text, Pos: vt.pos}
+		if p.acceptPunct(",") {
+			continue
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		return props, nil
+	}
+}
+
+func (p *parser) insert() (Statement, error) {
+	p.next() // INSERT
+	if err := p.expect("INTO"); err != nil {
+		return nil, err
+	}
+	target, _, err := p.ident("a stream name")
+	if err != nil {
+		return nil, err
+	}
+	if p.peek().is("SELECT") {
+		sel, err := p.selectStmt(p.i)
+		if err != nil {
+			return nil, err
+		}
+		return &InsertSelect{base: base{p.text}, Target: target, Select: sel}, nil
+	}
+	var cols []string
+	if p.acceptPunct("(") {
+		for {
+			c, _, err := p.ident("a column name")
+			if err != nil {
+				return nil, err
+			}
+			cols = append(cols, c)
+			if p.acceptPunct(",") {
+				continue
+			}
+			if err := p.expectPunct(")"); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	if !p.peek().is("VALUES") {
+		return nil, p.unexpected(p.peek(), "VALUES or SELECT")
+	}
+	ins, err := parseTiDBInsert(p.text, p.toks)
+	if err != nil {
+		return nil, err
+	}
+	return &InsertValues{base: base{p.text}, Target: target, Columns: cols, ins: ins}, nil
+}
+
+func (p *parser) show() (Statement, error) {
+	p.next()
+	t := p.next()
+	what := ""
+	switch {
+	case t.is("STREAMS"), t.is("TABLES"), t.is("QUERIES"), t.is("TOPICS"), t.is("FUNCTIONS"), t.is("PROPERTIES"):
+		what = t.text
+	default:
+		return nil, p.unexpected(t, "STREAMS, TABLES, QUERIES, TOPICS, FUNCTIONS or PROPERTIES")
+	}
+	ext := p.accept("EXTENDED")
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return &Show{base: base{p.text}, What: what, Extended: ext}, nil
+}
+
+func (p *parser) describe() (Statement, error) {
+	p.next()
+	d := &Describe{base: base{p.text}}
+	if p.peek().is("FUNCTION") && p.peekAt(1).kind != tEOF && !p.peekAt(1).is("EXTENDED") {
+		p.next()
+		d.Function = true
+	}
+	d.Extended = p.accept("EXTENDED")
+	name, _, err := p.ident("a stream or table name")
+	if err != nil {
+		return nil, err
+	}
+	d.Name = name
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (p *parser) explain() (Statement, error) {
+	p.next()
+	t := p.peek()
+	if (t.kind == tIdent || t.kind == tQuoted) && !t.is("CREATE") && !t.is("SELECT") && !t.is("INSERT") {
+		p.next()
+		if err := p.end(); err != nil {
+			return nil, err
+		}
+		return &Explain{base: base{p.text}, QueryID: t.text}, nil
+	}
+	sub := &parser{text: p.text, toks: p.toks, i: p.i}
+	st, err := sub.statement()
+	if err != nil {
+		return nil, err
+	}
+	switch st.(type) {
+	case *CreateAs, *InsertSelect, *Select:
+	default:
+		return nil, p.errorf(t, "EXPLAIN takes a query ID or a CREATE … AS SELECT, INSERT INTO … SELECT or SELECT")
+	}
+	return &Explain{base: base{p.text}, Stmt: st}, nil
+}
+
+func (p *parser) set() (Statement, error) {
+	p.next()
+	nt := p.next()
+	if nt.kind != tString {
+		return nil, p.unexpected(nt, "a quoted property name, as in SET 'auto.offset.reset' = 'earliest'")
+	}
+	if err := p.expectPunct("="); err != nil {
+		return nil, err
+	}
+	vt := p.next()
+	if vt.kind != tString && vt.kind != tNumber {
+		return nil, p.unexpected(vt, "a quoted value")
+	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return &SetProperty{base: base{p.text}, Name: nt.text, Value: vt.text}, nil
+}
+
+func (p *parser) unset() (Statement, error) {
+	p.next()
+	nt := p.next()
+	if nt.kind != tString {
+		return nil, p.unexpected(nt, "a quoted property name")
+	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return &UnsetProperty{base: base{p.text}, Name: nt.text}, nil
+}
+
+func (p *parser) drop() (Statement, error) {
+	p.next()
+	kind, err := p.kind()
+	if err != nil {
+		return nil, err
+	}
+	d := &Drop{base: base{p.text}, Kind: kind}
+	if p.accept("IF") {
+		if err := p.expect("EXISTS"); err != nil {
+			return nil, err
+		}
+		d.IfExists = true
+	}
+	if d.Name, _, err = p.ident(kind.String() + " name"); err != nil {
+		return nil, err
+	}
+	if p.accept("DELETE") {
+		if err := p.expect("TOPIC"); err != nil {
+			return nil, err
+		}
+		d.DeleteTopic = true
+	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (p *parser) terminate() (Statement, error) {
+	p.next()
+	t := &Terminate{base: base{p.text}}
+	if p.accept("ALL") {
+		t.All = true
+	} else {
+		id, _, err := p.ident("a query ID or ALL")
+		if err != nil {
+			return nil, err
+		}
+		t.QueryID = id
+	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}

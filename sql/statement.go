@@ -1,0 +1,141 @@
+package sql
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Statement is one parsed statement. The concrete types below are the
+// statements sqlstreams knows.
+type Statement interface {
+	// Text returns the statement's text as the user wrote it.
+	Text() string
+}
+
+type base struct{ text string }
+
+func (b base) Text() string { return b.text }
+
+// Property is one WITH (NAME=value) entry. Names are upper-cased.
+type Property struct {
+	Value string
+	Pos   int // offset of the value, for errors
+}
+
+// Props are a statement's WITH properties, keyed by upper-case name.
+type Props map[string]Property
+
+// ColumnDef is one column of a CREATE STREAM/TABLE column list.
+type ColumnDef struct {
+	Name string
+	Type types.Type
+	Key  bool // KEY (streams) or PRIMARY KEY (tables)
+	Pos  int
+}
+
+// CreateSource is CREATE [OR REPLACE] [SOURCE] STREAM|TABLE [IF NOT EXISTS]
+// name (columns) WITH (…).
+type CreateSource struct {
+	base
+	Kind        catalog.Kind
+	Name        string
+	OrReplace   bool
+	IfNotExists bool
+	Source      bool
+	Columns     []ColumnDef
+	Props       Props
+}
+
+// CreateAs is CREATE [OR REPLACE] STREAM|TABLE name [WITH (…)] AS SELECT ….
+type CreateAs struct {
+	base
+	Kind        catalog.Kind
+	Name        string
+	OrReplace   bool
+	IfNotExists bool
+	Props       Props
+	Select      *Select
+}
+
+// InsertSelect is INSERT INTO name SELECT ….
+type InsertSelect struct {
+	base
+	Target string
+	Select *Select
+}
+
+// InsertValues is INSERT INTO name [(columns)] VALUES (…), ….
+type InsertValues struct {
+	base
+	Target  string
+	Columns []string
+	ins     *ast.InsertStmt
+}
+
+// Select is a SELECT with its streaming clauses.
+type Select struct {
+	base
+	// Emit is "CHANGES", "FINAL" or "" (a pull query).
+	Emit string
+	// Limit is the row limit, or -1.
+	Limit int64
+	// unsupported names a clause that parses but is planned by a later
+	// issue (WINDOW, PARTITION BY, joins); binding refuses it.
+	unsupported string
+	unsupPos    int
+	stmt        *ast.SelectStmt
+	tidbText    string
+	toks        []token
+}
+
+// Show is SHOW|LIST STREAMS|TABLES|QUERIES|TOPICS|FUNCTIONS|PROPERTIES.
+type Show struct {
+	base
+	What     string
+	Extended bool
+}
+
+// Describe is DESCRIBE [EXTENDED] name, or DESCRIBE FUNCTION name.
+type Describe struct {
+	base
+	Name     string
+	Extended bool
+	Function bool
+}
+
+// Explain is EXPLAIN query_id or EXPLAIN statement.
+type Explain struct {
+	base
+	QueryID string
+	Stmt    Statement
+}
+
+// SetProperty is SET 'name' = 'value'.
+type SetProperty struct {
+	base
+	Name, Value string
+}
+
+// UnsetProperty is UNSET 'name'.
+type UnsetProperty struct {
+	base
+	Name string
+}
+
+// Drop is DROP STREAM|TABLE [IF EXISTS] name [DELETE TOPIC].
+type Drop struct {
+	base
+	Kind        catalog.Kind
+	Name        string
+	IfExists    bool
+	DeleteTopic bool
+}
+
+// Terminate is TERMINATE query_id or TERMINATE ALL.
+type Terminate struct {
+	base
+	QueryID string
+	All     bool
+}

@@ -1,0 +1,114 @@
+package types
+
+import (
+	"strconv"
+	"time"
+)
+
+// Datum is one typed SQL value. Which field holds the value depends on the
+// column's Type, which the datum does not repeat:
+//
+//	BOOLEAN            I (0 or 1)
+//	INT, BIGINT        I
+//	DATE               I (days since 1970-01-01)
+//	TIME               I (milliseconds since midnight)
+//	TIMESTAMP          I (milliseconds since the Unix epoch, UTC)
+//	DOUBLE             F
+//	STRING, BYTES      B
+//
+// Null marks SQL NULL; the other fields are then meaningless. B may alias
+// memory owned by a decoder or evaluator (see the package doc).
+type Datum struct {
+	Null bool
+	I    int64
+	F    float64
+	B    []byte
+}
+
+// Row is a reusable slice of datums laid out by a Schema.
+type Row []Datum
+
+// NullDatum is the SQL NULL.
+var NullDatum = Datum{Null: true}
+
+// BoolDatum returns a BOOLEAN datum.
+func BoolDatum(v bool) Datum {
+	if v {
+		return Datum{I: 1}
+	}
+	return Datum{}
+}
+
+// IntDatum returns an INT or BIGINT datum.
+func IntDatum(v int64) Datum { return Datum{I: v} }
+
+// DoubleDatum returns a DOUBLE datum.
+func DoubleDatum(v float64) Datum { return Datum{F: v} }
+
+// StringDatum returns a STRING datum holding s's bytes (one copy).
+func StringDatum(s string) Datum { return Datum{B: []byte(s)} }
+
+// Bool reports a BOOLEAN datum's value; NULL is false.
+func (d Datum) Bool() bool { return !d.Null && d.I != 0 }
+
+// Clone returns d with its bytes copied, safe to keep past the next record.
+func (d Datum) Clone() Datum {
+	if d.B != nil {
+		d.B = append([]byte(nil), d.B...)
+	}
+	return d
+}
+
+// CloneRow copies r and all the bytes it references.
+func CloneRow(r Row) Row {
+	out := make(Row, len(r))
+	for i, d := range r {
+		out[i] = d.Clone()
+	}
+	return out
+}
+
+// AppendText appends the text form of d, read as type t, to dst: the form
+// psql prints and ksqlDB's CLI shows. NULL appends nothing; callers that
+// must tell NULL apart check d.Null first.
+func AppendText(dst []byte, d Datum, t Type) []byte {
+	if d.Null {
+		return dst
+	}
+	switch t.Kind {
+	case Boolean:
+		if d.I != 0 {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case Int, Bigint:
+		return strconv.AppendInt(dst, d.I, 10)
+	case Double:
+		return strconv.AppendFloat(dst, d.F, 'g', -1, 64)
+	case String:
+		return append(dst, d.B...)
+	case Bytes:
+		dst = append(dst, `\x`...)
+		const hex = "0123456789abcdef"
+		for _, c := range d.B {
+			dst = append(dst, hex[c>>4], hex[c&15])
+		}
+		return dst
+	case Date:
+		return time.Unix(d.I*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
+	case Time:
+		return time.UnixMilli(d.I).UTC().AppendFormat(dst, "15:04:05.000")
+	case Timestamp:
+		return time.UnixMilli(d.I).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000")
+	}
+	return append(dst, '?')
+}
+
+// Text returns the text form of d as a string ("NULL" for NULL), for
+// messages and tests.
+func Text(d Datum, t Type) string {
+	if d.Null {
+		return "NULL"
+	}
+	return string(AppendText(nil, d, t))
+}
