@@ -1,0 +1,389 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/exec"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/sql"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Brokers are the Kafka seed brokers.
+	Brokers []string
+	// ServiceID names this sqlstreams cluster: it prefixes query
+	// application IDs and names the command topic (default "sqlstreams").
+	ServiceID string
+	// InstanceID names this server within the service (default: the host
+	// name). It is part of stream threads' transactional IDs, so it must
+	// be stable across restarts.
+	InstanceID string
+	// CommitInterval is how often persistent queries commit (default 100 ms).
+	CommitInterval time.Duration
+	// Logger receives the engine's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+const defaultCommitInterval = 100 * time.Millisecond
+
+// Engine executes statements against one sqlstreams service.
+type Engine struct {
+	cfg  Config
+	log  *slog.Logger
+	cat  *catalog.Catalog
+	cmds *catalog.CommandLog
+	cl   *kgo.Client // INSERT VALUES producer and admin
+	adm  *kadm.Client
+
+	mu      sync.Mutex // serializes catalog changes
+	running map[string]*exec.Query
+	nextID  int
+}
+
+// Open connects to Kafka, replays the command topic and starts every
+// persistent query it recorded.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.ServiceID == "" {
+		cfg.ServiceID = "sqlstreams"
+	}
+	if cfg.InstanceID == "" {
+		h, _ := os.Hostname()
+		cfg.InstanceID = h
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ProducerLinger(0))
+	if err != nil {
+		return nil, err
+	}
+	cmds, err := catalog.OpenCommandLog(ctx, cfg.Brokers, cfg.ServiceID)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	e := &Engine{
+		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds,
+		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, nextID: 1,
+	}
+	n := 0
+	err = cmds.Replay(ctx, func(_ int64, c catalog.Command) error {
+		n++
+		st, err := sql.Parse(c.Statement)
+		if err != nil {
+			return err
+		}
+		_, err = e.apply(ctx, st, c, false)
+		return err
+	})
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("replaying %s: %w", cmds.Topic(), err)
+	}
+	e.log.Info("catalog restored from the command topic", "commands", n,
+		"streams", len(e.cat.Sources()), "queries", len(e.running))
+	return e, nil
+}
+
+// Close stops every persistent query (committing their work) and closes
+// the engine's clients.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, q := range e.running {
+		wg.Add(1)
+		go func() { defer wg.Done(); q.Stop() }()
+	}
+	wg.Wait()
+	e.running = map[string]*exec.Query{}
+	e.cmds.Close()
+	e.cl.Close()
+}
+
+// Catalog returns the engine's catalog (read-only use).
+func (e *Engine) Catalog() *catalog.Catalog { return e.cat }
+
+// QueryStatus returns the runtime status of a persistent query.
+func (e *Engine) QueryStatus(id string) (exec.Status, bool) {
+	e.mu.Lock()
+	q, ok := e.running[id]
+	e.mu.Unlock()
+	if !ok {
+		return exec.Status{}, false
+	}
+	return q.Status(), true
+}
+
+var _ Executor = (*Engine)(nil)
+
+// Execute runs one statement.
+func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultWriter) (Result, error) {
+	st, err := sql.Parse(text)
+	if err != nil {
+		return Result{}, err
+	}
+	switch st := st.(type) {
+	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.InsertSelect:
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		cmd := catalog.Command{Statement: text, Props: copyProps(s.Props)}
+		return e.apply(ctx, st, cmd, true)
+	case *sql.InsertValues:
+		return e.insertValues(ctx, st)
+	case *sql.Select:
+		return e.query(ctx, s, st, w)
+	case *sql.SetProperty:
+		s.Props[st.Name] = st.Value
+		return Result{Tag: "SET"}, nil
+	case *sql.UnsetProperty:
+		delete(s.Props, st.Name)
+		return Result{Tag: "UNSET"}, nil
+	case *sql.Show:
+		return e.show(ctx, s, st, w)
+	case *sql.Describe:
+		return e.describe(st, w)
+	case *sql.Explain:
+		return e.explain(st, w)
+	}
+	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "statement is not supported yet")
+}
+
+func copyProps(p map[string]string) map[string]string {
+	if len(p) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(p))
+	for k, v := range p {
+		out[k] = v
+	}
+	return out
+}
+
+// apply validates and carries out a catalog-changing statement. Live
+// statements are appended to the command topic after validation and
+// before the catalog changes; replayed ones are not appended again. The
+// caller holds e.mu.
+func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Command, live bool) (Result, error) {
+	record := func() error {
+		if !live {
+			return nil
+		}
+		_, err := e.cmds.Append(ctx, cmd)
+		return err
+	}
+	switch st := st.(type) {
+	case *sql.CreateSource:
+		return e.createSource(ctx, st, record)
+	case *sql.CreateAs:
+		return e.createAs(ctx, st, cmd, live, record)
+	case *sql.Drop:
+		return e.drop(ctx, st, record)
+	case *sql.Terminate:
+		return e.terminate(st, record)
+	case *sql.InsertSelect:
+		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "INSERT INTO … SELECT is not supported yet")
+	}
+	return Result{}, fmt.Errorf("statement %T does not change the catalog", st)
+}
+
+func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, record func() error) (Result, error) {
+	tag := Result{Tag: "CREATE " + st.Kind.String()}
+	if old, ok := e.cat.Source(st.Name); ok {
+		switch {
+		case st.IfNotExists:
+			return tag, nil
+		case !st.OrReplace:
+			return Result{}, sql.Errorf(sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
+		case old.Kind != st.Kind:
+			return Result{}, sql.Errorf(sql.CodeDuplicateObject, "%s is a %s, not a %s", st.Name, old.Kind, st.Kind)
+		}
+	}
+	src, err := sql.BindCreateSource(st)
+	if err != nil {
+		return Result{}, err
+	}
+	parts, err := e.ensureTopic(ctx, src.Topic, src.Partitions)
+	if err != nil {
+		return Result{}, err
+	}
+	src.Partitions = parts
+	if err := record(); err != nil {
+		return Result{}, err
+	}
+	if err := e.cat.AddSource(src, true); err != nil {
+		return Result{}, err
+	}
+	return tag, nil
+}
+
+// ensureTopic creates topic with partitions when it is missing and
+// partitions > 0, and returns the topic's partition count. A missing topic
+// without partitions is an error, as in ksqlDB.
+func (e *Engine) ensureTopic(ctx context.Context, topic string, partitions int32) (int32, error) {
+	details, err := e.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("looking up topic %s: %w", topic, err)
+	}
+	if d, ok := details[topic]; ok && d.Err == nil {
+		n := int32(len(d.Partitions))
+		if partitions > 0 && n != partitions {
+			return 0, sql.Errorf(sql.CodeInvalidParameter, "topic %s exists with %d partitions, not %d", topic, n, partitions)
+		}
+		return n, nil
+	}
+	if partitions <= 0 {
+		return 0, sql.Errorf(sql.CodeUndefinedObject, "topic %s does not exist; give PARTITIONS in WITH (…) to create it", topic)
+	}
+	resp, err := e.adm.CreateTopic(ctx, partitions, -1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return 0, fmt.Errorf("creating topic %s: %w", topic, err)
+	}
+	return partitions, nil
+}
+
+func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Command, live bool, record func() error) (Result, error) {
+	tag := Result{Tag: "CREATE " + st.Kind.String()}
+	if old, ok := e.cat.Source(st.Name); ok {
+		switch {
+		case st.IfNotExists:
+			return tag, nil
+		case st.OrReplace:
+			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "CREATE OR REPLACE of a query is not supported yet")
+		default:
+			return Result{}, sql.Errorf(sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
+		}
+	}
+	sink, err := sql.BindCreateAs(st, e.cat)
+	if err != nil {
+		return Result{}, err
+	}
+	id := cmd.QueryID
+	if id == "" {
+		id = fmt.Sprintf("CSAS_%s_%d", st.Name, e.nextID)
+	}
+	if n := queryNumber(id); n >= e.nextID {
+		e.nextID = n + 1
+	}
+	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
+	if err != nil {
+		return Result{}, err
+	}
+	if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
+		return Result{}, err
+	}
+	if live {
+		cmd.QueryID = id
+		if _, err := e.cmds.Append(ctx, cmd); err != nil {
+			return Result{}, err
+		}
+	}
+	sink.Target.WriterQuery = id
+	if err := e.cat.AddSource(sink.Target, false); err != nil {
+		return Result{}, err
+	}
+	var sources []string
+	for _, s := range planner.Sources(sink.Input) {
+		sources = append(sources, s.Name)
+	}
+	e.cat.AddQuery(&catalog.Query{ID: id, SQL: st.Text(), Sink: st.Name, Sources: sources})
+	reset := "earliest"
+	if v := cmd.Props["auto.offset.reset"]; v != "" {
+		reset = v
+	}
+	q, err := exec.Start(id, topo, exec.Config{
+		Brokers:        e.cfg.Brokers,
+		InstanceID:     e.cfg.InstanceID,
+		CommitInterval: e.cfg.CommitInterval,
+		OffsetReset:    reset,
+		Logger:         e.log,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	e.running[id] = q
+	e.log.Info("persistent query started", "query", id, "app_id", topo.AppID)
+	return tag, nil
+}
+
+// queryNumber returns the trailing number of a query ID like CSAS_X_7.
+func queryNumber(id string) int {
+	i := strings.LastIndexByte(id, '_')
+	n, _ := strconv.Atoi(id[i+1:])
+	return n
+}
+
+func (e *Engine) drop(ctx context.Context, st *sql.Drop, record func() error) (Result, error) {
+	tag := Result{Tag: "DROP " + st.Kind.String()}
+	src, ok := e.cat.Source(st.Name)
+	if !ok {
+		if st.IfExists {
+			return tag, nil
+		}
+		return Result{}, sql.Errorf(sql.CodeUndefinedTable, "%s %s does not exist", st.Kind, st.Name)
+	}
+	if src.Kind != st.Kind {
+		return Result{}, sql.Errorf(sql.CodeUndefinedTable, "%s is a %s, not a %s", st.Name, src.Kind, st.Kind)
+	}
+	if users := e.cat.Users(st.Name); len(users) > 0 {
+		return Result{}, sql.Errorf(sql.CodeObjectInUse, "cannot drop %s: queries %s read or write it; TERMINATE them first", st.Name, strings.Join(users, ", "))
+	}
+	if err := record(); err != nil {
+		return Result{}, err
+	}
+	e.cat.DropSource(st.Name)
+	if st.DeleteTopic {
+		if _, err := e.adm.DeleteTopics(ctx, src.Topic); err != nil {
+			e.log.Warn("deleting topic", "topic", src.Topic, "err", err)
+		}
+	}
+	return tag, nil
+}
+
+func (e *Engine) terminate(st *sql.Terminate, record func() error) (Result, error) {
+	var ids []string
+	if st.All {
+		for _, q := range e.cat.Queries() {
+			ids = append(ids, q.ID)
+		}
+	} else {
+		if _, ok := e.cat.Query(st.QueryID); !ok {
+			return Result{}, sql.Errorf(sql.CodeUndefinedObject, "query %s does not exist", st.QueryID)
+		}
+		ids = []string{st.QueryID}
+	}
+	if err := record(); err != nil {
+		return Result{}, err
+	}
+	for _, id := range ids {
+		if q := e.running[id]; q != nil {
+			q.Stop()
+			delete(e.running, id)
+		}
+		if q, ok := e.cat.Query(id); ok {
+			if s, ok := e.cat.Source(q.Sink); ok {
+				s.WriterQuery = ""
+			}
+		}
+		e.cat.DropQuery(id)
+	}
+	return Result{Tag: "TERMINATE"}, nil
+}

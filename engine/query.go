@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/exec"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// query runs a SELECT: a push query streams until its LIMIT or until ctx
+// ends; pull queries come with materialized tables.
+func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w ResultWriter) (Result, error) {
+	q, err := sql.BindSelect(st, e.cat)
+	if err != nil {
+		return Result{}, err
+	}
+	if q.Emit == "" {
+		src := planner.Sources(q.Root)[0]
+		if src.Kind == catalog.Stream {
+			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport,
+				"pull queries on streams are not supported: %s is a stream; add EMIT CHANGES for a push query", src.Name)
+		}
+		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "pull queries are not supported yet")
+	}
+	if q.Emit == "FINAL" {
+		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "EMIT FINAL needs a windowed aggregation")
+	}
+	topo, err := physical.BuildPush(q)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := w.Columns(q.Root.Schema().Columns); err != nil {
+		return Result{}, err
+	}
+	n := 0
+	err = exec.RunPush(ctx, topo, exec.PushConfig{
+		Brokers:     e.cfg.Brokers,
+		OffsetReset: s.Props["auto.offset.reset"],
+		Logger:      e.log,
+	}, func(row types.Row) error {
+		n++
+		return w.Row(row)
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return Result{}, sql.Errorf(sql.CodeQueryCanceled, "push query canceled after %d rows", n)
+		}
+		return Result{}, err
+	}
+	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil
+}
+
+// insertValues encodes the rows with the target's formats and produces
+// them, waiting until Kafka has them.
+func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result, error) {
+	target, ok := e.cat.Source(st.Target)
+	if !ok {
+		return Result{}, sql.Errorf(sql.CodeUndefinedTable, "stream or table %s does not exist", st.Target)
+	}
+	if target.IsSource {
+		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
+	}
+	rows, err := sql.BindInsertValues(st, target)
+	if err != nil {
+		return Result{}, err
+	}
+	keys := target.Schema.KeyIndexes()
+	kenc, err := types.NewEncoder(target.KeyFormat, target.Schema, keys)
+	if err != nil {
+		return Result{}, err
+	}
+	venc, err := types.NewEncoder(target.ValueFormat, target.Schema, target.Schema.ValueIndexes())
+	if err != nil {
+		return Result{}, err
+	}
+	recs := make([]*kgo.Record, 0, len(rows))
+	for _, row := range rows {
+		r := &kgo.Record{Topic: target.Topic}
+		if len(keys) > 0 && !allNull(row, keys) {
+			if r.Key, err = kenc.Encode(nil, row); err != nil {
+				return Result{}, err
+			}
+		}
+		if r.Value, err = venc.Encode(nil, row); err != nil {
+			return Result{}, err
+		}
+		recs = append(recs, r)
+	}
+	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return Result{}, fmt.Errorf("producing to %s: %w", target.Topic, err)
+	}
+	return Result{Tag: "INSERT 0 " + strconv.Itoa(len(recs))}, nil
+}
+
+func allNull(row types.Row, idx []int) bool {
+	for _, i := range idx {
+		if !row[i].Null {
+			return false
+		}
+	}
+	return true
+}
