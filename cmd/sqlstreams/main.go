@@ -1,0 +1,34 @@
+// Command sqlstreams runs the sqlstreams server (the default, or
+// "sqlstreams server") or its interactive shell ("sqlstreams shell").
+//
+// The server serves the Postgres wire protocol and the REST API and, when
+// no --bootstrap-servers is given, starts an embedded Kafka-protocol broker
+// whose data lives under --data-dir. Every flag has an SQLSTREAMS_*
+// environment equivalent (--pg-addr is SQLSTREAMS_PG_ADDR).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	args := os.Args[1:]
+	cmd := "server"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	var code int
+	switch cmd {
+	case "server":
+		code = runServer(args)
+	case "shell":
+		code = runShell(args)
+	case "help":
+		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams shell [flags]")
+	default:
+		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server or shell)\n", cmd)
+		code = 2
+	}
+	os.Exit(code)
+}

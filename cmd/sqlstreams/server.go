@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/broker"
+	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/server/pgwire"
+)
+
+func runServer(args []string) int {
+	fs := flag.NewFlagSet("sqlstreams server", flag.ContinueOnError)
+	dataDir := stringFlag(fs, "data-dir", "./data", "directory for the embedded broker's data and local state")
+	pgAddr := stringFlag(fs, "pg-addr", "127.0.0.1:5433", "Postgres wire protocol listen address")
+	httpAddr := stringFlag(fs, "http-addr", "127.0.0.1:8088", "REST API listen address")
+	bootstrap := stringFlag(fs, "bootstrap-servers", "", "Kafka bootstrap servers, comma-separated; empty starts the embedded broker")
+	kafkaAddr := stringFlag(fs, "embedded-kafka-addr", "127.0.0.1:9092", "embedded broker listen address")
+	serviceID := stringFlag(fs, "service-id", "sqlstreams", "service ID: names the command topic and prefixes query application IDs")
+	instanceID := stringFlag(fs, "instance-id", "", "this server's stable name within the service (default: host name)")
+	logLevel := stringFlag(fs, "log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(os.Stderr, "sqlstreams: bad --log-level: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, log, serverConfig{
+		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, bootstrap: *bootstrap,
+		kafkaAddr: *kafkaAddr, serviceID: *serviceID, instanceID: *instanceID,
+	}); err != nil {
+		log.Error("sqlstreams stopped", "err", err)
+		return 1
+	}
+	log.Info("sqlstreams stopped cleanly")
+	return 0
+}
+
+type serverConfig struct {
+	dataDir, pgAddr, httpAddr, bootstrap, kafkaAddr, serviceID, instanceID string
+}
+
+func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
+	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
+		return err
+	}
+	var brokers []string
+	if cfg.bootstrap == "" {
+		b, err := broker.Start(ctx, broker.Config{Addr: cfg.kafkaAddr, DataDir: filepath.Join(cfg.dataDir, "kafka"), Logger: log})
+		if err != nil {
+			return fmt.Errorf("starting the embedded broker: %w", err)
+		}
+		defer b.Close()
+		brokers = []string{b.Addr()}
+		log.Info("embedded Kafka broker listening", "addr", b.Addr(), "data_dir", filepath.Join(cfg.dataDir, "kafka"))
+	} else {
+		brokers = strings.Split(cfg.bootstrap, ",")
+	}
+	instance := cfg.instanceID
+	if instance == "" {
+		instance = stableInstanceID(cfg.dataDir)
+	}
+	openCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	eng, err := engine.Open(openCtx, engine.Config{Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("opening the engine: %w", err)
+	}
+	defer eng.Close()
+
+	pgln, err := net.Listen("tcp", cfg.pgAddr)
+	if err != nil {
+		return fmt.Errorf("pgwire: %w", err)
+	}
+	pg := pgwire.New(eng, pgwire.WithLogger(log))
+	errc := make(chan error, 2)
+	go func() { errc <- pg.Serve(pgln) }()
+	defer pg.Close()
+	log.Info("Postgres wire protocol listening", "addr", pgln.Addr().String())
+
+	httpln, err := net.Listen("tcp", cfg.httpAddr)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	hs := &http.Server{Handler: restHandler(cfg.serviceID), ReadHeaderTimeout: 10 * time.Second}
+	go func() { errc <- hs.Serve(httpln) }()
+	defer hs.Close()
+	log.Info("REST API listening", "addr", httpln.Addr().String())
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+		return nil
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		return err
+	}
+}
+
+// stableInstanceID returns an instance ID kept in the data directory, so
+// that a restarted server reuses its stream threads' transactional IDs and
+// fences its own zombies.
+func stableInstanceID(dataDir string) string {
+	path := filepath.Join(dataDir, "instance-id")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	h, _ := os.Hostname()
+	id := fmt.Sprintf("%s-%d", h, time.Now().UnixNano()%1_000_000)
+	_ = os.WriteFile(path, []byte(id+"\n"), 0o644)
+	return id
+}
+
+// restHandler serves the part of the REST API the walking skeleton has:
+// health and server info. The ksqlDB-compatible endpoints come with the
+// REST issue.
+func restHandler(serviceID string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"isHealthy": true})
+	})
+	mux.HandleFunc("GET /info", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"KsqlServerInfo": map[string]any{
+			"version": "sqlstreams-dev", "ksqlServiceId": serviceID, "serverStatus": "RUNNING",
+		}})
+	})
+	return mux
+}

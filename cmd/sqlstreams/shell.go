@@ -1,0 +1,3 @@
+package main
+
+func runShell(args []string) int { return 0 }
