@@ -1,0 +1,283 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// DefaultAddr is the address the broker listens on when Config.Addr is
+// empty: Kafka's usual port, on loopback only.
+const DefaultAddr = "127.0.0.1:9092"
+
+// ClusterID is the cluster ID the broker reports in metadata responses. A
+// data directory created by an earlier run keeps the ID it was created with.
+const ClusterID = "sqlstreams-embedded"
+
+// GroupMinSessionTimeout is the smallest consumer-group session timeout the
+// broker accepts (Kafka's default is 6 s). It is low so that tests which
+// kill group members can let their sessions expire quickly; clients still
+// choose their own timeout (franz-go's default is 45 s).
+const GroupMinSessionTimeout = time.Second
+
+// checkpointInterval is how often a running broker rewrites the repair
+// checkpoint from the partitions' last stable offsets.
+const checkpointInterval = 30 * time.Second
+
+// Config configures [Start]. The zero value is a usable in-memory broker on
+// [DefaultAddr].
+type Config struct {
+	// Addr is the host:port to listen on, default [DefaultAddr]. Port 0
+	// picks a free port; [Broker.Addr] reports it. The host is honoured
+	// as given: "0.0.0.0:9092" or ":9092" listens on every interface.
+	Addr string
+
+	// Advertise is the host:port clients are told to connect to in
+	// metadata responses, overriding the default of the listen address
+	// (with the real port). A listen address on every interface has no
+	// host clients could use, so it is advertised as 127.0.0.1 unless
+	// Advertise says otherwise; set it when clients on other machines
+	// must reach the broker.
+	Advertise string
+
+	// DataDir is the directory where topics, committed offsets, groups,
+	// producer state and the repair checkpoint are persisted; it is
+	// created if missing and reloaded on start. Empty keeps everything in
+	// memory, and then there is nothing to repair.
+	//
+	// Log writes go to the operating system's page cache, as with Kafka's
+	// defaults: they survive the process being killed, not the machine
+	// losing power.
+	DataDir string
+
+	// Logger receives the repair's report and kfake's own messages.
+	// Nil uses slog.Default().
+	Logger *slog.Logger
+
+	// skipRepair disables the crash repair; tests use it to show the
+	// defect the repair exists for.
+	skipRepair bool
+}
+
+// Broker is a running embedded broker. Its methods are safe for concurrent
+// use.
+type Broker struct {
+	cluster *kfake.Cluster
+	ln      *gatedListener
+	log     *slog.Logger
+	dataDir string
+
+	// admin talks to the cluster over in-process pipes, so it works
+	// whatever address the broker listens on or advertises.
+	cl    *kgo.Client
+	admin *kadm.Client
+
+	// checkpoints is whether this broker keeps the repair checkpoint:
+	// it has a DataDir and the repair ran.
+	checkpoints bool
+	// repair is what the repair at Start found and did.
+	repair repairReport
+
+	stop      context.CancelFunc
+	loopDone  chan struct{}
+	closeOnce sync.Once
+}
+
+// Start starts the broker and returns once it serves clients. With a
+// DataDir it first reloads the persisted state and repairs transactions a
+// crash left open (see the package documentation); outside connections
+// made meanwhile wait and are served when Start returns. ctx bounds Start
+// only, not the broker's lifetime: stop the broker with [Broker.Close].
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	addr := cfg.Addr
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("broker: listen address %q: %w", addr, err)
+	}
+	if cfg.Advertise != "" {
+		if _, port, err := net.SplitHostPort(cfg.Advertise); err != nil || port == "" {
+			return nil, fmt.Errorf("broker: advertised address %q: want host:port", cfg.Advertise)
+		}
+	}
+
+	// kfake's own listener hard-codes 127.0.0.1; ours honours the host
+	// and holds outside connections back until the repair is done.
+	var ln *gatedListener
+	listen := func(network, _ string) (net.Listener, error) {
+		l, err := net.Listen(network, addr)
+		if err != nil {
+			return nil, err
+		}
+		ln = newGatedListener(l, advertised(l.Addr(), cfg.Advertise), log)
+		return ln, nil
+	}
+
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.ListenFn(listen),
+		kfake.ClusterID(ClusterID),
+		kfake.WithLogger(kfakeLogger{log}),
+		kfake.GroupMinSessionTimeout(GroupMinSessionTimeout),
+		// Kafka's num.partitions default; kfake's is 10. Auto topic
+		// creation stays off (kfake's default): sqlstreams creates
+		// its topics with explicit partition counts.
+		kfake.DefaultNumPartitions(1),
+		kfake.BrokerConfigs(map[string]string{
+			// Reported by DescribeConfigs; kfake's default
+			// says 3 although one node holds one replica.
+			"default.replication.factor": "1",
+		}),
+	}
+	if cfg.DataDir != "" {
+		opts = append(opts, kfake.DataDir(cfg.DataDir))
+	}
+	cluster, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("broker: starting kfake on %s: %w", addr, err)
+	}
+
+	b := &Broker{
+		cluster:  cluster,
+		ln:       ln,
+		log:      log,
+		dataDir:  cfg.DataDir,
+		loopDone: make(chan struct{}),
+	}
+	b.cl, err = kgo.NewClient(b.internalOpts()...)
+	if err != nil {
+		cluster.Close()
+		return nil, fmt.Errorf("broker: internal client: %w", err)
+	}
+	b.admin = kadm.NewClient(b.cl)
+
+	b.checkpoints = cfg.DataDir != "" && !cfg.skipRepair
+	if b.checkpoints {
+		if err := b.repairCrashedTxns(ctx); err != nil {
+			b.cl.Close()
+			cluster.Close()
+			return nil, fmt.Errorf("broker: repairing transactions left open by a crash in %s: %w", cfg.DataDir, err)
+		}
+	}
+
+	ln.open()
+	loopCtx, stop := context.WithCancel(context.Background())
+	b.stop = stop
+	if b.checkpoints {
+		go b.checkpointLoop(loopCtx)
+	} else {
+		close(b.loopDone)
+	}
+	log.Info("embedded broker started", "addr", b.Addr(), "data_dir", cfg.DataDir)
+	return b, nil
+}
+
+// internalOpts are the client options for the broker's own clients: every
+// connection is an in-process pipe, whatever the metadata advertises.
+func (b *Broker) internalOpts(extra ...kgo.Opt) []kgo.Opt {
+	return append([]kgo.Opt{
+		kgo.SeedBrokers(b.Addr()),
+		kgo.Dialer(b.ln.dialInternal),
+		kgo.ClientID("sqlstreams-broker"),
+		kgo.RetryTimeout(30 * time.Second),
+		// kadm answers from cached metadata this young; the
+		// checkpoint on Close must see topics created just before.
+		kgo.MetadataMinAge(10 * time.Millisecond),
+	}, extra...)
+}
+
+// Addr returns the address clients should bootstrap from: the advertised
+// address, which is the real listen address (with the real port when
+// Config.Addr asked for port 0) unless Config.Advertise overrides it.
+func (b *Broker) Addr() string {
+	return b.ln.Addr().String()
+}
+
+// Cluster returns the underlying kfake cluster, for tests that inject
+// faults (ControlKey, KeepControl, ...). Closing it directly skips the
+// final repair checkpoint; use [Broker.Close].
+func (b *Broker) Cluster() *kfake.Cluster {
+	return b.cluster
+}
+
+// Close shuts the broker down cleanly: it writes the repair checkpoint,
+// closes every connection and, with a DataDir, persists the cluster's state
+// (kfake saves on close). Close is idempotent; a closed broker cannot be
+// restarted, call [Start] again on the same DataDir instead.
+func (b *Broker) Close() {
+	b.closeOnce.Do(func() {
+		b.stop()
+		<-b.loopDone
+		if b.checkpoints {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := b.writeLiveCheckpoint(ctx); err != nil {
+				b.log.Warn("broker: final repair checkpoint not written; the next start reads more of the log", "err", err)
+			}
+			cancel()
+		}
+		b.cl.Close()
+		b.cluster.Close()
+		b.log.Info("embedded broker stopped", "addr", b.Addr())
+	})
+}
+
+// advertised returns the address to report to clients for a listener on
+// real: override if set, otherwise real with an unspecified (every
+// interface) host replaced by loopback.
+func advertised(real net.Addr, override string) net.Addr {
+	if override != "" {
+		return hostPortAddr(override)
+	}
+	tcp, ok := real.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return real
+	}
+	return hostPortAddr(net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port)))
+}
+
+// hostPortAddr is a net.Addr that is just a host:port string.
+type hostPortAddr string
+
+func (hostPortAddr) Network() string  { return "tcp" }
+func (a hostPortAddr) String() string { return string(a) }
+
+// kfakeLogger forwards kfake's log lines to slog at the matching level.
+type kfakeLogger struct{ l *slog.Logger }
+
+func (k kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
+	var sl slog.Level
+	switch level {
+	case kfake.LogLevelError:
+		sl = slog.LevelError
+	case kfake.LogLevelWarn:
+		sl = slog.LevelWarn
+	case kfake.LogLevelInfo:
+		sl = slog.LevelInfo
+	case kfake.LogLevelDebug:
+		sl = slog.LevelDebug
+	default:
+		return
+	}
+	ctx := context.Background()
+	if !k.l.Enabled(ctx, sl) {
+		return
+	}
+	k.l.Log(ctx, sl, fmt.Sprintf(format, args...), "component", "kfake")
+}
+
+// errClosed is returned by the internal dialer once the broker is closed.
+var errClosed = errors.New("broker: closed")

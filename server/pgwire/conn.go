@@ -1,0 +1,327 @@
+package pgwire
+
+// This file holds a connection's life: the goroutine that reads messages,
+// the loop that handles them one at a time, statement cancellation, and
+// panic recovery at the connection boundary.
+//
+// Each connection has two goroutines. The reader decodes messages into a
+// channel, so that while a statement runs (a push query may run for
+// hours) the connection still sees the client leave: on EOF, a read error
+// or Terminate the reader cancels the connection's context, which cancels
+// the running statement, and then stops. The handler takes messages from
+// the channel in order and runs statements; it leaves when the reader's
+// final message (the error or Terminate) arrives or a write fails. Up to
+// inboxSize messages pipelined behind a running statement are buffered;
+// past that the reader waits, and notices a departing client only once
+// the handler catches up or a write fails.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/sql"
+)
+
+// inboxSize is how many messages the reader may run ahead of the handler.
+const inboxSize = 64
+
+// inbound is one message from the reader, or the error that ended it.
+type inbound struct {
+	msg pgproto3.FrontendMessage
+	err error
+}
+
+// conn is one client connection.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	log *slog.Logger
+	rd  *msgReader
+	w   *writer
+
+	// ctx is cancelled when the client leaves or sends Terminate, and by
+	// Server.Close. Statements run in children of it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	pid    uint32 // set by Server.register
+	secret [4]byte
+
+	in         chan inbound
+	done       chan struct{} // closed when the handler leaves
+	readerDone chan struct{} // closed when the reader leaves; nil if never started
+
+	mu         sync.Mutex
+	stmtCancel context.CancelFunc // the running statement's, or nil
+	cancelled  bool               // a CancelRequest hit the running statement
+
+	// Handler-goroutine state.
+	sess          *engine.Session
+	stmts         map[string]*prepared
+	portals       map[string]*portal
+	inBatch       bool // extended-protocol messages since the last Sync
+	skipUntilSync bool // an extended-protocol error: discard until Sync
+	rw            resultWriter
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	c := &conn{
+		srv:     s,
+		nc:      nc,
+		log:     s.log.With("remote", nc.RemoteAddr().String()),
+		rd:      newMsgReader(nc, s.cfg.maxMessage),
+		w:       newWriter(nc, s.cfg.flushDelay),
+		ctx:     ctx,
+		cancel:  cancel,
+		in:      make(chan inbound, inboxSize),
+		done:    make(chan struct{}),
+		sess:    engine.NewSession(),
+		stmts:   map[string]*prepared{},
+		portals: map[string]*portal{},
+	}
+	c.rw.c = c
+	return c
+}
+
+// serve runs the connection to its end. It recovers panics, reporting them
+// to the client as a FATAL error before closing.
+func (c *conn) serve() {
+	defer c.close()
+	defer func() {
+		if r := recover(); r != nil {
+			c.srv.panics.Add(1)
+			c.log.Error("pgwire: panic serving connection", "panic", r, "stack", string(debug.Stack()))
+			c.fatal(sql.Errorf(sql.CodeInternal, "internal error: %v", r))
+		}
+	}()
+	if !c.startup() {
+		return
+	}
+	c.readerDone = make(chan struct{})
+	go c.readLoop()
+	c.loop()
+}
+
+// abort cancels the connection's statements and closes its socket, which
+// ends both goroutines. Server.Close uses it.
+func (c *conn) abort() {
+	c.cancel()
+	c.nc.Close()
+}
+
+// close releases the connection once the handler has left.
+func (c *conn) close() {
+	c.cancel()
+	close(c.done)
+	// Write what is pending, without waiting long for a client that has
+	// stopped reading.
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	c.w.flush()
+	c.nc.Close()
+	c.w.stop()
+	if c.readerDone != nil {
+		<-c.readerDone
+	}
+	c.log.Debug("pgwire: connection closed", "pid", c.pid)
+}
+
+// readLoop reads messages into c.in until the connection ends. Its last
+// message is an error or Terminate; either cancels c.ctx first, stopping a
+// running statement.
+func (c *conn) readLoop() {
+	defer close(c.readerDone)
+	for {
+		msg, err := c.readMessage()
+		_, terminate := msg.(*pgproto3.Terminate)
+		if err != nil || terminate {
+			c.cancel()
+		}
+		select {
+		case c.in <- inbound{msg: msg, err: err}:
+		case <-c.done:
+			return
+		}
+		if err != nil || terminate {
+			return
+		}
+	}
+}
+
+// readMessage is msgReader.readMessage with panics turned into protocol
+// errors: a decoder bug must not take the process down.
+func (c *conn) readMessage() (msg pgproto3.FrontendMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.srv.panics.Add(1)
+			c.log.Error("pgwire: panic decoding message", "panic", r, "stack", string(debug.Stack()))
+			msg, err = nil, protocolErrorf("invalid message: %v", r)
+		}
+	}()
+	return c.rd.readMessage()
+}
+
+// loop handles messages until the connection ends.
+func (c *conn) loop() {
+	for {
+		in := <-c.in
+		if in.err != nil {
+			var pe *protocolError
+			switch {
+			case errors.As(in.err, &pe):
+				c.log.Warn("pgwire: protocol violation; closing connection", "err", in.err)
+				c.fatal(sql.Errorf(codeProtocolViolation, "%s", pe.msg))
+			case errors.Is(in.err, io.EOF), errors.Is(in.err, io.ErrUnexpectedEOF), errors.Is(in.err, net.ErrClosed):
+				c.log.Debug("pgwire: client left", "pid", c.pid)
+			default:
+				c.log.Debug("pgwire: read failed", "pid", c.pid, "err", in.err)
+			}
+			return
+		}
+		if !c.handle(in.msg) {
+			return
+		}
+		if err := c.w.failed(); err != nil {
+			c.log.Debug("pgwire: write failed", "pid", c.pid, "err", err)
+			return
+		}
+	}
+}
+
+// handle dispatches one message; it reports false when the connection
+// should end.
+func (c *conn) handle(msg pgproto3.FrontendMessage) bool {
+	if _, ok := msg.(*pgproto3.Terminate); ok {
+		return false
+	}
+	if c.skipUntilSync {
+		if _, ok := msg.(*pgproto3.Sync); !ok {
+			return true
+		}
+	}
+	switch m := msg.(type) {
+	case *pgproto3.Query:
+		c.query(m.String)
+	case *pgproto3.Parse:
+		c.parse(m)
+	case *pgproto3.Bind:
+		c.bind(m)
+	case *pgproto3.Describe:
+		c.describe(m)
+	case *pgproto3.Execute:
+		c.execute(m)
+	case *pgproto3.Close:
+		c.closeObject(m)
+	case *pgproto3.Sync:
+		c.sync()
+	case *pgproto3.Flush:
+		c.inBatch = true
+		c.w.flush()
+	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+		// Outside COPY, Postgres ignores these: they are likely the tail
+		// of a COPY that failed.
+	case *unsupportedMsg:
+		c.unsupported(m)
+	default:
+		c.unsupported(&unsupportedMsg{typ: '?'})
+	}
+	return true
+}
+
+// unsupported answers a message the server does not handle. In the middle
+// of an extended-protocol batch the client expects the batch's messages
+// to be discarded until Sync; otherwise it waits for ReadyForQuery.
+func (c *conn) unsupported(m *unsupportedMsg) {
+	var err error
+	switch m.typ {
+	case 'F':
+		err = sql.Errorf(sql.CodeFeatureNotSupport, "the function call protocol is not supported")
+	case 'p':
+		err = sql.Errorf(codeProtocolViolation, "unexpected password message: no authentication is in progress")
+	default:
+		err = sql.Errorf(codeProtocolViolation, "unsupported frontend message type %s", msgTypeName(m.typ))
+	}
+	c.log.Debug("pgwire: unsupported message", "type", msgTypeName(m.typ))
+	if c.inBatch {
+		c.extendedError(err, "", -1)
+		return
+	}
+	c.sendError(err, "", -1)
+	c.readyForQuery()
+}
+
+func msgTypeName(t byte) string {
+	if t >= 0x20 && t < 0x7F {
+		return fmt.Sprintf("%q", t)
+	}
+	return fmt.Sprintf("0x%02x", t)
+}
+
+// run calls f, one statement's work, in a context that a CancelRequest,
+// the client leaving or Server.Close cancels. When a CancelRequest hit the
+// statement, run reports errCanceled whatever f returned.
+func (c *conn) run(f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	c.mu.Lock()
+	c.stmtCancel, c.cancelled = cancel, false
+	c.mu.Unlock()
+
+	err := f(ctx)
+
+	c.mu.Lock()
+	cancelled := c.cancelled
+	c.stmtCancel, c.cancelled = nil, false
+	c.mu.Unlock()
+	switch {
+	case cancelled && (err != nil || ctx.Err() != nil):
+		return errCanceled
+	case err != nil && c.ctx.Err() != nil && c.srv.ctx.Err() != nil:
+		return sql.Errorf(codeAdminShutdown, "terminating connection due to administrator command")
+	}
+	return err
+}
+
+// cancelStatement cancels the running statement, if any; it reports
+// whether there was one.
+func (c *conn) cancelStatement() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stmtCancel == nil {
+		return false
+	}
+	c.cancelled = true
+	c.stmtCancel()
+	return true
+}
+
+// sendError sends an ErrorResponse for err, a failure of the statement at
+// byte stmtOff of query (-1 when unknown).
+func (c *conn) sendError(err error, query string, stmtOff int) {
+	c.log.Debug("pgwire: statement failed", "pid", c.pid, "err", err)
+	c.w.send(errorResponse("ERROR", err, query, stmtOff))
+}
+
+// fatal sends a FATAL ErrorResponse and flushes it; the caller then closes
+// the connection.
+func (c *conn) fatal(err error) {
+	c.w.send(errorResponse("FATAL", err, "", -1))
+	c.w.flush()
+}
+
+// readyForQuery tells the client the server awaits a new query, and
+// flushes. sqlstreams has no transactions, so the status is always idle.
+func (c *conn) readyForQuery() {
+	c.w.send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	c.w.flush()
+}

@@ -1,0 +1,212 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/engine"
+)
+
+// ServerVersion is the server_version the server reports. Drivers parse
+// the leading number, so clients treat the server as Postgres 15.
+const ServerVersion = "15.0 (sqlstreams)"
+
+// Server serves the Postgres wire protocol for an engine.Executor. Create
+// it with New, run it with Serve and stop it with Close. Each connection
+// gets its own engine.Session and runs one statement at a time.
+type Server struct {
+	exec engine.Executor
+	cfg  config
+	log  *slog.Logger
+
+	ctx    context.Context // cancelled by Close; parent of every connection's
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{} // every accepted connection
+	byPID     map[uint32]*conn   // connections past startup, for CancelRequest
+	wg        sync.WaitGroup     // connection goroutines
+
+	panics atomic.Int64 // recovered panics, for tests
+}
+
+// New returns a server that runs statements on exec. With no options it
+// logs to slog.Default(), flushes streamed rows within 2ms, accepts
+// messages up to 32 MiB and gives clients 10s to complete startup.
+func New(exec engine.Executor, opts ...Option) *Server {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		exec:      exec,
+		cfg:       cfg,
+		log:       cfg.logger,
+		ctx:       ctx,
+		cancel:    cancel,
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+		byPID:     map[uint32]*conn{},
+	}
+}
+
+// ListenAndServe listens on the TCP address addr and calls Serve.
+func (s *Server) ListenAndServe(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln and serves each in its own goroutine
+// until ln fails or Close is called; it closes ln before returning. After
+// Close it returns ErrServerClosed. Serve may be called for several
+// listeners at once.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+
+	s.log.Info("pgwire: serving", "addr", ln.Addr().String())
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Temporary failure (e.g. out of file descriptors): back
+				// off as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("pgwire: accept failed; retrying", "err", err, "in", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-s.ctx.Done():
+				}
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		c := newConn(s, nc)
+		if !s.track(c) {
+			nc.Close()
+			return ErrServerClosed
+		}
+		go func() {
+			defer s.untrack(c)
+			c.serve()
+		}()
+	}
+}
+
+// Close stops the server: it closes the listeners, cancels running
+// statements, closes every connection and waits for their goroutines to
+// end. Clients see their connection drop. Close is safe to call more than
+// once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	var err error
+	if !s.closed {
+		s.closed = true
+		s.cancel()
+		for ln := range s.listeners {
+			if e := ln.Close(); e != nil && err == nil && !errors.Is(e, net.ErrClosed) {
+				err = e
+			}
+		}
+		for c := range s.conns {
+			c.abort()
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// track registers an accepted connection; it reports false after Close.
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	if c.pid != 0 && s.byPID[c.pid] == c {
+		delete(s.byPID, c.pid)
+	}
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// register gives c a process id unique among live connections and a random
+// secret, the key a CancelRequest must present.
+func (s *Server) register(c *conn) {
+	var b [8]byte
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		rand.Read(b[:])
+		pid := binary.BigEndian.Uint32(b[:4]) & 0x7FFFFFFF
+		if pid == 0 || s.byPID[pid] != nil {
+			continue
+		}
+		c.pid = pid
+		copy(c.secret[:], b[4:])
+		s.byPID[pid] = c
+		return
+	}
+}
+
+// cancelRequest cancels the running statement of the connection whose key
+// is pid and secret, if there is one.
+func (s *Server) cancelRequest(pid uint32, secret []byte) {
+	s.mu.Lock()
+	c := s.byPID[pid]
+	s.mu.Unlock()
+	if c == nil || subtle.ConstantTimeCompare(secret, c.secret[:]) != 1 {
+		s.log.Debug("pgwire: cancel request for no connection", "pid", pid)
+		return
+	}
+	if c.cancelStatement() {
+		s.log.Info("pgwire: statement cancelled by request", "pid", pid)
+	}
+}

@@ -1,0 +1,124 @@
+package pgwire
+
+// This file handles the simple query protocol: a Query message holding one
+// or more statements separated by semicolons.
+//
+// Each statement runs in turn: RowDescription when it returns rows, a
+// DataRow per row (always text format), then CommandComplete. The first
+// failing statement sends ErrorResponse and the rest are skipped, as
+// Postgres does. An empty query sends EmptyQueryResponse. ReadyForQuery
+// ends every Query.
+
+import (
+	"context"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/sqlstreams/sqlstreams/sql"
+)
+
+// query handles a Query message.
+func (c *conn) query(text string) {
+	// Postgres drops the unnamed statement and portal on a simple query.
+	delete(c.stmts, "")
+	delete(c.portals, "")
+	stmts := splitStatements(text)
+	if len(stmts) == 0 {
+		c.w.send(&pgproto3.EmptyQueryResponse{})
+	}
+	for _, st := range stmts {
+		if err := c.execSimple(st.text); err != nil {
+			c.sendError(err, text, st.off)
+			break
+		}
+	}
+	c.readyForQuery()
+}
+
+// execSimple runs one statement of a Query message.
+func (c *conn) execSimple(stmt string) error {
+	rw := &c.rw
+	rw.reset(true, nil, nil, false)
+	var tag string
+	err := c.run(func(ctx context.Context) error {
+		res, err := c.srv.exec.Execute(ctx, c.sess, stmt, rw)
+		if rw.err != nil {
+			return rw.err
+		}
+		tag = rw.tag(res)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+}
+
+// statement is one statement of a query string and the byte offset where
+// it starts, so error positions can be made relative to the whole string.
+type statement struct {
+	text string
+	off  int // -1 when it could not be located
+}
+
+// splitStatements splits text with sql.Split and finds where each
+// statement starts in text.
+func splitStatements(text string) []statement {
+	parts := sql.Split(text)
+	out := make([]statement, len(parts))
+	from := 0
+	for i, p := range parts {
+		out[i] = statement{text: p, off: locate(text, from, p)}
+		if out[i].off >= 0 {
+			from = out[i].off + len(p)
+		}
+	}
+	return out
+}
+
+// locate returns the offset of stmt in text at or after from, where only
+// whitespace, semicolons and comments lie between from and it (sql.Split
+// returns statements trimmed, and drops those made only of comments, which
+// may contain the same text); or -1.
+func locate(text string, from int, stmt string) int {
+	for at := from; at <= len(text); {
+		i := strings.Index(text[at:], stmt)
+		if i < 0 {
+			return -1
+		}
+		if onlyFill(text[from : at+i]) {
+			return at + i
+		}
+		at += i + 1
+	}
+	return -1
+}
+
+// onlyFill reports whether s holds only whitespace, semicolons and complete
+// comments.
+func onlyFill(s string) bool {
+	for len(s) > 0 {
+		switch r, n := utf8.DecodeRuneInString(s); {
+		case r == ';' || unicode.IsSpace(r):
+			s = s[n:]
+		case strings.HasPrefix(s, "--"):
+			nl := strings.IndexByte(s, '\n')
+			if nl < 0 {
+				return false
+			}
+			s = s[nl+1:]
+		case strings.HasPrefix(s, "/*"):
+			end := strings.Index(s[2:], "*/")
+			if end < 0 {
+				return false
+			}
+			s = s[2+end+2:]
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,340 @@
+package state
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+)
+
+var (
+	_ Store   = (*Overlay)(nil)
+	_ Flusher = (*Overlay)(nil)
+)
+
+// Overlay holds a task's uncommitted writes in front of its store, for
+// exactly-once processing. Put, Delete and ApplyBatch go to the overlay
+// only; Get and Range see the overlay first (a pending delete hides the
+// base's key); Commit applies the pending writes to the base store in one
+// atomic batch and empties the overlay; Abort drops them. A transaction is
+// implicit: it begins with the first write after the previous Commit or
+// Abort. Overlay implements Store so operators see one interface.
+//
+// The intended cycle, per Kafka transaction: operators write through the
+// overlay; the task produces its changelog records (Pending lists the last
+// write per key); the Kafka transaction commits; then Commit, a Flush of
+// the base, and a checkpoint. When the Kafka transaction aborts, Abort.
+//
+// Concurrency: Store's rule, and Commit, Abort and Pending belong to the
+// writer. Readers through the overlay see uncommitted writes; a reader that
+// must see committed state only (a pull query under exactly-once) reads
+// Base. Commit holds the overlay's write lock while it applies the batch,
+// so readers through the overlay never see a key vanish in between.
+// An iterator over the overlay keeps reading the pending writes it started
+// with across a Commit (harmless: the base now holds the same) and across
+// an Abort (where it may still return dropped writes): close iterators
+// before ending a transaction.
+//
+// Pending writes live in an arena that is dropped, not reused, at Commit
+// and Abort, so writes cost amortized zero allocations and values returned
+// by Get stay valid after the transaction ends.
+type Overlay struct {
+	base Store
+
+	mu     sync.RWMutex
+	list   *skiplist // pending writes; deletes are tombstones
+	closed bool
+
+	batch Batch // reused by Commit; writer only
+}
+
+// NewOverlay returns an empty overlay over base. The overlay owns base from
+// then on: Close closes it.
+func NewOverlay(base Store) *Overlay {
+	return &Overlay{base: base, list: newSkiplist(true)}
+}
+
+// Base returns the store under the overlay, which holds committed state
+// only. Write to it directly only outside transactions, e.g. while
+// restoring from the changelog before processing starts.
+func (o *Overlay) Base() Store { return o.base }
+
+// Len returns the number of keys with a pending write (puts and deletes).
+func (o *Overlay) Len() int {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.closed {
+		return 0
+	}
+	return o.list.len
+}
+
+// Get implements Store: a pending write wins over the base.
+func (o *Overlay) Get(key []byte) ([]byte, error) {
+	o.mu.RLock()
+	if o.closed {
+		o.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	n := o.list.get(key)
+	var v []byte
+	var tomb bool
+	if n != nil {
+		v, tomb = n.value, n.tomb
+	}
+	o.mu.RUnlock()
+	if n != nil {
+		if tomb {
+			return nil, nil
+		}
+		return v, nil
+	}
+	return o.base.Get(key)
+}
+
+// Put implements Store; the write is pending until Commit.
+func (o *Overlay) Put(key, value []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	o.list.put(key, value, false)
+	return nil
+}
+
+// Delete implements Store; the delete is pending until Commit. Deleting a
+// key the base does not hold still records a pending delete.
+func (o *Overlay) Delete(key []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	o.list.put(key, nil, true)
+	return nil
+}
+
+// ApplyBatch implements Store: the batch's operations become pending
+// writes, atomically to readers of the overlay. It does not write to the
+// base store.
+func (o *Overlay) ApplyBatch(b *Batch) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	for i := range b.ops {
+		op := &b.ops[i]
+		o.list.put(op.key, op.value, op.del)
+	}
+	return nil
+}
+
+// Range implements Store, merging the pending writes with a range over the
+// base store.
+func (o *Overlay) Range(start, end []byte) (Iterator, error) {
+	o.mu.RLock()
+	if o.closed {
+		o.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	list := o.list
+	o.mu.RUnlock()
+	if emptyRange(start, end) {
+		return &emptyIter{}, nil
+	}
+	base, err := o.base.Range(start, end)
+	if err != nil {
+		return nil, err
+	}
+	it := &mergeIter{o: o, base: base}
+	it.c.l = list
+	it.c.start, it.c.end = cloneBounds(start, end)
+	return it, nil
+}
+
+// Commit applies the pending writes to the base store in one ApplyBatch and
+// empties the overlay. When ApplyBatch fails the base is unchanged (it is
+// atomic), the overlay keeps its writes, and Commit may be retried.
+func (o *Overlay) Commit() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	if o.list.len == 0 {
+		return nil
+	}
+	for n := o.list.head.next[0]; n != nil; n = n.next[0] {
+		o.batch.addNoCopy(n.key, n.value, n.tomb)
+	}
+	err := o.base.ApplyBatch(&o.batch)
+	o.batch.Reset()
+	if err != nil {
+		return fmt.Errorf("state: overlay commit: %w", err)
+	}
+	o.list = newSkiplist(true)
+	return nil
+}
+
+// Abort drops the pending writes.
+func (o *Overlay) Abort() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.closed {
+		o.list = newSkiplist(true)
+	}
+}
+
+// Pending calls fn for each pending write in key order, with the key, the
+// value (nil for a delete) and whether it is a delete, stopping at fn's
+// first error, which it returns. Only the last write to each key is
+// listed. The slices stay valid after the transaction ends. Pending
+// belongs to the writer, and fn must not write to the overlay.
+func (o *Overlay) Pending(fn func(key, value []byte, deleted bool) error) error {
+	o.mu.RLock()
+	if o.closed {
+		o.mu.RUnlock()
+		return ErrClosed
+	}
+	list := o.list
+	o.mu.RUnlock()
+	// Only the writer changes list, and the writer is here: no lock needed,
+	// and fn may read through the overlay.
+	for n := list.head.next[0]; n != nil; n = n.next[0] {
+		if err := fn(n.key, n.value, n.tomb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush implements Flusher by flushing the base store when it is a
+// Flusher; it covers committed writes only.
+func (o *Overlay) Flush() error {
+	if f, ok := o.base.(Flusher); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
+// Close drops the pending writes and closes the base store.
+func (o *Overlay) Close() error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	o.list = nil
+	o.mu.Unlock()
+	return o.base.Close()
+}
+
+// mergeIter merges the overlay's pending writes (cursor c) with an iterator
+// over the base. Equal keys: the overlay wins; a tombstone hides both.
+type mergeIter struct {
+	o    *Overlay
+	c    cursor
+	base Iterator
+
+	ovOK     bool // c stands on a node
+	ovKey    []byte
+	ovVal    []byte
+	ovTomb   bool
+	baseOK   bool // base stands on a key
+	advOv    bool // advance c before the next comparison
+	advBase  bool // advance base before the next comparison
+	started  bool
+	closed   bool
+	key, val []byte
+	err      error
+}
+
+func (it *mergeIter) Next() bool {
+	if it.closed || it.err != nil {
+		return false
+	}
+	if !it.started {
+		it.started = true
+		it.advOv, it.advBase = true, true
+	}
+	for {
+		if it.advOv {
+			it.advOv = false
+			if !it.stepOverlay() {
+				return false
+			}
+		}
+		if it.advBase {
+			it.advBase = false
+			it.baseOK = it.base.Next()
+			if !it.baseOK {
+				if err := it.base.Err(); err != nil {
+					it.err = err
+					it.key, it.val = nil, nil
+					return false
+				}
+			}
+		}
+		var c int
+		switch {
+		case !it.ovOK && !it.baseOK:
+			it.key, it.val = nil, nil
+			return false
+		case !it.baseOK:
+			c = -1
+		case !it.ovOK:
+			c = 1
+		default:
+			c = bytes.Compare(it.ovKey, it.base.Key())
+		}
+		if c > 0 {
+			it.advBase = true
+			it.key, it.val = it.base.Key(), it.base.Value()
+			return true
+		}
+		it.advOv = true
+		it.advBase = c == 0
+		if it.ovTomb {
+			continue
+		}
+		it.key, it.val = it.ovKey, it.ovVal
+		return true
+	}
+}
+
+// stepOverlay advances the overlay cursor; it returns false when the
+// overlay was closed.
+func (it *mergeIter) stepOverlay() bool {
+	it.o.mu.RLock()
+	defer it.o.mu.RUnlock()
+	if it.o.closed {
+		it.err = ErrClosed
+		it.key, it.val = nil, nil
+		return false
+	}
+	n := it.c.next()
+	it.ovOK = n != nil
+	if it.ovOK {
+		it.ovKey, it.ovVal, it.ovTomb = n.key, n.value, n.tomb
+	}
+	return true
+}
+
+func (it *mergeIter) Key() []byte   { return it.key }
+func (it *mergeIter) Value() []byte { return it.val }
+func (it *mergeIter) Err() error    { return it.err }
+
+func (it *mergeIter) Close() error {
+	if it.closed {
+		return it.err
+	}
+	it.closed = true
+	it.key, it.val = nil, nil
+	it.c = cursor{}
+	if err := it.base.Close(); err != nil && it.err == nil {
+		it.err = err
+	}
+	return it.err
+}

@@ -1,0 +1,160 @@
+package state
+
+import (
+	"errors"
+	"math/bits"
+	"strconv"
+	"sync"
+
+	"github.com/linxGnu/grocksdb"
+)
+
+// Defaults used by NewRocksResources for non-positive arguments.
+const (
+	DefaultBlockCacheBytes  = 64 << 20
+	DefaultWriteBufferBytes = 64 << 20
+)
+
+// Memtable sizing. Each store keeps at most maxWriteBufferNumber memtables
+// (one active, one flushing) of writeBufferSize bytes.
+const (
+	maxWriteBufferNumber = 2
+	minWriteBufferSize   = 256 << 10
+	maxWriteBufferSize   = 64 << 20
+)
+
+// RocksResources is the memory shared by all the RocksDB stores of one
+// server: one LRU block cache (which also holds index and filter blocks)
+// and one budget for memtables (write buffers). Create it once per server
+// with NewRocksResources, pass it in RocksOptions to every OpenRocks, and
+// Close it after the stores.
+//
+// The write-buffer budget is enforced by resizing, not by RocksDB's
+// WriteBufferManager: grocksdb v1.7.15 does not expose one, and neither
+// does the C API of RocksDB 7.8 it binds. Instead each open store gets an
+// equal share: its memtable size is budget / (open stores × 2), rounded
+// down to a power of two and clamped to [256 KiB, 64 MiB]. Opening or
+// closing a store recomputes the share and, when the power of two changes,
+// resizes the other stores with SetOptions (which takes effect at their
+// next memtable switch). Total memtable memory therefore stays within the
+// budget unless more than budget/512 KiB stores are open, where the 256
+// KiB floor wins. Rounding keeps the resizes to about two per store opened.
+type RocksResources struct {
+	cache            *grocksdb.Cache
+	writeBufferBytes int64
+
+	mu     sync.Mutex
+	stores map[*Rocks]struct{}
+	closed bool
+}
+
+// NewRocksResources creates the block cache and write-buffer budget for a
+// server. Non-positive sizes select DefaultBlockCacheBytes and
+// DefaultWriteBufferBytes.
+func NewRocksResources(blockCacheBytes, writeBufferBytes int64) *RocksResources {
+	if blockCacheBytes <= 0 {
+		blockCacheBytes = DefaultBlockCacheBytes
+	}
+	if writeBufferBytes <= 0 {
+		writeBufferBytes = DefaultWriteBufferBytes
+	}
+	return &RocksResources{
+		cache:            grocksdb.NewLRUCache(uint64(blockCacheBytes)),
+		writeBufferBytes: writeBufferBytes,
+		stores:           make(map[*Rocks]struct{}),
+	}
+}
+
+// WriteBufferSize returns the memtable size a store gets now, given the
+// stores currently open.
+func (r *RocksResources) WriteBufferSize() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return int64(r.shareFor(len(r.stores)))
+}
+
+// BlockCacheUsage returns the bytes currently held by the block cache, or 0
+// after Close.
+func (r *RocksResources) BlockCacheUsage() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0
+	}
+	return int64(r.cache.GetUsage())
+}
+
+// Close releases the block cache. Close the stores first: stores still open
+// keep working (RocksDB holds its own reference to the cache) but are no
+// longer resized, and OpenRocks with these resources fails afterwards.
+// Close is idempotent.
+func (r *RocksResources) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.cache.Destroy()
+	r.stores = nil
+	return nil
+}
+
+var errResourcesClosed = errors.New("state: rocks resources are closed")
+
+// shareFor returns the memtable size for each of n open stores.
+func (r *RocksResources) shareFor(n int) uint64 {
+	if n < 1 {
+		n = 1
+	}
+	per := r.writeBufferBytes / int64(n) / maxWriteBufferNumber
+	per = min(max(per, minWriteBufferSize), maxWriteBufferSize)
+	return 1 << (bits.Len64(uint64(per)) - 1)
+}
+
+// open opens s.db in dir and adds s to the stores sharing the budget.
+func (r *RocksResources) open(s *Rocks, dir string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errResourcesClosed
+	}
+	size := r.shareFor(len(r.stores) + 1)
+	if err := s.openDB(dir, r.cache, size); err != nil {
+		return err
+	}
+	s.writeBufferSize = size
+	r.stores[s] = struct{}{}
+	r.rebalanceLocked()
+	return nil
+}
+
+// release removes s from the stores sharing the budget. It is called before
+// s's database closes.
+func (r *RocksResources) release(s *Rocks) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	delete(r.stores, s)
+	r.rebalanceLocked()
+}
+
+// rebalanceLocked resizes the stores whose memtable size differs from the
+// current share. Every store in r.stores is open (release runs before a
+// database closes), and rebalancing takes no store's lock, so it cannot
+// deadlock with a store's Close. A failed resize is left for the next
+// rebalance to retry: the store keeps working at its old size.
+func (r *RocksResources) rebalanceLocked() {
+	size := r.shareFor(len(r.stores))
+	val := strconv.FormatUint(size, 10)
+	for s := range r.stores {
+		if s.writeBufferSize == size {
+			continue
+		}
+		if err := s.db.SetOptions([]string{"write_buffer_size"}, []string{val}); err == nil {
+			s.writeBufferSize = size
+		}
+	}
+}
