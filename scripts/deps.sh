@@ -1,0 +1,22 @@
+# Sourced by scripts/run and scripts/test: makes sure the tools and
+# libraries sqlstreams needs are installed on a Debian machine, installing
+# what is missing with apt-get. Safe to run again and again.
+
+export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
+
+need=()
+for pkg in librocksdb-dev kcat postgresql-client; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >&2
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "Go is not installed: sqlstreams needs Go 1.26 or newer (https://go.dev/dl/)." >&2
+  exit 1
+fi

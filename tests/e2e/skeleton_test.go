@@ -1,0 +1,323 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// rows runs a query and returns its rows as text, "|"-joined.
+func rows(t *testing.T, ctx context.Context, conn *pgx.Conn, q string) []string {
+	t.Helper()
+	rs, err := conn.Query(ctx, q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		vals, err := rs.Values()
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}
+
+func exec1(t *testing.T, ctx context.Context, conn *pgx.Conn, q string) {
+	t.Helper()
+	if _, err := conn.Exec(ctx, q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// TestWalkingSkeleton drives the walking skeleton's example over pgx's
+// default (extended) protocol, then produces with a Kafka client, kills
+// and restarts the server, and checks that every input record reaches
+// CARTVIEWS exactly once under read_committed.
+func TestWalkingSkeleton(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := startServer(t)
+	conn := s.connect(ctx)
+
+	exec1(t, ctx, conn, `CREATE STREAM pageviews (userid VARCHAR KEY, pageid VARCHAR, viewtime BIGINT)
+  WITH (KAFKA_TOPIC='pageviews', VALUE_FORMAT='JSON', PARTITIONS=2)`)
+	exec1(t, ctx, conn, `INSERT INTO pageviews (userid, pageid, viewtime) VALUES ('u1', 'home', 1)`)
+	exec1(t, ctx, conn, `INSERT INTO pageviews (userid, pageid, viewtime) VALUES ('u2', 'cart', 2)`)
+	exec1(t, ctx, conn, `CREATE STREAM cartviews AS
+  SELECT userid, pageid, viewtime * 10 AS t10 FROM pageviews WHERE pageid = 'cart' EMIT CHANGES`)
+	exec1(t, ctx, conn, `SET 'auto.offset.reset' = 'earliest'`)
+
+	// A push query: typed columns, one row, then the statement ends.
+	rs, err := conn.Query(ctx, `SELECT * FROM cartviews EMIT CHANGES LIMIT 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var user, page string
+	var t10 int64
+	n := 0
+	for rs.Next() {
+		if err := rs.Scan(&user, &page, &t10); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || user != "u2" || page != "cart" || t10 != 20 {
+		t.Fatalf("push query: got %d rows, last %q %q %d; want u2 cart 20", n, user, page, t10)
+	}
+	if got := rs.FieldDescriptions(); len(got) != 3 || got[0].Name != "USERID" || got[2].Name != "T10" {
+		t.Fatalf("push query columns: %+v", got)
+	}
+
+	if got := rows(t, ctx, conn, "SHOW STREAMS"); len(got) != 2 ||
+		got[0] != "CARTVIEWS|CARTVIEWS|KAFKA|JSON|false" || got[1] != "PAGEVIEWS|pageviews|KAFKA|JSON|false" {
+		t.Fatalf("SHOW STREAMS: %q", got)
+	}
+	queries := rows(t, ctx, conn, "SHOW QUERIES")
+	if len(queries) != 1 || !strings.HasPrefix(queries[0], "CSAS_CARTVIEWS_1|PERSISTENT|RUNNING|CARTVIEWS|CARTVIEWS|") {
+		t.Fatalf("SHOW QUERIES: %q", queries)
+	}
+	if got := rows(t, ctx, conn, "DESCRIBE cartviews"); strings.Join(got, ";") != "USERID|STRING (key);PAGEID|STRING;T10|BIGINT" {
+		t.Fatalf("DESCRIBE: %q", got)
+	}
+	explain := strings.Join(rows(t, ctx, conn, "EXPLAIN CSAS_CARTVIEWS_1"), "\n")
+	for _, want := range []string{"sqlstreams_query_CSAS_CARTVIEWS_1", "SOURCE-PAGEVIEWS (topic: pageviews", "Filter: (PAGEID = 'cart')", "SINK-CARTVIEWS (topic: CARTVIEWS"} {
+		if !strings.Contains(explain, want) {
+			t.Fatalf("EXPLAIN lacks %q:\n%s", want, explain)
+		}
+	}
+
+	// Errors name what is wrong and where, and create nothing.
+	for _, c := range []struct{ sql, code, msg string }{
+		{"SELECT userid, nope FROM pageviews EMIT CHANGES", "42703", "column NOPE does not exist"},
+		{"CREATE STREAM bad AS SELECT * FROM nothere", "42P01", "NOTHERE does not exist"},
+		{"CREATE STREAM bad2 AS SELECT * FORM pageviews", "42601", `syntax error at or near "FORM"`},
+	} {
+		_, err := conn.Exec(ctx, c.sql)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) {
+			t.Fatalf("%s: want a PgError, got %v", c.sql, err)
+		}
+		if pe.Code != c.code || !strings.Contains(pe.Message, c.msg) || pe.Position == 0 {
+			t.Fatalf("%s: got code %s position %d message %q; want code %s, a position, %q", c.sql, pe.Code, pe.Position, pe.Message, c.code, c.msg)
+		}
+	}
+	if got := rows(t, ctx, conn, "SHOW STREAMS"); len(got) != 2 {
+		t.Fatalf("failed statements created something: %q", got)
+	}
+
+	// Records from any Kafka client, bad ones among them, then a crash in
+	// the middle of processing, a clean restart, and more records.
+	kc, err := kgo.NewClient(kgo.SeedBrokers(s.kafAddr), kgo.DefaultProduceTopic("pageviews"), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	want := map[string]int64{"u2": 20}
+	next := 3
+	produce := func(count int) {
+		t.Helper()
+		recs := make([]*kgo.Record, 0, count+2)
+		recs = append(recs, &kgo.Record{Key: []byte("bad1"), Value: []byte(`not json`)},
+			&kgo.Record{Key: []byte("bad2"), Value: []byte(`{"PAGEID":"cart","VIEWTIME":"x"}`)})
+		for i := 0; i < count; i++ {
+			k := fmt.Sprintf("u%d", next)
+			page := "home"
+			if next%2 == 0 {
+				page = "cart"
+				want[k] = int64(next) * 10
+			}
+			// Mixed-case field names: matching is case-insensitive.
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprintf(`{"PageId":%q,"viewtime":%d}`, page, next))})
+			next++
+		}
+		if err := kc.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("producing: %v", err)
+		}
+	}
+
+	produce(30000)
+	waitOutput(t, ctx, s.kafAddr, 1000) // the query is busy with the backlog
+	s.restart(syscall.SIGKILL)
+	kc.ForceMetadataRefresh()
+	produce(20000)
+	waitOutput(t, ctx, s.kafAddr, len(want)-5000)
+	s.restart(syscall.SIGTERM)
+	produce(5000)
+
+	waitCaughtUp(t, ctx, s.kafAddr, "sqlstreams_query_CSAS_CARTVIEWS_1", "pageviews")
+	got := readCommitted(t, ctx, s.kafAddr, "CARTVIEWS")
+	dups, missing, wrong := 0, 0, 0
+	for k, n := range got.count {
+		if n > 1 {
+			dups++
+		}
+		if _, ok := want[k]; !ok {
+			wrong++
+		}
+	}
+	for k, v := range want {
+		if got.count[k] == 0 {
+			missing++
+		} else if got.t10[k] != v {
+			wrong++
+		}
+	}
+	if dups+missing+wrong > 0 || got.total != len(want) {
+		t.Fatalf("CARTVIEWS (read_committed): %d records for %d keys; want %d; %d duplicated, %d missing, %d wrong", got.total, len(got.count), len(want), dups, missing, wrong)
+	}
+	t.Logf("CARTVIEWS holds each of %d expected records exactly once", len(want))
+	for _, l := range strings.Split(s.log(), "\n") {
+		if strings.Contains(l, "repair") {
+			t.Log(l)
+		}
+	}
+
+	// The catalog survived the restarts; the query is running again.
+	conn = s.connect(ctx)
+	if got := rows(t, ctx, conn, "SHOW QUERIES"); len(got) != 1 || !strings.Contains(got[0], "|RUNNING|") {
+		t.Fatalf("after restart, SHOW QUERIES: %q", got)
+	}
+}
+
+type output struct {
+	total int
+	count map[string]int
+	t10   map[string]int64
+}
+
+// readCommitted reads topic from the start up to its last stable offset.
+func readCommitted(t *testing.T, ctx context.Context, addr, topic string) output {
+	t.Helper()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	lso, err := kadm.NewClient(adm).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	out := output{count: map[string]int{}, t10: map[string]int64{}}
+	pos := map[int32]int64{}
+	done := func() bool {
+		ok := true
+		lso.Each(func(o kadm.ListedOffset) {
+			if pos[o.Partition] < o.Offset-1 {
+				ok = false
+			}
+		})
+		return ok
+	}
+	for !done() {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatal("timed out reading", topic)
+		}
+		if fs.Empty() {
+			break // only control records remain before the LSO
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			pos[r.Partition] = r.Offset
+			var v struct{ T10 int64 }
+			if err := json.Unmarshal(r.Value, &v); err != nil {
+				t.Errorf("output record %s: %v", r.Value, err)
+			}
+			out.total++
+			out.count[string(r.Key)]++
+			out.t10[string(r.Key)] = v.T10
+		})
+	}
+	return out
+}
+
+// waitOutput waits until topic CARTVIEWS has at least n records (read
+// uncommitted high watermarks include commit markers; close enough to
+// know the query is busy).
+func waitOutput(t *testing.T, ctx context.Context, addr string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, "CARTVIEWS")
+		if err == nil {
+			var sum int64
+			ends.Each(func(o kadm.ListedOffset) { sum += o.Offset })
+			if sum >= int64(n) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("CARTVIEWS never reached %d records", n)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitCaughtUp waits until group has committed offsets at the last stable
+// offsets of topic.
+func waitCaughtUp(t *testing.T, ctx context.Context, addr, group, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for {
+		lso, err1 := adm.ListCommittedOffsets(ctx, topic)
+		committed, err2 := adm.FetchOffsets(ctx, group)
+		if err1 == nil && err2 == nil {
+			caught := true
+			lso.Each(func(o kadm.ListedOffset) {
+				c, ok := committed.Lookup(topic, o.Partition)
+				if !ok || c.At < o.Offset {
+					caught = false
+				}
+			})
+			if caught {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("group %s never caught up on %s", group, topic)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
