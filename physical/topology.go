@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -147,7 +146,14 @@ func chain(n planner.Node) (*SubTopology, error) {
 	if !ok {
 		return nil, fmt.Errorf("plan does not start with a scan")
 	}
-	st := &SubTopology{ID: 0, Source: sourceOf(scan.Source, scan.Schema())}
+	src := scan.Source
+	st := &SubTopology{ID: 0, Source: &Source{
+		Name:        "SOURCE-" + src.Name,
+		Topic:       src.Topic,
+		KeyFormat:   src.KeyFormat,
+		ValueFormat: src.ValueFormat,
+		Schema:      scan.Schema(),
+	}}
 	for i := len(nodes) - 2; i >= 0; i-- {
 		name := fmt.Sprintf("%04d", len(st.Processors)+1)
 		switch n := nodes[i].(type) {
@@ -160,16 +166,6 @@ func chain(n planner.Node) (*SubTopology, error) {
 		}
 	}
 	return st, nil
-}
-
-func sourceOf(s *catalog.Source, schema types.Schema) *Source {
-	return &Source{
-		Name:        "SOURCE-" + s.Name,
-		Topic:       s.Topic,
-		KeyFormat:   s.KeyFormat,
-		ValueFormat: s.ValueFormat,
-		Schema:      schema,
-	}
 }
 
 // SourceTopics returns the topics the topology consumes.

@@ -1,0 +1,73 @@
+// Package layers checks that imports between sqlstreams' packages point the
+// way DESIGN.md's package table says, and that TiDB's parser is imported
+// by sql/ alone.
+package layers
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sqlstreams/sqlstreams/"
+
+// allowed lists, per package, the internal packages it may import
+// directly. Packages not listed (cmd, tests) may import anything.
+var allowed = map[string][]string{
+	"types":         {},
+	"expr":          {"types"},
+	"catalog":       {"types"},
+	"state":         {"types"},
+	"broker":        {},
+	"planner":       {"types", "expr", "catalog"},
+	"physical":      {"types", "expr", "planner"},
+	"exec":          {"types", "expr", "physical", "state"},
+	"sql":           {"types", "expr", "catalog", "planner"},
+	"engine":        {"types", "expr", "catalog", "planner", "physical", "exec", "state", "sql"},
+	"server/pgwire": {"types", "catalog", "engine", "sql"},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func TestImportsPointOneWay(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := 0
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, module)
+		rules, ruled := allowed[name]
+		if ruled {
+			seen++
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, "github.com/pingcap/tidb") && name != "sql" {
+				t.Errorf("%s imports %s: only sql/ may use TiDB's parser", name, imp)
+			}
+			if !ruled || !strings.HasPrefix(imp, module) {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module)
+			ok := false
+			for _, a := range rules {
+				ok = ok || a == dep
+			}
+			if !ok {
+				t.Errorf("%s imports %s; DESIGN.md allows only %v", name, dep, rules)
+			}
+		}
+	}
+	if seen != len(allowed) {
+		t.Errorf("found %d of the %d packages the rules name", seen, len(allowed))
+	}
+}
