@@ -1,0 +1,60 @@
+package physical_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// TestTopologies pins topology printouts, node names, application IDs and
+// fingerprints: renaming any of them breaks running queries. Regenerate
+// with -rewrite only on purpose.
+func TestTopologies(t *testing.T) {
+	cat := catalog.New()
+	cat.AddSource(&catalog.Source{
+		Name: "PAGEVIEWS", Kind: catalog.Stream, Topic: "pageviews", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "PAGEID", Type: types.StringType},
+			{Name: "VIEWTIME", Type: types.BigintType},
+		}},
+	}, false)
+	datadriven.RunTest(t, "testdata/topologies", func(t *testing.T, d *datadriven.TestData) string {
+		st, err := sql.Parse(d.Input)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		switch d.Cmd {
+		case "persistent":
+			var id string
+			d.ScanArgs(t, "id", &id)
+			sink, err := sql.BindCreateAs(st.(*sql.CreateAs), cat)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			topo, err := physical.Build(physical.AppID("sqlstreams", id), sink)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return fmt.Sprintf("app id: %s\nsource topics: %v\nfingerprint: %s\n%s", topo.AppID, topo.SourceTopics(), topo.Fingerprint(), topo)
+		case "push":
+			q, err := sql.BindSelect(st.(*sql.Select), cat)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			topo, err := physical.BuildPush(q)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return fmt.Sprintf("limit: %d\n%s", topo.Limit, topo)
+		}
+		t.Fatalf("unknown command %s", d.Cmd)
+		return ""
+	})
+}
