@@ -1,0 +1,202 @@
+package exec
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestQueryExactlyOnceUnderFaults runs the bid topology on an embedded
+// broker with two stream threads while the broker fails some Produce,
+// EndTxn and TxnOffsetCommit requests, and checks that the output,
+// read_committed, holds each expected record exactly once.
+func TestQueryExactlyOnceUnderFaults(t *testing.T) {
+	for _, fault := range []struct {
+		name string
+		key  kmsg.Key
+		err  int16
+	}{
+		{"none", -1, 0},
+		{"produce", kmsg.Produce, kerr.InvalidRecord.Code},
+		{"end-txn", kmsg.EndTxn, kerr.CoordinatorNotAvailable.Code},
+		{"txn-offset-commit", kmsg.TxnOffsetCommit, kerr.CoordinatorLoadInProgress.Code},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "bids", "out"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			brokers := c.ListenAddrs()
+
+			const n, batches = 20000, 10
+			produceBids(t, ctx, brokers, 0, n/batches)
+			// Fail every third request of the kind, up to four times.
+			var seen, injected atomic.Int32
+			if fault.key >= 0 {
+				c.ControlKey(int16(fault.key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+					c.KeepControl()
+					if seen.Add(1)%3 != 0 || injected.Load() >= 4 {
+						return nil, nil, false
+					}
+					injected.Add(1)
+					return errorResponse(req, fault.err), nil, true
+				})
+			}
+			q, err := Start("Q", bidTopology(t), Config{Brokers: brokers, InstanceID: "i", Threads: 2, CommitInterval: 20 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Several batches, each waited for, so that the run spans many
+			// transactions and the faults land in the middle of it.
+			for b := 1; b < batches; b++ {
+				waitCommitted(t, ctx, brokers, "app", "bids")
+				produceBids(t, ctx, brokers, b*n/batches, (b+1)*n/batches)
+			}
+			waitCommitted(t, ctx, brokers, "app", "bids")
+			q.Stop()
+			if fault.key >= 0 && injected.Load() == 0 {
+				t.Fatal("no fault was injected")
+			}
+			st := q.Status()
+			t.Logf("injected %d faults; stats %+v", injected.Load(), st.Stats)
+
+			got := readOut(t, ctx, brokers)
+			want := 0
+			for i := 0; i < n; i++ {
+				if price(i) > 5000 {
+					want++
+					if got[int64(i)] != 1 {
+						t.Fatalf("bidder %d appears %d times in the output, want once", i, got[int64(i)])
+					}
+				}
+			}
+			if len(got) != want {
+				t.Fatalf("output has %d bidders, want %d", len(got), want)
+			}
+		})
+	}
+}
+
+func price(i int) int64 { return int64(i%10) * 1000 }
+
+func produceBids(t *testing.T, ctx context.Context, brokers []string, from, to int) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("bids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := from; i < to; i++ {
+		recs = append(recs, &kgo.Record{
+			Key:   binary.BigEndian.AppendUint64(nil, uint64(i%97)),
+			Value: fmt.Appendf(nil, `{"bidder":%d,"price":%d,"channel":"c"}`, i, price(i)),
+		})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// errorResponse answers req with code on every partition it names.
+func errorResponse(req kmsg.Request, code int16) kmsg.Response {
+	switch req := req.(type) {
+	case *kmsg.ProduceRequest:
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.EndTxnRequest:
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.TxnOffsetCommitRequest:
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewTxnOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+	panic(fmt.Sprintf("no error response for %T", req))
+}
+
+func waitCommitted(t *testing.T, ctx context.Context, brokers []string, group, topic string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for {
+		ends, err1 := adm.ListEndOffsets(ctx, topic)
+		committed, err2 := adm.FetchOffsets(ctx, group)
+		if err1 == nil && err2 == nil {
+			done := true
+			ends.Each(func(o kadm.ListedOffset) {
+				if c, ok := committed.Lookup(topic, o.Partition); !ok || c.At < o.Offset {
+					done = false
+				}
+			})
+			if done {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("query never caught up")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// readOut returns how often each bidder appears in "out", read_committed.
+func readOut(t *testing.T, ctx context.Context, brokers []string) map[int64]int {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("out"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := map[int64]int{}
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if fs.Empty() {
+			return got
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var bidder int64
+			fmt.Sscanf(string(r.Value), `{"BIDDER":%d`, &bidder)
+			got[bidder]++
+		})
+	}
+}
