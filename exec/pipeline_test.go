@@ -79,7 +79,7 @@ func TestPipeline(t *testing.T) {
 		{Key: bidKey, Value: []byte(`{"bidder":7,"price":10000,"channel":"Google","url":"https://x/y","extra":1}`)},
 		{Key: bidKey, Value: []byte(`{"bidder":8,"price":100,"channel":"Apple"}`)}, // filtered out
 		{Key: bidKey, Value: []byte(`{"bidder":9,"price":"nope"}`)},                // bad record
-		{Key: bidKey, Value: nil},                                                  // null value: no row
+		{Key: bidKey, Value: nil}, // null value: no row
 		{Key: bidKey, Value: []byte(`{"bidder":10,"price":6000}`)},
 	}
 	var bad int
