@@ -2,6 +2,7 @@ package types
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"math"
 	"strconv"
@@ -184,6 +185,52 @@ func AppendJSONValue(dst []byte, d Datum, t Type) []byte {
 		return AppendJSONDouble(dst, d.F)
 	case String:
 		return AppendJSONString(dst, d.B)
+	case Bytes:
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, d.B)
+		return append(dst, '"')
+	case Decimal:
+		return AppendDecimal(dst, d.I, t.Scale)
+	case Array:
+		dst = append(dst, '[')
+		for i, e := range d.L {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendJSONValue(dst, e, *t.Elem)
+		}
+		return append(dst, ']')
+	case Map:
+		dst = append(dst, '{')
+		for i := 0; i+1 < len(d.L); i += 2 {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			k := d.L[i]
+			if t.KeyType.Kind == String {
+				dst = AppendJSONString(dst, k.B)
+			} else {
+				dst = AppendJSONString(dst, AppendText(nil, k, *t.KeyType))
+			}
+			dst = append(dst, ':')
+			dst = AppendJSONValue(dst, d.L[i+1], *t.Elem)
+		}
+		return append(dst, '}')
+	case Struct:
+		dst = append(dst, '{')
+		for i, f := range t.Fields {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendJSONString(dst, []byte(f.Name))
+			dst = append(dst, ':')
+			if i < len(d.L) {
+				dst = AppendJSONValue(dst, d.L[i], f.Type)
+			} else {
+				dst = append(dst, "null"...)
+			}
+		}
+		return append(dst, '}')
 	}
 	return append(dst, "null"...)
 }

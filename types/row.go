@@ -13,17 +13,26 @@ import (
 //	DATE               I (days since 1970-01-01)
 //	TIME               I (milliseconds since midnight)
 //	TIMESTAMP          I (milliseconds since the Unix epoch, UTC)
+//	DECIMAL(p, s)      I (the unscaled value: 12.34 in DECIMAL(4,2) is 1234;
+//	                   precision up to 18)
 //	DOUBLE             F
 //	STRING, BYTES      B
+//	ARRAY              L (the elements)
+//	MAP                L (keys and values interleaved: k0, v0, k1, v1, …)
+//	STRUCT             L (one datum per field, in the type's field order)
 //
-// Null marks SQL NULL; the other fields are then meaningless. B may alias
-// memory owned by a decoder or evaluator (see the package doc).
+// Null marks SQL NULL; the other fields are then meaningless. B and L may
+// alias memory owned by a decoder or evaluator (see the package doc).
 type Datum struct {
 	Null bool
 	I    int64
 	F    float64
 	B    []byte
+	L    []Datum
 }
+
+// MaxDecimalPrecision is the largest DECIMAL precision a Datum holds.
+const MaxDecimalPrecision = 18
 
 // Row is a reusable slice of datums laid out by a Schema.
 type Row []Datum
@@ -51,10 +60,18 @@ func StringDatum(s string) Datum { return Datum{B: []byte(s)} }
 // Bool reports a BOOLEAN datum's value; NULL is false.
 func (d Datum) Bool() bool { return !d.Null && d.I != 0 }
 
-// Clone returns d with its bytes copied, safe to keep past the next record.
+// Clone returns d with its bytes and elements copied, safe to keep past
+// the next record.
 func (d Datum) Clone() Datum {
 	if d.B != nil {
 		d.B = append([]byte(nil), d.B...)
+	}
+	if d.L != nil {
+		l := make([]Datum, len(d.L))
+		for i, e := range d.L {
+			l[i] = e.Clone()
+		}
+		d.L = l
 	}
 	return d
 }
@@ -100,8 +117,35 @@ func AppendText(dst []byte, d Datum, t Type) []byte {
 		return time.UnixMilli(d.I).UTC().AppendFormat(dst, "15:04:05.000")
 	case Timestamp:
 		return time.UnixMilli(d.I).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000")
+	case Decimal:
+		return AppendDecimal(dst, d.I, t.Scale)
+	case Array, Map, Struct:
+		return AppendJSONValue(dst, d, t)
 	}
 	return append(dst, '?')
+}
+
+// AppendDecimal appends the unscaled value v with scale digits after the
+// point: (1234, 2) is "12.34", (-5, 2) is "-0.05".
+func AppendDecimal(dst []byte, v int64, scale int) []byte {
+	if scale <= 0 {
+		return strconv.AppendInt(dst, v, 10)
+	}
+	var u uint64
+	if v < 0 {
+		dst = append(dst, '-')
+		u = uint64(-v)
+	} else {
+		u = uint64(v)
+	}
+	var buf [24]byte
+	digits := strconv.AppendUint(buf[:0], u, 10)
+	for len(digits) <= scale {
+		digits = append([]byte{'0'}, digits...)
+	}
+	dst = append(dst, digits[:len(digits)-scale]...)
+	dst = append(dst, '.')
+	return append(dst, digits[len(digits)-scale:]...)
 }
 
 // Text returns the text form of d as a string ("NULL" for NULL), for
