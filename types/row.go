@@ -140,8 +140,12 @@ func AppendDecimal(dst []byte, v int64, scale int) []byte {
 	}
 	var buf [24]byte
 	digits := strconv.AppendUint(buf[:0], u, 10)
-	for len(digits) <= scale {
-		digits = append([]byte{'0'}, digits...)
+	if len(digits) <= scale {
+		dst = append(dst, '0', '.')
+		for i := len(digits); i < scale; i++ {
+			dst = append(dst, '0')
+		}
+		return append(dst, digits...)
 	}
 	dst = append(dst, digits[:len(digits)-scale]...)
 	dst = append(dst, '.')

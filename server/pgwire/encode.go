@@ -17,9 +17,8 @@ package pgwire
 //	ARRAY, MAP, STRUCT json (114)       the JSON text
 //	unknown (NULL)     text (25)        the text form
 //
-// The types package does not yet fix the datum layout of DECIMAL, ARRAY, MAP
-// and STRUCT; until it does, this package expects their text form (decimal
-// digits, JSON) in Datum.B.
+// DECIMAL datums hold their unscaled value in I (see types.Datum); ARRAY,
+// MAP and STRUCT datums their elements in L, sent as JSON text.
 
 import (
 	"encoding/binary"
@@ -197,10 +196,6 @@ func appendText(dst []byte, d types.Datum, t types.Type) []byte {
 		return strconv.AppendFloat(dst, d.F, 'g', -1, 64)
 	case types.Timestamp:
 		return time.UnixMilli(d.I).UTC().AppendFormat(dst, "2006-01-02 15:04:05.000")
-	case types.Decimal, types.Array, types.Map, types.Struct, types.Unknown:
-		if d.B != nil {
-			return append(dst, d.B...)
-		}
 	}
 	return types.AppendText(dst, d, t)
 }
@@ -228,10 +223,8 @@ func appendBinary(dst []byte, d types.Datum, t types.Type) ([]byte, error) {
 	case types.Timestamp:
 		return binary.BigEndian.AppendUint64(dst, uint64((d.I-unixToPGMillis)*1000)), nil
 	case types.Decimal:
-		if d.B == nil {
-			return dst, sql.Errorf(sql.CodeInternal, "DECIMAL value without a text form")
-		}
-		return appendNumeric(dst, d.B)
+		var buf [32]byte
+		return appendNumeric(dst, types.AppendDecimal(buf[:0], d.I, t.Scale))
 	}
 	// json and text: the binary form is the text form.
 	return appendText(dst, d, t), nil
@@ -252,7 +245,7 @@ const (
 // significant first, the first worth 10000^weight. It allocates nothing.
 func appendNumeric(dst []byte, text []byte) ([]byte, error) {
 	bad := func() ([]byte, error) {
-		return dst, sql.Errorf(sql.CodeInternal, "invalid DECIMAL text %q", text)
+		return dst, sql.Errorf(sql.CodeInternal, "invalid DECIMAL text %q", string(text))
 	}
 	special := func(sign uint16) ([]byte, error) {
 		dst = binary.BigEndian.AppendUint16(dst, 0)
@@ -342,7 +335,7 @@ func appendNumeric(dst []byte, text []byte) ([]byte, error) {
 		sign = numericNeg
 	}
 	if ndigits > math.MaxInt16 || weight > math.MaxInt16 || weight < math.MinInt16 || dscale > 0x3FFF {
-		return dst, sql.Errorf(sql.CodeInternal, "DECIMAL value %q out of range", text)
+		return dst, sql.Errorf(sql.CodeInternal, "DECIMAL value %q out of range", string(text))
 	}
 	dst = binary.BigEndian.AppendUint16(dst, uint16(ndigits))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(weight)))

@@ -21,7 +21,8 @@ const ServerVersion = "15.0 (sqlstreams)"
 
 // Server serves the Postgres wire protocol for an engine.Executor. Create
 // it with New, run it with Serve and stop it with Close. Each connection
-// gets its own engine.Session and runs one statement at a time.
+// gets its own engine.Session and runs one statement at a time. Serve and
+// Close may be called from any goroutine.
 type Server struct {
 	exec engine.Executor
 	cfg  config

@@ -35,6 +35,7 @@ func (c *conn) query(text string) {
 			break
 		}
 	}
+	c.inBatch = false
 	c.readyForQuery()
 }
 
