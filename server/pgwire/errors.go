@@ -42,7 +42,9 @@ func errorResponse(severity string, err error, query string, stmtOff int) *pgpro
 	var se *sql.Error
 	switch {
 	case errors.As(err, &se):
-		er.Code, er.Message = se.Code, se.Msg
+		// The message keeps "line L:C:" (ksqlDB style) for clients that
+		// ignore Position.
+		er.Code, er.Message = se.Code, se.Error()
 		if er.Code == "" {
 			er.Code = sql.CodeInternal
 		}

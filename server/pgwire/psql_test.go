@@ -54,7 +54,7 @@ func TestPsqlErrorPosition(t *testing.T) {
 	if err == nil {
 		t.Fatal("psql succeeded")
 	}
-	for _, want := range []string{"ERROR:  42703: column \"NOSUCH\" cannot be resolved", "LINE 1: SELECT NOSUCH\n               ^"} {
+	for _, want := range []string{"ERROR:  42703: line 1:8: column \"NOSUCH\" cannot be resolved", "LINE 1: SELECT NOSUCH\n               ^"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("psql stderr lacks %q:\n%s", want, errOut)
 		}
