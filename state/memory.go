@@ -11,8 +11,10 @@ var _ Store = (*Memory)(nil)
 // Get and Range's iterators take the read lock per call, so any number of
 // readers run in parallel; writers take the write lock, so concurrent
 // writers are serialized and each ApplyBatch is atomic to readers. Get
-// does not allocate. Put allocates its copy of the key and value (one
-// allocation for a new key, one for a new value).
+// does not allocate. Put allocates its copies: a node plus one buffer for
+// a new key and its value, one buffer for a new value of an existing key
+// (values are replaced, never written into, so slices returned by Get stay
+// valid).
 type Memory struct {
 	mu     sync.RWMutex
 	list   *skiplist

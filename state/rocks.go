@@ -37,12 +37,12 @@ type RocksOptions struct {
 //
 // Every method is safe for concurrent use, writers included; RocksDB does
 // its own locking and Rocks adds a read lock per call only so that Close
-// cannot free the database under a running call. Writes are never fsynced
-// (see RocksOptions.DisableWAL and Flush). Get returns a fresh copy of the
-// value. Range's iterators read a snapshot taken when Range returns and
-// read their bounds from a private copy; an iterator pins the memtables and
-// files of its snapshot, so close iterators promptly (an iterator that
-// reaches its end frees itself early).
+// cannot free the database under a running call. No write is fsynced on
+// its own (see RocksOptions.DisableWAL and Flush). Get returns a fresh copy
+// of the value. Range's iterators read a snapshot taken when Range returns
+// and read their bounds from a private copy; an iterator pins the
+// memtables and files of its snapshot, so close iterators promptly (an
+// iterator that reaches its end frees itself early).
 //
 // Tuning: LZ4 compression, full Bloom filters (10 bits per key), index and
 // filter blocks in the shared block cache, two memtables per store sized by

@@ -1,6 +1,9 @@
 package state
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // skiplist is the sorted structure under Memory and Overlay: a skip list
 // with branching factor 4 (an expected 1.33 pointers per key). It is not
@@ -23,6 +26,7 @@ type skiplist struct {
 const maxHeight = 16
 
 type node struct {
+	pfx   uint64 // keyPrefix(key): most comparisons end here, without a cache miss on key
 	key   []byte
 	value []byte
 	tomb  bool // Overlay: a pending delete, value is nil
@@ -49,16 +53,19 @@ func newSkiplist(useArena bool) *skiplist {
 // or nil. When prev is non-nil it receives, per level, the last node before
 // that position.
 func (l *skiplist) seek(key []byte, prev *[maxHeight]*node, after bool) *node {
+	kp := keyPrefix(key)
 	x := &l.head
 	for i := l.height - 1; i >= 0; i-- {
 		for {
 			nx := x.next[i]
-			if nx == nil {
+			if nx == nil || nx.pfx > kp {
 				break
 			}
-			c := bytes.Compare(nx.key, key)
-			if c > 0 || (c == 0 && !after) {
-				break
+			if nx.pfx == kp {
+				c := bytes.Compare(nx.key, key)
+				if c > 0 || (c == 0 && !after) {
+					break
+				}
 			}
 			x = nx
 		}
@@ -104,6 +111,7 @@ func (l *skiplist) put(key, value []byte, tomb bool) {
 	} else {
 		n.key, n.value = l.pair(key, value)
 	}
+	n.pfx = keyPrefix(key)
 	for i := 0; i < h; i++ {
 		n.next[i] = prev[i].next[i]
 		prev[i].next[i] = n
@@ -126,6 +134,21 @@ func (l *skiplist) delete(key []byte) bool {
 	n.dead = true
 	l.len--
 	return true
+}
+
+// keyPrefix packs the first 8 bytes of key, zero-padded, big-endian. For
+// keys a and b, keyPrefix(a) < keyPrefix(b) implies a < b bytewise (a
+// shorter key pads with zeros, the smallest byte), so only equal prefixes
+// need the full comparison.
+func keyPrefix(key []byte) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(key)
+	}
+	var p uint64
+	for i, c := range key {
+		p |= uint64(c) << (56 - 8*i)
+	}
+	return p
 }
 
 func (l *skiplist) randomHeight() int {

@@ -1,0 +1,262 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// forEachBase runs fn with an overlay over each kind of base store.
+func forEachBase(t *testing.T, fn func(t *testing.T, o *Overlay)) {
+	for _, c := range []struct {
+		name string
+		open func(*testing.T) Store
+	}{{"Memory", openMemory}, {"Rocks", openRocks}} {
+		t.Run(c.name, func(t *testing.T) { fn(t, NewOverlay(c.open(t))) })
+	}
+}
+
+func TestOverlayShadowsBase(t *testing.T) {
+	forEachBase(t, func(t *testing.T, o *Overlay) {
+		base := o.Base()
+		for _, k := range []string{"a", "b", "c", "e"} {
+			put(t, base, k, "base-"+k)
+		}
+		put(t, o, "b", "new-b")
+		del(t, o, "c")
+		put(t, o, "d", "new-d")
+		del(t, o, "x") // a delete of a key the base lacks is fine
+		if o.Len() != 4 {
+			t.Fatalf("Len = %d; want 4 pending writes", o.Len())
+		}
+		wantGet(t, o, "a", "base-a")
+		wantGet(t, o, "b", "new-b")
+		wantAbsent(t, o, "c")
+		wantGet(t, o, "d", "new-d")
+		wantAbsent(t, o, "x")
+		wantScan(t, o, nil, nil, kv{"a", "base-a"}, kv{"b", "new-b"}, kv{"d", "new-d"}, kv{"e", "base-e"})
+		wantScan(t, o, b("c"), b("e"), kv{"d", "new-d"})
+		wantScan(t, o, b("b"), b("c"), kv{"b", "new-b"})
+		// The base is untouched until Commit.
+		wantScan(t, base, nil, nil, kv{"a", "base-a"}, kv{"b", "base-b"}, kv{"c", "base-c"}, kv{"e", "base-e"})
+	})
+}
+
+func TestOverlayCommit(t *testing.T) {
+	forEachBase(t, func(t *testing.T, o *Overlay) {
+		base := o.Base()
+		put(t, base, "a", "1")
+		put(t, base, "c", "3")
+		put(t, o, "b", "2")
+		del(t, o, "c")
+		put(t, o, "a", "one")
+		v, _ := o.Get(b("a"))
+		if err := o.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if o.Len() != 0 {
+			t.Fatalf("Len after Commit = %d", o.Len())
+		}
+		want := []kv{{"a", "one"}, {"b", "2"}}
+		wantScan(t, base, nil, nil, want...)
+		wantScan(t, o, nil, nil, want...)
+		// A value read through the overlay survives the end of its transaction.
+		for i := range 2000 {
+			put(t, o, fmt.Sprintf("filler%04d", i), "xxxxxxxxxxxxxxxx")
+		}
+		o.Abort()
+		if string(v) != "one" {
+			t.Fatalf("value read before Commit changed to %q", v)
+		}
+		if err := o.Commit(); err != nil { // nothing pending
+			t.Fatal(err)
+		}
+		wantScan(t, base, nil, nil, want...)
+	})
+}
+
+func TestOverlayAbort(t *testing.T) {
+	forEachBase(t, func(t *testing.T, o *Overlay) {
+		base := o.Base()
+		put(t, base, "a", "1")
+		put(t, o, "a", "changed")
+		put(t, o, "b", "2")
+		del(t, o, "a")
+		o.Abort()
+		if o.Len() != 0 {
+			t.Fatalf("Len after Abort = %d", o.Len())
+		}
+		wantScan(t, o, nil, nil, kv{"a", "1"})
+		wantScan(t, base, nil, nil, kv{"a", "1"})
+		put(t, o, "c", "3") // the next transaction starts clean
+		if err := o.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		wantScan(t, base, nil, nil, kv{"a", "1"}, kv{"c", "3"})
+	})
+}
+
+func TestOverlayPending(t *testing.T) {
+	o := NewOverlay(NewMemory())
+	defer o.Close()
+	put(t, o, "b", "1")
+	put(t, o, "a", "1")
+	put(t, o, "b", "2")
+	del(t, o, "c")
+	var bt Batch
+	bt.Put(b("d"), nil)
+	bt.Delete(b("a"))
+	if err := o.ApplyBatch(&bt); err != nil {
+		t.Fatal(err)
+	}
+	type w struct {
+		k, v string
+		del  bool
+	}
+	var got []w
+	err := o.Pending(func(k, v []byte, d bool) error {
+		if d != (v == nil) {
+			t.Fatalf("Pending(%q): deleted=%v but value nil=%v", k, d, v == nil)
+		}
+		got = append(got, w{string(k), string(v), d})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []w{{"a", "", true}, {"b", "2", false}, {"c", "", true}, {"d", "", false}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Pending = %v; want %v", got, want)
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := o.Pending(func(k, v []byte, d bool) error { n++; return stop }); err != stop || n != 1 {
+		t.Fatalf("Pending did not stop at fn's error: err=%v after %d calls", err, n)
+	}
+}
+
+// failingStore fails ApplyBatch while fail is set.
+type failingStore struct {
+	Store
+	fail bool
+}
+
+func (f *failingStore) ApplyBatch(b *Batch) error {
+	if f.fail {
+		return errors.New("disk on fire")
+	}
+	return f.Store.ApplyBatch(b)
+}
+
+func TestOverlayCommitFailureKeepsWrites(t *testing.T) {
+	base := &failingStore{Store: NewMemory(), fail: true}
+	o := NewOverlay(base)
+	defer o.Close()
+	put(t, o, "a", "1")
+	del(t, o, "b")
+	if err := o.Commit(); err == nil {
+		t.Fatal("Commit succeeded over a failing base")
+	}
+	if o.Len() != 2 {
+		t.Fatalf("Len after failed Commit = %d; want the 2 writes kept", o.Len())
+	}
+	wantGet(t, o, "a", "1")
+	wantAbsent(t, base, "a")
+	base.fail = false
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, base, "a", "1")
+}
+
+func TestOverlayCloseClosesBase(t *testing.T) {
+	base := NewMemory()
+	o := NewOverlay(base)
+	put(t, o, "a", "1")
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Get(b("a")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("base after Overlay.Close: %v; want ErrClosed", err)
+	}
+	if err := o.Commit(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Commit after Close: %v", err)
+	}
+	if err := o.Pending(func([]byte, []byte, bool) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Pending after Close: %v", err)
+	}
+}
+
+// TestOverlayRandomModel mixes writes with Commit and Abort and checks the
+// overlay's view and the base's (committed) view against two maps.
+func TestOverlayRandomModel(t *testing.T) {
+	forEachBase(t, func(t *testing.T, o *Overlay) {
+		rng := rand.New(rand.NewPCG(7, 11))
+		committed := map[string]string{}
+		pending := map[string]*string{} // nil: pending delete
+		view := func() map[string]string {
+			m := map[string]string{}
+			for k, v := range committed {
+				m[k] = v
+			}
+			for k, v := range pending {
+				if v == nil {
+					delete(m, k)
+				} else {
+					m[k] = *v
+				}
+			}
+			return m
+		}
+		check := func(i int) {
+			t.Helper()
+			start, end := randBound(rng), randBound(rng)
+			if got, want := scan(t, o, start, end), modelRange(view(), start, end); !slices.Equal(got, want) {
+				t.Fatalf("op %d: overlay Range(%q, %q) = %q; want %q", i, start, end, got, want)
+			}
+			if got, want := scan(t, o.Base(), start, end), modelRange(committed, start, end); !slices.Equal(got, want) {
+				t.Fatalf("op %d: base Range(%q, %q) = %q; want %q", i, start, end, got, want)
+			}
+			if o.Len() != len(pending) {
+				t.Fatalf("op %d: Len = %d; want %d", i, o.Len(), len(pending))
+			}
+		}
+		for i := range 3000 {
+			switch r := rng.IntN(100); {
+			case r < 40:
+				k, v := randKey(rng), string(randValue(rng))
+				put(t, o, string(k), v)
+				pending[string(k)] = &v
+			case r < 55:
+				k := randKey(rng)
+				del(t, o, string(k))
+				pending[string(k)] = nil
+			case r < 75:
+				k := randKey(rng)
+				got, err := o.Get(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, ok := view()[string(k)]
+				if (got != nil) != ok || string(got) != want {
+					t.Fatalf("op %d: Get(%q) = %q; want %q (present=%v)", i, k, got, want, ok)
+				}
+			case r < 85:
+				check(i)
+			case r < 93:
+				if err := o.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				committed = view()
+				clear(pending)
+				check(i)
+			default:
+				o.Abort()
+				clear(pending)
+				check(i)
+			}
+		}
+	})
+}
