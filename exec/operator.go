@@ -45,6 +45,23 @@ func buildChain(procs []physical.Processor, last Operator) (Operator, error) {
 				op.exprs = append(op.exprs, ev)
 			}
 			next = op
+		case *physical.Rekey:
+			in := len(p.Out.Columns)
+			op := &rekeyOp{name: p.Name, out: make(types.Row, in), next: next}
+			for i, e := range p.Exprs {
+				if c, ok := e.(*expr.Column); ok && c.Index == p.Keys[i] {
+					continue // the key is an existing column
+				}
+				ev, err := expr.Compile(e)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", p.Name, err)
+				}
+				op.exprs = append(op.exprs, ev)
+				op.slots = append(op.slots, p.Keys[i])
+				in--
+			}
+			op.in = in
+			next = op
 		default:
 			return nil, fmt.Errorf("processor %T is not supported", p)
 		}

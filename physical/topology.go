@@ -56,7 +56,28 @@ type Processor interface {
 var (
 	_ Processor = (*Filter)(nil)
 	_ Processor = (*Project)(nil)
+	_ Processor = (*Rekey)(nil)
 )
+
+// Rekey (PARTITION BY) makes new key columns: its output row is its input
+// row followed by one column per key expression that is not a plain
+// column; Keys are the key columns' output positions.
+type Rekey struct {
+	Name  string
+	Exprs []expr.Expr
+	Keys  []int
+	Out   types.Schema
+}
+
+func (r *Rekey) NodeName() string     { return r.Name }
+func (r *Rekey) Schema() types.Schema { return r.Out }
+func (r *Rekey) Describe() string {
+	parts := make([]string, len(r.Exprs))
+	for i, e := range r.Exprs {
+		parts[i] = e.String()
+	}
+	return "Rekey: PARTITION BY " + strings.Join(parts, ", ")
+}
 
 // Filter passes rows for which Predicate is true.
 type Filter struct {
@@ -161,6 +182,8 @@ func chain(n planner.Node) (*SubTopology, error) {
 			st.Processors = append(st.Processors, &Filter{Name: "FILTER-" + name, Predicate: n.Predicate, Out: n.Schema()})
 		case *planner.Project:
 			st.Processors = append(st.Processors, &Project{Name: "PROJECT-" + name, Exprs: n.Exprs, Out: n.Schema()})
+		case *planner.Rekey:
+			st.Processors = append(st.Processors, &Rekey{Name: "REKEY-" + name, Exprs: n.Exprs, Keys: n.Keys, Out: n.Schema()})
 		default:
 			return nil, fmt.Errorf("plan node %T is not supported yet", n)
 		}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
@@ -175,4 +176,56 @@ func Explain(n Node) string {
 	}
 	walk(n, 0)
 	return b.String()
+}
+
+var _ Node = (*Rekey)(nil)
+
+// Rekey is PARTITION BY: its rows carry new key columns computed from
+// Exprs. A key expression that is a plain column makes that column the key;
+// any other expression adds a key column named KSQL_COL_<n>. The input's
+// old key columns become value columns.
+type Rekey struct {
+	Input Node
+	Exprs []expr.Expr
+	// Keys are the output positions of the key columns, one per expression.
+	Keys []int
+	out  types.Schema
+}
+
+// NewRekey builds a PARTITION BY over input.
+func NewRekey(input Node, exprs []expr.Expr) (*Rekey, error) {
+	in := input.Schema()
+	cols := make([]types.Column, len(in.Columns))
+	copy(cols, in.Columns)
+	for i := range cols {
+		cols[i].Key = false
+	}
+	r := &Rekey{Input: input, Exprs: exprs}
+	for i, e := range exprs {
+		if e.Type().Kind == types.Unknown {
+			return nil, fmt.Errorf("cannot PARTITION BY NULL")
+		}
+		if c, ok := e.(*expr.Column); ok && !in.Columns[c.Index].Pseudo {
+			if cols[c.Index].Key {
+				return nil, fmt.Errorf("PARTITION BY names %s twice", c.Name)
+			}
+			cols[c.Index].Key = true
+			r.Keys = append(r.Keys, c.Index)
+			continue
+		}
+		cols = append(cols, types.Column{Name: "KSQL_COL_" + strconv.Itoa(i), Type: e.Type(), Key: true})
+		r.Keys = append(r.Keys, len(cols)-1)
+	}
+	r.out = types.Schema{Columns: cols}
+	return r, nil
+}
+
+func (r *Rekey) Schema() types.Schema { return r.out }
+func (r *Rekey) Children() []Node     { return []Node{r.Input} }
+func (r *Rekey) String() string {
+	parts := make([]string, len(r.Exprs))
+	for i, e := range r.Exprs {
+		parts[i] = e.String()
+	}
+	return "Rekey PARTITION BY " + strings.Join(parts, ", ")
 }

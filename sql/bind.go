@@ -89,6 +89,23 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		node = f
 	}
+	if len(sel.partitionExprs) > 0 {
+		var keys []expr.Expr
+		for _, n := range sel.partitionExprs {
+			e, err := b.expr(n)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, e)
+		}
+		rk, err := planner.NewRekey(node, keys)
+		if err != nil {
+			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeDatatypeMismatch, "%v", err)
+		}
+		node = rk
+		// Names now resolve against the re-keyed rows.
+		b.schema = rk.Schema()
+	}
 	switch {
 	case s.GroupBy != nil:
 		return nil, b.errAt("GROUP", CodeFeatureNotSupport, "GROUP BY is not supported yet")
@@ -113,6 +130,15 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		e, err := b.expr(f.Expr)
 		if err != nil {
 			return nil, err
+		}
+		// A projected PARTITION BY expression is the new key column.
+		if rk, ok := node.(*planner.Rekey); ok {
+			for k, ke := range rk.Exprs {
+				if _, isCol := ke.(*expr.Column); !isCol && ke.String() == e.String() {
+					c := rk.Schema().Columns[rk.Keys[k]]
+					e = &expr.Column{Index: rk.Keys[k], Name: c.Name, T: c.Type}
+				}
+			}
 		}
 		name := f.AsName.O
 		if name == "" {

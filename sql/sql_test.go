@@ -18,6 +18,7 @@ import (
 //	parse    the statement parses; prints its summary or the error
 //	bind     parses and binds against the test catalog; prints the plan
 //	split    prints the statements Split finds, one per line
+//	rewrite  prints the SELECT text handed to TiDB
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		cat := testCatalog()
@@ -25,6 +26,21 @@ func TestDataDriven(t *testing.T) {
 			switch d.Cmd {
 			case "split":
 				return strings.Join(Split(d.Input), "\n---\n") + "\n"
+			case "rewrite":
+				st, err := Parse(d.Input)
+				if err != nil {
+					return errText(d.Input, err)
+				}
+				if ex, ok := st.(*Explain); ok {
+					st = ex.Stmt
+				}
+				switch st := st.(type) {
+				case *Select:
+					return strings.TrimSpace(st.rw.text) + "\n"
+				case *CreateAs:
+					return strings.TrimSpace(st.Select.rw.text) + "\n"
+				}
+				return "not a SELECT\n"
 			case "parse":
 				st, err := Parse(d.Input)
 				if err != nil {

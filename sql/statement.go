@@ -86,8 +86,12 @@ type Select struct {
 	unsupported string
 	unsupPos    int
 	stmt        *ast.SelectStmt
-	tidbText    string
+	rw          rewritten
 	toks        []token
+	// partitionBy and partitionEnd delimit the PARTITION BY expressions'
+	// tokens (0 when absent); partitionExprs are their parse.
+	partitionBy, partitionEnd int
+	partitionExprs            []ast.ExprNode
 }
 
 // Show is SHOW|LIST STREAMS|TABLES|QUERIES|TOPICS|FUNCTIONS|PROPERTIES.

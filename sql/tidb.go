@@ -14,86 +14,89 @@ import (
 )
 
 // selectStmt parses a SELECT starting at token index start: the streaming
-// clauses are read here and blanked out of the text, and the rest goes to
-// TiDB.
+// clauses are read here and cut out of the text, ksqlDB expression forms
+// are rewritten (see rewrite.go), and the rest goes to TiDB.
 func (p *parser) selectStmt(start int) (*Select, error) {
 	sel := &Select{base: base{p.text}, Limit: -1, toks: p.toks}
-	buf := []byte(p.text)
-	blank := func(from, to int) {
-		for i := from; i < to && i < len(buf); i++ {
-			if buf[i] != '\n' {
-				buf[i] = ' '
-			}
-		}
-	}
+	r := &rewriter{text: p.text}
+	drop := func(from, to int) { r.replace(from, to, " ") }
 	markUnsupported := func(what string, t token) {
 		if sel.unsupported == "" {
 			sel.unsupported, sel.unsupPos = what, t.pos
 		}
 	}
-	blank(0, p.toks[start].pos)
+	drop(0, p.toks[start].pos)
 	depth := 0
 	toks := p.toks
-	for i := start; i < len(toks) && toks[i].kind != tEOF; i++ {
+	exprFrom := start
+	flush := func(to int) error {
+		if err := r.rewriteExprs(toks, exprFrom, to); err != nil {
+			return err
+		}
+		return nil
+	}
+	i := start
+	for ; i < len(toks) && toks[i].kind != tEOF; i++ {
 		t := toks[i]
 		switch {
-		case t.kind == tPunct && t.text == "(":
+		case isPunct(t, "("), isPunct(t, "["):
 			depth++
-		case t.kind == tPunct && t.text == ")":
+		case isPunct(t, ")"), isPunct(t, "]"):
 			depth--
-		case t.kind == tIdent:
-			// Unquoted identifiers are case-insensitive: upper-case them
-			// in place (same length, so positions still match).
-			copy(buf[t.pos:t.end], t.text)
 		}
 		if depth != 0 {
 			continue
 		}
+		clause := 0 // tokens of a streaming clause starting at i
 		switch {
 		case t.is("EMIT") && (toks[i+1].is("CHANGES") || toks[i+1].is("FINAL")):
 			sel.Emit = toks[i+1].text
-			blank(t.pos, toks[i+1].end)
-			i++
+			clause = 2
 		case t.is("WINDOW") && (toks[i+1].is("TUMBLING") || toks[i+1].is("HOPPING") || toks[i+1].is("SESSION")):
 			markUnsupported("WINDOW "+toks[i+1].text, t)
-			j := skipParens(toks, i+2)
-			blank(t.pos, toks[j-1].end)
-			i = j - 1
+			clause = skipParens(toks, i+2) - i
 		case t.is("WITHIN"):
 			markUnsupported("WITHIN", t)
 			j := i + 1
-			if toks[j].kind == tPunct && toks[j].text == "(" {
+			if isPunct(toks[j], "(") {
 				j = skipParens(toks, j)
 			} else {
 				j += 2 // a number and a unit
 			}
-			if j > len(toks)-1 {
-				j = len(toks) - 1
-			}
-			blank(t.pos, toks[j-1].end)
-			i = j - 1
+			clause = min(j, len(toks)-1) - i
 		case t.is("PARTITION") && toks[i+1].is("BY"):
-			markUnsupported("PARTITION BY", t)
+			sel.partitionBy = i + 2
 			j := i + 2
 			d := 0
 			for ; toks[j].kind != tEOF; j++ {
 				tj := toks[j]
-				if tj.kind == tPunct && tj.text == "(" {
+				if isPunct(tj, "(") {
 					d++
-				} else if tj.kind == tPunct && tj.text == ")" {
+				} else if isPunct(tj, ")") {
 					d--
-				} else if d == 0 && (tj.is("EMIT") || tj.is("LIMIT") || tj.is("HAVING") || tj.kind == tPunct && tj.text == ";") {
+				} else if d == 0 && (tj.is("EMIT") || tj.is("LIMIT") || tj.is("HAVING") || isPunct(tj, ";")) {
 					break
 				}
 			}
-			blank(t.pos, toks[j-1].end)
-			i = j - 1
-		case t.kind == tPunct && t.text == ";":
-			blank(t.pos, t.end)
+			sel.partitionEnd = j
+			clause = j - i
+		case isPunct(t, ";"):
+			clause = 1
+		}
+		if clause > 0 {
+			if err := flush(i); err != nil {
+				return nil, err
+			}
+			drop(t.pos, toks[i+clause-1].end)
+			i += clause - 1
+			exprFrom = i + 1
 		}
 	}
-	sel.tidbText = string(buf)
-	st, err := parseTiDB(sel.tidbText, p.text)
+	if err := flush(i); err != nil {
+		return nil, err
+	}
+	sel.rw = r.apply()
+	st, err := parseTiDB(sel.rw, p.text)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +114,11 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 			return nil, Errorf(CodeSyntaxError, "LIMIT takes a non-negative integer")
 		}
 		sel.Limit = n
+	}
+	if sel.partitionBy > 0 {
+		if err := sel.parsePartitionBy(); err != nil {
+			return nil, err
+		}
 	}
 	return sel, nil
 }
@@ -137,16 +145,16 @@ func skipParens(toks []token, i int) int {
 
 // parseTiDBInsert hands an INSERT … VALUES statement to TiDB.
 func parseTiDBInsert(text string, toks []token) (*ast.InsertStmt, error) {
-	buf := []byte(text)
-	for _, t := range toks {
-		if t.kind == tIdent {
-			copy(buf[t.pos:t.end], t.text)
-		}
-		if t.kind == tPunct && t.text == ";" {
-			buf[t.pos] = ' '
-		}
+	r := &rewriter{text: text}
+	n := len(toks) - 1
+	if n > 0 && isPunct(toks[n-1], ";") {
+		r.replace(toks[n-1].pos, toks[n-1].end, " ")
+		n--
 	}
-	st, err := parseTiDB(string(buf), text)
+	if err := r.rewriteExprs(toks, 0, n); err != nil {
+		return nil, err
+	}
+	st, err := parseTiDB(r.apply(), text)
 	if err != nil {
 		return nil, err
 	}
@@ -159,9 +167,10 @@ func parseTiDBInsert(text string, toks []token) (*ast.InsertStmt, error) {
 
 var tidbErrPos = regexp.MustCompile(`line (\d+) column (\d+) near "((?s).*)"`)
 
-// parseTiDB parses one statement with TiDB in ANSI_QUOTES mode and turns
-// its errors into ours, positioned in orig (which has the same length).
-func parseTiDB(text, orig string) (ast.StmtNode, error) {
+// parseTiDB parses one rewritten statement with TiDB in ANSI_QUOTES mode
+// and turns its errors into ours, positioned in orig, the user's text.
+func parseTiDB(rw rewritten, orig string) (ast.StmtNode, error) {
+	text := rw.text
 	p := tidb.New()
 	p.SetSQLMode(mysql.ModeANSIQuotes | mysql.ModePipesAsConcat)
 	st, err := p.ParseOneStmt(text, "", "")
@@ -190,8 +199,11 @@ func parseTiDB(text, orig string) (ast.StmtNode, error) {
 	if pos < 0 {
 		pos = off
 	}
+	pos = rw.orig(pos)
 	tok := near
-	if f := strings.Fields(near); len(f) > 0 {
+	if ts := lex(orig[pos:]); len(ts) > 0 && ts[0].kind != tEOF {
+		tok = orig[pos+ts[0].pos : pos+ts[0].end]
+	} else if f := strings.Fields(near); len(f) > 0 {
 		tok = f[0]
 	}
 	return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q", tok)
@@ -212,4 +224,37 @@ func offsetOf(text string, line, col int) int {
 		off = 0
 	}
 	return off
+}
+
+// parsePartitionBy parses the PARTITION BY expressions by handing TiDB a
+// SELECT of them.
+func (sel *Select) parsePartitionBy() error {
+	toks := sel.toks
+	from, to := sel.partitionBy, sel.partitionEnd
+	if from >= to {
+		return errorAt(sel.text, toks[from].pos, CodeSyntaxError, "syntax error: PARTITION BY needs an expression")
+	}
+	// Rewrite "SELECT <expr>" over the statement text: blank all but the
+	// expression, which keeps positions.
+	r := &rewriter{text: sel.text}
+	r.replace(0, toks[from].pos, "SELECT ")
+	if err := r.rewriteExprs(toks, from, to); err != nil {
+		return err
+	}
+	r.replace(toks[to-1].end, len(sel.text), "")
+	st, err := parseTiDB(r.apply(), sel.text)
+	if err != nil {
+		return err
+	}
+	s, ok := st.(*ast.SelectStmt)
+	if !ok || s.From != nil {
+		return errorAt(sel.text, toks[from].pos, CodeSyntaxError, "syntax error: PARTITION BY takes a list of expressions")
+	}
+	for _, f := range s.Fields.Fields {
+		if f.Expr == nil || f.AsName.O != "" {
+			return errorAt(sel.text, toks[from].pos, CodeSyntaxError, "syntax error: PARTITION BY takes a list of expressions")
+		}
+		sel.partitionExprs = append(sel.partitionExprs, f.Expr)
+	}
+	return nil
 }

@@ -1,0 +1,367 @@
+package sql
+
+import (
+	"sort"
+	"strings"
+)
+
+// The TiDB parser is sqlstreams' one expression grammar, but ksqlDB users
+// write forms it lacks. Before a SELECT or INSERT reaches TiDB, its tokens
+// are rewritten into forms TiDB parses and the binder recognizes:
+//
+//	arr[i]                    __SUBSCRIPT(arr, i)
+//	col->field                __FIELD(col, 'FIELD')
+//	ARRAY[a, b]               __ARRAY(a, b)
+//	MAP(k := v, …)            __MAP(k, v, …)
+//	STRUCT(f := v, …)         __STRUCT('F', v, …)
+//	CAST(x AS type)           __CAST(x, 'type')
+//	x => body, (x, y) => body __LAMBDA(X, body), __LAMBDA(X, Y, body)
+//	a IS DISTINCT FROM b      a REGEXP b        (REGEXP itself is refused)
+//	a IS NOT DISTINCT FROM b  a NOT REGEXP b
+//	KEY, WINDOW, … as names   `KEY`, `WINDOW`, …
+//	unquoted identifiers      upper-cased
+//
+// Every edit remembers where in the user's text it came from, so errors
+// TiDB reports in the rewritten text point at the user's text.
+
+// reservedNames are words TiDB reserves that ksqlDB users write as column
+// names; used as names (not followed by "("), they are quoted.
+var reservedNames = map[string]bool{
+	"KEY": true, "WINDOW": true, "PARTITION": true, "RANGE": true, "ROWS": true, "ROW": true,
+	"INDEX": true, "COLUMN": true, "READ": true, "WRITE": true, "USAGE": true, "OPTION": true,
+	"SQL": true, "CALL": true, "CHANGE": true, "LINES": true, "RELEASE": true, "RENAME": true,
+	"SCHEMA": true, "DATABASE": true, "CHARACTER": true, "DEFAULT": true, "TRIGGER": true,
+	"SPATIAL": true, "REFERENCES": true, "CHECK": true, "CONSTRAINT": true, "DUAL": true,
+	"DIV": true, "MOD": true, "INTERVAL": true, "PROCEDURE": true, "STATUS": false,
+}
+
+// edit replaces text[pos:end] with repl (an insertion when pos == end).
+type edit struct {
+	pos, end int
+	repl     string
+	seq      int
+}
+
+// rewriter collects edits over one statement's text.
+type rewriter struct {
+	text  string
+	edits []edit
+}
+
+func (r *rewriter) replace(pos, end int, repl string) {
+	r.edits = append(r.edits, edit{pos: pos, end: end, repl: repl, seq: len(r.edits)})
+}
+
+func (r *rewriter) insert(pos int, s string) { r.replace(pos, pos, s) }
+
+// rewritten is the text TiDB sees, with a map back to the user's text.
+type rewritten struct {
+	text string
+	// spans map the rewritten text back: out[o:o+n] came from in[i:i+n]
+	// (n == 0 for inserted text, which maps to i).
+	spans []span
+}
+
+type span struct{ out, in, n int }
+
+// apply builds the rewritten text. Edits at the same position apply
+// insertions last-added first (an outer wrapper is added after the inner
+// one but must come first), then the replacement.
+func (r *rewriter) apply() rewritten {
+	sort.SliceStable(r.edits, func(i, j int) bool {
+		a, b := r.edits[i], r.edits[j]
+		if a.pos != b.pos {
+			return a.pos < b.pos
+		}
+		ai, bi := a.pos == a.end, b.pos == b.end
+		if ai != bi {
+			return ai // insertions before replacements
+		}
+		if ai {
+			return a.seq > b.seq
+		}
+		return a.seq < b.seq
+	})
+	var b strings.Builder
+	var spans []span
+	at := 0
+	for _, e := range r.edits {
+		if e.pos < at {
+			continue // overlapping edit: the first one wins
+		}
+		if e.pos > at {
+			spans = append(spans, span{out: b.Len(), in: at, n: e.pos - at})
+			b.WriteString(r.text[at:e.pos])
+		}
+		spans = append(spans, span{out: b.Len(), in: e.pos})
+		b.WriteString(e.repl)
+		at = e.end
+	}
+	if at < len(r.text) {
+		spans = append(spans, span{out: b.Len(), in: at, n: len(r.text) - at})
+		b.WriteString(r.text[at:])
+	}
+	return rewritten{text: b.String(), spans: spans}
+}
+
+// orig maps an offset in the rewritten text to the user's text.
+func (rw rewritten) orig(off int) int {
+	i := sort.Search(len(rw.spans), func(i int) bool { return rw.spans[i].out > off }) - 1
+	if i < 0 {
+		return 0
+	}
+	s := rw.spans[i]
+	if d := off - s.out; d < s.n {
+		return s.in + d
+	}
+	if s.n > 0 {
+		return s.in + s.n
+	}
+	return s.in
+}
+
+func isPunct(t token, s string) bool { return t.kind == tPunct && t.text == s }
+
+// match returns the index of the bracket closing the one at toks[i].
+func match(toks []token, i int) int {
+	open, close := toks[i].text, map[string]string{"(": ")", "[": "]"}[toks[i].text]
+	d := 0
+	for j := i; j < len(toks) && toks[j].kind != tEOF; j++ {
+		if isPunct(toks[j], open) {
+			d++
+		} else if isPunct(toks[j], close) {
+			d--
+			if d == 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// matchBack returns the index of the bracket opening the one at toks[i].
+func matchBack(toks []token, i int) int {
+	close, open := toks[i].text, map[string]string{")": "(", "]": "["}[toks[i].text]
+	d := 0
+	for j := i; j >= 0; j-- {
+		if isPunct(toks[j], close) {
+			d++
+		} else if isPunct(toks[j], open) {
+			d--
+			if d == 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// operandStart returns the index of the first token of the primary
+// expression that ends at toks[j]: a name (possibly qualified), a call,
+// a parenthesized expression, or a chain of subscripts and field accesses.
+func operandStart(toks []token, j int) int {
+	if j < 0 {
+		return 0
+	}
+	start := j
+	switch t := toks[j]; {
+	case isPunct(t, ")"), isPunct(t, "]"):
+		o := matchBack(toks, j)
+		if o < 0 {
+			return j
+		}
+		start = o
+		if isPunct(t, "]") {
+			// a[i]: the subscripted operand; ARRAY[…]: the keyword.
+			return operandStart(toks, o-1)
+		}
+		if o > 0 && (toks[o-1].kind == tIdent || toks[o-1].kind == tQuoted) && !isOperatorWord(toks[o-1]) {
+			start = o - 1
+		}
+	case t.kind == tIdent || t.kind == tQuoted:
+		for start >= 2 && isPunct(toks[start-1], ".") && (toks[start-2].kind == tIdent || toks[start-2].kind == tQuoted) {
+			start -= 2
+		}
+	default:
+		return j
+	}
+	if start >= 2 && isPunct(toks[start-1], "->") {
+		return operandStart(toks, start-2)
+	}
+	return start
+}
+
+func isOperatorWord(t token) bool {
+	switch t.text {
+	case "AND", "OR", "NOT", "IN", "IS", "LIKE", "BETWEEN", "WHEN", "THEN", "ELSE", "CASE", "ON", "WHERE", "SELECT", "HAVING", "BY", "AS", "FROM":
+		return t.kind == tIdent
+	}
+	return false
+}
+
+// rewriteExprs adds the edits for ksqlDB expression forms found in
+// toks[from:to] and returns an error for forms that are refused.
+func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
+	for i := from; i < to; i++ {
+		t := toks[i]
+		next := toks[i+1]
+		switch {
+		case t.kind == tIdent && (t.text == "REGEXP" || t.text == "RLIKE"):
+			return errorAt(r.text, t.pos, CodeFeatureNotSupport, "operator %s is not supported; use REGEXP_EXTRACT or LIKE", t.text)
+		case t.kind == tIdent && t.text == "IS" && (next.is("DISTINCT") || next.is("NOT") && toks[i+2].is("DISTINCT")):
+			j := i + 1
+			repl := "REGEXP"
+			if next.is("NOT") {
+				j++
+				repl = "NOT REGEXP"
+			}
+			if !toks[j+1].is("FROM") {
+				return errorAt(r.text, toks[j+1].pos, CodeSyntaxError, "syntax error: expected FROM after IS [NOT] DISTINCT")
+			}
+			r.replace(t.pos, toks[j+1].end, repl)
+			i = j + 1
+		case t.kind == tIdent && t.text == "CAST" && isPunct(next, "("):
+			end := match(toks, i+1)
+			if end < 0 {
+				continue
+			}
+			as := -1
+			d := 0
+			for k := i + 2; k < end; k++ {
+				switch {
+				case isPunct(toks[k], "("), isPunct(toks[k], "["):
+					d++
+				case isPunct(toks[k], ")"), isPunct(toks[k], "]"):
+					d--
+				case d == 0 && toks[k].is("AS"):
+					as = k
+				}
+			}
+			if as < 0 || as+1 >= end {
+				return errorAt(r.text, t.pos, CodeSyntaxError, "syntax error: CAST needs AS and a type: CAST(x AS type)")
+			}
+			typeText := strings.TrimSpace(r.text[toks[as+1].pos:toks[end-1].end])
+			r.replace(t.pos, t.end, "__CAST")
+			r.replace(toks[as].pos, toks[end-1].end, ", '"+strings.ReplaceAll(typeText, "'", "''")+"'")
+			// The type's tokens are consumed; the operand's are rewritten.
+			if err := r.rewriteExprs(toks, i+2, as); err != nil {
+				return err
+			}
+			i = end
+		case t.kind == tIdent && t.text == "ARRAY" && isPunct(next, "["):
+			end := match(toks, i+1)
+			if end < 0 {
+				continue
+			}
+			r.replace(t.pos, next.end, "__ARRAY(")
+			r.replace(toks[end].pos, toks[end].end, ")")
+			i++
+		case t.kind == tIdent && (t.text == "MAP" || t.text == "STRUCT") && isPunct(next, "("):
+			end := match(toks, i+1)
+			if end < 0 {
+				continue
+			}
+			r.replace(t.pos, t.end, "__"+t.text)
+			d := 0
+			for k := i + 2; k < end; k++ {
+				switch {
+				case isPunct(toks[k], "("), isPunct(toks[k], "["):
+					d++
+				case isPunct(toks[k], ")"), isPunct(toks[k], "]"):
+					d--
+				case d == 0 && isPunct(toks[k], ":="):
+					if t.text == "STRUCT" && (toks[k-1].kind == tIdent || toks[k-1].kind == tQuoted) {
+						r.replace(toks[k-1].pos, toks[k].end, "'"+strings.ReplaceAll(toks[k-1].text, "'", "''")+"',")
+					} else {
+						r.replace(toks[k].pos, toks[k].end, ",")
+					}
+				}
+			}
+			i++
+		case isPunct(t, "["):
+			end := match(toks, i)
+			if end < 0 {
+				return errorAt(r.text, t.pos, CodeSyntaxError, "syntax error: unclosed [")
+			}
+			start := operandStart(toks, i-1)
+			if start >= i {
+				return errorAt(r.text, t.pos, CodeSyntaxError, "syntax error at or near \"[\"")
+			}
+			r.insert(toks[start].pos, "__SUBSCRIPT(")
+			r.replace(t.pos, t.end, ", ")
+			r.replace(toks[end].pos, toks[end].end, ")")
+		case isPunct(t, "->"):
+			if next.kind != tIdent && next.kind != tQuoted {
+				return errorAt(r.text, next.pos, CodeSyntaxError, "syntax error: expected a field name after ->")
+			}
+			start := operandStart(toks, i-1)
+			if start >= i {
+				return errorAt(r.text, t.pos, CodeSyntaxError, "syntax error at or near \"->\"")
+			}
+			r.insert(toks[start].pos, "__FIELD(")
+			r.replace(t.pos, next.end, ", '"+strings.ReplaceAll(next.text, "'", "''")+"')")
+			i++
+		case isPunct(t, "=>"):
+			if err := r.lambda(toks, i); err != nil {
+				return err
+			}
+		case t.kind == tIdent && reservedNames[t.text] && !isPunct(next, "("):
+			r.replace(t.pos, t.end, "`"+t.text+"`")
+		case t.kind == tIdent:
+			if r.text[t.pos:t.end] != t.text {
+				r.replace(t.pos, t.end, t.text) // upper-case, same length
+			}
+		}
+	}
+	return nil
+}
+
+// lambda rewrites the lambda whose arrow is toks[i].
+func (r *rewriter) lambda(toks []token, i int) *Error {
+	arrow := toks[i]
+	p := i - 1
+	if p < 0 {
+		return errorAt(r.text, arrow.pos, CodeSyntaxError, "syntax error: lambda without parameters")
+	}
+	var paramStart int
+	if isPunct(toks[p], ")") {
+		o := matchBack(toks, p)
+		if o < 0 {
+			return errorAt(r.text, arrow.pos, CodeSyntaxError, "syntax error in lambda parameters")
+		}
+		for k := o + 1; k < p; k++ {
+			if !(toks[k].kind == tIdent || toks[k].kind == tQuoted || isPunct(toks[k], ",")) {
+				return errorAt(r.text, toks[k].pos, CodeSyntaxError, "syntax error: lambda parameters are names")
+			}
+		}
+		paramStart = o
+		r.replace(toks[o].pos, toks[o].end, "__LAMBDA(")
+		r.replace(toks[p].pos, toks[p].end, "")
+	} else if toks[p].kind == tIdent || toks[p].kind == tQuoted {
+		paramStart = p
+		r.insert(toks[p].pos, "__LAMBDA(")
+	} else {
+		return errorAt(r.text, arrow.pos, CodeSyntaxError, "syntax error: expected lambda parameters before =>")
+	}
+	if paramStart == 0 || !(isPunct(toks[paramStart-1], "(") || isPunct(toks[paramStart-1], ",")) {
+		return errorAt(r.text, toks[paramStart].pos, CodeSyntaxError, "a lambda is only allowed as a function argument")
+	}
+	r.replace(arrow.pos, arrow.end, ",")
+	// The body ends at the enclosing argument list's next "," or ")".
+	d := 0
+	for k := i + 1; k < len(toks); k++ {
+		t := toks[k]
+		switch {
+		case isPunct(t, "("), isPunct(t, "["):
+			d++
+		case isPunct(t, "]"):
+			d--
+		case isPunct(t, ")") && d > 0:
+			d--
+		case d == 0 && (isPunct(t, ",") || isPunct(t, ")")) || t.kind == tEOF:
+			r.insert(t.pos, ")")
+			return nil
+		}
+	}
+	return nil
+}
