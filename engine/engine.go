@@ -20,6 +20,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // Config configures an Engine.
@@ -160,6 +161,8 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		return e.describe(st, w)
 	case *sql.Explain:
 		return e.explain(st, w)
+	case *sql.Print:
+		return e.print(ctx, st, w)
 	}
 	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "statement is not supported yet")
 }
@@ -197,7 +200,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	case *sql.Terminate:
 		return e.terminate(st, record)
 	case *sql.InsertSelect:
-		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "INSERT INTO … SELECT is not supported yet")
+		return e.insertSelect(ctx, st, cmd, live)
 	}
 	return Result{}, fmt.Errorf("statement %T does not change the catalog", st)
 }
@@ -217,6 +220,21 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, record 
 	src, err := sql.BindCreateSource(st)
 	if err != nil {
 		return Result{}, err
+	}
+	if old, ok := e.cat.Source(st.Name); ok {
+		// OR REPLACE of a declared source: same topic, columns only added.
+		refuse := func(format string, args ...any) (Result, error) {
+			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "cannot replace %s: "+format, append([]any{st.Name}, args...)...)
+		}
+		if old.WriterQuery != "" {
+			return refuse("query %s writes it; replace it with CREATE OR REPLACE %s … AS SELECT", old.WriterQuery, old.Kind)
+		}
+		if old.Topic != src.Topic || old.KeyFormat != src.KeyFormat || old.ValueFormat != src.ValueFormat {
+			return refuse("its topic and formats cannot change")
+		}
+		if err := compatibleSchema(old.Schema, src.Schema); err != nil {
+			return refuse("%v", err)
+		}
 	}
 	parts, err := e.ensureTopic(ctx, src.Topic, src.Partitions)
 	if err != nil {
@@ -267,7 +285,10 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 		case st.IfNotExists:
 			return tag, nil
 		case st.OrReplace:
-			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "CREATE OR REPLACE of a query is not supported yet")
+			if err := e.replaceQuery(ctx, st, old, cmd, live); err != nil {
+				return Result{}, err
+			}
+			return tag, nil
 		default:
 			return Result{}, sql.Errorf(sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
 		}
@@ -276,35 +297,60 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	if err != nil {
 		return Result{}, err
 	}
+	if err := e.startPersistent(ctx, "CSAS_"+st.Name, sink, cmd, live, true); err != nil {
+		return Result{}, err
+	}
+	return tag, nil
+}
+
+func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd catalog.Command, live bool) (Result, error) {
+	sink, err := sql.BindInsertSelect(st, e.cat)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := e.startPersistent(ctx, "INSERTQUERY", sink, cmd, live, false); err != nil {
+		return Result{}, err
+	}
+	return Result{Tag: "INSERT 0 0"}, nil
+}
+
+// startPersistent assigns a query ID (prefix_N, or the one the replayed
+// command carries), records a live command, registers the query (and its
+// sink, when newSink) in the catalog and starts it.
+func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, live, newSink bool) error {
 	id := cmd.QueryID
 	if id == "" {
-		id = fmt.Sprintf("CSAS_%s_%d", st.Name, e.nextID)
+		id = fmt.Sprintf("%s_%d", prefix, e.nextID)
 	}
 	if n := queryNumber(id); n >= e.nextID {
 		e.nextID = n + 1
 	}
 	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
-		return Result{}, err
+	if newSink {
+		if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
+			return err
+		}
 	}
 	if live {
 		cmd.QueryID = id
 		if _, err := e.cmds.Append(ctx, cmd); err != nil {
-			return Result{}, err
+			return err
 		}
 	}
-	sink.Target.WriterQuery = id
-	if err := e.cat.AddSource(sink.Target, false); err != nil {
-		return Result{}, err
+	if newSink {
+		sink.Target.WriterQuery = id
+		if err := e.cat.AddSource(sink.Target, false); err != nil {
+			return err
+		}
 	}
 	var sources []string
 	for _, s := range planner.Sources(sink.Input) {
 		sources = append(sources, s.Name)
 	}
-	e.cat.AddQuery(&catalog.Query{ID: id, SQL: st.Text(), Sink: st.Name, Sources: sources})
+	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sink: sink.Target.Name, Sources: sources})
 	reset := "earliest"
 	if v := cmd.Props["auto.offset.reset"]; v != "" {
 		reset = v
@@ -317,11 +363,84 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 		Logger:         e.log,
 	})
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	e.running[id] = q
 	e.log.Info("persistent query started", "query", id, "app_id", topo.AppID)
-	return tag, nil
+	return nil
+}
+
+// replaceQuery carries out CREATE OR REPLACE of a query's sink: the new
+// query must read the same inputs, keep the topology's shape (internal
+// topics, stores, sink) and keep the sink's columns (new value columns may
+// be added at the end). It then replaces the running query in place: same
+// query ID and application ID, so it resumes from the old one's offsets.
+func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalog.Source, cmd catalog.Command, live bool) error {
+	refuse := func(format string, args ...any) error {
+		return sql.Errorf(sql.CodeFeatureNotSupport, "cannot replace %s: "+format, append([]any{st.Name}, args...)...)
+	}
+	if old.Kind != st.Kind {
+		return refuse("it is a %s", old.Kind)
+	}
+	id := old.WriterQuery
+	if id == "" {
+		return refuse("no running query writes it")
+	}
+	oldQuery := e.running[id]
+	if oldQuery == nil {
+		return refuse("its query %s is not running", id)
+	}
+	sink, err := sql.BindCreateAs(st, e.cat)
+	if err != nil {
+		return err
+	}
+	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
+	if err != nil {
+		return err
+	}
+	if a, b := oldQuery.Topology().ShapeFingerprint(), topo.ShapeFingerprint(); a != b {
+		return refuse("the new query's topology differs in shape (inputs, internal topics, stores or sink; fingerprint %s, was %s)", b, a)
+	}
+	if err := compatibleSchema(old.Schema, sink.Target.Schema); err != nil {
+		return refuse("%v", err)
+	}
+	if live {
+		cmd.QueryID = id
+		if _, err := e.cmds.Append(ctx, cmd); err != nil {
+			return err
+		}
+	}
+	oldQuery.Stop()
+	delete(e.running, id)
+	sink.Target.WriterQuery = id
+	sink.Target.Topic = old.Topic
+	if err := e.cat.AddSource(sink.Target, true); err != nil {
+		return err
+	}
+	cmd.QueryID = id
+	// startPersistent registers the query again under the same ID.
+	return e.startPersistent(ctx, "", sink, cmd, false, false)
+}
+
+// compatibleSchema checks that next can replace prev as a sink's schema:
+// the same key columns, every value column kept with its type and place,
+// new value columns only at the end.
+func compatibleSchema(prev, next types.Schema) error {
+	if len(next.Columns) < len(prev.Columns) {
+		return fmt.Errorf("the new schema (%s) drops columns of (%s)", next, prev)
+	}
+	for i, c := range prev.Columns {
+		n := next.Columns[i]
+		if n.Name != c.Name || !n.Type.Equal(c.Type) || n.Key != c.Key {
+			return fmt.Errorf("column %d changes from %s %s to %s %s; only new value columns at the end are allowed", i+1, c.Name, c.Type, n.Name, n.Type)
+		}
+	}
+	for _, n := range next.Columns[len(prev.Columns):] {
+		if n.Key {
+			return fmt.Errorf("the new key column %s changes the key", n.Name)
+		}
+	}
+	return nil
 }
 
 // queryNumber returns the trailing number of a query ID like CSAS_X_7.

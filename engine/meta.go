@@ -17,15 +17,16 @@ import (
 
 // Result layouts of the statements that return fixed columns.
 var (
-	streamsCols    = textCols("Stream Name", "Kafka Topic", "Key Format", "Value Format", "Windowed")
-	tablesCols     = textCols("Table Name", "Kafka Topic", "Key Format", "Value Format", "Windowed")
-	queriesCols    = textCols("Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String")
-	topicsCols     = textCols("Kafka Topic", "Partitions")
-	propertiesCols = textCols("Property", "Value")
-	functionsCols  = textCols("Name", "Type", "Description")
-	describeCols   = textCols("Field", "Type")
-	describeFnCols = textCols("Name", "Signature", "Description")
-	explainCols    = textCols("QUERY PLAN")
+	streamsCols     = textCols("Stream Name", "Kafka Topic", "Key Format", "Value Format", "Windowed")
+	tablesCols      = textCols("Table Name", "Kafka Topic", "Key Format", "Value Format", "Windowed")
+	queriesCols     = textCols("Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String")
+	topicsCols      = textCols("Kafka Topic", "Partitions")
+	propertiesCols  = textCols("Property", "Value")
+	functionsCols   = textCols("Name", "Type", "Description")
+	describeCols    = textCols("Field", "Type")
+	describeExtCols = textCols("Property", "Value")
+	describeFnCols  = textCols("Name", "Signature", "Description")
+	explainCols     = textCols("QUERY PLAN")
 )
 
 func textCols(names ...string) []types.Column {
@@ -146,9 +147,6 @@ func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 		}
 		return writeTable(w, describeFnCols, rows)
 	}
-	if st.Extended {
-		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "DESCRIBE EXTENDED is not supported yet")
-	}
 	src, ok := e.cat.Source(st.Name)
 	if !ok {
 		return Result{}, sql.Errorf(sql.CodeUndefinedTable, "stream or table %s does not exist", st.Name)
@@ -165,7 +163,40 @@ func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 		}
 		rows = append(rows, []string{c.Name, t})
 	}
-	return writeTable(w, describeCols, rows)
+	if !st.Extended {
+		return writeTable(w, describeCols, rows)
+	}
+	// EXTENDED: the columns, then the source's properties and the queries
+	// that write and read it, as "Property | Value" rows.
+	for i := range rows {
+		rows[i][0] = "column " + rows[i][0]
+	}
+	rows = append([][]string{
+		{"name", src.Name},
+		{"type", src.Kind.String()},
+		{"kafka topic", src.Topic},
+		{"partitions", strconv.Itoa(int(src.Partitions))},
+		{"key format", src.KeyFormat},
+		{"value format", src.ValueFormat},
+		{"source (read-only)", strconv.FormatBool(src.IsSource)},
+		{"statement", src.SQL},
+	}, rows...)
+	if src.WriterQuery != "" {
+		rows = append(rows, []string{"written by query", src.WriterQuery})
+		if qs, ok := e.QueryStatus(src.WriterQuery); ok {
+			rows = append(rows,
+				[]string{"query status", qs.State},
+				[]string{"records in", strconv.FormatInt(qs.RecordsIn, 10)},
+				[]string{"records out", strconv.FormatInt(qs.RecordsOut, 10)},
+				[]string{"bad records", strconv.FormatInt(qs.BadRecords, 10)})
+		}
+	}
+	for _, id := range e.cat.Users(src.Name) {
+		if id != src.WriterQuery {
+			rows = append(rows, []string{"read by query", id})
+		}
+	}
+	return writeTable(w, describeExtCols, rows)
 }
 
 func (e *Engine) explain(st *sql.Explain, w ResultWriter) (Result, error) {
@@ -278,9 +309,14 @@ func (e *Engine) Describe(ctx context.Context, s *Session, text string) ([]types
 		if st.Function {
 			return describeFnCols, nil
 		}
+		if st.Extended {
+			return describeExtCols, nil
+		}
 		return describeCols, nil
 	case *sql.Explain:
 		return explainCols, nil
+	case *sql.Print:
+		return printCols, nil
 	}
 	return nil, nil
 }

@@ -223,3 +223,25 @@ func (t *Topology) Fingerprint() string {
 	sum := sha256.Sum256([]byte(t.String()))
 	return hex.EncodeToString(sum[:8])
 }
+
+// ShapeFingerprint identifies what a running query's committed state
+// depends on: its input topics, sub-topologies, internal topics and stores,
+// and where it writes. Two versions of a query with the same shape can
+// take over each other's offsets and state, so CREATE OR REPLACE may swap
+// one for the other in place; filters and projections may differ.
+func (t *Topology) ShapeFingerprint() string {
+	var b strings.Builder
+	for _, st := range t.SubTopologies {
+		fmt.Fprintf(&b, "sub %d source %s key %s value %s\n", st.ID, st.Source.Topic, st.Source.KeyFormat, st.Source.ValueFormat)
+		for _, p := range st.Processors {
+			if _, ok := p.(*Rekey); ok {
+				fmt.Fprintf(&b, "rekey\n")
+			}
+		}
+		if s := st.Sink; s != nil {
+			fmt.Fprintf(&b, "sink %s key %s value %s\n", s.Topic, s.KeyFormat, s.ValueFormat)
+		}
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+}

@@ -489,3 +489,36 @@ func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 	}
 	return d, fmt.Errorf("cannot use %s as %s", from, t)
 }
+
+// BindInsertSelect binds INSERT INTO target SELECT …: the query's result
+// must have exactly the target's columns (names, types and keys, in
+// order).
+func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
+	target, ok := cat.Source(is.Target)
+	if !ok {
+		return nil, Errorf(CodeUndefinedTable, "stream %s does not exist", is.Target)
+	}
+	if target.Kind != catalog.Stream {
+		return nil, Errorf(CodeFeatureNotSupport, "INSERT INTO … SELECT writes streams; %s is a %s", target.Name, target.Kind)
+	}
+	if target.IsSource {
+		return nil, Errorf(CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
+	}
+	q, err := BindSelect(is.Select, cat)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit >= 0 {
+		return nil, Errorf(CodeSyntaxError, "a persistent query cannot have a LIMIT")
+	}
+	for _, s := range planner.Sources(q.Root) {
+		if s.Name == target.Name {
+			return nil, Errorf(CodeFeatureNotSupport, "INSERT INTO %s cannot read from %s itself", target.Name, target.Name)
+		}
+	}
+	got, want := q.Root.Schema(), target.Schema
+	if got.String() != want.String() {
+		return nil, Errorf(CodeDatatypeMismatch, "incompatible schema: INSERT INTO %s needs (%s), the query gives (%s)", target.Name, want, got)
+	}
+	return &planner.Sink{Input: q.Root, Target: target}, nil
+}

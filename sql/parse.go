@@ -131,10 +131,12 @@ func (p *parser) statement() (Statement, error) {
 		return p.drop()
 	case t.is("TERMINATE"):
 		return p.terminate()
+	case t.is("PRINT"):
+		return p.print()
 	case t.kind == tEOF:
 		return nil, p.errorf(t, "empty statement")
 	}
-	return nil, p.unexpected(t, "a statement (CREATE, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE)")
+	return nil, p.unexpected(t, "a statement (CREATE, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE, PRINT)")
 }
 
 func (p *parser) kind() (catalog.Kind, error) {
@@ -581,4 +583,57 @@ func (p *parser) terminate() (Statement, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+func (p *parser) print() (Statement, error) {
+	p.next()
+	t := p.next()
+	pr := &Print{base: base{p.text}, Interval: 1, Limit: -1}
+	switch t.kind {
+	case tIdent:
+		pr.Topic = p.text[t.pos:t.end]
+		// Topic names may hold characters identifiers do not: -, .
+		for n := p.peek(); (isPunct(n, "-") || isPunct(n, ".")) && n.pos == t.end; n = p.peek() {
+			p.next()
+			m := p.next()
+			if m.pos != n.end || (m.kind != tIdent && m.kind != tNumber) {
+				return nil, p.unexpected(m, "a topic name")
+			}
+			pr.Topic += n.text + p.text[m.pos:m.end]
+			t = m
+		}
+	case tQuoted, tString:
+		pr.Topic, pr.Quoted = t.text, true
+	default:
+		return nil, p.unexpected(t, "a topic name")
+	}
+	for {
+		switch {
+		case p.accept("FROM"):
+			if err := p.expect("BEGINNING"); err != nil {
+				return nil, err
+			}
+			pr.FromBeginning = true
+		case p.accept("INTERVAL"), p.accept("SAMPLE"):
+			n, err := p.intLit()
+			if err != nil {
+				return nil, err
+			}
+			if n < 1 {
+				return nil, p.errorf(p.toks[p.i-1], "INTERVAL must be at least 1")
+			}
+			pr.Interval = n
+		case p.accept("LIMIT"):
+			n, err := p.intLit()
+			if err != nil {
+				return nil, err
+			}
+			pr.Limit = n
+		default:
+			if err := p.end(); err != nil {
+				return nil, err
+			}
+			return pr, nil
+		}
+	}
 }

@@ -143,3 +143,15 @@ type Terminate struct {
 	QueryID string
 	All     bool
 }
+
+// Print is PRINT topic [FROM BEGINNING] [INTERVAL n] [LIMIT n].
+type Print struct {
+	base
+	// Topic is the topic name as written (quoted names keep their case;
+	// unquoted ones are tried as written, then upper-cased).
+	Topic         string
+	Quoted        bool
+	FromBeginning bool
+	Interval      int64 // print every Interval-th record (default 1)
+	Limit         int64 // -1 for none
+}
