@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -80,14 +81,28 @@ func (e *Engine) findTopic(ctx context.Context, name string, quoted bool) (strin
 	if up := toUpper(name); !quoted && up != name {
 		candidates = append(candidates, up)
 	}
-	details, err := e.adm.ListTopics(ctx, candidates...)
-	if err != nil {
-		return "", err
-	}
-	for _, c := range candidates {
-		if d, ok := details[c]; ok && d.Err == nil {
-			return c, nil
+	var lastErr error
+	for try := 0; try < 3; try++ {
+		details, err := e.adm.ListTopics(ctx, candidates...)
+		if err != nil {
+			return "", err
 		}
+		for _, c := range candidates {
+			d, ok := details[c]
+			if ok && d.Err == nil {
+				return c, nil
+			}
+			if ok && d.Err != nil {
+				lastErr = d.Err
+			}
+		}
+		if lastErr == nil {
+			break // no such topic; a transient error is worth a retry
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if lastErr != nil {
+		return "", sql.Errorf(sql.CodeUndefinedObject, "topic %s: %v", name, lastErr)
 	}
 	return "", sql.Errorf(sql.CodeUndefinedObject, "topic %s does not exist", name)
 }

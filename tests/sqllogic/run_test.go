@@ -170,7 +170,7 @@ func (r *runner) disconnect() {
 type result struct {
 	cols []pgconn.FieldDescription // of the first result with columns
 	rows []string                  // formatted rows, as many as arrived
-	err  error
+	err  error                     // says so when the deadline passed
 }
 
 // exec sends sql as one Query message and collects its rows, keeping the
@@ -197,8 +197,24 @@ func (r *runner) exec(ctx context.Context, sql string) result {
 	if err := mrr.Close(); err != nil && res.err == nil {
 		res.err = err
 	}
+	if res.err != nil && ctx.Err() != nil {
+		deadline, _ := ctx.Deadline()
+		res.err = &timeoutError{err: res.err, after: time.Until(deadline)}
+	}
 	return res
 }
+
+// timeoutError is a statement that did not end before its deadline.
+type timeoutError struct {
+	err   error
+	after time.Duration // negative: how long ago the deadline passed
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("did not finish in time (deadline passed %v ago): %v", (-e.after).Round(time.Millisecond), e.err)
+}
+
+func (e *timeoutError) Unwrap() error { return e.err }
 
 // statement runs a statement record.
 func (r *runner) statement(rec *record) {
@@ -345,7 +361,8 @@ var lineColPrefix = regexp.MustCompile(`^line \d+:\d+: `)
 // does not start with a position already.
 func errorText(sql string, err error) string {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
+	var timeout *timeoutError
+	if errors.As(err, &timeout) || !errors.As(err, &pgErr) {
 		return err.Error()
 	}
 	msg := pgErr.Message
