@@ -1,12 +1,30 @@
 // Package types owns sqlstreams' SQL types, the typed value (Datum) and row
 // representation, and the key/value formats that turn Kafka record bytes
-// into rows and back (JSON, KAFKA; DELIMITED, AVRO and PROTOBUF later).
+// into rows and back, as ksqlDB defines them:
+//
+//	JSON       every type, nested to any depth (json.go)
+//	KAFKA      one INT, BIGINT, DOUBLE, STRING or BYTES column in the
+//	           layout of Kafka's Java serializers (kafka.go)
+//	DELIMITED  one CSV line of scalar columns (delimited.go)
+//	NONE       no columns
+//
+// AVRO, PROTOBUF and JSON_SR are not supported yet. NewDecoderOpts and
+// NewEncoderOpts build a codec for some columns of a schema once, checking
+// then everything the format cannot hold; FormatOptions carries ksqlDB's
+// WRAP_SINGLE_VALUE and KEY_DELIMITER/VALUE_DELIMITER.
+//
+//	record bytes ─▶ Decoder.Decode ─▶ Row (reused) ─▶ … ─▶ Encoder.Encode ─▶ bytes
 //
 // Rows are slices of Datum reused from record to record: decoders fill a
-// row in place and encoders append to a caller's buffer, so the per-record
-// path allocates nothing in steady state. A STRING or BYTES datum's bytes
-// may alias the decoded record or an evaluator's scratch buffer; they are
-// valid only until the row is refilled. Copy what you keep.
+// row in place (reusing the element slices of composite values) and
+// encoders append to a caller's buffer, so the per-record path allocates
+// nothing in steady state. A STRING or BYTES datum's bytes may alias the
+// decoded record or a decoder's or evaluator's scratch buffer; they are
+// valid only until the row is refilled. Copy what you keep (Datum.Clone,
+// CloneRow).
+//
+// AppendText gives the text form of any value (what psql shows) and
+// AppendJSONValue its JSON form (what the JSON format writes).
 //
 // This package imports nothing internal.
 package types

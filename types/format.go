@@ -4,13 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Format names, as written in WITH (KEY_FORMAT=…, VALUE_FORMAT=…).
 const (
-	FormatJSON  = "JSON"
-	FormatKafka = "KAFKA"
-	FormatNone  = "NONE"
+	FormatJSON      = "JSON"
+	FormatKafka     = "KAFKA"
+	FormatNone      = "NONE"
+	FormatDelimited = "DELIMITED"
 )
 
 // ErrBadRecord wraps every error a decoder returns for bytes that do not fit
@@ -26,7 +28,11 @@ func badRecord(format string, args ...any) error {
 // A Decoder keeps scratch state and is not safe for concurrent use.
 type Decoder interface {
 	// Decode sets the decoder's columns of row from data. Columns absent
-	// from data are set to NULL. Errors wrap ErrBadRecord.
+	// from data are set to NULL, and a nil data (a Kafka null) sets them
+	// all to NULL. Errors wrap ErrBadRecord. STRING and BYTES values, and
+	// the elements of composite values, may alias data or the decoder's
+	// buffers: they are valid until the next Decode. Decode reuses the
+	// element slices (Datum.L) it finds in row for composite values.
 	Decode(data []byte, row Row) error
 }
 
@@ -35,26 +41,150 @@ type Encoder interface {
 	Encode(dst []byte, row Row) ([]byte, error)
 }
 
+// FormatOptions are the per-source settings of a format. The zero value
+// gives ksqlDB's defaults.
+type FormatOptions struct {
+	// Delimiter separates DELIMITED fields (ksqlDB's KEY_DELIMITER and
+	// VALUE_DELIMITER); 0 means ','. Other formats refuse a delimiter.
+	// It may not be '"', '\r' or '\n'. See ParseDelimiter.
+	Delimiter rune
+
+	// WrapSingleValue is ksqlDB's WRAP_SINGLE_VALUE. nil keeps the
+	// default: a value with one column is wrapped in a JSON object
+	// ({"ID":42}), while a key with one column is not (42); a key or
+	// value with several columns is always an object. false reads and
+	// writes a value's one column as the whole JSON document (42, "x",
+	// [1,2], or null for NULL); true asks for the object explicitly.
+	// Setting it with other than one column is an error, as in ksqlDB.
+	// DELIMITED and KAFKA never wrap: they accept false and refuse
+	// true; NONE refuses both.
+	WrapSingleValue *bool
+}
+
 // NormalizeFormat upper-cases a format name and checks it is known.
 func NormalizeFormat(name string) (string, error) {
 	f := strings.ToUpper(name)
 	switch f {
-	case FormatJSON, FormatKafka, FormatNone:
+	case FormatJSON, FormatKafka, FormatNone, FormatDelimited:
 		return f, nil
-	case "DELIMITED", "AVRO", "PROTOBUF", "JSON_SR", "PROTOBUF_NOSR":
+	case "AVRO", "PROTOBUF", "JSON_SR", "PROTOBUF_NOSR":
 		return "", fmt.Errorf("format %s is not supported yet", f)
 	}
 	return "", fmt.Errorf("unknown format %q", name)
 }
 
+// ParseDelimiter reads a DELIMITED delimiter as ksqlDB's KEY_DELIMITER and
+// VALUE_DELIMITER properties write it: one character, or the names TAB and
+// SPACE (any case) for the characters that are hard to quote.
+func ParseDelimiter(s string) (rune, error) {
+	if strings.TrimSpace(s) == "" {
+		return 0, fmt.Errorf("delimiter cannot be empty; for a tab or a space use the special values 'TAB' or 'SPACE'")
+	}
+	if r, n := utf8.DecodeRuneInString(s); n == len(s) && r != utf8.RuneError {
+		if err := checkDelimiter(r); err != nil {
+			return 0, err
+		}
+		return r, nil
+	}
+	switch strings.ToUpper(s) {
+	case "TAB":
+		return '\t', nil
+	case "SPACE":
+		return ' ', nil
+	}
+	return 0, fmt.Errorf("invalid delimiter %q: a delimiter is a single character, 'TAB' or 'SPACE' (for example ';')", s)
+}
+
+func checkDelimiter(r rune) error {
+	switch {
+	case r == '"' || r == '\r' || r == '\n':
+		return fmt.Errorf("invalid delimiter %q: it would be ambiguous with CSV quoting or line breaks", r)
+	case !utf8.ValidRune(r) || r == 0:
+		return fmt.Errorf("invalid delimiter %q", r)
+	}
+	return nil
+}
+
 // NewDecoder returns a decoder for format that fills the columns cols of a
-// row laid out by s.
+// row laid out by s, with default options.
 func NewDecoder(format string, s Schema, cols []int) (Decoder, error) {
+	return NewDecoderOpts(format, s, cols, FormatOptions{})
+}
+
+// NewEncoder returns an encoder for format that writes the columns cols of
+// a row laid out by s, with default options.
+func NewEncoder(format string, s Schema, cols []int) (Encoder, error) {
+	return NewEncoderOpts(format, s, cols, FormatOptions{})
+}
+
+// NewDecoderOpts returns a decoder for format that fills the columns cols
+// of a row laid out by s. cols are key columns when every one of them has
+// Column.Key set; that decides the default wrapping (see FormatOptions).
+// Errors name what the format cannot hold, before any record is read.
+func NewDecoderOpts(format string, s Schema, cols []int, o FormatOptions) (Decoder, error) {
+	c, err := newCodec(format, s, cols, o)
+	if err != nil {
+		return nil, err
+	}
+	return c.(Decoder), nil
+}
+
+// NewEncoderOpts returns an encoder for format that writes the columns cols
+// of a row laid out by s; see NewDecoderOpts.
+func NewEncoderOpts(format string, s Schema, cols []int, o FormatOptions) (Encoder, error) {
+	c, err := newCodec(format, s, cols, o)
+	if err != nil {
+		return nil, err
+	}
+	return c.(Encoder), nil
+}
+
+func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error) {
+	for _, c := range cols {
+		if c < 0 || c >= len(s.Columns) {
+			return nil, fmt.Errorf("column index %d out of range", c)
+		}
+		if err := checkType(s.Columns[c].Type); err != nil {
+			return nil, fmt.Errorf("column %s: %v", s.Columns[c].Name, err)
+		}
+	}
+	if o.Delimiter != 0 {
+		if format != FormatDelimited {
+			return nil, fmt.Errorf("format %s does not take a delimiter; only DELIMITED does", format)
+		}
+		if err := checkDelimiter(o.Delimiter); err != nil {
+			return nil, err
+		}
+	}
+	if o.WrapSingleValue != nil {
+		switch format {
+		case FormatJSON:
+			if len(cols) != 1 {
+				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
+			}
+		case FormatKafka, FormatDelimited:
+			if *o.WrapSingleValue {
+				return nil, fmt.Errorf("format %s does not support wrapping a single value (WRAP_SINGLE_VALUE=true)", format)
+			}
+		default:
+			return nil, fmt.Errorf("format %s does not support WRAP_SINGLE_VALUE", format)
+		}
+	}
 	switch format {
 	case FormatJSON:
-		return newJSONDecoder(s, cols)
+		wrap := len(cols) != 1 || !isKey(s, cols)
+		if o.WrapSingleValue != nil {
+			wrap = *o.WrapSingleValue
+		}
+		return newJSONCodec(s, cols, wrap)
 	case FormatKafka:
 		return newKafkaCodec(s, cols)
+	case FormatDelimited:
+		d := o.Delimiter
+		if d == 0 {
+			d = ','
+		}
+		return newDelimitedCodec(s, cols, d)
 	case FormatNone:
 		if len(cols) > 0 {
 			return nil, fmt.Errorf("format NONE cannot hold columns")
@@ -64,24 +194,89 @@ func NewDecoder(format string, s Schema, cols []int) (Decoder, error) {
 	return nil, fmt.Errorf("unknown format %q", format)
 }
 
-// NewEncoder returns an encoder for format that writes the columns cols of
-// a row laid out by s.
-func NewEncoder(format string, s Schema, cols []int) (Encoder, error) {
-	switch format {
-	case FormatJSON:
-		return newJSONEncoder(s, cols)
-	case FormatKafka:
-		return newKafkaCodec(s, cols)
-	case FormatNone:
-		if len(cols) > 0 {
-			return nil, fmt.Errorf("format NONE cannot hold columns")
+// isKey reports whether cols are all key columns.
+func isKey(s Schema, cols []int) bool {
+	for _, c := range cols {
+		if !s.Columns[c].Key {
+			return false
 		}
-		return noneCodec{}, nil
 	}
-	return nil, fmt.Errorf("unknown format %q", format)
+	return len(cols) > 0
+}
+
+// checkType checks that t is well formed and that a Datum can hold its
+// values.
+func checkType(t Type) error {
+	switch t.Kind {
+	case Boolean, Int, Bigint, Double, String, Bytes, Date, Time, Timestamp:
+		return nil
+	case Decimal:
+		if t.Precision < 1 || t.Precision > MaxDecimalPrecision || t.Scale < 0 || t.Scale > t.Precision {
+			return fmt.Errorf("%s is not supported: precision must be 1 to %d and scale 0 to the precision", t, MaxDecimalPrecision)
+		}
+		return nil
+	case Array:
+		if t.Elem == nil {
+			return fmt.Errorf("ARRAY without an element type")
+		}
+		return checkType(*t.Elem)
+	case Map:
+		if t.Elem == nil || t.KeyType == nil {
+			return fmt.Errorf("MAP without a key or value type")
+		}
+		if err := checkType(*t.KeyType); err != nil {
+			return err
+		}
+		return checkType(*t.Elem)
+	case Struct:
+		for _, f := range t.Fields {
+			if err := checkType(f.Type); err != nil {
+				return fmt.Errorf("field %s: %v", f.Name, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("type %s has no serialized form", t)
 }
 
 type noneCodec struct{}
 
 func (noneCodec) Decode([]byte, Row) error                 { return nil }
 func (noneCodec) Encode(dst []byte, _ Row) ([]byte, error) { return dst, nil }
+
+// fieldError is a decoding error inside a column, with the path to the
+// value that failed, built innermost first as the error returns.
+type fieldError struct {
+	segs []string // innermost first: "ZIP", "[2]", "['k']"
+	err  error
+}
+
+func (e *fieldError) Error() string { return e.path() + ": " + e.err.Error() }
+
+func (e *fieldError) path() string {
+	var b strings.Builder
+	for i := len(e.segs) - 1; i >= 0; i-- {
+		s := e.segs[i]
+		if i < len(e.segs)-1 && s[0] != '[' {
+			b.WriteByte('.')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// inField returns err with seg added outside the path it already has.
+func inField(err error, seg string) error {
+	fe, ok := err.(*fieldError)
+	if !ok {
+		fe = &fieldError{err: err}
+	}
+	fe.segs = append(fe.segs, seg)
+	return fe
+}
+
+// columnError turns an error decoding column name into a bad record.
+func columnError(name string, err error) error {
+	fe := inField(err, name).(*fieldError)
+	return badRecord("field %s: %v", fe.path(), fe.err)
+}

@@ -11,164 +11,416 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// jsonDecoder extracts the declared columns from a JSON object. Field
-// names match column names case-insensitively, as in ksqlDB; fields that
-// are not declared are skipped without being converted.
-type jsonDecoder struct {
+// The JSON format, as ksqlDB reads and writes it.
+//
+//	BOOLEAN     true/false
+//	INT, BIGINT number; reads also a string holding one ("42"), and a
+//	            whole number written with a fraction or exponent (4.0, 1e3)
+//	DOUBLE      number (whole values keep ".0"; NaN and ±Inf are written
+//	            as null); reads also a string holding one
+//	DECIMAL     number with the type's scale (12.30); reads also a string
+//	            holding one; more digits after the point than the scale
+//	            allows (unless zeros), or too many before it, is a bad record
+//	STRING      string; reads numbers, booleans, objects and arrays as
+//	            their JSON text, as ksqlDB does
+//	BYTES       base64 string (padding optional on input)
+//	DATE        number of days since 1970-01-01; reads also "yyyy-MM-dd"
+//	TIME        milliseconds since midnight; reads also "HH:mm[:ss[.SSS]]"
+//	TIMESTAMP   milliseconds since the epoch; reads also ISO-8601 strings
+//	            ("2024-02-29T13:14:15.123Z", "2024-02-29 13:14:15+01:00";
+//	            no zone means UTC)
+//	ARRAY       array
+//	MAP         object; keys are STRING (other key types are refused when
+//	            the codec is built)
+//	STRUCT      object; field names match case-insensitively (an exact
+//	            match wins, then the first case-insensitive one), missing
+//	            fields are NULL, unknown fields are ignored
+//
+// null is NULL everywhere. The columns of a key or value are the fields of
+// one object unless there is one column and it is unwrapped (see
+// FormatOptions.WrapSingleValue); a top-level null then is that column's
+// NULL, and for an object it makes every column NULL. Data starting with a
+// zero byte is taken as written by ksqlDB's JSON_SR format: the 5-byte
+// schema registry header is skipped.
+type jsonCodec struct {
+	cols  []int
+	names []string
+	types []Type
+	wrap  bool
+
 	parser  fastjson.Parser
-	cols    []int
-	names   [][]byte
-	types   []Type
-	row     Row
+	top     *jnode // the columns, as the fields of one object (wrap)
+	col     *jnode // the one column (!wrap)
+	frames  []jframe
 	err     error
-	scratch []byte // text of numbers read into STRING columns
+	scratch []byte // decoded base64 and JSON text read into STRING
+	num     []byte // the text of the number being read
 	visit   func(key []byte, v *fastjson.Value)
+
+	prefixes [][]byte // `{"NAME":` then `,"NAME":`
 }
 
-func newJSONDecoder(s Schema, cols []int) (*jsonDecoder, error) {
-	d := &jsonDecoder{cols: cols}
-	for _, c := range cols {
-		col := s.Columns[c]
-		switch col.Type.Kind {
-		case Boolean, Int, Bigint, Double, String, Bytes, Date, Time, Timestamp:
-		default:
-			return nil, fmt.Errorf("JSON column %s: type %s is not supported yet", col.Name, col.Type)
+// jnode is the decoding plan for one type; a codec owns its nodes, so
+// their scratch state (seen) is safe to use while decoding.
+type jnode struct {
+	t      Type
+	elem   *jnode   // ARRAY element, MAP value
+	fields []jfield // STRUCT fields, or the columns at the top
+	seen   []uint8  // per field: 0 not seen, 1 seen by a case-insensitive match, 2 by an exact one
+}
+
+type jfield struct {
+	name []byte
+	path string
+	node *jnode
+}
+
+// jframe is an object being visited: the top-level columns, a STRUCT or a
+// MAP.
+type jframe struct {
+	n    *jnode
+	l    []Datum // STRUCT fields, MAP keys and values
+	row  Row     // top level: the row and the columns' positions
+	cols []int
+	top  bool
+	i    int // MAP: entries read so far
+}
+
+func newJSONCodec(s Schema, cols []int, wrap bool) (*jsonCodec, error) {
+	c := &jsonCodec{cols: cols, wrap: wrap, top: &jnode{t: Type{Kind: Struct}}}
+	for i, col := range cols {
+		sc := s.Columns[col]
+		n, err := newJNode(sc.Type)
+		if err != nil {
+			return nil, fmt.Errorf("JSON column %s: %v", sc.Name, err)
 		}
-		d.names = append(d.names, []byte(col.Name))
-		d.types = append(d.types, col.Type)
+		c.names = append(c.names, sc.Name)
+		c.types = append(c.types, sc.Type)
+		c.top.fields = append(c.top.fields, jfield{name: []byte(sc.Name), path: sc.Name, node: n})
+		if !wrap {
+			c.col = n
+		}
+		p := []byte{','}
+		if i == 0 {
+			p[0] = '{'
+		}
+		p = appendJSONString(p, sc.Name)
+		p = append(p, ':')
+		c.prefixes = append(c.prefixes, p)
 	}
-	d.visit = d.field
-	return d, nil
+	c.top.seen = make([]uint8, len(cols))
+	c.visit = c.field
+	return c, nil
 }
 
-func (d *jsonDecoder) Decode(data []byte, row Row) error {
-	for _, c := range d.cols {
-		row[c] = NullDatum
+func newJNode(t Type) (*jnode, error) {
+	n := &jnode{t: t}
+	var err error
+	switch t.Kind {
+	case Array:
+		n.elem, err = newJNode(*t.Elem)
+	case Map:
+		if t.KeyType.Kind != String {
+			return nil, fmt.Errorf("only MAPs with STRING keys are supported, got %s", t)
+		}
+		n.elem, err = newJNode(*t.Elem)
+	case Struct:
+		for _, f := range t.Fields {
+			fn, ferr := newJNode(f.Type)
+			if ferr != nil {
+				return nil, fmt.Errorf("field %s: %v", f.Name, ferr)
+			}
+			n.fields = append(n.fields, jfield{name: []byte(f.Name), path: f.Name, node: fn})
+		}
+		n.seen = make([]uint8, len(t.Fields))
 	}
-	v, err := d.parser.ParseBytes(data)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (c *jsonCodec) Decode(data []byte, row Row) error {
+	for _, col := range c.cols {
+		setNull(&row[col])
+	}
+	if data == nil {
+		return nil
+	}
+	if len(data) >= 5 && data[0] == 0 {
+		data = data[5:]
+	}
+	c.scratch = c.scratch[:0]
+	v, err := c.parser.ParseBytes(data)
 	if err != nil {
 		return badRecord("invalid JSON: %v", err)
 	}
-	if v.Type() != fastjson.TypeObject {
-		return badRecord("JSON value is %s, not an object", v.Type())
-	}
-	o, _ := v.Object()
-	d.row, d.err, d.scratch = row, nil, d.scratch[:0]
-	o.Visit(d.visit)
-	d.row = nil
-	return d.err
-}
-
-func (d *jsonDecoder) field(key []byte, v *fastjson.Value) {
-	if d.err != nil {
-		return
-	}
-	for i, name := range d.names {
-		if len(name) == len(key) && bytes.EqualFold(name, key) {
-			if err := d.set(&d.row[d.cols[i]], d.types[i], v); err != nil {
-				d.err = badRecord("field %s: %v", name, err)
-			}
-			return
+	if !c.wrap {
+		if err := c.value(&row[c.cols[0]], c.col, v); err != nil {
+			return jsonBad(inField(err, c.names[0]))
 		}
-	}
-}
-
-func (dec *jsonDecoder) set(d *Datum, t Type, v *fastjson.Value) error {
-	if v.Type() == fastjson.TypeNull {
-		*d = NullDatum
 		return nil
 	}
-	d.Null = false
-	switch t.Kind {
-	case Boolean:
-		b, err := v.Bool()
-		if err != nil {
-			return fmt.Errorf("want BOOLEAN, got %s", v.Type())
-		}
-		d.I = 0
-		if b {
-			d.I = 1
-		}
-	case Int, Bigint, Date, Time, Timestamp:
-		if v.Type() != fastjson.TypeNumber {
-			return fmt.Errorf("want %s, got %s", t, v.Type())
-		}
-		n, err := v.Int64()
-		if err != nil {
-			return fmt.Errorf("want %s: %v", t, err)
-		}
-		if t.Kind == Int && (n < math.MinInt32 || n > math.MaxInt32) {
-			return fmt.Errorf("%d overflows INTEGER", n)
-		}
-		d.I = n
-	case Double:
-		f, err := v.Float64()
-		if err != nil {
-			return fmt.Errorf("want DOUBLE, got %s", v.Type())
-		}
-		d.F = f
-	case String:
-		switch v.Type() {
-		case fastjson.TypeString:
-			d.B = v.GetStringBytes()
-		case fastjson.TypeNumber, fastjson.TypeTrue, fastjson.TypeFalse:
-			// ksqlDB reads a JSON number or boolean into a STRING column
-			// as its text. Earlier slices of scratch stay valid when it grows.
-			start := len(dec.scratch)
-			dec.scratch = v.MarshalTo(dec.scratch)
-			d.B = dec.scratch[start:len(dec.scratch):len(dec.scratch)]
-		default:
-			return fmt.Errorf("want STRING, got %s", v.Type())
-		}
-	case Bytes:
-		return fmt.Errorf("BYTES in JSON is not supported yet")
+	switch v.Type() {
+	case fastjson.TypeNull:
+		return nil
+	case fastjson.TypeObject:
+	default:
+		return badRecord("JSON value is %s, not an object", jsonTypeName(v.Type()))
+	}
+	o, _ := v.Object()
+	clear(c.top.seen)
+	if err := c.visitObject(jframe{n: c.top, row: row, cols: c.cols, top: true}, o); err != nil {
+		return jsonBad(err)
 	}
 	return nil
 }
 
-// jsonEncoder writes the columns as a JSON object whose field names are the
-// column names.
-type jsonEncoder struct {
-	cols     []int
-	prefixes [][]byte // `{"NAME":` then `,"NAME":`
-	types    []Type
-}
-
-func newJSONEncoder(s Schema, cols []int) (*jsonEncoder, error) {
-	e := &jsonEncoder{cols: cols}
-	for i, c := range cols {
-		col := s.Columns[c]
-		switch col.Type.Kind {
-		case Boolean, Int, Bigint, Double, String, Bytes, Date, Time, Timestamp:
-		default:
-			return nil, fmt.Errorf("JSON column %s: type %s is not supported yet", col.Name, col.Type)
-		}
-		var p []byte
-		if i == 0 {
-			p = append(p, '{')
-		} else {
-			p = append(p, ',')
-		}
-		p = AppendJSONString(p, []byte(col.Name))
-		p = append(p, ':')
-		e.prefixes = append(e.prefixes, p)
-		e.types = append(e.types, col.Type)
+func jsonBad(err error) error {
+	if fe, ok := err.(*fieldError); ok {
+		return badRecord("field %s: %v", fe.path(), fe.err)
 	}
-	return e, nil
+	return badRecord("%v", err)
 }
 
-func (e *jsonEncoder) Encode(dst []byte, row Row) ([]byte, error) {
-	if len(e.cols) == 0 {
+// visitObject reads o's fields into the frame's datums. Visit takes one
+// callback, bound once; it finds what to fill on the frame stack.
+func (c *jsonCodec) visitObject(f jframe, o *fastjson.Object) error {
+	c.frames = append(c.frames, f)
+	o.Visit(c.visit)
+	c.frames = c.frames[:len(c.frames)-1]
+	err := c.err
+	c.err = nil
+	return err
+}
+
+func (c *jsonCodec) field(key []byte, v *fastjson.Value) {
+	if c.err != nil {
+		return
+	}
+	f := &c.frames[len(c.frames)-1]
+	n := f.n
+	if n.t.Kind == Map {
+		i := f.i
+		f.i++
+		k, val := &f.l[2*i], &f.l[2*i+1]
+		k.Null, k.B = false, key
+		if err := c.value(val, n.elem, v); err != nil {
+			c.err = inField(err, "['"+string(clip(key))+"']")
+		}
+		return
+	}
+	idx, state := -1, uint8(0)
+	for i := range n.fields {
+		name := n.fields[i].name
+		if len(name) != len(key) {
+			continue
+		}
+		if bytes.Equal(name, key) {
+			idx, state = i, 2
+			break
+		}
+		if idx < 0 && bytes.EqualFold(name, key) {
+			idx, state = i, 1
+		}
+	}
+	if idx < 0 || n.seen[idx] >= state {
+		return
+	}
+	n.seen[idx] = state
+	var dst *Datum
+	if f.top {
+		dst = &f.row[f.cols[idx]]
+	} else {
+		dst = &f.l[idx]
+	}
+	if err := c.value(dst, n.fields[idx].node, v); err != nil {
+		c.err = inField(err, n.fields[idx].path)
+	}
+}
+
+// value reads v, typed by n, into d.
+func (c *jsonCodec) value(d *Datum, n *jnode, v *fastjson.Value) error {
+	jt := v.Type()
+	if jt == fastjson.TypeNull {
+		setNull(d)
+		return nil
+	}
+	d.Null = false
+	k := n.t.Kind
+	switch k {
+	case Boolean:
+		switch jt {
+		case fastjson.TypeTrue:
+			d.I = 1
+		case fastjson.TypeFalse:
+			d.I = 0
+		default:
+			return wantJSON(n.t, jt)
+		}
+	case Int, Bigint:
+		text, ok := c.numberText(v, jt)
+		if !ok {
+			return wantJSON(n.t, jt)
+		}
+		x, err := parseInteger(text, k)
+		if err != nil {
+			return err
+		}
+		d.I = x
+	case Double:
+		switch jt {
+		case fastjson.TypeNumber:
+			f, err := v.Float64()
+			if err != nil {
+				return fmt.Errorf("want DOUBLE: %v", err)
+			}
+			d.F = f
+		case fastjson.TypeString:
+			f, err := parseDouble(v.GetStringBytes())
+			if err != nil {
+				return err
+			}
+			d.F = f
+		default:
+			return wantJSON(n.t, jt)
+		}
+	case Decimal:
+		text, ok := c.numberText(v, jt)
+		if !ok {
+			return wantJSON(n.t, jt)
+		}
+		x, err := parseDecimalFor(text, n.t)
+		if err != nil {
+			return err
+		}
+		d.I = x
+	case String:
+		if jt == fastjson.TypeString {
+			d.B = v.GetStringBytes()
+			break
+		}
+		// ksqlDB reads any other JSON value into a STRING as its text.
+		// Earlier slices of scratch stay valid when it grows.
+		start := len(c.scratch)
+		c.scratch = v.MarshalTo(c.scratch)
+		d.B = c.scratch[start:len(c.scratch):len(c.scratch)]
+	case Bytes:
+		if jt != fastjson.TypeString {
+			return wantJSON(n.t, jt)
+		}
+		start := len(c.scratch)
+		var err error
+		c.scratch, err = appendBase64(c.scratch, v.GetStringBytes())
+		if err != nil {
+			c.scratch = c.scratch[:start]
+			return fmt.Errorf("invalid base64 for BYTES: %v", err)
+		}
+		d.B = c.scratch[start:len(c.scratch):len(c.scratch)]
+	case Date, Time, Timestamp:
+		var x int64
+		var err error
+		switch jt {
+		case fastjson.TypeNumber:
+			c.num = v.MarshalTo(c.num[:0])
+			if x, err = parseDecimal(c.num, 0); err != nil {
+				return fmt.Errorf("want %s, got %s", k, clip(c.num))
+			}
+			x, err = checkTemporal(x, k, c.num)
+		case fastjson.TypeString:
+			x, err = parseTemporal(v.GetStringBytes(), k)
+		default:
+			return wantJSON(n.t, jt)
+		}
+		if err != nil {
+			return err
+		}
+		d.I = x
+	case Array:
+		a, err := v.Array()
+		if err != nil {
+			return wantJSON(n.t, jt)
+		}
+		d.L = growDatums(d.L, len(a))
+		for i, e := range a {
+			if err := c.value(&d.L[i], n.elem, e); err != nil {
+				return inField(err, "["+strconv.Itoa(i)+"]")
+			}
+		}
+	case Map:
+		o, err := v.Object()
+		if err != nil {
+			return wantJSON(n.t, jt)
+		}
+		d.L = growDatums(d.L, 2*o.Len())
+		return c.visitObject(jframe{n: n, l: d.L}, o)
+	case Struct:
+		o, err := v.Object()
+		if err != nil {
+			return wantJSON(n.t, jt)
+		}
+		d.L = growDatums(d.L, len(n.fields))
+		for i := range d.L {
+			setNull(&d.L[i])
+		}
+		clear(n.seen)
+		return c.visitObject(jframe{n: n, l: d.L}, o)
+	}
+	return nil
+}
+
+// numberText returns the text of a JSON number, or the contents of a JSON
+// string (which ksqlDB accepts for numeric columns).
+func (c *jsonCodec) numberText(v *fastjson.Value, jt fastjson.Type) ([]byte, bool) {
+	switch jt {
+	case fastjson.TypeNumber:
+		c.num = v.MarshalTo(c.num[:0])
+		return c.num, true
+	case fastjson.TypeString:
+		return v.GetStringBytes(), true
+	}
+	return nil, false
+}
+
+func wantJSON(t Type, jt fastjson.Type) error {
+	return fmt.Errorf("want %s, got %s", t, jsonTypeName(jt))
+}
+
+func jsonTypeName(jt fastjson.Type) string {
+	if jt == fastjson.TypeTrue || jt == fastjson.TypeFalse {
+		return "boolean"
+	}
+	return jt.String()
+}
+
+// appendBase64 decodes standard base64, with or without padding.
+func appendBase64(dst, src []byte) ([]byte, error) {
+	for len(src) > 0 && src[len(src)-1] == '=' {
+		src = src[:len(src)-1]
+	}
+	return base64.RawStdEncoding.AppendDecode(dst, src)
+}
+
+// Encode writes the columns as one JSON object whose field names are the
+// column names, or, unwrapped, as the one column's JSON value.
+func (c *jsonCodec) Encode(dst []byte, row Row) ([]byte, error) {
+	if !c.wrap {
+		return AppendJSONValue(dst, row[c.cols[0]], c.types[0]), nil
+	}
+	if len(c.cols) == 0 {
 		return append(dst, "{}"...), nil
 	}
-	for i, c := range e.cols {
-		dst = append(dst, e.prefixes[i]...)
-		dst = AppendJSONValue(dst, row[c], e.types[i])
+	for i, col := range c.cols {
+		dst = append(dst, c.prefixes[i]...)
+		dst = AppendJSONValue(dst, row[col], c.types[i])
 	}
 	return append(dst, '}'), nil
 }
 
-// AppendJSONValue appends d, read as type t, as a JSON value.
+// AppendJSONValue appends d, read as type t, as a JSON value, the way the
+// JSON format writes it (see above). MAP keys of other types than STRING,
+// which the JSON format refuses but expressions may build, are written as
+// strings holding their text form.
 func AppendJSONValue(dst []byte, d Datum, t Type) []byte {
 	if d.Null {
 		return append(dst, "null"...)
@@ -207,9 +459,12 @@ func AppendJSONValue(dst []byte, d Datum, t Type) []byte {
 				dst = append(dst, ',')
 			}
 			k := d.L[i]
-			if t.KeyType.Kind == String {
+			switch {
+			case t.KeyType.Kind == String && !k.Null:
 				dst = AppendJSONString(dst, k.B)
-			} else {
+			case k.Null:
+				dst = append(dst, `"null"`...)
+			default:
 				dst = AppendJSONString(dst, AppendText(nil, k, *t.KeyType))
 			}
 			dst = append(dst, ':')
@@ -222,7 +477,7 @@ func AppendJSONValue(dst []byte, d Datum, t Type) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendJSONString(dst, []byte(f.Name))
+			dst = appendJSONString(dst, f.Name)
 			dst = append(dst, ':')
 			if i < len(d.L) {
 				dst = AppendJSONValue(dst, d.L[i], f.Type)
@@ -242,6 +497,12 @@ func AppendJSONDouble(dst []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(dst, "null"...)
 	}
+	return appendDouble(dst, f)
+}
+
+// appendDouble appends a finite f in its shortest exact form, with ".0"
+// on whole values.
+func appendDouble(dst []byte, f float64) []byte {
 	start := len(dst)
 	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
 	if bytes.IndexAny(dst[start:], ".eE") < 0 {
@@ -254,7 +515,9 @@ const hexDigits = "0123456789abcdef"
 
 // AppendJSONString appends s as a quoted, escaped JSON string. Invalid
 // UTF-8 is replaced with U+FFFD.
-func AppendJSONString(dst, s []byte) []byte {
+func AppendJSONString(dst, s []byte) []byte { return appendJSONString(dst, s) }
+
+func appendJSONString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -281,10 +544,10 @@ func AppendJSONString(dst, s []byte) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
+		r, size := utf8.DecodeRune([]byte(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = append(dst, string(utf8.RuneError)...)
 			i++
 			start = i
 			continue

@@ -4,34 +4,57 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // kafkaCodec is the KAFKA format: one primitive column in the byte layout
-// of Kafka's own Java serializers (STRING as UTF-8, INT as 4 and BIGINT as
-// 8 big-endian bytes, DOUBLE as 8 big-endian IEEE-754 bytes). A nil key or
-// value is NULL.
+// of Kafka's own Java serializers, as ksqlDB uses them:
+//
+//	INT     IntegerSerializer: 4 bytes, big-endian two's complement
+//	BIGINT  LongSerializer: 8 bytes, big-endian two's complement
+//	DOUBLE  DoubleSerializer: 8 bytes, big-endian IEEE-754
+//	STRING  StringSerializer: the UTF-8 bytes
+//	BYTES   ByteBufferSerializer: the bytes
+//
+// A nil key or value is NULL, and NULL encodes as nothing (callers that
+// must send a Kafka null check the datum first). Data of the wrong length
+// for INT, BIGINT or DOUBLE is a bad record; an empty STRING or BYTES is
+// the empty value, not NULL. With no columns the codec reads and writes
+// nothing, like ksqlDB's void serde.
 type kafkaCodec struct {
-	col int
-	t   Type
+	col  int
+	t    Type
+	none bool
 }
 
 func newKafkaCodec(s Schema, cols []int) (*kafkaCodec, error) {
-	if len(cols) != 1 {
-		return nil, fmt.Errorf("format KAFKA holds exactly one column, got %d", len(cols))
+	switch len(cols) {
+	case 0:
+		return &kafkaCodec{none: true}, nil
+	case 1:
+	default:
+		parts := make([]string, len(cols))
+		for i, c := range cols {
+			parts[i] = s.Columns[c].Name + " " + s.Columns[c].Type.String()
+		}
+		return nil, fmt.Errorf("the 'KAFKA' format only supports a single field, got: [%s]", strings.Join(parts, ", "))
 	}
 	t := s.Columns[cols[0]].Type
 	switch t.Kind {
 	case String, Int, Bigint, Double, Bytes:
 	default:
-		return nil, fmt.Errorf("format KAFKA does not support type %s", t)
+		return nil, fmt.Errorf("the 'KAFKA' format does not support type '%s' (column %s); it supports INT, BIGINT, DOUBLE, STRING and BYTES", t.Kind, s.Columns[cols[0]].Name)
 	}
 	return &kafkaCodec{col: cols[0], t: t}, nil
 }
 
 func (c *kafkaCodec) Decode(data []byte, row Row) error {
+	if c.none {
+		return nil
+	}
 	d := &row[c.col]
 	if data == nil {
-		*d = NullDatum
+		setNull(d)
 		return nil
 	}
 	d.Null = false
@@ -57,9 +80,11 @@ func (c *kafkaCodec) Decode(data []byte, row Row) error {
 	return nil
 }
 
-// Encode appends the column's bytes. A NULL appends nothing; callers that
-// must send a Kafka null check the datum first (see IsNullKey).
+// Encode appends the column's bytes. A NULL appends nothing.
 func (c *kafkaCodec) Encode(dst []byte, row Row) ([]byte, error) {
+	if c.none {
+		return dst, nil
+	}
 	d := row[c.col]
 	if d.Null {
 		return dst, nil

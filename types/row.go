@@ -1,9 +1,6 @@
 package types
 
-import (
-	"strconv"
-	"time"
-)
+import "strconv"
 
 // Datum is one typed SQL value. Which field holds the value depends on the
 // column's Type, which the datum does not repeat:
@@ -63,6 +60,9 @@ func (d Datum) Bool() bool { return !d.Null && d.I != 0 }
 // Clone returns d with its bytes and elements copied, safe to keep past
 // the next record.
 func (d Datum) Clone() Datum {
+	if d.Null {
+		return NullDatum
+	}
 	if d.B != nil {
 		d.B = append([]byte(nil), d.B...)
 	}
@@ -88,6 +88,17 @@ func CloneRow(r Row) Row {
 // AppendText appends the text form of d, read as type t, to dst: the form
 // psql prints and ksqlDB's CLI shows. NULL appends nothing; callers that
 // must tell NULL apart check d.Null first.
+//
+//	BOOLEAN     true, false
+//	INT, BIGINT 42
+//	DOUBLE      shortest form that reads back exactly: 3.25, 20, 1e+21, NaN, +Inf
+//	DECIMAL     the type's scale, never an exponent: 12.30, -0.05
+//	STRING      the bytes as they are
+//	BYTES       \x then lower-case hex, as Postgres prints bytea
+//	DATE        2024-02-29
+//	TIME        13:14:15.123
+//	TIMESTAMP   2024-02-29T13:14:15.123 (UTC)
+//	ARRAY, MAP, STRUCT  their JSON form (AppendJSONValue)
 func AppendText(dst []byte, d Datum, t Type) []byte {
 	if d.Null {
 		return dst
@@ -106,17 +117,16 @@ func AppendText(dst []byte, d Datum, t Type) []byte {
 		return append(dst, d.B...)
 	case Bytes:
 		dst = append(dst, `\x`...)
-		const hex = "0123456789abcdef"
 		for _, c := range d.B {
-			dst = append(dst, hex[c>>4], hex[c&15])
+			dst = append(dst, hexDigits[c>>4], hexDigits[c&15])
 		}
 		return dst
 	case Date:
-		return time.Unix(d.I*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
+		return appendDate(dst, d.I)
 	case Time:
-		return time.UnixMilli(d.I).UTC().AppendFormat(dst, "15:04:05.000")
+		return appendClock(dst, d.I)
 	case Timestamp:
-		return time.UnixMilli(d.I).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000")
+		return appendTimestamp(dst, d.I)
 	case Decimal:
 		return AppendDecimal(dst, d.I, t.Scale)
 	case Array, Map, Struct:
@@ -126,19 +136,18 @@ func AppendText(dst []byte, d Datum, t Type) []byte {
 }
 
 // AppendDecimal appends the unscaled value v with scale digits after the
-// point: (1234, 2) is "12.34", (-5, 2) is "-0.05".
+// point: (1234, 2) is "12.34", (-5, 2) is "-0.05", (7, 0) is "7". It never
+// writes an exponent.
 func AppendDecimal(dst []byte, v int64, scale int) []byte {
 	if scale <= 0 {
 		return strconv.AppendInt(dst, v, 10)
 	}
-	var u uint64
+	u := uint64(v)
 	if v < 0 {
 		dst = append(dst, '-')
-		u = uint64(-v)
-	} else {
-		u = uint64(v)
+		u = -u
 	}
-	var buf [24]byte
+	var buf [20]byte
 	digits := strconv.AppendUint(buf[:0], u, 10)
 	if len(digits) <= scale {
 		dst = append(dst, '0', '.')
@@ -159,4 +168,21 @@ func Text(d Datum, t Type) string {
 		return "NULL"
 	}
 	return string(AppendText(nil, d, t))
+}
+
+// setNull makes d NULL but keeps its element slice, so that a decoder can
+// reuse it for the next composite value.
+func setNull(d *Datum) {
+	*d = Datum{Null: true, L: d.L[:0]}
+}
+
+// growDatums returns l with length n, reusing its backing array (and the
+// element slices of the datums in it) when it is large enough.
+func growDatums(l []Datum, n int) []Datum {
+	if cap(l) >= n {
+		return l[:n]
+	}
+	nl := make([]Datum, n)
+	copy(nl, l[:cap(l)])
+	return nl
 }

@@ -40,6 +40,9 @@ const (
 	// cancelGrace is how long a statement may go on after its
 	// CancelRequest before the shell gives up on the connection.
 	cancelGrace = 5 * time.Second
+	// idleCheck is how long the connection may sit unused before the
+	// shell pings the server ahead of the next statement.
+	idleCheck = time.Second
 	// codeQueryCanceled is the SQLSTATE of a statement ended by a cancel.
 	codeQueryCanceled = "57014"
 )
@@ -87,6 +90,7 @@ func runShell(args []string) int {
 type shell struct {
 	addr      string
 	conn      *pgx.Conn // nil or closed after a lost connection
+	lastUsed  time.Time // when conn last ran a statement or was opened
 	out, errw io.Writer
 	sigc      chan os.Signal // Ctrl-C
 }
@@ -114,7 +118,7 @@ func (sh *shell) connect() error {
 	if err != nil {
 		return err
 	}
-	sh.conn = conn
+	sh.conn, sh.lastUsed = conn, time.Now()
 	return nil
 }
 
@@ -230,36 +234,21 @@ func (sh *shell) script(r io.Reader) int {
 	return 0
 }
 
-// run sends one statement, prints its result or error, and reconnects
-// when the connection was lost on the way. Ctrl-C meanwhile cancels it.
+// run sends one statement and prints its result or error. A connection
+// that died while the shell was idle (say the server restarted) is found
+// by a ping and replaced before the statement goes out; one lost during
+// the statement is replaced for the next one.
 func (sh *shell) run(stmt string) error {
-	if sh.conn == nil || sh.conn.IsClosed() {
-		if err := sh.connect(); err != nil {
-			err = fmt.Errorf("not connected to %s: %w", sh.addr, err)
-			printError(sh.errw, stmt, err)
-			return err
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	interrupted := make(chan struct{})
-	watching := make(chan struct{})
-	go func() {
-		defer close(watching)
-		sh.watchInterrupt(sh.conn.PgConn(), cancel, done, interrupted)
-	}()
-	err := sh.execute(ctx, stmt)
-	close(done)
-	<-watching // the next statement's watcher alone reads sh.sigc
-
-	select {
-	case <-interrupted:
-		if isCanceled(err) {
-			fmt.Fprintln(sh.errw, "Query cancelled.")
-			break
-		}
+	if err := sh.ensureConn(); err != nil {
 		printError(sh.errw, stmt, err)
+		return err
+	}
+	interrupted, err := sh.runOnce(stmt)
+	sh.lastUsed = time.Now()
+	switch {
+	case err == nil:
+	case interrupted && isCanceled(err):
+		fmt.Fprintln(sh.errw, "Query cancelled.")
 	default:
 		printError(sh.errw, stmt, err)
 	}
@@ -270,6 +259,52 @@ func (sh *shell) run(stmt string) error {
 		}
 	}
 	return err
+}
+
+// ensureConn makes sure there is a live connection: it connects when
+// there is none, and after idleCheck without use it pings the server and
+// reconnects if that fails.
+func (sh *shell) ensureConn() error {
+	if sh.conn != nil && !sh.conn.IsClosed() && time.Since(sh.lastUsed) > idleCheck {
+		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+		err := sh.conn.PgConn().Ping(ctx)
+		cancel()
+		if err != nil {
+			sh.conn.Close(context.Background())
+			if err := sh.connect(); err == nil {
+				fmt.Fprintf(sh.errw, "Reconnected to %s.\n", sh.addr)
+			}
+		}
+	}
+	if sh.conn == nil || sh.conn.IsClosed() {
+		if err := sh.connect(); err != nil {
+			return fmt.Errorf("not connected to %s: %w", sh.addr, err)
+		}
+	}
+	return nil
+}
+
+// runOnce sends stmt and prints its result; Ctrl-C meanwhile cancels it,
+// and interrupted reports that it came.
+func (sh *shell) runOnce(stmt string) (interrupted bool, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	hit := make(chan struct{})
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		sh.watchInterrupt(sh.conn.PgConn(), cancel, done, hit)
+	}()
+	err = sh.execute(ctx, stmt)
+	close(done)
+	<-watching // the next statement's watcher alone reads sh.sigc
+	select {
+	case <-hit:
+		return true, err
+	default:
+		return false, err
+	}
 }
 
 // watchInterrupt turns Ctrl-C during a statement into a CancelRequest on

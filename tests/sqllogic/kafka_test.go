@@ -59,8 +59,8 @@ func produce(ctx context.Context, brokers string, rec *record) error {
 }
 
 // producedRecords parses produce's body: per line an optional timestamp
-// (with the timestamp option), then key, separator, value. A line without
-// the separator is a value with a null key; NULL as key or value is null.
+// (with the timestamp option), then key, separator, value, split at the
+// first separator; NULL as key or value is null.
 func producedRecords(rec *record) ([]*kgo.Record, error) {
 	var out []*kgo.Record
 	for i, line := range rec.body {
@@ -75,7 +75,7 @@ func producedRecords(rec *record) ([]*kgo.Record, error) {
 		}
 		key, value, found := strings.Cut(line, rec.keySep)
 		if !found {
-			key, value = "NULL", line
+			return nil, fmt.Errorf("line %d: want key%svalue (NULL for a null key)", rec.line+1+i, rec.keySep)
 		}
 		if key != "NULL" {
 			r.Key = []byte(key)

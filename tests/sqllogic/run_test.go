@@ -61,7 +61,7 @@ func runFile(t *testing.T, path string) {
 			t.Errorf("stopping the server: %v", err)
 		}
 		if t.Failed() {
-			t.Logf("server log (last lines of %s):\n%s", srv.logPath, srv.logTail(80))
+			t.Logf("server log, last 80 lines:\n%s", srv.logTail(80))
 		}
 	})
 	if err := srv.start(context.Background()); err != nil {
@@ -173,9 +173,12 @@ type result struct {
 	err  error                     // says so when the deadline passed
 }
 
-// exec sends sql as one Query message and collects its rows, keeping the
-// rows that arrived even when it fails or times out.
-func (r *runner) exec(ctx context.Context, sql string) result {
+// exec sends sql as one Query message, gives it timeout to finish, and
+// collects its rows, keeping the rows that arrived even when it fails or
+// times out.
+func (r *runner) exec(sql string, timeout time.Duration) result {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	conn, err := r.connection(ctx)
 	if err != nil {
 		return result{err: err}
@@ -198,8 +201,7 @@ func (r *runner) exec(ctx context.Context, sql string) result {
 		res.err = err
 	}
 	if res.err != nil && ctx.Err() != nil {
-		deadline, _ := ctx.Deadline()
-		res.err = &timeoutError{err: res.err, after: time.Until(deadline)}
+		res.err = &timeoutError{err: res.err, after: timeout}
 	}
 	return res
 }
@@ -207,21 +209,19 @@ func (r *runner) exec(ctx context.Context, sql string) result {
 // timeoutError is a statement that did not end before its deadline.
 type timeoutError struct {
 	err   error
-	after time.Duration // negative: how long ago the deadline passed
+	after time.Duration
 }
 
 func (e *timeoutError) Error() string {
-	return fmt.Sprintf("did not finish in time (deadline passed %v ago): %v", (-e.after).Round(time.Millisecond), e.err)
+	return fmt.Sprintf("did not finish within %v (%v)", e.after, e.err)
 }
 
 func (e *timeoutError) Unwrap() error { return e.err }
 
 // statement runs a statement record.
 func (r *runner) statement(rec *record) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout(rec))
-	defer cancel()
 	sql := rec.sql()
-	res := r.exec(ctx, sql)
+	res := r.exec(sql, r.timeout(rec))
 	switch {
 	case rec.errRE == nil && res.err != nil:
 		r.errorf(rec, "failed: %s\n%s", errorText(sql, res.err), sql)
@@ -247,9 +247,7 @@ func (r *runner) query(rec *record) {
 		if rec.retry > 0 {
 			timeout = min(timeout, max(time.Until(deadline), time.Second))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		res := r.exec(ctx, sql)
-		cancel()
+		res := r.exec(sql, timeout)
 		got, gotTypes, err = output(rec, res), typeLetters(res.cols), res.err
 		if err == nil && typesMatch(rec.types, gotTypes) && slices.Equal(got, rec.expected) {
 			break
