@@ -212,9 +212,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, record 
 		case st.IfNotExists:
 			return tag, nil
 		case !st.OrReplace:
-			return Result{}, sql.Errorf(sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
+			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
 		case old.Kind != st.Kind:
-			return Result{}, sql.Errorf(sql.CodeDuplicateObject, "%s is a %s, not a %s", st.Name, old.Kind, st.Kind)
+			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s is a %s, not a %s", st.Name, old.Kind, st.Kind)
 		}
 	}
 	src, err := sql.BindCreateSource(st)
@@ -224,7 +224,7 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, record 
 	if old, ok := e.cat.Source(st.Name); ok {
 		// OR REPLACE of a declared source: same topic, columns only added.
 		refuse := func(format string, args ...any) (Result, error) {
-			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "cannot replace %s: "+format, append([]any{st.Name}, args...)...)
+			return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "cannot replace %s: "+format, append([]any{st.Name}, args...)...)
 		}
 		if old.WriterQuery != "" {
 			return refuse("query %s writes it; replace it with CREATE OR REPLACE %s … AS SELECT", old.WriterQuery, old.Kind)
@@ -290,7 +290,7 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 			}
 			return tag, nil
 		default:
-			return Result{}, sql.Errorf(sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
+			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
 		}
 	}
 	sink, err := sql.BindCreateAs(st, e.cat)
@@ -377,7 +377,7 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 // query ID and application ID, so it resumes from the old one's offsets.
 func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalog.Source, cmd catalog.Command, live bool) error {
 	refuse := func(format string, args ...any) error {
-		return sql.Errorf(sql.CodeFeatureNotSupport, "cannot replace %s: "+format, append([]any{st.Name}, args...)...)
+		return sql.NameError(st, sql.CodeFeatureNotSupport, "cannot replace %s: "+format, append([]any{st.Name}, args...)...)
 	}
 	if old.Kind != st.Kind {
 		return refuse("it is a %s", old.Kind)
@@ -457,13 +457,13 @@ func (e *Engine) drop(ctx context.Context, st *sql.Drop, record func() error) (R
 		if st.IfExists {
 			return tag, nil
 		}
-		return Result{}, sql.Errorf(sql.CodeUndefinedTable, "%s %s does not exist", st.Kind, st.Name)
+		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "%s %s does not exist", st.Kind, st.Name)
 	}
 	if src.Kind != st.Kind {
-		return Result{}, sql.Errorf(sql.CodeUndefinedTable, "%s is a %s, not a %s", st.Name, src.Kind, st.Kind)
+		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "%s is a %s, not a %s", st.Name, src.Kind, st.Kind)
 	}
 	if users := e.cat.Users(st.Name); len(users) > 0 {
-		return Result{}, sql.Errorf(sql.CodeObjectInUse, "cannot drop %s: queries %s read or write it; TERMINATE them first", st.Name, strings.Join(users, ", "))
+		return Result{}, sql.NameError(st, sql.CodeObjectInUse, "cannot drop %s: queries %s read or write it; TERMINATE them first", st.Name, strings.Join(users, ", "))
 	}
 	if err := record(); err != nil {
 		return Result{}, err
@@ -485,7 +485,7 @@ func (e *Engine) terminate(st *sql.Terminate, record func() error) (Result, erro
 		}
 	} else {
 		if _, ok := e.cat.Query(st.QueryID); !ok {
-			return Result{}, sql.Errorf(sql.CodeUndefinedObject, "query %s does not exist", st.QueryID)
+			return Result{}, sql.NameError(st, sql.CodeUndefinedObject, "query %s does not exist", st.QueryID)
 		}
 		ids = []string{st.QueryID}
 	}

@@ -139,7 +139,7 @@ func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 	if st.Function {
 		fn, ok := expr.Lookup(st.Name)
 		if !ok {
-			return Result{}, sql.Errorf(sql.CodeUndefinedFunction, "function %s does not exist", st.Name)
+			return Result{}, sql.NameError(st, sql.CodeUndefinedFunction, "function %s does not exist", st.Name)
 		}
 		var rows [][]string
 		for _, sig := range fn.Signatures {
@@ -149,7 +149,7 @@ func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 	}
 	src, ok := e.cat.Source(st.Name)
 	if !ok {
-		return Result{}, sql.Errorf(sql.CodeUndefinedTable, "stream or table %s does not exist", st.Name)
+		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "stream or table %s does not exist", st.Name)
 	}
 	var rows [][]string
 	for _, c := range src.Schema.Columns {
@@ -205,7 +205,7 @@ func (e *Engine) explain(st *sql.Explain, w ResultWriter) (Result, error) {
 	case st.QueryID != "":
 		q, ok := e.cat.Query(st.QueryID)
 		if !ok {
-			return Result{}, sql.Errorf(sql.CodeUndefinedObject, "query %s does not exist", st.QueryID)
+			return Result{}, sql.NameError(st, sql.CodeUndefinedObject, "query %s does not exist", st.QueryID)
 		}
 		e.mu.Lock()
 		rq := e.running[q.ID]

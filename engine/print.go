@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 
 	"strconv"
 	"time"
@@ -26,6 +27,10 @@ var printCols = []types.Column{
 func (e *Engine) print(ctx context.Context, st *sql.Print, w ResultWriter) (Result, error) {
 	topic, err := e.findTopic(ctx, st.Topic, st.Quoted)
 	if err != nil {
+		var se *sql.Error
+		if errors.As(err, &se) {
+			return Result{}, sql.NameError(st, se.Code, "%s", se.Msg)
+		}
 		return Result{}, err
 	}
 	if err := w.Columns(printCols); err != nil {

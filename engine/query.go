@@ -64,10 +64,10 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result, error) {
 	target, ok := e.cat.Source(st.Target)
 	if !ok {
-		return Result{}, sql.Errorf(sql.CodeUndefinedTable, "stream or table %s does not exist", st.Target)
+		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "stream or table %s does not exist", st.Target)
 	}
 	if target.IsSource {
-		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
+		return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
 	}
 	rows, err := sql.BindInsertValues(st, target)
 	if err != nil {

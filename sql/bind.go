@@ -309,6 +309,11 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if q.Limit >= 0 {
 		return nil, Errorf(CodeSyntaxError, "a persistent query cannot have a LIMIT")
 	}
+	for _, s := range planner.Sources(q.Root) {
+		if s.Kind == catalog.Table {
+			return nil, Errorf(CodeFeatureNotSupport, "the query reads table %s, so it produces a table: use CREATE TABLE … AS SELECT", s.Name)
+		}
+	}
 	proj := q.Root.(*planner.Project)
 	if missing := proj.MissingKeys(); len(missing) > 0 {
 		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the key column(s) %s in its projection", ca.Name, strings.Join(missing, ", "))
@@ -372,9 +377,6 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 		IsSource:  cs.Source,
 		SQL:       cs.text,
 	}
-	if cs.Kind == catalog.Table {
-		return nil, Errorf(CodeFeatureNotSupport, "tables are not supported yet")
-	}
 	for _, c := range cs.Columns {
 		for _, p := range types.PseudoColumns {
 			if c.Name == p.Name {
@@ -382,6 +384,9 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 			}
 		}
 		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key})
+	}
+	if cs.Kind == catalog.Table && len(s.Schema.KeyIndexes()) == 0 {
+		return nil, Errorf(CodeSyntaxError, "table %s needs a PRIMARY KEY column", cs.Name)
 	}
 	topic, ok := cs.Props["KAFKA_TOPIC"]
 	if !ok {
@@ -436,7 +441,7 @@ func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, er
 	var rows []types.Row
 	for _, list := range iv.ins.Lists {
 		if len(list) != len(cols) {
-			return nil, Errorf(CodeSyntaxError, "expected %d values, got %d", len(cols), len(list))
+			return nil, b.errAt("VALUES", CodeSyntaxError, "expected %d values, got %d", len(cols), len(list))
 		}
 		row := make(types.Row, len(target.Schema.Columns))
 		for i := range row {
@@ -496,13 +501,13 @@ func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 	target, ok := cat.Source(is.Target)
 	if !ok {
-		return nil, Errorf(CodeUndefinedTable, "stream %s does not exist", is.Target)
+		return nil, NameError(is, CodeUndefinedTable, "stream %s does not exist", is.Target)
 	}
 	if target.Kind != catalog.Stream {
-		return nil, Errorf(CodeFeatureNotSupport, "INSERT INTO … SELECT writes streams; %s is a %s", target.Name, target.Kind)
+		return nil, NameError(is, CodeFeatureNotSupport, "INSERT INTO … SELECT writes streams; %s is a %s", target.Name, target.Kind)
 	}
 	if target.IsSource {
-		return nil, Errorf(CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
+		return nil, NameError(is, CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
 	}
 	q, err := BindSelect(is.Select, cat)
 	if err != nil {

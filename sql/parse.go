@@ -173,10 +173,11 @@ func (p *parser) create() (Statement, error) {
 		}
 		ifNotExists = true
 	}
-	name, _, err := p.ident(kind.String() + " name")
+	name, nameTok, err := p.ident(kind.String() + " name")
 	if err != nil {
 		return nil, err
 	}
+	nb := base{text: p.text, namePos: nameTok.pos}
 	if p.peek().kind == tPunct && p.peek().text == "(" {
 		cols, err := p.columns(kind)
 		if err != nil {
@@ -192,7 +193,7 @@ func (p *parser) create() (Statement, error) {
 		if err := p.end(); err != nil {
 			return nil, err
 		}
-		return &CreateSource{base: base{p.text}, Kind: kind, Name: name, OrReplace: orReplace,
+		return &CreateSource{base: nb, Kind: kind, Name: name, OrReplace: orReplace,
 			IfNotExists: ifNotExists, Source: source, Columns: cols, Props: props}, nil
 	}
 	props, err := p.with()
@@ -213,7 +214,7 @@ func (p *parser) create() (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CreateAs{base: base{p.text}, Kind: kind, Name: name, OrReplace: orReplace,
+	return &CreateAs{base: nb, Kind: kind, Name: name, OrReplace: orReplace,
 		IfNotExists: ifNotExists, Props: props, Select: sel}, nil
 }
 
@@ -411,16 +412,17 @@ func (p *parser) insert() (Statement, error) {
 	if err := p.expect("INTO"); err != nil {
 		return nil, err
 	}
-	target, _, err := p.ident("a stream name")
+	target, targetTok, err := p.ident("a stream name")
 	if err != nil {
 		return nil, err
 	}
+	nb := base{text: p.text, namePos: targetTok.pos}
 	if p.peek().is("SELECT") {
 		sel, err := p.selectStmt(p.i)
 		if err != nil {
 			return nil, err
 		}
-		return &InsertSelect{base: base{p.text}, Target: target, Select: sel}, nil
+		return &InsertSelect{base: nb, Target: target, Select: sel}, nil
 	}
 	var cols []string
 	if p.acceptPunct("(") {
@@ -446,7 +448,7 @@ func (p *parser) insert() (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InsertValues{base: base{p.text}, Target: target, Columns: cols, ins: ins}, nil
+	return &InsertValues{base: nb, Target: target, Columns: cols, ins: ins}, nil
 }
 
 func (p *parser) show() (Statement, error) {
@@ -463,22 +465,22 @@ func (p *parser) show() (Statement, error) {
 	if err := p.end(); err != nil {
 		return nil, err
 	}
-	return &Show{base: base{p.text}, What: what, Extended: ext}, nil
+	return &Show{base: base{text: p.text, namePos: -1}, What: what, Extended: ext}, nil
 }
 
 func (p *parser) describe() (Statement, error) {
 	p.next()
-	d := &Describe{base: base{p.text}}
+	d := &Describe{base: base{text: p.text, namePos: -1}}
 	if p.peek().is("FUNCTION") && p.peekAt(1).kind != tEOF && !p.peekAt(1).is("EXTENDED") {
 		p.next()
 		d.Function = true
 	}
 	d.Extended = p.accept("EXTENDED")
-	name, _, err := p.ident("a stream or table name")
+	name, nt, err := p.ident("a stream or table name")
 	if err != nil {
 		return nil, err
 	}
-	d.Name = name
+	d.Name, d.namePos = name, nt.pos
 	if err := p.end(); err != nil {
 		return nil, err
 	}
@@ -493,7 +495,7 @@ func (p *parser) explain() (Statement, error) {
 		if err := p.end(); err != nil {
 			return nil, err
 		}
-		return &Explain{base: base{p.text}, QueryID: t.text}, nil
+		return &Explain{base: base{text: p.text, namePos: t.pos}, QueryID: t.text}, nil
 	}
 	sub := &parser{text: p.text, toks: p.toks, i: p.i}
 	st, err := sub.statement()
@@ -505,7 +507,7 @@ func (p *parser) explain() (Statement, error) {
 	default:
 		return nil, p.errorf(t, "EXPLAIN takes a query ID or a CREATE … AS SELECT, INSERT INTO … SELECT or SELECT")
 	}
-	return &Explain{base: base{p.text}, Stmt: st}, nil
+	return &Explain{base: base{text: p.text, namePos: -1}, Stmt: st}, nil
 }
 
 func (p *parser) set() (Statement, error) {
@@ -524,7 +526,7 @@ func (p *parser) set() (Statement, error) {
 	if err := p.end(); err != nil {
 		return nil, err
 	}
-	return &SetProperty{base: base{p.text}, Name: nt.text, Value: vt.text}, nil
+	return &SetProperty{base: base{text: p.text, namePos: -1}, Name: nt.text, Value: vt.text}, nil
 }
 
 func (p *parser) unset() (Statement, error) {
@@ -536,7 +538,7 @@ func (p *parser) unset() (Statement, error) {
 	if err := p.end(); err != nil {
 		return nil, err
 	}
-	return &UnsetProperty{base: base{p.text}, Name: nt.text}, nil
+	return &UnsetProperty{base: base{text: p.text, namePos: -1}, Name: nt.text}, nil
 }
 
 func (p *parser) drop() (Statement, error) {
@@ -545,16 +547,18 @@ func (p *parser) drop() (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Drop{base: base{p.text}, Kind: kind}
+	d := &Drop{base: base{text: p.text, namePos: -1}, Kind: kind}
 	if p.accept("IF") {
 		if err := p.expect("EXISTS"); err != nil {
 			return nil, err
 		}
 		d.IfExists = true
 	}
-	if d.Name, _, err = p.ident(kind.String() + " name"); err != nil {
+	var nt token
+	if d.Name, nt, err = p.ident(kind.String() + " name"); err != nil {
 		return nil, err
 	}
+	d.namePos = nt.pos
 	if p.accept("DELETE") {
 		if err := p.expect("TOPIC"); err != nil {
 			return nil, err
@@ -569,15 +573,15 @@ func (p *parser) drop() (Statement, error) {
 
 func (p *parser) terminate() (Statement, error) {
 	p.next()
-	t := &Terminate{base: base{p.text}}
+	t := &Terminate{base: base{text: p.text, namePos: -1}}
 	if p.accept("ALL") {
 		t.All = true
 	} else {
-		id, _, err := p.ident("a query ID or ALL")
+		id, it, err := p.ident("a query ID or ALL")
 		if err != nil {
 			return nil, err
 		}
-		t.QueryID = id
+		t.QueryID, t.namePos = id, it.pos
 	}
 	if err := p.end(); err != nil {
 		return nil, err
@@ -588,7 +592,7 @@ func (p *parser) terminate() (Statement, error) {
 func (p *parser) print() (Statement, error) {
 	p.next()
 	t := p.next()
-	pr := &Print{base: base{p.text}, Interval: 1, Limit: -1}
+	pr := &Print{base: base{text: p.text, namePos: t.pos}, Interval: 1, Limit: -1}
 	switch t.kind {
 	case tIdent:
 		pr.Topic = p.text[t.pos:t.end]

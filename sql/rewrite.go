@@ -16,6 +16,8 @@ import (
 //	STRUCT(f := v, …)         __STRUCT('F', v, …)
 //	CAST(x AS type)           __CAST(x, 'type')
 //	x => body, (x, y) => body __LAMBDA(X, body), __LAMBDA(X, Y, body)
+//	DATEADD(DAYS, 1, d)       __DATEADD('DAYS', 1, d)   (also DATESUB, TIMEADD,
+//	                          TIMESUB, TIMESTAMPADD, TIMESTAMPSUB)
 //	a IS DISTINCT FROM b      a REGEXP b        (REGEXP itself is refused)
 //	a IS NOT DISTINCT FROM b  a NOT REGEXP b
 //	KEY, WINDOW, … as names   `KEY`, `WINDOW`, …
@@ -33,6 +35,12 @@ var reservedNames = map[string]bool{
 	"SCHEMA": true, "DATABASE": true, "CHARACTER": true, "DEFAULT": true, "TRIGGER": true,
 	"SPATIAL": true, "REFERENCES": true, "CHECK": true, "CONSTRAINT": true, "DUAL": true,
 	"DIV": true, "MOD": true, "INTERVAL": true, "PROCEDURE": true, "STATUS": false,
+}
+
+// unitFunctions take a time unit keyword as their first argument.
+var unitFunctions = map[string]bool{
+	"DATEADD": true, "DATESUB": true, "TIMEADD": true, "TIMESUB": true,
+	"TIMESTAMPADD": true, "TIMESTAMPSUB": true,
 }
 
 // edit replaces text[pos:end] with repl (an insertion when pos == end).
@@ -301,6 +309,13 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 			r.insert(toks[start].pos, "__FIELD(")
 			r.replace(t.pos, next.end, ", '"+strings.ReplaceAll(next.text, "'", "''")+"')")
 			i++
+		case t.kind == tIdent && unitFunctions[t.text] && isPunct(next, "(") && toks[i+2].kind == tIdent && isPunct(toks[i+3], ","):
+			// DATEADD(DAYS, 1, d): the unit becomes a string argument, and
+			// the name is escaped because TiDB parses some of these
+			// (TIMESTAMPADD) with MySQL's singular units only.
+			r.replace(t.pos, t.end, "__"+t.text)
+			r.replace(toks[i+2].pos, toks[i+2].end, "'"+toks[i+2].text+"'")
+			i += 2
 		case isPunct(t, "=>"):
 			if err := r.lambda(toks, i); err != nil {
 				return err

@@ -14,9 +14,25 @@ type Statement interface {
 	Text() string
 }
 
-type base struct{ text string }
+type base struct {
+	text string
+	// namePos is the offset of the name the statement acts on (the
+	// stream, table, query or topic), for errors about it; -1 if none.
+	namePos int
+}
 
 func (b base) Text() string { return b.text }
+
+// NameError returns an error pointing at the statement's object name.
+func NameError(st Statement, code, format string, args ...any) *Error {
+	if b, ok := st.(interface{ baseOf() base }); ok && b.baseOf().namePos >= 0 {
+		bb := b.baseOf()
+		return errorAt(bb.text, bb.namePos, code, format, args...)
+	}
+	return Errorf(code, format, args...)
+}
+
+func (b base) baseOf() base { return b }
 
 // Property is one WITH (NAME=value) entry. Names are upper-cased.
 type Property struct {

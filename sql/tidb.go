@@ -17,7 +17,7 @@ import (
 // clauses are read here and cut out of the text, ksqlDB expression forms
 // are rewritten (see rewrite.go), and the rest goes to TiDB.
 func (p *parser) selectStmt(start int) (*Select, error) {
-	sel := &Select{base: base{p.text}, Limit: -1, toks: p.toks}
+	sel := &Select{base: base{text: p.text, namePos: -1}, Limit: -1, toks: p.toks}
 	r := &rewriter{text: p.text}
 	drop := func(from, to int) { r.replace(from, to, " ") }
 	markUnsupported := func(what string, t token) {
