@@ -69,7 +69,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ProducerLinger(0))
+	// Admin answers come from the client's metadata cache; keep it fresh so
+	// a topic created a moment ago is seen.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,18 @@ type Evaluator func(row types.Row) (types.Datum, error)
 // Compile turns e into an Evaluator. Type dispatch happens here, once;
 // the returned closures do no reflection and no tree walking beyond
 // calling their children.
-func Compile(e Expr) (Evaluator, error) {
+func Compile(e Expr) (Evaluator, error) { return compile(e, nil) }
+
+// scope is the chain of lambdas enclosing the expression being compiled.
+// Each compiled lambda owns the slots its parameters are read from; the
+// function that calls the lambda writes them before evaluating the body.
+type scope struct {
+	outer *scope
+	names []string
+	slots []types.Datum
+}
+
+func compile(e Expr, sc *scope) (Evaluator, error) {
 	switch e := e.(type) {
 	case *Column:
 		i := e.Index
@@ -26,11 +37,11 @@ func Compile(e Expr) (Evaluator, error) {
 		v := e.V
 		return func(types.Row) (types.Datum, error) { return v, nil }, nil
 	case *Binary:
-		return compileBinary(e)
+		return compileBinary(e, sc)
 	case *Unary:
-		return compileUnary(e)
+		return compileUnary(e, sc)
 	case *IsNull:
-		x, err := Compile(e.X)
+		x, err := compile(e.X, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -43,13 +54,94 @@ func Compile(e Expr) (Evaluator, error) {
 			return types.BoolDatum(d.Null != not), nil
 		}, nil
 	case *Call:
-		return compileCall(e)
+		return compileCall(e, sc)
+	case *Cast:
+		return compileCast(e, sc)
+	case *In:
+		return compileIn(e, sc)
+	case *Between:
+		return compileBetween(e, sc)
+	case *Like:
+		return compileLikeNode(e, sc)
+	case *Distinct:
+		return compileDistinct(e, sc)
+	case *IsTrue:
+		x, err := compile(e.X, sc)
+		if err != nil {
+			return nil, err
+		}
+		want, not := e.Want, e.Not
+		return func(row types.Row) (types.Datum, error) {
+			d, err := x(row)
+			if err != nil {
+				return d, err
+			}
+			return types.BoolDatum((!d.Null && (d.I != 0) == want) != not), nil
+		}, nil
+	case *Case:
+		return compileCase(e, sc)
+	case *Subscript:
+		return compileSubscript(e, sc)
+	case *Field:
+		x, err := compile(e.X, sc)
+		if err != nil {
+			return nil, err
+		}
+		i := e.Index
+		return func(row types.Row) (types.Datum, error) {
+			d, err := x(row)
+			if err != nil || d.Null || i >= len(d.L) {
+				return types.NullDatum, err
+			}
+			return d.L[i], nil
+		}, nil
+	case *Array:
+		return compileArray(e, sc)
+	case *Map:
+		return compileMap(e, sc)
+	case *Struct:
+		return compileStruct(e, sc)
+	case *LambdaVar:
+		return compileLambdaVar(e, sc)
+	case *Lambda:
+		return nil, fmt.Errorf("lambda %s can only be an argument of TRANSFORM, FILTER or REDUCE", e)
 	}
 	return nil, fmt.Errorf("cannot compile %T", e)
 }
 
-func compileUnary(u *Unary) (Evaluator, error) {
-	x, err := Compile(u.X)
+func compileAll(es []Expr, sc *scope) ([]Evaluator, error) {
+	out := make([]Evaluator, len(es))
+	for i, e := range es {
+		ev, err := compile(e, sc)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ev
+	}
+	return out, nil
+}
+
+func compileLambdaVar(v *LambdaVar, sc *scope) (Evaluator, error) {
+	if sc == nil {
+		return nil, fmt.Errorf("lambda variable %s used outside a lambda", v)
+	}
+	for s := sc; s != nil && v.Name != ""; s = s.outer {
+		for j, n := range s.names {
+			if n == v.Name {
+				slots := s.slots
+				return func(types.Row) (types.Datum, error) { return slots[j], nil }, nil
+			}
+		}
+	}
+	if v.Index < 0 || v.Index >= len(sc.slots) {
+		return nil, fmt.Errorf("lambda variable %s: the lambda has %d parameter(s)", v, len(sc.slots))
+	}
+	slots, j := sc.slots, v.Index
+	return func(types.Row) (types.Datum, error) { return slots[j], nil }, nil
+}
+
+func compileUnary(u *Unary, sc *scope) (Evaluator, error) {
+	x, err := compile(u.X, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -83,12 +175,12 @@ func compileUnary(u *Unary) (Evaluator, error) {
 	}, nil
 }
 
-func compileBinary(b *Binary) (Evaluator, error) {
-	l, err := Compile(b.L)
+func compileBinary(b *Binary, sc *scope) (Evaluator, error) {
+	l, err := compile(b.L, sc)
 	if err != nil {
 		return nil, err
 	}
-	r, err := Compile(b.R)
+	r, err := compile(b.R, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -140,18 +232,32 @@ func compileBinary(b *Binary) (Evaluator, error) {
 		return func(row types.Row) (types.Datum, error) {
 			x, err := l(row)
 			if err != nil || x.Null {
-				return x, err
+				return types.NullDatum, err
 			}
 			y, err := r(row)
 			if err != nil || y.Null {
-				return y, err
+				return types.NullDatum, err
 			}
 			buf = append(append(buf[:0], x.B...), y.B...)
 			return types.Datum{B: buf}, nil
 		}, nil
 	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
-		cmp := comparer(b.L.Type(), b.R.Type())
-		test := cmpTest(b.Op)
+		return compileCompare(b.Op, b.L.Type(), b.R.Type(), l, r), nil
+	}
+	return compileArith(b, l, r)
+}
+
+// compileCompare specializes the common comparisons so that they cost a
+// call per operand and nothing more.
+func compileCompare(op Op, lt, rt types.Type, l, r Evaluator) Evaluator {
+	intLike := func(t types.Type) bool {
+		switch t.Kind {
+		case types.Int, types.Bigint, types.Boolean, types.Date, types.Time, types.Timestamp:
+			return true
+		}
+		return false
+	}
+	if intLike(lt) && intLike(rt) {
 		return func(row types.Row) (types.Datum, error) {
 			x, err := l(row)
 			if err != nil || x.Null {
@@ -161,10 +267,51 @@ func compileBinary(b *Binary) (Evaluator, error) {
 			if err != nil || y.Null {
 				return types.NullDatum, err
 			}
-			return types.BoolDatum(test(cmp(x, y))), nil
-		}, nil
+			var v bool
+			switch op {
+			case OpEQ:
+				v = x.I == y.I
+			case OpNE:
+				v = x.I != y.I
+			case OpLT:
+				v = x.I < y.I
+			case OpLE:
+				v = x.I <= y.I
+			case OpGT:
+				v = x.I > y.I
+			default:
+				v = x.I >= y.I
+			}
+			return types.BoolDatum(v), nil
+		}
 	}
-	return compileArith(b, l, r)
+	if lt.Kind == types.String && rt.Kind == types.String && (op == OpEQ || op == OpNE) {
+		ne := op == OpNE
+		return func(row types.Row) (types.Datum, error) {
+			x, err := l(row)
+			if err != nil || x.Null {
+				return types.NullDatum, err
+			}
+			y, err := r(row)
+			if err != nil || y.Null {
+				return types.NullDatum, err
+			}
+			return types.BoolDatum(bytes.Equal(x.B, y.B) != ne), nil
+		}
+	}
+	cmp := comparer(lt, rt)
+	test := cmpTest(op)
+	return func(row types.Row) (types.Datum, error) {
+		x, err := l(row)
+		if err != nil || x.Null {
+			return types.NullDatum, err
+		}
+		y, err := r(row)
+		if err != nil || y.Null {
+			return types.NullDatum, err
+		}
+		return types.BoolDatum(test(cmp(x, y))), nil
+	}
 }
 
 func cmpTest(op Op) func(int) bool {
@@ -183,52 +330,13 @@ func cmpTest(op Op) func(int) bool {
 	return func(c int) bool { return c >= 0 }
 }
 
-// comparer returns a three-way comparison for values of types a and b,
-// which NewBinary has checked are comparable.
-func comparer(a, b types.Type) func(x, y types.Datum) int {
-	if a.Kind == types.Unknown {
-		a = b
-	}
-	switch {
-	case a.Kind == types.Double || b.Kind == types.Double:
-		fa, fb := asFloat(a), asFloat(b)
-		return func(x, y types.Datum) int {
-			p, q := fa(x), fb(y)
-			switch {
-			case p < q:
-				return -1
-			case p > q:
-				return 1
-			}
-			return 0
-		}
-	case a.Kind == types.String || a.Kind == types.Bytes:
-		return func(x, y types.Datum) int { return bytes.Compare(x.B, y.B) }
-	}
-	return func(x, y types.Datum) int {
-		switch {
-		case x.I < y.I:
-			return -1
-		case x.I > y.I:
-			return 1
-		}
-		return 0
-	}
-}
-
-func asFloat(t types.Type) func(types.Datum) float64 {
-	if t.Kind == types.Double {
-		return func(d types.Datum) float64 { return d.F }
-	}
-	return func(d types.Datum) float64 { return float64(d.I) }
-}
-
 // compileArith compiles + - * / %. Integer arithmetic wraps on overflow as
 // Java's (and so ksqlDB's) does; INT results wrap at 32 bits. Integer
-// division or modulo by zero yields NULL.
+// division or modulo by zero yields NULL. DECIMAL follows decimal.go.
 func compileArith(b *Binary, l, r Evaluator) (Evaluator, error) {
 	op := b.Op
-	if b.T.Kind == types.Double {
+	switch b.T.Kind {
+	case types.Double:
 		fl, fr := asFloat(b.L.Type()), asFloat(b.R.Type())
 		return func(row types.Row) (types.Datum, error) {
 			x, err := l(row)
@@ -254,6 +362,25 @@ func compileArith(b *Binary, l, r Evaluator) (Evaluator, error) {
 				v = math.Mod(p, q)
 			}
 			return types.DoubleDatum(v), nil
+		}, nil
+	case types.Decimal:
+		_, sx := asDecimal(b.L.Type())
+		_, sy := asDecimal(b.R.Type())
+		p, s := b.T.Precision, b.T.Scale
+		return func(row types.Row) (types.Datum, error) {
+			x, err := l(row)
+			if err != nil || x.Null {
+				return types.NullDatum, err
+			}
+			y, err := r(row)
+			if err != nil || y.Null {
+				return types.NullDatum, err
+			}
+			v, ok := decArith(op, x.I, sx, y.I, sy, p, s)
+			if !ok {
+				return types.NullDatum, nil
+			}
+			return types.IntDatum(v), nil
 		}, nil
 	}
 	narrow := b.T.Kind == types.Int
@@ -300,19 +427,448 @@ func compileArith(b *Binary, l, r Evaluator) (Evaluator, error) {
 	}, nil
 }
 
-func compileCall(c *Call) (Evaluator, error) {
+func compileIn(n *In, sc *scope) (Evaluator, error) {
+	x, err := compile(n.X, sc)
+	if err != nil {
+		return nil, err
+	}
+	xt := n.X.Type()
+	not := n.Not
+	// A list of constants of x's own integer or string type becomes a set.
+	if set, ok := constSet(xt, n.List); ok {
+		return func(row types.Row) (types.Datum, error) {
+			d, err := x(row)
+			if err != nil || d.Null {
+				return types.NullDatum, err
+			}
+			if set.has(d) {
+				return types.BoolDatum(!not), nil
+			}
+			if set.hasNull {
+				return types.NullDatum, nil
+			}
+			return types.BoolDatum(not), nil
+		}, nil
+	}
+	list, err := compileAll(n.List, sc)
+	if err != nil {
+		return nil, err
+	}
+	cmps := make([]func(a, b types.Datum) int, len(list))
+	for i, e := range n.List {
+		cmps[i] = comparer(xt, e.Type())
+	}
+	return func(row types.Row) (types.Datum, error) {
+		d, err := x(row)
+		if err != nil || d.Null {
+			return types.NullDatum, err
+		}
+		sawNull := false
+		for i, ev := range list {
+			e, err := ev(row)
+			if err != nil {
+				return e, err
+			}
+			if e.Null {
+				sawNull = true
+				continue
+			}
+			if cmps[i](d, e) == 0 {
+				return types.BoolDatum(!not), nil
+			}
+		}
+		if sawNull {
+			return types.NullDatum, nil
+		}
+		return types.BoolDatum(not), nil
+	}, nil
+}
+
+// inSet is the constant list of an IN over integers or strings.
+type inSet struct {
+	ints    map[int64]struct{}
+	strs    map[string]struct{}
+	hasNull bool
+}
+
+func (s *inSet) has(d types.Datum) bool {
+	if s.ints != nil {
+		_, ok := s.ints[d.I]
+		return ok
+	}
+	_, ok := s.strs[string(d.B)]
+	return ok
+}
+
+func constSet(xt types.Type, list []Expr) (*inSet, bool) {
+	s := &inSet{}
+	switch xt.Kind {
+	case types.Int, types.Bigint, types.Date, types.Time, types.Timestamp, types.Boolean:
+		s.ints = map[int64]struct{}{}
+	case types.String, types.Bytes:
+		s.strs = map[string]struct{}{}
+	default:
+		return nil, false
+	}
+	for _, e := range list {
+		l, ok := e.(*Literal)
+		if !ok {
+			return nil, false
+		}
+		if l.V.Null {
+			s.hasNull = true
+			continue
+		}
+		lt := l.T
+		if s.ints != nil && (lt.Kind == xt.Kind || lt.IsIntegral() && xt.IsIntegral()) {
+			s.ints[l.V.I] = struct{}{}
+		} else if s.strs != nil && lt.Kind == xt.Kind {
+			s.strs[string(l.V.B)] = struct{}{}
+		} else {
+			return nil, false
+		}
+	}
+	return s, true
+}
+
+func compileBetween(n *Between, sc *scope) (Evaluator, error) {
+	evs, err := compileAll([]Expr{n.X, n.Lo, n.Hi}, sc)
+	if err != nil {
+		return nil, err
+	}
+	x, lo, hi := evs[0], evs[1], evs[2]
+	cl, ch := comparer(n.X.Type(), n.Lo.Type()), comparer(n.X.Type(), n.Hi.Type())
+	not := n.Not
+	return func(row types.Row) (types.Datum, error) {
+		d, err := x(row)
+		if err != nil || d.Null {
+			return types.NullDatum, err
+		}
+		a, err := lo(row)
+		if err != nil {
+			return a, err
+		}
+		b, err := hi(row)
+		if err != nil {
+			return b, err
+		}
+		// lo <= x AND x <= hi, three-valued
+		var geLo, leHi, nullLo, nullHi bool
+		if a.Null {
+			nullLo = true
+		} else {
+			geLo = cl(d, a) >= 0
+		}
+		if b.Null {
+			nullHi = true
+		} else {
+			leHi = ch(d, b) <= 0
+		}
+		switch {
+		case !nullLo && !geLo, !nullHi && !leHi:
+			return types.BoolDatum(not), nil
+		case nullLo || nullHi:
+			return types.NullDatum, nil
+		}
+		return types.BoolDatum(!not), nil
+	}, nil
+}
+
+func compileDistinct(n *Distinct, sc *scope) (Evaluator, error) {
+	l, err := compile(n.L, sc)
+	if err != nil {
+		return nil, err
+	}
+	r, err := compile(n.R, sc)
+	if err != nil {
+		return nil, err
+	}
+	cmp := comparer(n.L.Type(), n.R.Type())
+	not := n.Not
+	return func(row types.Row) (types.Datum, error) {
+		x, err := l(row)
+		if err != nil {
+			return x, err
+		}
+		y, err := r(row)
+		if err != nil {
+			return y, err
+		}
+		var distinct bool
+		switch {
+		case x.Null || y.Null:
+			distinct = x.Null != y.Null
+		default:
+			distinct = cmp(x, y) != 0
+		}
+		return types.BoolDatum(distinct != not), nil
+	}, nil
+}
+
+func compileCase(n *Case, sc *scope) (Evaluator, error) {
+	whens, err := compileAll(n.Whens, sc)
+	if err != nil {
+		return nil, err
+	}
+	thens, err := compileAll(n.Thens, sc)
+	if err != nil {
+		return nil, err
+	}
+	els := Evaluator(func(types.Row) (types.Datum, error) { return types.NullDatum, nil })
+	if n.Else != nil {
+		if els, err = compile(n.Else, sc); err != nil {
+			return nil, err
+		}
+	}
+	if n.Operand == nil {
+		return func(row types.Row) (types.Datum, error) {
+			for i, w := range whens {
+				c, err := w(row)
+				if err != nil {
+					return c, err
+				}
+				if !c.Null && c.I != 0 {
+					return thens[i](row)
+				}
+			}
+			return els(row)
+		}, nil
+	}
+	op, err := compile(n.Operand, sc)
+	if err != nil {
+		return nil, err
+	}
+	cmps := make([]func(a, b types.Datum) int, len(whens))
+	for i, w := range n.Whens {
+		cmps[i] = comparer(n.Operand.Type(), w.Type())
+	}
+	return func(row types.Row) (types.Datum, error) {
+		o, err := op(row)
+		if err != nil {
+			return o, err
+		}
+		if !o.Null {
+			for i, w := range whens {
+				c, err := w(row)
+				if err != nil {
+					return c, err
+				}
+				if !c.Null && cmps[i](o, c) == 0 {
+					return thens[i](row)
+				}
+			}
+		}
+		return els(row)
+	}, nil
+}
+
+func compileSubscript(n *Subscript, sc *scope) (Evaluator, error) {
+	x, err := compile(n.X, sc)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := compile(n.Index, sc)
+	if err != nil {
+		return nil, err
+	}
+	xt := n.X.Type()
+	if xt.Kind == types.Array {
+		return func(row types.Row) (types.Datum, error) {
+			a, err := x(row)
+			if err != nil || a.Null {
+				return types.NullDatum, err
+			}
+			i, err := idx(row)
+			if err != nil || i.Null {
+				return types.NullDatum, err
+			}
+			if e, ok := arrayAt(a.L, i.I); ok {
+				return e, nil
+			}
+			return types.NullDatum, nil
+		}, nil
+	}
+	cmp := comparer(*xt.KeyType, n.Index.Type())
+	return func(row types.Row) (types.Datum, error) {
+		m, err := x(row)
+		if err != nil || m.Null {
+			return types.NullDatum, err
+		}
+		k, err := idx(row)
+		if err != nil || k.Null {
+			return types.NullDatum, err
+		}
+		for i := 0; i+1 < len(m.L); i += 2 {
+			if !m.L[i].Null && cmp(m.L[i], k) == 0 {
+				return m.L[i+1], nil
+			}
+		}
+		return types.NullDatum, nil
+	}, nil
+}
+
+// arrayAt is l[i] with ksqlDB's indexing: 1-based, negative from the end.
+func arrayAt(l []types.Datum, i int64) (types.Datum, bool) {
+	n := int64(len(l))
+	switch {
+	case i > 0 && i <= n:
+		return l[i-1], true
+	case i < 0 && -i <= n:
+		return l[n+i], true
+	}
+	return types.Datum{}, false
+}
+
+func compileArray(n *Array, sc *scope) (Evaluator, error) {
+	elems, err := compileAll(n.Elems, sc)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.Datum, len(elems))
+	return func(row types.Row) (types.Datum, error) {
+		for i, ev := range elems {
+			d, err := ev(row)
+			if err != nil {
+				return d, err
+			}
+			out[i] = d
+		}
+		return types.Datum{L: out}, nil
+	}, nil
+}
+
+func compileMap(n *Map, sc *scope) (Evaluator, error) {
+	keys, err := compileAll(n.Keys, sc)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := compileAll(n.Values, sc)
+	if err != nil {
+		return nil, err
+	}
+	kt := *n.T.KeyType
+	out := make([]types.Datum, 0, 2*len(keys))
+	return func(row types.Row) (types.Datum, error) {
+		out = out[:0]
+		for i := range keys {
+			k, err := keys[i](row)
+			if err != nil {
+				return k, err
+			}
+			v, err := vals[i](row)
+			if err != nil {
+				return v, err
+			}
+			if k.Null {
+				continue
+			}
+			if j := mapFind(out, k, kt); j >= 0 {
+				out[j+1] = v
+				continue
+			}
+			out = append(out, k, v)
+		}
+		return types.Datum{L: out}, nil
+	}, nil
+}
+
+func compileStruct(n *Struct, sc *scope) (Evaluator, error) {
+	vals, err := compileAll(n.Values, sc)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.Datum, len(vals))
+	return func(row types.Row) (types.Datum, error) {
+		for i, ev := range vals {
+			d, err := ev(row)
+			if err != nil {
+				return d, err
+			}
+			out[i] = d
+		}
+		return types.Datum{L: out}, nil
+	}, nil
+}
+
+// compiledLambda is a lambda argument ready to call: write the parameters
+// into Slots, then evaluate Body over the row.
+type compiledLambda struct {
+	Slots []types.Datum
+	Body  Evaluator
+	T     types.Type // the body's type
+}
+
+func compileCall(c *Call, sc *scope) (Evaluator, error) {
 	args := make([]Evaluator, len(c.Args))
 	argTypes := make([]types.Type, len(c.Args))
+	var lambdas []*compiledLambda
 	for i, a := range c.Args {
-		ev, err := Compile(a)
+		argTypes[i] = a.Type()
+		if l, ok := a.(*Lambda); ok {
+			if c.Fn.newLambda == nil {
+				return nil, fmt.Errorf("function %s does not take a lambda", c.Fn.Name)
+			}
+			inner := &scope{outer: sc, names: l.Params, slots: make([]types.Datum, len(l.Params))}
+			body, err := compile(l.Body, inner)
+			if err != nil {
+				return nil, err
+			}
+			if lambdas == nil {
+				lambdas = make([]*compiledLambda, len(c.Args))
+			}
+			lambdas[i] = &compiledLambda{Slots: inner.slots, Body: body, T: l.Body.Type()}
+			continue
+		}
+		ev, err := compile(a, sc)
 		if err != nil {
 			return nil, err
 		}
 		args[i] = ev
-		argTypes[i] = a.Type()
+	}
+	vals := make([]types.Datum, len(args))
+	if c.Fn.newLambda != nil {
+		impl := c.Fn.newLambda(argTypes, lambdas)
+		return func(row types.Row) (types.Datum, error) {
+			for i, a := range args {
+				if a == nil {
+					continue
+				}
+				d, err := a(row)
+				if err != nil {
+					return d, err
+				}
+				vals[i] = d
+			}
+			return impl(row, vals)
+		}, nil
 	}
 	impl := c.Fn.New(argTypes)
-	vals := make([]types.Datum, len(args))
+	switch len(args) {
+	case 1:
+		a0 := args[0]
+		return func(row types.Row) (types.Datum, error) {
+			d, err := a0(row)
+			if err != nil {
+				return d, err
+			}
+			vals[0] = d
+			return impl(vals)
+		}, nil
+	case 2:
+		a0, a1 := args[0], args[1]
+		return func(row types.Row) (types.Datum, error) {
+			d, err := a0(row)
+			if err != nil {
+				return d, err
+			}
+			vals[0] = d
+			if d, err = a1(row); err != nil {
+				return d, err
+			}
+			vals[1] = d
+			return impl(vals)
+		}, nil
+	}
 	return func(row types.Row) (types.Datum, error) {
 		for i, a := range args {
 			d, err := a(row)

@@ -165,16 +165,29 @@ func typeErrorf(format string, args ...any) error {
 }
 
 // NewBinary builds l op r, checking the operand types and deriving the
-// result type: INT op INT is INT, with BIGINT it is BIGINT, with DOUBLE it
-// is DOUBLE; STRING + STRING concatenates, as in ksqlDB.
+// result type as ksqlDB does:
+//
+//   - INT op INT is INT, with BIGINT it is BIGINT, with DOUBLE it is
+//     DOUBLE; with DECIMAL (and no DOUBLE) it is a DECIMAL whose precision
+//     and scale follow the rules in decimal.go.
+//   - STRING + STRING and STRING || STRING concatenate.
+//   - Comparisons accept numbers of any kinds together, same-kind
+//     STRING, BOOLEAN, BYTES, DATE, TIME, TIMESTAMP, a STRING against a
+//     DATE, TIME or TIMESTAMP (read as that type), DATE against TIMESTAMP,
+//     and ARRAY, MAP, STRUCT of compatible types for = and <> only.
+//
+// INT and BIGINT arithmetic wraps on overflow as Java's does (INT at 32
+// bits). Integer and DECIMAL division or modulo by zero is NULL; DOUBLE
+// division follows IEEE 754 (Infinity, NaN), as in ksqlDB. DECIMAL
+// overflow is NULL.
 func NewBinary(op Op, l, r Expr) (Expr, error) {
 	lt, rt := l.Type(), r.Type()
 	switch op {
 	case OpAdd, OpSub, OpMul, OpDiv, OpMod:
-		if op == OpAdd && isStringish(lt) && isStringish(rt) {
+		if op == OpAdd && isStringish(lt) && isStringish(rt) && (lt.Kind == types.String || rt.Kind == types.String) {
 			return &Binary{Op: OpConcat, L: l, R: r, T: types.StringType}, nil
 		}
-		t, ok := numericResult(lt, rt)
+		t, ok := numericResult(op, lt, rt)
 		if !ok {
 			return nil, typeErrorf("operator %s cannot be applied to %s and %s", op, lt, rt)
 		}
@@ -185,10 +198,11 @@ func NewBinary(op Op, l, r Expr) (Expr, error) {
 		}
 		return &Binary{Op: op, L: l, R: r, T: types.StringType}, nil
 	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
-		if !comparable(lt, rt) {
-			return nil, typeErrorf("cannot compare %s with %s", lt, rt)
+		l2, r2, err := prepareCompare(l, r, op == OpEQ || op == OpNE, op.String())
+		if err != nil {
+			return nil, err
 		}
-		return &Binary{Op: op, L: l, R: r, T: types.BooleanType}, nil
+		return &Binary{Op: op, L: l2, R: r2, T: types.BooleanType}, nil
 	case OpAnd, OpOr:
 		if !isBoolish(lt) || !isBoolish(rt) {
 			return nil, typeErrorf("operator %s needs BOOLEAN operands, got %s and %s", op, lt, rt)
@@ -221,40 +235,28 @@ func isBoolish(t types.Type) bool   { return t.Kind == types.Boolean || t.Kind =
 
 // numericResult is the type of arithmetic on a and b. Unknown is the type
 // of a NULL literal and adopts the other side's type.
-func numericResult(a, b types.Type) (types.Type, bool) {
+func numericResult(op Op, a, b types.Type) (types.Type, bool) {
 	if a.Kind == types.Unknown {
 		a = b
 	}
 	if b.Kind == types.Unknown {
 		b = a
 	}
-	if !a.IsNumeric() || !b.IsNumeric() {
-		return types.Type{}, false
+	if a.Kind == types.Unknown {
+		return types.IntType, true
 	}
-	if a.Kind == types.Decimal || b.Kind == types.Decimal {
+	if !a.IsNumeric() || !b.IsNumeric() {
 		return types.Type{}, false
 	}
 	switch {
 	case a.Kind == types.Double || b.Kind == types.Double:
 		return types.DoubleType, true
+	case a.Kind == types.Decimal || b.Kind == types.Decimal:
+		return decimalResult(op, a, b), true
 	case a.Kind == types.Bigint || b.Kind == types.Bigint:
 		return types.BigintType, true
 	}
 	return types.IntType, true
-}
-
-func comparable(a, b types.Type) bool {
-	if a.Kind == types.Unknown || b.Kind == types.Unknown {
-		return true
-	}
-	if a.IsNumeric() && b.IsNumeric() {
-		return a.Kind != types.Decimal && b.Kind != types.Decimal
-	}
-	switch a.Kind {
-	case types.String, types.Boolean, types.Bytes, types.Date, types.Time, types.Timestamp:
-		return a.Kind == b.Kind
-	}
-	return false
 }
 
 // quoteIdent renders an identifier, quoting it when it is not upper-case
@@ -291,3 +293,14 @@ func ParseNumberLiteral(s string) (*Literal, error) {
 	}
 	return &Literal{V: types.DoubleDatum(f), T: types.DoubleType}, nil
 }
+
+// StringLiteral is a STRING literal.
+func StringLiteral(s string) *Literal {
+	return &Literal{V: types.StringDatum(s), T: types.StringType}
+}
+
+// NullLiteral is an untyped NULL; it adopts the type its context needs.
+func NullLiteral() *Literal { return &Literal{V: types.NullDatum, T: types.UnknownType} }
+
+// BoolLiteral is TRUE or FALSE.
+func BoolLiteral(v bool) *Literal { return &Literal{V: types.BoolDatum(v), T: types.BooleanType} }

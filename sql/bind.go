@@ -51,7 +51,7 @@ func (b *binder) errAt(name, code, format string, args ...any) *Error {
 func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	s := sel.stmt
 	if sel.unsupported != "" {
-		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s is not supported yet", sel.unsupported)
+		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
 	b := &binder{text: sel.text, toks: sel.toks}
 	if s.From == nil || s.From.TableRefs == nil {
@@ -299,12 +299,12 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 // sink's topic defaults to the sink's name; formats default to the
 // source's; partitions to the source topic's.
 func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
-	if ca.Kind == catalog.Table {
-		return nil, Errorf(CodeFeatureNotSupport, "CREATE TABLE AS SELECT is not supported yet")
-	}
 	q, err := BindSelect(ca.Select, cat)
 	if err != nil {
 		return nil, err
+	}
+	if ca.Kind == catalog.Table {
+		return nil, NameError(ca, CodeFeatureNotSupport, "CREATE TABLE AS SELECT is not supported yet")
 	}
 	if q.Limit >= 0 {
 		return nil, Errorf(CodeSyntaxError, "a persistent query cannot have a LIMIT")

@@ -56,7 +56,7 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 			markUnsupported("WINDOW "+toks[i+1].text, t)
 			clause = skipParens(toks, i+2) - i
 		case t.is("WITHIN"):
-			markUnsupported("WITHIN", t)
+			markUnsupported("stream-stream joins (WITHIN)", t)
 			j := i + 1
 			if isPunct(toks[j], "(") {
 				j = skipParens(toks, j)
