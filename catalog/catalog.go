@@ -31,6 +31,15 @@ type Source struct {
 	Topic       string
 	KeyFormat   string
 	ValueFormat string
+	// KeyOptions and ValueOptions carry VALUE_DELIMITER, KEY_DELIMITER and
+	// WRAP_SINGLE_VALUE.
+	KeyOptions, ValueOptions types.FormatOptions
+	// TimestampColumn, when set (WITH TIMESTAMP='col'), is the column
+	// whose value is the record's event time (ROWTIME) instead of the
+	// Kafka record timestamp; TimestampFormat parses it when it is a
+	// STRING.
+	TimestampColumn string
+	TimestampFormat string
 	// Schema lists the declared columns, keys flagged, without pseudo
 	// columns.
 	Schema types.Schema

@@ -74,11 +74,11 @@ func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result
 		return Result{}, err
 	}
 	keys := target.Schema.KeyIndexes()
-	kenc, err := types.NewEncoder(target.KeyFormat, target.Schema, keys)
+	kenc, err := types.NewEncoderOpts(target.KeyFormat, target.Schema, keys, target.KeyOptions)
 	if err != nil {
 		return Result{}, err
 	}
-	venc, err := types.NewEncoder(target.ValueFormat, target.Schema, target.Schema.ValueIndexes())
+	venc, err := types.NewEncoderOpts(target.ValueFormat, target.Schema, target.Schema.ValueIndexes(), target.ValueOptions)
 	if err != nil {
 		return Result{}, err
 	}

@@ -63,7 +63,7 @@ func newTestTask(t testing.TB, topo *physical.Topology, produced *[]*kgo.Record)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := newSource(st.Source, head)
+	src, err := newSource(st.Source, &ts, head)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 			if t == nil {
 				head, err := buildChain(st.Processors, collect)
 				if err == nil {
-					t, err = newSource(st.Source, head)
+					t, err = newSource(st.Source, nil, head)
 				}
 				if err != nil {
 					stop = err

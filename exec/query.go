@@ -211,7 +211,7 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		if err != nil {
 			return nil, err
 		}
-		t, err := newSource(st.Source, head)
+		t, err := newSource(st.Source, &ts, head)
 		if err != nil {
 			return nil, err
 		}
@@ -285,7 +285,6 @@ func (q *Query) thread(ctx context.Context, n int) error {
 				}
 				for _, r := range fp.Records {
 					q.in.Add(1)
-					ts = r.Timestamp
 					if err := t.process(r); err != nil {
 						q.badRecord(r, err)
 					}

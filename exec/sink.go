@@ -18,29 +18,37 @@ var _ Operator = (*sinkOp)(nil)
 type sinkOp struct {
 	topic      string
 	key, value types.Encoder
-	keyless    bool
+	keys       []int
+	tsCol      int // output column holding the record timestamp, or -1
 	out        *outbox
-	ts         *time.Time // the current input record's timestamp
+	ts         *time.Time // the current input record's event time
 }
 
 func newSink(s *physical.Sink, out *outbox, ts *time.Time) (*sinkOp, error) {
 	keys := s.Schema.KeyIndexes()
-	key, err := types.NewEncoder(s.KeyFormat, s.Schema, keys)
+	key, err := types.NewEncoderOpts(s.KeyFormat, s.Schema, keys, s.KeyOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s key: %w", s.Name, err)
 	}
-	value, err := types.NewEncoder(s.ValueFormat, s.Schema, s.Schema.ValueIndexes())
+	value, err := types.NewEncoderOpts(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.ValueOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s value: %w", s.Name, err)
 	}
-	return &sinkOp{topic: s.Topic, key: key, value: value, keyless: len(keys) == 0, out: out, ts: ts}, nil
+	op := &sinkOp{topic: s.Topic, key: key, value: value, keys: keys, tsCol: -1, out: out, ts: ts}
+	if s.TimestampColumn != "" {
+		if op.tsCol = s.Schema.Index(s.TimestampColumn); op.tsCol < 0 {
+			return nil, fmt.Errorf("%s: timestamp column %s is not in the schema", s.Name, s.TimestampColumn)
+		}
+	}
+	return op, nil
 }
 
 func (s *sinkOp) Process(row types.Row) error {
 	rec := s.out.record()
 	var err error
 	start := len(s.out.arena)
-	if !s.keyless {
+	// A key whose columns are all NULL is a Kafka null key.
+	if !allNull(row, s.keys) {
 		if s.out.arena, err = s.key.Encode(s.out.arena, row); err != nil {
 			return err
 		}
@@ -58,6 +66,9 @@ func (s *sinkOp) Process(row types.Row) error {
 	rec.Value = a[keyEnd:len(a):len(a)]
 	rec.Topic = s.topic
 	rec.Timestamp = *s.ts
+	if s.tsCol >= 0 && !row[s.tsCol].Null {
+		rec.Timestamp = time.UnixMilli(row[s.tsCol].I)
+	}
 	s.out.produce(rec)
 	return nil
 }
@@ -90,4 +101,13 @@ func (o *outbox) reset() {
 		o.arena = nil // do not pin a burst's memory forever
 	}
 	o.arena = o.arena[:0]
+}
+
+func allNull(row types.Row, idx []int) bool {
+	for _, i := range idx {
+		if !row[i].Null {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -15,15 +16,22 @@ type sourceOp struct {
 	key, value types.Decoder
 	row        types.Row
 	rowtime    int // index of ROWTIME; ROWPARTITION and ROWOFFSET follow
-	next       Operator
+	// tsCol is the column holding the event time (WITH TIMESTAMP), or -1
+	// for the record timestamp; tsParse reads it when it is a STRING.
+	tsCol   int
+	tsName  string
+	tsParse func([]byte) (int64, error)
+	// ts receives each record's event time, for the sink.
+	ts   *time.Time
+	next Operator
 }
 
-func newSource(s *physical.Source, next Operator) (*sourceOp, error) {
-	key, err := types.NewDecoder(s.KeyFormat, s.Schema, s.Schema.KeyIndexes())
+func newSource(s *physical.Source, ts *time.Time, next Operator) (*sourceOp, error) {
+	key, err := types.NewDecoderOpts(s.KeyFormat, s.Schema, s.Schema.KeyIndexes(), s.KeyOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s key: %w", s.Name, err)
 	}
-	value, err := types.NewDecoder(s.ValueFormat, s.Schema, s.Schema.ValueIndexes())
+	value, err := types.NewDecoderOpts(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.ValueOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s value: %w", s.Name, err)
 	}
@@ -31,8 +39,29 @@ func newSource(s *physical.Source, next Operator) (*sourceOp, error) {
 	if rt < 0 || s.Schema.Index(types.RowOffset) != rt+2 {
 		return nil, fmt.Errorf("%s: schema lacks the pseudo columns", s.Name)
 	}
-	return &sourceOp{key: key, value: value, row: make(types.Row, s.Schema.Len()), rowtime: rt, next: next}, nil
+	op := &sourceOp{key: key, value: value, row: make(types.Row, s.Schema.Len()), rowtime: rt, tsCol: -1, ts: ts, next: next}
+	if s.TimestampColumn != "" {
+		op.tsCol = s.Schema.Index(s.TimestampColumn)
+		if op.tsCol < 0 {
+			return nil, fmt.Errorf("%s: timestamp column %s is not in the schema", s.Name, s.TimestampColumn)
+		}
+		op.tsName = s.TimestampColumn
+		if s.Schema.Columns[op.tsCol].Type.Kind == types.String {
+			if TimestampParser == nil {
+				return nil, fmt.Errorf("%s: no parser for STRING timestamps", s.Name)
+			}
+			if op.tsParse, err = TimestampParser(s.TimestampFormat); err != nil {
+				return nil, fmt.Errorf("%s: TIMESTAMP_FORMAT: %w", s.Name, err)
+			}
+		}
+	}
+	return op, nil
 }
+
+// TimestampParser returns a parser for STRING event-time columns written
+// in format (a Java DateTimeFormatter pattern; empty for ISO-8601), giving
+// epoch milliseconds. The engine sets it from the expression package.
+var TimestampParser func(format string) (func([]byte) (int64, error), error)
 
 // process runs one record through the chain. A record with a null value
 // is skipped: on a stream it carries no row.
@@ -47,7 +76,26 @@ func (s *sourceOp) process(r *kgo.Record) error {
 	if err := s.value.Decode(r.Value, row); err != nil {
 		return fmt.Errorf("value: %w", err)
 	}
-	row[s.rowtime] = types.Datum{I: r.Timestamp.UnixMilli()}
+	rowtime := r.Timestamp.UnixMilli()
+	if s.tsCol >= 0 {
+		d := row[s.tsCol]
+		switch {
+		case d.Null:
+			return fmt.Errorf("%w: timestamp column %s is NULL", types.ErrBadRecord, s.tsName)
+		case s.tsParse != nil:
+			t, err := s.tsParse(d.B)
+			if err != nil {
+				return fmt.Errorf("%w: timestamp column %s: %v", types.ErrBadRecord, s.tsName, err)
+			}
+			rowtime = t
+		default:
+			rowtime = d.I
+		}
+	}
+	if s.ts != nil {
+		*s.ts = time.UnixMilli(rowtime)
+	}
+	row[s.rowtime] = types.Datum{I: rowtime}
 	row[s.rowtime+1] = types.Datum{I: int64(r.Partition)}
 	row[s.rowtime+2] = types.Datum{I: r.Offset}
 	return s.next.Process(row)

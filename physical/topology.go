@@ -36,11 +36,17 @@ type SubTopology struct {
 // Source reads a topic and decodes its records into rows laid out by
 // Schema: the declared columns, then the pseudo columns.
 type Source struct {
-	Name        string
-	Topic       string
-	KeyFormat   string
-	ValueFormat string
-	Schema      types.Schema
+	Name                     string
+	Topic                    string
+	KeyFormat                string
+	ValueFormat              string
+	KeyOptions, ValueOptions types.FormatOptions
+	Schema                   types.Schema
+	// TimestampColumn names the column that holds the event time, or is
+	// empty for the Kafka record timestamp; TimestampFormat parses it
+	// when it is a STRING.
+	TimestampColumn string
+	TimestampFormat string
 }
 
 // Processor is one node between a source and a sink.
@@ -110,11 +116,15 @@ func (p *Project) Describe() string {
 // Sink encodes rows laid out by Schema and writes them to Topic: the key
 // columns into the record key, the others into the value.
 type Sink struct {
-	Name        string
-	Topic       string
-	KeyFormat   string
-	ValueFormat string
-	Schema      types.Schema
+	Name                     string
+	Topic                    string
+	KeyFormat                string
+	ValueFormat              string
+	KeyOptions, ValueOptions types.FormatOptions
+	Schema                   types.Schema
+	// TimestampColumn names the output column whose value becomes the
+	// record timestamp; empty keeps the input's ROWTIME.
+	TimestampColumn string
 }
 
 // AppID returns the application ID of a persistent query, as DESIGN.md
@@ -129,11 +139,14 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 	}
 	t := sink.Target
 	st.Sink = &Sink{
-		Name:        "SINK-" + t.Name,
-		Topic:       t.Topic,
-		KeyFormat:   t.KeyFormat,
-		ValueFormat: t.ValueFormat,
-		Schema:      t.Schema,
+		Name:            "SINK-" + t.Name,
+		Topic:           t.Topic,
+		KeyFormat:       t.KeyFormat,
+		ValueFormat:     t.ValueFormat,
+		KeyOptions:      t.KeyOptions,
+		ValueOptions:    t.ValueOptions,
+		Schema:          t.Schema,
+		TimestampColumn: t.TimestampColumn,
 	}
 	return &Topology{AppID: appID, SubTopologies: []*SubTopology{st}, Limit: -1}, nil
 }
@@ -169,11 +182,15 @@ func chain(n planner.Node) (*SubTopology, error) {
 	}
 	src := scan.Source
 	st := &SubTopology{ID: 0, Source: &Source{
-		Name:        "SOURCE-" + src.Name,
-		Topic:       src.Topic,
-		KeyFormat:   src.KeyFormat,
-		ValueFormat: src.ValueFormat,
-		Schema:      scan.Schema(),
+		Name:            "SOURCE-" + src.Name,
+		Topic:           src.Topic,
+		KeyFormat:       src.KeyFormat,
+		ValueFormat:     src.ValueFormat,
+		KeyOptions:      src.KeyOptions,
+		ValueOptions:    src.ValueOptions,
+		Schema:          scan.Schema(),
+		TimestampColumn: src.TimestampColumn,
+		TimestampFormat: src.TimestampFormat,
 	}}
 	for i := len(nodes) - 2; i >= 0; i-- {
 		name := fmt.Sprintf("%04d", len(st.Processors)+1)
@@ -191,6 +208,13 @@ func chain(n planner.Node) (*SubTopology, error) {
 	return st, nil
 }
 
+func tsNote(col string) string {
+	if col == "" {
+		return ""
+	}
+	return ", timestamp: " + col
+}
+
 // SourceTopics returns the topics the topology consumes.
 func (t *Topology) SourceTopics() []string {
 	var out []string
@@ -205,12 +229,12 @@ func (t *Topology) String() string {
 	var b strings.Builder
 	for _, st := range t.SubTopologies {
 		fmt.Fprintf(&b, "Sub-topology %d\n", st.ID)
-		fmt.Fprintf(&b, "  %s (topic: %s, key: %s, value: %s)\n", st.Source.Name, st.Source.Topic, st.Source.KeyFormat, st.Source.ValueFormat)
+		fmt.Fprintf(&b, "  %s (topic: %s, key: %s, value: %s%s)\n", st.Source.Name, st.Source.Topic, st.Source.KeyFormat, st.Source.ValueFormat, tsNote(st.Source.TimestampColumn))
 		for _, p := range st.Processors {
 			fmt.Fprintf(&b, "  --> %s  %s\n", p.NodeName(), p.Describe())
 		}
 		if s := st.Sink; s != nil {
-			fmt.Fprintf(&b, "  --> %s (topic: %s, key: %s, value: %s)\n", s.Name, s.Topic, s.KeyFormat, s.ValueFormat)
+			fmt.Fprintf(&b, "  --> %s (topic: %s, key: %s, value: %s%s)\n", s.Name, s.Topic, s.KeyFormat, s.ValueFormat, tsNote(s.TimestampColumn))
 			fmt.Fprintf(&b, "      schema: %s\n", s.Schema)
 		}
 	}

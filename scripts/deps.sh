@@ -5,9 +5,9 @@
 export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
 
 need=()
-for pkg in librocksdb-dev kcat postgresql-client; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
-done
+[ -f /usr/include/rocksdb/c.h ] || need+=(librocksdb-dev)
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   SUDO=""

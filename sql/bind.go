@@ -329,16 +329,26 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		Schema:      proj.Schema(),
 		SQL:         ca.text,
 	}
-	if err := applySinkProps(ca.text, ca.Props, target); err != nil {
+	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
 	}
 	if len(target.Schema.KeyIndexes()) == 0 {
 		target.KeyFormat = types.FormatNone
 	}
+	if _, err := types.NewEncoderOpts(target.KeyFormat, target.Schema, target.Schema.KeyIndexes(), target.KeyOptions); err != nil {
+		return nil, Errorf(CodeInvalidParameter, "key: %v", err)
+	}
+	if _, err := types.NewEncoderOpts(target.ValueFormat, target.Schema, target.Schema.ValueIndexes(), target.ValueOptions); err != nil {
+		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
+	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
 }
 
-func applySinkProps(text string, props Props, s *catalog.Source) error {
+// applyProps applies WITH properties to a source or sink being created.
+func applyProps(text string, props Props, s *catalog.Source) error {
+	bad := func(p Property, format string, args ...any) error {
+		return errorAt(text, p.Pos, CodeInvalidParameter, format, args...)
+	}
 	for name, p := range props {
 		switch name {
 		case "KAFKA_TOPIC":
@@ -346,7 +356,7 @@ func applySinkProps(text string, props Props, s *catalog.Source) error {
 		case "VALUE_FORMAT", "KEY_FORMAT", "FORMAT":
 			f, err := types.NormalizeFormat(p.Value)
 			if err != nil {
-				return errorAt(text, p.Pos, CodeInvalidParameter, "%v", err)
+				return bad(p, "%v", err)
 			}
 			if name != "KEY_FORMAT" {
 				s.ValueFormat = f
@@ -357,14 +367,67 @@ func applySinkProps(text string, props Props, s *catalog.Source) error {
 		case "PARTITIONS":
 			n, err := strconv.ParseInt(p.Value, 10, 32)
 			if err != nil || n < 1 {
-				return errorAt(text, p.Pos, CodeInvalidParameter, "PARTITIONS must be a positive integer")
+				return bad(p, "PARTITIONS must be a positive integer")
 			}
 			s.Partitions = int32(n)
+		case "REPLICAS":
+			if n, err := strconv.ParseInt(p.Value, 10, 16); err != nil || n < 1 {
+				return bad(p, "REPLICAS must be a positive integer")
+			}
+			// Replication is the broker's default; the embedded broker
+			// has one node.
+		case "VALUE_DELIMITER", "KEY_DELIMITER":
+			d, err := types.ParseDelimiter(p.Value)
+			if err != nil {
+				return bad(p, "%s: %v", name, err)
+			}
+			if name == "VALUE_DELIMITER" {
+				s.ValueOptions.Delimiter = d
+			} else {
+				s.KeyOptions.Delimiter = d
+			}
+		case "WRAP_SINGLE_VALUE":
+			v, err := strconv.ParseBool(p.Value)
+			if err != nil {
+				return bad(p, "WRAP_SINGLE_VALUE must be true or false")
+			}
+			s.ValueOptions.WrapSingleValue = &v
+		case "TIMESTAMP":
+			s.TimestampColumn = propIdent(p.Value)
+		case "TIMESTAMP_FORMAT":
+			s.TimestampFormat = p.Value
 		default:
-			return errorAt(text, p.Pos, CodeInvalidParameter, "property %s is not supported", name)
+			return bad(p, "property %s is not supported", name)
+		}
+	}
+	if s.TimestampFormat != "" && s.TimestampColumn == "" {
+		return Errorf(CodeInvalidParameter, "TIMESTAMP_FORMAT needs TIMESTAMP to name the column")
+	}
+	if c := s.TimestampColumn; c != "" {
+		i := s.Schema.Index(c)
+		if i < 0 {
+			return bad(props["TIMESTAMP"], "TIMESTAMP column %s does not exist", c)
+		}
+		switch t := s.Schema.Columns[i].Type; t.Kind {
+		case types.Bigint, types.Timestamp:
+			if s.TimestampFormat != "" {
+				return bad(props["TIMESTAMP_FORMAT"], "TIMESTAMP_FORMAT applies to STRING columns; %s is %s", c, t)
+			}
+		case types.String:
+		default:
+			return bad(props["TIMESTAMP"], "TIMESTAMP column %s must be BIGINT, TIMESTAMP or STRING, not %s", c, t)
 		}
 	}
 	return nil
+}
+
+// propIdent reads a property naming a column: upper-cased unless quoted
+// with backticks or double quotes.
+func propIdent(v string) string {
+	if len(v) >= 2 && (v[0] == '`' && v[len(v)-1] == '`' || v[0] == '"' && v[len(v)-1] == '"') {
+		return v[1 : len(v)-1]
+	}
+	return strings.ToUpper(v)
 }
 
 // BindCreateSource validates CREATE STREAM|TABLE (columns) WITH (…) and
@@ -397,14 +460,7 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 			return nil, Errorf(CodeInvalidParameter, "missing required property VALUE_FORMAT in WITH (…)")
 		}
 	}
-	for name, p := range cs.Props {
-		switch name {
-		case "KAFKA_TOPIC", "VALUE_FORMAT", "KEY_FORMAT", "FORMAT", "PARTITIONS":
-		default:
-			return nil, errorAt(cs.text, p.Pos, CodeInvalidParameter, "property %s is not supported yet", name)
-		}
-	}
-	if err := applySinkProps(cs.text, cs.Props, s); err != nil {
+	if err := applyProps(cs.text, cs.Props, s); err != nil {
 		return nil, err
 	}
 	s.Topic = topic.Value
@@ -413,10 +469,10 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 		s.KeyFormat = types.FormatNone
 	}
 	// Check that the formats can hold the columns now, not per record.
-	if _, err := types.NewDecoder(s.KeyFormat, s.Schema, keys); err != nil {
+	if _, err := types.NewDecoderOpts(s.KeyFormat, s.Schema, keys, s.KeyOptions); err != nil {
 		return nil, Errorf(CodeInvalidParameter, "key: %v", err)
 	}
-	if _, err := types.NewDecoder(s.ValueFormat, s.Schema, s.Schema.ValueIndexes()); err != nil {
+	if _, err := types.NewDecoderOpts(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.ValueOptions); err != nil {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
 	return s, nil
