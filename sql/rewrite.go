@@ -3,6 +3,8 @@ package sql
 import (
 	"sort"
 	"strings"
+
+	tidb "github.com/pingcap/tidb/pkg/parser"
 )
 
 // The TiDB parser is sqlstreams' one expression grammar, but ksqlDB users
@@ -26,15 +28,41 @@ import (
 // Every edit remembers where in the user's text it came from, so errors
 // TiDB reports in the rewritten text point at the user's text.
 
-// reservedNames are words TiDB reserves that ksqlDB users write as column
-// names; used as names (not followed by "("), they are quoted.
-var reservedNames = map[string]bool{
-	"KEY": true, "WINDOW": true, "PARTITION": true, "RANGE": true, "ROWS": true, "ROW": true,
-	"INDEX": true, "COLUMN": true, "READ": true, "WRITE": true, "USAGE": true, "OPTION": true,
-	"SQL": true, "CALL": true, "CHANGE": true, "LINES": true, "RELEASE": true, "RENAME": true,
-	"SCHEMA": true, "DATABASE": true, "CHARACTER": true, "DEFAULT": true, "TRIGGER": true,
-	"SPATIAL": true, "REFERENCES": true, "CHECK": true, "CONSTRAINT": true, "DUAL": true,
-	"DIV": true, "MOD": true, "INTERVAL": true, "PROCEDURE": true, "STATUS": false,
+// reservedNames are the words TiDB reserves that are not keywords of the
+// ksqlDB expression language: ksqlDB users write them as column names
+// (KEY, WINDOW, DEC, …), so used as names (not followed by "(") they are
+// quoted before TiDB sees them.
+var reservedNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range tidb.Keywords {
+		if k.Reserved && !ksqlKeywords[k.Word] {
+			m[k.Word] = true
+		}
+	}
+	// Aliases TiDB's lexer reserves that its keyword list leaves out
+	// (found by parsing each as a column name).
+	for _, w := range strings.Fields(`DEC INT1 INT2 INT3 INT4 INT8 MIDDLEINT FLOAT4 FLOAT8 NATURAL
+		STRAIGHT_JOIN SQL_CALC_FOUND_ROWS SQL_SMALL_RESULT SQL_BIG_RESULT SQL_BUFFER_RESULT
+		SQL_CACHE SQL_NO_CACHE LOW_PRIORITY HIGH_PRIORITY DELAYED BOTH LEADING TRAILING
+		ZEROFILL UNSIGNED`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// ksqlKeywords are the words the SELECT grammar uses as keywords; they stay
+// unquoted.
+var ksqlKeywords = map[string]bool{
+	"SELECT": true, "FROM": true, "WHERE": true, "AND": true, "OR": true, "NOT": true, "IN": true,
+	"IS": true, "NULL": true, "TRUE": true, "FALSE": true, "CASE": true, "WHEN": true, "THEN": true,
+	"ELSE": true, "AS": true, "BY": true, "GROUP": true, "HAVING": true, "LIMIT": true, "LIKE": true,
+	"BETWEEN": true, "DISTINCT": true, "JOIN": true, "INNER": true, "LEFT": true, "RIGHT": true,
+	"FULL": true, "OUTER": true, "ON": true, "ESCAPE": true, "EXISTS": true, "ALL": true, "ASC": true,
+	"DESC": true, "ORDER": true, "UNION": true, "WITH": true, "CROSS": true, "USING": true,
+	"REGEXP": true, "RLIKE": true, "DIV": false, "INTERVAL": false, "CAST": true, "ARRAY": true,
+	"OFFSET": true, "DUAL": false, "INTO": true, "VALUES": true, "INSERT": true, "REPLACE": true,
+	"IF": true, "CHAR": true, "DEFAULT": false, "CONVERT": true, "COLLATE": true, "BINARY": true,
+	"MOD": false, "XOR": true, "SEPARATOR": true,
 }
 
 // unitFunctions take a time unit keyword as their first argument.
