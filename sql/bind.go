@@ -1,7 +1,6 @@
 package sql
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,11 +22,12 @@ type Catalog interface {
 
 // binder resolves names in one statement.
 type binder struct {
-	text   string
-	toks   []token
-	schema types.Schema
-	src    *catalog.Source
-	alias  string
+	text    string
+	toks    []token
+	schema  types.Schema
+	src     *catalog.Source
+	alias   string
+	lambdas []lambdaScope // innermost last
 }
 
 // identPos finds the first token naming name, for error positions.
@@ -160,6 +160,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 
 // expr binds a TiDB expression.
 func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
+	if e, ok, err := b.exprMore(n); ok {
+		return e, err
+	}
 	switch n := n.(type) {
 	case *ast.ParenthesesExpr:
 		return b.expr(n.Expr)
@@ -218,23 +221,9 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		}
 		return &expr.IsNull{X: x, Not: n.Not}, nil
 	case *ast.FuncCallExpr:
-		fn, ok := expr.Lookup(n.FnName.L)
-		if !ok {
-			return nil, b.errAt(strings.ToUpper(n.FnName.O), CodeUndefinedFunction, "unknown function %s", strings.ToUpper(n.FnName.O))
-		}
-		args := make([]expr.Expr, len(n.Args))
-		for i, a := range n.Args {
-			e, err := b.expr(a)
-			if err != nil {
-				return nil, err
-			}
-			args[i] = e
-		}
-		e, err := expr.NewCall(fn, args)
-		if err != nil {
-			return nil, b.errAt(strings.ToUpper(n.FnName.O), CodeUndefinedFunction, "%v", err)
-		}
-		return e, nil
+		return b.call(n)
+	case *ast.AggregateFuncExpr:
+		return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "aggregate function %s needs GROUP BY, which is not supported yet", strings.ToUpper(n.F))
 	}
 	return nil, Errorf(CodeFeatureNotSupport, "expression %s is not supported yet", restore(n))
 }
@@ -257,6 +246,11 @@ var binaryOps = map[opcode.Op]expr.Op{
 
 func (b *binder) column(cn *ast.ColumnName) (expr.Expr, error) {
 	name := cn.Name.O
+	if cn.Table.O == "" {
+		if v, ok := b.lambdaVar(name); ok {
+			return v, nil
+		}
+	}
 	if q := cn.Table.O; q != "" && q != b.src.Name && q != b.alias {
 		return nil, b.errAt(q, CodeUndefinedTable, "unknown source %s in %s.%s", q, q, name)
 	}
@@ -283,8 +277,8 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 	case driver.KindFloat32, driver.KindFloat64:
 		return &expr.Literal{V: types.DoubleDatum(v.GetFloat64()), T: types.DoubleType}, nil
 	case driver.KindMysqlDecimal:
-		// ksqlDB reads 1.5 as DECIMAL; until DECIMAL lands it is a DOUBLE.
-		l, err := expr.ParseNumberLiteral(v.GetMysqlDecimal().String())
+		// ksqlDB reads 1.5 as a DECIMAL(2, 1).
+		l, err := expr.DecimalLiteral(v.GetMysqlDecimal().String())
 		if err != nil {
 			return nil, Errorf(CodeInvalidParameter, "%v", err)
 		}
@@ -520,8 +514,25 @@ func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, er
 	return rows, nil
 }
 
-// constant evaluates a constant expression and converts it to type t.
+// constant evaluates a constant expression and converts it to type t,
+// as ksqlDB does for INSERT … VALUES: a value that does not convert is an
+// error, not a NULL.
 func constant(e expr.Expr, t types.Type) (types.Datum, error) {
+	from := e.Type()
+	if from.Kind != types.Unknown && !from.Equal(t) {
+		if from.Kind == types.String && t.Kind != types.String || t.Kind == types.String && from.Kind != types.String {
+			// CAST would turn any value into text and back; only numbers,
+			// dates and the like convert implicitly.
+			if !(from.Kind == types.String && isTemporal(t)) {
+				return types.Datum{}, fmt.Errorf("cannot use %s as %s", from, t)
+			}
+		}
+		c, err := expr.NewCast(e, t)
+		if err != nil {
+			return types.Datum{}, fmt.Errorf("cannot use %s as %s", from, t)
+		}
+		e = c
+	}
 	ev, err := expr.Compile(e)
 	if err != nil {
 		return types.Datum{}, err
@@ -530,25 +541,20 @@ func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 	if err != nil {
 		return types.Datum{}, err
 	}
-	d = d.Clone()
 	if d.Null {
-		return d, nil
-	}
-	from := e.Type()
-	switch {
-	case from.Equal(t):
-		return d, nil
-	case from.IsIntegral() && t.IsIntegral():
-		if t.Kind == types.Int && (d.I < -1<<31 || d.I >= 1<<31) {
-			return d, errors.New("out of INTEGER range")
+		// Only a NULL literal may give NULL: a failed conversion is an error.
+		if lit, ok := e.(*expr.Literal); !ok || !lit.V.Null {
+			if from.Kind != types.Unknown {
+				return types.Datum{}, fmt.Errorf("cannot convert the value to %s", t)
+			}
 		}
-		return d, nil
-	case from.IsIntegral() && t.Kind == types.Double:
-		return types.DoubleDatum(float64(d.I)), nil
-	case from.IsIntegral() && (t.Kind == types.Timestamp || t.Kind == types.Date || t.Kind == types.Time):
-		return d, nil
+		return types.NullDatum, nil
 	}
-	return d, fmt.Errorf("cannot use %s as %s", from, t)
+	return d.Clone(), nil
+}
+
+func isTemporal(t types.Type) bool {
+	return t.Kind == types.Date || t.Kind == types.Time || t.Kind == types.Timestamp
 }
 
 // BindInsertSelect binds INSERT INTO target SELECT …: the query's result

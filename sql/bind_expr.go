@@ -1,0 +1,360 @@
+package sql
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// lambdaScope is one lambda's parameters while its body is bound.
+type lambdaScope struct {
+	names []string
+	types []types.Type
+}
+
+// typeErr turns an expr type error into a positioned statement error.
+func (b *binder) typeErr(near string, err error) error {
+	if near != "" {
+		return b.errAt(near, CodeDatatypeMismatch, "%v", err)
+	}
+	return Errorf(CodeDatatypeMismatch, "%v", err)
+}
+
+func (b *binder) exprs(ns []ast.ExprNode) ([]expr.Expr, error) {
+	out := make([]expr.Expr, len(ns))
+	for i, n := range ns {
+		e, err := b.expr(n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// exprMore binds the expression forms beyond arithmetic, comparison and
+// logic: IN, BETWEEN, LIKE, CASE, IS [NOT] DISTINCT FROM, IS TRUE, and the
+// rewritten ksqlDB forms (see rewrite.go). ok is false for node kinds it
+// does not know.
+func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
+	switch n := n.(type) {
+	case *ast.PatternInExpr:
+		if n.Sel != nil {
+			return nil, true, Errorf(CodeFeatureNotSupport, "IN (SELECT …) is not supported")
+		}
+		x, err := b.expr(n.Expr)
+		if err != nil {
+			return nil, true, err
+		}
+		list, err := b.exprs(n.List)
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := expr.NewIn(x, list, n.Not)
+		if err != nil {
+			return nil, true, b.typeErr("IN", err)
+		}
+		return e, true, nil
+	case *ast.BetweenExpr:
+		x, err := b.expr(n.Expr)
+		if err != nil {
+			return nil, true, err
+		}
+		lo, err := b.expr(n.Left)
+		if err != nil {
+			return nil, true, err
+		}
+		hi, err := b.expr(n.Right)
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := expr.NewBetween(x, lo, hi, n.Not)
+		if err != nil {
+			return nil, true, b.typeErr("BETWEEN", err)
+		}
+		return e, true, nil
+	case *ast.PatternLikeOrIlikeExpr:
+		if !n.IsLike {
+			return nil, true, b.errAt("ILIKE", CodeFeatureNotSupport, "ILIKE is not supported; use LIKE with LCASE")
+		}
+		x, err := b.expr(n.Expr)
+		if err != nil {
+			return nil, true, err
+		}
+		pat, err := b.expr(n.Pattern)
+		if err != nil {
+			return nil, true, err
+		}
+		var esc expr.Expr
+		if n.EscapeExplicit {
+			esc = &expr.Literal{V: types.StringDatum(string([]byte{n.Escape})), T: types.StringType}
+		}
+		e, err := expr.NewLike(x, pat, esc, n.Not)
+		if err != nil {
+			return nil, true, b.typeErr("LIKE", err)
+		}
+		return e, true, nil
+	case *ast.PatternRegexpExpr:
+		// The rewriter turned IS [NOT] DISTINCT FROM into [NOT] REGEXP.
+		l, err := b.expr(n.Expr)
+		if err != nil {
+			return nil, true, err
+		}
+		r, err := b.expr(n.Pattern)
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := expr.NewDistinct(l, r, n.Not)
+		if err != nil {
+			return nil, true, b.typeErr("DISTINCT", err)
+		}
+		return e, true, nil
+	case *ast.IsTruthExpr:
+		x, err := b.expr(n.Expr)
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := expr.NewIsTrue(x, n.True == 1, n.Not)
+		if err != nil {
+			return nil, true, b.typeErr("IS", err)
+		}
+		return e, true, nil
+	case *ast.CaseExpr:
+		var operand, els expr.Expr
+		var err error
+		if n.Value != nil {
+			if operand, err = b.expr(n.Value); err != nil {
+				return nil, true, err
+			}
+		}
+		var whens, thens []expr.Expr
+		for _, w := range n.WhenClauses {
+			we, err := b.expr(w.Expr)
+			if err != nil {
+				return nil, true, err
+			}
+			te, err := b.expr(w.Result)
+			if err != nil {
+				return nil, true, err
+			}
+			whens, thens = append(whens, we), append(thens, te)
+		}
+		if n.ElseClause != nil {
+			if els, err = b.expr(n.ElseClause); err != nil {
+				return nil, true, err
+			}
+		}
+		e, err := expr.NewCase(operand, whens, thens, els)
+		if err != nil {
+			return nil, true, b.typeErr("CASE", err)
+		}
+		return e, true, nil
+	case *ast.FuncCallExpr:
+		return b.special(n)
+	}
+	return nil, false, nil
+}
+
+// special binds calls of the functions the rewriter introduced; ok is
+// false for ordinary function calls.
+func (b *binder) special(n *ast.FuncCallExpr) (expr.Expr, bool, error) {
+	name := strings.ToUpper(n.FnName.O)
+	if !strings.HasPrefix(name, "__") {
+		return nil, false, nil
+	}
+	switch name {
+	case "__CAST":
+		x, err := b.expr(n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		typeText := stringArg(n.Args[1])
+		t, err := ParseType(typeText)
+		if err != nil {
+			msg := err.Error()
+			if se, ok := err.(*Error); ok {
+				msg = se.Msg
+			}
+			return nil, true, b.errAt("CAST", CodeUndefinedObject, "CAST to %s: %s", typeText, msg)
+		}
+		e, err := expr.NewCast(x, t)
+		if err != nil {
+			return nil, true, b.typeErr("CAST", err)
+		}
+		return e, true, nil
+	case "__SUBSCRIPT":
+		x, err := b.expr(n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		i, err := b.expr(n.Args[1])
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := expr.NewSubscript(x, i)
+		if err != nil {
+			return nil, true, b.typeErr("", err)
+		}
+		return e, true, nil
+	case "__FIELD":
+		x, err := b.expr(n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		field := stringArg(n.Args[1])
+		e, err := expr.NewField(x, field)
+		if err != nil {
+			return nil, true, b.typeErr(field, err)
+		}
+		return e, true, nil
+	case "__ARRAY":
+		elems, err := b.exprs(n.Args)
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := expr.NewArray(elems)
+		if err != nil {
+			return nil, true, b.typeErr("ARRAY", err)
+		}
+		return e, true, nil
+	case "__MAP":
+		if len(n.Args)%2 != 0 {
+			return nil, true, b.errAt("MAP", CodeSyntaxError, "MAP takes key := value pairs")
+		}
+		all, err := b.exprs(n.Args)
+		if err != nil {
+			return nil, true, err
+		}
+		var keys, vals []expr.Expr
+		for i := 0; i < len(all); i += 2 {
+			keys, vals = append(keys, all[i]), append(vals, all[i+1])
+		}
+		e, err := expr.NewMap(keys, vals)
+		if err != nil {
+			return nil, true, b.typeErr("MAP", err)
+		}
+		return e, true, nil
+	case "__STRUCT":
+		if len(n.Args)%2 != 0 {
+			return nil, true, b.errAt("STRUCT", CodeSyntaxError, "STRUCT takes name := value pairs")
+		}
+		var names []string
+		var vals []expr.Expr
+		for i := 0; i < len(n.Args); i += 2 {
+			v, err := b.expr(n.Args[i+1])
+			if err != nil {
+				return nil, true, err
+			}
+			names, vals = append(names, stringArg(n.Args[i])), append(vals, v)
+		}
+		e, err := expr.NewStruct(names, vals)
+		if err != nil {
+			return nil, true, b.typeErr("STRUCT", err)
+		}
+		return e, true, nil
+	case "__LAMBDA":
+		return nil, true, b.errAt("=>", CodeSyntaxError, "a lambda is only allowed as an argument of TRANSFORM, FILTER or REDUCE")
+	}
+	return nil, false, nil // a unit function: __DATEADD and friends
+}
+
+func stringArg(n ast.ExprNode) string {
+	if v, ok := n.(*driver.ValueExpr); ok {
+		return v.GetString()
+	}
+	return ""
+}
+
+// call binds an ordinary function call, including lambda arguments.
+func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
+	name := strings.TrimPrefix(strings.ToUpper(n.FnName.O), "__")
+	fn, ok := expr.Lookup(name)
+	if !ok {
+		if _, isTable := expr.LookupTable(name); isTable {
+			return nil, b.errAt(name, CodeFeatureNotSupport, "table function %s is only allowed in the SELECT list of a stream query", name)
+		}
+		return nil, b.errAt(name, CodeUndefinedFunction, "unknown function %s", name)
+	}
+	args := make([]expr.Expr, len(n.Args))
+	argTypes := make([]types.Type, 0, len(n.Args))
+	for i, a := range n.Args {
+		if lc, ok := a.(*ast.FuncCallExpr); ok && strings.ToUpper(lc.FnName.O) == "__LAMBDA" {
+			lam, err := b.lambda(name, lc, argTypes, i)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = lam
+			argTypes = append(argTypes, lam.Type())
+			continue
+		}
+		e, err := b.expr(a)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = e
+		argTypes = append(argTypes, e.Type())
+	}
+	e, err := expr.NewCall(fn, args)
+	if err != nil {
+		return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
+	}
+	return e, nil
+}
+
+// lambda binds __LAMBDA(P1, …, body) as argument pos of fn.
+func (b *binder) lambda(fn string, lc *ast.FuncCallExpr, before []types.Type, pos int) (*expr.Lambda, error) {
+	if len(lc.Args) < 2 {
+		return nil, b.errAt("=>", CodeSyntaxError, "a lambda needs parameters and a body")
+	}
+	params := lc.Args[:len(lc.Args)-1]
+	names := make([]string, len(params))
+	for i, p := range params {
+		c, ok := p.(*ast.ColumnNameExpr)
+		if !ok || c.Name.Table.O != "" {
+			return nil, b.errAt("=>", CodeSyntaxError, "lambda parameters are names")
+		}
+		names[i] = c.Name.Name.O
+	}
+	pts, err := expr.LambdaParamTypes(fn, before, pos, len(names))
+	if err != nil {
+		return nil, b.errAt(fn, CodeDatatypeMismatch, "%v", err)
+	}
+	b.lambdas = append(b.lambdas, lambdaScope{names: names, types: pts})
+	body, err := b.expr(lc.Args[len(lc.Args)-1])
+	b.lambdas = b.lambdas[:len(b.lambdas)-1]
+	if err != nil {
+		return nil, err
+	}
+	return expr.NewLambda(names, pts, body), nil
+}
+
+// lambdaVar resolves name against the innermost lambda that declares it.
+func (b *binder) lambdaVar(name string) (expr.Expr, bool) {
+	for i := len(b.lambdas) - 1; i >= 0; i-- {
+		s := b.lambdas[i]
+		for j, p := range s.names {
+			if p == name {
+				return expr.NewLambdaVar(j, name, s.types[j]), true
+			}
+		}
+	}
+	return nil, false
+}
+
+// ParseType parses a ksqlDB type name such as INT, DECIMAL(10, 2) or
+// ARRAY<STRUCT<A STRING>>.
+func ParseType(text string) (types.Type, error) {
+	p := &parser{text: text, toks: lex(text)}
+	t, err := p.typ()
+	if err != nil {
+		return types.Type{}, err
+	}
+	if p.peek().kind != tEOF {
+		return types.Type{}, p.unexpected(p.peek(), "end of type")
+	}
+	return t, nil
+}
