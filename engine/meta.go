@@ -123,6 +123,10 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 		for _, f := range expr.Functions() {
 			rows = append(rows, []string{f.Name, "SCALAR", f.Description})
 		}
+		for _, f := range expr.TableFunctions() {
+			rows = append(rows, []string{f.Name, "TABLE", f.Description})
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
 		return writeTable(w, functionsCols, rows)
 	}
 	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "SHOW %s is not supported yet", st.What)
@@ -137,13 +141,18 @@ func (e *Engine) commitInterval() time.Duration {
 
 func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 	if st.Function {
-		fn, ok := expr.Lookup(st.Name)
-		if !ok {
+		var name, desc string
+		var sigs []string
+		if fn, ok := expr.Lookup(st.Name); ok {
+			name, desc, sigs = fn.Name, fn.Description, fn.Signatures
+		} else if tf, ok := expr.LookupTable(st.Name); ok {
+			name, desc, sigs = tf.Name, tf.Description, tf.Signatures
+		} else {
 			return Result{}, sql.NameError(st, sql.CodeUndefinedFunction, "function %s does not exist", st.Name)
 		}
 		var rows [][]string
-		for _, sig := range fn.Signatures {
-			rows = append(rows, []string{fn.Name, sig, fn.Description})
+		for _, sig := range sigs {
+			rows = append(rows, []string{name, sig, desc})
 		}
 		return writeTable(w, describeFnCols, rows)
 	}

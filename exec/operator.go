@@ -45,6 +45,23 @@ func buildChain(procs []physical.Processor, last Operator) (Operator, error) {
 				op.exprs = append(op.exprs, ev)
 			}
 			next = op
+		case *physical.FlatMap:
+			op := &flatMapOp{name: p.Name, in: len(p.Out.Columns) - len(p.Fns), out: make(types.Row, len(p.Out.Columns)), next: next}
+			for i, fn := range p.Fns {
+				var evs []expr.Evaluator
+				for _, a := range p.Args[i] {
+					ev, err := expr.Compile(a)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", p.Name, err)
+					}
+					evs = append(evs, ev)
+				}
+				op.fns = append(op.fns, fn.Expand)
+				op.args = append(op.args, evs)
+				op.vals = append(op.vals, make([]types.Datum, len(evs)))
+			}
+			op.results = make([][]types.Datum, len(p.Fns))
+			next = op
 		case *physical.Rekey:
 			in := len(p.Out.Columns)
 			op := &rekeyOp{name: p.Name, out: make(types.Row, in), next: next}

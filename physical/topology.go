@@ -63,7 +63,31 @@ var (
 	_ Processor = (*Filter)(nil)
 	_ Processor = (*Project)(nil)
 	_ Processor = (*Rekey)(nil)
+	_ Processor = (*FlatMap)(nil)
 )
+
+// FlatMap applies table functions: one output row per element of the
+// longest result, the input row followed by one value per function.
+type FlatMap struct {
+	Name string
+	Fns  []*expr.TableFunction
+	Args [][]expr.Expr
+	Out  types.Schema
+}
+
+func (f *FlatMap) NodeName() string     { return f.Name }
+func (f *FlatMap) Schema() types.Schema { return f.Out }
+func (f *FlatMap) Describe() string {
+	parts := make([]string, len(f.Fns))
+	for i, fn := range f.Fns {
+		args := make([]string, len(f.Args[i]))
+		for j, a := range f.Args[i] {
+			args[j] = a.String()
+		}
+		parts[i] = fn.Name + "(" + strings.Join(args, ", ") + ")"
+	}
+	return "FlatMap: " + strings.Join(parts, ", ")
+}
 
 // Rekey (PARTITION BY) makes new key columns: its output row is its input
 // row followed by one column per key expression that is not a plain
@@ -199,6 +223,8 @@ func chain(n planner.Node) (*SubTopology, error) {
 			st.Processors = append(st.Processors, &Filter{Name: "FILTER-" + name, Predicate: n.Predicate, Out: n.Schema()})
 		case *planner.Project:
 			st.Processors = append(st.Processors, &Project{Name: "PROJECT-" + name, Exprs: n.Exprs, Out: n.Schema()})
+		case *planner.FlatMap:
+			st.Processors = append(st.Processors, &FlatMap{Name: "FLATMAP-" + name, Fns: n.Fns, Args: n.Args, Out: n.Schema()})
 		case *planner.Rekey:
 			st.Processors = append(st.Processors, &Rekey{Name: "REKEY-" + name, Exprs: n.Exprs, Keys: n.Keys, Out: n.Schema()})
 		default:

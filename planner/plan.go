@@ -229,3 +229,49 @@ func (r *Rekey) String() string {
 	}
 	return "Rekey PARTITION BY " + strings.Join(parts, ", ")
 }
+
+var _ Node = (*FlatMap)(nil)
+
+// FlatMap applies table functions (EXPLODE) from the SELECT list: each
+// input row becomes one row per element; with several table functions the
+// longest result decides the row count and the shorter ones give NULLs, as
+// in ksqlDB. Its rows are the input's columns followed by one column per
+// table function, named KSQL_SYNTH_<n>.
+type FlatMap struct {
+	Input Node
+	Fns   []*expr.TableFunction
+	Args  [][]expr.Expr
+	out   types.Schema
+}
+
+// NewFlatMap builds the table function calls fns(args) over input.
+func NewFlatMap(input Node, fns []*expr.TableFunction, args [][]expr.Expr) (*FlatMap, error) {
+	in := input.Schema()
+	cols := append([]types.Column(nil), in.Columns...)
+	for i, fn := range fns {
+		ts := make([]types.Type, len(args[i]))
+		for j, a := range args[i] {
+			ts[j] = a.Type()
+		}
+		t, err := fn.Check(ts)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, types.Column{Name: "KSQL_SYNTH_" + strconv.Itoa(i), Type: t})
+	}
+	return &FlatMap{Input: input, Fns: fns, Args: args, out: types.Schema{Columns: cols}}, nil
+}
+
+func (f *FlatMap) Schema() types.Schema { return f.out }
+func (f *FlatMap) Children() []Node     { return []Node{f.Input} }
+func (f *FlatMap) String() string {
+	parts := make([]string, len(f.Fns))
+	for i, fn := range f.Fns {
+		args := make([]string, len(f.Args[i]))
+		for j, a := range f.Args[i] {
+			args[j] = a.String()
+		}
+		parts[i] = fn.Name + "(" + strings.Join(args, ", ") + ")"
+	}
+	return "FlatMap " + strings.Join(parts, ", ")
+}

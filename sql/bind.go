@@ -116,9 +116,49 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	case s.Distinct:
 		return nil, b.errAt("DISTINCT", CodeFeatureNotSupport, "SELECT DISTINCT is not supported")
 	}
+	// Table functions (EXPLODE) in the SELECT list become a FlatMap; the
+	// projection then reads their output columns.
+	var tfns []*expr.TableFunction
+	var targs [][]expr.Expr
+	tcol := map[*ast.SelectField]int{}
+	for _, f := range s.Fields.Fields {
+		call, ok := f.Expr.(*ast.FuncCallExpr)
+		if !ok {
+			continue
+		}
+		tf, ok := expr.LookupTable(strings.TrimPrefix(strings.ToUpper(call.FnName.O), "__"))
+		if !ok {
+			continue
+		}
+		args, err := b.exprs(call.Args)
+		if err != nil {
+			return nil, err
+		}
+		tcol[f] = len(tfns)
+		tfns, targs = append(tfns, tf), append(targs, args)
+	}
+	if len(tfns) > 0 {
+		fm, err := planner.NewFlatMap(node, tfns, targs)
+		if err != nil {
+			return nil, b.errAt(tfns[0].Name, CodeDatatypeMismatch, "%v", err)
+		}
+		node = fm
+		b.schema = fm.Schema()
+	}
 	var exprs []expr.Expr
 	var names []string
 	for i, f := range s.Fields.Fields {
+		if k, ok := tcol[f]; ok {
+			idx := len(b.schema.Columns) - len(tfns) + k
+			c := b.schema.Columns[idx]
+			name := f.AsName.O
+			if name == "" {
+				name = "KSQL_COL_" + strconv.Itoa(i)
+			}
+			exprs = append(exprs, &expr.Column{Index: idx, Name: c.Name, T: c.Type})
+			names = append(names, name)
+			continue
+		}
 		if f.WildCard != nil {
 			for _, c := range b.schema.Visible() {
 				col := b.schema.Columns[c]

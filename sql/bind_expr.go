@@ -275,7 +275,7 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 	fn, ok := expr.Lookup(name)
 	if !ok {
 		if _, isTable := expr.LookupTable(name); isTable {
-			return nil, b.errAt(name, CodeFeatureNotSupport, "table function %s is only allowed in the SELECT list of a stream query", name)
+			return nil, b.errAt(name, CodeFeatureNotSupport, "table function %s is only allowed as a whole item of the SELECT list", name)
 		}
 		return nil, b.errAt(name, CodeUndefinedFunction, "unknown function %s", name)
 	}
