@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -47,21 +48,17 @@ func newSource(s *physical.Source, ts *time.Time, next Operator) (*sourceOp, err
 		}
 		op.tsName = s.TimestampColumn
 		if s.Schema.Columns[op.tsCol].Type.Kind == types.String {
-			if TimestampParser == nil {
-				return nil, fmt.Errorf("%s: no parser for STRING timestamps", s.Name)
+			format := s.TimestampFormat
+			if format == "" {
+				format = "yyyy-MM-dd'T'HH:mm:ss[.SSS][XXX]" // ISO-8601
 			}
-			if op.tsParse, err = TimestampParser(s.TimestampFormat); err != nil {
+			if op.tsParse, err = expr.TimestampParser(format); err != nil {
 				return nil, fmt.Errorf("%s: TIMESTAMP_FORMAT: %w", s.Name, err)
 			}
 		}
 	}
 	return op, nil
 }
-
-// TimestampParser returns a parser for STRING event-time columns written
-// in format (a Java DateTimeFormatter pattern; empty for ISO-8601), giving
-// epoch milliseconds. The engine sets it from the expression package.
-var TimestampParser func(format string) (func([]byte) (int64, error), error)
 
 // process runs one record through the chain. A record with a null value
 // is skipped: on a stream it carries no row.

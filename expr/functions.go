@@ -22,9 +22,9 @@ type Function struct {
 	// is given as the type of its body.
 	Check func(args []types.Type) (types.Type, error)
 	// New returns the implementation for checked argument types. It is
-	// called once per compiled call and may keep scratch state. It is nil
-	// for the functions that take lambdas (TRANSFORM, FILTER, REDUCE),
-	// which the compiler builds another way.
+	// called once per compiled call and may keep scratch state. The
+	// functions that take lambdas (TRANSFORM, FILTER, REDUCE) are built by
+	// Compile another way; their New only returns an error.
 	New func(args []types.Type) Impl
 
 	// coerceTo gives the types the arguments are converted to before the
@@ -63,9 +63,14 @@ func NewCall(fn *Function, args []Expr) (Expr, error) {
 		targets := fn.coerceTo(ts)
 		args = append([]Expr(nil), args...)
 		for i, t := range targets {
-			if t.Kind != types.Unknown && i < len(args) {
-				args[i] = coerce(args[i], t)
+			if t.Kind == types.Unknown || i >= len(args) {
+				continue
 			}
+			if l, ok := args[i].(*Lambda); ok {
+				args[i] = &Lambda{Params: l.Params, ParamTypes: l.ParamTypes, Body: coerce(l.Body, t)}
+				continue
+			}
+			args[i] = coerce(args[i], t)
 		}
 	}
 	if fn.validate != nil {
@@ -306,9 +311,6 @@ func (c *cache[T]) get(b []byte) (T, error) {
 	c.valid = true
 	return c.val, c.err
 }
-
-// intArg reads an INT or BIGINT argument.
-func intArg(d types.Datum) int64 { return d.I }
 
 // null is a NULL result.
 func null() (types.Datum, error) { return types.NullDatum, nil }

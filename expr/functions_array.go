@@ -125,7 +125,7 @@ var arrayFunctions = []*Function{
 		Name:        "ARRAY_JOIN",
 		Description: "Joins the elements of an array of primitives into a string with a delimiter (default ',').",
 		Signatures:  []string{"ARRAY_JOIN(ARRAY<T>) -> STRING", "ARRAY_JOIN(ARRAY<T>, STRING delimiter) -> STRING"},
-		Check: overloads("ARRAY_JOIN", ov{in: ps(primitiveArray, pString), opt: 1, out: ret(types.StringType)}),
+		Check:       overloads("ARRAY_JOIN", ov{in: ps(primitiveArray, pString), opt: 1, out: ret(types.StringType)}),
 		New: func(ts []types.Type) Impl {
 			et := *ts[0].Elem
 			var buf []byte

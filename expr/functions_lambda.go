@@ -27,6 +27,8 @@ var lambdaFunctions = []*Function{
 		Signatures:  []string{"TRANSFORM(ARRAY<T>, T => U) -> ARRAY<U>", "TRANSFORM(MAP<K, V>, (K, V) => K2, (K, V) => V2) -> MAP<K2, V2>"},
 		Check: func(args []types.Type) (types.Type, error) {
 			switch {
+			case len(args) >= 2 && args[len(args)-1].Kind == types.Unknown || len(args) == 3 && args[1].Kind == types.Unknown:
+				return types.Type{}, typeErrorf("function TRANSFORM: a lambda returns an untyped NULL; CAST it")
 			case len(args) == 2 && args[0].Kind == types.Array:
 				return arrayOf(args[1]), nil
 			case len(args) == 3 && args[0].Kind == types.Map:
@@ -38,6 +40,7 @@ var lambdaFunctions = []*Function{
 			return types.Type{}, notAccept("TRANSFORM", args)
 		},
 		validate:  validateLambdas("TRANSFORM"),
+		New:       lambdaOnly("TRANSFORM"),
 		newLambda: newTransform,
 	},
 	{
@@ -54,6 +57,7 @@ var lambdaFunctions = []*Function{
 			return args[0], nil
 		},
 		validate:  validateLambdas("FILTER"),
+		New:       lambdaOnly("FILTER"),
 		newLambda: newFilter,
 	},
 	{
@@ -67,14 +71,44 @@ var lambdaFunctions = []*Function{
 			if args[1].Kind == types.Unknown {
 				return types.Type{}, typeErrorf("function REDUCE: the initial state cannot be an untyped NULL; CAST it")
 			}
-			if !args[2].Equal(args[1]) && args[2].Kind != types.Unknown {
+			if !reduceBodyFits(args[2], args[1]) {
 				return types.Type{}, typeErrorf("function REDUCE: the lambda returns %s but the state is %s; CAST the initial state to %s", args[2], args[1], args[2])
 			}
 			return args[1], nil
 		},
+		// the body is converted to the state's type (a DECIMAL sum grows
+		// its precision, an INT body feeds a BIGINT state)
+		coerceTo: func(args []types.Type) []types.Type {
+			return []types.Type{types.UnknownType, types.UnknownType, args[1]}
+		},
 		validate:  validateLambdas("REDUCE"),
+		New:       lambdaOnly("REDUCE"),
 		newLambda: newReduce,
 	},
+}
+
+// lambdaOnly is the New of a function that takes lambdas: Compile builds
+// such calls itself, so an Impl made this way only reports the misuse.
+func lambdaOnly(name string) func([]types.Type) Impl {
+	return func([]types.Type) Impl {
+		return func([]types.Datum) (types.Datum, error) {
+			return types.NullDatum, funcErrorf(name, "takes lambdas and runs only through Compile")
+		}
+	}
+}
+
+// reduceBodyFits reports whether a REDUCE lambda returning body can feed
+// a state of type state: the same type, a type that widens to it, or a
+// DECIMAL into a DECIMAL state (rounded, NULL on overflow).
+func reduceBodyFits(body, state types.Type) bool {
+	if body.Kind == types.Unknown || body.Equal(state) {
+		return true
+	}
+	if body.Kind == types.Decimal && state.Kind == types.Decimal {
+		return true
+	}
+	c, ok := commonType(body, state)
+	return ok && c.Equal(state)
 }
 
 // LambdaParamTypes returns the parameter types of a lambda with nParams

@@ -158,7 +158,16 @@ var mathFunctions = []*Function{
 				if (start > end) != (step < 0) && start != end {
 					return types.NullDatum, funcErrorf("GENERATE_SERIES", "step %d has the wrong sign for %d to %d", step, start, end)
 				}
-				n := (end-start)/step + 1
+				var span, stride uint64 // the distance, without overflow
+				if start <= end {
+					span, stride = uint64(end)-uint64(start), uint64(step)
+				} else {
+					span, stride = uint64(start)-uint64(end), uint64(-step)
+				}
+				if span/stride >= maxSeries {
+					return types.NullDatum, funcErrorf("GENERATE_SERIES", "more than %d values", maxSeries)
+				}
+				n := int64(span/stride) + 1
 				if n > maxSeries {
 					return types.NullDatum, funcErrorf("GENERATE_SERIES", "more than %d values", maxSeries)
 				}

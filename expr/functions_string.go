@@ -605,7 +605,7 @@ func instr(s, sub []rune, pos, occ int64) int64 {
 		return 0
 	}
 	if pos > 0 {
-		i := ordinalIndex(s[pos-1:], sub, occ, false)
+		i := ordinalIndex(s[pos-1:], sub, occ)
 		if i < 0 {
 			return 0
 		}
@@ -625,7 +625,7 @@ func instr(s, sub []rune, pos, occ int64) int64 {
 	return 0
 }
 
-func ordinalIndex(s, sub []rune, occ int64, _ bool) int64 {
+func ordinalIndex(s, sub []rune, occ int64) int64 {
 	count := int64(0)
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if runesHasPrefix(s[i:], sub) {
@@ -669,6 +669,9 @@ func padder(name, desc string, left bool) *Function {
 				if length < 0 || len(pad) == 0 {
 					return null()
 				}
+				if length > maxPad {
+					return types.NullDatum, funcErrorf(name, "length %d is above the limit of %d", length, maxPad)
+				}
 				size := func(b []byte) int64 {
 					if isBytes {
 						return int64(len(b))
@@ -704,6 +707,10 @@ func padder(name, desc string, left bool) *Function {
 		},
 	}
 }
+
+// maxPad bounds LPAD and RPAD so that one bad record cannot take the
+// process's memory.
+const maxPad = 1 << 24
 
 type maskMode uint8
 

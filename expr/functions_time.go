@@ -79,7 +79,7 @@ var timeFunctions = []*Function{
 		Check:       exactly("CONVERT_TZ", types.TimestampType, types.TimestampType, types.StringType, types.StringType),
 		validate:    validateZones(1, 2),
 		New: func([]types.Type) Impl {
-			from, to := zoneArgCache(), zoneArgCache()
+			from, to := zoneArgCache("CONVERT_TZ"), zoneArgCache("CONVERT_TZ")
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				fl, err := from.get(a[1].B)
 				if err != nil {
@@ -121,8 +121,14 @@ func patternCache(name string) *cache[*timeFormat] {
 	}}
 }
 
-func zoneArgCache() *cache[*time.Location] {
-	return &cache[*time.Location]{compile: loadZone}
+func zoneArgCache(name string) *cache[*time.Location] {
+	return &cache[*time.Location]{compile: func(s string) (*time.Location, error) {
+		loc, err := loadZone(s)
+		if err != nil {
+			return nil, funcErrorf(name, "%v", err)
+		}
+		return loc, nil
+	}}
 }
 
 func validatePattern(name string, i int) func([]Expr) error {
@@ -194,7 +200,7 @@ func timestampFormatter(name, desc string, in types.Type) *Function {
 		Check:       overloads(name, ov{in: ps(kinds(in.Kind), pString, pString), opt: 1, out: ret(types.StringType)}),
 		validate:    both(validatePattern(name, 1), validateZones(2)),
 		New: func([]types.Type) Impl {
-			pc, zc := patternCache(name), zoneArgCache()
+			pc, zc := patternCache(name), zoneArgCache(name)
 			var buf []byte
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				f, err := pc.get(a[1].B)
@@ -259,7 +265,7 @@ func timestampParser(name, desc string, out types.Type) *Function {
 		Check:       overloads(name, ov{in: ps(pString, pString, pString), opt: 1, out: ret(out)}),
 		validate:    both(validatePattern(name, 1), validateZones(2)),
 		New: func([]types.Type) Impl {
-			pc, zc := patternCache(name), zoneArgCache()
+			pc, zc := patternCache(name), zoneArgCache(name)
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				f, err := pc.get(a[1].B)
 				if err != nil {

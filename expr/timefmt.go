@@ -861,9 +861,26 @@ func (p *parsed) instant(loc *time.Location) (int64, error) {
 	if loc == time.UTC || loc == nil {
 		return local, nil
 	}
-	y, m, d := civil(days)
-	t := time.Date(int(y), time.Month(m), int(d), 0, 0, 0, int(ns), loc)
-	return t.UnixMilli(), nil
+	return localToInstant(local, loc), nil
+}
+
+// localToInstant reads local milliseconds (a wall clock) in loc as Java's
+// ZonedDateTime.of does: a time in a DST gap moves forward by the gap, an
+// ambiguous time takes the earlier offset.
+func localToInstant(local int64, loc *time.Location) int64 {
+	offAt := func(ms int64) int64 {
+		_, o := time.UnixMilli(ms).In(loc).Zone()
+		return int64(o) * 1000
+	}
+	early := offAt(local - msPerDay)
+	if cand := local - early; offAt(cand) == early {
+		return cand
+	}
+	late := offAt(local + msPerDay)
+	if cand := local - late; offAt(cand) == late {
+		return cand
+	}
+	return local - early
 }
 
 // Time zones. ksqlDB takes java.util.TimeZone ids: region ids
@@ -922,7 +939,7 @@ func resolveZone(id string) (*time.Location, error) {
 	if full, ok := shortZoneIDs[id]; ok {
 		id = full
 	}
-	if strings.ContainsAny(id, " .\\") || strings.HasPrefix(id, "/") {
+	if strings.ContainsAny(id, " .\\") || strings.HasPrefix(id, "/") || id == "Local" {
 		return nil, fmt.Errorf("unknown time zone %q", id)
 	}
 	loc, err := time.LoadLocation(id)
@@ -930,4 +947,22 @@ func resolveZone(id string) (*time.Location, error) {
 		return nil, fmt.Errorf("unknown time zone %q", id)
 	}
 	return loc, nil
+}
+
+// TimestampParser returns a function that reads text in the Java
+// DateTimeFormatter pattern (as ksqlDB's TIMESTAMP_FORMAT gives it) into
+// epoch milliseconds, taking a wall-clock time as UTC unless the text has
+// its own zone or offset. The pattern is compiled once here.
+func TimestampParser(pattern string) (func([]byte) (int64, error), error) {
+	f, err := compileTimeFormat(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return func(b []byte) (int64, error) {
+		p, err := f.parse(string(b))
+		if err != nil {
+			return 0, err
+		}
+		return p.instant(time.UTC)
+	}, nil
 }

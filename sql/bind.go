@@ -448,6 +448,11 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 				return bad(props["TIMESTAMP_FORMAT"], "TIMESTAMP_FORMAT applies to STRING columns; %s is %s", c, t)
 			}
 		case types.String:
+			if s.TimestampFormat != "" {
+				if _, err := expr.TimestampParser(s.TimestampFormat); err != nil {
+					return bad(props["TIMESTAMP_FORMAT"], "TIMESTAMP_FORMAT: %v", err)
+				}
+			}
 		default:
 			return bad(props["TIMESTAMP"], "TIMESTAMP column %s must be BIGINT, TIMESTAMP or STRING, not %s", c, t)
 		}
