@@ -416,7 +416,7 @@ func scanISODate(b []byte) (days int64, n int, ok bool) {
 	if !ok2 || m < 1 || m > 12 || d < 1 || d > monthDays(y, m) {
 		return 0, 0, false
 	}
-	return daysFromCivil(y, m, d), j + 6, true
+	return types.DaysFromCivil(y, m, d), j + 6, true
 }
 
 // parseISOTime parses HH:mm[:ss[.fraction]] into milliseconds of the day.

@@ -351,7 +351,7 @@ func appendJavaDouble(dst []byte, f float64) []byte {
 
 // appendDate appends days since the epoch as yyyy-MM-dd.
 func appendDate(dst []byte, days int64) []byte {
-	y, m, d := civil(days)
+	y, m, d := types.CivilFromDays(days)
 	dst = appendYear(dst, y)
 	dst = append(dst, '-')
 	dst = append2(dst, m)
@@ -442,40 +442,6 @@ func floorDiv(a, b int64) int64 {
 }
 
 func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
-
-// civil converts days since 1970-01-01 to a proleptic Gregorian date.
-func civil(days int64) (y, m, d int64) {
-	z := days + 719468
-	era := floorDiv(z, 146097)
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	y = yoe + era*400
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	d = doy - (153*mp+2)/5 + 1
-	if mp < 10 {
-		m = mp + 3
-	} else {
-		m = mp - 9
-	}
-	if m <= 2 {
-		y++
-	}
-	return y, m, d
-}
-
-// daysFromCivil is the inverse of civil.
-func daysFromCivil(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := floorDiv(y, 400)
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
 
 func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
 

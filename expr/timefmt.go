@@ -8,6 +8,8 @@ import (
 	"time"
 	_ "time/tzdata" // time zones work without the system's tzdata
 	"unicode/utf8"
+
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // Date and time patterns as Java's DateTimeFormatter reads them, which is
@@ -797,7 +799,7 @@ func (p *parsed) date() (int64, error) {
 		if p.doy < 1 || p.doy > maxDoy {
 			return 0, fmt.Errorf("day of year %d out of range", p.doy)
 		}
-		return daysFromCivil(y, 1, 1) + p.doy - 1, nil
+		return types.DaysFromCivil(y, 1, 1) + p.doy - 1, nil
 	}
 	m, d := int64(1), int64(1)
 	if p.hasMonth {
@@ -813,7 +815,7 @@ func (p *parsed) date() (int64, error) {
 		return 0, fmt.Errorf("day of month %d out of range", d)
 	}
 	d = min(d, monthDays(y, m))
-	return daysFromCivil(y, m, d), nil
+	return types.DaysFromCivil(y, m, d), nil
 }
 
 // timeOfDay resolves the time fields into nanoseconds since midnight.

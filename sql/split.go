@@ -29,14 +29,14 @@ func Split(text string) []string {
 				}
 			}
 		case ';':
-			if s := strings.TrimSpace(text[start:i]); s != "" && !onlyComments(s) {
+			if s := strings.TrimSpace(text[start:i]); s != "" && !Blank(s) {
 				out = append(out, s)
 			}
 			start = i + 1
 		}
 	}
 	if start < len(text) {
-		if s := strings.TrimSpace(text[start:]); s != "" && !onlyComments(s) {
+		if s := strings.TrimSpace(text[start:]); s != "" && !Blank(s) {
 			out = append(out, s)
 		}
 	}
@@ -62,10 +62,15 @@ func skipQuoted(text string, i int) int {
 	return len(text) - 1
 }
 
-func onlyComments(s string) bool {
-	for len(s) > 0 {
-		s = strings.TrimSpace(s)
+// Blank reports whether s holds nothing to run: only whitespace,
+// semicolons and comments. A line comment may run to the end of s; an
+// unterminated block comment is not blank (the statement is unfinished).
+func Blank(s string) bool {
+	for {
+		s = strings.TrimLeft(s, " \t\r\n\f\v;")
 		switch {
+		case s == "":
+			return true
 		case strings.HasPrefix(s, "--"):
 			nl := strings.IndexByte(s, '\n')
 			if nl < 0 {
@@ -73,14 +78,13 @@ func onlyComments(s string) bool {
 			}
 			s = s[nl+1:]
 		case strings.HasPrefix(s, "/*"):
-			end := strings.Index(s, "*/")
+			end := strings.Index(s[2:], "*/")
 			if end < 0 {
-				return true
+				return false
 			}
-			s = s[end+2:]
+			s = s[2+end+2:]
 		default:
-			return s == ""
+			return false
 		}
 	}
-	return true
 }

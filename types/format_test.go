@@ -233,8 +233,8 @@ func TestParseTemporal(t *testing.T) {
 	}
 	// The civil calendar conversions agree with each other across 800 years.
 	for d := int64(-146097 * 2); d < 146097*2; d += 7 {
-		y, m, dd := civilFromDays(d)
-		if daysFromCivil(y, m, dd) != d || m < 1 || m > 12 || dd < 1 || dd > daysIn(y, m) {
+		y, m, dd := CivilFromDays(d)
+		if DaysFromCivil(y, m, dd) != d || m < 1 || m > 12 || dd < 1 || dd > daysIn(y, m) {
 			t.Fatalf("day %d: %d-%d-%d", d, y, m, dd)
 		}
 	}

@@ -291,7 +291,7 @@ func scanDate(s []byte) (days int64, n int, ok bool) {
 	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
 		return 0, 0, false
 	}
-	return daysFromCivil(y, m, d), 10, true
+	return DaysFromCivil(y, m, d), 10, true
 }
 
 // scanTime reads HH:mm[:ss[.f…]] at the start of s and returns the
@@ -411,9 +411,9 @@ func daysIn(y, m int64) int64 {
 	return 31
 }
 
-// daysFromCivil returns the days since 1970-01-01 of a proleptic
+// DaysFromCivil returns the days since 1970-01-01 of a proleptic
 // Gregorian date (Howard Hinnant's algorithm).
-func daysFromCivil(y, m, d int64) int64 {
+func DaysFromCivil(y, m, d int64) int64 {
 	if m <= 2 {
 		y--
 	}
@@ -425,8 +425,8 @@ func daysFromCivil(y, m, d int64) int64 {
 	return era*146097 + doe - 719468
 }
 
-// civilFromDays is the inverse of daysFromCivil.
-func civilFromDays(z int64) (y, m, d int64) {
+// CivilFromDays is the inverse of DaysFromCivil.
+func CivilFromDays(z int64) (y, m, d int64) {
 	z += 719468
 	era := floorDiv(z, 146097)
 	doe := z - era*146097
@@ -456,7 +456,7 @@ func floorDiv(a, b int64) int64 {
 
 // appendDate appends days since the epoch as yyyy-MM-dd.
 func appendDate(dst []byte, days int64) []byte {
-	y, m, d := civilFromDays(days)
+	y, m, d := CivilFromDays(days)
 	if y < 0 {
 		dst = append(dst, '-')
 		y = -y

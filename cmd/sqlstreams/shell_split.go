@@ -5,7 +5,11 @@ package main
 // and comments (-- … and /* … */), the same rules sql.Split applies on the
 // server, so a statement may span lines and a line may hold several.
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/sql"
+)
 
 // splitter accumulates input lines and hands back the statements they
 // complete. The zero value is ready to use.
@@ -49,14 +53,14 @@ func (s *splitter) add(line string) []string {
 			s.block = true
 			i++
 		case c == ';':
-			if stmt := strings.TrimSpace(text[start:i]); !blank(stmt) {
+			if stmt := strings.TrimSpace(text[start:i]); !sql.Blank(stmt) {
 				out = append(out, stmt)
 			}
 			start = i + 1
 		}
 	}
 	s.pending = text[start:]
-	if s.quote == 0 && !s.block && blank(s.pending) {
+	if s.quote == 0 && !s.block && sql.Blank(s.pending) {
 		s.pending = ""
 	}
 	return out
@@ -65,14 +69,14 @@ func (s *splitter) add(line string) []string {
 // incomplete reports whether a statement has been started and not ended:
 // the shell then shows its continuation prompt.
 func (s *splitter) incomplete() bool {
-	return s.quote != 0 || s.block || !blank(s.pending)
+	return s.quote != 0 || s.block || !sql.Blank(s.pending)
 }
 
 // rest returns the unfinished statement, if any, and resets the splitter.
 // At the end of a script it is run as if it ended with a semicolon.
 func (s *splitter) rest() string {
 	stmt := strings.TrimSpace(s.pending)
-	if s.quote == 0 && !s.block && blank(stmt) {
+	if s.quote == 0 && !s.block && sql.Blank(stmt) {
 		stmt = ""
 	}
 	s.reset()
@@ -81,31 +85,6 @@ func (s *splitter) rest() string {
 
 // reset drops the unfinished statement.
 func (s *splitter) reset() { *s = splitter{} }
-
-// blank reports whether s holds only whitespace and complete comments.
-func blank(s string) bool {
-	for {
-		s = strings.TrimSpace(s)
-		switch {
-		case s == "":
-			return true
-		case strings.HasPrefix(s, "--"):
-			nl := strings.IndexByte(s, '\n')
-			if nl < 0 {
-				return true
-			}
-			s = s[nl+1:]
-		case strings.HasPrefix(s, "/*"):
-			end := strings.Index(s[2:], "*/")
-			if end < 0 {
-				return false
-			}
-			s = s[2+end+2:]
-		default:
-			return false
-		}
-	}
-}
 
 // keywords returns the first n bare words of stmt, upper-cased, skipping
 // comments and anything quoted; n < 0 returns them all. The shell uses it

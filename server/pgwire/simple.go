@@ -12,8 +12,6 @@ package pgwire
 import (
 	"context"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -90,36 +88,10 @@ func locate(text string, from int, stmt string) int {
 		if i < 0 {
 			return -1
 		}
-		if onlyFill(text[from : at+i]) {
+		if sql.Blank(text[from : at+i]) {
 			return at + i
 		}
 		at += i + 1
 	}
 	return -1
-}
-
-// onlyFill reports whether s holds only whitespace, semicolons and complete
-// comments.
-func onlyFill(s string) bool {
-	for len(s) > 0 {
-		switch r, n := utf8.DecodeRuneInString(s); {
-		case r == ';' || unicode.IsSpace(r):
-			s = s[n:]
-		case strings.HasPrefix(s, "--"):
-			nl := strings.IndexByte(s, '\n')
-			if nl < 0 {
-				return false
-			}
-			s = s[nl+1:]
-		case strings.HasPrefix(s, "/*"):
-			end := strings.Index(s[2:], "*/")
-			if end < 0 {
-				return false
-			}
-			s = s[2+end+2:]
-		default:
-			return false
-		}
-	}
-	return true
 }
