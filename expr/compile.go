@@ -719,8 +719,12 @@ func arrayAt(l []types.Datum, i int64) (types.Datum, bool) {
 	return types.Datum{}, false
 }
 
-func compileArray(n *Array, sc *scope) (Evaluator, error) {
-	elems, err := compileAll(n.Elems, sc)
+func compileArray(n *Array, sc *scope) (Evaluator, error) { return compileList(n.Elems, sc) }
+
+// compileList evaluates exprs into one reused element slice: the value of
+// an ARRAY constructor, or of a STRUCT's fields in order.
+func compileList(exprs []Expr, sc *scope) (Evaluator, error) {
+	elems, err := compileAll(exprs, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -772,23 +776,7 @@ func compileMap(n *Map, sc *scope) (Evaluator, error) {
 	}, nil
 }
 
-func compileStruct(n *Struct, sc *scope) (Evaluator, error) {
-	vals, err := compileAll(n.Values, sc)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]types.Datum, len(vals))
-	return func(row types.Row) (types.Datum, error) {
-		for i, ev := range vals {
-			d, err := ev(row)
-			if err != nil {
-				return d, err
-			}
-			out[i] = d
-		}
-		return types.Datum{L: out}, nil
-	}, nil
-}
+func compileStruct(n *Struct, sc *scope) (Evaluator, error) { return compileList(n.Values, sc) }
 
 // compiledLambda is a lambda argument ready to call: write the parameters
 // into Slots, then evaluate Body over the row.
