@@ -54,15 +54,6 @@ type Source struct {
 	WriterQuery string
 }
 
-// QueryState is the lifecycle state of a persistent query.
-type QueryState string
-
-// Query states, as SHOW QUERIES prints them.
-const (
-	QueryRunning QueryState = "RUNNING"
-	QueryError   QueryState = "ERROR"
-)
-
 // Query is a persistent query: CSAS, CTAS or INSERT INTO … SELECT.
 type Query struct {
 	ID      string

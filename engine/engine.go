@@ -84,6 +84,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds,
 		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, nextID: 1,
 	}
+	if err := e.openProcessingLog(ctx); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("creating the processing log topic: %w", err)
+	}
 	n := 0
 	err = cmds.Replay(ctx, func(_ int64, c catalog.Command) error {
 		n++
@@ -363,6 +367,7 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		CommitInterval: e.cfg.CommitInterval,
 		OffsetReset:    reset,
 		Logger:         e.log,
+		BadRecord:      e.logBadRecord,
 	})
 	if err != nil {
 		return err

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/physical"
-	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // Config configures a persistent query's runtime.
@@ -33,6 +32,19 @@ type Config struct {
 	// Logger receives lifecycle events and bad records (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// BadRecord, when set, also receives each bad record (after it is
+	// counted and logged), e.g. to write it to the processing log topic.
+	// It is called on the stream thread and must not block.
+	BadRecord func(BadRecord)
+}
+
+// BadRecord describes a record a query skipped.
+type BadRecord struct {
+	Query     string
+	Topic     string
+	Partition int32
+	Offset    int64
+	Err       error
 }
 
 func (c *Config) defaults() {
@@ -63,12 +75,20 @@ type Stats struct {
 	Aborts     int64
 }
 
+// Query states, as SHOW QUERIES prints them.
+const (
+	StateRunning = "RUNNING"
+	// StateFailed marks a query whose stream thread failed and is being
+	// restarted with backoff; the state returns to RUNNING after its next
+	// successful commit.
+	StateFailed = "FAILED"
+)
+
 // Status is a query's state as SHOW QUERIES reports it.
 type Status struct {
-	// State is RUNNING, or ERROR while the query is failing and being
-	// restarted.
+	// State is StateRunning or StateFailed.
 	State string
-	// Err is the last error, when State is ERROR.
+	// Err is the last error, when State is FAILED.
 	Err string
 	Stats
 }
@@ -121,14 +141,14 @@ func (q *Query) Stop() {
 
 // Status reports the query's state and counters.
 func (q *Query) Status() Status {
-	s := Status{State: "RUNNING", Stats: Stats{
+	s := Status{State: StateRunning, Stats: Stats{
 		RecordsIn: q.in.Load(), RecordsOut: q.out.Load(), BadRecords: q.bad.Load(),
 		Commits: q.commits.Load(), Aborts: q.aborts.Load(),
 	}}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.lastErr != nil {
-		s.State, s.Err = "ERROR", q.lastErr.Error()
+		s.State, s.Err = StateFailed, q.lastErr.Error()
 	}
 	return s
 }
@@ -311,11 +331,7 @@ func (q *Query) thread(ctx context.Context, n int) error {
 func (q *Query) badRecord(r *kgo.Record, err error) {
 	q.bad.Add(1)
 	q.log.Warn("skipping bad record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
-}
-
-// decodeError reports whether err came from decoding or evaluation (a bad
-// record) rather than from the runtime.
-func decodeError(err error) bool {
-	var ee *evalError
-	return errors.Is(err, types.ErrBadRecord) || errors.As(err, &ee)
+	if q.cfg.BadRecord != nil {
+		q.cfg.BadRecord(BadRecord{Query: q.id, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
+	}
 }

@@ -195,6 +195,24 @@ func TestWalkingSkeleton(t *testing.T) {
 		}
 	}
 
+	// Each bad record is in the processing log, naming the query, where
+	// the record is and why it was skipped (a record reprocessed after the
+	// crash may be logged twice).
+	logged := 0
+	plog := readRaw(t, ctx, s.kafAddr, "_sqlstreams_processing_log")
+	for _, v := range plog {
+		var entry struct{ Query, Topic, Error string }
+		if err := json.Unmarshal(v, &entry); err != nil {
+			t.Fatalf("processing log entry %s: %v", v, err)
+		}
+		if entry.Query == "CSAS_CARTVIEWS_1" && entry.Topic == "pageviews" && strings.Contains(entry.Error, "bad record") {
+			logged++
+		}
+	}
+	if logged < 6 {
+		t.Fatalf("processing log has %d entries for the 6 bad records: %q", logged, plog)
+	}
+
 	// The catalog survived the restarts; the query is running again.
 	conn = s.connect(ctx)
 	if got := rows(t, ctx, conn, "SHOW QUERIES"); len(got) != 1 || !strings.Contains(got[0], "|RUNNING|") {
@@ -259,6 +277,27 @@ func readCommitted(t *testing.T, ctx context.Context, addr, topic string) output
 		})
 	}
 	return out
+}
+
+// readRaw returns the values of every record in topic (a single
+// partition) up to its current end.
+func readRaw(t *testing.T, ctx context.Context, addr, topic string) [][]byte {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out [][]byte
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if fs.Empty() || ctx.Err() != nil {
+			return out
+		}
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, r.Value) })
+	}
 }
 
 // waitOutput waits until topic CARTVIEWS has at least n records (read
