@@ -52,6 +52,9 @@ type Source struct {
 	// WriterQuery is the ID of the persistent query that writes the
 	// source, or "" for a source declared over an existing topic.
 	WriterQuery string
+	// MaterializedBy is the ID of the query that keeps a table's latest
+	// rows in a state store for pull queries, or "".
+	MaterializedBy string
 }
 
 // Query is a persistent query: CSAS, CTAS or INSERT INTO … SELECT.

@@ -20,6 +20,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -38,6 +39,12 @@ type Config struct {
 	CommitInterval time.Duration
 	// Logger receives the engine's logs (default slog.Default()).
 	Logger *slog.Logger
+	// StateDir is where persistent queries keep their state stores
+	// (required for tables).
+	StateDir string
+	// RocksResources is the server's shared RocksDB block cache and
+	// write-buffer budget (nil: private resources per store).
+	RocksResources *state.RocksResources
 }
 
 const defaultCommitInterval = 100 * time.Millisecond
@@ -198,7 +205,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
-		return e.createSource(ctx, st, record)
+		return e.createSource(ctx, st, cmd, live, record)
 	case *sql.CreateAs:
 		return e.createAs(ctx, st, cmd, live, record)
 	case *sql.Drop:
@@ -211,7 +218,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	return Result{}, fmt.Errorf("statement %T does not change the catalog", st)
 }
 
-func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, record func() error) (Result, error) {
+func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd catalog.Command, live bool, record func() error) (Result, error) {
 	tag := Result{Tag: "CREATE " + st.Kind.String()}
 	if old, ok := e.cat.Source(st.Name); ok {
 		switch {
@@ -247,6 +254,16 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, record 
 		return Result{}, err
 	}
 	src.Partitions = parts
+	if src.Kind == catalog.Table {
+		if old, ok := e.cat.Source(st.Name); ok && old.MaterializedBy != "" {
+			src.MaterializedBy = old.MaterializedBy // OR REPLACE keeps it
+		} else {
+			if err := e.materialize(ctx, src, cmd, live); err != nil {
+				return Result{}, err
+			}
+			return tag, nil
+		}
+	}
 	if err := record(); err != nil {
 		return Result{}, err
 	}
@@ -254,6 +271,52 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, record 
 		return Result{}, err
 	}
 	return tag, nil
+}
+
+// materialize registers a source table and starts the query that keeps
+// its latest rows in a state store, CST_<NAME>_<n> as in ksqlDB. The
+// table's topic is the store's changelog.
+func (e *Engine) materialize(ctx context.Context, src *catalog.Source, cmd catalog.Command, live bool) error {
+	id := cmd.QueryID
+	if id == "" {
+		id = fmt.Sprintf("CST_%s_%d", src.Name, e.nextID)
+	}
+	if n := queryNumber(id); n >= e.nextID {
+		e.nextID = n + 1
+	}
+	topo := physical.BuildTable(physical.AppID(e.cfg.ServiceID, id), planner.NewScan(src))
+	if live {
+		cmd.QueryID = id
+		if _, err := e.cmds.Append(ctx, cmd); err != nil {
+			return err
+		}
+	}
+	src.MaterializedBy = id
+	if err := e.cat.AddSource(src, true); err != nil {
+		return err
+	}
+	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sources: []string{src.Name}})
+	return e.start(id, topo, "earliest")
+}
+
+// start runs a persistent query's topology.
+func (e *Engine) start(id string, topo *physical.Topology, reset string) error {
+	q, err := exec.Start(id, topo, exec.Config{
+		Brokers:        e.cfg.Brokers,
+		InstanceID:     e.cfg.InstanceID,
+		CommitInterval: e.cfg.CommitInterval,
+		OffsetReset:    reset,
+		Logger:         e.log,
+		StateDir:       e.cfg.StateDir,
+		RocksResources: e.cfg.RocksResources,
+		BadRecord:      e.logBadRecord,
+	})
+	if err != nil {
+		return err
+	}
+	e.running[id] = q
+	e.log.Info("persistent query started", "query", id, "app_id", topo.AppID)
+	return nil
 }
 
 // ensureTopic creates topic with partitions when it is missing and
@@ -361,20 +424,7 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if v := cmd.Props["auto.offset.reset"]; v != "" {
 		reset = v
 	}
-	q, err := exec.Start(id, topo, exec.Config{
-		Brokers:        e.cfg.Brokers,
-		InstanceID:     e.cfg.InstanceID,
-		CommitInterval: e.cfg.CommitInterval,
-		OffsetReset:    reset,
-		Logger:         e.log,
-		BadRecord:      e.logBadRecord,
-	})
-	if err != nil {
-		return err
-	}
-	e.running[id] = q
-	e.log.Info("persistent query started", "query", id, "app_id", topo.AppID)
-	return nil
+	return e.start(id, topo, reset)
 }
 
 // replaceQuery carries out CREATE OR REPLACE of a query's sink: the new
@@ -469,11 +519,20 @@ func (e *Engine) drop(ctx context.Context, st *sql.Drop, record func() error) (R
 	if src.Kind != st.Kind {
 		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "%s is a %s, not a %s", st.Name, src.Kind, st.Kind)
 	}
-	if users := e.cat.Users(st.Name); len(users) > 0 {
+	var users []string
+	for _, id := range e.cat.Users(st.Name) {
+		if id != src.MaterializedBy {
+			users = append(users, id)
+		}
+	}
+	if len(users) > 0 {
 		return Result{}, sql.NameError(st, sql.CodeObjectInUse, "cannot drop %s: queries %s read or write it; TERMINATE them first", st.Name, strings.Join(users, ", "))
 	}
 	if err := record(); err != nil {
 		return Result{}, err
+	}
+	if id := src.MaterializedBy; id != "" {
+		e.stopQuery(id)
 	}
 	e.cat.DropSource(st.Name)
 	if st.DeleteTopic {
@@ -500,16 +559,26 @@ func (e *Engine) terminate(st *sql.Terminate, record func() error) (Result, erro
 		return Result{}, err
 	}
 	for _, id := range ids {
-		if q := e.running[id]; q != nil {
-			q.Stop()
-			delete(e.running, id)
-		}
-		if q, ok := e.cat.Query(id); ok {
-			if s, ok := e.cat.Source(q.Sink); ok {
-				s.WriterQuery = ""
-			}
-		}
-		e.cat.DropQuery(id)
+		e.stopQuery(id)
 	}
 	return Result{Tag: "TERMINATE"}, nil
+}
+
+// stopQuery stops a persistent query and forgets it.
+func (e *Engine) stopQuery(id string) {
+	if q := e.running[id]; q != nil {
+		q.Stop()
+		delete(e.running, id)
+	}
+	if q, ok := e.cat.Query(id); ok {
+		if s, ok := e.cat.Source(q.Sink); ok && s.WriterQuery == id {
+			s.WriterQuery = ""
+		}
+		for _, name := range q.Sources {
+			if s, ok := e.cat.Source(name); ok && s.MaterializedBy == id {
+				s.MaterializedBy = ""
+			}
+		}
+	}
+	e.cat.DropQuery(id)
 }

@@ -29,7 +29,7 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport,
 				"pull queries on streams are not supported: %s is a stream; add EMIT CHANGES for a push query", src.Name)
 		}
-		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "pull queries are not supported yet")
+		return e.pull(ctx, st, q, src, w)
 	}
 	if q.Emit == "FINAL" {
 		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "EMIT FINAL needs a windowed aggregation")

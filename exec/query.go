@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/state"
 )
 
 // Config configures a persistent query's runtime.
@@ -32,6 +35,12 @@ type Config struct {
 	// Logger receives lifecycle events and bad records (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// StateDir is where tasks keep their state stores (required for
+	// topologies with stores).
+	StateDir string
+	// RocksResources is the server's shared RocksDB block cache and
+	// write-buffer budget; nil gives each store private resources.
+	RocksResources *state.RocksResources
 	// BadRecord, when set, also receives each bad record (after it is
 	// counted and logged), e.g. to write it to the processing log topic.
 	// It is called on the stream thread and must not block.
@@ -106,6 +115,9 @@ type Query struct {
 
 	mu      sync.Mutex
 	lastErr error
+	// stores holds each store's committed state per partition, for pull
+	// queries (guarded by mu).
+	stores map[string]map[int32]state.Store
 }
 
 // Start launches the topology's stream threads. They run until Stop.
@@ -114,8 +126,14 @@ func Start(id string, topo *physical.Topology, cfg Config) (*Query, error) {
 	if topo.AppID == "" {
 		return nil, errors.New("exec: a persistent query needs an application ID")
 	}
-	if len(topo.SubTopologies) != 1 || topo.SubTopologies[0].Sink == nil {
-		return nil, errors.New("exec: only single sub-topology queries with a sink are supported yet")
+	if len(topo.SubTopologies) != 1 {
+		return nil, errors.New("exec: only single sub-topology queries are supported yet")
+	}
+	if st := topo.SubTopologies[0]; st.Sink == nil && st.Materialize == nil {
+		return nil, errors.New("exec: a persistent query needs a sink or a store")
+	}
+	if len(topo.Stores()) > 0 && cfg.StateDir == "" {
+		return nil, errors.New("exec: a query with state stores needs a state directory")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	q := &Query{id: id, topo: topo, cfg: cfg, cancel: cancel, log: cfg.Logger.With("query", id)}
@@ -153,6 +171,30 @@ func (q *Query) Status() Status {
 	return s
 }
 
+func (q *Query) addStore(name string, p int32, s state.Store) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stores == nil {
+		q.stores = map[string]map[int32]state.Store{}
+	}
+	if q.stores[name] == nil {
+		q.stores[name] = map[int32]state.Store{}
+	}
+	q.stores[name][p] = s
+}
+
+func (q *Query) removeStore(s state.Store) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, byPart := range q.stores {
+		for p, st := range byPart {
+			if st == s {
+				delete(byPart, p)
+			}
+		}
+	}
+}
+
 func (q *Query) setErr(err error) {
 	q.mu.Lock()
 	q.lastErr = err
@@ -180,11 +222,44 @@ func (q *Query) runThread(ctx context.Context, n int) {
 	}
 }
 
+// task is one (sub-topology, partition) of a thread: a compiled chain
+// of operators and, for a materializing sub-topology, its store.
+type task struct {
+	partition int32
+	src       *sourceOp      // stateless chain, or nil
+	mat       *materializeOp // materialization, or nil
+}
+
+func (t *task) process(r *kgo.Record) error {
+	if t.mat != nil {
+		return t.mat.process(r)
+	}
+	return t.src.process(r)
+}
+
 // thread is one stream thread: a group member with its own transactional
 // producer, processing every task assigned to it in one transaction per
 // commit interval.
 func (q *Query) thread(ctx context.Context, n int) error {
 	st := q.topo.SubTopologies[0]
+	// The group callbacks run outside the poll loop; they only note the
+	// partitions, and the loop opens and closes tasks.
+	var assignMu sync.Mutex
+	var assigned, revoked []int32
+	onAssigned := func(_ context.Context, _ *kgo.Client, got map[string][]int32) {
+		assignMu.Lock()
+		for _, ps := range got {
+			assigned = append(assigned, ps...)
+		}
+		assignMu.Unlock()
+	}
+	onLost := func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+		assignMu.Lock()
+		for _, ps := range lost {
+			revoked = append(revoked, ps...)
+		}
+		assignMu.Unlock()
+	}
 	sess, err := kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(q.cfg.Brokers...),
 		kgo.ConsumerGroup(q.topo.AppID),
@@ -197,6 +272,9 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		kgo.SessionTimeout(10*time.Second),
 		kgo.TransactionTimeout(60*time.Second),
 		kgo.ProducerLinger(0),
+		kgo.OnPartitionsAssigned(onAssigned),
+		kgo.OnPartitionsRevoked(onLost),
+		kgo.OnPartitionsLost(onLost),
 	)
 	if err != nil {
 		return err
@@ -217,13 +295,39 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		// final commit.
 		sess.Produce(context.Background(), r, promise)
 	}
-	sink, err := newSink(st.Sink, out, &ts)
-	if err != nil {
-		return err
+	var sink Operator
+	if st.Sink != nil {
+		if sink, err = newSink(st.Sink, out, &ts); err != nil {
+			return err
+		}
 	}
-	tasks := map[int32]*sourceOp{}
-	task := func(p int32) (*sourceOp, error) {
-		if t := tasks[p]; t != nil {
+	tasks := map[int32]*task{}
+	defer func() {
+		for p, t := range tasks {
+			q.closeTask(t)
+			delete(tasks, p)
+		}
+	}()
+	// newTask builds the task for partition p; first is the offset of the
+	// first record fetched for it, which is where the group's committed
+	// offsets put it: a store is restored up to there before processing.
+	newTask := func(p int32, first int64) (*task, error) {
+		t := &task{partition: p}
+		if m := st.Materialize; m != nil {
+			dir := filepath.Join(q.cfg.StateDir, q.topo.AppID, fmt.Sprintf("%d_%d", st.ID, p), m.Store.Name)
+			store, err := openTaskStore(dir, m.Store.Changelog, p, q.cfg.RocksResources)
+			if err != nil {
+				return nil, fmt.Errorf("opening store %s: %w", dir, err)
+			}
+			if t.mat, err = newMaterialize(st.Source, store); err != nil {
+				store.close()
+				return nil, err
+			}
+			if _, err := q.restore(ctx, t.mat, first); err != nil {
+				store.close()
+				return nil, fmt.Errorf("restoring store %s: %w", dir, err)
+			}
+			q.addStore(m.Store.Name, p, store.base)
 			return t, nil
 		}
 		// Each task compiles its own chain: evaluators keep scratch state.
@@ -231,11 +335,9 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		if err != nil {
 			return nil, err
 		}
-		t, err := newSource(st.Source, &ts, head)
-		if err != nil {
+		if t.src, err = newSource(st.Source, &ts, head); err != nil {
 			return nil, err
 		}
-		tasks[p] = t
 		return t, nil
 	}
 
@@ -245,6 +347,20 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		committed, err := sess.End(ctx, try)
 		inTxn = false
 		out.reset()
+		for _, t := range tasks {
+			if t.mat == nil {
+				continue
+			}
+			if committed && err == nil {
+				// The store follows the committed transaction; a failure to
+				// apply it is fatal for the thread, which restores anew.
+				if cerr := t.mat.store.commit(); cerr != nil {
+					return fmt.Errorf("applying committed state: %w", cerr)
+				}
+			} else {
+				t.mat.store.ov.Abort()
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("ending transaction: %w", err)
 		}
@@ -279,13 +395,35 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		if fetches.IsClientClosed() {
 			return errors.New("client closed")
 		}
-		var fetchErr error
 		fetches.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				q.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
-				fetchErr = err
 			}
 		})
+		// Tasks of partitions this member lost are closed; their open
+		// writes were in a transaction the session aborts. Stores of newly
+		// assigned partitions are restored now, not at their first record,
+		// so that pull queries see them at once.
+		assignMu.Lock()
+		gone, gained := revoked, assigned
+		revoked, assigned = nil, nil
+		assignMu.Unlock()
+		if len(gained) > 0 && st.Materialize != nil {
+			if err := q.openAssigned(ctx, sess.Client(), st.Source.Topic, gained, tasks, newTask); err != nil {
+				return err
+			}
+		}
+		for _, p := range gone {
+			if t := tasks[p]; t != nil {
+				if inTxn {
+					if err := end(ctx, kgo.TryAbort); err != nil {
+						return err
+					}
+				}
+				q.closeTask(t)
+				delete(tasks, p)
+			}
+		}
 		if fetches.NumRecords() > 0 {
 			if !inTxn {
 				if err := sess.Begin(); err != nil {
@@ -295,13 +433,15 @@ func (q *Query) thread(ctx context.Context, n int) error {
 			}
 			var taskErr error
 			fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-				if taskErr != nil {
+				if taskErr != nil || len(fp.Records) == 0 {
 					return
 				}
-				t, err := task(fp.Partition)
-				if err != nil {
-					taskErr = err
-					return
+				t := tasks[fp.Partition]
+				if t == nil {
+					if t, taskErr = newTask(fp.Partition, fp.Records[0].Offset); taskErr != nil {
+						return
+					}
+					tasks[fp.Partition] = t
 				}
 				for _, r := range fp.Records {
 					q.in.Add(1)
@@ -323,7 +463,41 @@ func (q *Query) thread(ctx context.Context, n int) error {
 			}
 			q.setErr(nil)
 		}
-		_ = fetchErr
+	}
+}
+
+// openAssigned creates the tasks of newly assigned partitions, restoring
+// their stores up to the group's committed offsets.
+func (q *Query) openAssigned(ctx context.Context, cl *kgo.Client, topic string, parts []int32, tasks map[int32]*task, newTask func(int32, int64) (*task, error)) error {
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, q.topo.AppID)
+	if err != nil {
+		return fmt.Errorf("fetching committed offsets: %w", err)
+	}
+	for _, p := range parts {
+		if tasks[p] != nil {
+			continue
+		}
+		at := int64(0)
+		if o, ok := offs.Lookup(topic, p); ok && o.Err == nil && o.At >= 0 {
+			at = o.At
+		}
+		t, err := newTask(p, at)
+		if err != nil {
+			return err
+		}
+		tasks[p] = t
+	}
+	return nil
+}
+
+// closeTask releases a task's store.
+func (q *Query) closeTask(t *task) {
+	if t.mat == nil {
+		return
+	}
+	q.removeStore(t.mat.store.base)
+	if err := t.mat.store.close(); err != nil {
+		q.log.Warn("closing store", "dir", t.mat.store.dir, "err", err)
 	}
 }
 

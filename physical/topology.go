@@ -31,6 +31,33 @@ type SubTopology struct {
 	// Sink is where rows go; nil for a push query, whose rows go to the
 	// client that opened it.
 	Sink *Sink
+	// Materialize, when set, keeps the latest row per key in a state
+	// store, for pull queries (a table's materialization).
+	Materialize *Materialize
+}
+
+// Materialize upserts each record into a state store keyed by the record
+// key; a tombstone deletes. Store values are the record's value bytes
+// behind an 8-byte big-endian timestamp (ROWTIME).
+type Materialize struct {
+	Name  string
+	Store *Store
+}
+
+// Store is a state store of a topology.
+type Store struct {
+	// Name is the store's deterministic name, unique in its topology.
+	Name string
+	// Changelog is the topic the store is restored from. For a source
+	// table it is the source topic itself (it is already a changelog);
+	// SourceTopicChangelog says so.
+	Changelog            string
+	SourceTopicChangelog bool
+	// KeyFormat and ValueFormat describe the stored key and value bytes,
+	// with Schema laying out the row they decode into.
+	KeyFormat, ValueFormat   string
+	KeyOptions, ValueOptions types.FormatOptions
+	Schema                   types.Schema
 }
 
 // Source reads a topic and decodes its records into rows laid out by
@@ -241,6 +268,49 @@ func tsNote(col string) string {
 	return ", timestamp: " + col
 }
 
+// BuildTable returns the topology that materializes a source table: its
+// topic into a store of the latest value per key. The source topic serves
+// as the store's changelog, so no internal topic is created.
+func BuildTable(appID string, table *planner.Scan) *Topology {
+	src := table.Source
+	source := &Source{
+		Name:            "SOURCE-" + src.Name,
+		Topic:           src.Topic,
+		KeyFormat:       src.KeyFormat,
+		ValueFormat:     src.ValueFormat,
+		KeyOptions:      src.KeyOptions,
+		ValueOptions:    src.ValueOptions,
+		Schema:          table.Schema(),
+		TimestampColumn: src.TimestampColumn,
+		TimestampFormat: src.TimestampFormat,
+	}
+	store := &Store{
+		Name:                 src.Name,
+		Changelog:            src.Topic,
+		SourceTopicChangelog: true,
+		KeyFormat:            src.KeyFormat,
+		ValueFormat:          src.ValueFormat,
+		KeyOptions:           src.KeyOptions,
+		ValueOptions:         src.ValueOptions,
+		Schema:               table.Schema(),
+	}
+	return &Topology{AppID: appID, Limit: -1, SubTopologies: []*SubTopology{{
+		Source:      source,
+		Materialize: &Materialize{Name: "MATERIALIZE-" + src.Name, Store: store},
+	}}}
+}
+
+// Stores returns the topology's state stores.
+func (t *Topology) Stores() []*Store {
+	var out []*Store
+	for _, st := range t.SubTopologies {
+		if st.Materialize != nil {
+			out = append(out, st.Materialize.Store)
+		}
+	}
+	return out
+}
+
 // SourceTopics returns the topics the topology consumes.
 func (t *Topology) SourceTopics() []string {
 	var out []string
@@ -262,6 +332,9 @@ func (t *Topology) String() string {
 		if s := st.Sink; s != nil {
 			fmt.Fprintf(&b, "  --> %s (topic: %s, key: %s, value: %s%s)\n", s.Name, s.Topic, s.KeyFormat, s.ValueFormat, tsNote(s.TimestampColumn))
 			fmt.Fprintf(&b, "      schema: %s\n", s.Schema)
+		}
+		if m := st.Materialize; m != nil {
+			fmt.Fprintf(&b, "  --> %s (store: %s, changelog: %s)\n", m.Name, m.Store.Name, m.Store.Changelog)
 		}
 	}
 	return b.String()
@@ -290,6 +363,9 @@ func (t *Topology) ShapeFingerprint() string {
 		}
 		if s := st.Sink; s != nil {
 			fmt.Fprintf(&b, "sink %s key %s value %s\n", s.Topic, s.KeyFormat, s.ValueFormat)
+		}
+		if m := st.Materialize; m != nil {
+			fmt.Fprintf(&b, "store %s changelog %s\n", m.Store.Name, m.Store.Changelog)
 		}
 	}
 	sum := sha256.Sum256([]byte(b.String()))

@@ -16,6 +16,10 @@ const (
 	tError // an unterminated quote; text is the message
 )
 
+// maxNumberLen bounds numeric literals: MySQL's DECIMAL holds 65 digits,
+// and TiDB's parser fails on much longer ones.
+const maxNumberLen = 70
+
 type token struct {
 	kind tokKind
 	text string
@@ -60,6 +64,10 @@ func lex(text string) []token {
 				(text[j] == 'e' || text[j] == 'E') ||
 				((text[j] == '+' || text[j] == '-') && (text[j-1] == 'e' || text[j-1] == 'E'))) {
 				j++
+			}
+			if j-i > maxNumberLen {
+				out = append(out, token{kind: tError, text: "number literal too long", pos: i, end: j})
+				return out
 			}
 			out = append(out, token{kind: tNumber, text: text[i:j], pos: i, end: j})
 			i = j

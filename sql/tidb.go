@@ -169,11 +169,18 @@ var tidbErrPos = regexp.MustCompile(`line (\d+) column (\d+) near "((?s).*)"`)
 
 // parseTiDB parses one rewritten statement with TiDB in ANSI_QUOTES mode
 // and turns its errors into ours, positioned in orig, the user's text.
-func parseTiDB(rw rewritten, orig string) (ast.StmtNode, error) {
+func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 	text := rw.text
 	p := tidb.New()
 	p.SetSQLMode(mysql.ModeANSIQuotes | mysql.ModePipesAsConcat)
-	st, err := p.ParseOneStmt(text, "", "")
+	// TiDB's literal driver panics on some inputs (a decimal literal of
+	// more than 81 digits); the statement is refused, the server lives on.
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = nil, Errorf(CodeSyntaxError, "syntax error: the statement cannot be parsed (%v)", r)
+		}
+	}()
+	st, err = p.ParseOneStmt(text, "", "")
 	if err == nil {
 		return st, nil
 	}

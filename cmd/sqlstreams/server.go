@@ -19,6 +19,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/server/pgwire"
+	"github.com/sqlstreams/sqlstreams/state"
 )
 
 func runServer(args []string) int {
@@ -31,6 +32,8 @@ func runServer(args []string) int {
 	serviceID := stringFlag(fs, "service-id", "sqlstreams", "service ID: names the command topic and prefixes query application IDs")
 	instanceID := stringFlag(fs, "instance-id", "", "this server's stable name within the service (default: host name)")
 	logLevel := stringFlag(fs, "log-level", "info", "log level: debug, info, warn or error")
+	blockCache := stringFlag(fs, "rocksdb-block-cache", "64MiB", "RocksDB block cache shared by all state stores of this server")
+	writeBuffers := stringFlag(fs, "rocksdb-write-buffers", "64MiB", "RocksDB write-buffer (memtable) budget shared by all state stores")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -44,9 +47,16 @@ func runServer(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	cacheBytes, err1 := parseBytes(*blockCache)
+	bufferBytes, err2 := parseBytes(*writeBuffers)
+	if err := errors.Join(err1, err2); err != nil {
+		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
+		return 2
+	}
 	if err := serve(ctx, log, serverConfig{
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, bootstrap: *bootstrap,
 		kafkaAddr: *kafkaAddr, serviceID: *serviceID, instanceID: *instanceID,
+		blockCache: cacheBytes, writeBuffers: bufferBytes,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -57,6 +67,7 @@ func runServer(args []string) int {
 
 type serverConfig struct {
 	dataDir, pgAddr, httpAddr, bootstrap, kafkaAddr, serviceID, instanceID string
+	blockCache, writeBuffers                                               int64
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -79,8 +90,13 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	if instance == "" {
 		instance = stableInstanceID(cfg.dataDir)
 	}
+	rocks := state.NewRocksResources(cfg.blockCache, cfg.writeBuffers)
+	defer rocks.Close()
 	openCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	eng, err := engine.Open(openCtx, engine.Config{Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log})
+	eng, err := engine.Open(openCtx, engine.Config{
+		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
+		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks,
+	})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("opening the engine: %w", err)

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/exec"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// pull answers a pull query from a table's materialized state: only what
+// committed transactions wrote, read from the stores of this instance.
+func (e *Engine) pull(ctx context.Context, st *sql.Select, q *planner.Query, src *catalog.Source, w ResultWriter) (Result, error) {
+	e.mu.Lock()
+	mat := e.running[src.MaterializedBy]
+	e.mu.Unlock()
+	if src.MaterializedBy == "" || mat == nil {
+		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "table %s is not materialized, so it cannot answer pull queries", src.Name)
+	}
+	topo, err := physical.BuildPush(q)
+	if err != nil {
+		return Result{}, err
+	}
+	sel, err := keySelection(q, src)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := w.Columns(q.Root.Schema().Columns); err != nil {
+		return Result{}, err
+	}
+	n := 0
+	err = exec.RunPull(ctx, topo, mat.Stores(src.Name), sel, func(row types.Row) error {
+		n++
+		return w.Row(row)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil
+}
+
+// keySelection turns what the WHERE says about the key into serialized
+// keys to look up, or a range of them. Ranges are used only where the
+// serialized order is the key's order (a STRING key in the KAFKA format);
+// otherwise the whole table is scanned and the WHERE filters it.
+func keySelection(q *planner.Query, src *catalog.Source) (exec.KeySelection, error) {
+	f, ok := planner.PullKeyFilter(q)
+	if !ok {
+		return exec.KeySelection{}, nil
+	}
+	keys := src.Schema.KeyIndexes()
+	key := src.Schema.Columns[keys[0]]
+	enc, err := types.NewEncoderOpts(src.KeyFormat, src.Schema, keys, src.KeyOptions)
+	if err != nil {
+		return exec.KeySelection{}, err
+	}
+	row := make(types.Row, len(src.Schema.Columns))
+	encode := func(l *expr.Literal) ([]byte, bool) {
+		e := expr.Expr(l)
+		if !l.T.Equal(key.Type) {
+			c, err := expr.NewCast(l, key.Type)
+			if err != nil {
+				return nil, false
+			}
+			e = c
+		}
+		ev, err := expr.Compile(e)
+		if err != nil {
+			return nil, false
+		}
+		d, err := ev(nil)
+		if err != nil || d.Null {
+			return nil, false
+		}
+		row[keys[0]] = d
+		b, err := enc.Encode(nil, row)
+		return b, err == nil
+	}
+	if f.Points != nil {
+		sel := exec.KeySelection{Keys: [][]byte{}}
+		for _, p := range f.Points {
+			if b, ok := encode(p); ok {
+				sel.Keys = append(sel.Keys, b)
+			}
+		}
+		return sel, nil
+	}
+	if src.KeyFormat != types.FormatKafka || key.Type.Kind != types.String {
+		return exec.KeySelection{}, nil
+	}
+	var sel exec.KeySelection
+	if f.Lower != nil {
+		if b, ok := encode(f.Lower); ok {
+			if !f.LowerIncl {
+				b = append(b, 0)
+			}
+			sel.Start = b
+		}
+	}
+	if f.Upper != nil {
+		if b, ok := encode(f.Upper); ok {
+			if f.UpperIncl {
+				b = append(b, 0)
+			}
+			sel.End = b
+		}
+	}
+	return sel, nil
+}

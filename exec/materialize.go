@@ -1,0 +1,154 @@
+package exec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/state"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// tsLen is the size of the timestamp prefix of materialized values.
+const tsLen = 8
+
+// errNullKey marks a table record without a key: skipped and counted.
+var errNullKey = fmt.Errorf("%w: a table record needs a key", types.ErrBadRecord)
+
+// materializeOp keeps the latest record per key of one task's partition
+// in its store: a record upserts its key, a tombstone deletes it. Writes
+// go to the store's overlay; they reach the store when the transaction
+// that consumed them commits.
+type materializeOp struct {
+	check *sourceOp // decodes each record to validate it; its chain is a no-op
+	store *taskStore
+	buf   []byte
+}
+
+func newMaterialize(s *physical.Source, ts *taskStore) (*materializeOp, error) {
+	check, err := newSource(s, nil, nopOperator{})
+	if err != nil {
+		return nil, err
+	}
+	return &materializeOp{check: check, store: ts}, nil
+}
+
+type nopOperator struct{}
+
+func (nopOperator) Process(types.Row) error { return nil }
+
+// process applies one record. A record that does not decode is a bad
+// record and changes nothing.
+func (m *materializeOp) process(r *kgo.Record) error {
+	m.store.next = r.Offset + 1
+	return apply(m.check, m.store.ov, r, &m.buf)
+}
+
+// apply writes record r into st (after validating it with check): the
+// shared rule of processing and restoring.
+func apply(check *sourceOp, st state.Store, r *kgo.Record, buf *[]byte) error {
+	if r.Key == nil {
+		return errNullKey
+	}
+	if r.Value == nil {
+		return st.Delete(r.Key)
+	}
+	if err := check.process(r); err != nil {
+		return err
+	}
+	*buf = binary.BigEndian.AppendUint64((*buf)[:0], uint64(r.Timestamp.UnixMilli()))
+	*buf = append(*buf, r.Value...)
+	return st.Put(r.Key, *buf)
+}
+
+// taskStore is one task's state store: the RocksDB store, the overlay of
+// the open transaction, and the checkpoint of how far the store has
+// applied its changelog.
+type taskStore struct {
+	dir        string
+	changelog  string
+	partition  int32
+	base       *state.Rocks
+	ov         *state.Overlay
+	next       int64 // changelog offset after the last record written (in the overlay)
+	checkpoint int64 // changelog offset the store has applied up to
+}
+
+func (t *taskStore) checkpointPath() string { return filepath.Join(t.dir, "checkpoint") }
+
+func (t *taskStore) checkpointKey() string {
+	return t.changelog + "/" + strconv.Itoa(int(t.partition))
+}
+
+// openTaskStore opens the store of a task in dir and reads its checkpoint.
+// A store whose checkpoint is missing or cannot be trusted is wiped: it
+// will be restored from the start of its changelog.
+func openTaskStore(dir, changelog string, partition int32, res *state.RocksResources) (*taskStore, error) {
+	t := &taskStore{dir: dir, changelog: changelog, partition: partition, checkpoint: -1}
+	cp, err := state.ReadCheckpoint(t.checkpointPath())
+	if off, ok := cp[t.checkpointKey()]; err == nil && ok {
+		t.checkpoint = off
+	} else if err != nil && !errors.Is(err, state.ErrCheckpointInvalid) {
+		return nil, err
+	}
+	if t.checkpoint < 0 {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.open(res); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *taskStore) open(res *state.RocksResources) error {
+	if err := os.MkdirAll(t.dir, 0o755); err != nil {
+		return err
+	}
+	db, err := state.OpenRocks(filepath.Join(t.dir, "rocksdb"), state.RocksOptions{Resources: res})
+	if err != nil {
+		return err
+	}
+	t.base, t.ov = db, state.NewOverlay(db)
+	return nil
+}
+
+// wipe empties the store, for a restore from the changelog's start.
+func (t *taskStore) wipe(res *state.RocksResources) error {
+	t.ov.Abort()
+	if err := t.base.Close(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(t.dir); err != nil {
+		return err
+	}
+	t.checkpoint = -1
+	return t.open(res)
+}
+
+// commit applies the committed transaction's writes to the store and
+// records how far it has applied the changelog.
+func (t *taskStore) commit() error {
+	if t.ov.Len() > 0 {
+		if err := t.ov.Commit(); err != nil {
+			return err
+		}
+	}
+	if t.next > t.checkpoint {
+		t.checkpoint = t.next
+		return state.WriteCheckpoint(t.checkpointPath(), map[string]int64{t.checkpointKey(): t.checkpoint})
+	}
+	return nil
+}
+
+func (t *taskStore) close() error {
+	t.ov.Abort()
+	return t.base.Close()
+}

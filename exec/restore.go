@@ -1,0 +1,91 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// restoreBatch is how many changelog records a restore writes per batch.
+const restoreBatch = 10000
+
+// restore brings a task's store up to offset until (exclusive) of its
+// changelog partition, reading read_committed from its checkpoint, or from
+// the start when it has none or the checkpoint is past until (a store
+// ahead of the committed offsets cannot be trusted). It returns how many
+// records it read.
+func (q *Query) restore(ctx context.Context, m *materializeOp, until int64) (int, error) {
+	ts := m.store
+	if ts.checkpoint > until {
+		q.log.Warn("store is ahead of the committed offsets; restoring it from the start",
+			"store", ts.dir, "checkpoint", ts.checkpoint, "committed", until)
+		if err := ts.wipe(q.cfg.RocksResources); err != nil {
+			return 0, err
+		}
+	}
+	if ts.checkpoint == until {
+		return 0, nil
+	}
+	start := kgo.NewOffset().AtStart()
+	if ts.checkpoint >= 0 {
+		start = kgo.NewOffset().At(ts.checkpoint)
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(q.cfg.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{ts.changelog: {ts.partition: start}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	began := time.Now()
+	n, pending := 0, 0
+	for done := false; !done; {
+		// A quiet poll means only control records or aborted data remain
+		// before until.
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		if fs.Empty() {
+			break
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return n, ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if done || r.Offset >= until {
+				done = true
+				return
+			}
+			// Bad records were skipped when first processed; skip them again.
+			_ = apply(m.check, ts.ov, r, &m.buf)
+			n++
+			pending++
+			done = r.Offset+1 >= until
+		})
+		if pending >= restoreBatch {
+			if err := ts.ov.Commit(); err != nil {
+				return n, err
+			}
+			pending = 0
+		}
+	}
+	ts.next = until
+	if err := ts.commit(); err != nil {
+		return n, err
+	}
+	q.log.Info("store restored", "store", ts.dir, "records", n, "until", until, "elapsed", time.Since(began))
+	return n, nil
+}

@@ -1,0 +1,128 @@
+package planner
+
+import (
+	"github.com/sqlstreams/sqlstreams/expr"
+)
+
+// KeyFilter is what a pull query's WHERE says about the table's key, so
+// that the executor reads only the rows it needs. The WHERE is still
+// applied to every row read, so a KeyFilter may be looser than the WHERE,
+// never tighter.
+type KeyFilter struct {
+	// Points, when non-nil, are the only key values that can match
+	// (key = c, key IN (c, …)).
+	Points []*expr.Literal
+	// Lower and Upper bound the key (nil: open); Incl says whether the
+	// bound itself matches.
+	Lower, Upper         *expr.Literal
+	LowerIncl, UpperIncl bool
+}
+
+// PullKeyFilter derives the KeyFilter of a pull query over a table with a
+// single key column; ok is false when the WHERE does not constrain the key
+// (or there is no WHERE), and the whole table must be scanned.
+func PullKeyFilter(q *Query) (f KeyFilter, ok bool) {
+	var filter *Filter
+	for n := q.Root; n != nil; {
+		if fl, isFilter := n.(*Filter); isFilter {
+			filter = fl
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	if filter == nil {
+		return f, false
+	}
+	keys := filter.Input.Schema().KeyIndexes()
+	if len(keys) != 1 {
+		return f, false
+	}
+	key := keys[0]
+	isKey := func(e expr.Expr) bool {
+		c, ok := e.(*expr.Column)
+		return ok && c.Index == key
+	}
+	for _, c := range conjuncts(filter.Predicate) {
+		switch c := c.(type) {
+		case *expr.In:
+			if c.Not || !isKey(c.X) || f.Points != nil {
+				continue
+			}
+			var pts []*expr.Literal
+			for _, e := range c.List {
+				l, isLit := e.(*expr.Literal)
+				if !isLit {
+					pts = nil
+					break
+				}
+				pts = append(pts, l)
+			}
+			if pts != nil {
+				f.Points, ok = pts, true
+			}
+		case *expr.Between:
+			lo, okLo := c.Lo.(*expr.Literal)
+			hi, okHi := c.Hi.(*expr.Literal)
+			if c.Not || !isKey(c.X) || !okLo || !okHi || lo.V.Null || hi.V.Null {
+				continue
+			}
+			if f.Lower == nil {
+				f.Lower, f.LowerIncl, ok = lo, true, true
+			}
+			if f.Upper == nil {
+				f.Upper, f.UpperIncl, ok = hi, true, true
+			}
+		case *expr.Binary:
+			op, l, r := c.Op, c.L, c.R
+			if isKey(r) {
+				l, r = r, l
+				op = flip(op)
+			}
+			lit, isLit := r.(*expr.Literal)
+			if !isKey(l) || !isLit || lit.V.Null {
+				continue
+			}
+			switch op {
+			case expr.OpEQ:
+				if f.Points == nil {
+					f.Points, ok = []*expr.Literal{lit}, true
+				}
+			case expr.OpGT, expr.OpGE:
+				if f.Lower == nil {
+					f.Lower, f.LowerIncl, ok = lit, op == expr.OpGE, true
+				}
+			case expr.OpLT, expr.OpLE:
+				if f.Upper == nil {
+					f.Upper, f.UpperIncl, ok = lit, op == expr.OpLE, true
+				}
+			}
+		}
+	}
+	return f, ok
+}
+
+// conjuncts splits a predicate at its top-level ANDs.
+func conjuncts(e expr.Expr) []expr.Expr {
+	if b, ok := e.(*expr.Binary); ok && b.Op == expr.OpAnd {
+		return append(conjuncts(b.L), conjuncts(b.R)...)
+	}
+	return []expr.Expr{e}
+}
+
+// flip mirrors a comparison for swapped operands.
+func flip(op expr.Op) expr.Op {
+	switch op {
+	case expr.OpLT:
+		return expr.OpGT
+	case expr.OpLE:
+		return expr.OpGE
+	case expr.OpGT:
+		return expr.OpLT
+	case expr.OpGE:
+		return expr.OpLE
+	}
+	return op
+}
