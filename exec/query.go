@@ -82,6 +82,8 @@ type Stats struct {
 	BadRecords int64
 	Commits    int64
 	Aborts     int64
+	// Restored counts the changelog records read to restore stores.
+	Restored int64
 }
 
 // Query states, as SHOW QUERIES prints them.
@@ -111,7 +113,7 @@ type Query struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	in, out, bad, commits, aborts atomic.Int64
+	in, out, bad, commits, aborts, restored atomic.Int64
 
 	mu      sync.Mutex
 	lastErr error
@@ -161,7 +163,7 @@ func (q *Query) Stop() {
 func (q *Query) Status() Status {
 	s := Status{State: StateRunning, Stats: Stats{
 		RecordsIn: q.in.Load(), RecordsOut: q.out.Load(), BadRecords: q.bad.Load(),
-		Commits: q.commits.Load(), Aborts: q.aborts.Load(),
+		Commits: q.commits.Load(), Aborts: q.aborts.Load(), Restored: q.restored.Load(),
 	}}
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -148,7 +148,7 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	panic(fmt.Sprintf("no error response for %T", req))
 }
 
-func waitCommitted(t *testing.T, ctx context.Context, brokers []string, group, topic string) {
+func waitCommitted(t testing.TB, ctx context.Context, brokers []string, group, topic string) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,11 @@ func (q *Query) restore(ctx context.Context, m *materializeOp, until int64) (int
 	if ts.checkpoint == until {
 		return 0, nil
 	}
+	if until <= 0 {
+		// Nothing was ever committed: nothing to restore.
+		ts.next = 0
+		return 0, ts.commit()
+	}
 	start := kgo.NewOffset().AtStart()
 	if ts.checkpoint >= 0 {
 		start = kgo.NewOffset().At(ts.checkpoint)
@@ -82,6 +87,7 @@ func (q *Query) restore(ctx context.Context, m *materializeOp, until int64) (int
 			pending = 0
 		}
 	}
+	q.restored.Add(int64(n))
 	ts.next = until
 	if err := ts.commit(); err != nil {
 		return n, err
