@@ -323,6 +323,11 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string) error {
 // partitions > 0, and returns the topic's partition count. A missing topic
 // without partitions is an error, as in ksqlDB.
 func (e *Engine) ensureTopic(ctx context.Context, topic string, partitions int32) (int32, error) {
+	return e.ensureTopicConfig(ctx, topic, partitions, nil)
+}
+
+// ensureTopicConfig is ensureTopic with topic configs for a new topic.
+func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions int32, configs map[string]*string) (int32, error) {
 	details, err := e.adm.ListTopics(ctx, topic)
 	if err != nil {
 		return 0, fmt.Errorf("looking up topic %s: %w", topic, err)
@@ -337,7 +342,7 @@ func (e *Engine) ensureTopic(ctx context.Context, topic string, partitions int32
 	if partitions <= 0 {
 		return 0, sql.Errorf(sql.CodeUndefinedObject, "topic %s does not exist; give PARTITIONS in WITH (…) to create it", topic)
 	}
-	resp, err := e.adm.CreateTopic(ctx, partitions, -1, nil, topic)
+	resp, err := e.adm.CreateTopic(ctx, partitions, -1, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -366,7 +371,11 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	if err != nil {
 		return Result{}, err
 	}
-	if err := e.startPersistent(ctx, "CSAS_"+st.Name, sink, cmd, live, true); err != nil {
+	prefix := "CSAS_"
+	if st.Kind == catalog.Table {
+		prefix = "CTAS_"
+	}
+	if err := e.startPersistent(ctx, prefix+st.Name, sink, cmd, live, true); err != nil {
 		return Result{}, err
 	}
 	return tag, nil
@@ -403,6 +412,19 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 			return err
 		}
 	}
+	// Internal topics have as many partitions as the query's input, so
+	// task p of every sub-topology reads and writes partition p.
+	inputParts := planner.Sources(sink.Input)[0].Partitions
+	compact := "compact"
+	for _, it := range topo.InternalTopics() {
+		var configs map[string]*string
+		if it.Compact {
+			configs = map[string]*string{"cleanup.policy": &compact}
+		}
+		if _, err := e.ensureTopicConfig(ctx, it.Name, inputParts, configs); err != nil {
+			return err
+		}
+	}
 	if live {
 		cmd.QueryID = id
 		if _, err := e.cmds.Append(ctx, cmd); err != nil {
@@ -424,7 +446,17 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if v := cmd.Props["auto.offset.reset"]; v != "" {
 		reset = v
 	}
-	return e.start(id, topo, reset)
+	if err := e.start(id, topo, reset); err != nil {
+		return err
+	}
+	if newSink && sink.Target.Kind == catalog.Table {
+		// The result table answers pull queries from a materialization of
+		// its topic (read_committed, so only committed results).
+		matID := id + "_MATERIALIZE"
+		sink.Target.MaterializedBy = matID
+		return e.start(matID, physical.BuildTable(physical.AppID(e.cfg.ServiceID, matID), planner.NewScan(sink.Target)), "earliest")
+	}
+	return nil
 }
 
 // replaceQuery carries out CREATE OR REPLACE of a query's sink: the new

@@ -78,6 +78,10 @@ type taskStore struct {
 	ov         *state.Overlay
 	next       int64 // changelog offset after the last record written (in the overlay)
 	checkpoint int64 // changelog offset the store has applied up to
+	// last is the newest changelog record this task produced in the open
+	// transaction (stores with their own changelog); its offset, known
+	// once the transaction is flushed, sets next.
+	last *kgo.Record
 }
 
 func (t *taskStore) checkpointPath() string { return filepath.Join(t.dir, "checkpoint") }
@@ -136,6 +140,10 @@ func (t *taskStore) wipe(res *state.RocksResources) error {
 // commit applies the committed transaction's writes to the store and
 // records how far it has applied the changelog.
 func (t *taskStore) commit() error {
+	if t.last != nil {
+		t.next = t.last.Offset + 1
+		t.last = nil
+	}
 	if t.ov.Len() > 0 {
 		if err := t.ov.Commit(); err != nil {
 			return err
@@ -146,6 +154,12 @@ func (t *taskStore) commit() error {
 		return state.WriteCheckpoint(t.checkpointPath(), map[string]int64{t.checkpointKey(): t.checkpoint})
 	}
 	return nil
+}
+
+// abort drops the open transaction's writes.
+func (t *taskStore) abort() {
+	t.ov.Abort()
+	t.last = nil
 }
 
 func (t *taskStore) close() error {

@@ -26,9 +26,25 @@ func (e *evalError) Unwrap() error { return e.err }
 
 // buildChain compiles a sub-topology's processors in front of last.
 func buildChain(procs []physical.Processor, last Operator) (Operator, error) {
+	return buildChainWith(procs, last, nil)
+}
+
+// buildChainWith is buildChain for chains with stateful processors:
+// stateful makes the operator of each (an aggregate, given its task's
+// store).
+func buildChainWith(procs []physical.Processor, last Operator, stateful func(physical.Processor, Operator) (Operator, error)) (Operator, error) {
 	next := last
 	for i := len(procs) - 1; i >= 0; i-- {
 		switch p := procs[i].(type) {
+		case *physical.Aggregate:
+			if stateful == nil {
+				return nil, fmt.Errorf("%s needs a state store", p.Name)
+			}
+			op, err := stateful(p, next)
+			if err != nil {
+				return nil, err
+			}
+			next = op
 		case *physical.Filter:
 			ev, err := expr.Compile(p.Predicate)
 			if err != nil {

@@ -15,6 +15,18 @@ type projectOp struct {
 	next  Operator
 }
 
+// Delete passes a deletion on with the projected key columns.
+func (p *projectOp) Delete(row types.Row) error {
+	for i, ev := range p.exprs {
+		d, err := ev(row)
+		if err != nil {
+			return &evalError{node: p.name, err: err}
+		}
+		p.out[i] = d
+	}
+	return p.next.(deleter).Delete(p.out)
+}
+
 func (p *projectOp) Process(row types.Row) error {
 	for i, ev := range p.exprs {
 		d, err := ev(row)

@@ -128,11 +128,10 @@ func Start(id string, topo *physical.Topology, cfg Config) (*Query, error) {
 	if topo.AppID == "" {
 		return nil, errors.New("exec: a persistent query needs an application ID")
 	}
-	if len(topo.SubTopologies) != 1 {
-		return nil, errors.New("exec: only single sub-topology queries are supported yet")
-	}
-	if st := topo.SubTopologies[0]; st.Sink == nil && st.Materialize == nil {
-		return nil, errors.New("exec: a persistent query needs a sink or a store")
+	for _, st := range topo.SubTopologies {
+		if st.Sink == nil && st.Materialize == nil && st.Repartition == nil {
+			return nil, fmt.Errorf("exec: sub-topology %d writes nowhere", st.ID)
+		}
 	}
 	if len(topo.Stores()) > 0 && cfg.StateDir == "" {
 		return nil, errors.New("exec: a query with state stores needs a state directory")
@@ -225,11 +224,12 @@ func (q *Query) runThread(ctx context.Context, n int) {
 }
 
 // task is one (sub-topology, partition) of a thread: a compiled chain
-// of operators and, for a materializing sub-topology, its store.
+// of operators and, for a stateful sub-topology, its store.
 type task struct {
 	partition int32
-	src       *sourceOp      // stateless chain, or nil
-	mat       *materializeOp // materialization, or nil
+	src       *sourceOp      // the chain, or nil for a materialization
+	mat       *materializeOp // a source table's materialization, or nil
+	store     *taskStore     // the task's store, or nil
 }
 
 func (t *task) process(r *kgo.Record) error {
@@ -239,28 +239,40 @@ func (t *task) process(r *kgo.Record) error {
 	return t.src.process(r)
 }
 
+// topicPartition names an input partition, and so a task.
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
 // thread is one stream thread: a group member with its own transactional
 // producer, processing every task assigned to it in one transaction per
 // commit interval.
 func (q *Query) thread(ctx context.Context, n int) error {
-	st := q.topo.SubTopologies[0]
+	subs := map[string]*physical.SubTopology{}
+	changelogs := map[string]bool{}
+	for _, st := range q.topo.SubTopologies {
+		subs[st.Source.Topic] = st
+	}
+	for _, s := range q.topo.Stores() {
+		if !s.SourceTopicChangelog {
+			changelogs[s.Changelog] = true
+		}
+	}
 	// The group callbacks run outside the poll loop; they only note the
 	// partitions, and the loop opens and closes tasks.
 	var assignMu sync.Mutex
-	var assigned, revoked []int32
-	onAssigned := func(_ context.Context, _ *kgo.Client, got map[string][]int32) {
-		assignMu.Lock()
-		for _, ps := range got {
-			assigned = append(assigned, ps...)
+	var assigned, revoked []topicPartition
+	note := func(to *[]topicPartition) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			assignMu.Lock()
+			for t, ps := range m {
+				for _, p := range ps {
+					*to = append(*to, topicPartition{t, p})
+				}
+			}
+			assignMu.Unlock()
 		}
-		assignMu.Unlock()
-	}
-	onLost := func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-		assignMu.Lock()
-		for _, ps := range lost {
-			revoked = append(revoked, ps...)
-		}
-		assignMu.Unlock()
 	}
 	sess, err := kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(q.cfg.Brokers...),
@@ -274,9 +286,10 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		kgo.SessionTimeout(10*time.Second),
 		kgo.TransactionTimeout(60*time.Second),
 		kgo.ProducerLinger(0),
-		kgo.OnPartitionsAssigned(onAssigned),
-		kgo.OnPartitionsRevoked(onLost),
-		kgo.OnPartitionsLost(onLost),
+		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, def: kgo.StickyKeyPartitioner(nil)}),
+		kgo.OnPartitionsAssigned(note(&assigned)),
+		kgo.OnPartitionsRevoked(note(&revoked)),
+		kgo.OnPartitionsLost(note(&revoked)),
 	)
 	if err != nil {
 		return err
@@ -297,44 +310,98 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		// final commit.
 		sess.Produce(context.Background(), r, promise)
 	}
-	var sink Operator
-	if st.Sink != nil {
-		if sink, err = newSink(st.Sink, out, &ts); err != nil {
-			return err
+	// Each sub-topology's last operator (a sink or a repartition) is
+	// shared by its tasks: it keeps no per-task state.
+	terminals := map[*physical.SubTopology]Operator{}
+	terminal := func(st *physical.SubTopology) (Operator, error) {
+		if op := terminals[st]; op != nil {
+			return op, nil
 		}
+		var op Operator
+		var err error
+		switch {
+		case st.Sink != nil:
+			op, err = newSink(st.Sink, out, &ts)
+		case st.Repartition != nil:
+			op, err = newRepartition(st.Repartition, out, &ts)
+		default:
+			err = fmt.Errorf("sub-topology %d has no sink", st.ID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		terminals[st] = op
+		return op, nil
 	}
-	tasks := map[int32]*task{}
+	tasks := map[topicPartition]*task{}
 	defer func() {
-		for p, t := range tasks {
+		for tp, t := range tasks {
 			q.closeTask(t)
-			delete(tasks, p)
+			delete(tasks, tp)
 		}
 	}()
-	// newTask builds the task for partition p; first is the offset of the
-	// first record fetched for it, which is where the group's committed
-	// offsets put it: a store is restored up to there before processing.
-	newTask := func(p int32, first int64) (*task, error) {
+	// newTask builds the task of partition p of st. until is, for a store
+	// restored from its input topic (a source table), the group's
+	// committed offset; stores with their own changelog are restored to
+	// its end.
+	newTask := func(st *physical.SubTopology, p int32, until int64) (*task, error) {
 		t := &task{partition: p}
-		if m := st.Materialize; m != nil {
-			dir := filepath.Join(q.cfg.StateDir, q.topo.AppID, fmt.Sprintf("%d_%d", st.ID, p), m.Store.Name)
-			store, err := openTaskStore(dir, m.Store.Changelog, p, q.cfg.RocksResources)
+		open := func(s *physical.Store) (*taskStore, error) {
+			dir := filepath.Join(q.cfg.StateDir, q.topo.AppID, fmt.Sprintf("%d_%d", st.ID, p), s.Name)
+			store, err := openTaskStore(dir, s.Changelog, p, q.cfg.RocksResources)
 			if err != nil {
 				return nil, fmt.Errorf("opening store %s: %w", dir, err)
 			}
+			return store, nil
+		}
+		if m := st.Materialize; m != nil {
+			store, err := open(m.Store)
+			if err != nil {
+				return nil, err
+			}
+			t.store = store
 			if t.mat, err = newMaterialize(st.Source, store); err != nil {
 				store.close()
 				return nil, err
 			}
-			if _, err := q.restore(ctx, t.mat, first); err != nil {
+			apply := func(r *kgo.Record) error { return apply(t.mat.check, store.ov, r, &t.mat.buf) }
+			if _, err := q.restore(ctx, store, until, apply); err != nil {
 				store.close()
-				return nil, fmt.Errorf("restoring store %s: %w", dir, err)
+				return nil, fmt.Errorf("restoring store %s: %w", store.dir, err)
 			}
 			q.addStore(m.Store.Name, p, store.base)
 			return t, nil
 		}
-		// Each task compiles its own chain: evaluators keep scratch state.
-		head, err := buildChain(st.Processors, sink)
+		last, err := terminal(st)
 		if err != nil {
+			return nil, err
+		}
+		stateful := func(pp physical.Processor, next Operator) (Operator, error) {
+			a := pp.(*physical.Aggregate)
+			store, err := open(a.Store)
+			if err != nil {
+				return nil, err
+			}
+			t.store = store
+			end, err := q.changelogEnd(ctx, sess.Client(), a.Store.Changelog, p)
+			if err != nil {
+				store.close()
+				return nil, err
+			}
+			apply := func(r *kgo.Record) error { return restoreAggregate(store.ov, r) }
+			if _, err := q.restore(ctx, store, end, apply); err != nil {
+				store.close()
+				return nil, fmt.Errorf("restoring store %s: %w", store.dir, err)
+			}
+			q.addStore(a.Store.Name, p, store.base)
+			return newAggregate(a, store, out, &ts, next)
+		}
+		// Each task compiles its own chain: evaluators keep scratch state.
+		head, err := buildChainWith(st.Processors, last, stateful)
+		if err != nil {
+			if t.store != nil {
+				t.store.close()
+			}
 			return nil, err
 		}
 		if t.src, err = newSource(st.Source, &ts, head); err != nil {
@@ -348,21 +415,23 @@ func (q *Query) thread(ctx context.Context, n int) error {
 	end := func(ctx context.Context, try kgo.TransactionEndTry) error {
 		committed, err := sess.End(ctx, try)
 		inTxn = false
-		out.reset()
+		// Stores follow the transaction: its writes are applied when it
+		// committed, dropped when it aborted. (Offsets of the changelog
+		// records are known here; the outbox is reset after.)
 		for _, t := range tasks {
-			if t.mat == nil {
+			if t.store == nil {
 				continue
 			}
 			if committed && err == nil {
-				// The store follows the committed transaction; a failure to
-				// apply it is fatal for the thread, which restores anew.
-				if cerr := t.mat.store.commit(); cerr != nil {
+				if cerr := t.store.commit(); cerr != nil {
+					out.reset()
 					return fmt.Errorf("applying committed state: %w", cerr)
 				}
 			} else {
-				t.mat.store.ov.Abort()
+				t.store.abort()
 			}
 		}
+		out.reset()
 		if err != nil {
 			return fmt.Errorf("ending transaction: %w", err)
 		}
@@ -410,20 +479,20 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		gone, gained := revoked, assigned
 		revoked, assigned = nil, nil
 		assignMu.Unlock()
-		if len(gained) > 0 && st.Materialize != nil {
-			if err := q.openAssigned(ctx, sess.Client(), st.Source.Topic, gained, tasks, newTask); err != nil {
-				return err
-			}
-		}
-		for _, p := range gone {
-			if t := tasks[p]; t != nil {
+		for _, tp := range gone {
+			if t := tasks[tp]; t != nil {
 				if inTxn {
 					if err := end(ctx, kgo.TryAbort); err != nil {
 						return err
 					}
 				}
 				q.closeTask(t)
-				delete(tasks, p)
+				delete(tasks, tp)
+			}
+		}
+		if len(gained) > 0 && len(q.topo.Stores()) > 0 {
+			if err := q.openAssigned(ctx, sess.Client(), gained, subs, tasks, newTask); err != nil {
+				return err
 			}
 		}
 		if fetches.NumRecords() > 0 {
@@ -438,12 +507,18 @@ func (q *Query) thread(ctx context.Context, n int) error {
 				if taskErr != nil || len(fp.Records) == 0 {
 					return
 				}
-				t := tasks[fp.Partition]
+				tp := topicPartition{fp.Topic, fp.Partition}
+				t := tasks[tp]
 				if t == nil {
-					if t, taskErr = newTask(fp.Partition, fp.Records[0].Offset); taskErr != nil {
+					st := subs[fp.Topic]
+					if st == nil {
+						taskErr = fmt.Errorf("records from unexpected topic %s", fp.Topic)
 						return
 					}
-					tasks[fp.Partition] = t
+					if t, taskErr = newTask(st, fp.Partition, fp.Records[0].Offset); taskErr != nil {
+						return
+					}
+					tasks[tp] = t
 				}
 				for _, r := range fp.Records {
 					q.in.Add(1)
@@ -468,38 +543,84 @@ func (q *Query) thread(ctx context.Context, n int) error {
 	}
 }
 
-// openAssigned creates the tasks of newly assigned partitions, restoring
-// their stores up to the group's committed offsets.
-func (q *Query) openAssigned(ctx context.Context, cl *kgo.Client, topic string, parts []int32, tasks map[int32]*task, newTask func(int32, int64) (*task, error)) error {
-	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, q.topo.AppID)
-	if err != nil {
-		return fmt.Errorf("fetching committed offsets: %w", err)
-	}
-	for _, p := range parts {
-		if tasks[p] != nil {
+// openAssigned creates the stateful tasks of newly assigned partitions,
+// restoring their stores before any record is processed.
+func (q *Query) openAssigned(ctx context.Context, cl *kgo.Client, parts []topicPartition, subs map[string]*physical.SubTopology,
+	tasks map[topicPartition]*task, newTask func(*physical.SubTopology, int32, int64) (*task, error)) error {
+	var offs kadm.OffsetResponses
+	for _, tp := range parts {
+		st := subs[tp.topic]
+		if st == nil || tasks[tp] != nil || !stateful(st) {
 			continue
 		}
+		if offs == nil {
+			var err error
+			if offs, err = kadm.NewClient(cl).FetchOffsets(ctx, q.topo.AppID); err != nil {
+				return fmt.Errorf("fetching committed offsets: %w", err)
+			}
+		}
 		at := int64(0)
-		if o, ok := offs.Lookup(topic, p); ok && o.Err == nil && o.At >= 0 {
+		if o, ok := offs.Lookup(tp.topic, tp.partition); ok && o.Err == nil && o.At >= 0 {
 			at = o.At
 		}
-		t, err := newTask(p, at)
+		t, err := newTask(st, tp.partition, at)
 		if err != nil {
 			return err
 		}
-		tasks[p] = t
+		tasks[tp] = t
 	}
 	return nil
 }
 
+func stateful(st *physical.SubTopology) bool {
+	if st.Materialize != nil {
+		return true
+	}
+	for _, p := range st.Processors {
+		if _, ok := p.(*physical.Aggregate); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// changelogEnd returns the last stable offset of a changelog partition:
+// where a restore of it ends.
+func (q *Query) changelogEnd(ctx context.Context, cl *kgo.Client, topic string, p int32) (int64, error) {
+	offs, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("listing %s's end: %w", topic, err)
+	}
+	o, ok := offs.Lookup(topic, p)
+	if !ok || o.Err != nil {
+		return 0, fmt.Errorf("end of %s/%d: %v", topic, p, o.Err)
+	}
+	return o.Offset, nil
+}
+
+// taskPartitioner sends changelog records to the partition their task
+// chose (the task's own partition) and everything else by key, as Kafka's
+// Java clients do.
+type taskPartitioner struct {
+	changelogs map[string]bool
+	def        kgo.Partitioner
+}
+
+func (p taskPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if p.changelogs[topic] {
+		return kgo.ManualPartitioner().ForTopic(topic)
+	}
+	return p.def.ForTopic(topic)
+}
+
 // closeTask releases a task's store.
 func (q *Query) closeTask(t *task) {
-	if t.mat == nil {
+	if t.store == nil {
 		return
 	}
-	q.removeStore(t.mat.store.base)
-	if err := t.mat.store.close(); err != nil {
-		q.log.Warn("closing store", "dir", t.mat.store.dir, "err", err)
+	q.removeStore(t.store.base)
+	if err := t.store.close(); err != nil {
+		q.log.Warn("closing store", "dir", t.store.dir, "err", err)
 	}
 }
 

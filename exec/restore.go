@@ -12,12 +12,11 @@ import (
 const restoreBatch = 10000
 
 // restore brings a task's store up to offset until (exclusive) of its
-// changelog partition, reading read_committed from its checkpoint, or from
+// changelog partition, writing each record with apply, reading read_committed from its checkpoint, or from
 // the start when it has none or the checkpoint is past until (a store
 // ahead of the committed offsets cannot be trusted). It returns how many
 // records it read.
-func (q *Query) restore(ctx context.Context, m *materializeOp, until int64) (int, error) {
-	ts := m.store
+func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply func(*kgo.Record) error) (int, error) {
 	if ts.checkpoint > until {
 		q.log.Warn("store is ahead of the committed offsets; restoring it from the start",
 			"store", ts.dir, "checkpoint", ts.checkpoint, "committed", until)
@@ -75,7 +74,7 @@ func (q *Query) restore(ctx context.Context, m *materializeOp, until int64) (int
 				return
 			}
 			// Bad records were skipped when first processed; skip them again.
-			_ = apply(m.check, ts.ov, r, &m.buf)
+			_ = apply(r)
 			n++
 			pending++
 			done = r.Offset+1 >= until

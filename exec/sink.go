@@ -43,6 +43,25 @@ func newSink(s *physical.Sink, out *outbox, ts *time.Time) (*sinkOp, error) {
 	return op, nil
 }
 
+// Delete writes a tombstone for row's key.
+func (s *sinkOp) Delete(row types.Row) error {
+	if allNull(row, s.keys) {
+		return nil
+	}
+	rec := s.out.record()
+	start := len(s.out.arena)
+	var err error
+	if s.out.arena, err = s.key.Encode(s.out.arena, row); err != nil {
+		return err
+	}
+	a := s.out.arena
+	rec.Key = a[start:len(a):len(a)]
+	rec.Topic = s.topic
+	rec.Timestamp = *s.ts
+	s.out.produce(rec)
+	return nil
+}
+
 func (s *sinkOp) Process(row types.Row) error {
 	rec := s.out.record()
 	var err error

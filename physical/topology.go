@@ -34,6 +34,63 @@ type SubTopology struct {
 	// Materialize, when set, keeps the latest row per key in a state
 	// store, for pull queries (a table's materialization).
 	Materialize *Materialize
+	// Repartition, when set, ends the sub-topology instead of Sink: rows
+	// are re-keyed and written to an internal topic that a later
+	// sub-topology reads.
+	Repartition *Repartition
+}
+
+// Repartition writes rows to an internal topic keyed by KeyExprs, so that
+// all rows of one key meet in one partition. The value holds every
+// non-pseudo column of Schema (JSON), so that the next sub-topology sees
+// the same row layout.
+type Repartition struct {
+	Name     string
+	Topic    string
+	KeyExprs []expr.Expr
+	// KeySchema lays out the key columns KeyExprs compute; KeyFormat
+	// encodes them.
+	KeySchema types.Schema
+	KeyFormat string
+	Schema    types.Schema
+}
+
+// Aggregate groups rows by GroupBy and keeps each group's aggregate
+// state in Store (restored from its changelog). Each row updates its
+// group and emits the group's new row (key columns, then aggregates) —
+// or, when Having is set and false, a tombstone for the group's key.
+type Aggregate struct {
+	Name    string
+	GroupBy []expr.Expr
+	Aggs    []*planner.AggCall
+	Having  expr.Expr // over Out's rows; nil for none
+	Out     types.Schema
+	Store   *Store
+}
+
+func (a *Aggregate) NodeName() string     { return a.Name }
+func (a *Aggregate) Schema() types.Schema { return a.Out }
+func (a *Aggregate) Describe() string {
+	keys := make([]string, len(a.GroupBy))
+	for i, g := range a.GroupBy {
+		keys[i] = g.String()
+	}
+	aggs := make([]string, len(a.Aggs))
+	for i, c := range a.Aggs {
+		aggs[i] = c.String()
+	}
+	d := "Aggregate: GROUP BY " + strings.Join(keys, ", ") + " COMPUTE " + strings.Join(aggs, ", ")
+	if a.Having != nil {
+		d += " HAVING " + a.Having.String()
+	}
+	return d + " (store: " + a.Store.Name + ", changelog: " + a.Store.Changelog + ")"
+}
+
+// InternalTopic is a topic a topology creates for itself.
+type InternalTopic struct {
+	Name string
+	// Compact marks changelogs (cleanup.policy=compact).
+	Compact bool
 }
 
 // Materialize upserts each record into a state store keyed by the record
@@ -91,6 +148,7 @@ var (
 	_ Processor = (*Project)(nil)
 	_ Processor = (*Rekey)(nil)
 	_ Processor = (*FlatMap)(nil)
+	_ Processor = (*Aggregate)(nil)
 )
 
 // FlatMap applies table functions: one output row per element of the
@@ -182,13 +240,17 @@ type Sink struct {
 // fixes it: <service>_query_<QUERY_ID>.
 func AppID(serviceID, queryID string) string { return serviceID + "_query_" + queryID }
 
-// Build turns a persistent query's plan into a topology.
+// Build turns a persistent query's plan into a topology. A GROUP BY whose
+// key is not the input's key gets two sub-topologies joined by a
+// repartition topic, <appid>-GROUPBY-repartition; its state store's
+// changelog is <appid>-AGGREGATE-changelog.
 func Build(appID string, sink *planner.Sink) (*Topology, error) {
-	st, err := chain(sink.Input)
+	t := sink.Target
+	subs, err := split(appID, sink.Input, t.KeyFormat, t.KeyOptions)
 	if err != nil {
 		return nil, err
 	}
-	t := sink.Target
+	st := subs[len(subs)-1]
 	st.Sink = &Sink{
 		Name:            "SINK-" + t.Name,
 		Topic:           t.Topic,
@@ -199,7 +261,102 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 		Schema:          t.Schema,
 		TimestampColumn: t.TimestampColumn,
 	}
-	return &Topology{AppID: appID, SubTopologies: []*SubTopology{st}, Limit: -1}, nil
+	return &Topology{AppID: appID, SubTopologies: subs, Limit: -1}, nil
+}
+
+// split lowers a plan into sub-topologies: one, or two around an
+// Aggregate that needs its input repartitioned.
+func split(appID string, root planner.Node, keyFormat string, keyOptions types.FormatOptions) ([]*SubTopology, error) {
+	var above []planner.Node
+	var agg *planner.Aggregate
+	for n := root; n != nil; {
+		if a, ok := n.(*planner.Aggregate); ok {
+			agg = a
+			break
+		}
+		above = append(above, n)
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	if agg == nil {
+		st, err := chain(root)
+		if err != nil {
+			return nil, err
+		}
+		return []*SubTopology{st}, nil
+	}
+	// Below the Aggregate: a plain chain.
+	below, err := chain(agg.Input)
+	if err != nil {
+		return nil, err
+	}
+	store := &Store{
+		Name:        "AGGREGATE",
+		Changelog:   appID + "-AGGREGATE-changelog",
+		KeyFormat:   keyFormat,
+		ValueFormat: "AGGREGATE",
+		KeyOptions:  keyOptions,
+		Schema:      agg.Schema(),
+	}
+	pa := &Aggregate{Name: "AGGREGATE", GroupBy: agg.GroupBy, Aggs: agg.Aggs, Out: agg.Schema(), Store: store}
+	// Above it: HAVING becomes part of the aggregate (a failing group is
+	// deleted from the result table), then the projection.
+	post := &SubTopology{}
+	for i := len(above) - 1; i >= 0; i-- {
+		switch n := above[i].(type) {
+		case *planner.Filter:
+			if pa.Having != nil {
+				return nil, fmt.Errorf("two HAVING filters")
+			}
+			pa.Having = n.Predicate
+		case *planner.Project:
+			post.Processors = append(post.Processors, &Project{Name: "PROJECT-" + fmt.Sprintf("%04d", len(post.Processors)+2), Exprs: n.Exprs, Out: n.Schema()})
+		default:
+			return nil, fmt.Errorf("plan node %T above an aggregate is not supported yet", n)
+		}
+	}
+	post.Processors = append([]Processor{pa}, post.Processors...)
+	if !agg.NeedsRepartition() {
+		below.Processors = append(below.Processors, post.Processors...)
+		return []*SubTopology{below}, nil
+	}
+	in := agg.Input.Schema()
+	keySchema := types.Schema{Columns: agg.Schema().Columns[:len(agg.GroupBy)]}
+	topic := appID + "-GROUPBY-repartition"
+	below.Repartition = &Repartition{Name: "REPARTITION-GROUPBY", Topic: topic, KeyExprs: agg.GroupBy,
+		KeySchema: keySchema, KeyFormat: keyFormat, Schema: in}
+	// The next sub-topology reads every column from the value, in the
+	// same layout, so the aggregate's expressions apply unchanged.
+	cols := make([]types.Column, len(in.Columns))
+	copy(cols, in.Columns)
+	for i := range cols {
+		cols[i].Key = false
+	}
+	post.ID = 1
+	post.Source = &Source{Name: "SOURCE-GROUPBY-repartition", Topic: topic, KeyFormat: types.FormatNone,
+		ValueFormat: types.FormatJSON, Schema: types.Schema{Columns: cols}}
+	return []*SubTopology{below, post}, nil
+}
+
+// InternalTopics returns the topics the topology needs created: its
+// repartition topics and its stores' changelogs (source-table stores use
+// their source topic).
+func (t *Topology) InternalTopics() []InternalTopic {
+	var out []InternalTopic
+	for _, st := range t.SubTopologies {
+		if r := st.Repartition; r != nil {
+			out = append(out, InternalTopic{Name: r.Topic})
+		}
+		for _, p := range st.Processors {
+			if a, ok := p.(*Aggregate); ok {
+				out = append(out, InternalTopic{Name: a.Store.Changelog, Compact: true})
+			}
+		}
+	}
+	return out
 }
 
 // BuildPush turns a push query into a topology without a sink.
@@ -307,6 +464,11 @@ func (t *Topology) Stores() []*Store {
 		if st.Materialize != nil {
 			out = append(out, st.Materialize.Store)
 		}
+		for _, p := range st.Processors {
+			if a, ok := p.(*Aggregate); ok {
+				out = append(out, a.Store)
+			}
+		}
 	}
 	return out
 }
@@ -335,6 +497,13 @@ func (t *Topology) String() string {
 		}
 		if m := st.Materialize; m != nil {
 			fmt.Fprintf(&b, "  --> %s (store: %s, changelog: %s)\n", m.Name, m.Store.Name, m.Store.Changelog)
+		}
+		if r := st.Repartition; r != nil {
+			keys := make([]string, len(r.KeyExprs))
+			for i, k := range r.KeyExprs {
+				keys[i] = k.String()
+			}
+			fmt.Fprintf(&b, "  --> %s (topic: %s, key: %s BY %s, value: JSON)\n", r.Name, r.Topic, r.KeyFormat, strings.Join(keys, ", "))
 		}
 	}
 	return b.String()
@@ -366,6 +535,14 @@ func (t *Topology) ShapeFingerprint() string {
 		}
 		if m := st.Materialize; m != nil {
 			fmt.Fprintf(&b, "store %s changelog %s\n", m.Store.Name, m.Store.Changelog)
+		}
+		if r := st.Repartition; r != nil {
+			fmt.Fprintf(&b, "repartition %s key %s\n", r.Topic, r.KeySchema)
+		}
+		for _, p := range st.Processors {
+			if a, ok := p.(*Aggregate); ok {
+				fmt.Fprintf(&b, "aggregate %s key %s store %s\n", a.Out, a.Store.KeyFormat, a.Store.Changelog)
+			}
 		}
 	}
 	sum := sha256.Sum256([]byte(b.String()))

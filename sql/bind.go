@@ -28,6 +28,7 @@ type binder struct {
 	src     *catalog.Source
 	alias   string
 	lambdas []lambdaScope // innermost last
+	agg     *aggScope     // set while binding the SELECT list and HAVING of a GROUP BY
 }
 
 // identPos finds the first token naming name, for error positions.
@@ -106,11 +107,10 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		// Names now resolve against the re-keyed rows.
 		b.schema = rk.Schema()
 	}
+	if s.GroupBy != nil || s.Having != nil || hasAggregate(s) {
+		return b.aggregateQuery(sel, node)
+	}
 	switch {
-	case s.GroupBy != nil:
-		return nil, b.errAt("GROUP", CodeFeatureNotSupport, "GROUP BY is not supported yet")
-	case s.Having != nil:
-		return nil, b.errAt("HAVING", CodeFeatureNotSupport, "HAVING is not supported yet")
 	case s.OrderBy != nil:
 		return nil, b.errAt("ORDER", CodeFeatureNotSupport, "ORDER BY is not supported on streams")
 	case s.Distinct:
@@ -200,6 +200,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 
 // expr binds a TiDB expression.
 func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
+	if b.agg != nil {
+		if e, ok, err := b.aggExpr(n); ok {
+			return e, err
+		}
+	}
 	if e, ok, err := b.exprMore(n); ok {
 		return e, err
 	}
@@ -337,16 +342,33 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ca.Kind == catalog.Table {
-		return nil, NameError(ca, CodeFeatureNotSupport, "CREATE TABLE AS SELECT is not supported yet")
-	}
 	if q.Limit >= 0 {
 		return nil, Errorf(CodeSyntaxError, "a persistent query cannot have a LIMIT")
 	}
-	for _, s := range planner.Sources(q.Root) {
-		if s.Kind == catalog.Table {
-			return nil, Errorf(CodeFeatureNotSupport, "the query reads table %s, so it produces a table: use CREATE TABLE … AS SELECT", s.Name)
+	aggregate := false
+	for n := q.Root; n != nil; {
+		if _, ok := n.(*planner.Aggregate); ok {
+			aggregate = true
 		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	fromTable := false
+	for _, s := range planner.Sources(q.Root) {
+		fromTable = fromTable || s.Kind == catalog.Table
+	}
+	switch {
+	case aggregate && ca.Kind == catalog.Stream:
+		return nil, NameError(ca, CodeFeatureNotSupport, "GROUP BY produces a table: use CREATE TABLE … AS SELECT")
+	case !aggregate && fromTable && ca.Kind == catalog.Stream:
+		return nil, NameError(ca, CodeFeatureNotSupport, "the query reads a table, so it produces a table: use CREATE TABLE … AS SELECT")
+	case !aggregate && fromTable:
+		return nil, NameError(ca, CodeFeatureNotSupport, "CREATE TABLE AS SELECT without GROUP BY is not supported yet")
+	case !aggregate && ca.Kind == catalog.Table:
+		return nil, NameError(ca, CodeFeatureNotSupport, "a query over a stream without GROUP BY produces a stream: use CREATE STREAM … AS SELECT")
 	}
 	proj := q.Root.(*planner.Project)
 	if missing := proj.MissingKeys(); len(missing) > 0 {

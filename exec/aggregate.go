@@ -1,0 +1,198 @@
+package exec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+var _ Operator = (*aggregateOp)(nil)
+
+// deleter is an operator that can also pass on the deletion of a row's
+// key (a table tombstone): a projection, then the sink.
+type deleter interface {
+	Delete(row types.Row) error
+}
+
+// aggregateOp folds each row into its group's state, kept in the task's
+// store (writes pending in the overlay until the transaction commits) and
+// written to the store's changelog in the same transaction. It then emits
+// the group's new row, or its deletion when HAVING no longer holds.
+//
+// A group's state is the states of its aggregates in order, each behind
+// its length as a uvarint.
+type aggregateOp struct {
+	name      string
+	groupBy   []expr.Evaluator
+	accs      []expr.Accumulator
+	args      [][]expr.Evaluator
+	argVals   [][]types.Datum
+	having    expr.Evaluator
+	keyEnc    types.Encoder
+	changelog string
+	store     *taskStore
+	out       *outbox
+	ts        *time.Time
+	row       types.Row // the group's row: key columns, then aggregates
+	key       []byte
+	state     []byte
+	part      []byte
+	parts     [][]byte
+	next      Operator
+}
+
+func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time.Time, next Operator) (*aggregateOp, error) {
+	op := &aggregateOp{name: a.Name, changelog: a.Store.Changelog, store: store, out: out, ts: ts,
+		row: make(types.Row, len(a.Out.Columns)), parts: make([][]byte, len(a.Aggs)), next: next}
+	for _, g := range a.GroupBy {
+		ev, err := expr.Compile(g)
+		if err != nil {
+			return nil, err
+		}
+		op.groupBy = append(op.groupBy, ev)
+	}
+	for _, c := range a.Aggs {
+		ts := make([]types.Type, len(c.Args))
+		var evs []expr.Evaluator
+		for i, e := range c.Args {
+			ev, err := expr.Compile(e)
+			if err != nil {
+				return nil, err
+			}
+			evs = append(evs, ev)
+			ts[i] = e.Type()
+		}
+		op.accs = append(op.accs, c.Fn.New(ts))
+		op.args = append(op.args, evs)
+		op.argVals = append(op.argVals, make([]types.Datum, len(evs)))
+	}
+	if a.Having != nil {
+		ev, err := expr.Compile(a.Having)
+		if err != nil {
+			return nil, err
+		}
+		op.having = ev
+	}
+	var err error
+	if op.keyEnc, err = types.NewEncoderOpts(a.Store.KeyFormat, a.Out, a.Out.KeyIndexes(), a.Store.KeyOptions); err != nil {
+		return nil, fmt.Errorf("%s key: %w", a.Name, err)
+	}
+	if _, ok := next.(deleter); !ok {
+		return nil, fmt.Errorf("%s: %T cannot pass deletions on", a.Name, next)
+	}
+	return op, nil
+}
+
+func (a *aggregateOp) Process(row types.Row) error {
+	g := len(a.groupBy)
+	for i, ev := range a.groupBy {
+		d, err := ev(row)
+		if err != nil {
+			return &evalError{node: a.name, err: err}
+		}
+		a.row[i] = d
+	}
+	if allNullRow(a.row[:g]) {
+		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
+	}
+	for j, evs := range a.args {
+		for k, ev := range evs {
+			d, err := ev(row)
+			if err != nil {
+				return &evalError{node: a.name, err: err}
+			}
+			a.argVals[j][k] = d
+		}
+	}
+	var err error
+	if a.key, err = a.keyEnc.Encode(a.key[:0], a.row); err != nil {
+		return err
+	}
+	prev, err := a.store.ov.Get(a.key)
+	if err != nil {
+		return err
+	}
+	if err := splitState(prev, a.parts); err != nil {
+		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
+	}
+	a.state = a.state[:0]
+	for j, acc := range a.accs {
+		a.part = acc.Add(a.part[:0], a.parts[j], a.argVals[j])
+		a.state = binary.AppendUvarint(a.state, uint64(len(a.part)))
+		a.state = append(a.state, a.part...)
+	}
+	if err := a.store.ov.Put(a.key, a.state); err != nil {
+		return err
+	}
+	a.writeChangelog()
+	if err := splitState(a.state, a.parts); err != nil {
+		return err
+	}
+	for j, acc := range a.accs {
+		a.row[g+j] = acc.Result(a.parts[j])
+	}
+	if a.having != nil {
+		d, err := a.having(a.row)
+		if err != nil {
+			return &evalError{node: a.name, err: err}
+		}
+		if !d.Bool() {
+			return a.next.(deleter).Delete(a.row)
+		}
+	}
+	return a.next.Process(a.row)
+}
+
+// writeChangelog produces the group's new state to the changelog, in the
+// task's partition.
+func (a *aggregateOp) writeChangelog() {
+	rec := a.out.record()
+	start := len(a.out.arena)
+	a.out.arena = append(a.out.arena, a.key...)
+	keyEnd := len(a.out.arena)
+	a.out.arena = append(a.out.arena, a.state...)
+	buf := a.out.arena
+	rec.Key = buf[start:keyEnd:keyEnd]
+	rec.Value = buf[keyEnd:len(buf):len(buf)]
+	rec.Topic = a.changelog
+	rec.Partition = a.store.partition
+	rec.Timestamp = *a.ts
+	a.store.last = rec
+	a.out.produce(rec)
+}
+
+// splitState cuts a group's state into its aggregates' states; an empty
+// state gives empty (initial) parts.
+func splitState(st []byte, parts [][]byte) error {
+	for j := range parts {
+		if len(st) == 0 {
+			parts[j] = nil
+			continue
+		}
+		n, w := binary.Uvarint(st)
+		if w <= 0 || uint64(len(st)-w) < n {
+			return fmt.Errorf("truncated aggregate state")
+		}
+		parts[j] = st[w : w+int(n)]
+		st = st[w+int(n):]
+	}
+	return nil
+}
+
+// restoreAggregate applies one changelog record to a store being
+// restored: the record is the group's latest state.
+func restoreAggregate(st interface {
+	Put(k, v []byte) error
+	Delete(k []byte) error
+}, r *kgo.Record) error {
+	if r.Value == nil {
+		return st.Delete(r.Key)
+	}
+	return st.Put(r.Key, r.Value)
+}

@@ -1,0 +1,263 @@
+package expr
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// AggregateFunction is an aggregate (COUNT, SUM, …) in the registry.
+// Aggregates keep their running state as bytes, so that state stores and
+// changelogs hold it compactly; an empty state is the initial one.
+type AggregateFunction struct {
+	Name        string
+	Description string
+	Signatures  []string
+	// Check returns the result type for the argument types (none for
+	// COUNT(*)), or a *TypeError.
+	Check func(args []types.Type) (types.Type, error)
+	// New returns the accumulator for checked argument types.
+	New func(args []types.Type) Accumulator
+}
+
+// Accumulator folds rows into an aggregate's state. It may keep scratch
+// state and is not safe for concurrent use.
+type Accumulator interface {
+	// Add folds one row's argument values into state (empty: the initial
+	// state) and appends the new state to dst.
+	Add(dst, state []byte, args []types.Datum) []byte
+	// Result is the aggregate's value for state; its bytes are valid
+	// until the next call.
+	Result(state []byte) types.Datum
+}
+
+// LookupAggregate finds an aggregate function by name, case-insensitively.
+func LookupAggregate(name string) (*AggregateFunction, bool) {
+	f, ok := aggregates[strings.ToUpper(name)]
+	return f, ok
+}
+
+// Aggregates returns every aggregate function, sorted by name.
+func Aggregates() []*AggregateFunction {
+	out := make([]*AggregateFunction, 0, len(aggregates))
+	for _, f := range aggregates {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+var aggregates = map[string]*AggregateFunction{
+	"COUNT": {
+		Name:        "COUNT",
+		Description: "Counts rows (COUNT(*)) or the rows where the argument is not NULL.",
+		Signatures:  []string{"COUNT(*) -> BIGINT", "COUNT(T) -> BIGINT"},
+		Check: func(args []types.Type) (types.Type, error) {
+			if len(args) > 1 {
+				return types.Type{}, typeErrorf("function COUNT takes at most one argument")
+			}
+			return types.BigintType, nil
+		},
+		New: func(args []types.Type) Accumulator { return countAcc{star: len(args) == 0} },
+	},
+	"SUM": {
+		Name:        "SUM",
+		Description: "Sums the non-NULL values; NULL when there are none.",
+		Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(18, s)"},
+		Check: func(args []types.Type) (types.Type, error) {
+			if len(args) != 1 || !args[0].IsNumeric() {
+				return types.Type{}, typeErrorf("function SUM does not accept %s", describeArgs(args))
+			}
+			if args[0].Kind == types.Decimal {
+				return types.Type{Kind: types.Decimal, Precision: types.MaxDecimalPrecision, Scale: args[0].Scale}, nil
+			}
+			return args[0], nil
+		},
+		New: func(args []types.Type) Accumulator { return &sumAcc{t: args[0]} },
+	},
+	"AVG": {
+		Name:        "AVG",
+		Description: "Averages the non-NULL values, as a DOUBLE; NULL when there are none.",
+		Signatures:  []string{"AVG(INTEGER | BIGINT | DOUBLE | DECIMAL) -> DOUBLE"},
+		Check: func(args []types.Type) (types.Type, error) {
+			if len(args) != 1 || !args[0].IsNumeric() {
+				return types.Type{}, typeErrorf("function AVG does not accept %s", describeArgs(args))
+			}
+			return types.DoubleType, nil
+		},
+		New: func(args []types.Type) Accumulator { return &avgAcc{t: args[0]} },
+	},
+	"MIN": minMax("MIN", -1),
+	"MAX": minMax("MAX", 1),
+}
+
+func minMax(name string, sign int) *AggregateFunction {
+	return &AggregateFunction{
+		Name:        name,
+		Description: "The " + strings.ToLower(name) + "imum of the non-NULL values; NULL when there are none.",
+		Signatures:  []string{name + "(T) -> T for numeric, STRING, DATE, TIME and TIMESTAMP T"},
+		Check: func(args []types.Type) (types.Type, error) {
+			if len(args) != 1 {
+				return types.Type{}, typeErrorf("function %s takes one argument", name)
+			}
+			switch args[0].Kind {
+			case types.Int, types.Bigint, types.Double, types.Decimal, types.String, types.Date, types.Time, types.Timestamp:
+				return args[0], nil
+			}
+			return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
+		},
+		New: func(args []types.Type) Accumulator { return &minMaxAcc{t: args[0], sign: sign} },
+	}
+}
+
+// countAcc: state is 8 bytes, the count.
+type countAcc struct{ star bool }
+
+func (c countAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	n := uint64(0)
+	if len(st) == 8 {
+		n = binary.BigEndian.Uint64(st)
+	}
+	if c.star || !args[0].Null {
+		n++
+	}
+	return binary.BigEndian.AppendUint64(dst, n)
+}
+
+func (countAcc) Result(st []byte) types.Datum {
+	if len(st) != 8 {
+		return types.IntDatum(0)
+	}
+	return types.IntDatum(int64(binary.BigEndian.Uint64(st)))
+}
+
+// sumAcc: state is empty (no value yet) or 8 bytes: the sum as int64
+// (INT, BIGINT, DECIMAL unscaled) or float64 bits (DOUBLE). Integer sums
+// wrap as Java's do; a DECIMAL sum that overflows 18 digits saturates to
+// NULL and stays NULL.
+type sumAcc struct{ t types.Type }
+
+func (s *sumAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	d := args[0]
+	if d.Null {
+		return append(dst, st...)
+	}
+	switch {
+	case s.t.Kind == types.Double:
+		v := d.F
+		if len(st) == 8 {
+			v += math.Float64frombits(binary.BigEndian.Uint64(st))
+		}
+		return binary.BigEndian.AppendUint64(dst, math.Float64bits(v))
+	case len(st) == 1: // an overflowed DECIMAL sum
+		return append(dst, st...)
+	}
+	v := d.I
+	if len(st) == 8 {
+		prev := int64(binary.BigEndian.Uint64(st))
+		v = prev + d.I
+		if s.t.Kind == types.Int {
+			v = int64(int32(v))
+		}
+		if s.t.Kind == types.Decimal && (v > pow10[types.MaxDecimalPrecision]-1 || v < -(pow10[types.MaxDecimalPrecision]-1) || (d.I > 0 && v < prev) || (d.I < 0 && v > prev)) {
+			return append(dst, 0)
+		}
+	}
+	return binary.BigEndian.AppendUint64(dst, uint64(v))
+}
+
+func (s *sumAcc) Result(st []byte) types.Datum {
+	if len(st) != 8 {
+		return types.NullDatum
+	}
+	if s.t.Kind == types.Double {
+		return types.DoubleDatum(math.Float64frombits(binary.BigEndian.Uint64(st)))
+	}
+	return types.IntDatum(int64(binary.BigEndian.Uint64(st)))
+}
+
+// avgAcc: state is 16 bytes, the float64 sum and the count, or empty.
+type avgAcc struct{ t types.Type }
+
+func (a *avgAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	d := args[0]
+	if d.Null {
+		return append(dst, st...)
+	}
+	var sum float64
+	var n uint64
+	if len(st) == 16 {
+		sum = math.Float64frombits(binary.BigEndian.Uint64(st))
+		n = binary.BigEndian.Uint64(st[8:])
+	}
+	switch a.t.Kind {
+	case types.Double:
+		sum += d.F
+	case types.Decimal:
+		sum += float64(d.I) / pow10f[a.t.Scale]
+	default:
+		sum += float64(d.I)
+	}
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(sum))
+	return binary.BigEndian.AppendUint64(dst, n+1)
+}
+
+func (a *avgAcc) Result(st []byte) types.Datum {
+	if len(st) != 16 {
+		return types.NullDatum
+	}
+	sum := math.Float64frombits(binary.BigEndian.Uint64(st))
+	return types.DoubleDatum(sum / float64(binary.BigEndian.Uint64(st[8:])))
+}
+
+// minMaxAcc: state is empty (no value yet), 8 bytes (the int64 or the
+// float64 bits) or, for STRING, the string's bytes behind a 0x01 marker.
+type minMaxAcc struct {
+	t    types.Type
+	sign int
+}
+
+func (m *minMaxAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	d := args[0]
+	if d.Null {
+		return append(dst, st...)
+	}
+	if m.t.Kind == types.String {
+		if len(st) > 0 && bytes.Compare(d.B, st[1:])*m.sign <= 0 {
+			return append(dst, st...)
+		}
+		return append(append(dst, 1), d.B...)
+	}
+	if len(st) == 8 {
+		prev := binary.BigEndian.Uint64(st)
+		var c int
+		if m.t.Kind == types.Double {
+			c = cmpFloat(d.F, math.Float64frombits(prev))
+		} else {
+			c = cmpInt(d.I, int64(prev))
+		}
+		if c*m.sign <= 0 {
+			return append(dst, st...)
+		}
+	}
+	if m.t.Kind == types.Double {
+		return binary.BigEndian.AppendUint64(dst, math.Float64bits(d.F))
+	}
+	return binary.BigEndian.AppendUint64(dst, uint64(d.I))
+}
+
+func (m *minMaxAcc) Result(st []byte) types.Datum {
+	switch {
+	case len(st) == 0:
+		return types.NullDatum
+	case m.t.Kind == types.String:
+		return types.Datum{B: st[1:]}
+	case m.t.Kind == types.Double:
+		return types.DoubleDatum(math.Float64frombits(binary.BigEndian.Uint64(st)))
+	}
+	return types.IntDatum(int64(binary.BigEndian.Uint64(st)))
+}

@@ -1,0 +1,93 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+var _ Node = (*Aggregate)(nil)
+
+// AggCall is one aggregate in a GROUP BY query.
+type AggCall struct {
+	Fn   *expr.AggregateFunction
+	Args []expr.Expr // over the Aggregate's input rows; none for COUNT(*)
+	T    types.Type
+}
+
+func (a *AggCall) String() string {
+	if len(a.Args) == 0 {
+		return a.Fn.Name + "(*)"
+	}
+	parts := make([]string, len(a.Args))
+	for i, e := range a.Args {
+		parts[i] = e.String()
+	}
+	return a.Fn.Name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// Aggregate groups its input by GroupBy and computes Aggs per group. Its
+// rows are the group key columns (key columns of the result), then one
+// column per aggregate, named KSQL_AGG_<n>. The result is a table:
+// each input row updates its group's row.
+type Aggregate struct {
+	Input   Node
+	GroupBy []expr.Expr
+	Aggs    []*AggCall
+	out     types.Schema
+}
+
+// NewAggregate builds a GROUP BY of input. names are the group key
+// columns' names.
+func NewAggregate(input Node, groupBy []expr.Expr, names []string, aggs []*AggCall) (*Aggregate, error) {
+	var cols []types.Column
+	for i, g := range groupBy {
+		t := g.Type()
+		if t.Kind == types.Unknown {
+			return nil, fmt.Errorf("cannot GROUP BY NULL")
+		}
+		switch t.Kind {
+		case types.Array, types.Map, types.Struct:
+			return nil, fmt.Errorf("cannot GROUP BY a value of type %s", t)
+		}
+		cols = append(cols, types.Column{Name: names[i], Type: t, Key: true})
+	}
+	for i, a := range aggs {
+		cols = append(cols, types.Column{Name: fmt.Sprintf("KSQL_AGG_%d", i), Type: a.T})
+	}
+	return &Aggregate{Input: input, GroupBy: groupBy, Aggs: aggs, out: types.Schema{Columns: cols}}, nil
+}
+
+func (a *Aggregate) Schema() types.Schema { return a.out }
+func (a *Aggregate) Children() []Node     { return []Node{a.Input} }
+func (a *Aggregate) String() string {
+	keys := make([]string, len(a.GroupBy))
+	for i, g := range a.GroupBy {
+		keys[i] = g.String()
+	}
+	aggs := make([]string, len(a.Aggs))
+	for i, c := range a.Aggs {
+		aggs[i] = c.String()
+	}
+	return "Aggregate GROUP BY " + strings.Join(keys, ", ") + " COMPUTE " + strings.Join(aggs, ", ")
+}
+
+// NeedsRepartition reports whether the input must be repartitioned by the
+// group key before aggregating: unless the group key is exactly the
+// input's key columns, rows of one group may sit in several partitions.
+func (a *Aggregate) NeedsRepartition() bool {
+	in := a.Input.Schema()
+	keys := in.KeyIndexes()
+	if len(keys) != len(a.GroupBy) {
+		return true
+	}
+	for i, g := range a.GroupBy {
+		c, ok := g.(*expr.Column)
+		if !ok || c.Index != keys[i] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,216 @@
+package sql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// aggScope is the state of binding the SELECT list and HAVING of a
+// GROUP BY query: expressions there read the group key (by matching a
+// GROUP BY expression's text) and aggregates, not input columns.
+type aggScope struct {
+	groupText []string // restored text of each GROUP BY expression
+	groupCols []types.Column
+	aggs      []*planner.AggCall
+	aggText   []string
+	input     types.Schema
+}
+
+// hasAggregate reports whether the SELECT list or HAVING calls an
+// aggregate function.
+func hasAggregate(s *ast.SelectStmt) bool {
+	found := false
+	v := &aggFinder{found: &found}
+	for _, f := range s.Fields.Fields {
+		if f.Expr != nil {
+			f.Expr.Accept(v)
+		}
+	}
+	return found
+}
+
+type aggFinder struct{ found *bool }
+
+func (v *aggFinder) Enter(n ast.Node) (ast.Node, bool) {
+	switch n := n.(type) {
+	case *ast.AggregateFuncExpr:
+		*v.found = true
+	case *ast.FuncCallExpr:
+		if _, ok := expr.LookupAggregate(n.FnName.O); ok {
+			*v.found = true
+		}
+	}
+	return n, *v.found
+}
+
+func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// aggregateQuery binds the GROUP BY, aggregates, HAVING and SELECT list of
+// a query whose input plan is node.
+func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query, error) {
+	s := sel.stmt
+	if b.src.Kind == catalog.Table {
+		return nil, b.errAt("GROUP", CodeFeatureNotSupport, "aggregating a table (with retraction of changed rows) is not supported yet")
+	}
+	if s.GroupBy == nil {
+		return nil, b.errAt("SELECT", CodeFeatureNotSupport, "aggregates need GROUP BY")
+	}
+	if s.OrderBy != nil {
+		return nil, b.errAt("ORDER", CodeFeatureNotSupport, "ORDER BY is not supported")
+	}
+	if len(sel.partitionExprs) > 0 {
+		return nil, b.errAt("PARTITION", CodeFeatureNotSupport, "PARTITION BY cannot be combined with GROUP BY")
+	}
+	scope := &aggScope{input: b.schema}
+	var groupBy []expr.Expr
+	for i, item := range s.GroupBy.Items {
+		g, err := b.expr(item.Expr)
+		if err != nil {
+			return nil, err
+		}
+		name := "KSQL_COL_" + strconv.Itoa(i)
+		if c, ok := g.(*expr.Column); ok {
+			name = c.Name
+		}
+		groupBy = append(groupBy, g)
+		scope.groupText = append(scope.groupText, restore(item.Expr))
+		scope.groupCols = append(scope.groupCols, types.Column{Name: name, Type: g.Type(), Key: true})
+	}
+	b.agg = scope
+	defer func() { b.agg = nil }()
+	var exprs []expr.Expr
+	var names []string
+	for i, f := range s.Fields.Fields {
+		if f.WildCard != nil {
+			return nil, b.errAt("*", CodeFeatureNotSupport, "SELECT * cannot be combined with GROUP BY")
+		}
+		e, err := b.expr(f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		name := f.AsName.O
+		if name == "" {
+			if c, ok := e.(*expr.Column); ok && c.Index < len(groupBy) {
+				name = c.Name
+			} else {
+				name = "KSQL_COL_" + strconv.Itoa(i)
+			}
+		}
+		exprs, names = append(exprs, e), append(names, name)
+	}
+	var having expr.Expr
+	if s.Having != nil {
+		h, err := b.expr(s.Having.Expr)
+		if err != nil {
+			return nil, err
+		}
+		having = h
+	}
+	groupNames := make([]string, len(scope.groupCols))
+	for i, c := range scope.groupCols {
+		groupNames[i] = c.Name
+	}
+	agg, err := planner.NewAggregate(node, groupBy, groupNames, scope.aggs)
+	if err != nil {
+		return nil, b.errAt("GROUP", CodeDatatypeMismatch, "%v", err)
+	}
+	node = agg
+	if having != nil {
+		f, err := planner.NewFilter(node, having)
+		if err != nil {
+			return nil, b.errAt("HAVING", CodeDatatypeMismatch, "%v", err)
+		}
+		node = f
+	}
+	proj, err := planner.NewProject(node, exprs, names)
+	if err != nil {
+		return nil, Errorf(CodeDatatypeMismatch, "%v", err)
+	}
+	return &planner.Query{Root: proj, Emit: sel.Emit, Limit: sel.Limit}, nil
+}
+
+// aggExpr resolves, inside a GROUP BY query's SELECT list or HAVING, an
+// expression that is a GROUP BY expression, an aggregate call, or an input
+// column that is neither (an error). ok is false for other expressions,
+// which are bound as usual (their parts come back here).
+func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
+	sc := b.agg
+	text := restore(n)
+	for i, g := range sc.groupText {
+		if g == text {
+			c := sc.groupCols[i]
+			return &expr.Column{Index: i, Name: c.Name, T: c.Type}, true, nil
+		}
+	}
+	var name string
+	var args []ast.ExprNode
+	star := false
+	switch n := n.(type) {
+	case *ast.AggregateFuncExpr:
+		if n.Distinct {
+			return nil, true, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "%s(DISTINCT …) is not supported; use COUNT_DISTINCT", strings.ToUpper(n.F))
+		}
+		name, args = strings.ToUpper(n.F), n.Args
+		if name == "COUNT" && len(args) == 1 {
+			if v, ok := args[0].(*driver.ValueExpr); ok && v.Kind() != driver.KindNull {
+				star, args = true, nil // COUNT(*), COUNT(1)
+			}
+		}
+	case *ast.FuncCallExpr:
+		fn := strings.ToUpper(n.FnName.O)
+		if _, ok := expr.LookupAggregate(fn); !ok {
+			return nil, false, nil
+		}
+		name, args = fn, n.Args
+	case *ast.ColumnNameExpr:
+		if _, isLambda := b.lambdaVar(n.Name.Name.O); isLambda {
+			return nil, false, nil
+		}
+		return nil, true, b.errAt(n.Name.Name.O, CodeSyntaxError, "column %s must be in GROUP BY or inside an aggregate function", n.Name.Name.O)
+	default:
+		return nil, false, nil
+	}
+	fn, ok := expr.LookupAggregate(name)
+	if !ok {
+		return nil, true, b.errAt(name, CodeUndefinedFunction, "aggregate function %s is not supported yet", name)
+	}
+	// Aggregate arguments read input columns: bind them outside the scope.
+	b.agg = nil
+	bound, err := b.exprs(args)
+	b.agg = sc
+	if err != nil {
+		return nil, true, err
+	}
+	ts := make([]types.Type, len(bound))
+	for i, a := range bound {
+		ts[i] = a.Type()
+	}
+	t, err := fn.Check(ts)
+	if err != nil {
+		return nil, true, b.errAt(name, CodeUndefinedFunction, "%v", err)
+	}
+	call := &planner.AggCall{Fn: fn, Args: bound, T: t}
+	key := call.String()
+	if star {
+		key = name + "(*)"
+	}
+	for i, k := range sc.aggText {
+		if k == key {
+			return aggColumn(sc, i), true, nil
+		}
+	}
+	sc.aggs, sc.aggText = append(sc.aggs, call), append(sc.aggText, key)
+	return aggColumn(sc, len(sc.aggs)-1), true, nil
+}
+
+func aggColumn(sc *aggScope, i int) expr.Expr {
+	return &expr.Column{Index: len(sc.groupCols) + i, Name: "KSQL_AGG_" + strconv.Itoa(i), T: sc.aggs[i].T}
+}
