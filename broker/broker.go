@@ -86,6 +86,8 @@ type Broker struct {
 	checkpoints bool
 	// repair is what the repair at Start found and did.
 	repair repairReport
+	// journal records committing transactions (see journal.go).
+	journal *journal
 
 	stop      context.CancelFunc
 	loopDone  chan struct{}
@@ -167,11 +169,20 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 
 	b.checkpoints = cfg.DataDir != "" && !cfg.skipRepair
 	if b.checkpoints {
-		if err := b.repairCrashedTxns(ctx); err != nil {
+		entries, err := readJournal(cfg.DataDir)
+		if err == nil {
+			err = b.repairCrashedTxns(ctx, entries)
+		}
+		if err == nil {
+			// Everything journaled is settled: start a new journal.
+			b.journal, err = openJournal(cfg.DataDir)
+		}
+		if err != nil {
 			b.cl.Close()
 			cluster.Close()
 			return nil, fmt.Errorf("broker: repairing transactions left open by a crash in %s: %w", cfg.DataDir, err)
 		}
+		b.journal.watch(cluster)
 	}
 
 	ln.open()
@@ -231,6 +242,9 @@ func (b *Broker) Close() {
 		}
 		b.cl.Close()
 		b.cluster.Close()
+		if b.journal != nil {
+			b.journal.close()
+		}
 		b.log.Info("embedded broker stopped", "addr", b.Addr())
 	})
 }

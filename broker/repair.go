@@ -50,8 +50,12 @@ type repairReport struct {
 	Read       int   // partitions read (a non-empty range past their clean point)
 	Records    int64 // records read, markers included
 	Aborted    []danglingTxn
+	Committed  []danglingTxn // open transactions completed with commit markers
 	Live       []danglingTxn // open transactions kfake tracks, left alone
-	Elapsed    time.Duration
+	// OffsetsApplied counts group offsets of committed transactions the
+	// repair applied because kfake had lost them.
+	OffsetsApplied int
+	Elapsed        time.Duration
 }
 
 type topicPartition struct {
@@ -74,10 +78,13 @@ type partScan struct {
 	next     int64 // one past the last offset read
 	open     map[int64][]openTxn
 	records  int64
+	// committed holds the transactions a commit marker in the range
+	// closed.
+	committed map[pidEpoch]bool
 }
 
 func newPartScan(tp topicPartition, id string, from, to int64) *partScan {
-	return &partScan{tp: tp, id: id, from: from, to: to, next: from, open: make(map[int64][]openTxn)}
+	return &partScan{tp: tp, id: id, from: from, to: to, next: from, open: make(map[int64][]openTxn), committed: make(map[pidEpoch]bool)}
 }
 
 func (s *partScan) done() bool { return s.next >= s.to }
@@ -90,7 +97,10 @@ func (s *partScan) observe(r *kgo.Record) {
 		kind = recordOther
 		if len(r.Key) >= 4 {
 			switch binary.BigEndian.Uint16(r.Key[2:4]) { // version int16, type int16
-			case 0, 1: // abort, commit
+			case 1: // commit
+				s.committed[pidEpoch{r.ProducerID, r.ProducerEpoch}] = true
+				kind = recordMarker
+			case 0: // abort
 				kind = recordMarker
 			}
 		}
@@ -152,7 +162,7 @@ func (s *partScan) dangling() []danglingTxn {
 
 // repairCrashedTxns runs the repair and writes the checkpoint; b.repair
 // holds the report.
-func (b *Broker) repairCrashedTxns(ctx context.Context) error {
+func (b *Broker) repairCrashedTxns(ctx context.Context, journal []journalEntry) error {
 	start := time.Now()
 	rep := &b.repair
 
@@ -225,17 +235,45 @@ func (b *Broker) repairCrashedTxns(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A transaction whose producer had asked to commit (the journal says
+	// so) is completed; the others are aborted.
+	wantsCommit := map[pidEpoch]bool{}
+	for _, e := range journal {
+		if e.Type == "commit" {
+			wantsCommit[pidEpoch{e.PID, e.Epoch}] = true
+		}
+	}
 	for _, d := range candidates {
-		if live[topicPartition{d.Topic, d.Partition}][d.ProducerID] {
+		switch {
+		case live[topicPartition{d.Topic, d.Partition}][d.ProducerID]:
 			rep.Live = append(rep.Live, d)
-		} else {
+		case wantsCommit[pidEpoch{d.ProducerID, d.Epoch}]:
+			rep.Committed = append(rep.Committed, d)
+		default:
 			rep.Aborted = append(rep.Aborted, d)
 		}
 	}
-	if err := b.abort(ctx, rep.Aborted); err != nil {
+	if err := b.markers(ctx, rep.Aborted, false); err != nil {
 		return err
 	}
-	if err := b.verify(ctx, rep.Aborted, rep.Live); err != nil {
+	if err := b.markers(ctx, rep.Committed, true); err != nil {
+		return err
+	}
+	if err := b.verify(ctx, append(append([]danglingTxn(nil), rep.Aborted...), rep.Committed...), rep.Live); err != nil {
+		return err
+	}
+	// Transactions that committed, by a marker read here or written just
+	// now, get their group offsets applied if kfake lost them.
+	committed := map[pidEpoch]bool{}
+	for _, s := range scans {
+		for k := range s.committed {
+			committed[k] = true
+		}
+	}
+	for _, d := range rep.Committed {
+		committed[pidEpoch{d.ProducerID, d.Epoch}] = true
+	}
+	if err := b.applyJournalOffsets(ctx, journal, committed); err != nil {
 		return err
 	}
 
@@ -262,6 +300,12 @@ func (b *Broker) repairCrashedTxns(ctx context.Context) error {
 			"producer_id", d.ProducerID, "producer_epoch", d.Epoch,
 			"first_offset", d.First, "last_offset", d.Last, "records", d.Records)
 	}
+	for _, d := range rep.Committed {
+		b.log.Warn("broker: committed a transaction a crash interrupted while it committed",
+			"topic", d.Topic, "partition", d.Partition,
+			"producer_id", d.ProducerID, "producer_epoch", d.Epoch,
+			"first_offset", d.First, "last_offset", d.Last, "records", d.Records)
+	}
 	for _, d := range rep.Live {
 		b.log.Info("broker: left an open transaction to its producer (kfake still tracks it)",
 			"topic", d.Topic, "partition", d.Partition,
@@ -269,7 +313,8 @@ func (b *Broker) repairCrashedTxns(ctx context.Context) error {
 	}
 	b.log.Info("broker: transaction repair done",
 		"partitions", rep.Partitions, "read", rep.Read, "records", rep.Records,
-		"aborted", len(rep.Aborted), "live", len(rep.Live), "elapsed", rep.Elapsed)
+		"aborted", len(rep.Aborted), "committed", len(rep.Committed), "offsets_applied", rep.OffsetsApplied,
+		"live", len(rep.Live), "elapsed", rep.Elapsed)
 	return nil
 }
 
@@ -396,7 +441,7 @@ func (b *Broker) liveTxns(ctx context.Context, candidates []danglingTxn) (map[to
 }
 
 // abort writes one abort marker per dangling pair and partition.
-func (b *Broker) abort(ctx context.Context, dangling []danglingTxn) error {
+func (b *Broker) markers(ctx context.Context, dangling []danglingTxn, commit bool) error {
 	if len(dangling) == 0 {
 		return nil
 	}
@@ -426,7 +471,7 @@ func (b *Broker) abort(ctx context.Context, dangling []danglingTxn) error {
 		resp, err := b.admin.WriteTxnMarkers(ctx, kadm.TxnMarkers{
 			ProducerID:    k.pid,
 			ProducerEpoch: k.epoch,
-			Commit:        false,
+			Commit:        commit,
 			Topics:        byPair[k],
 		})
 		if err != nil {
@@ -525,6 +570,56 @@ func (b *Broker) verify(ctx context.Context, aborted, live []danglingTxn) error 
 		if lo.Offset != eo.Offset {
 			return fmt.Errorf("verifying: %s[%d] last stable offset %d, high watermark %d after repair", tp.topic, tp.partition, lo.Offset, eo.Offset)
 		}
+	}
+	return nil
+}
+
+// applyJournalOffsets commits, for each transaction in committed, the
+// offsets the journal says it committed, where its group's committed
+// offsets are behind them (kfake applies them after writing markers, so a
+// crash can lose them).
+func (b *Broker) applyJournalOffsets(ctx context.Context, journal []journalEntry, committed map[pidEpoch]bool) error {
+	byGroup := map[string]kadm.Offsets{}
+	for _, e := range journal {
+		if e.Type != "offsets" || !committed[pidEpoch{e.PID, e.Epoch}] {
+			continue
+		}
+		offs := byGroup[e.Group]
+		if offs == nil {
+			offs = kadm.Offsets{}
+			byGroup[e.Group] = offs
+		}
+		for _, o := range e.Offsets {
+			offs.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+		}
+	}
+	for group, want := range byGroup {
+		have, err := b.admin.FetchOffsets(ctx, group)
+		if err != nil {
+			return fmt.Errorf("fetching offsets of group %s: %w", group, err)
+		}
+		apply := kadm.Offsets{}
+		want.Each(func(o kadm.Offset) {
+			if cur, ok := have.Lookup(o.Topic, o.Partition); !ok || cur.Err != nil || cur.At < o.At {
+				apply.Add(o)
+			}
+		})
+		if len(apply) == 0 {
+			continue
+		}
+		resps, err := b.admin.CommitOffsets(ctx, group, apply)
+		if err == nil {
+			err = resps.Error()
+		}
+		if err != nil {
+			b.log.Error("broker: could not apply the offsets of a committed transaction; its input may be read again", "group", group, "err", err)
+			continue
+		}
+		apply.Each(func(o kadm.Offset) {
+			b.repair.OffsetsApplied++
+			b.log.Warn("broker: applied the offset of a transaction a crash interrupted while it committed",
+				"group", group, "topic", o.Topic, "partition", o.Partition, "offset", o.At)
+		})
 	}
 	return nil
 }

@@ -47,9 +47,9 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 	defer cl.Close()
 	began := time.Now()
 	n, pending := 0, 0
-	for done := false; !done; {
-		// A quiet poll means only control records or aborted data remain
-		// before until.
+	last := ts.checkpoint - 1 // offset of the last record read
+	empty := 0
+	for last+1 < until {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
@@ -57,8 +57,18 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 			return n, err
 		}
 		if fs.Empty() {
-			break
+			// read_committed hides control records and aborted data, so
+			// the last offsets before until may never arrive: one
+			// commit marker is expected; a longer silence after the
+			// first records means an aborted tail. Before any record, give
+			// a slow broker more time.
+			empty++
+			if (last >= 0 && last+2 >= until) || (n > 0 && empty >= 3) || empty >= 10 {
+				break
+			}
+			continue
 		}
+		empty = 0
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -69,15 +79,15 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 			return n, ferr
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if done || r.Offset >= until {
-				done = true
+			if r.Offset >= until {
+				last = until
 				return
 			}
 			// Bad records were skipped when first processed; skip them again.
 			_ = apply(r)
 			n++
 			pending++
-			done = r.Offset+1 >= until
+			last = r.Offset
 		})
 		if pending >= restoreBatch {
 			if err := ts.ov.Commit(); err != nil {
