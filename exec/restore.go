@@ -36,10 +36,17 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 	if ts.checkpoint >= 0 {
 		start = kgo.NewOffset().At(ts.checkpoint)
 	}
+	// Read every offset, control records and aborted data included, so
+	// the restore knows exactly when it reaches until; transactional
+	// records wait for their producer's marker: applied on commit,
+	// dropped on abort. Everything below until (the last stable offset)
+	// is decided.
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(q.cfg.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{ts.changelog: {ts.partition: start}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(100*time.Millisecond),
 	)
 	if err != nil {
 		return 0, err
@@ -47,28 +54,24 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 	defer cl.Close()
 	began := time.Now()
 	n, pending := 0, 0
-	last := ts.checkpoint - 1 // offset of the last record read
-	empty := 0
-	for last+1 < until {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
+	next := max(ts.checkpoint, 0) // offset after the last one read
+	open := map[int64][]*kgo.Record{}
+	for quiet := 0; next < until; {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
 		if fs.Empty() {
-			// read_committed hides control records and aborted data, so
-			// the last offsets before until may never arrive: one
-			// commit marker is expected; a longer silence after the
-			// first records means an aborted tail. Before any record, give
-			// a slow broker more time.
-			empty++
-			if (last >= 0 && last+2 >= until) || (n > 0 && empty >= 3) || empty >= 10 {
+			// Offsets below until that compaction removed never come.
+			if quiet++; quiet >= 3 {
+				q.log.Warn("restore ended before its end offset: the rest of the changelog is gone", "store", ts.dir, "at", next, "until", until)
 				break
 			}
 			continue
 		}
-		empty = 0
+		quiet = 0
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -80,14 +83,27 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset >= until {
-				last = until
+				next = until
 				return
 			}
-			// Bad records were skipped when first processed; skip them again.
-			_ = apply(r)
-			n++
-			pending++
-			last = r.Offset
+			next = r.Offset + 1
+			switch {
+			case r.Attrs.IsControl():
+				if isCommitMarker(r) {
+					for _, rr := range open[r.ProducerID] {
+						_ = apply(rr) // bad records were skipped when first processed
+						n++
+						pending++
+					}
+				}
+				delete(open, r.ProducerID)
+			case r.Attrs.IsTransactional():
+				open[r.ProducerID] = append(open[r.ProducerID], r)
+			default:
+				_ = apply(r)
+				n++
+				pending++
+			}
 		})
 		if pending >= restoreBatch {
 			if err := ts.ov.Commit(); err != nil {
@@ -103,4 +119,10 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 	}
 	q.log.Info("store restored", "store", ts.dir, "records", n, "until", until, "elapsed", time.Since(began))
 	return n, nil
+}
+
+// isCommitMarker reports whether a control record is a commit marker (key:
+// version int16, type int16 with 1 for commit).
+func isCommitMarker(r *kgo.Record) bool {
+	return len(r.Key) >= 4 && r.Key[2] == 0 && r.Key[3] == 1
 }
