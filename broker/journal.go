@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -45,7 +46,8 @@ type journalEntry struct {
 }
 
 type journalOffset struct {
-	Topic     string `json:"topic"`
+	Topic     string `json:"topic,omitempty"`
+	TopicID   string `json:"topicId,omitempty"` // hex; TxnOffsetCommit v6+ names topics by ID
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 }
@@ -162,7 +164,11 @@ func (j *journal) watch(c *kfake.Cluster) {
 		e := journalEntry{Type: "offsets", PID: r.ProducerID, Epoch: r.ProducerEpoch, Group: r.Group}
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				e.Offsets = append(e.Offsets, journalOffset{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset})
+				o := journalOffset{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset}
+				if t.TopicID != ([16]byte{}) {
+					o.TopicID = hex.EncodeToString(t.TopicID[:])
+				}
+				e.Offsets = append(e.Offsets, o)
 			}
 		}
 		j.append(e)

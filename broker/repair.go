@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -273,7 +274,11 @@ func (b *Broker) repairCrashedTxns(ctx context.Context, journal []journalEntry) 
 	for _, d := range rep.Committed {
 		committed[pidEpoch{d.ProducerID, d.Epoch}] = true
 	}
-	if err := b.applyJournalOffsets(ctx, journal, committed); err != nil {
+	names := map[string]string{}
+	for _, td := range topics {
+		names[hex.EncodeToString(td.ID[:])] = td.Topic
+	}
+	if err := b.applyJournalOffsets(ctx, journal, committed, names); err != nil {
 		return err
 	}
 
@@ -578,7 +583,7 @@ func (b *Broker) verify(ctx context.Context, aborted, live []danglingTxn) error 
 // offsets the journal says it committed, where its group's committed
 // offsets are behind them (kfake applies them after writing markers, so a
 // crash can lose them).
-func (b *Broker) applyJournalOffsets(ctx context.Context, journal []journalEntry, committed map[pidEpoch]bool) error {
+func (b *Broker) applyJournalOffsets(ctx context.Context, journal []journalEntry, committed map[pidEpoch]bool, topicNames map[string]string) error {
 	byGroup := map[string]kadm.Offsets{}
 	for _, e := range journal {
 		if e.Type != "offsets" || !committed[pidEpoch{e.PID, e.Epoch}] {
@@ -590,7 +595,14 @@ func (b *Broker) applyJournalOffsets(ctx context.Context, journal []journalEntry
 			byGroup[e.Group] = offs
 		}
 		for _, o := range e.Offsets {
-			offs.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+			topic := o.Topic
+			if topic == "" {
+				topic = topicNames[o.TopicID]
+			}
+			if topic == "" {
+				continue // the topic is gone
+			}
+			offs.Add(kadm.Offset{Topic: topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
 		}
 	}
 	for group, want := range byGroup {
