@@ -89,9 +89,11 @@ func readJournal(dir string) ([]journalEntry, error) {
 	return out, nil
 }
 
-// openJournal starts an empty journal in dir.
+// openJournal starts an empty journal in dir; the previous one is kept as
+// <name>.prev, for diagnosis.
 func openJournal(dir string) (*journal, error) {
 	path := filepath.Join(dir, journalFile)
+	_ = os.Rename(path, path+".prev")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
