@@ -25,7 +25,9 @@ var allowed = map[string][]string{
 	"exec":          {"types", "expr", "physical", "state"},
 	"sql":           {"types", "expr", "catalog", "planner"},
 	"engine":        {"types", "expr", "catalog", "planner", "physical", "exec", "state", "sql"},
-	"server/pgwire": {"types", "catalog", "engine", "sql"},
+	"server/pgwire": {"types", "catalog", "engine", "sql", "metrics"},
+	"server/rest":   {"types", "catalog", "engine", "exec", "sql", "metrics"},
+	"metrics":       {},
 }
 
 type pkg struct {
