@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/exec"
+	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/sql"
@@ -45,6 +46,9 @@ type Config struct {
 	// RocksResources is the server's shared RocksDB block cache and
 	// write-buffer budget (nil: private resources per store).
 	RocksResources *state.RocksResources
+	// Metrics, when set, receives per-query commit latency, lag and
+	// restore progress.
+	Metrics *metrics.Registry
 }
 
 const defaultCommitInterval = 100 * time.Millisecond
@@ -301,7 +305,12 @@ func (e *Engine) materialize(ctx context.Context, src *catalog.Source, cmd catal
 
 // start runs a persistent query's topology.
 func (e *Engine) start(id string, topo *physical.Topology, reset string) error {
+	var mq *metrics.Query
+	if e.cfg.Metrics != nil {
+		mq = e.cfg.Metrics.Query(id)
+	}
 	q, err := exec.Start(id, topo, exec.Config{
+		Metrics:        mq,
 		Brokers:        e.cfg.Brokers,
 		InstanceID:     e.cfg.InstanceID,
 		CommitInterval: e.cfg.CommitInterval,
@@ -601,6 +610,9 @@ func (e *Engine) stopQuery(id string) {
 	if q := e.running[id]; q != nil {
 		q.Stop()
 		delete(e.running, id)
+		if e.cfg.Metrics != nil {
+			e.cfg.Metrics.Query(id).Close()
+		}
 	}
 	if q, ok := e.cat.Query(id); ok {
 		if s, ok := e.cat.Source(q.Sink); ok && s.WriterQuery == id {

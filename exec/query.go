@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
 )
@@ -41,6 +42,9 @@ type Config struct {
 	// RocksResources is the server's shared RocksDB block cache and
 	// write-buffer budget; nil gives each store private resources.
 	RocksResources *state.RocksResources
+	// Metrics, when set, receives commit latencies, consumer lag and
+	// restore progress.
+	Metrics *metrics.Query
 	// BadRecord, when set, also receives each bad record (after it is
 	// counted and logged), e.g. to write it to the processing log topic.
 	// It is called on the stream thread and must not block.
@@ -413,7 +417,11 @@ func (q *Query) thread(ctx context.Context, n int) error {
 	inTxn := false
 	var txnStart time.Time
 	end := func(ctx context.Context, try kgo.TransactionEndTry) error {
+		began := time.Now()
 		committed, err := sess.End(ctx, try)
+		if q.cfg.Metrics != nil && committed && err == nil {
+			q.cfg.Metrics.ObserveCommit(time.Since(began))
+		}
 		inTxn = false
 		// Stores follow the transaction: its writes are applied when it
 		// committed, dropped when it aborted. (Offsets of the changelog
@@ -508,6 +516,9 @@ func (q *Query) thread(ctx context.Context, n int) error {
 					return
 				}
 				tp := topicPartition{fp.Topic, fp.Partition}
+				if q.cfg.Metrics != nil && fp.HighWatermark >= 0 {
+					q.cfg.Metrics.SetLag(fp.Topic, fp.Partition, fp.HighWatermark-(fp.Records[len(fp.Records)-1].Offset+1))
+				}
 				t := tasks[tp]
 				if t == nil {
 					st := subs[fp.Topic]

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -113,6 +114,9 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 		}
 	}
 	q.restored.Add(int64(n))
+	if q.cfg.Metrics != nil {
+		q.cfg.Metrics.SetRestore(filepath.Base(ts.dir), ts.partition, int64(n), int64(n))
+	}
 	ts.next = until
 	if err := ts.commit(); err != nil {
 		return n, err
