@@ -31,6 +31,9 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		}
 		return e.pull(ctx, st, q, src, w)
 	}
+	if q.Emit != "" && hasAggregate(q.Root) {
+		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "push queries with GROUP BY are not supported yet; CREATE TABLE … AS SELECT and query the table")
+	}
 	if q.Emit == "FINAL" {
 		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "EMIT FINAL needs a windowed aggregation")
 	}
@@ -108,4 +111,16 @@ func allNull(row types.Row, idx []int) bool {
 		}
 	}
 	return true
+}
+
+func hasAggregate(n planner.Node) bool {
+	if _, ok := n.(*planner.Aggregate); ok {
+		return true
+	}
+	for _, c := range n.Children() {
+		if hasAggregate(c) {
+			return true
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
 
@@ -312,6 +313,9 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 	case driver.KindNull:
 		return &expr.Literal{V: types.NullDatum, T: types.UnknownType}, nil
 	case driver.KindInt64:
+		if v.Type.GetFlag()&mysql.IsBooleanFlag != 0 {
+			return expr.BoolLiteral(v.GetInt64() != 0), nil // TRUE, FALSE
+		}
 		return expr.IntLiteral(v.GetInt64()), nil
 	case driver.KindUint64:
 		u := v.GetUint64()

@@ -18,6 +18,7 @@ import (
 //	STRUCT(f := v, …)         __STRUCT('F', v, …)
 //	CAST(x AS type)           __CAST(x, 'type')
 //	x => body, (x, y) => body __LAMBDA(X, body), __LAMBDA(X, Y, body)
+//	SPLIT(s, ',')             __SPLIT(s, ',')   (a TiDB keyword)
 //	DATEADD(DAYS, 1, d)       __DATEADD('DAYS', 1, d)   (also DATESUB, TIMEADD,
 //	                          TIMESUB, TIMESTAMPADD, TIMESTAMPSUB)
 //	a IS DISTINCT FROM b      a REGEXP b        (REGEXP itself is refused)
@@ -64,6 +65,10 @@ var ksqlKeywords = map[string]bool{
 	"IF": true, "CHAR": true, "DEFAULT": false, "CONVERT": true, "COLLATE": true, "BINARY": true,
 	"MOD": false, "XOR": true, "SEPARATOR": true,
 }
+
+// tidbFunctionWords are ksqlDB function names TiDB parses as keywords:
+// their calls are escaped (found by parsing each registered function).
+var tidbFunctionWords = map[string]bool{"SPLIT": true}
 
 // unitFunctions take a time unit keyword as their first argument.
 var unitFunctions = map[string]bool{
@@ -348,6 +353,8 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 			if err := r.lambda(toks, i); err != nil {
 				return err
 			}
+		case t.kind == tIdent && tidbFunctionWords[t.text] && isPunct(next, "("):
+			r.replace(t.pos, t.end, "__"+t.text)
 		case t.kind == tIdent && reservedNames[t.text] && !isPunct(next, "("):
 			r.replace(t.pos, t.end, "`"+t.text+"`")
 		case t.kind == tIdent:

@@ -44,7 +44,8 @@ func Split(text string) []string {
 }
 
 // skipQuoted returns the index of the quote closing the one at i (a doubled
-// quote inside is an escaped quote), or len(text)-1 when it is unclosed.
+// quote inside is an escaped quote; a backslash escapes nothing, as in
+// ksqlDB), or len(text)-1 when it is unclosed.
 func skipQuoted(text string, i int) int {
 	q := text[i]
 	for j := i + 1; j < len(text); j++ {
@@ -54,9 +55,6 @@ func skipQuoted(text string, i int) int {
 				continue
 			}
 			return j
-		}
-		if text[j] == '\\' && q == '\'' {
-			j++
 		}
 	}
 	return len(text) - 1

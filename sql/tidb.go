@@ -172,7 +172,8 @@ var tidbErrPos = regexp.MustCompile(`line (\d+) column (\d+) near "((?s).*)"`)
 func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 	text := rw.text
 	p := tidb.New()
-	p.SetSQLMode(mysql.ModeANSIQuotes | mysql.ModePipesAsConcat)
+	// ksqlDB string literals have no backslash escapes ('' is a quote).
+	p.SetSQLMode(mysql.ModeANSIQuotes | mysql.ModePipesAsConcat | mysql.ModeNoBackslashEscapes)
 	// TiDB's literal driver panics on some inputs (a decimal literal of
 	// more than 81 digits); the statement is refused, the server lives on.
 	defer func() {
