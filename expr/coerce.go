@@ -134,6 +134,16 @@ func prepareCompare(l, r Expr, eqOnly bool, what string) (Expr, Expr, error) {
 		return l, r, nil
 	case a.IsNumeric() && b.IsNumeric():
 		return l, r, nil
+	case a.IsNumeric() && isStringLiteral(r):
+		// ksqlDB coerces a string literal that reads as a number to
+		// the other side's type: n IN (1, '5'), n = '5'.
+		if c, ok := coerceLiteral(r, a); ok {
+			return l, c, nil
+		}
+	case b.IsNumeric() && isStringLiteral(l):
+		if c, ok := coerceLiteral(l, b); ok {
+			return c, r, nil
+		}
 	case isTemporal(a.Kind) && b.Kind == types.String:
 		return l, coerce(r, a), nil
 	case isTemporal(b.Kind) && a.Kind == types.String:
@@ -227,4 +237,28 @@ func arrayOf(e types.Type) types.Type {
 
 func mapOf(k, v types.Type) types.Type {
 	return types.Type{Kind: types.Map, KeyType: &k, Elem: &v}
+}
+
+// coerceLiteral converts the constant e to type t at bind time; ok is
+// false when the value does not convert.
+func coerceLiteral(e Expr, t types.Type) (Expr, bool) {
+	c, err := NewCast(e, t)
+	if err != nil {
+		return nil, false
+	}
+	ev, err := Compile(c)
+	if err != nil {
+		return nil, false
+	}
+	d, err := ev(nil)
+	if err != nil || d.Null {
+		return nil, false
+	}
+	return &Literal{V: d.Clone(), T: t}, true
+}
+
+// isStringLiteral reports whether e is a non-NULL STRING constant.
+func isStringLiteral(e Expr) bool {
+	l, ok := e.(*Literal)
+	return ok && !l.V.Null && l.T.Kind == types.String
 }

@@ -247,7 +247,7 @@ func TestComparisons(t *testing.T) {
 		op   Op
 		l, r Expr
 	}{
-		{OpLT, arr(1), arr(2)}, {OpEQ, arr(1), arr("a")}, {OpEQ, lit(1), lit("1")},
+		{OpLT, arr(1), arr(2)}, {OpEQ, arr(1), arr("a")}, {OpEQ, lit(1), lit("one")},
 		{OpEQ, lit(true), lit(1)}, {OpEQ, date("2021-01-01"), tm("10:00")}, {OpEQ, mp("a", 1), arr(1)},
 		{OpGT, st("A", 1), st("A", 2)}, {OpEQ, st("A", 1), st("B", 1)},
 	} {
@@ -623,3 +623,25 @@ func TestPrinting(t *testing.T) {
 }
 
 func lambdaVar(i int, name string, t types.Type) Expr { return NewLambdaVar(i, name, t) }
+
+// A string literal that reads as a number compares with numbers, as ksqlDB
+// coerces literals.
+func TestStringLiteralCoercion(t *testing.T) {
+	eq, err := NewBinary(OpEQ, IntLiteral(5), StringLiteral("5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := NewIn(IntLiteral(5), []Expr{IntLiteral(1), StringLiteral("5")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []Expr{eq, in} {
+		ev, err := Compile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := ev(nil); err != nil || !d.Bool() {
+			t.Errorf("%s = %v (%v), want true", e, d, err)
+		}
+	}
+}
