@@ -328,7 +328,6 @@ func quoteIdent(name string) string {
 
 // quoteString renders s as a single-quoted SQL string literal.
 func quoteString(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\\`)
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
@@ -436,14 +435,12 @@ func sqlLiteral(v any, t types.Type) (string, error) {
 	return "", fmt.Errorf("cannot use JSON %s as %s", jsonKind(v), typeName(t))
 }
 
-// boolLiteral renders a BOOLEAN. It is a CAST of a string because the
-// binder reads TRUE and FALSE as INTEGER (MySQL's reading), which
-// INSERT … VALUES refuses for a BOOLEAN column.
+// boolLiteral renders a BOOLEAN.
 func boolLiteral(v bool) string {
 	if v {
-		return "CAST('true' AS BOOLEAN)"
+		return "TRUE"
 	}
-	return "CAST('false' AS BOOLEAN)"
+	return "FALSE"
 }
 
 // nestedLiteral is sqlLiteral for an element, value or field of a
