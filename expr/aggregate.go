@@ -51,7 +51,15 @@ func Aggregates() []*AggregateFunction {
 	return out
 }
 
-var aggregates = map[string]*AggregateFunction{
+var aggregates = func() map[string]*AggregateFunction {
+	m := baseAggregates
+	for _, f := range moreAggregates() {
+		m[f.Name] = f
+	}
+	return m
+}()
+
+var baseAggregates = map[string]*AggregateFunction{
 	"COUNT": {
 		Name:        "COUNT",
 		Description: "Counts rows (COUNT(*)) or the rows where the argument is not NULL.",

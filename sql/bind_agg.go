@@ -44,7 +44,7 @@ func (v *aggFinder) Enter(n ast.Node) (ast.Node, bool) {
 	case *ast.AggregateFuncExpr:
 		*v.found = true
 	case *ast.FuncCallExpr:
-		if _, ok := expr.LookupAggregate(n.FnName.O); ok {
+		if _, ok := expr.LookupAggregate(strings.TrimPrefix(strings.ToUpper(n.FnName.O), "__")); ok {
 			*v.found = true
 		}
 	}
@@ -165,7 +165,7 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 			}
 		}
 	case *ast.FuncCallExpr:
-		fn := strings.ToUpper(n.FnName.O)
+		fn := strings.TrimPrefix(strings.ToUpper(n.FnName.O), "__")
 		if _, ok := expr.LookupAggregate(fn); !ok {
 			return nil, false, nil
 		}

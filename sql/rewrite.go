@@ -68,7 +68,7 @@ var ksqlKeywords = map[string]bool{
 
 // tidbFunctionWords are ksqlDB function names TiDB parses as keywords:
 // their calls are escaped (found by parsing each registered function).
-var tidbFunctionWords = map[string]bool{"SPLIT": true}
+var tidbFunctionWords = map[string]bool{"SPLIT": true, "HISTOGRAM": true, "CORRELATION": true}
 
 // unitFunctions take a time unit keyword as their first argument.
 var unitFunctions = map[string]bool{
