@@ -1,0 +1,198 @@
+package exec
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// aggTopology is CREATE TABLE out AS SELECT <group>, COUNT(*), SUM(price)
+// FROM bids GROUP BY <group>: by AUCTION (the input key: one
+// sub-topology) or by BIDDER (a repartition and two).
+func aggTopology(t testing.TB, appID, group string) *physical.Topology {
+	src := &catalog.Source{Name: "BIDS", Kind: catalog.Stream, Topic: "bids", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON,
+		Partitions: 3, Schema: types.Schema{Columns: bidSchema.Columns[:5]}}
+	scan := planner.NewScan(src)
+	in := scan.Schema()
+	col := func(name string) *expr.Column {
+		i := in.Index(name)
+		return &expr.Column{Index: i, Name: name, T: in.Columns[i].Type}
+	}
+	count, _ := expr.LookupAggregate("COUNT")
+	sum, _ := expr.LookupAggregate("SUM")
+	agg, err := planner.NewAggregate(scan, []expr.Expr{col(group)}, []string{group}, []*planner.AggCall{
+		{Fn: count, T: types.BigintType},
+		{Fn: sum, Args: []expr.Expr{col("PRICE")}, T: types.BigintType},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := agg.Schema()
+	proj, err := planner.NewProject(agg, []expr.Expr{
+		&expr.Column{Index: 0, Name: group, T: types.BigintType},
+		&expr.Column{Index: 1, Name: "KSQL_AGG_0", T: types.BigintType},
+		&expr.Column{Index: 2, Name: "KSQL_AGG_1", T: types.BigintType},
+	}, []string{group, "N", "TOTAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = out
+	target := &catalog.Source{Name: "OUT", Kind: catalog.Table, Topic: "out", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Schema: proj.Schema()}
+	topo, err := physical.Build(appID, &planner.Sink{Input: proj, Target: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+// startAggCluster makes a broker with the bids and out topics and the
+// topology's internal topics.
+func startAggCluster(t testing.TB, topo *physical.Topology) (*kfake.Cluster, []string) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "bids", "out"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokers := c.ListenAddrs()
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	defer cl.Close()
+	for _, it := range topo.InternalTopics() {
+		if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 3, 1, nil, it.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, brokers
+}
+
+// produceAggBids writes bids from..to: bidder i%50, auction i%17, price i%10.
+func produceAggBids(t testing.TB, ctx context.Context, brokers []string, from, to int) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("bids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, 0, to-from)
+	for i := from; i < to; i++ {
+		recs = append(recs, &kgo.Record{
+			Key:   binary.BigEndian.AppendUint64(nil, uint64(i%17)),
+			Value: fmt.Appendf(nil, `{"bidder":%d,"price":%d}`, i%50, i%10),
+		})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lastValues reads "out" read_committed and keeps the last value per key.
+func lastValues(t testing.TB, ctx context.Context, brokers []string) map[int64][2]int64 {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("out"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := map[int64][2]int64{}
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if fs.Empty() {
+			return got
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var n, total int64
+			fmt.Sscanf(string(r.Value), `{"N":%d,"TOTAL":%d}`, &n, &total)
+			got[int64(binary.BigEndian.Uint64(r.Key))] = [2]int64{n, total}
+		})
+	}
+}
+
+// TestAggregateExactlyOnceUnderFaults runs GROUP BY with and without a
+// repartition while the broker fails some Produce, EndTxn and
+// TxnOffsetCommit requests, then restarts the query (its stores restore
+// from their changelog); the result topic's last value per group must
+// equal the GROUP BY computed here.
+func TestAggregateExactlyOnceUnderFaults(t *testing.T) {
+	for _, group := range []string{"AUCTION", "BIDDER"} {
+		for _, fault := range []struct {
+			name string
+			key  kmsg.Key
+			err  int16
+		}{
+			{"produce", kmsg.Produce, kerr.InvalidRecord.Code},
+			{"end-txn", kmsg.EndTxn, kerr.CoordinatorNotAvailable.Code},
+			{"txn-offset-commit", kmsg.TxnOffsetCommit, kerr.CoordinatorLoadInProgress.Code},
+		} {
+			t.Run(group+"/"+fault.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+				defer cancel()
+				topo := aggTopology(t, "app", group)
+				c, brokers := startAggCluster(t, topo)
+				defer c.Close()
+				var seen, injected atomic.Int32
+				c.ControlKey(int16(fault.key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+					c.KeepControl()
+					if seen.Add(1)%4 != 0 || injected.Load() >= 3 {
+						return nil, nil, false
+					}
+					injected.Add(1)
+					return errorResponse(req, fault.err), nil, true
+				})
+				cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
+				const n, batches = 6000, 6
+				q, err := Start("CTAS_OUT_1", topo, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for b := 0; b < batches; b++ {
+					if b == batches/2 {
+						q.Stop() // a restart in the middle: stores restore from changelogs
+						if q, err = Start("CTAS_OUT_1", topo, cfg); err != nil {
+							t.Fatal(err)
+						}
+					}
+					produceAggBids(t, ctx, brokers, b*n/batches, (b+1)*n/batches)
+					waitCommitted(t, ctx, brokers, "app", "bids")
+				}
+				want := map[int64][2]int64{}
+				for i := 0; i < n; i++ {
+					g := int64(i % 17)
+					if group == "BIDDER" {
+						g = int64(i % 50)
+					}
+					w := want[g]
+					want[g] = [2]int64{w[0] + 1, w[1] + int64(i%10)}
+				}
+				for {
+					got := lastValues(t, ctx, brokers)
+					if fmt.Sprint(got) == fmt.Sprint(want) {
+						break
+					}
+					if ctx.Err() != nil {
+						t.Fatalf("result %v\nwant %v", got, want)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				q.Stop()
+				if injected.Load() == 0 {
+					t.Fatal("no fault was injected")
+				}
+				t.Logf("injected %d faults; stats %+v", injected.Load(), q.Status().Stats)
+			})
+		}
+	}
+}
