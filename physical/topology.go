@@ -388,18 +388,7 @@ func chain(n planner.Node) (*SubTopology, error) {
 	if !ok {
 		return nil, fmt.Errorf("plan does not start with a scan")
 	}
-	src := scan.Source
-	st := &SubTopology{ID: 0, Source: &Source{
-		Name:            "SOURCE-" + src.Name,
-		Topic:           src.Topic,
-		KeyFormat:       src.KeyFormat,
-		ValueFormat:     src.ValueFormat,
-		KeyOptions:      src.KeyOptions,
-		ValueOptions:    src.ValueOptions,
-		Schema:          scan.Schema(),
-		TimestampColumn: src.TimestampColumn,
-		TimestampFormat: src.TimestampFormat,
-	}}
+	st := &SubTopology{ID: 0, Source: scanSource(scan)}
 	for i := len(nodes) - 2; i >= 0; i-- {
 		name := fmt.Sprintf("%04d", len(st.Processors)+1)
 		switch n := nodes[i].(type) {
@@ -430,17 +419,7 @@ func tsNote(col string) string {
 // as the store's changelog, so no internal topic is created.
 func BuildTable(appID string, table *planner.Scan) *Topology {
 	src := table.Source
-	source := &Source{
-		Name:            "SOURCE-" + src.Name,
-		Topic:           src.Topic,
-		KeyFormat:       src.KeyFormat,
-		ValueFormat:     src.ValueFormat,
-		KeyOptions:      src.KeyOptions,
-		ValueOptions:    src.ValueOptions,
-		Schema:          table.Schema(),
-		TimestampColumn: src.TimestampColumn,
-		TimestampFormat: src.TimestampFormat,
-	}
+	source := scanSource(table)
 	store := &Store{
 		Name:                 src.Name,
 		Changelog:            src.Topic,
@@ -471,6 +450,22 @@ func (t *Topology) Stores() []*Store {
 		}
 	}
 	return out
+}
+
+// scanSource is the source node that reads what scan reads.
+func scanSource(scan *planner.Scan) *Source {
+	src := scan.Source
+	return &Source{
+		Name:            "SOURCE-" + src.Name,
+		Topic:           src.Topic,
+		KeyFormat:       src.KeyFormat,
+		ValueFormat:     src.ValueFormat,
+		KeyOptions:      src.KeyOptions,
+		ValueOptions:    src.ValueOptions,
+		Schema:          scan.Schema(),
+		TimestampColumn: src.TimestampColumn,
+		TimestampFormat: src.TimestampFormat,
+	}
 }
 
 // SourceTopics returns the topics the topology consumes.
