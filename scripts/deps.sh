@@ -8,6 +8,7 @@ need=()
 [ -f /usr/include/rocksdb/c.h ] || need+=(librocksdb-dev)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
+/usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1 || need+=(python3-psycopg2)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   SUDO=""

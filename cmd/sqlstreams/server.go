@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +17,9 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/server/pgwire"
+	"github.com/sqlstreams/sqlstreams/server/rest"
 	"github.com/sqlstreams/sqlstreams/state"
 )
 
@@ -34,7 +35,14 @@ func runServer(args []string) int {
 	logLevel := stringFlag(fs, "log-level", "info", "log level: debug, info, warn or error")
 	blockCache := stringFlag(fs, "rocksdb-block-cache", "64MiB", "RocksDB block cache shared by all state stores of this server")
 	writeBuffers := stringFlag(fs, "rocksdb-write-buffers", "64MiB", "RocksDB write-buffer (memtable) budget shared by all state stores")
+	restFlags := addRESTFlags(fs)
+	pgFlags := definePgFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	pgOpts, err := pgFlags.options(*pgAddr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
 	}
 	var level slog.Level
@@ -57,6 +65,7 @@ func runServer(args []string) int {
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, bootstrap: *bootstrap,
 		kafkaAddr: *kafkaAddr, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes,
+		rest: restFlags.settings(), pgOpts: pgOpts,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -68,10 +77,23 @@ func runServer(args []string) int {
 type serverConfig struct {
 	dataDir, pgAddr, httpAddr, bootstrap, kafkaAddr, serviceID, instanceID string
 	blockCache, writeBuffers                                               int64
+	rest                                                                   restSettings
+	pgOpts                                                                 []pgwire.Option
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
+		return err
+	}
+	// The REST settings are checked before anything starts: a refused
+	// address or a bad users file should not wait for the broker.
+	reg := metrics.New()
+	info := rest.Info{Version: "sqlstreams-dev", ServiceID: cfg.serviceID}
+	if cfg.bootstrap == "" {
+		info.KafkaClusterID = broker.ClusterID
+	}
+	restOpts, restTLS, err := cfg.rest.build(cfg.httpAddr, log, reg, info)
+	if err != nil {
 		return err
 	}
 	var brokers []string
@@ -95,7 +117,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	openCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	eng, err := engine.Open(openCtx, engine.Config{
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
-		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks,
+		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg,
 	})
 	cancel()
 	if err != nil {
@@ -107,7 +129,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	if err != nil {
 		return fmt.Errorf("pgwire: %w", err)
 	}
-	pg := pgwire.New(eng, pgwire.WithLogger(log))
+	pg := pgwire.New(eng, append([]pgwire.Option{pgwire.WithLogger(log)}, cfg.pgOpts...)...)
 	errc := make(chan error, 2)
 	go func() { errc <- pg.Serve(pgln) }()
 	defer pg.Close()
@@ -117,10 +139,40 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	hs := &http.Server{Handler: restHandler(cfg.serviceID), ReadHeaderTimeout: 10 * time.Second}
-	go func() { errc <- hs.Serve(httpln) }()
-	defer hs.Close()
-	log.Info("REST API listening", "addr", httpln.Addr().String())
+	restSrv := rest.New(eng, restOpts...)
+	// HTTP/1.1, HTTP/2 over TLS, and HTTP/2 cleartext with prior
+	// knowledge (how ksqlDB's Java client calls /query-stream).
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
+	protocols.SetUnencryptedHTTP2(true)
+	hs := &http.Server{
+		Protocols:         protocols,
+		Handler:           restSrv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		TLSConfig:         restTLS,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	scheme := "http"
+	if restTLS != nil {
+		scheme = "https"
+		go func() { errc <- hs.ServeTLS(httpln, "", "") }()
+	} else {
+		go func() { errc <- hs.Serve(httpln) }()
+	}
+	defer func() {
+		// End push queries and inserts streams first, so that their
+		// responses finish cleanly, then give handlers a moment.
+		restSrv.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			hs.Close()
+		}
+	}()
+	log.Info("REST API listening", "addr", httpln.Addr().String(), "scheme", scheme)
 
 	select {
 	case <-ctx.Done():
@@ -146,22 +198,4 @@ func stableInstanceID(dataDir string) string {
 	id := fmt.Sprintf("%s-%d", h, time.Now().UnixNano()%1_000_000)
 	_ = os.WriteFile(path, []byte(id+"\n"), 0o644)
 	return id
-}
-
-// restHandler serves the part of the REST API the walking skeleton has:
-// health and server info. The ksqlDB-compatible endpoints come with the
-// REST issue.
-func restHandler(serviceID string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"isHealthy": true})
-	})
-	mux.HandleFunc("GET /info", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"KsqlServerInfo": map[string]any{
-			"version": "sqlstreams-dev", "ksqlServiceId": serviceID, "serverStatus": "RUNNING",
-		}})
-	})
-	return mux
 }

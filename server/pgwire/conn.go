@@ -14,6 +14,10 @@ package pgwire
 // inboxSize messages pipelined behind a running statement are buffered;
 // past that the reader waits, and notices a departing client only once
 // the handler catches up or a write fails.
+//
+// Timeouts: WithIdleTimeout closes a connection whose handler has waited
+// that long for a message (FATAL 57P05); statement_timeout cancels a
+// statement (57014) through the same context a CancelRequest uses.
 
 import (
 	"context"
@@ -44,7 +48,9 @@ type inbound struct {
 // conn is one client connection.
 type conn struct {
 	srv *Server
-	nc  net.Conn
+	raw net.Conn // the TCP connection
+	nc  net.Conn // raw, or TLS over it after startTLS
+	tls bool
 	log *slog.Logger
 	rd  *msgReader
 	w   *writer
@@ -66,29 +72,37 @@ type conn struct {
 	cancelled  bool               // a CancelRequest hit the running statement
 
 	// Handler-goroutine state.
-	sess          *engine.Session
-	stmts         map[string]*prepared
-	portals       map[string]*portal
-	inBatch       bool // extended-protocol messages since the last Sync
-	skipUntilSync bool // an extended-protocol error: discard until Sync
-	rw            resultWriter
+	user, database string
+	sess           *engine.Session
+	params         map[string]string // Postgres session parameters (session.go)
+	stmtTimeout    time.Duration     // statement_timeout; 0 is none
+	txStatus       byte              // txIdle, txBlock or txFailed (intercept.go)
+	discardAll     bool              // DISCARD ALL ran: reset after the statement
+	stmts          map[string]*prepared
+	portals        map[string]*portal
+	inBatch        bool // extended-protocol messages since the last Sync
+	skipUntilSync  bool // an extended-protocol error: discard until Sync
+	rw             resultWriter
+	cursors        sync.WaitGroup // goroutines of suspended statements
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{
-		srv:     s,
-		nc:      nc,
-		log:     s.log.With("remote", nc.RemoteAddr().String()),
-		rd:      newMsgReader(nc, s.cfg.maxMessage),
-		w:       newWriter(nc, s.cfg.flushDelay),
-		ctx:     ctx,
-		cancel:  cancel,
-		in:      make(chan inbound, inboxSize),
-		done:    make(chan struct{}),
-		sess:    engine.NewSession(),
-		stmts:   map[string]*prepared{},
-		portals: map[string]*portal{},
+		srv:      s,
+		raw:      nc,
+		nc:       nc,
+		log:      s.log.With("remote", nc.RemoteAddr().String()),
+		rd:       newMsgReader(nc, s.cfg.maxMessage),
+		w:        newWriter(nc, s.cfg.flushDelay),
+		ctx:      ctx,
+		cancel:   cancel,
+		in:       make(chan inbound, inboxSize),
+		done:     make(chan struct{}),
+		sess:     engine.NewSession(),
+		stmts:    map[string]*prepared{},
+		portals:  map[string]*portal{},
+		txStatus: txIdle,
 	}
 	c.rw.c = c
 	return c
@@ -117,13 +131,15 @@ func (c *conn) serve() {
 // ends both goroutines. Server.Close uses it.
 func (c *conn) abort() {
 	c.cancel()
-	c.nc.Close()
+	c.raw.Close()
 }
 
 // close releases the connection once the handler has left.
 func (c *conn) close() {
 	c.cancel()
 	close(c.done)
+	c.closePortals()
+	c.cursors.Wait()
 	// Write what is pending, without waiting long for a client that has
 	// stopped reading.
 	c.nc.SetWriteDeadline(time.Now().Add(time.Second))
@@ -173,8 +189,24 @@ func (c *conn) readMessage() (msg pgproto3.FrontendMessage, err error) {
 
 // loop handles messages until the connection ends.
 func (c *conn) loop() {
+	var idle *time.Timer
+	if d := c.srv.cfg.idleTimeout; d > 0 {
+		idle = time.NewTimer(d)
+		defer idle.Stop()
+	}
 	for {
-		in := <-c.in
+		var in inbound
+		if idle == nil {
+			in = <-c.in
+		} else {
+			select {
+			case in = <-c.in:
+			case <-idle.C:
+				c.log.Info("pgwire: closing idle connection", "pid", c.pid, "idle", c.srv.cfg.idleTimeout)
+				c.fatal(sql.Errorf(codeIdleTimeout, "terminating connection due to idle-session timeout"))
+				return
+			}
+		}
 		if in.err != nil {
 			var pe *protocolError
 			switch {
@@ -194,6 +226,9 @@ func (c *conn) loop() {
 		if err := c.w.failed(); err != nil {
 			c.log.Debug("pgwire: write failed", "pid", c.pid, "err", err)
 			return
+		}
+		if idle != nil {
+			idle.Reset(c.srv.cfg.idleTimeout)
 		}
 	}
 }
@@ -273,6 +308,11 @@ func msgTypeName(t byte) string {
 func (c *conn) run(f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
+	if c.stmtTimeout > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeout(ctx, c.stmtTimeout)
+		defer cancelT()
+	}
 	c.mu.Lock()
 	c.stmtCancel, c.cancelled = cancel, false
 	c.mu.Unlock()
@@ -286,6 +326,8 @@ func (c *conn) run(f func(ctx context.Context) error) error {
 	switch {
 	case cancelled && (err != nil || ctx.Err() != nil):
 		return errCanceled
+	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && c.ctx.Err() == nil:
+		return errStatementTimeout
 	case err != nil && c.ctx.Err() != nil && c.srv.ctx.Err() != nil:
 		return sql.Errorf(codeAdminShutdown, "terminating connection due to administrator command")
 	}
@@ -309,6 +351,9 @@ func (c *conn) cancelStatement() bool {
 // byte stmtOff of query (-1 when unknown).
 func (c *conn) sendError(err error, query string, stmtOff int) {
 	c.log.Debug("pgwire: statement failed", "pid", c.pid, "err", err)
+	if c.txStatus == txBlock {
+		c.txStatus = txFailed
+	}
 	c.w.send(errorResponse("ERROR", err, query, stmtOff))
 }
 
@@ -319,9 +364,26 @@ func (c *conn) fatal(err error) {
 	c.w.flush()
 }
 
-// readyForQuery tells the client the server awaits a new query, and
-// flushes. sqlstreams has no transactions, so the status is always idle.
+// readyForQuery tells the client the server awaits a new query, with the
+// transaction status (see intercept.go), and flushes.
 func (c *conn) readyForQuery() {
-	c.w.send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	c.w.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
 	c.w.flush()
+}
+
+// afterStatement applies what a statement asked to happen once it has
+// finished: DISCARD ALL resets the session.
+func (c *conn) afterStatement() {
+	if !c.discardAll {
+		return
+	}
+	c.discardAll = false
+	c.closePortals()
+	clear(c.stmts)
+	for _, p := range pgParams {
+		if !p.readOnly {
+			c.setParam(p.name, "", true)
+		}
+	}
+	c.sess = engine.NewSession()
 }

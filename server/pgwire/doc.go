@@ -2,34 +2,54 @@
 // that psql, pgx, JDBC, node-postgres, psycopg and other Postgres clients
 // can run statements, pull queries and push queries.
 //
-// It owns the protocol and nothing else: connections and their startup,
-// the simple and extended query protocols, cancel requests, the mapping of
-// SQL types to Postgres type OIDs with their text and binary encodings,
-// and the mapping of statement errors (*sql.Error with a SQLSTATE) to
-// ErrorResponse. Statements are run by an engine.Executor; one
-// engine.Session per connection holds what SET changes.
+// It owns the protocol and nothing else: connections and their startup
+// (TLS, SCRAM-SHA-256), the simple and extended query protocols with
+// parameters and suspended portals, cancel requests, limits, the mapping
+// of SQL types to Postgres type OIDs with their text and binary encodings,
+// the mapping of statement errors (*sql.Error with a SQLSTATE) to
+// ErrorResponse, and the Postgres-specific statements drivers and tools
+// send (SET/SHOW of session parameters, BEGIN/COMMIT, version(), the
+// pg_catalog queries behind psql's \d, COPY … TO STDOUT), which it answers
+// itself. Statements are run by an engine.Executor; one engine.Session
+// per connection holds what SET 'prop'='value' changes.
 //
-//	client ──TCP──▶ conn reader goroutine ──chan──▶ conn handler goroutine
-//	                (decodes messages; on EOF or      (one message at a time:
-//	                 Terminate cancels the running     Query, Parse/Bind/…/Sync)
-//	                 statement)                              │
-//	                                                         ▼
-//	                                          engine.Executor.Execute(ctx, …, ResultWriter)
-//	                                                         │ Columns, Row, Row, …
-//	                                                         ▼
-//	client ◀──TCP── writer (buffer; rows flushed at 16 KiB or after the flush delay)
+//	client ──TCP/TLS──▶ conn reader goroutine ──chan──▶ conn handler goroutine
+//	                    (decodes messages; on EOF or     (one message at a time:
+//	                     Terminate cancels the running    Query, Parse/Bind/…/Sync)
+//	                     statement)                              │
+//	                                        intercept: pgwire's own answer? ──┐
+//	                                                             │ no         │ yes
+//	                                                             ▼            ▼
+//	                                  engine.Executor.Execute(ctx, …)    local statement
+//	                                                             │ Columns, Row, Row, …
+//	                                                             ▼
+//	client ◀──TCP── writer (buffer; rows flushed at 16 KiB or after the flush delay,
+//	                        the rest at Sync, Flush or ReadyForQuery)
 //
 // A CancelRequest on a new connection cancels the running statement of the
 // connection with that key; the client sees SQLSTATE 57014. Closing the
-// socket or sending Terminate cancels it too, so a push query stops as
-// soon as its client leaves.
+// socket or sending Terminate cancels it too, so a push query stops, and
+// its consumer closes, as soon as its client leaves.
 //
 // Files follow message families: startup.go (SSL/GSS negotiation, startup,
-// cancel), simple.go (Query), extended.go (Parse, Bind, Describe, Execute,
-// Close, Sync, Flush), result.go (rows to DataRow), encode.go (types, OIDs,
+// limits, cancel), auth.go (SCRAM-SHA-256), simple.go (Query), extended.go
+// (Parse, Bind, Describe, Execute, Close, Sync, Flush), cursor.go
+// (Execute with a row limit), params.go ($n parameters), intercept.go
+// (statements pgwire answers: transactions, SET/SHOW, SELECT without FROM),
+// session.go (session parameters), pgcatalog.go (pg_catalog and
+// information_schema), copy.go (COPY TO STDOUT), lex.go (the tokenizer
+// those use), result.go (rows to DataRow), encode.go (types, OIDs,
 // formats), errors.go (ErrorResponse), wire.go (framing and flushing),
-// conn.go (connection life), server.go (listener and registry). Each file
-// opens with what it supports and what it does not yet.
+// conn.go (connection life, timeouts), server.go (listener, registry,
+// connection limit), options.go. Each file opens with what it supports and
+// what it does not.
 //
-// This package imports engine, sql (only Error, Errorf and Split) and types.
+// Tests run the fake executor in fake_test.go for protocol details, and
+// the real binary with psql, pgx, node-postgres (testdata/node) and
+// psycopg2 (testdata/psycopg2_test.py) in client_*_test.go. TestSoak runs
+// 200 clients against the real engine in process (PGWIRE_SOAK=1m for a
+// minute); FuzzMessages and FuzzAuth fuzz the message loop.
+//
+// This package imports engine, catalog, sql (Error, Errorf, Split, Blank)
+// and types.
 package pgwire

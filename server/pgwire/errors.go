@@ -23,14 +23,26 @@ const (
 	codeDuplicateStatement   = "42P05"
 	codeDuplicateCursor      = "42P03"
 	codeAdminShutdown        = "57P01"
+	codeIdleTimeout          = "57P05"
+	codeTooManyConnections   = "53300"
+	codeInvalidPassword      = "28P01"
+	codeInvalidAuthSpec      = "28000"
 )
 
 // ErrServerClosed is returned by Serve after Close.
 var ErrServerClosed = errors.New("pgwire: server closed")
 
+// ErrInsecureListen is returned by Serve for a listener on a non-loopback
+// address when no authentication is configured; see WithInsecureListen.
+var ErrInsecureListen = errors.New("pgwire: refusing to serve without authentication on a non-loopback address (configure password authentication, or force it)")
+
 // errCanceled is what a statement cancelled by a CancelRequest reports,
 // whatever the engine returned.
 var errCanceled = &sql.Error{Code: sql.CodeQueryCanceled, Msg: "canceling statement due to user request", Offset: -1}
+
+// errStatementTimeout is what a statement stopped by statement_timeout
+// reports.
+var errStatementTimeout = &sql.Error{Code: sql.CodeQueryCanceled, Msg: "canceling statement due to statement timeout", Offset: -1}
 
 // errorResponse builds the ErrorResponse for err, a failure of a statement
 // that starts at byte stmtOff of query (the text the client sent). An

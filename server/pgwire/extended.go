@@ -3,53 +3,61 @@ package pgwire
 // This file handles the extended query protocol: Parse, Bind, Describe,
 // Execute, Close, Sync and Flush.
 //
-// Supported: named and unnamed prepared statements and portals; result
-// format codes (none = all text, one for all columns, or one per column;
-// text and binary); Describe of a statement (ParameterDescription with no
-// parameters, then RowDescription from engine.Executor.Describe, or NoData)
-// and of a portal (RowDescription in the portal's formats, or NoData);
-// Close of either; discarding messages after an error until Sync.
+// Supported: named and unnamed prepared statements and portals;
+// parameters $1… in text and binary formats with declared, cast or
+// inferred types (params.go); result format codes (none = all text, one
+// for all columns, or one per column; text and binary); Describe of a
+// statement (ParameterDescription, then RowDescription or NoData) and of a
+// portal; Execute with a row limit, which suspends the portal
+// (PortalSuspended) and resumes it at the next Execute — a push query
+// keeps running, paused, between them; Close of either; discarding
+// messages after an error until Sync.
 //
-// Not yet:
-//   - Parameters. A statement with $n placeholders or declared parameter
-//     types fails with 0A000 at Describe and Bind; inline values into the
-//     statement text for now.
-//   - Execute's row limit. Execute runs the statement to completion and
-//     ignores MaxRows, so PortalSuspended is never sent; a client that
-//     fetches in batches receives all rows at once.
-//   - Transactions: every statement runs on its own and ReadyForQuery
-//     always reports idle. Portals live until the next Sync.
+// Portals are closed, and a suspended statement stopped, at Sync outside
+// a transaction block (see intercept.go), at Close, and when the
+// connection ends. Inside a BEGIN block they live until Sync after the
+// block ends, so JDBC-style fetching in batches works.
+//
+// Not supported: the function call protocol.
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // prepared is a statement created by Parse.
 type prepared struct {
-	name    string
-	query   string // the text Parse sent, for error positions
-	stmt    string // the single statement in it, or "" for an empty query
-	off     int    // where stmt starts in query
-	param   string // the first $n placeholder in stmt, or ""
-	nparams int    // parameter types declared by Parse
+	name   string
+	query  string // the text Parse sent, for error positions
+	stmt   string // the single statement in it, or "" for an empty query
+	off    int    // where stmt starts in query
+	params paramInfo
 
-	described bool           // cols holds the engine's description
+	described bool           // cols holds the description
 	cols      []types.Column // nil when the statement returns no rows
 }
 
 // portal is a statement bound by Bind, ready to execute.
 type portal struct {
 	stmt  *prepared
+	text  string  // the statement with its parameters substituted
 	codes []int16 // result format codes as Bind sent them
-	done  bool    // executed; a second Execute does not run it again
-	rows  bool    // it returned rows
-	tag   string
+
+	described bool           // cols holds the description of text
+	cols      []types.Column // when the statement has parameters
+
+	cur  *cursor // the statement, suspended after a row-limited Execute
+	done bool    // ran to completion; a second Execute does not run it again
+	rows bool    // it returned rows
+	tag  string
 }
 
 // extendedError reports err, a failure of an extended-protocol message, and
@@ -59,41 +67,39 @@ func (c *conn) extendedError(err error, query string, off int) {
 	c.skipUntilSync = true
 }
 
-// parse handles Parse: it checks that the text holds at most one statement
-// and stores it. The engine sees the statement at Describe or Execute.
+// parse handles Parse: it checks that the text holds at most one statement,
+// finds its parameters and stores it. The engine sees the statement at
+// Describe or Execute.
 func (c *conn) parse(m *pgproto3.Parse) {
 	c.inBatch = true
 	if m.Name != "" && c.stmts[m.Name] != nil {
 		c.extendedError(sql.Errorf(codeDuplicateStatement, "prepared statement %q already exists", m.Name), "", -1)
 		return
 	}
-	p := &prepared{name: m.Name, query: m.Query, nparams: len(m.ParameterOIDs)}
+	p := &prepared{name: m.Name, query: m.Query}
 	switch stmts := splitStatements(m.Query); len(stmts) {
 	case 0:
 	case 1:
 		p.stmt, p.off = stmts[0].text, stmts[0].off
-		p.param = findParam(p.stmt)
 	default:
 		c.extendedError(&sql.Error{Code: sql.CodeSyntaxError, Msg: "cannot insert multiple commands into a prepared statement", Offset: -1}, "", -1)
 		return
 	}
+	if len(m.ParameterOIDs) > maxParams {
+		c.extendedError(sql.Errorf(codeProtocolViolation, "too many parameter types: %d", len(m.ParameterOIDs)), "", -1)
+		return
+	}
+	pi, err := c.analyzeParams(p.stmt, m.ParameterOIDs)
+	if err != nil {
+		c.extendedError(err, p.query, p.off)
+		return
+	}
+	p.params = pi
 	c.stmts[m.Name] = p
 	c.w.send(&pgproto3.ParseComplete{})
 }
 
-// paramsError reports a statement with parameters, which are not supported
-// yet.
-func paramsError(p *prepared) error {
-	if p.param != "" {
-		return sql.Errorf(sql.CodeFeatureNotSupport, "parameters are not supported yet (found %s); write the values into the statement text", p.param)
-	}
-	if p.nparams > 0 {
-		return sql.Errorf(sql.CodeFeatureNotSupport, "parameters are not supported yet (Parse declared %d parameter types)", p.nparams)
-	}
-	return nil
-}
-
-// bind handles Bind: it creates a portal for a prepared statement.
+// bind handles Bind: it substitutes the parameters and creates a portal.
 func (c *conn) bind(m *pgproto3.Bind) {
 	c.inBatch = true
 	p := c.stmts[m.PreparedStatement]
@@ -101,29 +107,36 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		c.extendedError(sql.Errorf(codeInvalidStatementName, "prepared statement %q does not exist", m.PreparedStatement), "", -1)
 		return
 	}
-	if err := paramsError(p); err != nil {
-		c.extendedError(err, "", -1)
-		return
-	}
-	if len(m.Parameters) > 0 {
-		c.extendedError(sql.Errorf(codeProtocolViolation, "bind message supplies %d parameters, but prepared statement %q requires 0", len(m.Parameters), m.PreparedStatement), "", -1)
-		return
-	}
 	if err := checkFormats(m.ResultFormatCodes); err != nil {
 		c.extendedError(err, "", -1)
 		return
-	}
-	if p.described {
-		if _, err := resolveFormats(nil, m.ResultFormatCodes, len(p.cols)); err != nil {
-			c.extendedError(err, "", -1)
-			return
-		}
 	}
 	if m.DestinationPortal != "" && c.portals[m.DestinationPortal] != nil {
 		c.extendedError(sql.Errorf(codeDuplicateCursor, "portal %q already exists", m.DestinationPortal), "", -1)
 		return
 	}
-	c.portals[m.DestinationPortal] = &portal{stmt: p, codes: slices.Clone(m.ResultFormatCodes)}
+	text := p.stmt
+	if len(p.params.oids) > 0 || len(m.Parameters) > 0 {
+		var err error
+		if text, err = bindParams(p.stmt, p.params, m.ParameterFormatCodes, m.Parameters); err != nil {
+			c.extendedError(err, "", -1)
+			return
+		}
+	}
+	pt := &portal{stmt: p, text: text, codes: slices.Clone(m.ResultFormatCodes)}
+	if len(p.params.oids) == 0 {
+		pt.described, pt.cols = p.described, p.cols
+	}
+	if pt.described {
+		if _, err := resolveFormats(nil, m.ResultFormatCodes, len(pt.cols)); err != nil {
+			c.extendedError(err, "", -1)
+			return
+		}
+	}
+	if old := c.portals[m.DestinationPortal]; old != nil {
+		old.close()
+	}
+	c.portals[m.DestinationPortal] = pt
 	c.w.send(&pgproto3.BindComplete{})
 }
 
@@ -137,15 +150,23 @@ func (c *conn) describe(m *pgproto3.Describe) {
 			c.extendedError(sql.Errorf(codeInvalidStatementName, "prepared statement %q does not exist", m.Name), "", -1)
 			return
 		}
-		if err := paramsError(p); err != nil {
-			c.extendedError(err, "", -1)
-			return
+		if !p.described {
+			text := p.stmt
+			if len(p.params.slots) > 0 {
+				text = placeholderText(p.stmt, p.params)
+			}
+			cols, err := c.describeText(text)
+			if err != nil {
+				c.extendedError(err, p.query, p.off)
+				return
+			}
+			p.cols, p.described = cols, true
 		}
-		if err := c.describeStmt(p); err != nil {
-			c.extendedError(err, p.query, p.off)
-			return
+		oids := make([]uint32, len(p.params.oids))
+		for i := range oids {
+			oids[i] = p.params.reported(i)
 		}
-		c.w.send(&pgproto3.ParameterDescription{})
+		c.w.send(&pgproto3.ParameterDescription{ParameterOIDs: oids})
 		c.sendDescription(p.cols, nil)
 	case 'P':
 		pt := c.portals[m.Name]
@@ -153,41 +174,62 @@ func (c *conn) describe(m *pgproto3.Describe) {
 			c.extendedError(sql.Errorf(codeInvalidCursorName, "portal %q does not exist", m.Name), "", -1)
 			return
 		}
-		if err := c.describeStmt(pt.stmt); err != nil {
+		if err := c.describePortal(pt); err != nil {
 			c.extendedError(err, pt.stmt.query, pt.stmt.off)
 			return
 		}
-		formats, err := resolveFormats(nil, pt.codes, len(pt.stmt.cols))
+		formats, err := resolveFormats(nil, pt.codes, len(pt.cols))
 		if err != nil {
 			c.extendedError(err, "", -1)
 			return
 		}
-		c.sendDescription(pt.stmt.cols, formats)
+		c.sendDescription(pt.cols, formats)
 	default:
 		c.extendedError(sql.Errorf(codeProtocolViolation, "invalid DESCRIBE message subtype %d", m.ObjectType), "", -1)
 	}
 }
 
-// describeStmt asks the engine for p's columns, once.
-func (c *conn) describeStmt(p *prepared) error {
-	if p.described || p.stmt == "" {
-		p.described = true
+// describePortal finds the columns of a portal's statement, once.
+func (c *conn) describePortal(pt *portal) error {
+	if pt.described {
 		return nil
+	}
+	cols, err := c.describeText(pt.text)
+	if err != nil {
+		return err
+	}
+	pt.cols, pt.described = cols, true
+	if len(pt.stmt.params.oids) == 0 {
+		pt.stmt.cols, pt.stmt.described = cols, true
+	}
+	return nil
+}
+
+// describeText returns the columns a statement returns: pgwire's own for
+// the statements it answers, else the engine's.
+func (c *conn) describeText(text string) ([]types.Column, error) {
+	if text == "" {
+		return nil, nil
+	}
+	if l := c.intercept(text); l != nil {
+		if l.copyOut {
+			return nil, nil
+		}
+		return slices.Clone(l.cols), nil
 	}
 	var cols []types.Column
 	err := c.run(func(ctx context.Context) error {
 		var err error
-		cols, err = c.srv.exec.Describe(ctx, c.sess, p.stmt)
+		cols, err = c.srv.exec.Describe(ctx, c.sess, text)
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(cols) > 0 {
-		p.cols = slices.Clone(cols)
+	if len(cols) == 0 {
+		return nil, nil
 	}
-	p.described = true
-	return nil
+	return slices.Clone(cols), nil
 }
 
 // sendDescription sends RowDescription for cols in formats (nil: text), or
@@ -201,9 +243,9 @@ func (c *conn) sendDescription(cols []types.Column, formats []int16) {
 	c.w.send(&pgproto3.RowDescription{Fields: c.rw.fields})
 }
 
-// execute handles Execute: it runs the portal's statement to completion,
-// sending DataRows in the portal's formats and then CommandComplete. The
-// row limit is ignored (see the file comment).
+// execute handles Execute: it runs the portal's statement, sending
+// DataRows in the portal's formats and then CommandComplete, or, with a
+// row limit, up to that many rows and PortalSuspended.
 func (c *conn) execute(m *pgproto3.Execute) {
 	c.inBatch = true
 	pt := c.portals[m.Portal]
@@ -213,7 +255,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	}
 	p := pt.stmt
 	switch {
-	case p.stmt == "":
+	case pt.text == "":
 		c.w.send(&pgproto3.EmptyQueryResponse{})
 		return
 	case pt.done:
@@ -226,10 +268,24 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 		return
 	}
+	if pt.cur != nil {
+		c.fetch(pt, m.MaxRows)
+		return
+	}
+	l := c.intercept(pt.text)
+	if err := c.checkTxState(l); err != nil {
+		c.extendedError(err, "", -1)
+		return
+	}
+	if m.MaxRows > 0 && (l == nil || !l.copyOut) {
+		pt.cur = c.openCursor(pt, l)
+		c.fetch(pt, m.MaxRows)
+		return
+	}
 	rw := &c.rw
-	rw.reset(false, pt.codes, p.cols, p.described)
+	rw.reset(false, pt.codes, pt.cols, pt.described)
 	err := c.run(func(ctx context.Context) error {
-		res, err := c.srv.exec.Execute(ctx, c.sess, p.stmt, rw)
+		res, err := c.runStatement(ctx, pt.text, l, rw)
 		if rw.err != nil {
 			return rw.err
 		}
@@ -242,6 +298,34 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	}
 	pt.done, pt.rows = true, rw.started
 	c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(pt.tag)})
+	c.afterStatement()
+}
+
+// checkTxState refuses statements in a failed transaction block, except
+// those that end it.
+func (c *conn) checkTxState(l *local) error {
+	if c.txStatus == txFailed && (l == nil || !l.txControl) {
+		return sql.Errorf(codeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
+	}
+	return nil
+}
+
+// runStatement runs one statement: pgwire's own answer l, or the engine.
+// It logs at Debug when the statement has ended, its resources released.
+func (c *conn) runStatement(ctx context.Context, text string, l *local, w engine.ResultWriter) (res engine.Result, err error) {
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		start := time.Now()
+		defer func() {
+			if len(text) > 200 {
+				text = text[:200] + "…"
+			}
+			c.log.Debug("pgwire: statement ended", "stmt", text, "took", time.Since(start), "err", err)
+		}()
+	}
+	if l != nil {
+		return l.run(ctx, w)
+	}
+	return c.srv.exec.Execute(ctx, c.sess, text, w)
 }
 
 // closeObject handles Close of a statement (which also closes the portals
@@ -254,12 +338,16 @@ func (c *conn) closeObject(m *pgproto3.Close) {
 			delete(c.stmts, m.Name)
 			for name, pt := range c.portals {
 				if pt.stmt == p {
+					pt.close()
 					delete(c.portals, name)
 				}
 			}
 		}
 	case 'P':
-		delete(c.portals, m.Name)
+		if pt := c.portals[m.Name]; pt != nil {
+			pt.close()
+			delete(c.portals, m.Name)
+		}
 	default:
 		c.extendedError(sql.Errorf(codeProtocolViolation, "invalid CLOSE message subtype %d", m.ObjectType), "", -1)
 		return
@@ -268,55 +356,29 @@ func (c *conn) closeObject(m *pgproto3.Close) {
 }
 
 // sync handles Sync: it ends the batch and its error state, closes the
-// portals (the implicit transaction ends) and sends ReadyForQuery.
+// portals unless a transaction block is open, and sends ReadyForQuery.
 func (c *conn) sync() {
 	c.inBatch, c.skipUntilSync = false, false
-	clear(c.portals)
+	if c.txStatus == txIdle {
+		c.closePortals()
+	}
 	c.readyForQuery()
 }
 
-// findParam returns the first $n placeholder in stmt outside quotes and
-// comments, or "".
-func findParam(stmt string) string {
-	for i := 0; i < len(stmt); i++ {
-		switch c := stmt[i]; c {
-		case '\'', '"', '`':
-			for i++; i < len(stmt); i++ {
-				if stmt[i] == '\\' && c == '\'' {
-					i++
-				} else if stmt[i] == c {
-					if i+1 < len(stmt) && stmt[i+1] == c {
-						i++
-						continue
-					}
-					break
-				}
-			}
-		case '-':
-			if i+1 < len(stmt) && stmt[i+1] == '-' {
-				for i < len(stmt) && stmt[i] != '\n' {
-					i++
-				}
-			}
-		case '/':
-			if i+1 < len(stmt) && stmt[i+1] == '*' {
-				i += 2
-				for i+1 < len(stmt) && !(stmt[i] == '*' && stmt[i+1] == '/') {
-					i++
-				}
-				i++
-			}
-		case '$':
-			j := i + 1
-			for j < len(stmt) && isDigit(stmt[j]) {
-				j++
-			}
-			if j > i+1 && (i == 0 || !isIdentByte(stmt[i-1])) {
-				return stmt[i:j]
-			}
-		}
+// closePortals closes every portal, stopping suspended statements.
+func (c *conn) closePortals() {
+	for name, pt := range c.portals {
+		pt.close()
+		delete(c.portals, name)
 	}
-	return ""
+}
+
+// close stops the portal's suspended statement, if any, and waits for it.
+func (pt *portal) close() {
+	if pt.cur != nil {
+		pt.cur.close()
+		pt.cur = nil
+	}
 }
 
 func isIdentByte(c byte) bool {

@@ -26,6 +26,8 @@ import (
 //	FAIL              a plain Go error
 //	PUSH              one BIGINT column, a row every few ms until ctx ends
 //	PANIC             panics
+//	SLOW              like PUSH, but sends no row until ctx ends
+//	ECHO text         one STRING column ECHO, one row: text as sent
 //
 // anything else is a syntax error at offset 0.
 type fakeExec struct {
@@ -117,7 +119,12 @@ func normalize(stmt string) string {
 	}
 }
 
+var echoCols = []types.Column{{Name: "ECHO", Type: types.StringType}}
+
 func (f *fakeExec) columns(stmt string) ([]types.Column, error) {
+	if strings.HasPrefix(normalize(stmt), "ECHO ") {
+		return echoCols, nil
+	}
 	switch normalize(stmt) {
 	case "SELECT ONE":
 		if f.oneAsBigint.Load() {
@@ -126,7 +133,7 @@ func (f *fakeExec) columns(stmt string) ([]types.Column, error) {
 		return oneCols, nil
 	case "SELECT TYPES":
 		return typesCols, nil
-	case "PUSH":
+	case "PUSH", "SLOW":
 		return pushCols, nil
 	case "CREATE STREAM S", "FAIL", "PANIC":
 		return nil, nil
@@ -146,6 +153,10 @@ func (f *fakeExec) Execute(ctx context.Context, s *engine.Session, stmt string, 
 	cols, err := f.columns(stmt)
 	if err != nil {
 		return engine.Result{}, err
+	}
+	if strings.HasPrefix(normalize(stmt), "ECHO ") {
+		text := strings.TrimSpace(stmt)[len("ECHO "):]
+		return sendRows(w, echoCols, []types.Row{{types.StringDatum(text)}})
 	}
 	switch normalize(stmt) {
 	case "SELECT ONE":
@@ -177,6 +188,12 @@ func (f *fakeExec) Execute(ctx context.Context, s *engine.Session, stmt string, 
 		panic("fake engine panic")
 	case "PUSH":
 		return f.push(ctx, w)
+	case "SLOW":
+		if err := w.Columns(pushCols); err != nil {
+			return engine.Result{}, err
+		}
+		<-ctx.Done()
+		return engine.Result{}, ctx.Err()
 	}
 	return engine.Result{}, errors.New("unreachable")
 }

@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"time"
 )
@@ -9,11 +10,21 @@ import (
 type Option func(*config)
 
 type config struct {
-	logger         *slog.Logger
-	flushDelay     time.Duration
-	maxMessage     int
-	startupTimeout time.Duration
+	logger           *slog.Logger
+	flushDelay       time.Duration
+	maxMessage       int
+	startupTimeout   time.Duration
+	maxConns         int
+	idleTimeout      time.Duration
+	statementTimeout time.Duration
+	users            *Users // nil: trust
+	tls              *tls.Config
+	allowInsecure    bool
 }
+
+// DefaultMaxConnections is the connection limit when WithMaxConnections is
+// not given.
+const DefaultMaxConnections = 500
 
 func defaultConfig() config {
 	return config{
@@ -21,6 +32,7 @@ func defaultConfig() config {
 		flushDelay:     2 * time.Millisecond,
 		maxMessage:     32 << 20,
 		startupTimeout: 10 * time.Second,
+		maxConns:       DefaultMaxConnections,
 	}
 }
 
@@ -60,4 +72,51 @@ func WithMaxMessageSize(n int) Option {
 // that is slower is closed. The default is 10s; zero or less disables it.
 func WithStartupTimeout(d time.Duration) Option {
 	return func(c *config) { c.startupTimeout = d }
+}
+
+// WithMaxConnections limits the connections served at once (Postgres's
+// max_connections); a client past the limit gets FATAL 53300 "sorry, too
+// many clients already" after its startup message. CancelRequests are not
+// counted. The default is DefaultMaxConnections; zero or less removes the
+// limit.
+func WithMaxConnections(n int) Option {
+	return func(c *config) { c.maxConns = n }
+}
+
+// WithIdleTimeout closes a connection that sends nothing for d between
+// statements (Postgres's idle_session_timeout), with FATAL 57P05. A running
+// statement, such as a push query streaming rows, is not idle. The default
+// is no timeout.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(c *config) { c.idleTimeout = d }
+}
+
+// WithStatementTimeout sets the default statement_timeout: a statement
+// running longer is cancelled with 57014 "canceling statement due to
+// statement timeout". It applies to push queries too; a session may change
+// it with SET statement_timeout. The default is no timeout.
+func WithStatementTimeout(d time.Duration) Option {
+	return func(c *config) { c.statementTimeout = d }
+}
+
+// WithPasswordAuth requires every client to authenticate with SCRAM-SHA-256
+// as one of users. Without it every client is trusted (AuthenticationOk
+// whatever the user name).
+func WithPasswordAuth(users *Users) Option {
+	return func(c *config) { c.users = users }
+}
+
+// WithTLS serves TLS to clients that ask for it with SSLRequest (psql's
+// sslmode=prefer or require). Clients that do not ask are served in plain
+// text. Without it SSLRequest is answered 'N'.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) { c.tls = cfg }
+}
+
+// WithInsecureListen lets Serve accept connections on a non-loopback
+// address without authentication. Without it, Serve refuses such a
+// listener with ErrInsecureListen: anyone who can reach the port could run
+// any statement.
+func WithInsecureListen() Option {
+	return func(c *config) { c.allowInsecure = true }
 }

@@ -116,7 +116,16 @@ func describeMsg(m pgproto3.BackendMessage) string {
 	case *pgproto3.ParameterDescription:
 		return fmt.Sprintf("Params(%d)", len(m.ParameterOIDs))
 	case *pgproto3.ReadyForQuery:
+		if m.TxStatus != 'I' {
+			return "Ready(" + string(m.TxStatus) + ")"
+		}
 		return "Ready"
+	case *pgproto3.CopyData:
+		return fmt.Sprintf("CopyData(%q)", m.Data)
+	case *pgproto3.ParameterStatus:
+		return "ParameterStatus(" + m.Name + "=" + m.Value + ")"
+	case *pgproto3.NoticeResponse:
+		return "Notice(" + m.Code + ")"
 	}
 	return strings.TrimPrefix(fmt.Sprintf("%T", m), "*pgproto3.")
 }
@@ -178,7 +187,21 @@ func TestNegotiateProtocolVersion(t *testing.T) {
 	if !ok || m.NewestMinorProtocol != 0 || len(m.UnrecognizedOptions) != 1 || m.UnrecognizedOptions[0] != "_pq_.future" {
 		t.Fatalf("got %#v", m)
 	}
-	c.expect("AuthenticationOk" + strings.Repeat(" ParameterStatus", 13) + " BackendKeyData Ready")
+	var got []string
+	for {
+		m := c.recv()
+		if _, ok := m.(*pgproto3.ParameterStatus); ok {
+			got = append(got, "ParameterStatus")
+			continue
+		}
+		got = append(got, describeMsg(m))
+		if _, ok := m.(*pgproto3.ReadyForQuery); ok {
+			break
+		}
+	}
+	if g := strings.Join(got, " "); g != "AuthenticationOk"+strings.Repeat(" ParameterStatus", 13)+" BackendKeyData Ready" {
+		t.Errorf("got %s", g)
+	}
 }
 
 func TestSimpleProtocolEdges(t *testing.T) {
@@ -260,10 +283,10 @@ func TestExtendedProtocol(t *testing.T) {
 	c.expect("ParseComplete Error(ERROR 42P05) Ready")
 	c.send(&pgproto3.Parse{Query: "SELECT ONE; SELECT ONE"}, &pgproto3.Sync{})
 	c.expect("Error(ERROR 42601) Ready")
-	c.send(&pgproto3.Parse{Query: "SELECT ONE WHERE x = $1"}, &pgproto3.Describe{ObjectType: 'S'}, &pgproto3.Sync{})
-	c.expect("ParseComplete Error(ERROR 0A000) Ready")
+	c.send(&pgproto3.Parse{Query: "ECHO x = $1"}, &pgproto3.Describe{ObjectType: 'S'}, &pgproto3.Sync{})
+	c.expect("ParseComplete Params(1) RowDesc(ECHO:25:0) Ready")
 	c.send(&pgproto3.Parse{Query: "SELECT ONE", ParameterOIDs: []uint32{23}}, &pgproto3.Bind{}, &pgproto3.Sync{})
-	c.expect("ParseComplete Error(ERROR 0A000) Ready")
+	c.expect("ParseComplete Error(ERROR 08P01) Ready")
 	c.send(&pgproto3.Parse{Query: "SELECT ONE"}, &pgproto3.Bind{Parameters: [][]byte{[]byte("1")}}, &pgproto3.Sync{})
 	c.expect("ParseComplete Error(ERROR 08P01) Ready")
 	c.send(&pgproto3.Parse{Query: "SELECT ONE"}, &pgproto3.Bind{ResultFormatCodes: []int16{7}}, &pgproto3.Sync{})

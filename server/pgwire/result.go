@@ -77,11 +77,15 @@ func (rw *resultWriter) Columns(cols []types.Column) error {
 	if rw.formats, err = resolveFormats(rw.formats, rw.codes, len(cols)); err != nil {
 		return rw.fail(err)
 	}
-	if !rw.describe {
-		return nil
+	if rw.describe {
+		rw.fields = fieldDescriptions(rw.fields[:0], cols, nil)
+		if err := rw.c.w.send(&pgproto3.RowDescription{Fields: rw.fields}); err != nil {
+			return rw.fail(err)
+		}
 	}
-	rw.fields = fieldDescriptions(rw.fields[:0], cols, nil)
-	if err := rw.c.w.send(&pgproto3.RowDescription{Fields: rw.fields}); err != nil {
+	// The client may wait for what precedes the first row (pgx waits for
+	// BindComplete): let it out now, not with the first row.
+	if err := rw.c.w.flushSoon(); err != nil {
 		return rw.fail(err)
 	}
 	return nil

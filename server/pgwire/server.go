@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -24,9 +25,10 @@ const ServerVersion = "15.0 (sqlstreams)"
 // gets its own engine.Session and runs one statement at a time. Serve and
 // Close may be called from any goroutine.
 type Server struct {
-	exec engine.Executor
-	cfg  config
-	log  *slog.Logger
+	exec    engine.Executor
+	catalog CatalogSource // nil when exec has no catalog
+	cfg     config
+	log     *slog.Logger
 
 	ctx    context.Context // cancelled by Close; parent of every connection's
 	cancel context.CancelFunc
@@ -50,8 +52,10 @@ func New(exec engine.Executor, opts ...Option) *Server {
 		o(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	cat, _ := exec.(CatalogSource)
 	return &Server{
 		exec:      exec,
+		catalog:   cat,
 		cfg:       cfg,
 		log:       cfg.logger,
 		ctx:       ctx,
@@ -76,6 +80,10 @@ func (s *Server) ListenAndServe(addr string) error {
 // Close it returns ErrServerClosed. Serve may be called for several
 // listeners at once.
 func (s *Server) Serve(ln net.Listener) error {
+	if err := s.checkListener(ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -148,6 +156,43 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	return err
+}
+
+// checkListener refuses a non-loopback address when every client is
+// trusted, unless WithInsecureListen was given.
+func (s *Server) checkListener(addr net.Addr) error {
+	if s.cfg.users != nil || s.cfg.allowInsecure {
+		return nil
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInsecureListen, addr)
+}
+
+// tooMany reports whether c is past the connection limit.
+func (s *Server) tooMany(c *conn) bool {
+	if s.cfg.maxConns <= 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byPID) >= s.cfg.maxConns
+}
+
+// Stats are counters of a server, for tests and monitoring.
+type Stats struct {
+	// Connections is the number of open connections, including those in
+	// startup.
+	Connections int
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Connections: len(s.conns)}
 }
 
 func (s *Server) isClosed() bool {

@@ -4,10 +4,11 @@ package pgwire
 // or more statements separated by semicolons.
 //
 // Each statement runs in turn: RowDescription when it returns rows, a
-// DataRow per row (always text format), then CommandComplete. The first
-// failing statement sends ErrorResponse and the rest are skipped, as
-// Postgres does. An empty query sends EmptyQueryResponse. ReadyForQuery
-// ends every Query.
+// DataRow per row (always text format), then CommandComplete; COPY … TO
+// STDOUT sends CopyOutResponse, CopyData and CopyDone instead (copy.go).
+// The first failing statement sends ErrorResponse and the rest are
+// skipped, as Postgres does. An empty query sends EmptyQueryResponse.
+// ReadyForQuery, with the transaction status, ends every Query.
 
 import (
 	"context"
@@ -22,28 +23,40 @@ import (
 func (c *conn) query(text string) {
 	// Postgres drops the unnamed statement and portal on a simple query.
 	delete(c.stmts, "")
-	delete(c.portals, "")
+	if pt := c.portals[""]; pt != nil {
+		pt.close()
+		delete(c.portals, "")
+	}
 	stmts := splitStatements(text)
 	if len(stmts) == 0 {
 		c.w.send(&pgproto3.EmptyQueryResponse{})
 	}
 	for _, st := range stmts {
-		if err := c.execSimple(st.text); err != nil {
+		err := c.execSimple(st.text)
+		c.afterStatement()
+		if err != nil {
 			c.sendError(err, text, st.off)
 			break
 		}
 	}
 	c.inBatch = false
+	if c.txStatus == txIdle {
+		c.closePortals()
+	}
 	c.readyForQuery()
 }
 
 // execSimple runs one statement of a Query message.
 func (c *conn) execSimple(stmt string) error {
+	l := c.intercept(stmt)
+	if err := c.checkTxState(l); err != nil {
+		return err
+	}
 	rw := &c.rw
 	rw.reset(true, nil, nil, false)
 	var tag string
 	err := c.run(func(ctx context.Context) error {
-		res, err := c.srv.exec.Execute(ctx, c.sess, stmt, rw)
+		res, err := c.runStatement(ctx, stmt, l, rw)
 		if rw.err != nil {
 			return rw.err
 		}

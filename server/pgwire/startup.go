@@ -2,14 +2,20 @@ package pgwire
 
 // This file handles the start of a connection.
 //
-// Supported: SSLRequest and GSSEncRequest (answered 'N': no encryption; the
-// client goes on in plain text), StartupMessage for protocol 3.0 (3.x asks
-// are negotiated down to 3.0 with NegotiateProtocolVersion, and unknown
-// _pq_ options are listed there), CancelRequest. There is no
-// authentication: every user is accepted with AuthenticationOk. Not yet:
-// TLS, passwords, SCRAM.
+// Supported: SSLRequest (answered 'S' and a TLS handshake when WithTLS is
+// given, else 'N': the client goes on in plain text), GSSEncRequest
+// (always 'N'), StartupMessage for protocol 3.0 (3.x asks are negotiated
+// down to 3.0 with NegotiateProtocolVersion, and unknown _pq_ options are
+// listed there), CancelRequest. Authentication is trust (AuthenticationOk
+// for every user) or, with WithPasswordAuth, SCRAM-SHA-256 (auth.go).
+// Past the connection limit the client gets FATAL 53300 after its startup
+// message. Failed logins are logged at Warn with the user and the remote
+// address, never with the reason.
 
 import (
+	"crypto/tls"
+	"errors"
+	"io"
 	"strings"
 	"time"
 
@@ -41,6 +47,13 @@ func (c *conn) startup() bool {
 			if negotiations++; negotiations > 2 {
 				c.fatal(sql.Errorf(codeProtocolViolation, "too many encryption requests"))
 				return false
+			}
+			_, ssl := m.(*pgproto3.SSLRequest)
+			if ssl && c.srv.cfg.tls != nil && !c.tls {
+				if !c.startTLS() {
+					return false
+				}
+				continue
 			}
 			c.w.sendRaw([]byte{'N'})
 			if c.w.flush() != nil {
@@ -77,30 +90,76 @@ func (c *conn) accept(m *pgproto3.StartupMessage) bool {
 		c.w.send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0, UnrecognizedOptions: unknown})
 	}
 
-	c.srv.register(c)
-	user := m.Parameters["user"]
-	c.log = c.log.With("pid", c.pid, "user", user)
-	c.log.Debug("pgwire: connection started", "database", m.Parameters["database"], "application_name", m.Parameters["application_name"])
+	c.user = m.Parameters["user"]
+	if c.user == "" {
+		c.fatal(sql.Errorf(codeInvalidAuthSpec, "no PostgreSQL user name specified in startup packet"))
+		return false
+	}
+	c.database = m.Parameters["database"]
+	if c.database == "" {
+		c.database = c.user
+	}
+	if c.srv.tooMany(c) {
+		c.log.Warn("pgwire: connection refused: too many clients", "limit", c.srv.cfg.maxConns)
+		c.fatal(sql.Errorf(codeTooManyConnections, "sorry, too many clients already (the limit is %d)", c.srv.cfg.maxConns))
+		return false
+	}
+	if c.srv.cfg.users != nil {
+		if err := c.authenticate(c.user); err != nil {
+			var pe *protocolError
+			switch {
+			case errors.As(err, &pe):
+				c.log.Warn("pgwire: authentication failed: protocol violation", "user", c.user, "err", err)
+				c.fatal(sql.Errorf(codeProtocolViolation, "%s", pe.msg))
+			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+				// psql hangs up to ask for a password, then reconnects.
+				c.log.Debug("pgwire: client left during authentication", "user", c.user)
+			default:
+				c.log.Warn("pgwire: authentication failed", "user", c.user)
+				c.fatal(err)
+			}
+			return false
+		}
+	}
 
+	c.srv.register(c)
+	c.log = c.log.With("pid", c.pid, "user", c.user)
+	c.log.Debug("pgwire: connection started", "database", c.database, "application_name", m.Parameters["application_name"], "tls", c.tls)
+
+	c.initParams(m.Parameters)
 	c.w.send(&pgproto3.AuthenticationOk{})
-	for _, p := range [...][2]string{
-		{"application_name", m.Parameters["application_name"]},
-		{"client_encoding", "UTF8"},
-		{"DateStyle", "ISO, MDY"},
-		{"default_transaction_read_only", "off"},
-		{"in_hot_standby", "off"},
-		{"integer_datetimes", "on"},
-		{"IntervalStyle", "postgres"},
-		{"is_superuser", "off"},
-		{"server_encoding", "UTF8"},
-		{"server_version", ServerVersion},
-		{"session_authorization", user},
-		{"standard_conforming_strings", "on"},
-		{"TimeZone", "UTC"},
-	} {
-		c.w.send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+	for _, p := range pgParams {
+		if p.report {
+			c.w.send(&pgproto3.ParameterStatus{Name: p.name, Value: c.params[p.name]})
+		}
 	}
 	c.w.send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret[:]})
 	c.readyForQuery()
 	return c.w.failed() == nil
+}
+
+// startTLS answers an SSLRequest with 'S' and runs the TLS handshake; the
+// connection then reads and writes through TLS. It reports whether the
+// handshake succeeded.
+func (c *conn) startTLS() bool {
+	if c.rd.buffered() > 0 {
+		// Bytes sent before our answer could not have been encrypted:
+		// someone injected them (CVE-2021-23214).
+		c.fatal(sql.Errorf(codeProtocolViolation, "received unencrypted data after SSL request"))
+		return false
+	}
+	c.w.sendRaw([]byte{'S'})
+	if c.w.flush() != nil {
+		return false
+	}
+	tc := tls.Server(c.raw, c.srv.cfg.tls)
+	if err := tc.Handshake(); err != nil {
+		c.log.Warn("pgwire: TLS handshake failed", "err", err)
+		return false
+	}
+	c.tls = true
+	c.nc = tc
+	c.rd = newMsgReader(tc, c.srv.cfg.maxMessage)
+	c.w = newWriter(tc, c.srv.cfg.flushDelay)
+	return true
 }

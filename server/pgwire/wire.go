@@ -107,18 +107,7 @@ func (r *msgReader) readStartup() (pgproto3.FrontendMessage, error) {
 // type comes back as *unsupportedMsg; a message whose length or content is
 // invalid is a *protocolError.
 func (r *msgReader) readMessage() (pgproto3.FrontendMessage, error) {
-	if _, err := io.ReadFull(r.br, r.hdr[:]); err != nil {
-		return nil, unexpectedEOF(err)
-	}
-	typ := r.hdr[0]
-	n := int(int32(binary.BigEndian.Uint32(r.hdr[1:])))
-	if n < 4 {
-		return nil, protocolErrorf("invalid message length %d", n)
-	}
-	if n-4 > r.max {
-		return nil, protocolErrorf("message of %d bytes exceeds the limit of %d", n-4, r.max)
-	}
-	body, err := r.readBody(n - 4)
+	typ, body, err := r.readRaw()
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +145,27 @@ func (r *msgReader) readMessage() (pgproto3.FrontendMessage, error) {
 	}
 	return msg, nil
 }
+
+// readRaw reads one typed message: its type byte and body.
+func (r *msgReader) readRaw() (byte, []byte, error) {
+	if _, err := io.ReadFull(r.br, r.hdr[:]); err != nil {
+		return 0, nil, unexpectedEOF(err)
+	}
+	typ := r.hdr[0]
+	n := int(int32(binary.BigEndian.Uint32(r.hdr[1:])))
+	if n < 4 {
+		return 0, nil, protocolErrorf("invalid message length %d", n)
+	}
+	if n-4 > r.max {
+		return 0, nil, protocolErrorf("message of %d bytes exceeds the limit of %d", n-4, r.max)
+	}
+	body, err := r.readBody(n - 4)
+	return typ, body, err
+}
+
+// buffered reports how many bytes were read from the connection but not
+// yet decoded.
+func (r *msgReader) buffered() int { return r.br.Buffered() }
 
 // readBody reads an n-byte message body into a new slice the message may
 // keep. Large bodies grow as bytes arrive, so a bogus length costs no more
@@ -198,10 +208,13 @@ const flushThreshold = 16 << 10
 // Flush policy: control messages are buffered and written when the protocol
 // hands the turn to the client (ReadyForQuery, the Flush message), as
 // Postgres does, or when 64 KiB are pending.
-// Rows (DataRow) are written as soon as flushThreshold bytes are pending,
-// and otherwise at most delay after the first unwritten row: a burst of
-// rows becomes a few large writes, and a lone row of a push query reaches
-// the client within delay instead of waiting for the next one.
+// Rows (DataRow, CopyData) are written as soon as flushThreshold bytes are
+// pending, and otherwise at most delay after the first unwritten row: a
+// burst of rows becomes a few large writes, and a lone row of a push query
+// reaches the client within delay instead of waiting for the next one.
+// When a statement starts its result (flushSoon), what is pending goes out
+// within delay too, since a client may wait for BindComplete or
+// RowDescription before a push query has produced anything.
 type writer struct {
 	mu      sync.Mutex
 	nc      net.Conn
@@ -231,6 +244,20 @@ func (w *writer) sendRow(msg pgproto3.BackendMessage) error {
 	if err := w.appendLocked(msg); err != nil {
 		return err
 	}
+	return w.soonLocked()
+}
+
+// flushSoon writes what is buffered within the flush delay: a statement
+// has started to return its result (BindComplete, RowDescription or
+// CopyOutResponse are pending) and the client may wait for it before the
+// first row, which a push query may take long to produce.
+func (w *writer) flushSoon() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.soonLocked()
+}
+
+func (w *writer) soonLocked() error {
 	switch {
 	case len(w.buf) >= flushThreshold || w.delay <= 0:
 		return w.writeLocked()
