@@ -589,14 +589,14 @@ func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, er
 // as ksqlDB does for INSERT … VALUES: a value that does not convert is an
 // error, not a NULL.
 func constant(e expr.Expr, t types.Type) (types.Datum, error) {
-	from := e.Type()
+	from, orig := e.Type(), e
 	if from.Kind != types.Unknown && !from.Equal(t) {
-		if from.Kind == types.String && t.Kind != types.String || t.Kind == types.String && from.Kind != types.String {
-			// CAST would turn any value into text and back; only numbers,
-			// dates and the like convert implicitly.
-			if !(from.Kind == types.String && isTemporal(t)) {
-				return types.Datum{}, fmt.Errorf("cannot use %s as %s", from, t)
-			}
+		// A value never turns into text implicitly; a string literal may
+		// give a number, a boolean or a date when it reads as one (Postgres
+		// drivers quote every parameter). The NULL check below refuses
+		// text that does not convert.
+		if t.Kind == types.String && from.Kind != types.String {
+			return types.Datum{}, fmt.Errorf("cannot use %s as %s", from, t)
 		}
 		c, err := expr.NewCast(e, t)
 		if err != nil {
@@ -616,7 +616,7 @@ func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 		// Only a NULL literal may give NULL: a failed conversion is an error.
 		if lit, ok := e.(*expr.Literal); !ok || !lit.V.Null {
 			if from.Kind != types.Unknown {
-				return types.Datum{}, fmt.Errorf("cannot convert the value to %s", t)
+				return types.Datum{}, fmt.Errorf("cannot convert %s to %s", orig, t)
 			}
 		}
 		return types.NullDatum, nil
