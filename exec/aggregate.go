@@ -40,6 +40,10 @@ type aggregateOp struct {
 	out       *outbox
 	ts        *time.Time
 	row       types.Row // the group's row: key columns, then aggregates
+	// undo is the input column marking rows to take back out (a table's
+	// aggregation), or -1; then a group's state starts with its row count.
+	undo      int
+	undoers   []expr.Undoer
 	key       []byte
 	state     []byte
 	part      []byte
@@ -48,7 +52,7 @@ type aggregateOp struct {
 }
 
 func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time.Time, next Operator) (*aggregateOp, error) {
-	op := &aggregateOp{name: a.Name, changelog: a.Store.Changelog, store: store, out: out, ts: ts,
+	op := &aggregateOp{name: a.Name, changelog: a.Store.Changelog, store: store, out: out, ts: ts, undo: a.Undo,
 		row: make(types.Row, len(a.Out.Columns)), parts: make([][]byte, len(a.Aggs)), next: next}
 	for _, g := range a.GroupBy {
 		ev, err := expr.Compile(g)
@@ -68,7 +72,15 @@ func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time
 			evs = append(evs, ev)
 			ts[i] = e.Type()
 		}
-		op.accs = append(op.accs, c.Fn.New(ts))
+		acc := c.Fn.New(ts)
+		op.accs = append(op.accs, acc)
+		if a.Undo >= 0 {
+			u, ok := acc.(expr.Undoer)
+			if !ok {
+				return nil, fmt.Errorf("%s: %s cannot aggregate a table", a.Name, c.Fn.Name)
+			}
+			op.undoers = append(op.undoers, u)
+		}
 		op.args = append(op.args, evs)
 		op.argVals = append(op.argVals, make([]types.Datum, len(evs)))
 	}
@@ -118,20 +130,56 @@ func (a *aggregateOp) Process(row types.Row) error {
 	if err != nil {
 		return err
 	}
+	// A table's group state starts with how many rows it holds.
+	var rows uint64
+	undo := false
+	if a.undo >= 0 {
+		undo = row[a.undo].Bool()
+		if len(prev) >= 8 {
+			rows, prev = binary.BigEndian.Uint64(prev), prev[8:]
+		}
+		if undo && rows == 0 {
+			return nil // nothing to take out (its addition was filtered)
+		}
+	}
 	if err := splitState(prev, a.parts); err != nil {
 		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
 	}
 	a.state = a.state[:0]
+	if a.undo >= 0 {
+		if undo {
+			rows--
+		} else {
+			rows++
+		}
+		if rows == 0 {
+			// The group's last row left: the group is gone.
+			if err := a.store.ov.Delete(a.key); err != nil {
+				return err
+			}
+			a.writeChangelog(true)
+			return a.next.(deleter).Delete(a.row)
+		}
+		a.state = binary.BigEndian.AppendUint64(a.state, rows)
+	}
 	for j, acc := range a.accs {
-		a.part = acc.Add(a.part[:0], a.parts[j], a.argVals[j])
+		if undo {
+			a.part = a.undoers[j].Undo(a.part[:0], a.parts[j], a.argVals[j])
+		} else {
+			a.part = acc.Add(a.part[:0], a.parts[j], a.argVals[j])
+		}
 		a.state = binary.AppendUvarint(a.state, uint64(len(a.part)))
 		a.state = append(a.state, a.part...)
 	}
 	if err := a.store.ov.Put(a.key, a.state); err != nil {
 		return err
 	}
-	a.writeChangelog()
-	if err := splitState(a.state, a.parts); err != nil {
+	a.writeChangelog(false)
+	st := a.state
+	if a.undo >= 0 {
+		st = st[8:]
+	}
+	if err := splitState(st, a.parts); err != nil {
 		return err
 	}
 	for j, acc := range a.accs {
@@ -149,17 +197,21 @@ func (a *aggregateOp) Process(row types.Row) error {
 	return a.next.Process(a.row)
 }
 
-// writeChangelog produces the group's new state to the changelog, in the
-// task's partition.
-func (a *aggregateOp) writeChangelog() {
+// writeChangelog produces the group's new state (or its deletion) to the
+// changelog, in the task's partition.
+func (a *aggregateOp) writeChangelog(deleted bool) {
 	rec := a.out.record()
 	start := len(a.out.arena)
 	a.out.arena = append(a.out.arena, a.key...)
 	keyEnd := len(a.out.arena)
-	a.out.arena = append(a.out.arena, a.state...)
+	if !deleted {
+		a.out.arena = append(a.out.arena, a.state...)
+	}
 	buf := a.out.arena
 	rec.Key = buf[start:keyEnd:keyEnd]
-	rec.Value = buf[keyEnd:len(buf):len(buf)]
+	if !deleted {
+		rec.Value = buf[keyEnd:len(buf):len(buf)]
+	}
 	rec.Topic = a.changelog
 	rec.Partition = a.store.partition
 	rec.Timestamp = *a.ts

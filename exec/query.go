@@ -233,12 +233,16 @@ type task struct {
 	partition int32
 	src       *sourceOp      // the chain, or nil for a materialization
 	mat       *materializeOp // a source table's materialization, or nil
+	diff      *diffOp        // a table's changes as removals and additions, or nil
 	store     *taskStore     // the task's store, or nil
 }
 
 func (t *task) process(r *kgo.Record) error {
-	if t.mat != nil {
+	switch {
+	case t.mat != nil:
 		return t.mat.process(r)
+	case t.diff != nil:
+		return t.diff.process(r)
 	}
 	return t.src.process(r)
 }
@@ -301,6 +305,7 @@ func (q *Query) thread(ctx context.Context, n int) error {
 	defer sess.Close()
 
 	var ts time.Time
+	var undo bool // set while a table row's removal runs through a chain
 	out := &outbox{}
 	var produceErr atomic.Pointer[error]
 	promise := func(_ *kgo.Record, err error) {
@@ -327,7 +332,7 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		case st.Sink != nil:
 			op, err = newSink(st.Sink, out, &ts)
 		case st.Repartition != nil:
-			op, err = newRepartition(st.Repartition, out, &ts)
+			op, err = newRepartition(st.Repartition, out, &ts, &undo)
 		default:
 			err = fmt.Errorf("sub-topology %d has no sink", st.ID)
 		}
@@ -410,6 +415,30 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		}
 		if t.src, err = newSource(st.Source, &ts, head); err != nil {
 			return nil, err
+		}
+		if st.Diff != nil {
+			store, err := open(st.Diff)
+			if err != nil {
+				return nil, err
+			}
+			t.store = store
+			d := &diffOp{add: t.src, store: store, undo: &undo, ts: &ts}
+			if d.check, err = newSource(st.Source, nil, nopOperator{}); err == nil {
+				d.sub, err = newSource(st.Source, &ts, head)
+			}
+			if err != nil {
+				store.close()
+				return nil, err
+			}
+			// The store follows the table's topic: restore it up to the
+			// group's committed offset, keeping the latest value per key.
+			var buf []byte
+			apply := func(r *kgo.Record) error { return apply(d.check, store.ov, r, &buf) }
+			if _, err := q.restore(ctx, store, until, apply); err != nil {
+				store.close()
+				return nil, fmt.Errorf("restoring store %s: %w", store.dir, err)
+			}
+			t.diff = d
 		}
 		return t, nil
 	}
@@ -584,7 +613,7 @@ func (q *Query) openAssigned(ctx context.Context, cl *kgo.Client, parts []topicP
 }
 
 func stateful(st *physical.SubTopology) bool {
-	if st.Materialize != nil {
+	if st.Materialize != nil || st.Diff != nil {
 		return true
 	}
 	for _, p := range st.Processors {

@@ -23,10 +23,11 @@ type repartitionOp struct {
 	value  types.Encoder
 	out    *outbox
 	ts     *time.Time
+	undo   *bool // set while a table row's removal runs through the chain
 }
 
-func newRepartition(r *physical.Repartition, out *outbox, ts *time.Time) (*repartitionOp, error) {
-	op := &repartitionOp{name: r.Name, topic: r.Topic, keyRow: make(types.Row, len(r.KeyExprs)), out: out, ts: ts}
+func newRepartition(r *physical.Repartition, out *outbox, ts *time.Time, undo *bool) (*repartitionOp, error) {
+	op := &repartitionOp{name: r.Name, topic: r.Topic, keyRow: make(types.Row, len(r.KeyExprs)), out: out, ts: ts, undo: undo}
 	for _, e := range r.KeyExprs {
 		ev, err := expr.Compile(e)
 		if err != nil {
@@ -85,6 +86,9 @@ func (r *repartitionOp) Process(row types.Row) error {
 	rec.Value = a[keyEnd:len(a):len(a)]
 	rec.Topic = r.topic
 	rec.Timestamp = *r.ts
+	if *r.undo {
+		rec.Headers = undoHeaders
+	}
 	r.out.produce(rec)
 	return nil
 }

@@ -23,8 +23,11 @@ type sourceOp struct {
 	tsName  string
 	tsParse func([]byte) (int64, error)
 	// ts receives each record's event time, for the sink.
-	ts   *time.Time
-	next Operator
+	ts *time.Time
+	// undoCol is the __UNDO pseudo column (a table's repartitioned
+	// changes), filled from the record header of that name; -1 if none.
+	undoCol int
+	next    Operator
 }
 
 func newSource(s *physical.Source, ts *time.Time, next Operator) (*sourceOp, error) {
@@ -40,7 +43,8 @@ func newSource(s *physical.Source, ts *time.Time, next Operator) (*sourceOp, err
 	if rt < 0 || s.Schema.Index(types.RowOffset) != rt+2 {
 		return nil, fmt.Errorf("%s: schema lacks the pseudo columns", s.Name)
 	}
-	op := &sourceOp{key: key, value: value, row: make(types.Row, s.Schema.Len()), rowtime: rt, tsCol: -1, ts: ts, next: next}
+	op := &sourceOp{key: key, value: value, row: make(types.Row, s.Schema.Len()), rowtime: rt, tsCol: -1, ts: ts,
+		undoCol: s.Schema.Index(physical.UndoColumn), next: next}
 	if s.TimestampColumn != "" {
 		op.tsCol = s.Schema.Index(s.TimestampColumn)
 		if op.tsCol < 0 {
@@ -95,5 +99,21 @@ func (s *sourceOp) process(r *kgo.Record) error {
 	row[s.rowtime] = types.Datum{I: rowtime}
 	row[s.rowtime+1] = types.Datum{I: int64(r.Partition)}
 	row[s.rowtime+2] = types.Datum{I: r.Offset}
+	if s.undoCol >= 0 {
+		row[s.undoCol] = types.BoolDatum(isUndo(r))
+	}
 	return s.next.Process(row)
+}
+
+// undoHeaders mark a repartitioned row that takes a table row back out of
+// its group. Records share the slice; nothing writes to it.
+var undoHeaders = []kgo.RecordHeader{{Key: physical.UndoColumn, Value: []byte{1}}}
+
+func isUndo(r *kgo.Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == physical.UndoColumn {
+			return true
+		}
+	}
+	return false
 }

@@ -269,3 +269,59 @@ func (m *minMaxAcc) Result(st []byte) types.Datum {
 	}
 	return types.IntDatum(int64(binary.BigEndian.Uint64(st)))
 }
+
+// Undoer is an Accumulator that can also take a row back out of a state:
+// what aggregating a table needs when a row changes or goes away. Only
+// aggregates that implement it aggregate tables.
+type Undoer interface {
+	Undo(dst, state []byte, args []types.Datum) []byte
+}
+
+func (c countAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	n := uint64(0)
+	if len(st) == 8 {
+		n = binary.BigEndian.Uint64(st)
+	}
+	if (c.star || !args[0].Null) && n > 0 {
+		n--
+	}
+	return binary.BigEndian.AppendUint64(dst, n)
+}
+
+func (s *sumAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	d := args[0]
+	if d.Null || len(st) != 8 {
+		return append(dst, st...)
+	}
+	if s.t.Kind == types.Double {
+		v := math.Float64frombits(binary.BigEndian.Uint64(st)) - d.F
+		return binary.BigEndian.AppendUint64(dst, math.Float64bits(v))
+	}
+	v := int64(binary.BigEndian.Uint64(st)) - d.I
+	if s.t.Kind == types.Int {
+		v = int64(int32(v))
+	}
+	return binary.BigEndian.AppendUint64(dst, uint64(v))
+}
+
+func (a *avgAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	d := args[0]
+	if d.Null || len(st) != 16 {
+		return append(dst, st...)
+	}
+	sum := math.Float64frombits(binary.BigEndian.Uint64(st))
+	n := binary.BigEndian.Uint64(st[8:])
+	if n <= 1 {
+		return dst // back to the initial (empty) state
+	}
+	switch a.t.Kind {
+	case types.Double:
+		sum -= d.F
+	case types.Decimal:
+		sum -= float64(d.I) / pow10f[a.t.Scale]
+	default:
+		sum -= float64(d.I)
+	}
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(sum))
+	return binary.BigEndian.AppendUint64(dst, n-1)
+}

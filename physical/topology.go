@@ -38,7 +38,16 @@ type SubTopology struct {
 	// are re-keyed and written to an internal topic that a later
 	// sub-topology reads.
 	Repartition *Repartition
+	// Diff, when set, keeps the latest row per key of a source table in a
+	// store, so that each change enters the chain as the old row's
+	// removal (marked undo) and the new row's addition.
+	Diff *Store
 }
+
+// UndoColumn names the pseudo column that marks, after a table's
+// repartition, the rows that take a removed row back out of a group. It
+// travels as a record header of the same name.
+const UndoColumn = "__UNDO"
 
 // Repartition writes rows to an internal topic keyed by KeyExprs, so that
 // all rows of one key meet in one partition. The value holds every
@@ -66,6 +75,10 @@ type Aggregate struct {
 	Having  expr.Expr // over Out's rows; nil for none
 	Out     types.Schema
 	Store   *Store
+	// Undo is the input column that marks rows to take back out of their
+	// group (a table's aggregation), or -1. A group's state then counts its
+	// rows, and the group is deleted when the count drops to zero.
+	Undo int
 }
 
 func (a *Aggregate) NodeName() string     { return a.Name }
@@ -301,7 +314,7 @@ func split(appID string, root planner.Node, keyFormat string, keyOptions types.F
 		KeyOptions:  keyOptions,
 		Schema:      agg.Schema(),
 	}
-	pa := &Aggregate{Name: "AGGREGATE", GroupBy: agg.GroupBy, Aggs: agg.Aggs, Out: agg.Schema(), Store: store}
+	pa := &Aggregate{Name: "AGGREGATE", GroupBy: agg.GroupBy, Aggs: agg.Aggs, Out: agg.Schema(), Store: store, Undo: -1}
 	// Above it: HAVING becomes part of the aggregate (a failing group is
 	// deleted from the result table), then the projection.
 	post := &SubTopology{}
@@ -334,6 +347,13 @@ func split(appID string, root planner.Node, keyFormat string, keyOptions types.F
 	copy(cols, in.Columns)
 	for i := range cols {
 		cols[i].Key = false
+	}
+	if agg.FromTable {
+		src := below.Source
+		below.Diff = &Store{Name: "TABLE-INPUT", Changelog: src.Topic, SourceTopicChangelog: true,
+			KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat, KeyOptions: src.KeyOptions, ValueOptions: src.ValueOptions, Schema: src.Schema}
+		cols = append(cols, types.Column{Name: UndoColumn, Type: types.BooleanType, Pseudo: true})
+		pa.Undo = len(cols) - 1
 	}
 	post.ID = 1
 	post.Source = &Source{Name: "SOURCE-GROUPBY-repartition", Topic: topic, KeyFormat: types.FormatNone,
@@ -493,6 +513,9 @@ func (t *Topology) String() string {
 		if m := st.Materialize; m != nil {
 			fmt.Fprintf(&b, "  --> %s (store: %s, changelog: %s)\n", m.Name, m.Store.Name, m.Store.Changelog)
 		}
+		if d := st.Diff; d != nil {
+			fmt.Fprintf(&b, "  (changes as removal and addition, store: %s, changelog: %s)\n", d.Name, d.Changelog)
+		}
 		if r := st.Repartition; r != nil {
 			keys := make([]string, len(r.KeyExprs))
 			for i, k := range r.KeyExprs {
@@ -530,6 +553,9 @@ func (t *Topology) ShapeFingerprint() string {
 		}
 		if m := st.Materialize; m != nil {
 			fmt.Fprintf(&b, "store %s changelog %s\n", m.Store.Name, m.Store.Changelog)
+		}
+		if d := st.Diff; d != nil {
+			fmt.Fprintf(&b, "diff %s\n", d.Changelog)
 		}
 		if r := st.Repartition; r != nil {
 			fmt.Fprintf(&b, "repartition %s key %s\n", r.Topic, r.KeySchema)

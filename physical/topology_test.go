@@ -25,6 +25,14 @@ func TestTopologies(t *testing.T) {
 			{Name: "VIEWTIME", Type: types.BigintType},
 		}},
 	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "USERS", Kind: catalog.Table, Topic: "users", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "REGION", Type: types.StringType},
+			{Name: "LEVEL", Type: types.IntType},
+		}},
+	}, false)
 	datadriven.RunTest(t, "testdata/topologies", func(t *testing.T, d *datadriven.TestData) string {
 		st, err := sql.Parse(d.Input)
 		if err != nil {

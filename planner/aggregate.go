@@ -36,7 +36,11 @@ type Aggregate struct {
 	Input   Node
 	GroupBy []expr.Expr
 	Aggs    []*AggCall
-	out     types.Schema
+	// FromTable marks the aggregation of a table: a changed row's old
+	// value is taken back out of its group (every aggregate is an
+	// expr.Undoer) and a group whose rows are all gone is deleted.
+	FromTable bool
+	out       types.Schema
 }
 
 // NewAggregate builds a GROUP BY of input. names are the group key
@@ -76,8 +80,13 @@ func (a *Aggregate) String() string {
 
 // NeedsRepartition reports whether the input must be repartitioned by the
 // group key before aggregating: unless the group key is exactly the
-// input's key columns, rows of one group may sit in several partitions.
+// input's key columns, rows of one group may sit in several partitions. A
+// table's aggregation always is: its first sub-topology turns each change
+// into the old row's removal and the new row's addition.
 func (a *Aggregate) NeedsRepartition() bool {
+	if a.FromTable {
+		return true
+	}
 	in := a.Input.Schema()
 	keys := in.KeyIndexes()
 	if len(keys) != len(a.GroupBy) {

@@ -57,9 +57,6 @@ func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // a query whose input plan is node.
 func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query, error) {
 	s := sel.stmt
-	if b.src.Kind == catalog.Table {
-		return nil, b.errAt("GROUP", CodeFeatureNotSupport, "aggregating a table (with retraction of changed rows) is not supported yet")
-	}
 	if s.GroupBy == nil {
 		return nil, b.errAt("SELECT", CodeFeatureNotSupport, "aggregates need GROUP BY")
 	}
@@ -121,6 +118,20 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	agg, err := planner.NewAggregate(node, groupBy, groupNames, scope.aggs)
 	if err != nil {
 		return nil, b.errAt("GROUP", CodeDatatypeMismatch, "%v", err)
+	}
+	if b.src.Kind == catalog.Table {
+		// A changed row leaves its old group: the aggregates must be able
+		// to take a row back out.
+		for _, c := range scope.aggs {
+			ts := make([]types.Type, len(c.Args))
+			for i, a := range c.Args {
+				ts[i] = a.Type()
+			}
+			if _, ok := c.Fn.New(ts).(expr.Undoer); !ok {
+				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s cannot aggregate a table (it cannot take a changed row back out); use it on a stream", c.Fn.Name)
+			}
+		}
+		agg.FromTable = true
 	}
 	node = agg
 	if having != nil {
