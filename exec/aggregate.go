@@ -42,13 +42,13 @@ type aggregateOp struct {
 	row       types.Row // the group's row: key columns, then aggregates
 	// undo is the input column marking rows to take back out (a table's
 	// aggregation), or -1; then a group's state starts with its row count.
-	undo      int
-	undoers   []expr.Undoer
-	key       []byte
-	state     []byte
-	part      []byte
-	parts     [][]byte
-	next      Operator
+	undo    int
+	undoers []expr.Undoer
+	key     []byte
+	state   []byte
+	part    []byte
+	parts   [][]byte
+	next    Operator
 }
 
 func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time.Time, next Operator) (*aggregateOp, error) {
