@@ -49,6 +49,12 @@ type Config struct {
 	// Metrics, when set, receives per-query commit latency, lag and
 	// restore progress.
 	Metrics *metrics.Registry
+	// Headless, when non-nil, runs the server as ksqlDB's headless mode
+	// does: these statements (a --queries-file) make the catalog at every
+	// start, the command topic is not used, and clients cannot change the
+	// catalog. Queries get the same IDs at every start, so they resume
+	// from their committed offsets.
+	Headless []string
 }
 
 const defaultCommitInterval = 100 * time.Millisecond
@@ -86,10 +92,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmds, err := catalog.OpenCommandLog(ctx, cfg.Brokers, cfg.ServiceID)
-	if err != nil {
-		cl.Close()
-		return nil, err
+	var cmds *catalog.CommandLog
+	if cfg.Headless == nil {
+		if cmds, err = catalog.OpenCommandLog(ctx, cfg.Brokers, cfg.ServiceID); err != nil {
+			cl.Close()
+			return nil, err
+		}
 	}
 	e := &Engine{
 		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds,
@@ -98,6 +106,21 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := e.openProcessingLog(ctx); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("creating the processing log topic: %w", err)
+	}
+	if cfg.Headless != nil {
+		for _, text := range cfg.Headless {
+			st, err := sql.Parse(text)
+			if err == nil {
+				_, err = e.apply(ctx, st, catalog.Command{Statement: text}, false)
+			}
+			if err != nil {
+				e.Close()
+				return nil, fmt.Errorf("queries file: %q: %w", text, err)
+			}
+		}
+		e.log.Info("headless: catalog made from the queries file", "statements", len(cfg.Headless),
+			"streams", len(e.cat.Sources()), "queries", len(e.running))
+		return e, nil
 	}
 	n := 0
 	err = cmds.Replay(ctx, func(_ int64, c catalog.Command) error {
@@ -130,7 +153,9 @@ func (e *Engine) Close() {
 	}
 	wg.Wait()
 	e.running = map[string]*exec.Query{}
-	e.cmds.Close()
+	if e.cmds != nil {
+		e.cmds.Close()
+	}
 	e.cl.Close()
 }
 
@@ -158,6 +183,9 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.InsertSelect:
+		if e.cfg.Headless != nil {
+			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "this server runs headless (--queries-file): its streams, tables and queries come from that file and cannot be changed")
+		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		cmd := catalog.Command{Statement: text, Props: copyProps(s.Props)}

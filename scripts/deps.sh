@@ -9,6 +9,7 @@ need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 /usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1 || need+=(python3-psycopg2)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   SUDO=""

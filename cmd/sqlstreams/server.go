@@ -20,6 +20,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/server/pgwire"
 	"github.com/sqlstreams/sqlstreams/server/rest"
+	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/state"
 )
 
@@ -33,6 +34,7 @@ func runServer(args []string) int {
 	serviceID := stringFlag(fs, "service-id", "sqlstreams", "service ID: names the command topic and prefixes query application IDs")
 	instanceID := stringFlag(fs, "instance-id", "", "this server's stable name within the service (default: host name)")
 	logLevel := stringFlag(fs, "log-level", "info", "log level: debug, info, warn or error")
+	queriesFile := stringFlag(fs, "queries-file", "", "headless mode: run these statements at start and refuse other catalog changes")
 	blockCache := stringFlag(fs, "rocksdb-block-cache", "64MiB", "RocksDB block cache shared by all state stores of this server")
 	writeBuffers := stringFlag(fs, "rocksdb-write-buffers", "64MiB", "RocksDB write-buffer (memtable) budget shared by all state stores")
 	restFlags := addRESTFlags(fs)
@@ -55,6 +57,15 @@ func runServer(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var headless []string
+	if *queriesFile != "" {
+		b, err := os.ReadFile(*queriesFile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sqlstreams: --queries-file: %v\n", err)
+			return 2
+		}
+		headless = append([]string{}, sql.Split(string(b))...)
+	}
 	cacheBytes, err1 := parseBytes(*blockCache)
 	bufferBytes, err2 := parseBytes(*writeBuffers)
 	if err := errors.Join(err1, err2); err != nil {
@@ -65,7 +76,7 @@ func runServer(args []string) int {
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, bootstrap: *bootstrap,
 		kafkaAddr: *kafkaAddr, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes,
-		rest: restFlags.settings(), pgOpts: pgOpts,
+		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -79,6 +90,7 @@ type serverConfig struct {
 	blockCache, writeBuffers                                               int64
 	rest                                                                   restSettings
 	pgOpts                                                                 []pgwire.Option
+	headless                                                               []string
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -117,7 +129,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	openCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	eng, err := engine.Open(openCtx, engine.Config{
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
-		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg,
+		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 	})
 	cancel()
 	if err != nil {

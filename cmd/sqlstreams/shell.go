@@ -4,6 +4,9 @@ package main
 // endpoint. On a terminal it prompts with readline (history in
 // ~/.sqlstreams_history, statements spanning lines until a semicolon);
 // otherwise, or with -f, it runs a script and stops at the first error.
+// At the prompt Tab completes keywords and the server's names
+// (shell_complete.go); RUN SCRIPT 'file.sql' runs a file's statements the
+// way -f does (shell_script.go).
 //
 // Each statement is sent on its own as a simple-protocol Query. Results
 // print as aligned tables (shell_print.go); a push query's rows print as
@@ -93,6 +96,8 @@ type shell struct {
 	lastUsed  time.Time // when conn last ran a statement or was opened
 	out, errw io.Writer
 	sigc      chan os.Signal // Ctrl-C
+	comp      *completer     // tab completion, at the interactive prompt
+	depth     int            // RUN SCRIPT nesting
 }
 
 // connect opens the connection to sh.addr.
@@ -132,6 +137,7 @@ func (sh *shell) close() {
 
 // interactive reads statements at a readline prompt until Ctrl-D.
 func (sh *shell) interactive() int {
+	sh.comp = &completer{}
 	history := ""
 	if home, err := os.UserHomeDir(); err == nil {
 		history = filepath.Join(home, ".sqlstreams_history")
@@ -142,6 +148,7 @@ func (sh *shell) interactive() int {
 		DisableAutoSaveHistory: true, // a statement is saved whole, not a line at a time
 		InterruptPrompt:        "^C",
 		EOFPrompt:              "",
+		AutoComplete:           sh.comp,
 	})
 	if err != nil {
 		fmt.Fprintf(sh.errw, "sqlstreams shell: %v\n", err)
@@ -156,6 +163,7 @@ func (sh *shell) interactive() int {
 		if sp.incomplete() {
 			rl.SetPrompt(contPrompt)
 		} else {
+			sh.comp.refresh(sh.conn)
 			rl.SetPrompt(prompt)
 		}
 		line, err := rl.Readline()
@@ -173,6 +181,14 @@ func (sh *shell) interactive() int {
 		if !sp.incomplete() && isQuit(line) {
 			return 0
 		}
+		if !sp.incomplete() {
+			if _, ok := runScriptPath(line); ok { // needs no semicolon
+				rl.SaveHistory(strings.TrimSpace(line))
+				typed = typed[:0]
+				sh.runStatement(line)
+				continue
+			}
+		}
 		typed = append(typed, strings.TrimSpace(line))
 		stmts := sp.add(line)
 		if len(stmts) > 0 {
@@ -185,7 +201,7 @@ func (sh *shell) interactive() int {
 			typed = typed[:0]
 		}
 		for _, stmt := range stmts {
-			sh.run(stmt)
+			sh.runStatement(stmt)
 		}
 	}
 }
@@ -213,14 +229,21 @@ func (sh *shell) script(r io.Reader) int {
 				return 130
 			default:
 			}
-			if err := sh.run(stmt); err != nil {
+			if err := sh.runStatement(stmt); err != nil {
 				return 1
 			}
 		}
 		return 0
 	}
 	for sc.Scan() {
-		if code := runAll(sp.add(sc.Text())); code != 0 {
+		line := sc.Text()
+		if _, ok := runScriptPath(line); ok && !sp.incomplete() {
+			if code := runAll([]string{line}); code != 0 { // needs no semicolon
+				return code
+			}
+			continue
+		}
+		if code := runAll(sp.add(line)); code != 0 {
 			return code
 		}
 	}

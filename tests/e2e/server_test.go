@@ -44,6 +44,7 @@ type server struct {
 	cmd                       *exec.Cmd
 	logPath                   string
 	exited                    chan struct{}
+	extra                     []string // more server flags
 }
 
 func freeAddr(t *testing.T) string {
@@ -56,11 +57,11 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startServer(t *testing.T) *server {
+func startServer(t *testing.T, extra ...string) *server {
 	t.Helper()
 	s := &server{
 		t: t, dataDir: t.TempDir(),
-		pgAddr: freeAddr(t), httpAddr: freeAddr(t), kafAddr: freeAddr(t),
+		pgAddr: freeAddr(t), httpAddr: freeAddr(t), kafAddr: freeAddr(t), extra: extra,
 	}
 	s.logPath = filepath.Join(s.dataDir, "server.log")
 	s.start()
@@ -89,9 +90,9 @@ func (s *server) start() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.cmd = exec.Command(binary, "server",
+	s.cmd = exec.Command(binary, append([]string{"server",
 		"--data-dir", s.dataDir, "--pg-addr", s.pgAddr, "--http-addr", s.httpAddr,
-		"--embedded-kafka-addr", s.kafAddr)
+		"--embedded-kafka-addr", s.kafAddr}, s.extra...)...)
 	s.cmd.Stdout = logf
 	pr, pw, _ := os.Pipe()
 	s.cmd.Stderr = pw
