@@ -20,6 +20,8 @@ type Registry struct {
 	httpDuration *prometheus.HistogramVec
 	pushQueries  *prometheus.GaugeVec
 	insertedRows *prometheus.CounterVec
+	connections  *prometheus.GaugeVec
+	statements   *prometheus.CounterVec
 
 	commitLatency *prometheus.HistogramVec
 	lag           *prometheus.GaugeVec
@@ -56,6 +58,14 @@ func New() *Registry {
 			Name: "sqlstreams_active_push_queries",
 			Help: "Push queries running now, by the server that runs them (rest, pgwire).",
 		}, []string{"server"}),
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sqlstreams_connections",
+			Help: "Client connections open now, by server (rest, pgwire).",
+		}, []string{"server"}),
+		statements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sqlstreams_statements_total",
+			Help: "Statements run, by server (pgwire) and outcome (ok, error).",
+		}, []string{"server", "outcome"}),
 		insertedRows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlstreams_inserts_stream_rows_total",
 			Help: "Rows received on /inserts-stream, by outcome (ok, error).",
@@ -82,11 +92,34 @@ func New() *Registry {
 	r.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		r.httpRequests, r.httpDuration, r.pushQueries, r.insertedRows,
+		r.httpRequests, r.httpDuration, r.pushQueries, r.insertedRows, r.connections, r.statements,
 		r.commitLatency, r.lag, r.restored, r.restoreTotal,
 		&queryCollector{r: r},
 	)
 	return r
+}
+
+// ConnOpened counts an open connection of server until the returned
+// function is called. A nil registry counts nothing.
+func (r *Registry) ConnOpened(server string) (closed func()) {
+	if r == nil {
+		return func() {}
+	}
+	g := r.connections.WithLabelValues(server)
+	g.Inc()
+	return g.Dec
+}
+
+// CountStatement counts one statement that server ran.
+func (r *Registry) CountStatement(server string, ok bool) {
+	if r == nil {
+		return
+	}
+	outcome := "ok"
+	if !ok {
+		outcome = "error"
+	}
+	r.statements.WithLabelValues(server, outcome).Inc()
 }
 
 // Register adds a collector of the caller's own (for example a server's

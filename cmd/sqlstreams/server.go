@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -141,7 +142,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	if err != nil {
 		return fmt.Errorf("pgwire: %w", err)
 	}
-	pg := pgwire.New(eng, append([]pgwire.Option{pgwire.WithLogger(log)}, cfg.pgOpts...)...)
+	pg := pgwire.New(eng, append([]pgwire.Option{pgwire.WithLogger(log), pgwire.WithMetrics(reg)}, cfg.pgOpts...)...)
 	errc := make(chan error, 2)
 	go func() { errc <- pg.Serve(pgln) }()
 	defer pg.Close()
@@ -158,14 +159,25 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true)
+	var httpConns sync.Map // net.Conn → the function ending its count
 	hs := &http.Server{
 		Protocols:         protocols,
 		Handler:           restSrv,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		TLSConfig:         restTLS,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState: func(c net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				httpConns.Store(c, reg.ConnOpened("rest"))
+			case http.StateClosed, http.StateHijacked:
+				if done, ok := httpConns.LoadAndDelete(c); ok {
+					done.(func())()
+				}
+			}
+		},
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		TLSConfig:      restTLS,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	scheme := "http"
 	if restTLS != nil {

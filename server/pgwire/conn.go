@@ -48,12 +48,14 @@ type inbound struct {
 // conn is one client connection.
 type conn struct {
 	srv *Server
-	raw net.Conn // the TCP connection
-	nc  net.Conn // raw, or TLS over it after startTLS
-	tls bool
-	log *slog.Logger
-	rd  *msgReader
-	w   *writer
+	// metricsDone ends the connection's count in the metrics.
+	metricsDone func()
+	raw         net.Conn // the TCP connection
+	nc          net.Conn // raw, or TLS over it after startTLS
+	tls         bool
+	log         *slog.Logger
+	rd          *msgReader
+	w           *writer
 
 	// ctx is cancelled when the client leaves or sends Terminate, and by
 	// Server.Close. Statements run in children of it.

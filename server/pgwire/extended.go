@@ -325,6 +325,7 @@ func (c *conn) runStatement(ctx context.Context, text string, l *local, w engine
 	if l != nil {
 		return l.run(ctx, w)
 	}
+	defer func() { c.srv.cfg.metrics.CountStatement("pgwire", err == nil) }()
 	return c.srv.exec.Execute(ctx, c.sess, text, w)
 }
 

@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"crypto/tls"
+	"github.com/sqlstreams/sqlstreams/metrics"
 	"log/slog"
 	"time"
 )
@@ -20,6 +21,7 @@ type config struct {
 	users            *Users // nil: trust
 	tls              *tls.Config
 	allowInsecure    bool
+	metrics          *metrics.Registry
 }
 
 // DefaultMaxConnections is the connection limit when WithMaxConnections is
@@ -119,4 +121,10 @@ func WithTLS(cfg *tls.Config) Option {
 // any statement.
 func WithInsecureListen() Option {
 	return func(c *config) { c.allowInsecure = true }
+}
+
+// WithMetrics counts connections and statements (sqlstreams_connections
+// and sqlstreams_statements_total with server="pgwire") in reg.
+func WithMetrics(reg *metrics.Registry) Option {
+	return func(c *config) { c.metrics = reg }
 }

@@ -210,10 +210,14 @@ func (s *Server) track(c *conn) bool {
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
+	c.metricsDone = s.cfg.metrics.ConnOpened("pgwire")
 	return true
 }
 
 func (s *Server) untrack(c *conn) {
+	if c.metricsDone != nil {
+		c.metricsDone()
+	}
 	s.mu.Lock()
 	delete(s.conns, c)
 	if c.pid != 0 && s.byPID[c.pid] == c {

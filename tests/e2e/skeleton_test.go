@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -242,6 +244,26 @@ func TestWalkingSkeleton(t *testing.T) {
 	if got := rows(t, ctx, conn, "SHOW QUERIES"); len(got) != 1 || !strings.Contains(got[0], "|RUNNING|") {
 		t.Fatalf("after restart, SHOW QUERIES: %q", got)
 	}
+	// Prometheus metrics: per query and per server.
+	resp, err := http.Get("http://" + s.httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`sqlstreams_query_records_in_total{query_id="CSAS_CARTVIEWS_1"}`,
+		`sqlstreams_query_bad_records_total{query_id="CSAS_CARTVIEWS_1"}`,
+		`sqlstreams_query_commit_latency_seconds_count{query_id="CSAS_CARTVIEWS_1"}`,
+		`sqlstreams_query_consumer_lag{partition=`,
+		`sqlstreams_connections{server="pgwire"}`,
+		`sqlstreams_statements_total{outcome="ok",server="pgwire"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 }
 
 type output struct {
