@@ -83,10 +83,23 @@ func TestSoak(t *testing.T) {
 		"CREATE STREAM SOAK (ID INT KEY, V STRING) WITH (KAFKA_TOPIC='soak', VALUE_FORMAT='JSON', PARTITIONS=2)",
 		"INSERT INTO SOAK (ID, V) VALUES (1, 'one')",
 		"INSERT INTO SOAK (ID, V) VALUES (2, 'two')",
+		"CREATE TABLE SOAKT (ID INT PRIMARY KEY, V STRING) WITH (KAFKA_TOPIC='soakt', VALUE_FORMAT='JSON', PARTITIONS=2)",
+		"INSERT INTO SOAKT (ID, V) VALUES (1, 'one'), (2, 'two')",
 	} {
 		if _, err := setup.Exec(ctx, stmt); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The clients' pull queries need the table materialized.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var v string
+		if err := setup.QueryRow(ctx, "SELECT V FROM SOAKT WHERE ID = 2").Scan(&v); err == nil && v == "two" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("table SOAKT never answered its pull query")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	setup.Close(ctx)
 
@@ -175,7 +188,7 @@ func soakClient(ctx context.Context, url string, i int, deadline time.Time, ops,
 			}
 		}
 		var err error
-		switch (n + i) % 8 {
+		switch (n + i) % 10 {
 		case 0:
 			var one int
 			err = conn.QueryRow(ctx, "SELECT 1").Scan(&one)
@@ -218,9 +231,21 @@ func soakClient(ctx context.Context, url string, i int, deadline time.Time, ops,
 			} else {
 				_, err = conn.Exec(ctx, "BEGIN; COMMIT")
 			}
+		case 8:
+			// A pull query: a point lookup on the materialized table.
+			var v string
+			if err = conn.QueryRow(ctx, "SELECT V FROM SOAKT WHERE ID = $1", 1).Scan(&v); err == nil && v != "one" {
+				err = fmt.Errorf("pull query: got %q", v)
+			}
+		case 9:
+			// A pull query scanning the table with a WHERE.
+			var id int
+			if err = conn.QueryRow(ctx, "SELECT ID FROM SOAKT WHERE V = 'two' LIMIT 1", pgx.QueryExecModeSimpleProtocol).Scan(&id); err == nil && id != 2 {
+				err = fmt.Errorf("pull scan: got %d", id)
+			}
 		}
 		if err != nil {
-			return fmt.Errorf("op %d: %w", (n+i)%8, err)
+			return fmt.Errorf("op %d: %w", (n+i)%10, err)
 		}
 		ops.Add(1)
 	}
