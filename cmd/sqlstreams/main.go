@@ -1,5 +1,6 @@
 // Command sqlstreams runs the sqlstreams server (the default, or
-// "sqlstreams server") or its interactive shell ("sqlstreams shell").
+// "sqlstreams server"), its interactive shell ("sqlstreams shell") or
+// the demo data generator ("sqlstreams datagen").
 //
 // The server serves the Postgres wire protocol and the REST API and, when
 // no --bootstrap-servers is given, starts an embedded Kafka-protocol broker
@@ -24,10 +25,12 @@ func main() {
 		code = runServer(args)
 	case "shell":
 		code = runShell(args)
+	case "datagen":
+		code = runDatagen(args)
 	case "help":
-		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams shell [flags]")
+		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags]")
 	default:
-		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server or shell)\n", cmd)
+		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, shell or datagen)\n", cmd)
 		code = 2
 	}
 	os.Exit(code)
