@@ -1,0 +1,421 @@
+// Command bench compares sqlstreams with hand-written franz-go pipelines
+// doing the same work, end to end through the embedded broker. See
+// README.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/broker"
+	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+type result struct {
+	Name          string    `json:"name"`
+	Records       int       `json:"records"`
+	Repeats       int       `json:"repeats"`
+	SQLRPS        float64   `json:"sqlstreams_rps"`
+	HandRPS       float64   `json:"handwritten_rps"`
+	Ratio         float64   `json:"ratio"`
+	SQLCPU        float64   `json:"sqlstreams_cpu_s_per_m"`
+	HandCPU       float64   `json:"handwritten_cpu_s_per_m"`
+	SQLRSS        float64   `json:"sqlstreams_peak_rss_mb"`
+	HandRSS       float64   `json:"handwritten_peak_rss_mb"`
+	SQLRuns       []float64 `json:"sqlstreams_rps_runs"`
+	HandRuns      []float64 `json:"handwritten_rps_runs"`
+	RSSResettable bool      `json:"peak_rss_per_run"`
+}
+
+type run struct {
+	wall, cpu time.Duration
+	rssMB     float64
+}
+
+var (
+	quick      = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
+	jsonOut    = flag.Bool("json", false, "print one JSON object instead of the markdown table")
+	scenario   = flag.String("scenario", "", "run only this scenario (stateless, aggregate)")
+	records    = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
+	repeats    = flag.Int("repeats", 0, "runs of each system per scenario (default 2 with -quick, 3 otherwise)")
+	memory     = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
+	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the measured runs to this file")
+	verbose    = flag.Bool("v", false, "log progress and engine warnings to stderr")
+)
+
+var scenarios = []string{"stateless", "aggregate"}
+
+func main() {
+	flag.Parse()
+	n, reps := 5_000_000, 3
+	if *quick {
+		n, reps = 300_000, 3
+	}
+	if *records > 0 {
+		n = *records
+	}
+	if *repeats > 0 {
+		reps = *repeats
+	}
+	level := slog.LevelError + 4
+	if *verbose {
+		level = slog.LevelWarn
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	todo := scenarios
+	if *scenario != "" {
+		if *scenario != "stateless" && *scenario != "aggregate" {
+			fatal(fmt.Errorf("unknown scenario %q (want stateless or aggregate)", *scenario))
+		}
+		todo = []string{*scenario}
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	var results []result
+	for _, sc := range todo {
+		r, err := runScenario(sc, n, reps)
+		if err != nil {
+			pprof.StopCPUProfile()
+			fatal(fmt.Errorf("%s: %w", sc, err))
+		}
+		results = append(results, r)
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"scenarios": results})
+		return
+	}
+	fmt.Println("| scenario | records | sqlstreams rec/s | handwritten rec/s | ratio | sqlstreams CPU s/M | handwritten CPU s/M | sqlstreams peak RSS MB | handwritten peak RSS MB |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		fmt.Printf("| %s | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %.0f | %.0f |\n", r.Name, r.Records, r.SQLRPS, r.HandRPS, r.Ratio, r.SQLCPU, r.HandCPU, r.SQLRSS, r.HandRSS)
+	}
+	fmt.Printf("\nbest of %d alternating runs per system (highest records/s; CPU and RSS from that run). ratio = sqlstreams / handwritten records/s.\n", results[0].Repeats)
+	if !results[0].RSSResettable {
+		fmt.Println("peak RSS: VmHWM could not be reset between runs, so it is process-wide and monotone (includes the broker and earlier runs).")
+	} else {
+		fmt.Println("peak RSS: VmHWM reset before each run (/proc/self/clear_refs); still process-wide: it includes the in-process broker holding the input.")
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+func logf(format string, args ...any) {
+	if *verbose {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
+}
+
+func runScenario(sc string, n, reps int) (result, error) {
+	ctx := context.Background()
+	var dataDir string
+	if !*memory {
+		d, err := os.MkdirTemp("", "sqlstreams-bench-broker-")
+		if err != nil {
+			return result{}, err
+		}
+		defer os.RemoveAll(d)
+		dataDir = d
+	}
+	b, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", DataDir: dataDir})
+	if err != nil {
+		return result{}, err
+	}
+	defer b.Close()
+	brokers := []string{b.Addr()}
+	input := "bids_" + sc
+	began := time.Now()
+	median, err := preload(ctx, brokers, input, n)
+	if err != nil {
+		return result{}, fmt.Errorf("preloading: %w", err)
+	}
+	logf("%s: preloaded %d records in %v (median price %d)", sc, n, time.Since(began), median)
+
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(10*time.Millisecond))
+	if err != nil {
+		return result{}, err
+	}
+	defer adm.Close()
+	admin := kadm.NewClient(adm)
+	ends, err := admin.ListEndOffsets(ctx, input)
+	if err != nil {
+		return result{}, err
+	}
+
+	res := result{Name: sc, Records: n, Repeats: reps, RSSResettable: resetPeakRSS()}
+	var sqlRuns, handRuns []run
+	for i := 0; i < reps; i++ {
+		id := fmt.Sprintf("%s_r%d", sc, i)
+		r, err := runSQL(ctx, admin, brokers, sc, id, input, median, ends)
+		if err != nil {
+			return res, fmt.Errorf("sqlstreams run %d: %w", i, err)
+		}
+		logf("%s sqlstreams #%d: %v, %.0f rec/s", sc, i, r.wall, float64(n)/r.wall.Seconds())
+		sqlRuns = append(sqlRuns, r)
+		r, err = runHandwritten(ctx, admin, brokers, sc, id, input, median, ends)
+		if err != nil {
+			return res, fmt.Errorf("handwritten run %d: %w", i, err)
+		}
+		logf("%s handwritten #%d: %v, %.0f rec/s", sc, i, r.wall, float64(n)/r.wall.Seconds())
+		handRuns = append(handRuns, r)
+	}
+	best := func(rs []run, all *[]float64) run {
+		for _, r := range rs {
+			*all = append(*all, round(float64(n)/r.wall.Seconds()))
+		}
+		s := append([]run(nil), rs...)
+		sort.Slice(s, func(i, j int) bool { return s[i].wall < s[j].wall })
+		return s[0]
+	}
+	bs, bh := best(sqlRuns, &res.SQLRuns), best(handRuns, &res.HandRuns)
+	res.SQLRPS, res.HandRPS = round(float64(n)/bs.wall.Seconds()), round(float64(n)/bh.wall.Seconds())
+	res.Ratio = round3(res.SQLRPS / res.HandRPS)
+	res.SQLCPU, res.HandCPU = round3(bs.cpu.Seconds()*1e6/float64(n)), round3(bh.cpu.Seconds()*1e6/float64(n))
+	res.SQLRSS, res.HandRSS = round(bs.rssMB), round(bh.rssMB)
+	return res, nil
+}
+
+func round(f float64) float64  { return float64(int64(f + 0.5)) }
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// measure runs start, waits until group has committed the input's end
+// offsets, then stops. Wall time and CPU cover start to fully committed.
+func measure(ctx context.Context, admin *kadm.Client, groupOf func() string, ends kadm.ListedOffsets, start func() (stop func(), err error)) (run, error) {
+	runtime.GC()
+	resetPeakRSS()
+	cpu0 := cpuTime()
+	t0 := time.Now()
+	stop, err := start()
+	if err != nil {
+		return run{}, err
+	}
+	defer stop()
+	deadline := t0.Add(30 * time.Minute)
+	for {
+		if time.Now().After(deadline) {
+			return run{}, fmt.Errorf("timed out waiting for committed offsets")
+		}
+		if g := groupOf(); g != "" {
+			done, err := committedAll(ctx, admin, g, ends)
+			if err != nil {
+				return run{}, err
+			}
+			if done {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := run{wall: time.Since(t0), cpu: cpuTime() - cpu0, rssMB: peakRSSMB()}
+	return r, nil
+}
+
+func committedAll(ctx context.Context, admin *kadm.Client, group string, ends kadm.ListedOffsets) (bool, error) {
+	offs, err := admin.FetchOffsets(ctx, group)
+	if err != nil {
+		return false, nil // group not there yet
+	}
+	done := true
+	ends.Each(func(e kadm.ListedOffset) {
+		o, ok := offs.Lookup(e.Topic, e.Partition)
+		if !ok || o.Err != nil || o.At < e.Offset {
+			done = false
+		}
+	})
+	return done, nil
+}
+
+func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, input string, median int64, ends kadm.ListedOffsets) (run, error) {
+	svc := "svc_" + id
+	stateDir, err := os.MkdirTemp("", "sqlstreams-bench-state-")
+	if err != nil {
+		return run{}, err
+	}
+	defer os.RemoveAll(stateDir)
+	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, ServiceID: svc, InstanceID: "bench", StateDir: stateDir})
+	if err != nil {
+		return run{}, err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			eng.Close()
+		}
+	}()
+	exec := func(stmt string) error {
+		_, err := eng.Execute(ctx, engine.NewSession(), stmt, nopWriter{})
+		if err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+		return nil
+	}
+	if err := exec(fmt.Sprintf("CREATE STREAM bids (auction VARCHAR KEY, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime BIGINT, extra VARCHAR) WITH (KAFKA_TOPIC='%s', VALUE_FORMAT='JSON', PARTITIONS=4)", input)); err != nil {
+		return run{}, err
+	}
+	out := "out_" + id
+	var stmt string
+	if sc == "stateless" {
+		stmt = fmt.Sprintf("CREATE STREAM out WITH (KAFKA_TOPIC='%s') AS SELECT auction, bidder, price * 908 / 1000 AS euros, channel FROM bids WHERE price > %d EMIT CHANGES", out, median)
+	} else {
+		stmt = fmt.Sprintf("CREATE TABLE agg WITH (KAFKA_TOPIC='%s') AS SELECT auction, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top FROM bids GROUP BY auction", out)
+	}
+	group := ""
+	groupOf := func() string {
+		if group != "" {
+			return group
+		}
+		gs, err := admin.ListGroups(ctx)
+		if err != nil {
+			return ""
+		}
+		for _, g := range gs.Groups() {
+			// CTAS also starts <id>_MATERIALIZE, which reads the output
+			// topic into the table's pull-query store; wait for the
+			// query that reads the input.
+			if strings.HasPrefix(g, svc+"_query_") && !strings.HasSuffix(g, "_MATERIALIZE") {
+				group = g
+			}
+		}
+		return group
+	}
+	r, err := measure(ctx, admin, groupOf, ends, func() (func(), error) {
+		return func() {}, exec(stmt)
+	})
+	if err != nil {
+		return r, err
+	}
+	eng.Close()
+	closed = true
+	if *verify {
+		countOutput(ctx, brokers, "sqlstreams", out)
+	}
+	deleteTopics(ctx, admin, svc, out)
+	return r, nil
+}
+
+func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, input string, median int64, ends kadm.ListedOffsets) (run, error) {
+	cfg := handConfig{brokers: brokers, group: "hand_" + id, input: input, output: "hand_out_" + id, median: median}
+	var proc processor
+	if sc == "stateless" {
+		proc = &stateless{median: median, out: cfg.output}
+	} else {
+		cfg.changelog = cfg.group + "-changelog"
+		proc = newAggregate(cfg.output, cfg.changelog)
+	}
+	// Topics are created outside the measurement, as sqlstreams' CREATE
+	// STREAM/TABLE … AS creates its own inside it (a few ms).
+	if _, err := admin.CreateTopic(ctx, 4, -1, nil, cfg.output); err != nil {
+		return run{}, err
+	}
+	if cfg.changelog != "" {
+		compact := "compact"
+		if _, err := admin.CreateTopic(ctx, 4, -1, map[string]*string{"cleanup.policy": &compact}, cfg.changelog); err != nil {
+			return run{}, err
+		}
+	}
+	r, err := measure(ctx, admin, func() string { return cfg.group }, ends, func() (func(), error) {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- runHand(rctx, cfg, proc) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				fmt.Fprintln(os.Stderr, "bench: handwritten:", err)
+			}
+		}, nil
+	})
+	if err != nil {
+		return r, err
+	}
+	if *verify {
+		countOutput(ctx, brokers, "handwritten", cfg.output)
+	}
+	deleteTopics(ctx, admin, cfg.group, cfg.output)
+	return r, nil
+}
+
+// deleteTopics drops a finished run's output, changelog and internal topics
+// so that the in-memory broker does not keep growing across runs.
+func deleteTopics(ctx context.Context, admin *kadm.Client, prefix string, extra ...string) {
+	tds, err := admin.ListTopics(ctx)
+	if err != nil {
+		return
+	}
+	names := extra
+	for _, t := range tds.Names() {
+		if strings.HasPrefix(t, prefix) {
+			names = append(names, t)
+		}
+	}
+	_, _ = admin.DeleteTopics(ctx, names...)
+}
+
+type nopWriter struct{}
+
+func (nopWriter) Columns([]types.Column) error { return nil }
+func (nopWriter) Row(types.Row) error          { return nil }
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// resetPeakRSS resets VmHWM to the current RSS (Linux ≥ 4.0, writing 5 to
+// /proc/self/clear_refs); it reports whether that worked.
+func resetPeakRSS() bool {
+	f, err := os.OpenFile("/proc/self/clear_refs", os.O_WRONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = io.WriteString(f, "5")
+	return err == nil
+}
+
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
