@@ -3,14 +3,15 @@ package main
 import "testing"
 
 // TestScenariosRun runs every scenario end to end on a small input, one run
-// per system, so a change that breaks the harness (or either pipeline
-// stalling before it commits the whole input) fails the suite.
+// per system, with -verify: it fails if the harness breaks, if either
+// pipeline stalls before committing the whole input, or if sqlstreams and
+// the hand-written pipeline stop writing the same records.
 func TestScenariosRun(t *testing.T) {
-	*memory = true
+	*memory, *verify = true, true
 	for _, sc := range scenarios {
 		res, err := runScenario(sc, 20_000, 1)
 		if err != nil {
-			t.Fatalf("%s: %v", sc, err)
+			t.Fatal(err)
 		}
 		if res.SQLRPS <= 0 || res.HandRPS <= 0 || res.Ratio <= 0 {
 			t.Errorf("%s: rates not measured: %+v", sc, res)

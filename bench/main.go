@@ -46,6 +46,7 @@ type result struct {
 type run struct {
 	wall, cpu time.Duration
 	rssMB     float64
+	out       output // with -verify
 }
 
 var (
@@ -187,6 +188,11 @@ func runScenario(sc string, n, reps int) (result, error) {
 		logf("%s handwritten #%d: %v, %.0f rec/s", sc, i, r.wall, float64(n)/r.wall.Seconds())
 		handRuns = append(handRuns, r)
 	}
+	if *verify {
+		if err := sameOutputs(sc, sqlRuns, handRuns); err != nil {
+			return res, err
+		}
+	}
 	best := func(rs []run, all *[]float64) run {
 		for _, r := range rs {
 			*all = append(*all, round(float64(n)/r.wall.Seconds()))
@@ -315,7 +321,10 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 	eng.Close()
 	closed = true
 	if *verify {
-		countOutput(ctx, brokers, "sqlstreams", out)
+		if r.out, err = readOutput(ctx, brokers, out); err != nil {
+			return r, err
+		}
+		logf("verify: sqlstreams wrote %d records to %s; first: %s", r.out.n, out, r.out.sample)
 	}
 	deleteTopics(ctx, admin, svc, out)
 	return r, nil
@@ -356,7 +365,10 @@ func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, s
 		return r, err
 	}
 	if *verify {
-		countOutput(ctx, brokers, "handwritten", cfg.output)
+		if r.out, err = readOutput(ctx, brokers, cfg.output); err != nil {
+			return r, err
+		}
+		logf("verify: handwritten wrote %d records to %s; first: %s", r.out.n, cfg.output, r.out.sample)
 	}
 	deleteTopics(ctx, admin, cfg.group, cfg.output)
 	return r, nil

@@ -4,39 +4,73 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
+	"hash/fnv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-var verify = flag.Bool("verify", false, "after each run, count the committed output records (read_committed) and print a sample to stderr")
+var verify = flag.Bool("verify", false, "after each run, read its committed output (read_committed) and fail unless both systems wrote the same records")
 
-// countOutput reads topic from the start with read_committed until it has
-// been idle for a second, and reports the records and one sample value.
-func countOutput(ctx context.Context, brokers []string, system, topic string) {
+// output summarizes what a run committed to its output topic: the record
+// count, an order-independent digest of the (key, value) multiset, and the
+// first record read, for messages.
+type output struct {
+	n      int
+	digest uint64
+	sample string
+}
+
+// readOutput reads topic from the start with read_committed until it has
+// been idle for a second.
+func readOutput(ctx context.Context, brokers []string, topic string) (output, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "verify:", err)
-		return
+		return output{}, err
 	}
 	defer cl.Close()
-	n := 0
-	var sample string
+	var o output
+	h := fnv.New64a()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		if fs.NumRecords() == 0 {
-			break
+			return o, nil
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if n == 0 {
-				sample = string(r.Key) + " " + string(r.Value)
+			if o.n == 0 {
+				o.sample = string(r.Key) + " " + string(r.Value)
 			}
-			n++
+			o.n++
+			h.Reset()
+			h.Write(r.Key)
+			h.Write([]byte{0})
+			h.Write(r.Value)
+			o.digest += h.Sum64()
 		})
 	}
-	fmt.Fprintf(os.Stderr, "verify: %s wrote %d records to %s; first: %s\n", system, n, topic, sample)
+}
+
+// sameOutputs fails unless every run of both systems wrote the same
+// records.
+func sameOutputs(sc string, sql, hand []run) error {
+	want := sql[0].out
+	if want.n == 0 {
+		return fmt.Errorf("%s: sqlstreams wrote no output", sc)
+	}
+	check := func(system string, rs []run) error {
+		for i, r := range rs {
+			if r.out != want {
+				return fmt.Errorf("%s: %s run %d wrote %d records (digest %x, first %q), sqlstreams run 0 wrote %d (digest %x, first %q)",
+					sc, system, i, r.out.n, r.out.digest, r.out.sample, want.n, want.digest, want.sample)
+			}
+		}
+		return nil
+	}
+	if err := check("sqlstreams", sql); err != nil {
+		return err
+	}
+	return check("handwritten", hand)
 }
