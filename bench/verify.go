@@ -14,7 +14,8 @@ var verify = flag.Bool("verify", false, "after each run, read its committed outp
 
 // output summarizes what a run committed to its output topic: the record
 // count, an order-independent digest of the (key, value) multiset, and the
-// first record read, for messages.
+// first record read (which depends on the order partitions are read in),
+// for messages only.
 type output struct {
 	n      int
 	digest uint64
@@ -62,7 +63,7 @@ func sameOutputs(sc string, sql, hand []run) error {
 	}
 	check := func(system string, rs []run) error {
 		for i, r := range rs {
-			if r.out != want {
+			if r.out.n != want.n || r.out.digest != want.digest {
 				return fmt.Errorf("%s: %s run %d wrote %d records (digest %x, first %q), sqlstreams run 0 wrote %d (digest %x, first %q)",
 					sc, system, i, r.out.n, r.out.digest, r.out.sample, want.n, want.digest, want.sample)
 			}
