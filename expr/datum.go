@@ -564,46 +564,8 @@ func appendJSON(dst []byte, d types.Datum, t types.Type) []byte {
 		dst = append(dst, '"')
 		dst = appendTimestamp(dst, d.I)
 		return append(dst, '"')
-	case types.Array:
-		dst = append(dst, '[')
-		for i, e := range d.L {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSON(dst, e, *t.Elem)
-		}
-		return append(dst, ']')
-	case types.Map:
-		dst = append(dst, '{')
-		for i := 0; i+1 < len(d.L); i += 2 {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if t.KeyType.Kind == types.String {
-				dst = types.AppendJSONString(dst, d.L[i].B)
-			} else {
-				var buf [64]byte
-				dst = types.AppendJSONString(dst, appendJava(buf[:0], d.L[i], *t.KeyType))
-			}
-			dst = append(dst, ':')
-			dst = appendJSON(dst, d.L[i+1], *t.Elem)
-		}
-		return append(dst, '}')
-	case types.Struct:
-		dst = append(dst, '{')
-		for i, f := range t.Fields {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = types.AppendJSONString(dst, []byte(f.Name))
-			dst = append(dst, ':')
-			if i < len(d.L) {
-				dst = appendJSON(dst, d.L[i], f.Type)
-			} else {
-				dst = append(dst, "null"...)
-			}
-		}
-		return append(dst, '}')
+	case types.Array, types.Map, types.Struct:
+		return types.AppendJSONComposite(dst, d, t, appendJSON, appendJava)
 	}
 	return append(dst, "null"...)
 }

@@ -443,13 +443,26 @@ func AppendJSONValue(dst []byte, d Datum, t Type) []byte {
 		return append(dst, '"')
 	case Decimal:
 		return AppendDecimal(dst, d.I, t.Scale)
+	case Array, Map, Struct:
+		return AppendJSONComposite(dst, d, t, AppendJSONValue, AppendText)
+	}
+	return append(dst, "null"...)
+}
+
+// AppendJSONComposite appends the ARRAY, MAP or STRUCT d, read as type t,
+// as JSON: the one walker behind every JSON writer (the JSON format,
+// TO_JSON_STRING, the REST API). elem writes each element, MAP value and
+// STRUCT field, nulls included; a MAP key that is not a STRING is written as
+// a JSON string holding keyText's form of it, a null key as "null".
+func AppendJSONComposite(dst []byte, d Datum, t Type, elem, keyText func([]byte, Datum, Type) []byte) []byte {
+	switch t.Kind {
 	case Array:
 		dst = append(dst, '[')
 		for i, e := range d.L {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendJSONValue(dst, e, *t.Elem)
+			dst = elem(dst, e, *t.Elem)
 		}
 		return append(dst, ']')
 	case Map:
@@ -458,17 +471,16 @@ func AppendJSONValue(dst []byte, d Datum, t Type) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			k := d.L[i]
-			switch {
-			case t.KeyType.Kind == String && !k.Null:
-				dst = AppendJSONString(dst, k.B)
+			switch k := d.L[i]; {
 			case k.Null:
 				dst = append(dst, `"null"`...)
+			case t.KeyType.Kind == String:
+				dst = AppendJSONString(dst, k.B)
 			default:
-				dst = AppendJSONString(dst, AppendText(nil, k, *t.KeyType))
+				dst = AppendJSONString(dst, keyText(nil, k, *t.KeyType))
 			}
 			dst = append(dst, ':')
-			dst = AppendJSONValue(dst, d.L[i+1], *t.Elem)
+			dst = elem(dst, d.L[i+1], *t.Elem)
 		}
 		return append(dst, '}')
 	case Struct:
@@ -480,7 +492,7 @@ func AppendJSONValue(dst []byte, d Datum, t Type) []byte {
 			dst = appendJSONString(dst, f.Name)
 			dst = append(dst, ':')
 			if i < len(d.L) {
-				dst = AppendJSONValue(dst, d.L[i], f.Type)
+				dst = elem(dst, d.L[i], f.Type)
 			} else {
 				dst = append(dst, "null"...)
 			}

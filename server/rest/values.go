@@ -97,49 +97,8 @@ func appendValue(dst []byte, d types.Datum, t types.Type) []byte {
 		dst = append(dst, '"')
 		dst = types.AppendText(dst, d, t)
 		return append(dst, '"')
-	case types.Array:
-		dst = append(dst, '[')
-		for i, e := range d.L {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendValue(dst, e, *t.Elem)
-		}
-		return append(dst, ']')
-	case types.Map:
-		dst = append(dst, '{')
-		for i := 0; i+1 < len(d.L); i += 2 {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			k := d.L[i]
-			switch {
-			case k.Null:
-				dst = append(dst, `"null"`...)
-			case t.KeyType.Kind == types.String:
-				dst = types.AppendJSONString(dst, k.B)
-			default:
-				dst = types.AppendJSONString(dst, types.AppendText(nil, k, *t.KeyType))
-			}
-			dst = append(dst, ':')
-			dst = appendValue(dst, d.L[i+1], *t.Elem)
-		}
-		return append(dst, '}')
-	case types.Struct:
-		dst = append(dst, '{')
-		for i, f := range t.Fields {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = types.AppendJSONString(dst, []byte(f.Name))
-			dst = append(dst, ':')
-			if i < len(d.L) {
-				dst = appendValue(dst, d.L[i], f.Type)
-			} else {
-				dst = append(dst, "null"...)
-			}
-		}
-		return append(dst, '}')
+	case types.Array, types.Map, types.Struct:
+		return types.AppendJSONComposite(dst, d, t, appendValue, types.AppendText)
 	}
 	return types.AppendJSONValue(dst, d, t)
 }
