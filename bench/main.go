@@ -105,23 +105,31 @@ func main() {
 		}
 		results = append(results, r)
 	}
-	if *jsonOut {
-		enc := json.NewEncoder(os.Stdout)
+	if err := report(os.Stdout, results, *jsonOut); err != nil {
+		fatal(err)
+	}
+}
+
+// report writes the results as the markdown table, or with asJSON as one
+// object {"scenarios": [...]}.
+func report(w io.Writer, results []result, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"scenarios": results})
-		return
+		return enc.Encode(map[string]any{"scenarios": results})
 	}
-	fmt.Println("| scenario | records | sqlstreams rec/s | handwritten rec/s | ratio | sqlstreams CPU s/M | handwritten CPU s/M | sqlstreams peak RSS MB | handwritten peak RSS MB |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| scenario | records | sqlstreams rec/s | handwritten rec/s | ratio | sqlstreams CPU s/M | handwritten CPU s/M | sqlstreams peak RSS MB | handwritten peak RSS MB |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		fmt.Printf("| %s | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %.0f | %.0f |\n", r.Name, r.Records, r.SQLRPS, r.HandRPS, r.Ratio, r.SQLCPU, r.HandCPU, r.SQLRSS, r.HandRSS)
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %.0f | %.0f |\n", r.Name, r.Records, r.SQLRPS, r.HandRPS, r.Ratio, r.SQLCPU, r.HandCPU, r.SQLRSS, r.HandRSS)
 	}
-	fmt.Printf("\nbest of %d alternating runs per system (highest records/s; CPU and RSS from that run). ratio = sqlstreams / handwritten records/s.\n", results[0].Repeats)
+	fmt.Fprintf(w, "\nbest of %d alternating runs per system (highest records/s; CPU and RSS from that run). ratio = sqlstreams / handwritten records/s.\n", results[0].Repeats)
 	if !results[0].RSSResettable {
-		fmt.Println("peak RSS: VmHWM could not be reset between runs, so it is process-wide and monotone (includes the broker and earlier runs).")
+		fmt.Fprintln(w, "peak RSS: VmHWM could not be reset between runs, so it is process-wide and monotone (includes the broker and earlier runs).")
 	} else {
-		fmt.Println("peak RSS: VmHWM reset before each run (/proc/self/clear_refs); still process-wide: it includes the in-process broker holding the input.")
+		fmt.Fprintln(w, "peak RSS: VmHWM reset before each run (/proc/self/clear_refs); still process-wide: it includes the in-process broker holding the input.")
 	}
+	return nil
 }
 
 func fatal(err error) {
