@@ -85,3 +85,29 @@ func BenchmarkKafkaDecode(b *testing.B) {
 	dec, _ := NewDecoder(FormatKafka, s, []int{0})
 	benchDecode(b, dec, []byte("\x00\x00\x01\x8b\xcf\xe5\x68\x7b"), 1)
 }
+
+// bid is a Nexmark Bid as `sqlstreams datagen nexmark` writes it.
+var bid = []byte(`{"auction":1007,"bidder":2001,"price":43219,"channel":"Google","url":"https://www.nexmark.com/jchs/gmp/item.htm?query=1&channel_id=1509949440","dateTime":1700000000123,"extra":"jjjnqqvmhtwqhlnpwqfivvusnxmjqfchevfyvmhtqvkjsyvryshmhqgybeqjqwemthmrsrcvqoqrgcuqnpvwhnxqwqffjnjcqhxyhxymvzlwudyfeeurfrbirpzigmyfxtoxgkfcikjgrtmkynlgytogitqihrywjqjxhbtljmqsjfqfohjbijvrfbynkirw"}`)
+
+var bids = Schema{Columns: []Column{
+	{Name: "AUCTION", Type: BigintType, Key: true},
+	{Name: "BIDDER", Type: BigintType},
+	{Name: "PRICE", Type: BigintType},
+	{Name: "CHANNEL", Type: StringType},
+	{Name: "URL", Type: StringType},
+	{Name: "DATETIME", Type: BigintType},
+	{Name: "EXTRA", Type: StringType},
+}}
+
+// BenchmarkJSONDecodeBid decodes every column of a Bid.
+func BenchmarkJSONDecodeBid(b *testing.B) {
+	dec, _ := NewDecoder(FormatJSON, bids, bids.ValueIndexes())
+	benchDecode(b, dec, bid, bids.Len())
+}
+
+// BenchmarkJSONDecodeBidRead decodes the three columns Nexmark q1/q2
+// read (bidder, price, channel) and steps over the others.
+func BenchmarkJSONDecodeBidRead(b *testing.B) {
+	dec, _ := NewDecoderRead(FormatJSON, bids, bids.ValueIndexes(), []bool{false, true, true, true, false, false, false}, FormatOptions{})
+	benchDecode(b, dec, bid, bids.Len())
+}

@@ -129,6 +129,28 @@ func NewDecoderOpts(format string, s Schema, cols []int, o FormatOptions) (Decod
 	return c.(Decoder), nil
 }
 
+// NewDecoderRead is NewDecoderOpts for a reader that wants only the
+// columns col with read[col] set (read is indexed like s.Columns; nil
+// wants every column). A JSON decoder steps over the fields of the other
+// columns, leaving them NULL, and checks only that their JSON kind fits
+// the column's type (a number or string for a numeric column, an object
+// for a STRUCT or MAP…); a record whose unwanted field is of a fitting
+// kind but unreadable (a number too large for an INT column, say) is not
+// a bad record then. Other formats decode every column.
+func NewDecoderRead(format string, s Schema, cols []int, read []bool, o FormatOptions) (Decoder, error) {
+	d, err := NewDecoderOpts(format, s, cols, o)
+	if err != nil || read == nil {
+		return d, err
+	}
+	if j, ok := d.(*jsonCodec); ok && j.wrap {
+		j.read = make([]bool, len(cols))
+		for i, col := range cols {
+			j.read[i] = col < len(read) && read[col]
+		}
+	}
+	return d, nil
+}
+
 // NewEncoderOpts returns an encoder for format that writes the columns cols
 // of a row laid out by s; see NewDecoderOpts.
 func NewEncoderOpts(format string, s Schema, cols []int, o FormatOptions) (Encoder, error) {

@@ -47,13 +47,20 @@ type jsonCodec struct {
 	names []string
 	types []Type
 	wrap  bool
+	// read says, per column, whether the reader wants it; a column it
+	// does not want is stepped over and only its JSON kind checked (see
+	// NewDecoderRead). nil reads every column.
+	read []bool
 
-	parser  fastjson.Parser
-	top     *jnode // the columns, as the fields of one object (wrap)
-	col     *jnode // the one column (!wrap)
+	parser  fastjson.Parser   // unescapes strings and keys that hold escapes
+	parsers []fastjson.Parser // per column: its nested values
+	top     *jnode            // the columns, as the fields of one object (wrap)
+	col     *jnode            // the one column (!wrap)
 	frames  []jframe
 	err     error
-	scratch []byte // decoded base64 and JSON text read into STRING
+	scratch []byte // decoded base64, unescaped strings, JSON text read into STRING
+	key     []byte // a field name that holds escapes, unescaped
+	shape   []shapeField
 	num     []byte // the text of the number being read
 	visit   func(key []byte, v *fastjson.Value)
 
@@ -75,15 +82,11 @@ type jfield struct {
 	node *jnode
 }
 
-// jframe is an object being visited: the top-level columns, a STRUCT or a
-// MAP.
+// jframe is a nested object being visited: a STRUCT or a MAP.
 type jframe struct {
-	n    *jnode
-	l    []Datum // STRUCT fields, MAP keys and values
-	row  Row     // top level: the row and the columns' positions
-	cols []int
-	top  bool
-	i    int // MAP: entries read so far
+	n *jnode
+	l []Datum // STRUCT fields, MAP keys and values
+	i int     // MAP: entries read so far
 }
 
 func newJSONCodec(s Schema, cols []int, wrap bool) (*jsonCodec, error) {
@@ -109,6 +112,7 @@ func newJSONCodec(s Schema, cols []int, wrap bool) (*jsonCodec, error) {
 		c.prefixes = append(c.prefixes, p)
 	}
 	c.top.seen = make([]uint8, len(cols))
+	c.parsers = make([]fastjson.Parser, len(cols))
 	c.visit = c.field
 	return c, nil
 }
@@ -151,29 +155,194 @@ func (c *jsonCodec) Decode(data []byte, row Row) error {
 		data = data[5:]
 	}
 	c.scratch = c.scratch[:0]
-	v, err := c.parser.ParseBytes(data)
-	if err != nil {
-		return badRecord("invalid JSON: %v", err)
-	}
+	i := skipWS(data, 0)
 	if !c.wrap {
-		if err := c.value(&row[c.cols[0]], c.col, v); err != nil {
+		k, end, esc, err := scanValue(data, i, 0)
+		if err == nil {
+			err = trailing(data, end)
+		}
+		if err != nil {
+			return badRecord("invalid JSON: %v", err)
+		}
+		if err := c.raw(&row[c.cols[0]], c.col, 0, k, data[i:end], esc); err != nil {
 			return jsonBad(inField(err, c.names[0]))
 		}
 		return nil
 	}
-	switch v.Type() {
-	case fastjson.TypeNull:
-		return nil
-	case fastjson.TypeObject:
-	default:
-		return badRecord("JSON value is %s, not an object", jsonTypeName(v.Type()))
+	if i < len(data) && data[i] == '{' {
+		return c.object(data, i, row)
 	}
-	o, _ := v.Object()
-	clear(c.top.seen)
-	if err := c.visitObject(jframe{n: c.top, row: row, cols: c.cols, top: true}, o); err != nil {
-		return jsonBad(err)
+	k, end, _, err := scanValue(data, i, 0)
+	if err == nil {
+		err = trailing(data, end)
+	}
+	switch {
+	case err != nil:
+		return badRecord("invalid JSON: %v", err)
+	case k == jNull:
+		return nil
+	}
+	return badRecord("JSON value is %s, not an object", k)
+}
+
+// trailing checks that only white space follows the document's value.
+func trailing(data []byte, end int) error {
+	if i := skipWS(data, end); i < len(data) {
+		return syntaxErr("unexpected data after the value", i)
 	}
 	return nil
+}
+
+// object reads the top-level object whose '{' is data[i] into the row's
+// columns: a field matches a column by name, exactly or else
+// case-insensitively (the first exact match wins, then the first
+// case-insensitive one); other fields are stepped over.
+func (c *jsonCodec) object(data []byte, i int, row Row) error {
+	seen := c.top.seen
+	clear(seen)
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return c.trailing(data, i+1)
+	}
+	for nth := 0; ; nth++ {
+		if i >= len(data) || data[i] != '"' {
+			return badRecord("invalid JSON: %v", syntaxErr("expected a field name", i))
+		}
+		kend, kesc, err := scanString(data, i)
+		if err != nil {
+			return badRecord("invalid JSON: %v", err)
+		}
+		key := data[i+1 : kend-1]
+		if kesc {
+			if key, err = c.unescape(c.key[:0], data[i:kend]); err != nil {
+				return badRecord("invalid JSON: %v", err)
+			}
+			c.key = key
+		}
+		i = skipWS(data, kend)
+		if i >= len(data) || data[i] != ':' {
+			return badRecord("invalid JSON: %v", syntaxErr("expected ':'", i))
+		}
+		i = skipWS(data, i+1)
+		k, vend, vesc, err := scanValue(data, i, 0)
+		if err != nil {
+			return badRecord("invalid JSON: %v", err)
+		}
+		if idx, state := c.lookup(key, nth); idx >= 0 && seen[idx] < state {
+			seen[idx] = state
+			n := c.top.fields[idx].node
+			if c.read != nil && !c.read[idx] {
+				if !kindFits(n.t, k) {
+					return jsonBad(inField(fmt.Errorf("want %s, got %s", n.t, k), c.names[idx]))
+				}
+			} else if err := c.raw(&row[c.cols[idx]], n, idx, k, data[i:vend], vesc); err != nil {
+				return jsonBad(inField(err, c.names[idx]))
+			}
+		}
+		i = skipWS(data, vend)
+		if i < len(data) && data[i] == ',' {
+			i = skipWS(data, i+1)
+			continue
+		}
+		if i < len(data) && data[i] == '}' {
+			return c.trailing(data, i+1)
+		}
+		return badRecord("invalid JSON: %v", syntaxErr("expected ',' or '}'", i))
+	}
+}
+
+func (c *jsonCodec) trailing(data []byte, end int) error {
+	if err := trailing(data, end); err != nil {
+		return badRecord("invalid JSON: %v", err)
+	}
+	return nil
+}
+
+// lookup returns the column a top-level field name matches, and how: 2
+// exactly, 1 case-insensitively; nth is the field's position in its
+// object. Records of a topic tend to list the same fields in the same
+// order, so the codec remembers the name it saw at each position and what
+// it matched: one comparison finds the answer again.
+func (c *jsonCodec) lookup(key []byte, nth int) (int, uint8) {
+	if nth < len(c.shape) {
+		if sh := &c.shape[nth]; string(sh.key) == string(key) {
+			return sh.idx, sh.state
+		}
+	}
+	idx, state := -1, uint8(0)
+	for i := range c.top.fields {
+		name := c.top.fields[i].name
+		if len(name) != len(key) {
+			continue
+		}
+		if string(name) == string(key) {
+			idx, state = i, 2
+			break
+		}
+		if idx < 0 && bytes.EqualFold(name, key) {
+			idx, state = i, 1
+		}
+	}
+	if nth < maxShape {
+		for len(c.shape) <= nth {
+			c.shape = append(c.shape, shapeField{})
+		}
+		sh := &c.shape[nth]
+		sh.key, sh.idx, sh.state = append(sh.key[:0], key...), idx, state
+	}
+	return idx, state
+}
+
+// maxShape bounds how many field positions lookup remembers.
+const maxShape = 64
+
+// shapeField is what lookup found for the name at one position.
+type shapeField struct {
+	key   []byte
+	idx   int
+	state uint8
+}
+
+// unescape appends the contents of the JSON string quoted (quotes
+// included) to dst, escapes decoded.
+func (c *jsonCodec) unescape(dst, quoted []byte) ([]byte, error) {
+	v, err := c.parser.ParseBytes(quoted)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, v.GetStringBytes()...), nil
+}
+
+// raw reads the JSON value text (of kind k; esc: a string with escapes),
+// typed by n, into d; col is the column it belongs to.
+func (c *jsonCodec) raw(d *Datum, n *jnode, col int, k jkind, text []byte, esc bool) error {
+	switch k {
+	case jNull:
+		setNull(d)
+		return nil
+	case jString:
+		if !esc {
+			return c.scalar(d, n, k, text[1:len(text)-1])
+		}
+		start := len(c.scratch)
+		var err error
+		if c.scratch, err = c.unescape(c.scratch, text); err != nil {
+			return err
+		}
+		return c.scalar(d, n, k, c.scratch[start:len(c.scratch):len(c.scratch)])
+	case jObject, jArray:
+		switch n.t.Kind {
+		case Array, Map, Struct, String:
+			// Values of this column's parser stay valid until the
+			// next record.
+			v, err := c.parsers[col].ParseBytes(text)
+			if err != nil {
+				return err
+			}
+			return c.value(d, n, v)
+		}
+	}
+	return c.scalar(d, n, k, text)
 }
 
 func jsonBad(err error) error {
@@ -228,118 +397,39 @@ func (c *jsonCodec) field(key []byte, v *fastjson.Value) {
 		return
 	}
 	n.seen[idx] = state
-	var dst *Datum
-	if f.top {
-		dst = &f.row[f.cols[idx]]
-	} else {
-		dst = &f.l[idx]
-	}
-	if err := c.value(dst, n.fields[idx].node, v); err != nil {
+	if err := c.value(&f.l[idx], n.fields[idx].node, v); err != nil {
 		c.err = inField(err, n.fields[idx].path)
 	}
 }
 
 // value reads v, typed by n, into d.
 func (c *jsonCodec) value(d *Datum, n *jnode, v *fastjson.Value) error {
-	jt := v.Type()
-	if jt == fastjson.TypeNull {
+	switch v.Type() {
+	case fastjson.TypeNull:
 		setNull(d)
 		return nil
+	case fastjson.TypeTrue:
+		return c.scalar(d, n, jTrue, nil)
+	case fastjson.TypeFalse:
+		return c.scalar(d, n, jFalse, nil)
+	case fastjson.TypeNumber:
+		c.num = v.MarshalTo(c.num[:0])
+		return c.scalar(d, n, jNumber, c.num)
+	case fastjson.TypeString:
+		return c.scalar(d, n, jString, v.GetStringBytes())
 	}
 	d.Null = false
-	k := n.t.Kind
-	switch k {
-	case Boolean:
-		switch jt {
-		case fastjson.TypeTrue:
-			d.I = 1
-		case fastjson.TypeFalse:
-			d.I = 0
-		default:
-			return wantJSON(n.t, jt)
-		}
-	case Int, Bigint:
-		text, ok := c.numberText(v, jt)
-		if !ok {
-			return wantJSON(n.t, jt)
-		}
-		x, err := parseInteger(text, k)
-		if err != nil {
-			return err
-		}
-		d.I = x
-	case Double:
-		switch jt {
-		case fastjson.TypeNumber:
-			f, err := v.Float64()
-			if err != nil {
-				return fmt.Errorf("want DOUBLE: %v", err)
-			}
-			d.F = f
-		case fastjson.TypeString:
-			f, err := parseDouble(v.GetStringBytes())
-			if err != nil {
-				return err
-			}
-			d.F = f
-		default:
-			return wantJSON(n.t, jt)
-		}
-	case Decimal:
-		text, ok := c.numberText(v, jt)
-		if !ok {
-			return wantJSON(n.t, jt)
-		}
-		x, err := parseDecimalFor(text, n.t)
-		if err != nil {
-			return err
-		}
-		d.I = x
+	switch n.t.Kind {
 	case String:
-		if jt == fastjson.TypeString {
-			d.B = v.GetStringBytes()
-			break
-		}
 		// ksqlDB reads any other JSON value into a STRING as its text.
 		// Earlier slices of scratch stay valid when it grows.
 		start := len(c.scratch)
 		c.scratch = v.MarshalTo(c.scratch)
 		d.B = c.scratch[start:len(c.scratch):len(c.scratch)]
-	case Bytes:
-		if jt != fastjson.TypeString {
-			return wantJSON(n.t, jt)
-		}
-		start := len(c.scratch)
-		var err error
-		c.scratch, err = appendBase64(c.scratch, v.GetStringBytes())
-		if err != nil {
-			c.scratch = c.scratch[:start]
-			return fmt.Errorf("invalid base64 for BYTES: %v", err)
-		}
-		d.B = c.scratch[start:len(c.scratch):len(c.scratch)]
-	case Date, Time, Timestamp:
-		var x int64
-		var err error
-		switch jt {
-		case fastjson.TypeNumber:
-			c.num = v.MarshalTo(c.num[:0])
-			if x, err = parseDecimal(c.num, 0); err != nil {
-				return fmt.Errorf("want %s, got %s", k, clip(c.num))
-			}
-			x, err = checkTemporal(x, k, c.num)
-		case fastjson.TypeString:
-			x, err = parseTemporal(v.GetStringBytes(), k)
-		default:
-			return wantJSON(n.t, jt)
-		}
-		if err != nil {
-			return err
-		}
-		d.I = x
 	case Array:
 		a, err := v.Array()
 		if err != nil {
-			return wantJSON(n.t, jt)
+			return wantJSON(n.t, v.Type())
 		}
 		d.L = growDatums(d.L, len(a))
 		for i, e := range a {
@@ -350,14 +440,14 @@ func (c *jsonCodec) value(d *Datum, n *jnode, v *fastjson.Value) error {
 	case Map:
 		o, err := v.Object()
 		if err != nil {
-			return wantJSON(n.t, jt)
+			return wantJSON(n.t, v.Type())
 		}
 		d.L = growDatums(d.L, 2*o.Len())
 		return c.visitObject(jframe{n: n, l: d.L}, o)
 	case Struct:
 		o, err := v.Object()
 		if err != nil {
-			return wantJSON(n.t, jt)
+			return wantJSON(n.t, v.Type())
 		}
 		d.L = growDatums(d.L, len(n.fields))
 		for i := range d.L {
@@ -365,21 +455,105 @@ func (c *jsonCodec) value(d *Datum, n *jnode, v *fastjson.Value) error {
 		}
 		clear(n.seen)
 		return c.visitObject(jframe{n: n, l: d.L}, o)
+	default:
+		return wantJSON(n.t, v.Type())
 	}
 	return nil
 }
 
-// numberText returns the text of a JSON number, or the contents of a JSON
-// string (which ksqlDB accepts for numeric columns).
-func (c *jsonCodec) numberText(v *fastjson.Value, jt fastjson.Type) ([]byte, bool) {
-	switch jt {
-	case fastjson.TypeNumber:
-		c.num = v.MarshalTo(c.num[:0])
-		return c.num, true
-	case fastjson.TypeString:
-		return v.GetStringBytes(), true
+// scalar reads a JSON scalar of kind k (not null), typed by n, into d.
+// text is a number's text or a string's contents (unescaped); it may be
+// reused once scalar returns.
+func (c *jsonCodec) scalar(d *Datum, n *jnode, k jkind, text []byte) error {
+	d.Null = false
+	t := n.t
+	switch t.Kind {
+	case Boolean:
+		switch k {
+		case jTrue:
+			d.I = 1
+		case jFalse:
+			d.I = 0
+		default:
+			return fmt.Errorf("want %s, got %s", t, k)
+		}
+	case Int, Bigint:
+		if k != jNumber && k != jString {
+			return fmt.Errorf("want %s, got %s", t, k)
+		}
+		x, err := parseInteger(text, t.Kind)
+		if err != nil {
+			return err
+		}
+		d.I = x
+	case Double:
+		if k != jNumber && k != jString {
+			return fmt.Errorf("want %s, got %s", t, k)
+		}
+		f, err := parseDouble(text)
+		if err != nil {
+			return err
+		}
+		d.F = f
+	case Decimal:
+		if k != jNumber && k != jString {
+			return fmt.Errorf("want %s, got %s", t, k)
+		}
+		x, err := parseDecimalFor(text, t)
+		if err != nil {
+			return err
+		}
+		d.I = x
+	case String:
+		if k == jString {
+			d.B = text
+			break
+		}
+		// ksqlDB reads a number or boolean into a STRING as its text.
+		start := len(c.scratch)
+		switch k {
+		case jTrue:
+			c.scratch = append(c.scratch, "true"...)
+		case jFalse:
+			c.scratch = append(c.scratch, "false"...)
+		default:
+			c.scratch = append(c.scratch, text...)
+		}
+		d.B = c.scratch[start:len(c.scratch):len(c.scratch)]
+	case Bytes:
+		if k != jString {
+			return fmt.Errorf("want %s, got %s", t, k)
+		}
+		start := len(c.scratch)
+		var err error
+		c.scratch, err = appendBase64(c.scratch, text)
+		if err != nil {
+			c.scratch = c.scratch[:start]
+			return fmt.Errorf("invalid base64 for BYTES: %v", err)
+		}
+		d.B = c.scratch[start:len(c.scratch):len(c.scratch)]
+	case Date, Time, Timestamp:
+		var x int64
+		var err error
+		switch k {
+		case jNumber:
+			if x, err = parseDecimal(text, 0); err != nil {
+				return fmt.Errorf("want %s, got %s", t.Kind, clip(text))
+			}
+			x, err = checkTemporal(x, t.Kind, text)
+		case jString:
+			x, err = parseTemporal(text, t.Kind)
+		default:
+			return fmt.Errorf("want %s, got %s", t, k)
+		}
+		if err != nil {
+			return err
+		}
+		d.I = x
+	default:
+		return fmt.Errorf("want %s, got %s", t, k)
 	}
-	return nil, false
+	return nil
 }
 
 func wantJSON(t Type, jt fastjson.Type) error {

@@ -313,3 +313,99 @@ func TestJSONReusesElementSlices(t *testing.T) {
 		t.Errorf("nested decode allocates %.1f times per record", allocs)
 	}
 }
+
+// TestJSONDecoderRead checks a decoder that reads only some columns: the
+// others stay NULL, are stepped over whatever they hold, and only a JSON
+// kind that cannot fit their type makes the record bad.
+func TestJSONDecoderRead(t *testing.T) {
+	read := make([]bool, every.Len())
+	read[3], read[6], read[13] = true, true, true // L, S, ADDRESS
+	dec, err := NewDecoderRead(FormatJSON, every, every.ValueIndexes(), read, FormatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make(Row, every.Len())
+	in := `{"b":true,"I":99999999999,"l":"42","D":"not a number","other":{"x":[1,2,{"y":"\u00e9"}]},"s":"a\"b\u00e9\n","ARR":[1,"x"],"address":{"zip":5},"M":{"a":"not a double"}}`
+	if err := dec.Decode([]byte(in), row); err != nil {
+		t.Fatal(err)
+	}
+	if row[3].I != 42 || string(row[6].B) != "a\"bé\n" || Text(row[13], address) != `{"ZIP":5,"CITY":null,"TAGS":null}` {
+		t.Errorf("read columns: L=%v S=%q ADDRESS=%s", row[3], row[6].B, Text(row[13], address))
+	}
+	for _, c := range []int{1, 2, 4, 11, 12} {
+		if !row[c].Null {
+			t.Errorf("column %s not read but holds %v", every.Columns[c].Name, row[c])
+		}
+	}
+	for _, c := range []struct{ in, msg string }{
+		{`{"B":1}`, `field B: want BOOLEAN, got number`},
+		{`{"I":[1]}`, `field I: want INTEGER, got array`},
+		{`{"ARR":{}}`, `field ARR: want ARRAY<INTEGER>, got object`},
+		{`{"M":[]}`, `field M: want MAP<STRING, DOUBLE>, got array`},
+		{`{"BY":true}`, `field BY: want BYTES, got boolean`},
+		{`{"L":"x"}`, `field L: want BIGINT, got "x"`},
+		{`{"I":1,"D":[1,}`, `invalid JSON: unexpected '}' at offset 14`},
+		{`{"D":"abc`, `invalid JSON: unterminated string at offset 5`},
+	} {
+		err := dec.Decode([]byte(c.in), row)
+		if !errors.Is(err, ErrBadRecord) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s:\n got %v\nwant a bad record containing %q", c.in, err, c.msg)
+		}
+	}
+	// Unread fields cost no allocations either.
+	data := []byte(in)
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := dec.Decode(data, row); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("decode allocates %.1f times per record", allocs)
+	}
+}
+
+// TestJSONSyntax checks what the decoder takes for JSON: the syntax of
+// RFC 8259 whole (also in fields it does not convert), with the offset of
+// the first error.
+func TestJSONSyntax(t *testing.T) {
+	s := Schema{Columns: []Column{{Name: "A", Type: StringType}, {Name: "N", Type: DoubleType}}}
+	dec, err := NewDecoder(FormatJSON, s, []int{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make(Row, 2)
+	for _, c := range []struct{ in, a string }{
+		{` { "a" : "x" , "n" : -1.5e+3 } `, "x"},
+		{`{"\u0061":"esc\/aped \ud83d\ude00","x":{"deep":[[[]]]}}`, "esc/aped 😀"},
+		{`{"A":{"k": [1, 2]}}`, `{"k":[1,2]}`},
+		{`{"A":12.50}`, "12.50"},
+		{`{"A":false}`, "false"},
+		{`{}`, ""},
+	} {
+		if err := dec.Decode([]byte(c.in), row); err != nil {
+			t.Errorf("%s: %v", c.in, err)
+		} else if string(row[0].B) != c.a {
+			t.Errorf("%s: A = %q, want %q", c.in, row[0].B, c.a)
+		}
+	}
+	for _, c := range []struct{ in, msg string }{
+		{`{"a":01}`, `invalid number at offset 5`},
+		{`{"a":1.}`, `invalid number at offset 5`},
+		{`{"a":-}`, `invalid number at offset 5`},
+		{`{"a":"x\"}`, `unterminated string at offset 5`},
+		{`{"a":"\x"}`, `invalid escape at offset 6`},
+		{`{"a":"\u12G4"}`, `invalid \u escape at offset 6`},
+		{`{"a" 1}`, `expected ':' at offset 5`},
+		{`{"a":1,}`, `expected a field name at offset 7`},
+		{`{"a":1 "b":2}`, `expected ',' or '}' at offset 7`},
+		{`{"a":tru}`, `invalid literal at offset 5`},
+		{`{"a":1}}`, `unexpected data after the value at offset 7`},
+		{`{"x":` + strings.Repeat("[", 301) + strings.Repeat("]", 301) + `}`, `too deeply nested`},
+		{`nul`, `invalid literal at offset 0`},
+	} {
+		err := dec.Decode([]byte(c.in), row)
+		if !errors.Is(err, ErrBadRecord) || !strings.Contains(err.Error(), "invalid JSON: "+c.msg) {
+			t.Errorf("%s:\n got %v\nwant a bad record containing %q", c.in, err, c.msg)
+		}
+	}
+}
