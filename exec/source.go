@@ -35,7 +35,7 @@ func newSource(s *physical.Source, ts *time.Time, next Operator) (*sourceOp, err
 	if err != nil {
 		return nil, fmt.Errorf("%s key: %w", s.Name, err)
 	}
-	value, err := types.NewDecoderOpts(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.ValueOptions)
+	value, err := types.NewDecoderRead(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.Read, s.ValueOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s value: %w", s.Name, err)
 	}

@@ -304,3 +304,16 @@ func NullLiteral() *Literal { return &Literal{V: types.NullDatum, T: types.Unkno
 
 // BoolLiteral is TRUE or FALSE.
 func BoolLiteral(v bool) *Literal { return &Literal{V: types.BoolDatum(v), T: types.BooleanType} }
+
+// MarkColumns sets used[i] for every input column i that e reads.
+func MarkColumns(e Expr, used []bool) {
+	if c, ok := e.(*Column); ok {
+		if c.Index >= 0 && c.Index < len(used) {
+			used[c.Index] = true
+		}
+		return
+	}
+	for _, ch := range e.Children() {
+		MarkColumns(ch, used)
+	}
+}

@@ -144,6 +144,10 @@ type Source struct {
 	// when it is a STRING.
 	TimestampColumn string
 	TimestampFormat string
+	// Read marks, indexed like Schema.Columns, the value columns the
+	// sub-topology reads; nil for all. The decoder steps over the others
+	// (see types.NewDecoderRead) and leaves them NULL.
+	Read []bool
 }
 
 // Processor is one node between a source and a sink.
@@ -274,7 +278,51 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 		Schema:          t.Schema,
 		TimestampColumn: t.TimestampColumn,
 	}
+	for _, st := range subs {
+		st.Source.Read = readColumns(st)
+	}
 	return &Topology{AppID: appID, SubTopologies: subs, Limit: -1}, nil
+}
+
+// readColumns returns which source columns st reads (see Source.Read), or
+// nil when it may read them all: when the row reaches a sink, store or
+// repartition topic whole, or passes a node other than filters before the
+// projection or aggregate that consumes it.
+func readColumns(st *SubTopology) []bool {
+	if st.Materialize != nil || st.Diff != nil || st.Repartition != nil && len(st.Processors) == 0 {
+		return nil
+	}
+	read := make([]bool, st.Source.Schema.Len())
+	if ts := st.Source.Schema.Index(st.Source.TimestampColumn); ts >= 0 {
+		read[ts] = true
+	}
+	for _, p := range st.Processors {
+		switch p := p.(type) {
+		case *Filter:
+			expr.MarkColumns(p.Predicate, read)
+		case *Project:
+			for _, e := range p.Exprs {
+				expr.MarkColumns(e, read)
+			}
+			return read
+		case *Aggregate:
+			for _, g := range p.GroupBy {
+				expr.MarkColumns(g, read)
+			}
+			for _, c := range p.Aggs {
+				for _, e := range c.Args {
+					expr.MarkColumns(e, read)
+				}
+			}
+			if p.Undo >= 0 {
+				read[p.Undo] = true
+			}
+			return read
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // split lowers a plan into sub-topologies: one, or two around an
@@ -385,6 +433,7 @@ func BuildPush(q *planner.Query) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.Source.Read = readColumns(st)
 	return &Topology{SubTopologies: []*SubTopology{st}, Limit: q.Limit}, nil
 }
 

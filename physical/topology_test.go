@@ -2,6 +2,7 @@ package physical_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -50,7 +51,7 @@ func TestTopologies(t *testing.T) {
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
-			return fmt.Sprintf("app id: %s\nsource topics: %v\nfingerprint: %s\n%s", topo.AppID, topo.SourceTopics(), topo.Fingerprint(), topo)
+			return fmt.Sprintf("app id: %s\nsource topics: %v\nfingerprint: %s\n%s%s", topo.AppID, topo.SourceTopics(), topo.Fingerprint(), topo, reads(topo))
 		case "push":
 			q, err := sql.BindSelect(st.(*sql.Select), cat)
 			if err != nil {
@@ -60,9 +61,29 @@ func TestTopologies(t *testing.T) {
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
-			return fmt.Sprintf("limit: %d\n%s", topo.Limit, topo)
+			return fmt.Sprintf("limit: %d\n%s%s", topo.Limit, topo, reads(topo))
 		}
 		t.Fatalf("unknown command %s", d.Cmd)
 		return ""
 	})
+}
+
+// reads lists the value columns each sub-topology's source decodes.
+func reads(t *physical.Topology) string {
+	var b strings.Builder
+	for _, st := range t.SubTopologies {
+		src := st.Source
+		var cols []string
+		for _, i := range src.Schema.ValueIndexes() {
+			if src.Read == nil || src.Read[i] {
+				cols = append(cols, src.Schema.Columns[i].Name)
+			}
+		}
+		fmt.Fprintf(&b, "sub-topology %d reads: %s", st.ID, strings.Join(cols, ", "))
+		if src.Read == nil {
+			b.WriteString(" (all)")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
