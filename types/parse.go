@@ -177,6 +177,29 @@ func parseDecimalFor(text []byte, t Type) (int64, error) {
 // parseInteger parses text as an INT or BIGINT. A fraction of zeros or an
 // exponent is fine as long as the value is whole ("3.0", "1e3").
 func parseInteger(text []byte, k Kind) (int64, error) {
+	// Most are plain digits that fit: read them without parseDecimal.
+	if n := len(text); n > 0 && n <= 18 {
+		i, neg := 0, text[0] == '-'
+		if neg {
+			i = 1
+		}
+		v := int64(0)
+		for ; i < n; i++ {
+			d := text[i] - '0'
+			if d > 9 {
+				break
+			}
+			v = v*10 + int64(d)
+		}
+		if i == n && n > 0 && !(neg && n == 1) {
+			if neg {
+				v = -v
+			}
+			if k != Int || v >= math.MinInt32 && v <= math.MaxInt32 {
+				return v, nil
+			}
+		}
+	}
 	v, err := parseDecimal(text, 0)
 	switch {
 	case err == errRounding:
