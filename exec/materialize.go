@@ -77,7 +77,8 @@ type taskStore struct {
 	base       *state.Rocks
 	ov         *state.Overlay
 	next       int64 // changelog offset after the last record written (in the overlay)
-	checkpoint int64 // changelog offset the store has applied up to
+	applied    int64 // changelog offset the store has applied up to (committed)
+	checkpoint int64 // applied, as of the checkpoint file
 	// last is the newest changelog record this task produced in the open
 	// transaction (stores with their own changelog); its offset, known
 	// once the transaction is flushed, sets next.
@@ -101,6 +102,7 @@ func openTaskStore(dir, changelog string, partition int32, res *state.RocksResou
 	} else if err != nil && !errors.Is(err, state.ErrCheckpointInvalid) {
 		return nil, err
 	}
+	t.applied = t.checkpoint
 	if t.checkpoint < 0 {
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, err
@@ -133,12 +135,21 @@ func (t *taskStore) wipe(res *state.RocksResources) error {
 	if err := os.RemoveAll(t.dir); err != nil {
 		return err
 	}
-	t.checkpoint = -1
+	t.checkpoint, t.applied = -1, -1
 	return t.open(res)
 }
 
-// commit applies the committed transaction's writes to the store and
-// records how far it has applied the changelog.
+// checkpointEvery is how far the changelog may run ahead of the store's
+// checkpoint file, in offsets (Kafka Streams' threshold under
+// exactly-once). A lagging checkpoint is safe: the store holds committed
+// state only, and a restore from the checkpoint replays changelog records
+// that each set a key's latest value, so replaying some twice changes
+// nothing. Writing it less often saves two fsyncs per task per commit.
+const checkpointEvery = 10_000
+
+// commit applies the committed transaction's writes to the store and,
+// every checkpointEvery offsets, records how far it has applied the
+// changelog.
 func (t *taskStore) commit() error {
 	if t.last != nil {
 		t.next = t.last.Offset + 1
@@ -149,10 +160,26 @@ func (t *taskStore) commit() error {
 			return err
 		}
 	}
-	if t.next > t.checkpoint {
-		t.checkpoint = t.next
-		return state.WriteCheckpoint(t.checkpointPath(), map[string]int64{t.checkpointKey(): t.checkpoint})
+	t.applied = max(t.applied, t.next)
+	if t.applied-t.checkpoint >= checkpointEvery {
+		return t.writeCheckpoint()
 	}
+	return nil
+}
+
+// writeCheckpoint makes the store's writes durable, then records how far
+// it has applied the changelog.
+func (t *taskStore) writeCheckpoint() error {
+	if t.applied <= t.checkpoint {
+		return nil
+	}
+	if err := t.ov.Flush(); err != nil {
+		return err
+	}
+	if err := state.WriteCheckpoint(t.checkpointPath(), map[string]int64{t.checkpointKey(): t.applied}); err != nil {
+		return err
+	}
+	t.checkpoint = t.applied
 	return nil
 }
 
@@ -162,7 +189,13 @@ func (t *taskStore) abort() {
 	t.last = nil
 }
 
+// close drops the open transaction's writes, checkpoints what was
+// committed, and closes the store.
 func (t *taskStore) close() error {
 	t.ov.Abort()
-	return t.base.Close()
+	err := t.writeCheckpoint()
+	if cerr := t.base.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -31,7 +31,10 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 	if until <= 0 {
 		// Nothing was ever committed: nothing to restore.
 		ts.next = 0
-		return 0, ts.commit()
+		if err := ts.commit(); err != nil {
+			return 0, err
+		}
+		return 0, ts.writeCheckpoint()
 	}
 	start := kgo.NewOffset().AtStart()
 	if ts.checkpoint >= 0 {
@@ -119,6 +122,9 @@ func (q *Query) restore(ctx context.Context, ts *taskStore, until int64, apply f
 	}
 	ts.next = until
 	if err := ts.commit(); err != nil {
+		return n, err
+	}
+	if err := ts.writeCheckpoint(); err != nil {
 		return n, err
 	}
 	q.log.Info("store restored", "store", ts.dir, "records", n, "until", until, "elapsed", time.Since(began))

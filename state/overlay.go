@@ -37,6 +37,12 @@ var (
 // Pending writes live in an arena that is dropped, not reused, at Commit
 // and Abort, so writes cost amortized zero allocations and values returned
 // by Get stay valid after the transaction ends.
+//
+// The overlay also keeps a cache of committed values that Get read from
+// the base or Commit wrote to it (up to CacheEntries keys, evicted at
+// random), so that hot keys cost a map lookup instead of a call into
+// RocksDB. Only the overlay writes to the base while it is open, so the
+// cache stays exact.
 type Overlay struct {
 	base Store
 
@@ -44,13 +50,61 @@ type Overlay struct {
 	list   *skiplist // pending writes; deletes are tombstones
 	closed bool
 
+	cache    map[string]*cached
+	cacheMax int
+
 	batch Batch // reused by Commit; writer only
 }
+
+// cached is a committed value; absent marks a key the base does not hold.
+type cached struct {
+	value  []byte
+	absent bool
+}
+
+// CacheEntries is how many committed keys an overlay caches by default.
+const CacheEntries = 50_000
 
 // NewOverlay returns an empty overlay over base. The overlay owns base from
 // then on: Close closes it.
 func NewOverlay(base Store) *Overlay {
-	return &Overlay{base: base, list: newSkiplist(true)}
+	return &Overlay{base: base, list: newSkiplist(true), cache: map[string]*cached{}, cacheMax: CacheEntries}
+}
+
+// SetCacheEntries sets how many committed keys the overlay caches; 0
+// turns the cache off.
+func (o *Overlay) SetCacheEntries(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cacheMax = n
+	for k := range o.cache {
+		if len(o.cache) <= n {
+			break
+		}
+		delete(o.cache, k)
+	}
+}
+
+// remember caches a committed value (nil and absent for a missing key).
+// Call with the write lock held, or as the only user (the writer, under
+// the read lock: readers never touch the cache).
+func (o *Overlay) remember(key, value []byte, absent bool) {
+	if c := o.cache[string(key)]; c != nil {
+		// A fresh copy: readers may still hold the old value.
+		c.value = append([]byte(nil), value...)
+		c.absent = absent
+		return
+	}
+	if o.cacheMax <= 0 {
+		return
+	}
+	for k := range o.cache {
+		if len(o.cache) < o.cacheMax {
+			break
+		}
+		delete(o.cache, k) // map order is random enough for eviction
+	}
+	o.cache[string(key)] = &cached{value: append([]byte(nil), value...), absent: absent}
 }
 
 // Base returns the store under the overlay, which holds committed state
@@ -81,14 +135,35 @@ func (o *Overlay) Get(key []byte) ([]byte, error) {
 	if n != nil {
 		v, tomb = n.value, n.tomb
 	}
-	o.mu.RUnlock()
 	if n != nil {
+		o.mu.RUnlock()
 		if tomb {
 			return nil, nil
 		}
 		return v, nil
 	}
-	return o.base.Get(key)
+	if c := o.cache[string(key)]; c != nil {
+		v := c.value
+		switch {
+		case c.absent:
+			v = nil
+		case v == nil:
+			v = []byte{} // present, empty
+		}
+		o.mu.RUnlock()
+		return v, nil
+	}
+	o.mu.RUnlock()
+	v, err := o.base.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	if !o.closed && o.cache[string(key)] == nil {
+		o.remember(key, v, v == nil)
+	}
+	o.mu.Unlock()
+	return v, nil
 }
 
 // Put implements Store; the write is pending until Commit.
@@ -173,6 +248,9 @@ func (o *Overlay) Commit() error {
 	if err != nil {
 		return fmt.Errorf("state: overlay commit: %w", err)
 	}
+	for n := o.list.head.next[0]; n != nil; n = n.next[0] {
+		o.remember(n.key, n.value, n.tomb)
+	}
 	o.list = newSkiplist(true)
 	return nil
 }
@@ -227,6 +305,7 @@ func (o *Overlay) Close() error {
 	}
 	o.closed = true
 	o.list = nil
+	o.cache = nil
 	o.mu.Unlock()
 	return o.base.Close()
 }

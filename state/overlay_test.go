@@ -190,9 +190,17 @@ func TestOverlayCloseClosesBase(t *testing.T) {
 }
 
 // TestOverlayRandomModel mixes writes with Commit and Abort and checks the
-// overlay's view and the base's (committed) view against two maps.
+// overlay's view and the base's (committed) view against two maps, with
+// the cache of committed values large, small (evicting) and off.
 func TestOverlayRandomModel(t *testing.T) {
+	for _, entries := range []int{CacheEntries, 8, 0} {
+		t.Run(fmt.Sprintf("cache=%d", entries), func(t *testing.T) { testOverlayRandomModel(t, entries) })
+	}
+}
+
+func testOverlayRandomModel(t *testing.T, cacheEntries int) {
 	forEachBase(t, func(t *testing.T, o *Overlay) {
+		o.SetCacheEntries(cacheEntries)
 		rng := rand.New(rand.NewPCG(7, 11))
 		committed := map[string]string{}
 		pending := map[string]*string{} // nil: pending delete
