@@ -84,7 +84,7 @@ func BenchmarkAggregateUpdate(b *testing.B) {
 	}
 	defer store.close()
 	var ts time.Time
-	out := &outbox{produce: func(r *kgo.Record) { r.Offset = 1 }}
+	out := &outbox{send: func(r *kgo.Record) { r.Offset = 1 }}
 	sink, err := newSink(st.Sink, out, &ts)
 	if err != nil {
 		b.Fatal(err)
@@ -109,6 +109,7 @@ func BenchmarkAggregateUpdate(b *testing.B) {
 			b.Fatal(err)
 		}
 		if i%10000 == 9999 {
+			out.flush()
 			if err := store.commit(); err != nil {
 				b.Fatal(err)
 			}

@@ -54,7 +54,7 @@ func bidTopology(t testing.TB) *physical.Topology {
 func newTestTask(t testing.TB, topo *physical.Topology, produced *[]*kgo.Record) (*sourceOp, *outbox) {
 	st := topo.SubTopologies[0]
 	var ts time.Time
-	out := &outbox{produce: func(r *kgo.Record) { *produced = append(*produced, r) }}
+	out := &outbox{send: func(r *kgo.Record) { *produced = append(*produced, r) }}
 	sink, err := newSink(st.Sink, out, &ts)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ var bidKey = []byte{0, 0, 0, 0, 0, 0, 0x03, 0xe9} // BIGINT 1001
 
 func TestPipeline(t *testing.T) {
 	var produced []*kgo.Record
-	task, _ := newTestTask(t, bidTopology(t), &produced)
+	task, out := newTestTask(t, bidTopology(t), &produced)
 	in := []*kgo.Record{
 		{Key: bidKey, Value: []byte(`{"bidder":7,"price":10000,"channel":"Google","url":"https://x/y","extra":1}`)},
 		{Key: bidKey, Value: []byte(`{"bidder":8,"price":100,"channel":"Apple"}`)}, // filtered out
@@ -94,6 +94,7 @@ func TestPipeline(t *testing.T) {
 	if bad != 1 {
 		t.Errorf("bad records: %d, want 1", bad)
 	}
+	out.flush()
 	want := []string{`{"BIDDER":7,"EUROS":9080,"CHANNEL":"Google"}`, `{"BIDDER":10,"EUROS":5448,"CHANNEL":null}`}
 	if len(produced) != len(want) {
 		t.Fatalf("produced %d records, want %d", len(produced), len(want))
@@ -118,6 +119,7 @@ func BenchmarkPipeline(b *testing.B) {
 		if err := task.process(rec); err != nil {
 			b.Fatal(err)
 		}
+		out.flush()
 		if len(produced) == 1024 {
 			produced = produced[:0]
 			out.reset()

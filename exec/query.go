@@ -313,7 +313,7 @@ func (q *Query) thread(ctx context.Context, n int) error {
 			produceErr.CompareAndSwap(nil, &err)
 		}
 	}
-	out.produce = func(r *kgo.Record) {
+	out.send = func(r *kgo.Record) {
 		q.out.Add(1)
 		// Not ctx: records of a stopping thread must still reach its
 		// final commit.
@@ -446,6 +446,9 @@ func (q *Query) thread(ctx context.Context, n int) error {
 	inTxn := false
 	var txnStart time.Time
 	end := func(ctx context.Context, try kgo.TransactionEndTry) error {
+		if try == kgo.TryCommit {
+			out.flush()
+		}
 		began := time.Now()
 		committed, err := sess.End(ctx, try)
 		if q.cfg.Metrics != nil && committed && err == nil {
@@ -570,6 +573,7 @@ func (q *Query) thread(ctx context.Context, n int) error {
 			if taskErr != nil {
 				return taskErr
 			}
+			out.flush()
 		}
 		if inTxn && time.Since(txnStart) >= q.cfg.CommitInterval {
 			if err := end(ctx, kgo.TryCommit); err != nil {

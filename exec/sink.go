@@ -94,12 +94,16 @@ func (s *sinkOp) Process(row types.Row) error {
 
 // outbox is a stream thread's reusable output: an arena for encoded bytes
 // and a pool of records, both reset after each transaction ends (when
-// every produced record's promise has fired).
+// every produced record's promise has fired). Operators queue records with
+// produce; the thread hands them to the client with flush once per fetch,
+// so the producer gets them in runs, as a batch, rather than one by one
+// while it races to send each.
 type outbox struct {
 	arena   []byte
 	recs    []*kgo.Record
 	used    int
-	produce func(*kgo.Record)
+	pending []*kgo.Record
+	send    func(*kgo.Record)
 }
 
 func (o *outbox) record() *kgo.Record {
@@ -112,9 +116,23 @@ func (o *outbox) record() *kgo.Record {
 	return r
 }
 
-// reset makes the arena and records reusable. Call only when no produced
-// record is still in flight.
+// produce queues r for the next flush.
+func (o *outbox) produce(r *kgo.Record) { o.pending = append(o.pending, r) }
+
+// flush sends the queued records.
+func (o *outbox) flush() {
+	for i, r := range o.pending {
+		o.send(r)
+		o.pending[i] = nil
+	}
+	o.pending = o.pending[:0]
+}
+
+// reset drops queued records and makes the arena and records reusable.
+// Call only when no produced record is still in flight.
 func (o *outbox) reset() {
+	clear(o.pending)
+	o.pending = o.pending[:0]
 	o.used = 0
 	if cap(o.arena) > 64<<20 {
 		o.arena = nil // do not pin a burst's memory forever
