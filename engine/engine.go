@@ -486,9 +486,16 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if err := e.start(id, topo, reset); err != nil {
 		return err
 	}
+	if newSink && sink.Target.Kind == catalog.Table && exec.MaterializesResult(topo) {
+		// The result of an aggregation answers pull queries from the
+		// query's own aggregate store, as in ksqlDB.
+		sink.Target.MaterializedBy = id
+		return nil
+	}
 	if newSink && sink.Target.Kind == catalog.Table {
-		// The result table answers pull queries from a materialization of
-		// its topic (read_committed, so only committed results).
+		// Another result table answers pull queries from a
+		// materialization of its topic (read_committed, so only committed
+		// results).
 		matID := id + "_MATERIALIZE"
 		sink.Target.MaterializedBy = matID
 		return e.start(matID, physical.BuildTable(physical.AppID(e.cfg.ServiceID, matID), planner.NewScan(sink.Target)), "earliest")
@@ -590,7 +597,7 @@ func (e *Engine) drop(ctx context.Context, st *sql.Drop, record func() error) (R
 	}
 	var users []string
 	for _, id := range e.cat.Users(st.Name) {
-		if id != src.MaterializedBy {
+		if id != src.MaterializedBy || id == src.WriterQuery {
 			users = append(users, id)
 		}
 	}
@@ -645,6 +652,9 @@ func (e *Engine) stopQuery(id string) {
 	if q, ok := e.cat.Query(id); ok {
 		if s, ok := e.cat.Source(q.Sink); ok && s.WriterQuery == id {
 			s.WriterQuery = ""
+			if s.MaterializedBy == id {
+				s.MaterializedBy = "" // its aggregate store goes with it
+			}
 		}
 		for _, name := range q.Sources {
 			if s, ok := e.cat.Source(name); ok && s.MaterializedBy == id {

@@ -34,7 +34,7 @@ func (e *Engine) pull(ctx context.Context, st *sql.Select, q *planner.Query, src
 		return Result{}, err
 	}
 	n := 0
-	err = exec.RunPull(ctx, topo, mat.Stores(src.Name), sel, func(row types.Row) error {
+	err = mat.Pull(ctx, topo, src.Name, sel, func(row types.Row) error {
 		n++
 		return w.Row(row)
 	})

@@ -25,8 +25,10 @@ type deleter interface {
 // written to the store's changelog in the same transaction. It then emits
 // the group's new row, or its deletion when HAVING no longer holds.
 //
-// A group's state is the states of its aggregates in order, each behind
-// its length as a uvarint.
+// A group's state is the event time of its last change (8 bytes, big
+// endian milliseconds: the ROWTIME of its row), then, aggregating a table,
+// its row count (8 bytes), then the states of its aggregates in order,
+// each behind its length as a uvarint.
 type aggregateOp struct {
 	name      string
 	groupBy   []expr.Evaluator
@@ -35,6 +37,7 @@ type aggregateOp struct {
 	argVals   [][]types.Datum
 	having    expr.Evaluator
 	keyEnc    types.Encoder
+	keyDec    types.Decoder // reads stored keys back, for pull queries
 	changelog string
 	store     *taskStore
 	out       *outbox
@@ -95,6 +98,9 @@ func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time
 	if op.keyEnc, err = types.NewEncoderOpts(a.Store.KeyFormat, a.Out, a.Out.KeyIndexes(), a.Store.KeyOptions); err != nil {
 		return nil, fmt.Errorf("%s key: %w", a.Name, err)
 	}
+	if op.keyDec, err = types.NewDecoderOpts(a.Store.KeyFormat, a.Out, a.Out.KeyIndexes(), a.Store.KeyOptions); err != nil {
+		return nil, fmt.Errorf("%s key: %w", a.Name, err)
+	}
 	if _, ok := next.(deleter); !ok {
 		return nil, fmt.Errorf("%s: %T cannot pass deletions on", a.Name, next)
 	}
@@ -130,6 +136,9 @@ func (a *aggregateOp) Process(row types.Row) error {
 	if err != nil {
 		return err
 	}
+	if len(prev) >= tsLen {
+		prev = prev[tsLen:]
+	}
 	// A table's group state starts with how many rows it holds.
 	var rows uint64
 	undo := false
@@ -145,7 +154,7 @@ func (a *aggregateOp) Process(row types.Row) error {
 	if err := splitState(prev, a.parts); err != nil {
 		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
 	}
-	a.state = a.state[:0]
+	a.state = binary.BigEndian.AppendUint64(a.state[:0], uint64(a.ts.UnixMilli()))
 	if a.undo >= 0 {
 		if undo {
 			rows--
@@ -175,8 +184,18 @@ func (a *aggregateOp) Process(row types.Row) error {
 		return err
 	}
 	a.writeChangelog(false)
-	st := a.state
+	return a.emit(a.state[tsLen:])
+}
+
+// emit passes on the group's row (its key columns in a.row) computed from
+// st, its state after the timestamp: the row, or its deletion when HAVING
+// does not hold.
+func (a *aggregateOp) emit(st []byte) error {
+	g := len(a.groupBy)
 	if a.undo >= 0 {
+		if len(st) < 8 {
+			return fmt.Errorf("%s: truncated aggregate state", a.name)
+		}
 		st = st[8:]
 	}
 	if err := splitState(st, a.parts); err != nil {
@@ -195,6 +214,19 @@ func (a *aggregateOp) Process(row types.Row) error {
 		}
 	}
 	return a.next.Process(a.row)
+}
+
+// emitStored passes on the row of a stored group (key and state as in
+// the store), for pull queries; *a.ts is set to the group's ROWTIME.
+func (a *aggregateOp) emitStored(key, state []byte) error {
+	if len(state) < tsLen {
+		return fmt.Errorf("%s: corrupt stored state for key %x", a.name, key)
+	}
+	if err := a.keyDec.Decode(key, a.row); err != nil {
+		return fmt.Errorf("%s: stored key %x: %w", a.name, key, err)
+	}
+	*a.ts = time.UnixMilli(int64(binary.BigEndian.Uint64(state)))
+	return a.emit(state[tsLen:])
 }
 
 // writeChangelog produces the group's new state (or its deletion) to the

@@ -46,9 +46,25 @@ type KeySelection struct {
 
 // RunPull answers a pull query: it runs the topology's chain over the
 // committed rows of the stores that the selection picks, calling emit per
-// result row until the topology's LIMIT. The row passed to emit is valid
+// result row until the topology's LIMIT. The stores hold a table's
+// records (see physical.Materialize). The row passed to emit is valid
 // only during the call.
 func RunPull(ctx context.Context, topo *physical.Topology, parts []Partition, sel KeySelection, emit func(types.Row) error) error {
+	var rec kgo.Record
+	return runPull(ctx, topo, parts, sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
+		if len(v) < tsLen {
+			return nil, fmt.Errorf("corrupt stored value for key %x", k)
+		}
+		rec = kgo.Record{Key: k, Value: v[tsLen:], Partition: p, Offset: -1,
+			Timestamp: time.UnixMilli(int64(binary.BigEndian.Uint64(v)))}
+		return &rec, nil
+	})
+}
+
+// runPull is RunPull over stores whose entries record turns into the
+// table's records (nil for an entry that is no row).
+func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, sel KeySelection, emit func(types.Row) error,
+	record func(p int32, k, v []byte) (*kgo.Record, error)) error {
 	if len(topo.SubTopologies) != 1 {
 		return errors.New("exec: pull queries over more than one sub-topology are not supported")
 	}
@@ -65,14 +81,12 @@ func RunPull(ctx context.Context, topo *physical.Topology, parts []Partition, se
 	if err != nil {
 		return err
 	}
-	var rec kgo.Record
 	row := func(p int32, k, v []byte) error {
-		if len(v) < tsLen {
-			return fmt.Errorf("corrupt stored value for key %x", k)
+		rec, err := record(p, k, v)
+		if err != nil || rec == nil {
+			return err
 		}
-		rec = kgo.Record{Key: k, Value: v[tsLen:], Partition: p, Offset: -1,
-			Timestamp: time.UnixMilli(int64(binary.BigEndian.Uint64(v)))}
-		err := src.process(&rec)
+		err = src.process(rec)
 		var ce *clientError
 		switch {
 		case err == nil, errors.Is(err, types.ErrBadRecord):
@@ -119,6 +133,104 @@ func RunPull(ctx context.Context, topo *physical.Topology, parts []Partition, se
 		}
 	}
 	return nil
+}
+
+// Pull answers a pull query over table, which this query materializes:
+// from the store of its materialization (a source table, or a result
+// table that is not an aggregation), or from its aggregate's store, whose
+// group states it turns into the table's rows the way the query does (the
+// aggregates' results, HAVING, the projection after the aggregation). See
+// RunPull for the rest.
+func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string, sel KeySelection, emit func(types.Row) error) error {
+	if parts := q.Stores(table); len(parts) > 0 {
+		return RunPull(ctx, topo, parts, sel, emit)
+	}
+	st, agg := resultAggregate(q.topo)
+	if agg == nil {
+		return fmt.Errorf("exec: query %s keeps no store of %s", q.id, table)
+	}
+	var ts time.Time
+	var rec kgo.Record
+	rows := &outbox{send: func(r *kgo.Record) { rec = *r }}
+	sink, err := newSink(st.Sink, rows, &ts)
+	if err != nil {
+		return err
+	}
+	var post []physical.Processor
+	for i, p := range st.Processors {
+		if p == agg {
+			post = st.Processors[i+1:]
+		}
+	}
+	next, err := buildChain(post, sink)
+	if err != nil {
+		return err
+	}
+	view, err := newAggregate(agg, nil, nil, &ts, next)
+	if err != nil {
+		return err
+	}
+	if !sameKeys(agg, st.Sink) {
+		// Stored keys are not the table's key bytes: scan, and let the
+		// WHERE pick the rows.
+		sel = KeySelection{}
+	}
+	return runPull(ctx, topo, q.Stores(agg.Store.Name), sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
+		rows.reset()
+		rec = kgo.Record{}
+		err := view.emitStored(k, v)
+		rows.flush()
+		var ee *evalError
+		switch {
+		case errors.As(err, &ee):
+			return nil, nil // as the query skips it
+		case err != nil:
+			return nil, err
+		case rec.Value == nil:
+			return nil, nil // no row: HAVING does not hold
+		}
+		rec.Partition, rec.Offset = p, -1
+		return &rec, nil
+	})
+}
+
+// resultAggregate returns the sub-topology whose sink is the result of an
+// aggregation, and the aggregate; nil when the query aggregates nothing.
+func resultAggregate(t *physical.Topology) (*physical.SubTopology, *physical.Aggregate) {
+	for _, st := range t.SubTopologies {
+		if st.Sink == nil {
+			continue
+		}
+		for _, p := range st.Processors {
+			if a, ok := p.(*physical.Aggregate); ok {
+				return st, a
+			}
+		}
+	}
+	return nil, nil
+}
+
+// MaterializesResult reports whether pull queries over t's result table
+// can be answered from t's own aggregate store (see Query.Pull), with no
+// separate materialization.
+func MaterializesResult(t *physical.Topology) bool {
+	_, agg := resultAggregate(t)
+	return agg != nil
+}
+
+// sameKeys reports whether the aggregate stores its groups under the
+// table's key bytes: one key column of the same type, encoded alike.
+func sameKeys(a *physical.Aggregate, sink *physical.Sink) bool {
+	ak, sk := a.Out.KeyIndexes(), sink.Schema.KeyIndexes()
+	if len(ak) != 1 || len(sk) != 1 || a.Store.KeyFormat != sink.KeyFormat {
+		return false
+	}
+	if !a.Out.Columns[ak[0]].Type.Equal(sink.Schema.Columns[sk[0]].Type) {
+		return false
+	}
+	ao, so := a.Store.KeyOptions, sink.KeyOptions
+	return ao.Delimiter == so.Delimiter && (ao.WrapSingleValue == nil) == (so.WrapSingleValue == nil) &&
+		(ao.WrapSingleValue == nil || *ao.WrapSingleValue == *so.WrapSingleValue)
 }
 
 // stopErr turns the end of a LIMIT into success.
