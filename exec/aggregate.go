@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -52,11 +53,27 @@ type aggregateOp struct {
 	part    []byte
 	parts   [][]byte
 	next    Operator
+
+	// The groups this transaction changed, with their latest state: reads
+	// find them here first, and they reach the store's overlay and the
+	// changelog once, at flushGroups before the transaction commits.
+	groups  map[string]*group
+	changed []*group // in order of first change; reused across transactions
+	nextG   int      // changed[:nextG] are this transaction's
+}
+
+// group is a changed group: its stored key and new state (ts first), or
+// its deletion.
+type group struct {
+	key     []byte
+	state   []byte
+	deleted bool
+	ts      time.Time
 }
 
 func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time.Time, next Operator) (*aggregateOp, error) {
 	op := &aggregateOp{name: a.Name, changelog: a.Store.Changelog, store: store, out: out, ts: ts, undo: a.Undo,
-		row: make(types.Row, len(a.Out.Columns)), parts: make([][]byte, len(a.Aggs)), next: next}
+		row: make(types.Row, len(a.Out.Columns)), parts: make([][]byte, len(a.Aggs)), next: next, groups: map[string]*group{}}
 	for _, g := range a.GroupBy {
 		ev, err := expr.Compile(g)
 		if err != nil {
@@ -132,9 +149,15 @@ func (a *aggregateOp) Process(row types.Row) error {
 	if a.key, err = a.keyEnc.Encode(a.key[:0], a.row); err != nil {
 		return err
 	}
-	prev, err := a.store.ov.Get(a.key)
-	if err != nil {
-		return err
+	gr := a.groups[string(a.key)]
+	var prev []byte
+	switch {
+	case gr == nil:
+		if prev, err = a.store.ov.Get(a.key); err != nil {
+			return err
+		}
+	case !gr.deleted:
+		prev = gr.state
 	}
 	if len(prev) >= tsLen {
 		prev = prev[tsLen:]
@@ -163,10 +186,8 @@ func (a *aggregateOp) Process(row types.Row) error {
 		}
 		if rows == 0 {
 			// The group's last row left: the group is gone.
-			if err := a.store.ov.Delete(a.key); err != nil {
-				return err
-			}
-			a.writeChangelog(true)
+			gr = a.changedGroup(gr)
+			gr.deleted, gr.state = true, gr.state[:0]
 			return a.next.(deleter).Delete(a.row)
 		}
 		a.state = binary.BigEndian.AppendUint64(a.state, rows)
@@ -180,11 +201,55 @@ func (a *aggregateOp) Process(row types.Row) error {
 		a.state = binary.AppendUvarint(a.state, uint64(len(a.part)))
 		a.state = append(a.state, a.part...)
 	}
-	if err := a.store.ov.Put(a.key, a.state); err != nil {
-		return err
-	}
-	a.writeChangelog(false)
+	// prev (and a.parts) may point into gr.state: a.state is complete
+	// before it is copied there.
+	gr = a.changedGroup(gr)
+	gr.deleted, gr.state = false, append(gr.state[:0], a.state...)
 	return a.emit(a.state[tsLen:])
+}
+
+// changedGroup returns gr, or when it is nil the group of a.key, noted as
+// changed in this transaction.
+func (a *aggregateOp) changedGroup(gr *group) *group {
+	if gr == nil {
+		if a.nextG == len(a.changed) {
+			a.changed = append(a.changed, &group{})
+		}
+		gr = a.changed[a.nextG]
+		a.nextG++
+		gr.key = append(gr.key[:0], a.key...)
+		a.groups[unsafe.String(unsafe.SliceData(gr.key), len(gr.key))] = gr
+	}
+	gr.ts = *a.ts
+	return gr
+}
+
+// flushGroups writes the groups this transaction changed to the store's
+// overlay and their latest states (or deletions) to the changelog: once
+// per group, however often it changed. The thread calls it before it
+// commits the transaction.
+func (a *aggregateOp) flushGroups() error {
+	for _, gr := range a.changed[:a.nextG] {
+		var err error
+		if gr.deleted {
+			err = a.store.ov.Delete(gr.key)
+		} else {
+			err = a.store.ov.Put(gr.key, gr.state)
+		}
+		if err != nil {
+			return err
+		}
+		a.writeChangelog(gr)
+	}
+	a.dropGroups()
+	return nil
+}
+
+// dropGroups forgets the transaction's changed groups (after flushGroups,
+// or when the transaction aborts).
+func (a *aggregateOp) dropGroups() {
+	clear(a.groups)
+	a.nextG = 0
 }
 
 // emit passes on the group's row (its key columns in a.row) computed from
@@ -229,24 +294,24 @@ func (a *aggregateOp) emitStored(key, state []byte) error {
 	return a.emit(state[tsLen:])
 }
 
-// writeChangelog produces the group's new state (or its deletion) to the
+// writeChangelog produces a group's state (or its deletion) to the
 // changelog, in the task's partition.
-func (a *aggregateOp) writeChangelog(deleted bool) {
+func (a *aggregateOp) writeChangelog(gr *group) {
 	rec := a.out.record()
 	start := len(a.out.arena)
-	a.out.arena = append(a.out.arena, a.key...)
+	a.out.arena = append(a.out.arena, gr.key...)
 	keyEnd := len(a.out.arena)
-	if !deleted {
-		a.out.arena = append(a.out.arena, a.state...)
+	if !gr.deleted {
+		a.out.arena = append(a.out.arena, gr.state...)
 	}
 	buf := a.out.arena
 	rec.Key = buf[start:keyEnd:keyEnd]
-	if !deleted {
+	if !gr.deleted {
 		rec.Value = buf[keyEnd:len(buf):len(buf)]
 	}
 	rec.Topic = a.changelog
 	rec.Partition = a.store.partition
-	rec.Timestamp = *a.ts
+	rec.Timestamp = gr.ts
 	a.store.last = rec
 	a.out.produce(rec)
 }

@@ -89,8 +89,10 @@ func BenchmarkAggregateUpdate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var agg *aggregateOp
 	head, err := buildChainWith(st.Processors, sink, func(p physical.Processor, next Operator) (Operator, error) {
-		return newAggregate(p.(*physical.Aggregate), store, out, &ts, next)
+		agg, err = newAggregate(p.(*physical.Aggregate), store, out, &ts, next)
+		return agg, err
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -109,6 +111,9 @@ func BenchmarkAggregateUpdate(b *testing.B) {
 			b.Fatal(err)
 		}
 		if i%10000 == 9999 {
+			if err := agg.flushGroups(); err != nil {
+				b.Fatal(err)
+			}
 			out.flush()
 			if err := store.commit(); err != nil {
 				b.Fatal(err)

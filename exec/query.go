@@ -235,6 +235,7 @@ type task struct {
 	mat       *materializeOp // a source table's materialization, or nil
 	diff      *diffOp        // a table's changes as removals and additions, or nil
 	store     *taskStore     // the task's store, or nil
+	aggs      []*aggregateOp // the chain's aggregates, which write their groups at commit
 }
 
 func (t *task) process(r *kgo.Record) error {
@@ -403,7 +404,12 @@ func (q *Query) thread(ctx context.Context, n int) error {
 				return nil, fmt.Errorf("restoring store %s: %w", store.dir, err)
 			}
 			q.addStore(a.Store.Name, p, store.base)
-			return newAggregate(a, store, out, &ts, next)
+			op, err := newAggregate(a, store, out, &ts, next)
+			if err != nil {
+				return nil, err
+			}
+			t.aggs = append(t.aggs, op)
+			return op, nil
 		}
 		// Each task compiles its own chain: evaluators keep scratch state.
 		head, err := buildChainWith(st.Processors, last, stateful)
@@ -446,6 +452,17 @@ func (q *Query) thread(ctx context.Context, n int) error {
 	inTxn := false
 	var txnStart time.Time
 	end := func(ctx context.Context, try kgo.TransactionEndTry) error {
+		for _, t := range tasks {
+			for _, a := range t.aggs {
+				if try != kgo.TryCommit {
+					a.dropGroups()
+				} else if err := a.flushGroups(); err != nil {
+					a.dropGroups()
+					try = kgo.TryAbort // the transaction would miss state
+					q.log.Error("writing aggregate state; aborting the transaction", "thread", n, "err", err)
+				}
+			}
+		}
 		if try == kgo.TryCommit {
 			out.flush()
 		}
