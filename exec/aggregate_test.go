@@ -18,6 +18,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -194,5 +195,97 @@ func TestAggregateExactlyOnceUnderFaults(t *testing.T) {
 				t.Logf("injected %d faults; stats %+v", injected.Load(), q.Status().Stats)
 			})
 		}
+	}
+}
+
+// TestAggregateWritesGroupsAtCommit checks that a transaction's changes
+// to a group reach the store and the changelog once, with the group's
+// latest state, while every change still emits a row; and that an abort
+// forgets them.
+func TestAggregateWritesGroupsAtCommit(t *testing.T) {
+	topo := aggTopology(t, "app", "AUCTION")
+	st := topo.SubTopologies[0]
+	res := state.NewRocksResources(8<<20, 8<<20)
+	defer res.Close()
+	store, err := openTaskStore(t.TempDir(), "changelog", 0, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.close()
+	var ts time.Time
+	var sent []*kgo.Record
+	out := &outbox{send: func(r *kgo.Record) { c := *r; sent = append(sent, &c) }}
+	sink, err := newSink(st.Sink, out, &ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agg *aggregateOp
+	head, err := buildChainWith(st.Processors, sink, func(p physical.Processor, next Operator) (Operator, error) {
+		agg, err = newAggregate(p.(*physical.Aggregate), store, out, &ts, next)
+		return agg, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := newSource(st.Source, &ts, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := func(keys ...uint64) {
+		t.Helper()
+		for i, k := range keys {
+			r := &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, k), Value: []byte(`{"bidder":1,"price":10}`), Timestamp: time.UnixMilli(int64(1000 + i))}
+			if err := src.process(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func(topic string) (n int) {
+		for _, r := range sent {
+			if r.Topic == topic {
+				n++
+			}
+		}
+		return n
+	}
+	feed(1, 1, 2, 1)
+	if err := agg.flushGroups(); err != nil {
+		t.Fatal(err)
+	}
+	out.flush()
+	if got := count(agg.changelog); got != 2 {
+		t.Fatalf("changelog records: %d, want one per group (2)", got)
+	}
+	if got := len(sent) - count(agg.changelog); got != 4 {
+		t.Fatalf("output records: %d, want one per input (4)", got)
+	}
+	if store.ov.Len() != 2 {
+		t.Fatalf("pending store writes: %d, want 2", store.ov.Len())
+	}
+	if err := store.commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Group 1's state: its count is 3, and it carries the time of its
+	// last change.
+	v, err := store.base.Get(binary.BigEndian.AppendUint64(nil, 1))
+	if err != nil || len(v) < tsLen || binary.BigEndian.Uint64(v) != 1003 {
+		t.Fatalf("stored state of group 1: %x (%v)", v, err)
+	}
+	for _, r := range sent {
+		if r.Topic == agg.changelog && binary.BigEndian.Uint64(r.Key) == 1 && string(r.Value) != string(v) {
+			t.Errorf("changelog record of group 1: %x, want the stored state %x", r.Value, v)
+		}
+	}
+	// An aborted transaction's changes are forgotten: the next change
+	// of group 1 starts from its committed state.
+	feed(1, 1)
+	agg.dropGroups()
+	store.abort()
+	out.reset()
+	sent = sent[:0]
+	feed(1)
+	out.flush()
+	if want := `{"N":4,"TOTAL":40}`; len(sent) != 1 || string(sent[0].Value) != want {
+		t.Errorf("after the abort: %d records, first %s; want %s", len(sent), sent[0].Value, want)
 	}
 }
