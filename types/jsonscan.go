@@ -2,7 +2,9 @@ package types
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // A scanner for the top level of a JSON document. It checks the syntax of
@@ -90,36 +92,61 @@ func literal(b []byte, i int, lit string) error {
 	return nil
 }
 
+// Masks for looking at eight bytes at once: a byte of x^quotes is zero
+// where x holds '"'; for a word v, (v-ones)&^v&highs has the high bit of
+// its lowest zero byte set (and maybe of later ones: the borrow), so its
+// lowest set bit marks the first match exactly.
+const (
+	ones        = 0x0101010101010101
+	highs       = 0x8080808080808080
+	quotes      = ones * '"'
+	backslashes = ones * '\\'
+)
+
+// stringStop returns the index of the first '"' or '\\' at or after i in
+// a string's contents, or len(b). Field names and most values are short:
+// it looks at the first 32 bytes eight at a time, then lets IndexByte run.
+func stringStop(b []byte, i int) int {
+	j := i
+	for ; j+8 <= len(b) && j < i+32; j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		q, s := x^quotes, x^backslashes
+		if m := ((q-ones)&^q | (s-ones)&^s) & highs; m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+	}
+	if j+8 > len(b) {
+		for ; j < len(b); j++ {
+			if b[j] == '"' || b[j] == '\\' {
+				return j
+			}
+		}
+		return j
+	}
+	q := bytes.IndexByte(b[j:], '"')
+	if q < 0 {
+		q = len(b) - j
+	}
+	if bs := bytes.IndexByte(b[j:j+q], '\\'); bs >= 0 {
+		return j + bs
+	}
+	return j + q
+}
+
 // scanString scans the string whose opening quote is b[i]. Like fastjson
 // it lets control characters through unescaped.
 func scanString(b []byte, i int) (end int, esc bool, err error) {
 	start := i
 	i++
-	// Short strings (field names, most values) end before a call to
-	// IndexByte would pay off.
-	for j := i; j < len(b) && j < i+16; j++ {
-		if b[j] == '"' {
-			return j + 1, false, nil
-		}
-		if b[j] == '\\' {
-			break
-		}
-	}
-	quote := -1 // the next quote at or after i, once found
 	for {
-		if quote < i {
-			q := bytes.IndexByte(b[i:], '"')
-			if q < 0 {
-				return len(b), esc, syntaxErr("unterminated string", start)
-			}
-			quote = i + q
+		j := stringStop(b, i)
+		if j >= len(b) {
+			return len(b), esc, syntaxErr("unterminated string", start)
 		}
-		bs := bytes.IndexByte(b[i:quote], '\\')
-		if bs < 0 {
-			return quote + 1, esc, nil
+		if b[j] == '"' {
+			return j + 1, esc, nil
 		}
 		esc = true
-		j := i + bs
 		if j+1 >= len(b) {
 			return j, esc, syntaxErr("unterminated string", start)
 		}
