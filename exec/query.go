@@ -580,8 +580,8 @@ func (q *Query) thread(ctx context.Context, n int) error {
 					}
 					tasks[tp] = t
 				}
+				q.in.Add(int64(len(fp.Records)))
 				for _, r := range fp.Records {
-					q.in.Add(1)
 					if err := t.process(r); err != nil {
 						q.badRecord(r, err)
 					}

@@ -602,7 +602,17 @@ func (c *jsonCodec) Encode(dst []byte, row Row) ([]byte, error) {
 	}
 	for i, col := range c.cols {
 		dst = append(dst, c.prefixes[i]...)
-		dst = AppendJSONValue(dst, row[col], c.types[i])
+		// The common scalars inline; the rest through AppendJSONValue.
+		switch d := &row[col]; {
+		case d.Null:
+			dst = append(dst, "null"...)
+		case c.types[i].Kind == Bigint || c.types[i].Kind == Int:
+			dst = strconv.AppendInt(dst, d.I, 10)
+		case c.types[i].Kind == String:
+			dst = AppendJSONString(dst, d.B)
+		default:
+			dst = AppendJSONValue(dst, *d, c.types[i])
+		}
 	}
 	return append(dst, '}'), nil
 }
