@@ -74,7 +74,8 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 	var produceErr atomic.Pointer[error]
 	promise := func(_ *kgo.Record, err error) {
 		if err != nil {
-			produceErr.CompareAndSwap(nil, &err)
+			e := err // only a failure's error escapes to the heap
+			produceErr.CompareAndSwap(nil, &e)
 		}
 	}
 	b := &batch{recs: make([]kgo.Record, 0, 1<<16), arena: make([]byte, 0, 4<<20)}

@@ -57,6 +57,7 @@ var (
 	repeats    = flag.Int("repeats", 0, "runs of each system per scenario (default 2 with -quick, 3 otherwise)")
 	memory     = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the measured runs to this file")
+	memprofile = flag.String("memprofile", "", "write a heap profile (allocations of the whole run) to this file")
 	verbose    = flag.Bool("v", false, "log progress and engine warnings to stderr")
 )
 
@@ -104,6 +105,16 @@ func main() {
 			fatal(fmt.Errorf("%s: %w", sc, err))
 		}
 		results = append(results, r)
+	}
+	if *memprofile != "" {
+		f, err := os.Create(*memprofile)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			fatal(err)
+		}
+		f.Close()
 	}
 	if err := report(os.Stdout, results, *jsonOut); err != nil {
 		fatal(err)

@@ -311,7 +311,8 @@ func (q *Query) thread(ctx context.Context, n int) error {
 	var produceErr atomic.Pointer[error]
 	promise := func(_ *kgo.Record, err error) {
 		if err != nil {
-			produceErr.CompareAndSwap(nil, &err)
+			e := err // only a failure's error escapes to the heap
+			produceErr.CompareAndSwap(nil, &e)
 		}
 	}
 	out.send = func(r *kgo.Record) {
