@@ -31,11 +31,15 @@ type deleter interface {
 // its row count (8 bytes), then the states of its aggregates in order,
 // each behind its length as a uvarint.
 type aggregateOp struct {
-	name      string
-	groupBy   []expr.Evaluator
-	accs      []expr.Accumulator
-	args      [][]expr.Evaluator
-	argVals   [][]types.Datum
+	name    string
+	groupBy []expr.Evaluator
+	accs    []expr.Accumulator
+	args    [][]expr.Evaluator
+	argVals [][]types.Datum
+	// copies says which Datum fields carry a value (see datumCopy): of
+	// the group's row (key columns, then aggregates), of each argument.
+	copies    []datumCopy
+	argCopies [][]datumCopy
 	having    expr.Evaluator
 	keyEnc    types.Encoder
 	keyDec    types.Decoder // reads stored keys back, for pull queries
@@ -81,9 +85,13 @@ func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time
 		}
 		op.groupBy = append(op.groupBy, ev)
 	}
+	for _, c := range a.Out.Columns {
+		op.copies = append(op.copies, copyFor(c.Type))
+	}
 	for _, c := range a.Aggs {
 		ts := make([]types.Type, len(c.Args))
 		var evs []expr.Evaluator
+		var copies []datumCopy
 		for i, e := range c.Args {
 			ev, err := expr.Compile(e)
 			if err != nil {
@@ -91,7 +99,9 @@ func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time
 			}
 			evs = append(evs, ev)
 			ts[i] = e.Type()
+			copies = append(copies, copyFor(e.Type()))
 		}
+		op.argCopies = append(op.argCopies, copies)
 		acc := c.Fn.New(ts)
 		op.accs = append(op.accs, acc)
 		if a.Undo >= 0 {
@@ -131,7 +141,7 @@ func (a *aggregateOp) Process(row types.Row) error {
 		if err != nil {
 			return &evalError{node: a.name, err: err}
 		}
-		a.row[i] = d
+		a.copies[i].set(&a.row[i], &d)
 	}
 	if allNullRow(a.row[:g]) {
 		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
@@ -142,7 +152,7 @@ func (a *aggregateOp) Process(row types.Row) error {
 			if err != nil {
 				return &evalError{node: a.name, err: err}
 			}
-			a.argVals[j][k] = d
+			a.argCopies[j][k].set(&a.argVals[j][k], &d)
 		}
 	}
 	var err error
@@ -267,7 +277,8 @@ func (a *aggregateOp) emit(st []byte) error {
 		return err
 	}
 	for j, acc := range a.accs {
-		a.row[g+j] = acc.Result(a.parts[j])
+		d := acc.Result(a.parts[j])
+		a.copies[g+j].set(&a.row[g+j], &d)
 	}
 	if a.having != nil {
 		d, err := a.having(a.row)

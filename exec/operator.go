@@ -59,6 +59,7 @@ func buildChainWith(procs []physical.Processor, last Operator, stateful func(phy
 					return nil, fmt.Errorf("%s: %w", p.Name, err)
 				}
 				op.exprs = append(op.exprs, ev)
+				op.copies = append(op.copies, copyFor(e.Type()))
 			}
 			next = op
 		case *physical.FlatMap:

@@ -9,10 +9,11 @@ var _ Operator = (*projectOp)(nil)
 
 // projectOp computes its output row into a reused buffer.
 type projectOp struct {
-	name  string
-	exprs []expr.Evaluator
-	out   types.Row
-	next  Operator
+	name   string
+	exprs  []expr.Evaluator
+	copies []datumCopy // per output column: which fields carry its value
+	out    types.Row
+	next   Operator
 }
 
 // Delete passes a deletion on with the projected key columns.
@@ -33,7 +34,40 @@ func (p *projectOp) Process(row types.Row) error {
 		if err != nil {
 			return &evalError{node: p.name, err: err}
 		}
-		p.out[i] = d
+		p.copies[i].set(&p.out[i], &d)
 	}
 	return p.next.Process(p.out)
+}
+
+// datumCopy says which fields of a Datum carry a value of some type, so
+// that a hot path copies those alone: a whole Datum holds two slices, and
+// writing pointers while the garbage collector marks costs write
+// barriers.
+type datumCopy uint8
+
+const (
+	copyNumber datumCopy = iota // Null, I, F: BOOLEAN, numbers, temporal types
+	copyBytes                   // Null, B: STRING, BYTES
+	copyAll                     // composites (and the untyped NULL)
+)
+
+func copyFor(t types.Type) datumCopy {
+	switch t.Kind {
+	case types.Boolean, types.Int, types.Bigint, types.Double, types.Decimal, types.Date, types.Time, types.Timestamp:
+		return copyNumber
+	case types.String, types.Bytes:
+		return copyBytes
+	}
+	return copyAll
+}
+
+func (c datumCopy) set(dst, d *types.Datum) {
+	switch c {
+	case copyNumber:
+		dst.Null, dst.I, dst.F = d.Null, d.I, d.F
+	case copyBytes:
+		dst.Null, dst.B = d.Null, d.B
+	default:
+		*dst = *d
+	}
 }
