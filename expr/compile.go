@@ -242,21 +242,60 @@ func compileBinary(b *Binary, sc *scope) (Evaluator, error) {
 			return types.Datum{B: buf}, nil
 		}, nil
 	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
+		if ev := compileColumnCompare(b); ev != nil {
+			return ev, nil
+		}
 		return compileCompare(b.Op, b.L.Type(), b.R.Type(), l, r), nil
 	}
 	return compileArith(b, l, r)
 }
 
+// compileColumnCompare specializes the commonest filter, an integer
+// column against an integer constant (price > 1000): it reads the column
+// in place, with no call for either side. nil when b is not of that form.
+func compileColumnCompare(b *Binary) Evaluator {
+	c, ok := b.L.(*Column)
+	lit, ok2 := b.R.(*Literal)
+	if !ok || !ok2 || lit.V.Null || !intLike(c.T) || !intLike(lit.T) {
+		return nil
+	}
+	i, y, op := c.Index, lit.V.I, b.Op
+	return func(row types.Row) (types.Datum, error) {
+		x := &row[i]
+		if x.Null {
+			return types.NullDatum, nil
+		}
+		var v bool
+		switch op {
+		case OpEQ:
+			v = x.I == y
+		case OpNE:
+			v = x.I != y
+		case OpLT:
+			v = x.I < y
+		case OpLE:
+			v = x.I <= y
+		case OpGT:
+			v = x.I > y
+		default:
+			v = x.I >= y
+		}
+		return types.BoolDatum(v), nil
+	}
+}
+
+// intLike reports whether values of t compare as Datum.I.
+func intLike(t types.Type) bool {
+	switch t.Kind {
+	case types.Int, types.Bigint, types.Boolean, types.Date, types.Time, types.Timestamp:
+		return true
+	}
+	return false
+}
+
 // compileCompare specializes the common comparisons so that they cost a
 // call per operand and nothing more.
 func compileCompare(op Op, lt, rt types.Type, l, r Evaluator) Evaluator {
-	intLike := func(t types.Type) bool {
-		switch t.Kind {
-		case types.Int, types.Bigint, types.Boolean, types.Date, types.Time, types.Timestamp:
-			return true
-		}
-		return false
-	}
 	if intLike(lt) && intLike(rt) {
 		return func(row types.Row) (types.Datum, error) {
 			x, err := l(row)
@@ -384,6 +423,28 @@ func compileArith(b *Binary, l, r Evaluator) (Evaluator, error) {
 		}, nil
 	}
 	narrow := b.T.Kind == types.Int
+	if lit, ok := b.R.(*Literal); ok && !lit.V.Null && intLike(b.L.Type()) && intLike(lit.T) {
+		// x op constant (price * 908): no call for the constant, and a
+		// column operand read in place.
+		y := lit.V
+		if c, ok := b.L.(*Column); ok {
+			i := c.Index
+			return func(row types.Row) (types.Datum, error) {
+				x := &row[i]
+				if x.Null {
+					return types.NullDatum, nil
+				}
+				return intArith(op, x.I, y.I, narrow)
+			}, nil
+		}
+		return func(row types.Row) (types.Datum, error) {
+			x, err := l(row)
+			if err != nil || x.Null {
+				return types.NullDatum, err
+			}
+			return intArith(op, x.I, y.I, narrow)
+		}, nil
+	}
 	return func(row types.Row) (types.Datum, error) {
 		x, err := l(row)
 		if err != nil || x.Null {
@@ -393,38 +454,44 @@ func compileArith(b *Binary, l, r Evaluator) (Evaluator, error) {
 		if err != nil || y.Null {
 			return types.NullDatum, err
 		}
-		var v int64
-		switch op {
-		case OpAdd:
-			v = x.I + y.I
-		case OpSub:
-			v = x.I - y.I
-		case OpMul:
-			v = x.I * y.I
-		case OpDiv:
-			if y.I == 0 {
-				return types.NullDatum, nil
-			}
-			if y.I == -1 { // avoid the MinInt64 / -1 trap; wraps like Java
-				v = -x.I
-			} else {
-				v = x.I / y.I
-			}
-		case OpMod:
-			if y.I == 0 {
-				return types.NullDatum, nil
-			}
-			if y.I == -1 {
-				v = 0
-			} else {
-				v = x.I % y.I
-			}
-		}
-		if narrow {
-			v = int64(int32(v))
-		}
-		return types.IntDatum(v), nil
+		return intArith(op, x.I, y.I, narrow)
 	}, nil
+}
+
+// intArith applies an integer operator as ksqlDB does: division or modulo
+// by zero is NULL, overflow wraps (to 32 bits when narrow).
+func intArith(op Op, x, y int64, narrow bool) (types.Datum, error) {
+	var v int64
+	switch op {
+	case OpAdd:
+		v = x + y
+	case OpSub:
+		v = x - y
+	case OpMul:
+		v = x * y
+	case OpDiv:
+		if y == 0 {
+			return types.NullDatum, nil
+		}
+		if y == -1 { // avoid the MinInt64 / -1 trap; wraps like Java
+			v = -x
+		} else {
+			v = x / y
+		}
+	case OpMod:
+		if y == 0 {
+			return types.NullDatum, nil
+		}
+		if y == -1 {
+			v = 0
+		} else {
+			v = x % y
+		}
+	}
+	if narrow {
+		v = int64(int32(v))
+	}
+	return types.IntDatum(v), nil
 }
 
 func compileIn(n *In, sc *scope) (Evaluator, error) {

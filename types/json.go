@@ -215,16 +215,33 @@ func (c *jsonCodec) object(data []byte, i int, row Row) error {
 		if i >= len(data) || data[i] != '"' {
 			return badRecord("invalid JSON: %v", syntaxErr("expected a field name", i))
 		}
-		kend, kesc, err := scanString(data, i)
-		if err != nil {
-			return badRecord("invalid JSON: %v", err)
+		// The name this position held last time, when it was plain (no
+		// escapes, so no backslash): equal bytes and a closing quote make
+		// it the same name, with no scan or lookup.
+		var idx int
+		var state uint8
+		kend := -1
+		if nth < len(c.shape) {
+			sh := &c.shape[nth]
+			e := i + 1 + len(sh.key)
+			if sh.plain && e < len(data) && data[e] == '"' && string(data[i+1:e]) == string(sh.key) {
+				kend, idx, state = e+1, sh.idx, sh.state
+			}
 		}
-		key := data[i+1 : kend-1]
-		if kesc {
-			if key, err = c.unescape(c.key[:0], data[i:kend]); err != nil {
+		if kend < 0 {
+			var kesc bool
+			var err error
+			if kend, kesc, err = scanString(data, i); err != nil {
 				return badRecord("invalid JSON: %v", err)
 			}
-			c.key = key
+			key := data[i+1 : kend-1]
+			if kesc {
+				if key, err = c.unescape(c.key[:0], data[i:kend]); err != nil {
+					return badRecord("invalid JSON: %v", err)
+				}
+				c.key = key
+			}
+			idx, state = c.lookup(key, nth, !kesc)
 		}
 		i = skipWS(data, kend)
 		if i >= len(data) || data[i] != ':' {
@@ -235,7 +252,7 @@ func (c *jsonCodec) object(data []byte, i int, row Row) error {
 		if err != nil {
 			return badRecord("invalid JSON: %v", err)
 		}
-		if idx, state := c.lookup(key, nth); idx >= 0 && seen[idx] < state {
+		if idx >= 0 && seen[idx] < state {
 			seen[idx] = state
 			n := c.top.fields[idx].node
 			if c.read != nil && !c.read[idx] {
@@ -275,16 +292,12 @@ func (c *jsonCodec) end(data []byte, end int, row Row) error {
 }
 
 // lookup returns the column a top-level field name matches, and how: 2
-// exactly, 1 case-insensitively; nth is the field's position in its
-// object. Records of a topic tend to list the same fields in the same
-// order, so the codec remembers the name it saw at each position and what
-// it matched: one comparison finds the answer again.
-func (c *jsonCodec) lookup(key []byte, nth int) (int, uint8) {
-	if nth < len(c.shape) {
-		if sh := &c.shape[nth]; string(sh.key) == string(key) {
-			return sh.idx, sh.state
-		}
-	}
+// exactly, 1 case-insensitively, and remembers the answer for the name's
+// position nth in its object (plain: the name was written without
+// escapes). Records of a topic tend to list the same fields in the same
+// order, so object finds the answer again by comparing the bytes at that
+// position with the name remembered there.
+func (c *jsonCodec) lookup(key []byte, nth int, plain bool) (int, uint8) {
 	idx, state := -1, uint8(0)
 	for i := range c.top.fields {
 		name := c.top.fields[i].name
@@ -304,7 +317,7 @@ func (c *jsonCodec) lookup(key []byte, nth int) (int, uint8) {
 			c.shape = append(c.shape, shapeField{})
 		}
 		sh := &c.shape[nth]
-		sh.key, sh.idx, sh.state = append(sh.key[:0], key...), idx, state
+		sh.key, sh.idx, sh.state, sh.plain = append(sh.key[:0], key...), idx, state, plain
 	}
 	return idx, state
 }
@@ -317,6 +330,7 @@ type shapeField struct {
 	key   []byte
 	idx   int
 	state uint8
+	plain bool
 }
 
 // unescape appends the contents of the JSON string quoted (quotes

@@ -409,3 +409,30 @@ func TestJSONSyntax(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONFieldOrderChanges checks that the decoder, which remembers the
+// field names it saw at each position, reads records whose fields move,
+// change case, or are written with escapes.
+func TestJSONFieldOrderChanges(t *testing.T) {
+	s := Schema{Columns: []Column{{Name: "A", Type: BigintType}, {Name: "B", Type: StringType}, {Name: "a", Type: BigintType}}}
+	dec, err := NewDecoder(FormatJSON, s, []int{0, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make(Row, 3)
+	for _, c := range []struct{ in, want string }{
+		{`{"A":1,"B":"x","a":2}`, "1 x 2"},
+		{`{"B":"y","A":3}`, "3 y NULL"},
+		{`{"b":"z","\u0041":4,"a":5}`, "4 z 5"},
+		{`{"A":6,"B":"w","a":7}`, "6 w 7"},
+		{`{"a":8,"B":"v"}`, "NULL v 8"}, // a field fills one column: the exact match
+		{`{"AB":9,"B":"u"}`, "NULL u NULL"},
+	} {
+		if err := dec.Decode([]byte(c.in), row); err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if got := Text(row[0], BigintType) + " " + Text(row[1], StringType) + " " + Text(row[2], BigintType); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.in, got, c.want)
+		}
+	}
+}
