@@ -248,7 +248,22 @@ func (c *jsonCodec) object(data []byte, i int, row Row) error {
 			return badRecord("invalid JSON: %v", syntaxErr("expected ':'", i))
 		}
 		i = skipWS(data, i+1)
-		k, vend, vesc, err := scanValue(data, i, 0)
+		// Strings and numbers, the common values, without scanValue's
+		// dispatch.
+		var k jkind
+		var vend int
+		var vesc bool
+		var err error
+		switch {
+		case i < len(data) && data[i] == '"':
+			k = jString
+			vend, vesc, err = scanString(data, i)
+		case i < len(data) && (data[i]-'0' <= 9 || data[i] == '-'):
+			k = jNumber
+			vend, err = scanNumber(data, i)
+		default:
+			k, vend, vesc, err = scanValue(data, i, 0)
+		}
 		if err != nil {
 			return badRecord("invalid JSON: %v", err)
 		}

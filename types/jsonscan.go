@@ -166,6 +166,25 @@ func scanString(b []byte, i int) (end int, esc bool, err error) {
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
+// digitsEnd returns the index of the first byte at or after i that is not
+// an ASCII digit, looking at eight bytes at a time: a byte is a digit when
+// its high nibble is 3 both as it is and plus 6. (A carry out of a
+// non-digit byte only disturbs later bytes, so the lowest flagged byte is
+// the first non-digit.)
+func digitsEnd(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		m := (x&0xF0F0F0F0F0F0F0F0 ^ 0x3030303030303030) | ((x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0 ^ 0x3030303030303030)
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(b) && b[i]-'0' <= 9 {
+		i++
+	}
+	return i
+}
+
 // scanNumber scans a number: -?int(.digits)?([eE][+-]?digits)?
 func scanNumber(b []byte, i int) (int, error) {
 	start := i
@@ -173,19 +192,14 @@ func scanNumber(b []byte, i int) (int, error) {
 		i++
 	}
 	d := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
+	i = digitsEnd(b, i)
 	if i == d || b[d] == '0' && i-d > 1 {
 		return i, syntaxErr("invalid number", start)
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		d = i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = digitsEnd(b, i); i == d {
 			return i, syntaxErr("invalid number", start)
 		}
 	}
@@ -195,10 +209,7 @@ func scanNumber(b []byte, i int) (int, error) {
 			i++
 		}
 		d = i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = digitsEnd(b, i); i == d {
 			return i, syntaxErr("invalid number", start)
 		}
 	}
