@@ -54,7 +54,7 @@ var (
 	jsonOut    = flag.Bool("json", false, "print one JSON object instead of the markdown table")
 	scenario   = flag.String("scenario", "", "run only this scenario (stateless, aggregate)")
 	records    = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
-	repeats    = flag.Int("repeats", 0, "runs of each system per scenario (default 2 with -quick, 3 otherwise)")
+	repeats    = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
 	memory     = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the measured runs to this file")
 	memprofile = flag.String("memprofile", "", "write a heap profile (allocations of the whole run) to this file")
@@ -65,7 +65,7 @@ var scenarios = []string{"stateless", "aggregate"}
 
 func main() {
 	flag.Parse()
-	n, reps := 5_000_000, 3
+	n, reps := 5_000_000, 5
 	if *quick {
 		n, reps = 300_000, 3
 	}
@@ -322,9 +322,9 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 			return ""
 		}
 		for _, g := range gs.Groups() {
-			// CTAS also starts <id>_MATERIALIZE, which reads the output
-			// topic into the table's pull-query store; wait for the
-			// query that reads the input.
+			// The query that reads the input (a CTAS that does not
+			// aggregate would also start <id>_MATERIALIZE, which reads
+			// its output).
 			if strings.HasPrefix(g, svc+"_query_") && !strings.HasSuffix(g, "_MATERIALIZE") {
 				group = g
 			}
