@@ -60,6 +60,11 @@ func buildChainWith(procs []physical.Processor, last Operator, stateful func(phy
 				}
 				op.exprs = append(op.exprs, ev)
 				op.copies = append(op.copies, copyFor(e.Type()))
+				col := -1
+				if c, ok := e.(*expr.Column); ok {
+					col = c.Index
+				}
+				op.cols = append(op.cols, col)
 			}
 			next = op
 		case *physical.FlatMap:

@@ -12,6 +12,7 @@ type projectOp struct {
 	name   string
 	exprs  []expr.Evaluator
 	copies []datumCopy // per output column: which fields carry its value
+	cols   []int       // per output column: the input column it is, or -1
 	out    types.Row
 	next   Operator
 }
@@ -30,6 +31,10 @@ func (p *projectOp) Delete(row types.Row) error {
 
 func (p *projectOp) Process(row types.Row) error {
 	for i, ev := range p.exprs {
+		if c := p.cols[i]; c >= 0 {
+			p.copies[i].set(&p.out[i], &row[c]) // a column as it is: no call
+			continue
+		}
 		d, err := ev(row)
 		if err != nil {
 			return &evalError{node: p.name, err: err}
