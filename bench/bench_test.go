@@ -59,7 +59,7 @@ func TestScenariosRun(t *testing.T) {
 		if s["name"] != scenarios[i] || s["records"] != float64(20_000) {
 			t.Errorf("-json scenario %d: %v", i, s)
 		}
-		for _, k := range []string{"sqlstreams_rps", "handwritten_rps", "ratio", "sqlstreams_cpu_s_per_m", "handwritten_cpu_s_per_m", "sqlstreams_peak_rss_mb"} {
+		for _, k := range []string{"sqlstreams_rps", "handwritten_rps", "ratio", "median_ratio", "sqlstreams_cpu_s_per_m", "handwritten_cpu_s_per_m", "sqlstreams_peak_rss_mb"} {
 			if v, ok := s[k].(float64); !ok || v <= 0 {
 				t.Errorf("-json scenario %s: %s = %v", s["name"], k, s[k])
 			}
