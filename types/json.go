@@ -274,7 +274,15 @@ func (c *jsonCodec) object(data []byte, i int, row Row) error {
 				if !kindFits(n.t, k) {
 					return jsonBad(inField(fmt.Errorf("want %s, got %s", n.t, k), c.names[idx]))
 				}
-			} else if err := c.raw(&row[c.cols[idx]], n, idx, k, data[i:vend], vesc); err != nil {
+			} else if d := &row[c.cols[idx]]; k == jString && !vesc && n.t.Kind == String {
+				d.Null, d.B = false, data[i+1:vend-1] // the commonest reads: no dispatch
+			} else if k == jNumber && n.t.Kind == Bigint {
+				x, err := parseInteger(data[i:vend], Bigint)
+				if err != nil {
+					return jsonBad(inField(err, c.names[idx]))
+				}
+				d.Null, d.I = false, x
+			} else if err := c.raw(d, n, idx, k, data[i:vend], vesc); err != nil {
 				return jsonBad(inField(err, c.names[idx]))
 			}
 		}
@@ -756,7 +764,17 @@ const hexDigits = "0123456789abcdef"
 
 // AppendJSONString appends s as a quoted, escaped JSON string. Invalid
 // UTF-8 is replaced with U+FFFD.
-func AppendJSONString(dst, s []byte) []byte { return appendJSONString(dst, s) }
+func AppendJSONString(dst, s []byte) []byte {
+	// Most strings are printable ASCII with nothing to escape: one copy.
+	for _, c := range s {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return appendJSONString(dst, s)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
 
 func appendJSONString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
