@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
 )
 
@@ -74,33 +73,8 @@ func BenchmarkAggregate(b *testing.B) {
 // changelog record, output row) over 100 groups, the store being RocksDB
 // behind the transaction's overlay, committed every 10,000 records.
 func BenchmarkAggregateUpdate(b *testing.B) {
-	topo := aggTopology(b, "app", "AUCTION")
-	st := topo.SubTopologies[0]
-	res := state.NewRocksResources(8<<20, 8<<20)
-	defer res.Close()
-	store, err := openTaskStore(b.TempDir(), "changelog", 0, res)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.close()
-	var ts time.Time
-	out := &outbox{send: func(r *kgo.Record) { r.Offset = 1 }}
-	sink, err := newSink(st.Sink, out, &ts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var agg *aggregateOp
-	head, err := buildChainWith(st.Processors, sink, func(p physical.Processor, next Operator) (Operator, error) {
-		agg, err = newAggregate(p.(*physical.Aggregate), store, out, &ts, next)
-		return agg, err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	src, err := newSource(st.Source, &ts, head)
-	if err != nil {
-		b.Fatal(err)
-	}
+	task := newAggTask(b, func(r *kgo.Record) { r.Offset = 1 })
+	src, agg, store, out := task.src, task.agg, task.store, task.out
 	recs := make([]*kgo.Record, 100)
 	for i := range recs {
 		recs[i] = &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, uint64(i)), Value: []byte(`{"bidder":7,"price":3}`)}

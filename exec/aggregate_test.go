@@ -202,35 +202,48 @@ func TestAggregateExactlyOnceUnderFaults(t *testing.T) {
 // to a group reach the store and the changelog once, with the group's
 // latest state, while every change still emits a row; and that an abort
 // forgets them.
-func TestAggregateWritesGroupsAtCommit(t *testing.T) {
-	topo := aggTopology(t, "app", "AUCTION")
-	st := topo.SubTopologies[0]
+// aggTask is one task of aggTopology without a broker: its chain, its
+// aggregate, its store (RocksDB behind the overlay) and its outbox, whose
+// flushed records go to send.
+type aggTask struct {
+	src   *sourceOp
+	agg   *aggregateOp
+	store *taskStore
+	out   *outbox
+}
+
+func newAggTask(t testing.TB, send func(*kgo.Record)) *aggTask {
+	st := aggTopology(t, "app", "AUCTION").SubTopologies[0]
 	res := state.NewRocksResources(8<<20, 8<<20)
-	defer res.Close()
+	t.Cleanup(func() { res.Close() })
 	store, err := openTaskStore(t.TempDir(), "changelog", 0, res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.close()
-	var ts time.Time
-	var sent []*kgo.Record
-	out := &outbox{send: func(r *kgo.Record) { c := *r; sent = append(sent, &c) }}
-	sink, err := newSink(st.Sink, out, &ts)
+	t.Cleanup(func() { store.close() })
+	ts := new(time.Time)
+	task := &aggTask{store: store, out: &outbox{send: send}}
+	sink, err := newSink(st.Sink, task.out, ts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var agg *aggregateOp
 	head, err := buildChainWith(st.Processors, sink, func(p physical.Processor, next Operator) (Operator, error) {
-		agg, err = newAggregate(p.(*physical.Aggregate), store, out, &ts, next)
-		return agg, err
+		task.agg, err = newAggregate(p.(*physical.Aggregate), store, task.out, ts, next)
+		return task.agg, err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := newSource(st.Source, &ts, head)
-	if err != nil {
+	if task.src, err = newSource(st.Source, ts, head); err != nil {
 		t.Fatal(err)
 	}
+	return task
+}
+
+func TestAggregateWritesGroupsAtCommit(t *testing.T) {
+	var sent []*kgo.Record
+	task := newAggTask(t, func(r *kgo.Record) { c := *r; sent = append(sent, &c) })
+	src, agg, store, out := task.src, task.agg, task.store, task.out
 	feed := func(keys ...uint64) {
 		t.Helper()
 		for i, k := range keys {
