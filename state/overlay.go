@@ -39,10 +39,10 @@ var (
 // by Get stay valid after the transaction ends.
 //
 // The overlay also keeps a cache of committed values that Get read from
-// the base or Commit wrote to it (up to CacheEntries keys, evicted at
-// random), so that hot keys cost a map lookup instead of a call into
-// RocksDB. Only the overlay writes to the base while it is open, so the
-// cache stays exact.
+// the base or Commit wrote to it (up to CacheEntries keys and CacheBytes
+// bytes, evicted at random), so that hot keys cost a map lookup instead of
+// a call into RocksDB. Only the overlay writes to the base while it is
+// open, so the cache stays exact.
 type Overlay struct {
 	base Store
 
@@ -50,8 +50,9 @@ type Overlay struct {
 	list   *skiplist // pending writes; deletes are tombstones
 	closed bool
 
-	cache    map[string]*cached
-	cacheMax int
+	cache      map[string]*cached
+	cacheMax   int // entries
+	cacheBytes int // held, as counted by cacheSize
 
 	batch Batch // reused by Commit; writer only
 }
@@ -62,8 +63,17 @@ type cached struct {
 	absent bool
 }
 
-// CacheEntries is how many committed keys an overlay caches by default.
-const CacheEntries = 50_000
+const (
+	// CacheEntries is how many committed keys an overlay caches by
+	// default; CacheBytes bounds their keys and values (with a fixed
+	// overhead per entry), so that large values cannot blow it up.
+	CacheEntries = 50_000
+	CacheBytes   = 8 << 20
+)
+
+// cacheSize is what an entry counts against CacheBytes: its key, its
+// value and the map slot, struct and slice headers around them.
+func cacheSize(key, value int) int { return key + value + 64 }
 
 // NewOverlay returns an empty overlay over base. The overlay owns base from
 // then on: Close closes it.
@@ -77,10 +87,17 @@ func (o *Overlay) SetCacheEntries(n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.cacheMax = n
-	for k := range o.cache {
-		if len(o.cache) <= n {
-			break
+	o.evict(0)
+}
+
+// evict drops entries at random (map order is random enough) until one of
+// need bytes fits in the cache's bounds.
+func (o *Overlay) evict(need int) {
+	for k, c := range o.cache {
+		if len(o.cache) < o.cacheMax && o.cacheBytes+need <= CacheBytes {
+			return
 		}
+		o.cacheBytes -= cacheSize(len(k), len(c.value))
 		delete(o.cache, k)
 	}
 }
@@ -91,20 +108,21 @@ func (o *Overlay) SetCacheEntries(n int) {
 func (o *Overlay) remember(key, value []byte, absent bool) {
 	if c := o.cache[string(key)]; c != nil {
 		// A fresh copy: readers may still hold the old value.
+		o.cacheBytes += len(value) - len(c.value)
 		c.value = append([]byte(nil), value...)
 		c.absent = absent
-		return
-	}
-	if o.cacheMax <= 0 {
-		return
-	}
-	for k := range o.cache {
-		if len(o.cache) < o.cacheMax {
-			break
+		if o.cacheBytes > CacheBytes {
+			o.evict(0)
 		}
-		delete(o.cache, k) // map order is random enough for eviction
+		return
 	}
+	size := cacheSize(len(key), len(value))
+	if o.cacheMax <= 0 || size > CacheBytes/16 {
+		return
+	}
+	o.evict(size)
 	o.cache[string(key)] = &cached{value: append([]byte(nil), value...), absent: absent}
+	o.cacheBytes += size
 }
 
 // Base returns the store under the overlay, which holds committed state
@@ -305,7 +323,7 @@ func (o *Overlay) Close() error {
 	}
 	o.closed = true
 	o.list = nil
-	o.cache = nil
+	o.cache, o.cacheBytes = nil, 0
 	o.mu.Unlock()
 	return o.base.Close()
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -267,4 +268,37 @@ func testOverlayRandomModel(t *testing.T, cacheEntries int) {
 			}
 		}
 	})
+}
+
+// TestOverlayCacheBounds checks that the cache of committed values stays
+// within CacheBytes however large the values, and still answers right.
+func TestOverlayCacheBounds(t *testing.T) {
+	o := NewOverlay(NewMemory())
+	defer o.Close()
+	big := bytes.Repeat([]byte{'v'}, 64<<10)
+	for i := range 1000 {
+		if err := o.Put([]byte(fmt.Sprint("k", i)), big); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 9 {
+			if err := o.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if o.cacheBytes > CacheBytes || len(o.cache) > CacheBytes/len(big) {
+		t.Errorf("cache holds %d entries, %d bytes; bound %d bytes", len(o.cache), o.cacheBytes, CacheBytes)
+	}
+	sum := 0
+	for k, c := range o.cache {
+		sum += cacheSize(len(k), len(c.value))
+	}
+	if sum != o.cacheBytes {
+		t.Errorf("cache counts %d bytes, holds %d", o.cacheBytes, sum)
+	}
+	for _, k := range []string{"k0", "k500", "k999"} {
+		if v, err := o.Get([]byte(k)); err != nil || !bytes.Equal(v, big) {
+			t.Errorf("Get(%s) = %d bytes, %v", k, len(v), err)
+		}
+	}
 }
