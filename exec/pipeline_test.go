@@ -126,3 +126,55 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 	}
 }
+
+// TestSteadyStateAllocations holds the per-record paths to zero heap
+// allocations once warm: a stateless chain (decoding only the columns it
+// reads, filter, projection, encoding, queuing for the producer) and an
+// aggregate's update of groups the transaction has already changed.
+func TestSteadyStateAllocations(t *testing.T) {
+	var produced []*kgo.Record
+	topo := bidTopology(t)
+	read := make([]bool, bidSchema.Len())
+	read[1], read[2], read[3] = true, true, true
+	topo.SubTopologies[0].Source.Read = read
+	task, out := newTestTask(t, topo, &produced)
+	rec := &kgo.Record{Key: bidKey, Value: []byte(`{"auction":1001,"bidder":2001,"price":987654,"channel":"channel-5901","url":"https://www.nexmark.com/auction/bid?id=1001","dateTime":1700000000123,"extra":"xyz"}`)}
+	step := func() {
+		if err := task.process(rec); err != nil {
+			t.Fatal(err)
+		}
+		out.flush()
+		if len(produced) == 512 {
+			produced = produced[:0]
+			out.reset()
+		}
+	}
+	for range 1024 {
+		step()
+	}
+	if n := testing.AllocsPerRun(1000, step); n != 0 {
+		t.Errorf("stateless chain: %.2f allocations per record", n)
+	}
+
+	agg := newAggTask(t, func(*kgo.Record) {})
+	recs := make([]*kgo.Record, 16)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: []byte{0, 0, 0, 0, 0, 0, 0, byte(i)}, Value: []byte(`{"bidder":7,"price":3}`)}
+	}
+	i := 0
+	update := func() {
+		if err := agg.src.process(recs[i%len(recs)]); err != nil {
+			t.Fatal(err)
+		}
+		agg.out.flush()
+		if i++; i%512 == 0 {
+			agg.out.reset()
+		}
+	}
+	for range 1024 {
+		update()
+	}
+	if n := testing.AllocsPerRun(1000, update); n != 0 {
+		t.Errorf("aggregate update: %.2f allocations per record", n)
+	}
+}
