@@ -47,6 +47,8 @@ type result struct {
 type run struct {
 	wall, cpu time.Duration
 	rssMB     float64
+	gcs       uint32 // GC cycles during the run (the whole process)
+	allocMB   float64
 	out       output // with -verify
 }
 
@@ -57,8 +59,8 @@ var (
 	records    = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
 	repeats    = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
 	memory     = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
-	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the measured runs to this file")
-	memprofile = flag.String("memprofile", "", "write a heap profile (allocations of the whole run) to this file")
+	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of each measured run to PREFIX.<scenario>.<system>.<run>")
+	memprofile = flag.String("memprofile", "", "write a heap profile at the end of each measured run to PREFIX.<scenario>.<system>.<run>")
 	verbose    = flag.Bool("v", false, "log progress and engine warnings to stderr")
 )
 
@@ -88,34 +90,13 @@ func main() {
 		}
 		todo = []string{*scenario}
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fatal(err)
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
-	}
 	var results []result
 	for _, sc := range todo {
 		r, err := runScenario(sc, n, reps)
 		if err != nil {
-			pprof.StopCPUProfile()
 			fatal(fmt.Errorf("%s: %w", sc, err))
 		}
 		results = append(results, r)
-	}
-	if *memprofile != "" {
-		f, err := os.Create(*memprofile)
-		if err != nil {
-			fatal(err)
-		}
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-			fatal(err)
-		}
-		f.Close()
 	}
 	if err := report(os.Stdout, results, *jsonOut); err != nil {
 		fatal(err)
@@ -199,13 +180,13 @@ func runScenario(sc string, n, reps int) (result, error) {
 		if err != nil {
 			return res, fmt.Errorf("sqlstreams run %d: %w", i, err)
 		}
-		logf("%s sqlstreams #%d: %v, %.0f rec/s", sc, i, r.wall, float64(n)/r.wall.Seconds())
+		logf("%s sqlstreams #%d: %v, %.0f rec/s, %d GCs, %.0f MB allocated", sc, i, r.wall, float64(n)/r.wall.Seconds(), r.gcs, r.allocMB)
 		sqlRuns = append(sqlRuns, r)
 		r, err = runHandwritten(ctx, admin, brokers, sc, id, input, median, ends)
 		if err != nil {
 			return res, fmt.Errorf("handwritten run %d: %w", i, err)
 		}
-		logf("%s handwritten #%d: %v, %.0f rec/s", sc, i, r.wall, float64(n)/r.wall.Seconds())
+		logf("%s handwritten #%d: %v, %.0f rec/s, %d GCs, %.0f MB allocated", sc, i, r.wall, float64(n)/r.wall.Seconds(), r.gcs, r.allocMB)
 		handRuns = append(handRuns, r)
 	}
 	if *verify {
@@ -247,9 +228,25 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 // measure runs start, waits until group has committed the input's end
 // offsets, then stops. Wall time and CPU cover start to fully committed.
-func measure(ctx context.Context, admin *kadm.Client, groupOf func() string, ends kadm.ListedOffsets, start func() (stop func(), err error)) (run, error) {
+// With -cpuprofile, the run's CPU profile (the whole process: the
+// broker and the GC too, but only this system's run) goes to a file named
+// with profile; with -memprofile, the heap profile at its end.
+func measure(ctx context.Context, admin *kadm.Client, profile string, groupOf func() string, ends kadm.ListedOffsets, start func() (stop func(), err error)) (run, error) {
 	runtime.GC()
 	resetPeakRSS()
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile + "." + profile)
+		if err != nil {
+			return run{}, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return run{}, err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	cpu0 := cpuTime()
 	t0 := time.Now()
 	stop, err := start()
@@ -274,7 +271,30 @@ func measure(ctx context.Context, admin *kadm.Client, groupOf func() string, end
 		time.Sleep(20 * time.Millisecond)
 	}
 	r := run{wall: time.Since(t0), cpu: cpuTime() - cpu0, rssMB: peakRSSMB()}
+	if *memprofile != "" {
+		if err := writeHeapProfile(*memprofile + "." + profile); err != nil {
+			return r, err
+		}
+	}
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+	r.gcs, r.allocMB = m1.NumGC-m0.NumGC, float64(m1.TotalAlloc-m0.TotalAlloc)/(1<<20)
 	return r, nil
+}
+
+// writeHeapProfile writes the heap profile: what was live at the last GC
+// (inuse_*) and what the process allocated since it started (alloc_*;
+// compare two with pprof -diff_base).
+func writeHeapProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func committedAll(ctx context.Context, admin *kadm.Client, group string, ends kadm.ListedOffsets) (bool, error) {
@@ -345,7 +365,7 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 		}
 		return group
 	}
-	r, err := measure(ctx, admin, groupOf, ends, func() (func(), error) {
+	r, err := measure(ctx, admin, sc+".sqlstreams."+strings.TrimPrefix(id, sc+"_r"), groupOf, ends, func() (func(), error) {
 		return func() {}, exec(stmt)
 	})
 	if err != nil {
@@ -383,7 +403,7 @@ func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, s
 			return run{}, err
 		}
 	}
-	r, err := measure(ctx, admin, func() string { return cfg.group }, ends, func() (func(), error) {
+	r, err := measure(ctx, admin, sc+".handwritten."+strings.TrimPrefix(id, sc+"_r"), func() string { return cfg.group }, ends, func() (func(), error) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- runHand(rctx, cfg, proc) }()
