@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -65,4 +66,14 @@ func TestScenariosRun(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMain makes the test binary serve as the benchmark's broker process
+// when it is started as one.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(brokerEnv); spec != "" {
+		serveBroker(spec)
+		return
+	}
+	os.Exit(m.Run())
 }

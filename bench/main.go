@@ -22,7 +22,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -49,24 +48,30 @@ type run struct {
 	rssMB     float64
 	gcs       uint32 // GC cycles during the run (the whole process)
 	allocMB   float64
-	out       output // with -verify
+	brokerCPU time.Duration // the broker process's
+	out       output        // with -verify
 }
 
 var (
-	quick      = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
-	jsonOut    = flag.Bool("json", false, "print one JSON object instead of the markdown table")
-	scenario   = flag.String("scenario", "", "run only this scenario (stateless, aggregate)")
-	records    = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
-	repeats    = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
-	memory     = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
-	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of each measured run to PREFIX.<scenario>.<system>.<run>")
-	memprofile = flag.String("memprofile", "", "write a heap profile at the end of each measured run to PREFIX.<scenario>.<system>.<run>")
-	verbose    = flag.Bool("v", false, "log progress and engine warnings to stderr")
+	quick           = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
+	jsonOut         = flag.Bool("json", false, "print one JSON object instead of the markdown table")
+	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate)")
+	records         = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
+	repeats         = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
+	memory          = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
+	brokerInProcess = flag.Bool("broker-in-process", false, "run the broker in this process, beside the system under test (default: a child process)")
+	cpuprofile      = flag.String("cpuprofile", "", "write a CPU profile of each measured run to PREFIX.<scenario>.<system>.<run>")
+	memprofile      = flag.String("memprofile", "", "write a heap profile at the end of each measured run to PREFIX.<scenario>.<system>.<run>")
+	verbose         = flag.Bool("v", false, "log progress and engine warnings to stderr")
 )
 
 var scenarios = []string{"stateless", "aggregate"}
 
 func main() {
+	if spec := os.Getenv(brokerEnv); spec != "" {
+		serveBroker(spec)
+		return
+	}
 	flag.Parse()
 	n, reps := 5_000_000, 5
 	if *quick {
@@ -147,12 +152,14 @@ func runScenario(sc string, n, reps int) (result, error) {
 		defer os.RemoveAll(d)
 		dataDir = d
 	}
-	b, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", DataDir: dataDir})
+	b, err := startBroker(ctx, dataDir)
 	if err != nil {
 		return result{}, err
 	}
 	defer b.Close()
-	brokers := []string{b.Addr()}
+	theBroker = b
+	defer func() { theBroker = nil }()
+	brokers := []string{b.addr}
 	input := "bids_" + sc
 	began := time.Now()
 	median, err := preload(ctx, brokers, input, n)
@@ -180,13 +187,13 @@ func runScenario(sc string, n, reps int) (result, error) {
 		if err != nil {
 			return res, fmt.Errorf("sqlstreams run %d: %w", i, err)
 		}
-		logf("%s sqlstreams #%d: %v, %.0f rec/s, %d GCs, %.0f MB allocated", sc, i, r.wall, float64(n)/r.wall.Seconds(), r.gcs, r.allocMB)
+		logf("%s sqlstreams #%d: %v, %.0f rec/s, %.2f CPU s (broker %.2f), %d GCs, %.0f MB allocated", sc, i, r.wall, float64(n)/r.wall.Seconds(), r.cpu.Seconds(), r.brokerCPU.Seconds(), r.gcs, r.allocMB)
 		sqlRuns = append(sqlRuns, r)
 		r, err = runHandwritten(ctx, admin, brokers, sc, id, input, median, ends)
 		if err != nil {
 			return res, fmt.Errorf("handwritten run %d: %w", i, err)
 		}
-		logf("%s handwritten #%d: %v, %.0f rec/s, %d GCs, %.0f MB allocated", sc, i, r.wall, float64(n)/r.wall.Seconds(), r.gcs, r.allocMB)
+		logf("%s handwritten #%d: %v, %.0f rec/s, %.2f CPU s (broker %.2f), %d GCs, %.0f MB allocated", sc, i, r.wall, float64(n)/r.wall.Seconds(), r.cpu.Seconds(), r.brokerCPU.Seconds(), r.gcs, r.allocMB)
 		handRuns = append(handRuns, r)
 	}
 	if *verify {
@@ -223,6 +230,9 @@ func medianOf(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// theBroker is the running scenario's broker.
+var theBroker *benchBroker
+
 func round(f float64) float64  { return float64(int64(f + 0.5)) }
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
@@ -247,7 +257,7 @@ func measure(ctx context.Context, admin *kadm.Client, profile string, groupOf fu
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	cpu0 := cpuTime()
+	cpu0, bcpu0 := cpuTime(), theBroker.cpu()
 	t0 := time.Now()
 	stop, err := start()
 	if err != nil {
@@ -270,7 +280,7 @@ func measure(ctx context.Context, admin *kadm.Client, profile string, groupOf fu
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r := run{wall: time.Since(t0), cpu: cpuTime() - cpu0, rssMB: peakRSSMB()}
+	r := run{wall: time.Since(t0), cpu: cpuTime() - cpu0, rssMB: peakRSSMB(), brokerCPU: theBroker.cpu() - bcpu0}
 	if *memprofile != "" {
 		if err := writeHeapProfile(*memprofile + "." + profile); err != nil {
 			return r, err
