@@ -296,6 +296,7 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		kgo.TransactionTimeout(60*time.Second),
 		kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, def: kgo.StickyKeyPartitioner(nil)}),
+		kgo.WithPools(&recordPool{}),
 		kgo.OnPartitionsAssigned(note(&assigned)),
 		kgo.OnPartitionsRevoked(note(&revoked)),
 		kgo.OnPartitionsLost(note(&revoked)),
@@ -586,6 +587,9 @@ func (q *Query) thread(ctx context.Context, n int) error {
 					if err := t.process(r); err != nil {
 						q.badRecord(r, err)
 					}
+					// Nothing keeps the record itself: rows copy what
+					// they keep, or point into the fetch response.
+					r.Recycle()
 				}
 			})
 			if taskErr != nil {
