@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +51,35 @@ func (b *batch) add(topic string, p int32, key []byte, val []byte) {
 
 func (b *batch) reset() { b.recs, b.arena = b.recs[:0], b.arena[:0] }
 
+// recordSlices lends the client the slices it decodes fetched records
+// into, by power-of-two capacity; they come back when every record of one
+// has been recycled.
+type recordSlices struct {
+	mu   sync.Mutex
+	free [40][][]kgo.Record
+}
+
+func (p *recordSlices) GetRecords(n int) []kgo.Record {
+	c := bits.Len(uint(n)) // 1<<c > n
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l := len(p.free[c]); l > 0 {
+		s := p.free[c][l-1]
+		p.free[c] = p.free[c][:l-1]
+		return s[:0]
+	}
+	return make([]kgo.Record, 0, 1<<c)
+}
+
+func (p *recordSlices) PutRecords(s []kgo.Record) {
+	c := bits.Len(uint(cap(s))) - 1
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c >= 0 && len(p.free[c]) < 16 {
+		p.free[c] = append(p.free[c], s[:0])
+	}
+}
+
 // runHand runs the pipeline until ctx is cancelled, then commits what is open.
 func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 	sess, err := kgo.NewGroupTransactSession(
@@ -64,6 +95,7 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 		kgo.TransactionTimeout(60*time.Second),
 		kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.WithPools(&recordSlices{}),
 	)
 	if err != nil {
 		return err
@@ -129,6 +161,7 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 				if perr == nil {
 					perr = proc.process(r, b)
 				}
+				r.Recycle() // output keeps r.Key's bytes, not r
 			})
 			if perr != nil {
 				return perr

@@ -125,7 +125,11 @@ func report(w io.Writer, results []result, asJSON bool) error {
 	if !results[0].RSSResettable {
 		fmt.Fprintln(w, "peak RSS: VmHWM could not be reset between runs, so it is process-wide and monotone (includes the broker and earlier runs).")
 	} else {
-		fmt.Fprintln(w, "peak RSS: VmHWM reset before each run (/proc/self/clear_refs); still process-wide: it includes the in-process broker holding the input.")
+		where := "the system's process (the broker runs in a child process; its CPU is not counted either)"
+		if *brokerInProcess {
+			where = "still process-wide: it includes the in-process broker holding the input"
+		}
+		fmt.Fprintf(w, "peak RSS: VmHWM reset before each run (/proc/self/clear_refs); %s.\n", where)
 	}
 	return nil
 }
