@@ -422,27 +422,25 @@ func compileArith(b *Binary, l, r Evaluator) (Evaluator, error) {
 			return types.IntDatum(v), nil
 		}, nil
 	}
+	if f, ok := compileIntTree(b); ok {
+		return func(row types.Row) (types.Datum, error) {
+			v, null := f(row)
+			if null {
+				return types.NullDatum, nil
+			}
+			return types.IntDatum(v), nil
+		}, nil
+	}
 	narrow := b.T.Kind == types.Int
-	if lit, ok := b.R.(*Literal); ok && !lit.V.Null && intLike(b.L.Type()) && intLike(lit.T) {
-		// x op constant (price * 908): no call for the constant, and a
-		// column operand read in place.
-		y := lit.V
-		if c, ok := b.L.(*Column); ok {
-			i := c.Index
-			return func(row types.Row) (types.Datum, error) {
-				x := &row[i]
-				if x.Null {
-					return types.NullDatum, nil
-				}
-				return intArith(op, x.I, y.I, narrow)
-			}, nil
-		}
+	if lit, ok := b.R.(*Literal); ok && !lit.V.Null && intLike(lit.T) {
+		// f(x) op constant: no call for the constant.
+		y := lit.V.I
 		return func(row types.Row) (types.Datum, error) {
 			x, err := l(row)
 			if err != nil || x.Null {
 				return types.NullDatum, err
 			}
-			return intArith(op, x.I, y.I, narrow)
+			return intArith(op, x.I, y, narrow)
 		}, nil
 	}
 	return func(row types.Row) (types.Datum, error) {
@@ -458,10 +456,96 @@ func compileArith(b *Binary, l, r Evaluator) (Evaluator, error) {
 	}, nil
 }
 
+// intFunc evaluates integer arithmetic: its value, or NULL.
+type intFunc func(row types.Row) (v int64, null bool)
+
+// compileIntTree compiles e when it is integer arithmetic over integer
+// columns and constants alone (price * 908 / 1000): the intermediate
+// results stay int64s in registers rather than Datums returned through
+// memory, and a column or constant operand costs no call. ok is false for
+// anything else.
+func compileIntTree(e Expr) (f intFunc, ok bool) {
+	switch n := e.(type) {
+	case *Column:
+		if !intLike(n.T) {
+			return nil, false
+		}
+		i := n.Index
+		return func(row types.Row) (int64, bool) {
+			d := &row[i]
+			return d.I, d.Null
+		}, true
+	case *Literal:
+		if !intLike(n.T) {
+			return nil, false
+		}
+		v, null := n.V.I, n.V.Null
+		return func(types.Row) (int64, bool) { return v, null }, true
+	case *Binary:
+		switch n.Op {
+		case OpAdd, OpSub, OpMul, OpDiv, OpMod:
+		default:
+			return nil, false
+		}
+		if n.T.Kind != types.Int && n.T.Kind != types.Bigint {
+			return nil, false
+		}
+		op, narrow := n.Op, n.T.Kind == types.Int
+		l, ok := compileIntTree(n.L)
+		if !ok {
+			return nil, false
+		}
+		if lit, ok := n.R.(*Literal); ok && !lit.V.Null && intLike(lit.T) {
+			y := lit.V.I
+			if c, ok := n.L.(*Column); ok {
+				i := c.Index
+				return func(row types.Row) (int64, bool) {
+					x := &row[i]
+					if x.Null {
+						return 0, true
+					}
+					return intOp(op, x.I, y, narrow)
+				}, true
+			}
+			return func(row types.Row) (int64, bool) {
+				x, null := l(row)
+				if null {
+					return 0, true
+				}
+				return intOp(op, x, y, narrow)
+			}, true
+		}
+		r, ok := compileIntTree(n.R)
+		if !ok {
+			return nil, false
+		}
+		return func(row types.Row) (int64, bool) {
+			x, null := l(row)
+			if null {
+				return 0, true
+			}
+			y, null := r(row)
+			if null {
+				return 0, true
+			}
+			return intOp(op, x, y, narrow)
+		}, true
+	}
+	return nil, false
+}
+
 // intArith applies an integer operator as ksqlDB does: division or modulo
 // by zero is NULL, overflow wraps (to 32 bits when narrow).
 func intArith(op Op, x, y int64, narrow bool) (types.Datum, error) {
-	var v int64
+	v, null := intOp(op, x, y, narrow)
+	if null {
+		return types.NullDatum, nil
+	}
+	return types.IntDatum(v), nil
+}
+
+// intOp is intArith on plain values; null reports a division by zero.
+func intOp(op Op, x, y int64, narrow bool) (v int64, null bool) {
 	switch op {
 	case OpAdd:
 		v = x + y
@@ -471,7 +555,7 @@ func intArith(op Op, x, y int64, narrow bool) (types.Datum, error) {
 		v = x * y
 	case OpDiv:
 		if y == 0 {
-			return types.NullDatum, nil
+			return 0, true
 		}
 		if y == -1 { // avoid the MinInt64 / -1 trap; wraps like Java
 			v = -x
@@ -480,7 +564,7 @@ func intArith(op Op, x, y int64, narrow bool) (types.Datum, error) {
 		}
 	case OpMod:
 		if y == 0 {
-			return types.NullDatum, nil
+			return 0, true
 		}
 		if y == -1 {
 			v = 0
@@ -491,7 +575,7 @@ func intArith(op Op, x, y int64, narrow bool) (types.Datum, error) {
 	if narrow {
 		v = int64(int32(v))
 	}
-	return types.IntDatum(v), nil
+	return v, false
 }
 
 func compileIn(n *In, sc *scope) (Evaluator, error) {

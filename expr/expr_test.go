@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/types"
@@ -170,4 +172,97 @@ func mustBin(op Op, l, r Expr) Expr {
 		panic(err)
 	}
 	return e
+}
+
+// TestIntegerArithmeticTrees checks the compiled integer arithmetic (kept
+// in int64s down the tree) against a plain interpretation of random
+// expressions over INT and BIGINT columns, NULLs, extremes and constants:
+// NULL propagation, division and modulo by zero, INT wrapping at every
+// INT node.
+func TestIntegerArithmeticTrees(t *testing.T) {
+	icols := []*Column{
+		{Index: 0, Name: "A", T: types.IntType},
+		{Index: 1, Name: "B", T: types.BigintType},
+		{Index: 2, Name: "C", T: types.IntType},
+		{Index: 3, Name: "D", T: types.BigintType},
+	}
+	rows := []types.Row{
+		{types.IntDatum(7), types.IntDatum(1 << 40), types.IntDatum(-3), types.IntDatum(0)},
+		{types.IntDatum(math.MaxInt32), types.IntDatum(math.MinInt64), types.IntDatum(-1), types.IntDatum(-1)},
+		{types.NullDatum, types.IntDatum(5), types.IntDatum(2), types.NullDatum},
+		{types.IntDatum(math.MinInt32), types.IntDatum(math.MaxInt64), types.IntDatum(0), types.IntDatum(3)},
+	}
+	consts := []int64{0, 1, -1, 2, 908, 1000, math.MaxInt32}
+	ops := []Op{OpAdd, OpSub, OpMul, OpDiv, OpMod}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var gen func(depth int) Expr
+	gen = func(depth int) Expr {
+		if depth == 0 || rng.IntN(3) == 0 {
+			if rng.IntN(2) == 0 {
+				return icols[rng.IntN(len(icols))]
+			}
+			return IntLiteral(consts[rng.IntN(len(consts))])
+		}
+		return bin(t, ops[rng.IntN(len(ops))], gen(depth-1), gen(depth-1))
+	}
+	var interp func(e Expr, row types.Row) (int64, bool)
+	interp = func(e Expr, row types.Row) (int64, bool) {
+		switch n := e.(type) {
+		case *Column:
+			return row[n.Index].I, row[n.Index].Null
+		case *Literal:
+			return n.V.I, n.V.Null
+		case *Binary:
+			x, xn := interp(n.L, row)
+			y, yn := interp(n.R, row)
+			if xn || yn {
+				return 0, true
+			}
+			var v int64
+			switch n.Op {
+			case OpAdd:
+				v = x + y
+			case OpSub:
+				v = x - y
+			case OpMul:
+				v = x * y
+			case OpDiv, OpMod:
+				switch {
+				case y == 0:
+					return 0, true
+				case y == -1 && n.Op == OpDiv:
+					v = -x
+				case y == -1:
+					v = 0
+				case n.Op == OpDiv:
+					v = x / y
+				default:
+					v = x % y
+				}
+			}
+			if n.T.Kind == types.Int {
+				v = int64(int32(v))
+			}
+			return v, false
+		}
+		t.Fatalf("unexpected node %T", e)
+		return 0, false
+	}
+	for i := 0; i < 2000; i++ {
+		e := gen(4)
+		ev, err := Compile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range rows {
+			d, err := ev(row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, null := interp(e, row)
+			if d.Null != null || (!null && d.I != v) {
+				t.Fatalf("%s on %v = %s, want %d (null %v)", e, row, types.Text(d, e.Type()), v, null)
+			}
+		}
+	}
 }
