@@ -47,7 +47,7 @@ func BenchmarkAggregate(b *testing.B) {
 				}
 			}
 			cl.Close()
-			res := state.NewRocksResources(64<<20, 64<<20)
+			res := state.NewRocksResources(64<<20, 64<<20, 0)
 			defer res.Close()
 			for i := 0; i < b.N; i++ {
 				var before, after runtime.MemStats

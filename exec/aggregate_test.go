@@ -214,7 +214,7 @@ type aggTask struct {
 
 func newAggTask(t testing.TB, send func(*kgo.Record)) *aggTask {
 	st := aggTopology(t, "app", "AUCTION").SubTopologies[0]
-	res := state.NewRocksResources(8<<20, 8<<20)
+	res := state.NewRocksResources(8<<20, 8<<20, 0)
 	t.Cleanup(func() { res.Close() })
 	store, err := openTaskStore(t.TempDir(), "changelog", 0, res)
 	if err != nil {
@@ -301,4 +301,38 @@ func TestAggregateWritesGroupsAtCommit(t *testing.T) {
 	if want := `{"N":4,"TOTAL":40}`; len(sent) != 1 || string(sent[0].Value) != want {
 		t.Errorf("after the abort: %d records, first %s; want %s", len(sent), sent[0].Value, want)
 	}
+}
+
+// TestTaskStoresShareValueCache checks that a server's task stores split
+// its value-cache budget: each open store's overlay takes a share, and
+// closing or wiping a store gives its share back.
+func TestTaskStoresShareValueCache(t *testing.T) {
+	res := state.NewRocksResources(8<<20, 8<<20, 3<<20)
+	defer res.Close()
+	var stores []*taskStore
+	for p := range 3 {
+		s, err := openTaskStore(t.TempDir(), "changelog", int32(p), res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	if got := res.ValueCache().Share(); got != 1<<20 {
+		t.Fatalf("share with 3 stores: %d, want %d", got, 1<<20)
+	}
+	if err := stores[0].wipe(res); err != nil { // reopens: still 3
+		t.Fatal(err)
+	}
+	if got := res.ValueCache().Share(); got != 1<<20 {
+		t.Fatalf("share after a wipe: %d, want %d", got, 1<<20)
+	}
+	for _, s := range stores[1:] {
+		if err := s.close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := res.ValueCache().Share(); got != 3<<20 {
+		t.Fatalf("share with 1 store: %d, want %d", got, 3<<20)
+	}
+	stores[0].close()
 }

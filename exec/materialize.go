@@ -123,13 +123,15 @@ func (t *taskStore) open(res *state.RocksResources) error {
 		return err
 	}
 	t.base, t.ov = db, state.NewOverlay(db)
+	if res != nil {
+		t.ov.ShareCache(res.ValueCache())
+	}
 	return nil
 }
 
 // wipe empties the store, for a restore from the changelog's start.
 func (t *taskStore) wipe(res *state.RocksResources) error {
-	t.ov.Abort()
-	if err := t.base.Close(); err != nil {
+	if err := t.ov.Close(); err != nil { // and the base under it
 		return err
 	}
 	if err := os.RemoveAll(t.dir); err != nil {
@@ -194,7 +196,7 @@ func (t *taskStore) abort() {
 func (t *taskStore) close() error {
 	t.ov.Abort()
 	err := t.writeCheckpoint()
-	if cerr := t.base.Close(); err == nil {
+	if cerr := t.ov.Close(); err == nil { // and the base under it
 		err = cerr
 	}
 	return err

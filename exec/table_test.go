@@ -118,7 +118,7 @@ func TestTableRestore(t *testing.T) {
 	defer c.Close()
 	brokers := c.ListenAddrs()
 	dir := t.TempDir()
-	res := state.NewRocksResources(8<<20, 8<<20)
+	res := state.NewRocksResources(8<<20, 8<<20, 0)
 	defer res.Close()
 	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: dir, RocksResources: res}
 	want := map[string]string{}
@@ -262,7 +262,7 @@ func BenchmarkTableRestore(b *testing.B) {
 		produceUsers(b, ctx, brokers, i, 100_000, keys, want)
 	}
 	dir := b.TempDir()
-	res := state.NewRocksResources(64<<20, 64<<20)
+	res := state.NewRocksResources(64<<20, 64<<20, 0)
 	defer res.Close()
 	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: 100 * time.Millisecond, StateDir: dir, RocksResources: res}
 	start := func() (*Query, time.Duration) {

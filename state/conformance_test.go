@@ -701,7 +701,7 @@ func openMemory(t *testing.T) Store {
 // testResources is shared by every RocksDB store the tests open, as a
 // server shares one.
 var testResources = sync.OnceValue(func() *RocksResources {
-	return NewRocksResources(8<<20, 32<<20)
+	return NewRocksResources(8<<20, 32<<20, 0)
 })
 
 func openRocks(t *testing.T) Store {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 var (
@@ -40,9 +41,9 @@ var (
 //
 // The overlay also keeps a cache of committed values that Get read from
 // the base or Commit wrote to it (up to CacheEntries keys and CacheBytes
-// bytes, evicted at random), so that hot keys cost a map lookup instead of
-// a call into RocksDB. Only the overlay writes to the base while it is
-// open, so the cache stays exact.
+// bytes, or its share of a CacheBudget, evicted at random), so that hot
+// keys cost a map lookup instead of a call into RocksDB. Only the overlay
+// writes to the base while it is open, so the cache stays exact.
 type Overlay struct {
 	base Store
 
@@ -51,8 +52,9 @@ type Overlay struct {
 	closed bool
 
 	cache      map[string]*cached
-	cacheMax   int // entries
-	cacheBytes int // held, as counted by cacheSize
+	cacheMax   int          // entries
+	cacheBytes int          // held, as counted by cacheSize
+	budget     *CacheBudget // bounds cacheBytes when set, else CacheBytes
 
 	batch Batch // reused by Commit; writer only
 }
@@ -75,6 +77,45 @@ const (
 // value and the map slot, struct and slice headers around them.
 func cacheSize(key, value int) int { return key + value + 64 }
 
+// CacheBudget bounds the bytes the overlays of one server hold in their
+// caches of committed values: each overlay sharing it may hold an equal
+// share, total / (overlays open). An overlay over its share because
+// others opened evicts at its next cache write, so the total can exceed
+// the budget for a while after overlays open.
+type CacheBudget struct {
+	total int64
+	users atomic.Int64
+}
+
+// NewCacheBudget returns a budget of total bytes.
+func NewCacheBudget(total int64) *CacheBudget { return &CacheBudget{total: total} }
+
+// Share returns what each overlay sharing b may hold now.
+func (b *CacheBudget) Share() int {
+	return int(b.total / max(b.users.Load(), 1))
+}
+
+// ShareCache bounds o's cache by a share of b instead of CacheBytes, until
+// o closes. Call it once, before o is used.
+func (o *Overlay) ShareCache(b *CacheBudget) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || o.budget != nil {
+		return
+	}
+	b.users.Add(1)
+	o.budget = b
+	o.evict(0)
+}
+
+// cacheLimit is the bytes o's cache may hold now.
+func (o *Overlay) cacheLimit() int {
+	if o.budget != nil {
+		return o.budget.Share()
+	}
+	return CacheBytes
+}
+
 // NewOverlay returns an empty overlay over base. The overlay owns base from
 // then on: Close closes it.
 func NewOverlay(base Store) *Overlay {
@@ -93,8 +134,9 @@ func (o *Overlay) SetCacheEntries(n int) {
 // evict drops entries at random (map order is random enough) until one of
 // need bytes fits in the cache's bounds.
 func (o *Overlay) evict(need int) {
+	limit := o.cacheLimit()
 	for k, c := range o.cache {
-		if len(o.cache) < o.cacheMax && o.cacheBytes+need <= CacheBytes {
+		if len(o.cache) < o.cacheMax && o.cacheBytes+need <= limit {
 			return
 		}
 		o.cacheBytes -= cacheSize(len(k), len(c.value))
@@ -111,13 +153,13 @@ func (o *Overlay) remember(key, value []byte, absent bool) {
 		o.cacheBytes += len(value) - len(c.value)
 		c.value = append([]byte(nil), value...)
 		c.absent = absent
-		if o.cacheBytes > CacheBytes {
+		if o.cacheBytes > o.cacheLimit() {
 			o.evict(0)
 		}
 		return
 	}
 	size := cacheSize(len(key), len(value))
-	if o.cacheMax <= 0 || size > CacheBytes/16 {
+	if o.cacheMax <= 0 || size > o.cacheLimit()/16 {
 		return
 	}
 	o.evict(size)
@@ -324,6 +366,9 @@ func (o *Overlay) Close() error {
 	o.closed = true
 	o.list = nil
 	o.cache, o.cacheBytes = nil, 0
+	if o.budget != nil {
+		o.budget.users.Add(-1)
+	}
 	o.mu.Unlock()
 	return o.base.Close()
 }

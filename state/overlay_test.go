@@ -302,3 +302,64 @@ func TestOverlayCacheBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayCacheBudget checks that overlays sharing a CacheBudget split
+// it equally, shrink when more open and grow back when some close.
+func TestOverlayCacheBudget(t *testing.T) {
+	const budget = 1 << 20
+	b := NewCacheBudget(budget)
+	val := bytes.Repeat([]byte{'v'}, 1000)
+	fill := func(o *Overlay, prefix string) {
+		t.Helper()
+		for i := range 2000 {
+			if err := o.Put([]byte(fmt.Sprint(prefix, i)), val); err != nil {
+				t.Fatal(err)
+			}
+			if i%100 == 99 {
+				if err := o.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	var ovs []*Overlay
+	for i := range 4 {
+		o := NewOverlay(NewMemory())
+		o.ShareCache(b)
+		ovs = append(ovs, o)
+		fill(o, fmt.Sprint("o", i, "k"))
+	}
+	if got := b.Share(); got != budget/4 {
+		t.Fatalf("share %d with 4 overlays, want %d", got, budget/4)
+	}
+	total := 0
+	for i, o := range ovs {
+		fill(o, fmt.Sprint("o", i, "again")) // each writes again under 4 sharing
+		if o.cacheBytes > budget/4 {
+			t.Errorf("overlay %d caches %d bytes, share %d", i, o.cacheBytes, budget/4)
+		}
+		if o.cacheBytes < budget/8 {
+			t.Errorf("overlay %d caches only %d bytes of its %d share", i, o.cacheBytes, budget/4)
+		}
+		total += o.cacheBytes
+	}
+	if total > budget {
+		t.Errorf("overlays cache %d bytes together, budget %d", total, budget)
+	}
+	for _, o := range ovs[2:] {
+		o.Close()
+	}
+	if got := b.Share(); got != budget/2 {
+		t.Fatalf("share %d after two closed, want %d", got, budget/2)
+	}
+	fill(ovs[0], "o0more")
+	if c := ovs[0].cacheBytes; c <= budget/4 || c > budget/2 {
+		t.Errorf("overlay 0 caches %d bytes with a share of %d", c, budget/2)
+	}
+	for _, o := range ovs[:2] {
+		o.Close()
+	}
+	if n := b.users.Load(); n != 0 {
+		t.Errorf("%d overlays still counted after all closed", n)
+	}
+}

@@ -79,7 +79,7 @@ func OpenRocks(dir string, opts RocksOptions) (*Rocks, error) {
 		iters:       make(map[*rocksIter]struct{}),
 	}
 	if r.res == nil {
-		r.res = NewRocksResources(8<<20, 16<<20)
+		r.res = NewRocksResources(8<<20, 16<<20, 0)
 		r.ownRes = true
 	}
 	if err := r.res.open(r, dir); err != nil {

@@ -13,6 +13,7 @@ import (
 const (
 	DefaultBlockCacheBytes  = 64 << 20
 	DefaultWriteBufferBytes = 64 << 20
+	DefaultValueCacheBytes  = 64 << 20
 )
 
 // Memtable sizing. Each store keeps at most maxWriteBufferNumber memtables
@@ -24,10 +25,11 @@ const (
 )
 
 // RocksResources is the memory shared by all the RocksDB stores of one
-// server: one LRU block cache (which also holds index and filter blocks)
-// and one budget for memtables (write buffers). Create it once per server
-// with NewRocksResources, pass it in RocksOptions to every OpenRocks, and
-// Close it after the stores.
+// server: one LRU block cache (which also holds index and filter blocks),
+// one budget for memtables (write buffers), and one for the caches of
+// committed values in the overlays over the stores (ValueCache). Create it
+// once per server with NewRocksResources, pass it in RocksOptions to every
+// OpenRocks, and Close it after the stores.
 //
 // The write-buffer budget is enforced by resizing, not by RocksDB's
 // WriteBufferManager: grocksdb v1.7.15 does not expose one, and neither
@@ -43,28 +45,38 @@ const (
 type RocksResources struct {
 	cache            *grocksdb.Cache
 	writeBufferBytes int64
+	values           *CacheBudget
 
 	mu     sync.Mutex
 	stores map[*Rocks]struct{}
 	closed bool
 }
 
-// NewRocksResources creates the block cache and write-buffer budget for a
-// server. Non-positive sizes select DefaultBlockCacheBytes and
-// DefaultWriteBufferBytes.
-func NewRocksResources(blockCacheBytes, writeBufferBytes int64) *RocksResources {
+// NewRocksResources creates the block cache, write-buffer budget and
+// value-cache budget for a server. Non-positive sizes select
+// DefaultBlockCacheBytes, DefaultWriteBufferBytes and
+// DefaultValueCacheBytes.
+func NewRocksResources(blockCacheBytes, writeBufferBytes, valueCacheBytes int64) *RocksResources {
 	if blockCacheBytes <= 0 {
 		blockCacheBytes = DefaultBlockCacheBytes
 	}
 	if writeBufferBytes <= 0 {
 		writeBufferBytes = DefaultWriteBufferBytes
 	}
+	if valueCacheBytes <= 0 {
+		valueCacheBytes = DefaultValueCacheBytes
+	}
 	return &RocksResources{
 		cache:            grocksdb.NewLRUCache(uint64(blockCacheBytes)),
 		writeBufferBytes: writeBufferBytes,
+		values:           NewCacheBudget(valueCacheBytes),
 		stores:           make(map[*Rocks]struct{}),
 	}
 }
+
+// ValueCache is the budget the overlays over these stores share for their
+// caches of committed values (Overlay.ShareCache).
+func (r *RocksResources) ValueCache() *CacheBudget { return r.values }
 
 // WriteBufferSize returns the memtable size of each open store: the share
 // for the number of stores open now.

@@ -94,7 +94,7 @@ func TestRocksPrivateResources(t *testing.T) {
 // TestRocksWriteBufferBudget checks the memtable share as stores open and
 // close: budget / (stores × 2), a power of two within [256 KiB, 64 MiB].
 func TestRocksWriteBufferBudget(t *testing.T) {
-	res := NewRocksResources(1<<20, 8<<20)
+	res := NewRocksResources(1<<20, 8<<20, 0)
 	defer res.Close()
 	if got := res.WriteBufferSize(); got != 4<<20 {
 		t.Fatalf("share with no store = %d; want 4 MiB", got)
@@ -137,7 +137,7 @@ func TestRocksWriteBufferBudget(t *testing.T) {
 }
 
 func TestRocksBlockCacheShared(t *testing.T) {
-	res := NewRocksResources(4<<20, 8<<20)
+	res := NewRocksResources(4<<20, 8<<20, 0)
 	defer res.Close()
 	var stores []*Rocks
 	for i := range 2 {

@@ -38,6 +38,7 @@ func runServer(args []string) int {
 	queriesFile := stringFlag(fs, "queries-file", "", "headless mode: run these statements at start and refuse other catalog changes")
 	blockCache := stringFlag(fs, "rocksdb-block-cache", "64MiB", "RocksDB block cache shared by all state stores of this server")
 	writeBuffers := stringFlag(fs, "rocksdb-write-buffers", "64MiB", "RocksDB write-buffer (memtable) budget shared by all state stores")
+	valueCache := stringFlag(fs, "state-value-cache", "64MiB", "cache of committed state values in front of RocksDB, shared by all state stores")
 	restFlags := addRESTFlags(fs)
 	pgFlags := definePgFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -69,14 +70,15 @@ func runServer(args []string) int {
 	}
 	cacheBytes, err1 := parseBytes(*blockCache)
 	bufferBytes, err2 := parseBytes(*writeBuffers)
-	if err := errors.Join(err1, err2); err != nil {
+	valueBytes, err3 := parseBytes(*valueCache)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
 	}
 	if err := serve(ctx, log, serverConfig{
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, bootstrap: *bootstrap,
 		kafkaAddr: *kafkaAddr, serviceID: *serviceID, instanceID: *instanceID,
-		blockCache: cacheBytes, writeBuffers: bufferBytes,
+		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
@@ -88,7 +90,7 @@ func runServer(args []string) int {
 
 type serverConfig struct {
 	dataDir, pgAddr, httpAddr, bootstrap, kafkaAddr, serviceID, instanceID string
-	blockCache, writeBuffers                                               int64
+	blockCache, writeBuffers, valueCache                                   int64
 	rest                                                                   restSettings
 	pgOpts                                                                 []pgwire.Option
 	headless                                                               []string
@@ -125,7 +127,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	if instance == "" {
 		instance = stableInstanceID(cfg.dataDir)
 	}
-	rocks := state.NewRocksResources(cfg.blockCache, cfg.writeBuffers)
+	rocks := state.NewRocksResources(cfg.blockCache, cfg.writeBuffers, cfg.valueCache)
 	defer rocks.Close()
 	openCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	eng, err := engine.Open(openCtx, engine.Config{
