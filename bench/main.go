@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -333,7 +334,10 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 		return run{}, err
 	}
 	defer os.RemoveAll(stateDir)
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, ServiceID: svc, InstanceID: "bench", StateDir: stateDir})
+	// The state memory budgets of a server with default flags.
+	rocks := state.NewRocksResources(0, 0, 0)
+	defer rocks.Close()
+	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, ServiceID: svc, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks})
 	if err != nil {
 		return run{}, err
 	}

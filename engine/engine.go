@@ -43,8 +43,9 @@ type Config struct {
 	// StateDir is where persistent queries keep their state stores
 	// (required for tables).
 	StateDir string
-	// RocksResources is the server's shared RocksDB block cache and
-	// write-buffer budget (nil: private resources per store).
+	// RocksResources is the server's shared RocksDB block cache,
+	// write-buffer and value-cache budgets (nil: private resources per
+	// store).
 	RocksResources *state.RocksResources
 	// Metrics, when set, receives per-query commit latency, lag and
 	// restore progress.

@@ -39,8 +39,9 @@ type Config struct {
 	// StateDir is where tasks keep their state stores (required for
 	// topologies with stores).
 	StateDir string
-	// RocksResources is the server's shared RocksDB block cache and
-	// write-buffer budget; nil gives each store private resources.
+	// RocksResources is the server's shared RocksDB block cache,
+	// write-buffer and value-cache budgets; nil gives each store private
+	// resources.
 	RocksResources *state.RocksResources
 	// Metrics, when set, receives commit latencies, consumer lag and
 	// restore progress.
