@@ -243,8 +243,8 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 // measure runs start, waits until group has committed the input's end
 // offsets, then stops. Wall time and CPU cover start to fully committed.
-// With -cpuprofile, the run's CPU profile (the whole process: the
-// broker and the GC too, but only this system's run) goes to a file named
+// With -cpuprofile, the run's CPU profile (of this process: the system,
+// the GC, and with -broker-in-process the broker) goes to a file named
 // with profile; with -memprofile, the heap profile at its end.
 func measure(ctx context.Context, admin *kadm.Client, profile string, groupOf func() string, ends kadm.ListedOffsets, start func() (stop func(), err error)) (run, error) {
 	runtime.GC()
