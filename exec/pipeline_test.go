@@ -50,6 +50,14 @@ func bidTopology(t testing.TB) *physical.Topology {
 	}}}
 }
 
+// readQueryColumns has bidTopology's source decode only the columns its
+// query reads (bidder, price, channel), as the planner would set it.
+func readQueryColumns(topo *physical.Topology) {
+	read := make([]bool, bidSchema.Len())
+	read[1], read[2], read[3] = true, true, true
+	topo.SubTopologies[0].Source.Read = read
+}
+
 // newTestTask builds one task of topo whose sink appends to *produced.
 func newTestTask(t testing.TB, topo *physical.Topology, produced *[]*kgo.Record) (*sourceOp, *outbox) {
 	st := topo.SubTopologies[0]
@@ -117,9 +125,7 @@ func BenchmarkPipeline(b *testing.B) {
 			var produced []*kgo.Record
 			topo := bidTopology(b)
 			if name == "read" {
-				read := make([]bool, bidSchema.Len())
-				read[1], read[2], read[3] = true, true, true
-				topo.SubTopologies[0].Source.Read = read
+				readQueryColumns(topo)
 			}
 			task, out := newTestTask(b, topo, &produced)
 			rec := &kgo.Record{Key: bidKey, Value: []byte(`{"auction":1001,"bidder":2001,"price":987654,"channel":"channel-5901","url":"https://www.nexmark.com/auction/bid?id=1001","dateTime":"2026-11-30 05:00:00.000","extra":""}`)}
@@ -146,9 +152,7 @@ func BenchmarkPipeline(b *testing.B) {
 func TestSteadyStateAllocations(t *testing.T) {
 	var produced []*kgo.Record
 	topo := bidTopology(t)
-	read := make([]bool, bidSchema.Len())
-	read[1], read[2], read[3] = true, true, true
-	topo.SubTopologies[0].Source.Read = read
+	readQueryColumns(topo)
 	task, out := newTestTask(t, topo, &produced)
 	rec := &kgo.Record{Key: bidKey, Value: []byte(`{"auction":1001,"bidder":2001,"price":987654,"channel":"channel-5901","url":"https://www.nexmark.com/auction/bid?id=1001","dateTime":1700000000123,"extra":"xyz"}`)}
 	step := func() {
