@@ -45,8 +45,10 @@ type batch struct {
 	arena []byte
 }
 
-func (b *batch) add(topic string, p int32, key []byte, val []byte) {
-	b.recs = append(b.recs, kgo.Record{Topic: topic, Partition: p, Key: key, Value: val})
+func (b *batch) add(topic string, in *kgo.Record, val []byte) {
+	// The input's partition, key and timestamp (the output row's ROWTIME,
+	// as sqlstreams keeps it).
+	b.recs = append(b.recs, kgo.Record{Topic: topic, Partition: in.Partition, Key: in.Key, Value: val, Timestamp: in.Timestamp})
 }
 
 func (b *batch) reset() { b.recs, b.arena = b.recs[:0], b.arena[:0] }
@@ -256,7 +258,7 @@ func (s *stateless) process(r *kgo.Record, b *batch) error {
 	}
 	a = append(a, '}')
 	b.arena = a
-	b.add(s.out, r.Partition, r.Key, a[start:len(a):len(a)])
+	b.add(s.out, r, a[start:len(a):len(a)])
 	return nil
 }
 
@@ -310,7 +312,7 @@ func (g *aggregate) process(r *kgo.Record, b *batch) error {
 	a := binary.BigEndian.AppendUint64(b.arena, uint64(st.n))
 	a = binary.BigEndian.AppendUint64(a, uint64(st.total))
 	a = binary.BigEndian.AppendUint64(a, uint64(st.top))
-	b.add(g.clog, r.Partition, r.Key, a[start:len(a):len(a)])
+	b.add(g.clog, r, a[start:len(a):len(a)])
 	// output row
 	start = len(a)
 	a = append(a, `{"N":`...)
@@ -325,7 +327,7 @@ func (g *aggregate) process(r *kgo.Record, b *batch) error {
 	}
 	a = append(a, '}')
 	b.arena = a
-	b.add(g.out, r.Partition, r.Key, a[start:len(a):len(a)])
+	b.add(g.out, r, a[start:len(a):len(a)])
 	return nil
 }
 

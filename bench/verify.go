@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -13,9 +14,9 @@ import (
 var verify = flag.Bool("verify", false, "after each run, read its committed output (read_committed) and fail unless both systems wrote the same records")
 
 // output summarizes what a run committed to its output topic: the record
-// count, an order-independent digest of the (key, value) multiset, and the
-// first record read (which depends on the order partitions are read in),
-// for messages only.
+// count, an order-independent digest of the (key, value, timestamp)
+// multiset, and the first record read (which depends on the order
+// partitions are read in), for messages only.
 type output struct {
 	n      int
 	digest uint64
@@ -49,6 +50,7 @@ func readOutput(ctx context.Context, brokers []string, topic string) (output, er
 			h.Write(r.Key)
 			h.Write([]byte{0})
 			h.Write(r.Value)
+			h.Write(binary.BigEndian.AppendUint64(nil, uint64(r.Timestamp.UnixMilli())))
 			o.digest += h.Sum64()
 		})
 	}
