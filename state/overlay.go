@@ -43,7 +43,10 @@ var (
 // the base or Commit wrote to it (up to CacheEntries keys and CacheBytes
 // bytes, or its share of a CacheBudget, evicted at random), so that hot
 // keys cost a map lookup instead of a call into RocksDB. Only the overlay
-// writes to the base while it is open, so the cache stays exact.
+// writes to the base while it is open, so the cache stays exact. An
+// overlay over an empty base knows every key the base holds for as long as
+// it has evicted none: a key missing from its cache is then absent without
+// asking the base (a fresh aggregation's new groups).
 type Overlay struct {
 	base Store
 
@@ -55,6 +58,10 @@ type Overlay struct {
 	cacheMax   int          // entries
 	cacheBytes int          // held, as counted by cacheSize
 	budget     *CacheBudget // bounds cacheBytes when set, else CacheBytes
+	// complete: every key the base holds is in the cache, so a key the
+	// cache lacks is absent. True over an empty base until a present
+	// key is evicted or not cached.
+	complete bool
 
 	batch Batch // reused by Commit; writer only
 }
@@ -68,8 +75,9 @@ type cached struct {
 const (
 	// CacheEntries is how many committed keys an overlay caches by
 	// default; CacheBytes bounds their keys and values (with a fixed
-	// overhead per entry), so that large values cannot blow it up.
-	CacheEntries = 50_000
+	// overhead per entry), so that large values cannot blow it up. The
+	// byte bound is the one that binds for small values.
+	CacheEntries = 1 << 20
 	CacheBytes   = 8 << 20
 )
 
@@ -119,7 +127,20 @@ func (o *Overlay) cacheLimit() int {
 // NewOverlay returns an empty overlay over base. The overlay owns base from
 // then on: Close closes it.
 func NewOverlay(base Store) *Overlay {
-	return &Overlay{base: base, list: newSkiplist(true), cache: map[string]*cached{}, cacheMax: CacheEntries}
+	return &Overlay{base: base, list: newSkiplist(true), cache: map[string]*cached{}, cacheMax: CacheEntries, complete: isEmpty(base)}
+}
+
+// isEmpty reports whether s holds no key (false when it cannot tell).
+func isEmpty(s Store) bool {
+	it, err := s.Range(nil, nil)
+	if err != nil {
+		return false
+	}
+	empty := !it.Next() && it.Err() == nil
+	if err := it.Close(); err != nil {
+		return false
+	}
+	return empty
 }
 
 // SetCacheEntries sets how many committed keys the overlay caches; 0
@@ -141,6 +162,9 @@ func (o *Overlay) evict(need int) {
 		}
 		o.cacheBytes -= cacheSize(len(k), len(c.value))
 		delete(o.cache, k)
+		if !c.absent {
+			o.complete = false
+		}
 	}
 }
 
@@ -160,6 +184,9 @@ func (o *Overlay) remember(key, value []byte, absent bool) {
 	}
 	size := cacheSize(len(key), len(value))
 	if o.cacheMax <= 0 || size > o.cacheLimit()/16 {
+		if !absent {
+			o.complete = false
+		}
 		return
 	}
 	o.evict(size)
@@ -168,8 +195,8 @@ func (o *Overlay) remember(key, value []byte, absent bool) {
 }
 
 // Base returns the store under the overlay, which holds committed state
-// only. Write to it directly only outside transactions, e.g. while
-// restoring from the changelog before processing starts.
+// only. Read it; do not write to it while the overlay is open: the
+// overlay's cache would no longer match it.
 func (o *Overlay) Base() Store { return o.base }
 
 // Len returns the number of keys with a pending write (puts and deletes).
@@ -212,6 +239,10 @@ func (o *Overlay) Get(key []byte) ([]byte, error) {
 		}
 		o.mu.RUnlock()
 		return v, nil
+	}
+	if o.complete {
+		o.mu.RUnlock()
+		return nil, nil // the cache would hold it
 	}
 	o.mu.RUnlock()
 	v, err := o.base.Get(key)

@@ -10,21 +10,29 @@ import (
 )
 
 // forEachBase runs fn with an overlay over each kind of base store.
-func forEachBase(t *testing.T, fn func(t *testing.T, o *Overlay)) {
+func forEachBase(t *testing.T, fn func(t *testing.T, o *Overlay)) { forEachSeededBase(t, nil, fn) }
+
+// forEachSeededBase is forEachBase over bases that hold seed (written
+// before the overlay opens: nothing writes to its base while it is open).
+func forEachSeededBase(t *testing.T, seed []kv, fn func(t *testing.T, o *Overlay)) {
 	for _, c := range []struct {
 		name string
 		open func(*testing.T) Store
 	}{{"Memory", openMemory}, {"Rocks", openRocks}} {
-		t.Run(c.name, func(t *testing.T) { fn(t, NewOverlay(c.open(t))) })
+		t.Run(c.name, func(t *testing.T) {
+			base := c.open(t)
+			for _, e := range seed {
+				put(t, base, e.k, e.v)
+			}
+			fn(t, NewOverlay(base))
+		})
 	}
 }
 
 func TestOverlayShadowsBase(t *testing.T) {
-	forEachBase(t, func(t *testing.T, o *Overlay) {
+	seed := []kv{{"a", "base-a"}, {"b", "base-b"}, {"c", "base-c"}, {"e", "base-e"}}
+	forEachSeededBase(t, seed, func(t *testing.T, o *Overlay) {
 		base := o.Base()
-		for _, k := range []string{"a", "b", "c", "e"} {
-			put(t, base, k, "base-"+k)
-		}
 		put(t, o, "b", "new-b")
 		del(t, o, "c")
 		put(t, o, "d", "new-d")
@@ -46,10 +54,8 @@ func TestOverlayShadowsBase(t *testing.T) {
 }
 
 func TestOverlayCommit(t *testing.T) {
-	forEachBase(t, func(t *testing.T, o *Overlay) {
+	forEachSeededBase(t, []kv{{"a", "1"}, {"c", "3"}}, func(t *testing.T, o *Overlay) {
 		base := o.Base()
-		put(t, base, "a", "1")
-		put(t, base, "c", "3")
 		put(t, o, "b", "2")
 		del(t, o, "c")
 		put(t, o, "a", "one")
@@ -79,9 +85,8 @@ func TestOverlayCommit(t *testing.T) {
 }
 
 func TestOverlayAbort(t *testing.T) {
-	forEachBase(t, func(t *testing.T, o *Overlay) {
+	forEachSeededBase(t, []kv{{"a", "1"}}, func(t *testing.T, o *Overlay) {
 		base := o.Base()
-		put(t, base, "a", "1")
 		put(t, o, "a", "changed")
 		put(t, o, "b", "2")
 		del(t, o, "a")
@@ -361,5 +366,61 @@ func TestOverlayCacheBudget(t *testing.T) {
 	}
 	if n := b.users.Load(); n != 0 {
 		t.Errorf("%d overlays still counted after all closed", n)
+	}
+}
+
+// countingStore counts the Gets that reach a store.
+type countingStore struct {
+	Store
+	gets int
+}
+
+func (c *countingStore) Get(key []byte) ([]byte, error) {
+	c.gets++
+	return c.Store.Get(key)
+}
+
+// TestOverlayKnowsAbsentKeys checks that an overlay over an empty base
+// answers a key it never wrote as absent without asking the base, until it
+// evicts a present key; and that over a non-empty base it always asks.
+func TestOverlayKnowsAbsentKeys(t *testing.T) {
+	base := &countingStore{Store: NewMemory()}
+	o := NewOverlay(base)
+	defer o.Close()
+	for i := range 100 {
+		put(t, o, fmt.Sprint("k", i), "v")
+	}
+	del(t, o, "k7")
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, o, "k3", "v")
+	wantAbsent(t, o, "k7")
+	wantAbsent(t, o, "never")
+	if base.gets != 0 {
+		t.Fatalf("%d Gets reached the base while the cache held every key", base.gets)
+	}
+
+	o.SetCacheEntries(10) // evicts present keys: the cache no longer knows all
+	for i := range 100 {
+		if i == 7 {
+			wantAbsent(t, o, "k7")
+		} else {
+			wantGet(t, o, fmt.Sprint("k", i), "v")
+		}
+	}
+	wantAbsent(t, o, "never")
+	if base.gets == 0 {
+		t.Fatal("no Get reached the base after present keys were evicted")
+	}
+
+	seeded := &countingStore{Store: NewMemory()}
+	put(t, seeded, "s", "1")
+	o2 := NewOverlay(seeded)
+	defer o2.Close()
+	wantAbsent(t, o2, "other")
+	wantGet(t, o2, "s", "1")
+	if seeded.gets != 2 {
+		t.Fatalf("%d Gets reached a non-empty base, want 2", seeded.gets)
 	}
 }
