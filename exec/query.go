@@ -508,10 +508,19 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		}
 		return nil
 	}
+	// The session counts records as consumed when PollFetches returns
+	// them, and End commits their offsets: a transaction may commit only
+	// once every polled record has been processed. unprocessed is set
+	// while some may not have been; leaving then aborts.
+	unprocessed := false
 	defer func() {
 		if inTxn {
+			try := kgo.TryCommit
+			if unprocessed {
+				try = kgo.TryAbort
+			}
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = end(sctx, kgo.TryCommit)
+			_ = end(sctx, try)
 			cancel()
 		}
 	}()
@@ -520,9 +529,13 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		pctx, cancel := context.WithTimeout(ctx, q.cfg.CommitInterval)
 		fetches := sess.PollFetches(pctx)
 		cancel()
-		if ctx.Err() != nil {
+		// Stopping: records polled as the stop came are processed (and
+		// committed on the way out), but no more are polled.
+		stopping := ctx.Err() != nil
+		if stopping && fetches.NumRecords() == 0 {
 			return nil
 		}
+		unprocessed = fetches.NumRecords() > 0
 		if fetches.IsClientClosed() {
 			return errors.New("client closed")
 		}
@@ -597,6 +610,10 @@ func (q *Query) thread(ctx context.Context, n int) error {
 				return taskErr
 			}
 			out.flush()
+			unprocessed = false
+		}
+		if stopping {
+			return nil // the deferred end commits
 		}
 		if inTxn && time.Since(txnStart) >= q.cfg.CommitInterval {
 			if err := end(ctx, kgo.TryCommit); err != nil {

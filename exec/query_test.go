@@ -200,3 +200,73 @@ func readOut(t *testing.T, ctx context.Context, brokers []string) map[int64]int 
 		})
 	}
 }
+
+// TestQueryExactlyOnceAcrossStops stops the bid query in the middle of a
+// transaction while the client holds records it fetched ahead of the
+// thread (the bad-record hook holds the thread while more bids arrive and
+// the stop comes), starts it again, and checks that the output,
+// read_committed, holds each expected record exactly once: a stop must
+// not commit records it polled but did not process.
+func TestQueryExactlyOnceAcrossStops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "bids", "out"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	const n = 40000
+	produceBids(t, ctx, brokers, 0, 1000)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("bids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("bad"), Value: []byte("not json")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+
+	held, resume := make(chan struct{}), make(chan struct{})
+	// A commit interval longer than the test: the transaction is open
+	// when the stop comes.
+	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: time.Minute}
+	cfg.BadRecord = func(BadRecord) {
+		close(held)
+		<-resume
+	}
+	q, err := Start("Q", bidTopology(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	produceBids(t, ctx, brokers, 1000, n)
+	time.Sleep(200 * time.Millisecond) // the client fetches them
+	stopped := make(chan struct{})
+	go func() { q.Stop(); close(stopped) }()
+	time.Sleep(50 * time.Millisecond) // the stop is under way
+	close(resume)
+	<-stopped
+	t.Logf("stopped after %+v", q.Status().Stats)
+
+	cfg.BadRecord, cfg.CommitInterval = nil, 20*time.Millisecond
+	if q, err = Start("Q", bidTopology(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, ctx, brokers, "app", "bids")
+	q.Stop()
+
+	got := readOut(t, ctx, brokers)
+	want := 0
+	for i := 0; i < n; i++ {
+		if price(i) > 5000 {
+			want++
+			if got[int64(i)] != 1 {
+				t.Fatalf("bidder %d appears %d times in the output, want once", i, got[int64(i)])
+			}
+		}
+	}
+	if len(got) != want {
+		t.Fatalf("output has %d bidders, want %d", len(got), want)
+	}
+}
