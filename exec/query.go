@@ -50,6 +50,10 @@ type Config struct {
 	// counted and logged), e.g. to write it to the processing log topic.
 	// It is called on the stream thread and must not block.
 	BadRecord func(BadRecord)
+
+	// clientOpts are more options for the stream threads' clients
+	// (tests: hooks).
+	clientOpts []kgo.Opt
 }
 
 // BadRecord describes a record a query skipped.
@@ -284,7 +288,7 @@ func (q *Query) thread(ctx context.Context, n int) error {
 			assignMu.Unlock()
 		}
 	}
-	sess, err := kgo.NewGroupTransactSession(
+	sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{
 		kgo.SeedBrokers(q.cfg.Brokers...),
 		kgo.ConsumerGroup(q.topo.AppID),
 		kgo.ConsumeTopics(q.topo.SourceTopics()...),
@@ -293,15 +297,15 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.SessionTimeout(10*time.Second),
-		kgo.TransactionTimeout(60*time.Second),
+		kgo.SessionTimeout(10 * time.Second),
+		kgo.TransactionTimeout(60 * time.Second),
 		kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, def: kgo.StickyKeyPartitioner(nil)}),
 		kgo.WithPools(&recordPool{}),
 		kgo.OnPartitionsAssigned(note(&assigned)),
 		kgo.OnPartitionsRevoked(note(&revoked)),
 		kgo.OnPartitionsLost(note(&revoked)),
-	)
+	}, q.cfg.clientOpts...)...)
 	if err != nil {
 		return err
 	}

@@ -202,11 +202,11 @@ func readOut(t *testing.T, ctx context.Context, brokers []string) map[int64]int 
 }
 
 // TestQueryExactlyOnceAcrossStops stops the bid query in the middle of a
-// transaction while the client holds records it fetched ahead of the
-// thread (the bad-record hook holds the thread while more bids arrive and
-// the stop comes), starts it again, and checks that the output,
-// read_committed, holds each expected record exactly once: a stop must
-// not commit records it polled but did not process.
+// transaction just as PollFetches returns records (a client hook cancels
+// the query there), starts it again, and checks that the output,
+// read_committed, holds each expected record exactly once: the session
+// counts polled records as consumed, so a stop must process them before
+// it commits, or not commit.
 func TestQueryExactlyOnceAcrossStops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -216,40 +216,36 @@ func TestQueryExactlyOnceAcrossStops(t *testing.T) {
 	}
 	defer c.Close()
 	brokers := c.ListenAddrs()
-	const n = 40000
+	const n = 20000
 	produceBids(t, ctx, brokers, 0, 1000)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("bids"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("bad"), Value: []byte("not json")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	cl.Close()
 
-	held, resume := make(chan struct{}), make(chan struct{})
+	hook := &stopOnPoll{}
 	// A commit interval longer than the test: the transaction is open
 	// when the stop comes.
-	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: time.Minute}
-	cfg.BadRecord = func(BadRecord) {
-		close(held)
-		<-resume
-	}
+	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: time.Minute, clientOpts: []kgo.Opt{kgo.WithHooks(hook)}}
 	q, err := Start("Q", bidTopology(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-held
+	hook.stop = q.cancel
+	for q.Status().Stats.RecordsIn < 1000 {
+		if ctx.Err() != nil {
+			t.Fatal("the first records were never processed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	hook.armed.Store(true) // the next poll that returns records stops the query
 	produceBids(t, ctx, brokers, 1000, n)
-	time.Sleep(200 * time.Millisecond) // the client fetches them
-	stopped := make(chan struct{})
-	go func() { q.Stop(); close(stopped) }()
-	time.Sleep(50 * time.Millisecond) // the stop is under way
-	close(resume)
-	<-stopped
+	for !hook.fired.Load() {
+		if ctx.Err() != nil {
+			t.Fatal("the hook never stopped the query")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	q.Stop()
 	t.Logf("stopped after %+v", q.Status().Stats)
 
-	cfg.BadRecord, cfg.CommitInterval = nil, 20*time.Millisecond
+	cfg.CommitInterval, cfg.clientOpts = 20*time.Millisecond, nil
 	if q, err = Start("Q", bidTopology(t), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -268,5 +264,19 @@ func TestQueryExactlyOnceAcrossStops(t *testing.T) {
 	}
 	if len(got) != want {
 		t.Fatalf("output has %d bidders, want %d", len(got), want)
+	}
+}
+
+// stopOnPoll calls stop, once armed, as a poll is about to return a
+// record (kgo runs the hook on the polling goroutine before the poll
+// returns).
+type stopOnPoll struct {
+	armed, fired atomic.Bool
+	stop         func()
+}
+
+func (h *stopOnPoll) OnFetchRecordUnbuffered(_ *kgo.Record, polled bool) {
+	if polled && h.armed.Load() && !h.fired.Swap(true) {
+		h.stop()
 	}
 }
