@@ -145,7 +145,10 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 		pctx, cancel := context.WithTimeout(ctx, interval)
 		fetches := sess.PollFetches(pctx)
 		cancel()
-		if ctx.Err() != nil {
+		// Records polled as the stop came count as consumed: process them
+		// before the deferred end commits.
+		stopping := ctx.Err() != nil
+		if stopping && fetches.NumRecords() == 0 {
 			return nil
 		}
 		if fetches.IsClientClosed() {
@@ -175,6 +178,9 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 				sess.Produce(context.Background(), &b.recs[i], promise)
 			}
 			flushed = len(b.recs)
+		}
+		if stopping {
+			return nil
 		}
 		if inTxn && time.Since(txnStart) >= interval {
 			if err := end(ctx); err != nil {
