@@ -72,24 +72,31 @@ func TestQueryExactlyOnceUnderFaults(t *testing.T) {
 			st := q.Status()
 			t.Logf("injected %d faults; stats %+v", injected.Load(), st.Stats)
 
-			got := readOut(t, ctx, brokers)
-			want := 0
-			for i := 0; i < n; i++ {
-				if price(i) > 5000 {
-					want++
-					if got[int64(i)] != 1 {
-						t.Fatalf("bidder %d appears %d times in the output, want once", i, got[int64(i)])
-					}
-				}
-			}
-			if len(got) != want {
-				t.Fatalf("output has %d bidders, want %d", len(got), want)
-			}
+			wantBidsOnce(t, readOut(t, ctx, brokers), n)
 		})
 	}
 }
 
 func price(i int) int64 { return int64(i%10) * 1000 }
+
+// wantBidsOnce fails unless got (bidder → times in the output) holds each
+// of bids 0..n-1 that passes the bid topology's filter exactly once, and
+// nothing else.
+func wantBidsOnce(t *testing.T, got map[int64]int, n int) {
+	t.Helper()
+	want := 0
+	for i := 0; i < n; i++ {
+		if price(i) > 5000 {
+			want++
+			if got[int64(i)] != 1 {
+				t.Fatalf("bidder %d appears %d times in the output, want once", i, got[int64(i)])
+			}
+		}
+	}
+	if len(got) != want {
+		t.Fatalf("output has %d bidders, want %d", len(got), want)
+	}
+}
 
 func produceBids(t *testing.T, ctx context.Context, brokers []string, from, to int) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("bids"))
@@ -252,19 +259,7 @@ func TestQueryExactlyOnceAcrossStops(t *testing.T) {
 	waitCommitted(t, ctx, brokers, "app", "bids")
 	q.Stop()
 
-	got := readOut(t, ctx, brokers)
-	want := 0
-	for i := 0; i < n; i++ {
-		if price(i) > 5000 {
-			want++
-			if got[int64(i)] != 1 {
-				t.Fatalf("bidder %d appears %d times in the output, want once", i, got[int64(i)])
-			}
-		}
-	}
-	if len(got) != want {
-		t.Fatalf("output has %d bidders, want %d", len(got), want)
-	}
+	wantBidsOnce(t, readOut(t, ctx, brokers), n)
 }
 
 // stopOnPoll calls stop, once armed, as a poll is about to return a
