@@ -535,11 +535,11 @@ func (q *Query) thread(ctx context.Context, n int) error {
 		cancel()
 		// Stopping: records polled as the stop came are processed (and
 		// committed on the way out), but no more are polled.
-		stopping := ctx.Err() != nil
-		if stopping && fetches.NumRecords() == 0 {
+		stopping, polled := ctx.Err() != nil, fetches.NumRecords() > 0
+		if stopping && !polled {
 			return nil
 		}
-		unprocessed = fetches.NumRecords() > 0
+		unprocessed = polled
 		if fetches.IsClientClosed() {
 			return errors.New("client closed")
 		}
@@ -572,7 +572,7 @@ func (q *Query) thread(ctx context.Context, n int) error {
 				return err
 			}
 		}
-		if fetches.NumRecords() > 0 {
+		if polled {
 			if !inTxn {
 				if err := sess.Begin(); err != nil {
 					return fmt.Errorf("beginning transaction: %w", err)

@@ -33,11 +33,7 @@ func TestQueryExactlyOnceUnderFaults(t *testing.T) {
 		t.Run(fault.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "bids", "out"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := bidCluster(t)
 			brokers := c.ListenAddrs()
 
 			const n, batches = 20000, 10
@@ -75,6 +71,18 @@ func TestQueryExactlyOnceUnderFaults(t *testing.T) {
 			wantBidsOnce(t, readOut(t, ctx, brokers), n)
 		})
 	}
+}
+
+// bidCluster starts an embedded broker with the bid topology's topics,
+// closed when the test ends.
+func bidCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "bids", "out"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 func price(i int) int64 { return int64(i%10) * 1000 }
@@ -217,12 +225,7 @@ func readOut(t *testing.T, ctx context.Context, brokers []string) map[int64]int 
 func TestQueryExactlyOnceAcrossStops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "bids", "out"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
+	brokers := bidCluster(t).ListenAddrs()
 	const n = 20000
 	produceBids(t, ctx, brokers, 0, 1000)
 
