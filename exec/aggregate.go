@@ -6,25 +6,24 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
-var _ Operator = (*aggregateOp)(nil)
-
-// deleter is an operator that can also pass on the deletion of a row's
-// key (a table tombstone): a projection, then the sink.
-type deleter interface {
-	Delete(row types.Row) error
-}
+var (
+	_ Processor = (*aggregateOp)(nil)
+	_ flusher   = (*aggregateOp)(nil)
+	_ aborter   = (*aggregateOp)(nil)
+)
 
 // aggregateOp folds each row into its group's state, kept in the task's
 // store (writes pending in the overlay until the transaction commits) and
 // written to the store's changelog in the same transaction. It then emits
-// the group's new row, or its deletion when HAVING no longer holds.
+// the group's new row, or its deletion when HAVING no longer holds. Of a
+// table's change it first takes the old row out of its group, then adds
+// the new one, emitting after each.
 //
 // A group's state is the event time of its last change (8 bytes, big
 // endian milliseconds: the ROWTIME of its row), then, aggregating a table,
@@ -46,21 +45,22 @@ type aggregateOp struct {
 	changelog string
 	store     *taskStore
 	out       *outbox
-	ts        *time.Time
+	ts        int64     // the change's event time
 	row       types.Row // the group's row: key columns, then aggregates
-	// undo is the input column marking rows to take back out (a table's
-	// aggregation), or -1; then a group's state starts with its row count.
-	undo    int
-	undoers []expr.Undoer
+	change    Change
+	// fromTable marks a table's aggregation: rows are also taken back
+	// out, and a group's state starts with its row count.
+	fromTable bool
+	undoers   []expr.Undoer
 	key     []byte
 	state   []byte
 	part    []byte
 	parts   [][]byte
-	next    Operator
+	next    Processor
 
 	// The groups this transaction changed, with their latest state: reads
 	// find them here first, and they reach the store's overlay and the
-	// changelog once, at flushGroups before the transaction commits.
+	// changelog once, at Flush before the transaction commits.
 	groups  map[string]*group
 	changed []*group // in order of first change; reused across transactions
 	nextG   int      // changed[:nextG] are this transaction's
@@ -72,11 +72,11 @@ type group struct {
 	key     []byte
 	state   []byte
 	deleted bool
-	ts      time.Time
+	ts      int64
 }
 
-func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time.Time, next Operator) (*aggregateOp, error) {
-	op := &aggregateOp{name: a.Name, changelog: a.Store.Changelog, store: store, out: out, ts: ts, undo: a.Undo,
+func newAggregate(name string, a *physical.Aggregate, store *taskStore, out *outbox, next Processor) (*aggregateOp, error) {
+	op := &aggregateOp{name: name, changelog: a.Store.Changelog, store: store, out: out, fromTable: a.FromTable,
 		row: make(types.Row, len(a.Out.Columns)), parts: make([][]byte, len(a.Aggs)), next: next, groups: map[string]*group{}}
 	for _, g := range a.GroupBy {
 		ev, err := expr.Compile(g)
@@ -104,10 +104,10 @@ func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time
 		op.argCopies = append(op.argCopies, copies)
 		acc := c.Fn.New(ts)
 		op.accs = append(op.accs, acc)
-		if a.Undo >= 0 {
+		if a.FromTable {
 			u, ok := acc.(expr.Undoer)
 			if !ok {
-				return nil, fmt.Errorf("%s: %s cannot aggregate a table", a.Name, c.Fn.Name)
+				return nil, fmt.Errorf("%s: %s cannot aggregate a table", name, c.Fn.Name)
 			}
 			op.undoers = append(op.undoers, u)
 		}
@@ -123,18 +123,34 @@ func newAggregate(a *physical.Aggregate, store *taskStore, out *outbox, ts *time
 	}
 	var err error
 	if op.keyEnc, err = types.NewEncoderOpts(a.Store.KeyFormat, a.Out, a.Out.KeyIndexes(), a.Store.KeyOptions); err != nil {
-		return nil, fmt.Errorf("%s key: %w", a.Name, err)
+		return nil, fmt.Errorf("%s key: %w", name, err)
 	}
 	if op.keyDec, err = types.NewDecoderOpts(a.Store.KeyFormat, a.Out, a.Out.KeyIndexes(), a.Store.KeyOptions); err != nil {
-		return nil, fmt.Errorf("%s key: %w", a.Name, err)
-	}
-	if _, ok := next.(deleter); !ok {
-		return nil, fmt.Errorf("%s: %T cannot pass deletions on", a.Name, next)
+		return nil, fmt.Errorf("%s key: %w", name, err)
 	}
 	return op, nil
 }
 
-func (a *aggregateOp) Process(row types.Row) error {
+func (a *aggregateOp) Process(c *Change) error {
+	a.ts = c.Timestamp
+	a.change.Record = c.Record
+	if c.Old != nil {
+		if !a.fromTable {
+			return fmt.Errorf("%s: a stream's aggregation got a removal", a.name)
+		}
+		if err := a.update(c.Old, true); err != nil {
+			return err
+		}
+	}
+	if c.New != nil {
+		return a.update(c.New, false)
+	}
+	return nil
+}
+
+// update folds row into its group (undo: takes it back out) and emits
+// the group's new row.
+func (a *aggregateOp) update(row types.Row, undo bool) error {
 	g := len(a.groupBy)
 	for i, ev := range a.groupBy {
 		d, err := ev(row)
@@ -174,9 +190,7 @@ func (a *aggregateOp) Process(row types.Row) error {
 	}
 	// A table's group state starts with how many rows it holds.
 	var rows uint64
-	undo := false
-	if a.undo >= 0 {
-		undo = row[a.undo].Bool()
+	if a.fromTable {
 		if len(prev) >= 8 {
 			rows, prev = binary.BigEndian.Uint64(prev), prev[8:]
 		}
@@ -187,8 +201,8 @@ func (a *aggregateOp) Process(row types.Row) error {
 	if err := splitState(prev, a.parts); err != nil {
 		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
 	}
-	a.state = binary.BigEndian.AppendUint64(a.state[:0], uint64(a.ts.UnixMilli()))
-	if a.undo >= 0 {
+	a.state = binary.BigEndian.AppendUint64(a.state[:0], uint64(a.ts))
+	if a.fromTable {
 		if undo {
 			rows--
 		} else {
@@ -198,7 +212,7 @@ func (a *aggregateOp) Process(row types.Row) error {
 			// The group's last row left: the group is gone.
 			gr = a.changedGroup(gr)
 			gr.deleted, gr.state = true, gr.state[:0]
-			return a.next.(deleter).Delete(a.row)
+			return a.emitDeletion()
 		}
 		a.state = binary.BigEndian.AppendUint64(a.state, rows)
 	}
@@ -230,15 +244,15 @@ func (a *aggregateOp) changedGroup(gr *group) *group {
 		gr.key = append(gr.key[:0], a.key...)
 		a.groups[unsafe.String(unsafe.SliceData(gr.key), len(gr.key))] = gr
 	}
-	gr.ts = *a.ts
+	gr.ts = a.ts
 	return gr
 }
 
-// flushGroups writes the groups this transaction changed to the store's
+// Flush writes the groups this transaction changed to the store's
 // overlay and their latest states (or deletions) to the changelog: once
 // per group, however often it changed. The thread calls it before it
 // commits the transaction.
-func (a *aggregateOp) flushGroups() error {
+func (a *aggregateOp) Flush() error {
 	for _, gr := range a.changed[:a.nextG] {
 		var err error
 		if gr.deleted {
@@ -251,13 +265,13 @@ func (a *aggregateOp) flushGroups() error {
 		}
 		a.writeChangelog(gr)
 	}
-	a.dropGroups()
+	a.Abort()
 	return nil
 }
 
-// dropGroups forgets the transaction's changed groups (after flushGroups,
-// or when the transaction aborts).
-func (a *aggregateOp) dropGroups() {
+// Abort forgets the transaction's changed groups (after Flush, or when
+// the transaction aborts).
+func (a *aggregateOp) Abort() {
 	clear(a.groups)
 	a.nextG = 0
 }
@@ -267,7 +281,7 @@ func (a *aggregateOp) dropGroups() {
 // does not hold.
 func (a *aggregateOp) emit(st []byte) error {
 	g := len(a.groupBy)
-	if a.undo >= 0 {
+	if a.fromTable {
 		if len(st) < 8 {
 			return fmt.Errorf("%s: truncated aggregate state", a.name)
 		}
@@ -286,14 +300,24 @@ func (a *aggregateOp) emit(st []byte) error {
 			return &evalError{node: a.name, err: err}
 		}
 		if !d.Bool() {
-			return a.next.(deleter).Delete(a.row)
+			return a.emitDeletion()
 		}
 	}
-	return a.next.Process(a.row)
+	out := &a.change
+	out.Old, out.New, out.Timestamp = nil, a.row, a.ts
+	return a.next.Process(out)
+}
+
+// emitDeletion passes on the deletion of the group whose key columns are
+// in a.row.
+func (a *aggregateOp) emitDeletion() error {
+	out := &a.change
+	out.Old, out.New, out.Timestamp = a.row, nil, a.ts
+	return a.next.Process(out)
 }
 
 // emitStored passes on the row of a stored group (key and state as in
-// the store), for pull queries; *a.ts is set to the group's ROWTIME.
+// the store), for pull queries, with the group's ROWTIME.
 func (a *aggregateOp) emitStored(key, state []byte) error {
 	if len(state) < tsLen {
 		return fmt.Errorf("%s: corrupt stored state for key %x", a.name, key)
@@ -301,7 +325,7 @@ func (a *aggregateOp) emitStored(key, state []byte) error {
 	if err := a.keyDec.Decode(key, a.row); err != nil {
 		return fmt.Errorf("%s: stored key %x: %w", a.name, key, err)
 	}
-	*a.ts = time.UnixMilli(int64(binary.BigEndian.Uint64(state)))
+	a.ts = int64(binary.BigEndian.Uint64(state))
 	return a.emit(state[tsLen:])
 }
 
@@ -322,7 +346,7 @@ func (a *aggregateOp) writeChangelog(gr *group) {
 	}
 	rec.Topic = a.changelog
 	rec.Partition = a.store.partition
-	rec.Timestamp = gr.ts
+	rec.Timestamp = time.UnixMilli(gr.ts)
 	a.store.last = rec
 	a.out.produce(rec)
 }
@@ -343,16 +367,4 @@ func splitState(st []byte, parts [][]byte) error {
 		st = st[w+int(n):]
 	}
 	return nil
-}
-
-// restoreAggregate applies one changelog record to a store being
-// restored: the record is the group's latest state.
-func restoreAggregate(st interface {
-	Put(k, v []byte) error
-	Delete(k []byte) error
-}, r *kgo.Record) error {
-	if r.Value == nil {
-		return st.Delete(r.Key)
-	}
-	return st.Put(r.Key, r.Value)
 }

@@ -74,18 +74,18 @@ func BenchmarkAggregate(b *testing.B) {
 // behind the transaction's overlay, committed every 10,000 records.
 func BenchmarkAggregateUpdate(b *testing.B) {
 	task := newAggTask(b, func(r *kgo.Record) { r.Offset = 1 })
-	src, agg, store, out := task.src, task.agg, task.store, task.out
+	agg, store, out := task.agg, task.store, task.out
 	recs := make([]*kgo.Record, 100)
 	for i := range recs {
 		recs[i] = &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, uint64(i)), Value: []byte(`{"bidder":7,"price":3}`)}
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if err := src.process(recs[i%len(recs)]); err != nil {
+		if err := task.feed(recs[i%len(recs)]); err != nil {
 			b.Fatal(err)
 		}
 		if i%10000 == 9999 {
-			if err := agg.flushGroups(); err != nil {
+			if err := agg.Flush(); err != nil {
 				b.Fatal(err)
 			}
 			out.flush()

@@ -202,53 +202,31 @@ func TestAggregateExactlyOnceUnderFaults(t *testing.T) {
 // to a group reach the store and the changelog once, with the group's
 // latest state, while every change still emits a row; and that an abort
 // forgets them.
-// aggTask is one task of aggTopology without a broker: its chain, its
-// aggregate, its store (RocksDB behind the overlay) and its outbox, whose
-// flushed records go to send.
+// aggTask is one task of aggTopology (GROUP BY auction) without a
+// broker, built by the task manager: its aggregate, its store (RocksDB
+// behind the overlay) and its outbox, whose flushed records go to send.
 type aggTask struct {
-	src   *sourceOp
+	*testTask
 	agg   *aggregateOp
 	store *taskStore
-	out   *outbox
 }
 
 func newAggTask(t testing.TB, send func(*kgo.Record)) *aggTask {
-	st := aggTopology(t, "app", "AUCTION").SubTopologies[0]
 	res := state.NewRocksResources(8<<20, 8<<20, 0)
 	t.Cleanup(func() { res.Close() })
-	store, err := openTaskStore(t.TempDir(), "changelog", 0, res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.close() })
-	ts := new(time.Time)
-	task := &aggTask{store: store, out: &outbox{send: send}}
-	sink, err := newSink(st.Sink, task.out, ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := buildChainWith(st.Processors, sink, func(p physical.Processor, next Operator) (Operator, error) {
-		task.agg, err = newAggregate(p.(*physical.Aggregate), store, task.out, ts, next)
-		return task.agg, err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if task.src, err = newSource(st.Source, ts, head); err != nil {
-		t.Fatal(err)
-	}
-	return task
+	tt := newTestTask(t, aggTopology(t, "app", "AUCTION"), 0, Config{StateDir: t.TempDir(), RocksResources: res}, send)
+	return &aggTask{testTask: tt, agg: proc[*physical.Aggregate, *aggregateOp](tt), store: tt.stores[0]}
 }
 
 func TestAggregateWritesGroupsAtCommit(t *testing.T) {
 	var sent []*kgo.Record
 	task := newAggTask(t, func(r *kgo.Record) { c := *r; sent = append(sent, &c) })
-	src, agg, store, out := task.src, task.agg, task.store, task.out
+	agg, store, out := task.agg, task.store, task.out
 	feed := func(keys ...uint64) {
 		t.Helper()
 		for i, k := range keys {
 			r := &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, k), Value: []byte(`{"bidder":1,"price":10}`), Timestamp: time.UnixMilli(int64(1000 + i))}
-			if err := src.process(r); err != nil {
+			if err := task.feed(r); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -262,7 +240,7 @@ func TestAggregateWritesGroupsAtCommit(t *testing.T) {
 		return n
 	}
 	feed(1, 1, 2, 1)
-	if err := agg.flushGroups(); err != nil {
+	if err := agg.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	out.flush()
@@ -292,7 +270,7 @@ func TestAggregateWritesGroupsAtCommit(t *testing.T) {
 	// An aborted transaction's changes are forgotten: the next change
 	// of group 1 starts from its committed state.
 	feed(1, 1)
-	agg.dropGroups()
+	agg.Abort()
 	store.abort()
 	out.reset()
 	sent = sent[:0]
@@ -311,7 +289,7 @@ func TestTaskStoresShareValueCache(t *testing.T) {
 	defer res.Close()
 	var stores []*taskStore
 	for p := range 3 {
-		s, err := openTaskStore(t.TempDir(), "changelog", int32(p), res)
+		s, err := openTaskStore(t.TempDir(), "AGGREGATE", "changelog", int32(p), res)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,17 @@
 package exec
 
 import (
+	"fmt"
+
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
-var _ Operator = (*flatMapOp)(nil)
+var _ Processor = (*flatMapOp)(nil)
 
 // flatMapOp applies table functions (EXPLODE): one output row per element
 // of the longest result; shorter results give NULL in the later rows.
+// It reads streams: a change with an old row is refused.
 type flatMapOp struct {
 	name    string
 	in      int // input row length
@@ -17,10 +20,15 @@ type flatMapOp struct {
 	vals    [][]types.Datum // reused argument buffers
 	results [][]types.Datum
 	out     types.Row
-	next    Operator
+	change  Change
+	next    Processor
 }
 
-func (f *flatMapOp) Process(row types.Row) error {
+func (f *flatMapOp) Process(c *Change) error {
+	if c.Old != nil {
+		return fmt.Errorf("%s: table functions apply to streams, not to a table's changes", f.name)
+	}
+	row := c.New
 	n := 0
 	for i, fn := range f.fns {
 		for j, ev := range f.args[i] {
@@ -34,6 +42,8 @@ func (f *flatMapOp) Process(row types.Row) error {
 		n = max(n, len(f.results[i]))
 	}
 	copy(f.out[:f.in], row)
+	out := &f.change
+	*out = Change{New: f.out, Timestamp: c.Timestamp, Record: c.Record}
 	for k := 0; k < n; k++ {
 		for i, r := range f.results {
 			if k < len(r) {
@@ -42,7 +52,7 @@ func (f *flatMapOp) Process(row types.Row) error {
 				f.out[f.in+i] = types.NullDatum
 			}
 		}
-		if err := f.next.Process(f.out); err != nil {
+		if err := f.next.Process(out); err != nil {
 			return err
 		}
 	}

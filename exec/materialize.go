@@ -2,202 +2,60 @@ package exec
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
-	"github.com/sqlstreams/sqlstreams/types"
 )
+
+var _ Processor = (*materializeOp)(nil)
 
 // tsLen is the size of the timestamp prefix of materialized values.
 const tsLen = 8
 
-// errNullKey marks a table record without a key: skipped and counted.
-var errNullKey = fmt.Errorf("%w: a table record needs a key", types.ErrBadRecord)
-
 // materializeOp keeps the latest record per key of one task's partition
-// in its store: a record upserts its key, a tombstone deletes it. Writes
-// go to the store's overlay; they reach the store when the transaction
-// that consumed them commits.
+// of a source table in its store: a record upserts its key, a tombstone
+// deletes it. Its source has checked the record. Writes go to the store's
+// overlay; they reach the store when the transaction that consumed them
+// commits.
 type materializeOp struct {
-	check *sourceOp // decodes each record to validate it; its chain is a no-op
 	store *taskStore
 	buf   []byte
 }
 
-func newMaterialize(s *physical.Source, ts *taskStore) (*materializeOp, error) {
-	check, err := newSource(s, nil, nopOperator{})
-	if err != nil {
-		return nil, err
-	}
-	return &materializeOp{check: check, store: ts}, nil
-}
-
-type nopOperator struct{}
-
-func (nopOperator) Process(types.Row) error { return nil }
-
-// process applies one record. A record that does not decode is a bad
-// record and changes nothing.
-func (m *materializeOp) process(r *kgo.Record) error {
+func (m *materializeOp) Process(c *Change) error {
+	r := c.Record
 	m.store.next = r.Offset + 1
-	return apply(m.check, m.store.ov, r, &m.buf)
+	if c.New == nil {
+		return fatal(m.store.ov.Delete(r.Key))
+	}
+	return fatal(putRecord(m.store.ov, r, &m.buf))
 }
 
-// apply writes record r into st (after validating it with check): the
-// shared rule of processing and restoring.
-func apply(check *sourceOp, st state.Store, r *kgo.Record, buf *[]byte) error {
-	if r.Key == nil {
-		return errNullKey
-	}
-	if r.Value == nil {
-		return st.Delete(r.Key)
-	}
-	if err := check.process(r); err != nil {
-		return err
-	}
+// putRecord stores a table record's value behind its record timestamp.
+func putRecord(st state.Store, r *kgo.Record, buf *[]byte) error {
 	*buf = binary.BigEndian.AppendUint64((*buf)[:0], uint64(r.Timestamp.UnixMilli()))
 	*buf = append(*buf, r.Value...)
 	return st.Put(r.Key, *buf)
 }
 
-// taskStore is one task's state store: the RocksDB store, the overlay of
-// the open transaction, and the checkpoint of how far the store has
-// applied its changelog.
-type taskStore struct {
-	dir        string
-	changelog  string
-	partition  int32
-	base       *state.Rocks
-	ov         *state.Overlay
-	next       int64 // changelog offset after the last record written (in the overlay)
-	applied    int64 // changelog offset the store has applied up to (committed)
-	checkpoint int64 // applied, as of the checkpoint file
-	// last is the newest changelog record this task produced in the open
-	// transaction (stores with their own changelog); its offset, known
-	// once the transaction is flushed, sets next.
-	last *kgo.Record
-}
-
-func (t *taskStore) checkpointPath() string { return filepath.Join(t.dir, "checkpoint") }
-
-func (t *taskStore) checkpointKey() string {
-	return t.changelog + "/" + strconv.Itoa(int(t.partition))
-}
-
-// openTaskStore opens the store of a task in dir and reads its checkpoint.
-// A store whose checkpoint is missing or cannot be trusted is wiped: it
-// will be restored from the start of its changelog.
-func openTaskStore(dir, changelog string, partition int32, res *state.RocksResources) (*taskStore, error) {
-	t := &taskStore{dir: dir, changelog: changelog, partition: partition, checkpoint: -1}
-	cp, err := state.ReadCheckpoint(t.checkpointPath())
-	if off, ok := cp[t.checkpointKey()]; err == nil && ok {
-		t.checkpoint = off
-	} else if err != nil && !errors.Is(err, state.ErrCheckpointInvalid) {
-		return nil, err
-	}
-	t.applied = t.checkpoint
-	if t.checkpoint < 0 {
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, err
+// tableRecordApplier returns the rule that restores a source table's
+// store from its topic: the same check the table's source makes, then
+// the record's value (or its deletion).
+// It writes to the store's current overlay (a wipe replaces it).
+func tableRecordApplier(dec *recordDecoder, ts *taskStore) func(*kgo.Record) error {
+	var buf []byte
+	return func(r *kgo.Record) error {
+		st := ts.ov
+		if r.Key == nil {
+			return errNullKey
 		}
-	}
-	if err := t.open(res); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-func (t *taskStore) open(res *state.RocksResources) error {
-	if err := os.MkdirAll(t.dir, 0o755); err != nil {
-		return err
-	}
-	db, err := state.OpenRocks(filepath.Join(t.dir, "rocksdb"), state.RocksOptions{Resources: res})
-	if err != nil {
-		return err
-	}
-	t.base, t.ov = db, state.NewOverlay(db)
-	if res != nil {
-		t.ov.ShareCache(res.ValueCache())
-	}
-	return nil
-}
-
-// wipe empties the store, for a restore from the changelog's start.
-func (t *taskStore) wipe(res *state.RocksResources) error {
-	if err := t.ov.Close(); err != nil { // and the base under it
-		return err
-	}
-	if err := os.RemoveAll(t.dir); err != nil {
-		return err
-	}
-	t.checkpoint, t.applied = -1, -1
-	return t.open(res)
-}
-
-// checkpointEvery is how far the changelog may run ahead of the store's
-// checkpoint file, in offsets (Kafka Streams' threshold under
-// exactly-once). A lagging checkpoint is safe: the store holds committed
-// state only, and a restore from the checkpoint replays changelog records
-// that each set a key's latest value, so replaying some twice changes
-// nothing. Writing it less often saves two fsyncs per task per commit.
-const checkpointEvery = 10_000
-
-// commit applies the committed transaction's writes to the store and,
-// every checkpointEvery offsets, records how far it has applied the
-// changelog.
-func (t *taskStore) commit() error {
-	if t.last != nil {
-		t.next = t.last.Offset + 1
-		t.last = nil
-	}
-	if t.ov.Len() > 0 {
-		if err := t.ov.Commit(); err != nil {
+		if r.Value == nil {
+			return st.Delete(r.Key)
+		}
+		if _, err := dec.decode(r); err != nil {
 			return err
 		}
+		return putRecord(st, r, &buf)
 	}
-	t.applied = max(t.applied, t.next)
-	if t.applied-t.checkpoint >= checkpointEvery {
-		return t.writeCheckpoint()
-	}
-	return nil
-}
-
-// writeCheckpoint makes the store's writes durable, then records how far
-// it has applied the changelog.
-func (t *taskStore) writeCheckpoint() error {
-	if t.applied <= t.checkpoint {
-		return nil
-	}
-	if err := t.ov.Flush(); err != nil {
-		return err
-	}
-	if err := state.WriteCheckpoint(t.checkpointPath(), map[string]int64{t.checkpointKey(): t.applied}); err != nil {
-		return err
-	}
-	t.checkpoint = t.applied
-	return nil
-}
-
-// abort drops the open transaction's writes.
-func (t *taskStore) abort() {
-	t.ov.Abort()
-	t.last = nil
-}
-
-// close drops the open transaction's writes, checkpoints what was
-// committed, and closes the store.
-func (t *taskStore) close() error {
-	t.ov.Abort()
-	err := t.writeCheckpoint()
-	if cerr := t.ov.Close(); err == nil { // and the base under it
-		err = cerr
-	}
-	return err
 }

@@ -3,7 +3,6 @@ package exec
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -22,7 +21,8 @@ var bidSchema = types.Schema{Columns: []types.Column{
 }}.WithPseudo()
 
 // bidTopology is SELECT auction, bidder, price * 908 / 1000 AS euros, channel
-// FROM bids WHERE price > 5000.
+// FROM bids WHERE price > 5000. Its source decodes only the columns the
+// query reads (bidder, price, channel), as a built topology's does.
 func bidTopology(t testing.TB) *physical.Topology {
 	col := func(i int) *expr.Column {
 		c := bidSchema.Columns[i]
@@ -40,49 +40,77 @@ func bidTopology(t testing.TB) *physical.Topology {
 		{Name: "EUROS", Type: types.BigintType},
 		{Name: "CHANNEL", Type: types.StringType},
 	}}
-	return &physical.Topology{AppID: "app", Limit: -1, SubTopologies: []*physical.SubTopology{{
-		Source: &physical.Source{Name: "SOURCE-BIDS", Topic: "bids", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Schema: bidSchema},
-		Processors: []physical.Processor{
-			&physical.Filter{Name: "FILTER-0001", Predicate: pred, Out: bidSchema},
-			&physical.Project{Name: "PROJECT-0002", Exprs: []expr.Expr{col(0), col(1), euros, col(3)}, Out: out},
-		},
-		Sink: &physical.Sink{Name: "SINK-OUT", Topic: "out", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Schema: out},
-	}}}
+	g := physical.NewGraph("app")
+	src := g.Add("SOURCE-BIDS", &physical.Source{Topic: "bids", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Out: bidSchema})
+	filter := g.Add("FILTER-0001", &physical.Filter{Predicate: pred, Out: bidSchema}, src)
+	project := g.Add("PROJECT-0002", &physical.Project{Exprs: []expr.Expr{col(0), col(1), euros, col(3)}, Out: out}, filter)
+	g.Add("SINK-OUT", &physical.Sink{Topic: "out", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Out: out}, project)
+	return g.Topology()
 }
 
-// readQueryColumns has bidTopology's source decode only the columns its
-// query reads (bidder, price, channel), as the planner would set it.
-func readQueryColumns(topo *physical.Topology) {
-	read := make([]bool, bidSchema.Len())
-	read[1], read[2], read[3] = true, true, true
-	topo.SubTopologies[0].Source.Read = read
+// readAllColumns has bidTopology's source decode every column.
+func readAllColumns(topo *physical.Topology) {
+	topo.SubTopologies[0].Source().Read = nil
 }
 
-// newTestTask builds one task of topo whose sink appends to *produced.
-func newTestTask(t testing.TB, topo *physical.Topology, produced *[]*kgo.Record) (*sourceOp, *outbox) {
-	st := topo.SubTopologies[0]
-	var ts time.Time
-	out := &outbox{send: func(r *kgo.Record) { *produced = append(*produced, r) }}
-	sink, err := newSink(st.Sink, out, &ts)
-	if err != nil {
+// testTask is a task built by the task manager, as a stream thread
+// builds it, without a broker: its records go to the outbox's send.
+type testTask struct {
+	*Task
+	tm  *taskManager
+	out *outbox
+	// lastBad is the error of the last bad record fed.
+	lastBad error
+	onBad   func(*kgo.Record, error)
+}
+
+// newTestTask builds task (sub, partition 0) of topo. cfg needs a
+// StateDir when the sub-topology keeps stores.
+func newTestTask(t testing.TB, topo *physical.Topology, sub int, cfg Config, send func(*kgo.Record)) *testTask {
+	t.Helper()
+	cfg.defaults()
+	q := &Query{id: "T", topo: topo, cfg: cfg, log: cfg.Logger}
+	tt := &testTask{out: &outbox{send: send}}
+	tt.onBad = func(_ *kgo.Record, err error) { tt.lastBad = err }
+	tt.tm = newTaskManager(q, 0, tt.out)
+	st := topo.SubTopologies[sub]
+	tt.Task = &Task{id: TaskID{Sub: sub}, sub: st, streamTime: newTaskStreamTime()}
+	for _, s := range st.Sources {
+		tt.queues = append(tt.queues, &partitionQueue{tp: topicPartition{s.Op.(*physical.Source).Topic, 0}})
+	}
+	if err := tt.tm.open(tt.Task); err != nil {
 		t.Fatal(err)
 	}
-	head, err := buildChain(st.Processors, sink)
-	if err != nil {
-		t.Fatal(err)
+	tt.state = taskRunning
+	tt.tm.tasks[tt.id] = tt.Task
+	t.Cleanup(func() { tt.tm.closeTask(tt.Task) })
+	return tt
+}
+
+// feed processes one record; it returns the record's error when it was
+// bad, or the task's failure.
+func (tt *testTask) feed(r *kgo.Record) error {
+	q := tt.queues[0]
+	q.recs = append(q.recs, r)
+	tt.lastBad = nil
+	if _, err := tt.process(tt.onBad); err != nil {
+		return err
 	}
-	src, err := newSource(st.Source, &ts, head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src, out
+	return tt.lastBad
+}
+
+// proc returns the processor of the first node of type T.
+func proc[T physical.Op, P Processor](tt *testTask) P {
+	n, _ := physical.Find[T](tt.tm.topo)
+	return tt.graph.procs[n.ID].(P)
 }
 
 var bidKey = []byte{0, 0, 0, 0, 0, 0, 0x03, 0xe9} // BIGINT 1001
 
 func TestPipeline(t *testing.T) {
 	var produced []*kgo.Record
-	task, out := newTestTask(t, bidTopology(t), &produced)
+	task := newTestTask(t, bidTopology(t), 0, Config{}, func(r *kgo.Record) { produced = append(produced, r) })
+	out := task.out
 	in := []*kgo.Record{
 		{Key: bidKey, Value: []byte(`{"bidder":7,"price":10000,"channel":"Google","url":"https://x/y","extra":1}`)},
 		{Key: bidKey, Value: []byte(`{"bidder":8,"price":100,"channel":"Apple"}`)}, // filtered out
@@ -92,7 +120,7 @@ func TestPipeline(t *testing.T) {
 	}
 	var bad int
 	for _, r := range in {
-		if err := task.process(r); err != nil {
+		if err := task.feed(r); err != nil {
 			if !errors.Is(err, types.ErrBadRecord) {
 				t.Fatalf("unexpected error %v", err)
 			}
@@ -124,15 +152,16 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var produced []*kgo.Record
 			topo := bidTopology(b)
-			if name == "read" {
-				readQueryColumns(topo)
+			if name == "every" {
+				readAllColumns(topo)
 			}
-			task, out := newTestTask(b, topo, &produced)
+			task := newTestTask(b, topo, 0, Config{}, func(r *kgo.Record) { produced = append(produced, r) })
+			out := task.out
 			rec := &kgo.Record{Key: bidKey, Value: []byte(`{"auction":1001,"bidder":2001,"price":987654,"channel":"channel-5901","url":"https://www.nexmark.com/auction/bid?id=1001","dateTime":"2026-11-30 05:00:00.000","extra":""}`)}
 			b.ReportAllocs()
 			b.SetBytes(int64(len(rec.Value)))
 			for i := 0; i < b.N; i++ {
-				if err := task.process(rec); err != nil {
+				if err := task.feed(rec); err != nil {
 					b.Fatal(err)
 				}
 				out.flush()
@@ -151,12 +180,11 @@ func BenchmarkPipeline(b *testing.B) {
 // aggregate's update of groups the transaction has already changed.
 func TestSteadyStateAllocations(t *testing.T) {
 	var produced []*kgo.Record
-	topo := bidTopology(t)
-	readQueryColumns(topo)
-	task, out := newTestTask(t, topo, &produced)
+	task := newTestTask(t, bidTopology(t), 0, Config{}, func(r *kgo.Record) { produced = append(produced, r) })
+	out := task.out
 	rec := &kgo.Record{Key: bidKey, Value: []byte(`{"auction":1001,"bidder":2001,"price":987654,"channel":"channel-5901","url":"https://www.nexmark.com/auction/bid?id=1001","dateTime":1700000000123,"extra":"xyz"}`)}
 	step := func() {
-		if err := task.process(rec); err != nil {
+		if err := task.feed(rec); err != nil {
 			t.Fatal(err)
 		}
 		out.flush()
@@ -179,7 +207,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 	i := 0
 	update := func() {
-		if err := agg.src.process(recs[i%len(recs)]); err != nil {
+		if err := agg.feed(recs[i%len(recs)]); err != nil {
 			t.Fatal(err)
 		}
 		agg.out.flush()

@@ -5,43 +5,50 @@ import (
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
-var _ Operator = (*projectOp)(nil)
+var _ Processor = (*projectOp)(nil)
 
-// projectOp computes its output row into a reused buffer.
+// projectOp computes its output rows, the new and the old, into reused
+// buffers.
 type projectOp struct {
 	name   string
 	exprs  []expr.Evaluator
 	copies []datumCopy // per output column: which fields carry its value
 	cols   []int       // per output column: the input column it is, or -1
 	out    types.Row
-	next   Operator
+	outOld types.Row
+	change Change
+	next   Processor
 }
 
-// Delete passes a deletion on with the projected key columns.
-func (p *projectOp) Delete(row types.Row) error {
-	for i, ev := range p.exprs {
-		d, err := ev(row)
-		if err != nil {
-			return &evalError{node: p.name, err: err}
+func (p *projectOp) Process(c *Change) error {
+	out := &p.change
+	out.Timestamp, out.Record, out.New, out.Old = c.Timestamp, c.Record, nil, nil
+	if c.New != nil {
+		row := c.New
+		for i, ev := range p.exprs {
+			if col := p.cols[i]; col >= 0 {
+				p.copies[i].set(&p.out[i], &row[col]) // a column as it is: no call
+				continue
+			}
+			d, err := ev(row)
+			if err != nil {
+				return &evalError{node: p.name, err: err}
+			}
+			p.copies[i].set(&p.out[i], &d)
 		}
-		p.out[i] = d
+		out.New = p.out
 	}
-	return p.next.(deleter).Delete(p.out)
-}
-
-func (p *projectOp) Process(row types.Row) error {
-	for i, ev := range p.exprs {
-		if c := p.cols[i]; c >= 0 {
-			p.copies[i].set(&p.out[i], &row[c]) // a column as it is: no call
-			continue
+	if c.Old != nil {
+		for i, ev := range p.exprs {
+			d, err := ev(c.Old)
+			if err != nil {
+				return &evalError{node: p.name, err: err}
+			}
+			p.outOld[i] = d
 		}
-		d, err := ev(row)
-		if err != nil {
-			return &evalError{node: p.name, err: err}
-		}
-		p.copies[i].set(&p.out[i], &d)
+		out.Old = p.outOld
 	}
-	return p.next.Process(p.out)
+	return p.next.Process(out)
 }
 
 // datumCopy says which fields of a Datum carry a value of some type, so

@@ -72,15 +72,11 @@ func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, se
 		return nil
 	}
 	st := topo.SubTopologies[0]
-	collect := &collectOp{emit: emit, limit: topo.Limit}
-	head, err := buildChain(st.Processors, collect)
+	g, err := buildGraph(topo, st, &taskEnv{terminal: &collectOp{emit: emit, limit: topo.Limit}})
 	if err != nil {
 		return err
 	}
-	src, err := newSource(st.Source, nil, head)
-	if err != nil {
-		return err
-	}
+	src := g.sources[st.Source().Topic]
 	row := func(p int32, k, v []byte) error {
 		rec, err := record(p, k, v)
 		if err != nil || rec == nil {
@@ -145,32 +141,20 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 	if parts := q.Stores(table); len(parts) > 0 {
 		return RunPull(ctx, topo, parts, sel, emit)
 	}
-	st, agg := resultAggregate(q.topo)
+	st, aggNode, agg, sink := resultAggregate(q.topo)
 	if agg == nil {
 		return fmt.Errorf("exec: query %s keeps no store of %s", q.id, table)
 	}
-	var ts time.Time
+	// The aggregate's sub-topology, built as a view: its aggregate reads
+	// stored groups, and its sink hands each record here.
 	var rec kgo.Record
 	rows := &outbox{send: func(r *kgo.Record) { rec = *r }}
-	sink, err := newSink(st.Sink, rows, &ts)
+	g, err := buildGraph(q.topo, st, &taskEnv{out: rows})
 	if err != nil {
 		return err
 	}
-	var post []physical.Processor
-	for i, p := range st.Processors {
-		if p == agg {
-			post = st.Processors[i+1:]
-		}
-	}
-	next, err := buildChain(post, sink)
-	if err != nil {
-		return err
-	}
-	view, err := newAggregate(agg, nil, nil, &ts, next)
-	if err != nil {
-		return err
-	}
-	if !sameKeys(agg, st.Sink) {
+	view := g.procs[aggNode.ID].(*aggregateOp)
+	if !sameKeys(agg, sink) {
 		// Stored keys are not the table's key bytes: scan, and let the
 		// WHERE pick the rows.
 		sel = KeySelection{}
@@ -194,38 +178,44 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 	})
 }
 
-// resultAggregate returns the sub-topology whose sink is the result of an
-// aggregation, and the aggregate; nil when the query aggregates nothing.
-func resultAggregate(t *physical.Topology) (*physical.SubTopology, *physical.Aggregate) {
+// resultAggregate returns the sub-topology whose sink writes the result
+// of an aggregation, with the aggregate and the sink; nils when the
+// query aggregates nothing.
+func resultAggregate(t *physical.Topology) (*physical.SubTopology, *physical.Node, *physical.Aggregate, *physical.Sink) {
 	for _, st := range t.SubTopologies {
-		if st.Sink == nil {
-			continue
-		}
-		for _, p := range st.Processors {
-			if a, ok := p.(*physical.Aggregate); ok {
-				return st, a
+		var aggNode *physical.Node
+		var sink *physical.Sink
+		for _, n := range st.Nodes {
+			switch op := n.Op.(type) {
+			case *physical.Aggregate:
+				aggNode = n
+			case *physical.Sink:
+				sink = op
 			}
 		}
+		if aggNode != nil && sink != nil {
+			return st, aggNode, aggNode.Op.(*physical.Aggregate), sink
+		}
 	}
-	return nil, nil
+	return nil, nil, nil, nil
 }
 
 // MaterializesResult reports whether pull queries over t's result table
 // can be answered from t's own aggregate store (see Query.Pull), with no
 // separate materialization.
 func MaterializesResult(t *physical.Topology) bool {
-	_, agg := resultAggregate(t)
+	_, _, agg, _ := resultAggregate(t)
 	return agg != nil
 }
 
 // sameKeys reports whether the aggregate stores its groups under the
 // table's key bytes: one key column of the same type, encoded alike.
 func sameKeys(a *physical.Aggregate, sink *physical.Sink) bool {
-	ak, sk := a.Out.KeyIndexes(), sink.Schema.KeyIndexes()
+	ak, sk := a.Out.KeyIndexes(), sink.Out.KeyIndexes()
 	if len(ak) != 1 || len(sk) != 1 || a.Store.KeyFormat != sink.KeyFormat {
 		return false
 	}
-	if !a.Out.Columns[ak[0]].Type.Equal(sink.Schema.Columns[sk[0]].Type) {
+	if !a.Out.Columns[ak[0]].Type.Equal(sink.Out.Columns[sk[0]].Type) {
 		return false
 	}
 	ao, so := a.Store.KeyOptions, sink.KeyOptions

@@ -46,13 +46,14 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 		return nil
 	}
 	st := topo.SubTopologies[0]
+	topic := st.Source().Topic
 	reset := kgo.NewOffset().AtEnd()
 	if cfg.OffsetReset == "earliest" {
 		reset = kgo.NewOffset().AtStart()
 	}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ConsumeTopics(st.Source.Topic),
+		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 	)
@@ -77,14 +78,14 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 			}
 			t := tasks[fp.Partition]
 			if t == nil {
-				head, err := buildChain(st.Processors, collect)
-				if err == nil {
-					t, err = newSource(st.Source, nil, head)
-				}
+				// Each partition's graph keeps its own rows; the
+				// collector (and so the LIMIT) is shared.
+				g, err := buildGraph(topo, st, &taskEnv{terminal: collect})
 				if err != nil {
 					stop = err
 					return
 				}
+				t = g.sources[topic]
 				tasks[fp.Partition] = t
 			}
 			for _, r := range fp.Records {

@@ -9,11 +9,12 @@ import (
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
-var _ Operator = (*repartitionOp)(nil)
+var _ Processor = (*repartitionOp)(nil)
 
 // repartitionOp writes each row to an internal topic keyed by the row's
 // new key, so that the next sub-topology sees every row of one key in one
-// partition. The value carries the row's columns unchanged.
+// partition. The value carries the row's columns unchanged. A change's
+// old row goes first, under its own key, marked with physical.UndoHeader.
 type repartitionOp struct {
 	name   string
 	topic  string
@@ -22,12 +23,10 @@ type repartitionOp struct {
 	key    types.Encoder
 	value  types.Encoder
 	out    *outbox
-	ts     *time.Time
-	undo   *bool // set while a table row's removal runs through the chain
 }
 
-func newRepartition(r *physical.Repartition, out *outbox, ts *time.Time, undo *bool) (*repartitionOp, error) {
-	op := &repartitionOp{name: r.Name, topic: r.Topic, keyRow: make(types.Row, len(r.KeyExprs)), out: out, ts: ts, undo: undo}
+func newRepartition(name string, r *physical.Repartition, out *outbox) (*repartitionOp, error) {
+	op := &repartitionOp{name: name, topic: r.Topic, keyRow: make(types.Row, len(r.KeyExprs)), out: out}
 	for _, e := range r.KeyExprs {
 		ev, err := expr.Compile(e)
 		if err != nil {
@@ -41,23 +40,36 @@ func newRepartition(r *physical.Repartition, out *outbox, ts *time.Time, undo *b
 	}
 	var err error
 	if op.key, err = types.NewEncoder(r.KeyFormat, r.KeySchema, idx); err != nil {
-		return nil, fmt.Errorf("%s key: %w", r.Name, err)
+		return nil, fmt.Errorf("%s key: %w", name, err)
 	}
 	var cols []int
-	for i, c := range r.Schema.Columns {
+	for i, c := range r.In.Columns {
 		if !c.Pseudo {
 			cols = append(cols, i)
 		}
 	}
 	// Repartition values are JSON objects (one column is wrapped too, by
 	// default), so the next sub-topology reads them by name.
-	if op.value, err = types.NewEncoder(types.FormatJSON, r.Schema, cols); err != nil {
-		return nil, fmt.Errorf("%s value: %w", r.Name, err)
+	if op.value, err = types.NewEncoder(types.FormatJSON, r.In, cols); err != nil {
+		return nil, fmt.Errorf("%s value: %w", name, err)
 	}
 	return op, nil
 }
 
-func (r *repartitionOp) Process(row types.Row) error {
+func (r *repartitionOp) Process(c *Change) error {
+	if c.Old != nil {
+		// An old row that cannot be written (its key is NULL, or does not
+		// evaluate) could not be written when it was new either: there is
+		// nothing to take out.
+		_ = r.write(c.Old, c.Timestamp, true)
+	}
+	if c.New != nil {
+		return r.write(c.New, c.Timestamp, false)
+	}
+	return nil
+}
+
+func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 	for i, ev := range r.keys {
 		d, err := ev(row)
 		if err != nil {
@@ -65,17 +77,15 @@ func (r *repartitionOp) Process(row types.Row) error {
 		}
 		r.keyRow[i] = d
 	}
+	if allNullRow(r.keyRow) {
+		// ksqlDB drops rows whose GROUP BY key is NULL.
+		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
+	}
 	rec := r.out.record()
 	start := len(r.out.arena)
 	var err error
-	if !allNullRow(r.keyRow) {
-		if r.out.arena, err = r.key.Encode(r.out.arena, r.keyRow); err != nil {
-			return err
-		}
-	} else {
-		// ksqlDB drops rows whose GROUP BY key is NULL.
-		r.out.used--
-		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
+	if r.out.arena, err = r.key.Encode(r.out.arena, r.keyRow); err != nil {
+		return err
 	}
 	keyEnd := len(r.out.arena)
 	if r.out.arena, err = r.value.Encode(r.out.arena, row); err != nil {
@@ -85,8 +95,8 @@ func (r *repartitionOp) Process(row types.Row) error {
 	rec.Key = a[start:keyEnd:keyEnd]
 	rec.Value = a[keyEnd:len(a):len(a)]
 	rec.Topic = r.topic
-	rec.Timestamp = *r.ts
-	if *r.undo {
+	rec.Timestamp = time.UnixMilli(ts)
+	if undo {
 		rec.Headers = undoHeaders
 	}
 	r.out.produce(rec)

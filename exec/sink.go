@@ -10,59 +10,48 @@ import (
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
-var _ Operator = (*sinkOp)(nil)
+var _ Processor = (*sinkOp)(nil)
 
 // sinkOp encodes a row's key columns into the record key and the other
 // columns into the value, and produces the record in the thread's open
-// transaction. The output record keeps the input record's timestamp.
+// transaction; a change without a new row produces a tombstone for the
+// old row's key. The output record carries the change's timestamp.
 type sinkOp struct {
+	name       string
 	topic      string
 	key, value types.Encoder
 	keys       []int
 	tsCol      int // output column holding the record timestamp, or -1
 	out        *outbox
-	ts         *time.Time // the current input record's event time
 }
 
-func newSink(s *physical.Sink, out *outbox, ts *time.Time) (*sinkOp, error) {
-	keys := s.Schema.KeyIndexes()
-	key, err := types.NewEncoderOpts(s.KeyFormat, s.Schema, keys, s.KeyOptions)
+func newSink(name string, s *physical.Sink, out *outbox) (*sinkOp, error) {
+	keys := s.Out.KeyIndexes()
+	key, err := types.NewEncoderOpts(s.KeyFormat, s.Out, keys, s.KeyOptions)
 	if err != nil {
-		return nil, fmt.Errorf("%s key: %w", s.Name, err)
+		return nil, fmt.Errorf("%s key: %w", name, err)
 	}
-	value, err := types.NewEncoderOpts(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.ValueOptions)
+	value, err := types.NewEncoderOpts(s.ValueFormat, s.Out, s.Out.ValueIndexes(), s.ValueOptions)
 	if err != nil {
-		return nil, fmt.Errorf("%s value: %w", s.Name, err)
+		return nil, fmt.Errorf("%s value: %w", name, err)
 	}
-	op := &sinkOp{topic: s.Topic, key: key, value: value, keys: keys, tsCol: -1, out: out, ts: ts}
+	op := &sinkOp{name: name, topic: s.Topic, key: key, value: value, keys: keys, tsCol: -1, out: out}
 	if s.TimestampColumn != "" {
-		if op.tsCol = s.Schema.Index(s.TimestampColumn); op.tsCol < 0 {
-			return nil, fmt.Errorf("%s: timestamp column %s is not in the schema", s.Name, s.TimestampColumn)
+		if op.tsCol = s.Out.Index(s.TimestampColumn); op.tsCol < 0 {
+			return nil, fmt.Errorf("%s: timestamp column %s is not in the schema", name, s.TimestampColumn)
 		}
 	}
 	return op, nil
 }
 
-// Delete writes a tombstone for row's key.
-func (s *sinkOp) Delete(row types.Row) error {
-	if allNull(row, s.keys) {
-		return nil
+func (s *sinkOp) Process(c *Change) error {
+	if c.New == nil {
+		if c.Old == nil {
+			return nil
+		}
+		return s.tombstone(c.Old, c.Timestamp)
 	}
-	rec := s.out.record()
-	start := len(s.out.arena)
-	var err error
-	if s.out.arena, err = s.key.Encode(s.out.arena, row); err != nil {
-		return err
-	}
-	a := s.out.arena
-	rec.Key = a[start:len(a):len(a)]
-	rec.Topic = s.topic
-	rec.Timestamp = *s.ts
-	s.out.produce(rec)
-	return nil
-}
-
-func (s *sinkOp) Process(row types.Row) error {
+	row := c.New
 	rec := s.out.record()
 	var err error
 	start := len(s.out.arena)
@@ -84,10 +73,29 @@ func (s *sinkOp) Process(row types.Row) error {
 	}
 	rec.Value = a[keyEnd:len(a):len(a)]
 	rec.Topic = s.topic
-	rec.Timestamp = *s.ts
+	rec.Timestamp = time.UnixMilli(c.Timestamp)
 	if s.tsCol >= 0 && !row[s.tsCol].Null {
 		rec.Timestamp = time.UnixMilli(row[s.tsCol].I)
 	}
+	s.out.produce(rec)
+	return nil
+}
+
+// tombstone writes a deletion of row's key.
+func (s *sinkOp) tombstone(row types.Row, ts int64) error {
+	if allNull(row, s.keys) {
+		return nil
+	}
+	rec := s.out.record()
+	start := len(s.out.arena)
+	var err error
+	if s.out.arena, err = s.key.Encode(s.out.arena, row); err != nil {
+		return err
+	}
+	a := s.out.arena
+	rec.Key = a[start:len(a):len(a)]
+	rec.Topic = s.topic
+	rec.Timestamp = time.UnixMilli(ts)
 	s.out.produce(rec)
 	return nil
 }

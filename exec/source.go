@@ -2,7 +2,6 @@ package exec
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -11,9 +10,12 @@ import (
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
-// sourceOp decodes a record's key and value into the task's row, fills
-// the pseudo columns and hands the row to the chain.
-type sourceOp struct {
+var _ Processor = (*sourceOp)(nil)
+
+// recordDecoder decodes a record's key and value into a row and fills
+// the pseudo columns, finding the record's event time.
+type recordDecoder struct {
+	name       string
 	key, value types.Decoder
 	row        types.Row
 	rowtime    int // index of ROWTIME; ROWPARTITION and ROWOFFSET follow
@@ -22,100 +24,140 @@ type sourceOp struct {
 	tsCol   int
 	tsName  string
 	tsParse func([]byte) (int64, error)
-	// ts receives each record's event time, for the sink.
-	ts *time.Time
-	// undoCol is the __UNDO pseudo column (a table's repartitioned
-	// changes), filled from the record header of that name; -1 if none.
-	undoCol int
-	next    Operator
 }
 
-func newSource(s *physical.Source, ts *time.Time, next Operator) (*sourceOp, error) {
-	key, err := types.NewDecoderOpts(s.KeyFormat, s.Schema, s.Schema.KeyIndexes(), s.KeyOptions)
+func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
+	schema := s.Out
+	key, err := types.NewDecoderOpts(s.KeyFormat, schema, schema.KeyIndexes(), s.KeyOptions)
 	if err != nil {
-		return nil, fmt.Errorf("%s key: %w", s.Name, err)
+		return nil, fmt.Errorf("%s key: %w", name, err)
 	}
-	value, err := types.NewDecoderRead(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.Read, s.ValueOptions)
+	value, err := types.NewDecoderRead(s.ValueFormat, schema, schema.ValueIndexes(), s.Read, s.ValueOptions)
 	if err != nil {
-		return nil, fmt.Errorf("%s value: %w", s.Name, err)
+		return nil, fmt.Errorf("%s value: %w", name, err)
 	}
-	rt := s.Schema.Index(types.RowTime)
-	if rt < 0 || s.Schema.Index(types.RowOffset) != rt+2 {
-		return nil, fmt.Errorf("%s: schema lacks the pseudo columns", s.Name)
+	rt := schema.Index(types.RowTime)
+	if rt < 0 || schema.Index(types.RowOffset) != rt+2 {
+		return nil, fmt.Errorf("%s: schema lacks the pseudo columns", name)
 	}
-	op := &sourceOp{key: key, value: value, row: make(types.Row, s.Schema.Len()), rowtime: rt, tsCol: -1, ts: ts,
-		undoCol: s.Schema.Index(physical.UndoColumn), next: next}
+	d := &recordDecoder{name: name, key: key, value: value, row: make(types.Row, schema.Len()), rowtime: rt, tsCol: -1}
 	if s.TimestampColumn != "" {
-		op.tsCol = s.Schema.Index(s.TimestampColumn)
-		if op.tsCol < 0 {
-			return nil, fmt.Errorf("%s: timestamp column %s is not in the schema", s.Name, s.TimestampColumn)
+		d.tsCol = schema.Index(s.TimestampColumn)
+		if d.tsCol < 0 {
+			return nil, fmt.Errorf("%s: timestamp column %s is not in the schema", name, s.TimestampColumn)
 		}
-		op.tsName = s.TimestampColumn
-		if s.Schema.Columns[op.tsCol].Type.Kind == types.String {
+		d.tsName = s.TimestampColumn
+		if schema.Columns[d.tsCol].Type.Kind == types.String {
 			format := s.TimestampFormat
 			if format == "" {
 				format = "yyyy-MM-dd'T'HH:mm:ss[.SSS][XXX]" // ISO-8601
 			}
-			if op.tsParse, err = expr.TimestampParser(format); err != nil {
-				return nil, fmt.Errorf("%s: TIMESTAMP_FORMAT: %w", s.Name, err)
+			if d.tsParse, err = expr.TimestampParser(format); err != nil {
+				return nil, fmt.Errorf("%s: TIMESTAMP_FORMAT: %w", name, err)
 			}
 		}
 	}
-	return op, nil
+	return d, nil
 }
 
-// process runs one record through the chain. A record with a null value
-// is skipped: on a stream it carries no row.
-func (s *sourceOp) process(r *kgo.Record) error {
-	if r.Value == nil {
-		return nil
+// decode fills d.row from r and returns the record's event time.
+func (d *recordDecoder) decode(r *kgo.Record) (int64, error) {
+	row := d.row
+	if err := d.key.Decode(r.Key, row); err != nil {
+		return 0, fmt.Errorf("key: %w", err)
 	}
-	row := s.row
-	if err := s.key.Decode(r.Key, row); err != nil {
-		return fmt.Errorf("key: %w", err)
-	}
-	if err := s.value.Decode(r.Value, row); err != nil {
-		return fmt.Errorf("value: %w", err)
+	if err := d.value.Decode(r.Value, row); err != nil {
+		return 0, fmt.Errorf("value: %w", err)
 	}
 	rowtime := r.Timestamp.UnixMilli()
-	if s.tsCol >= 0 {
-		d := row[s.tsCol]
+	if d.tsCol >= 0 {
+		v := row[d.tsCol]
 		switch {
-		case d.Null:
-			return fmt.Errorf("%w: timestamp column %s is NULL", types.ErrBadRecord, s.tsName)
-		case s.tsParse != nil:
-			t, err := s.tsParse(d.B)
+		case v.Null:
+			return 0, fmt.Errorf("%w: timestamp column %s is NULL", types.ErrBadRecord, d.tsName)
+		case d.tsParse != nil:
+			t, err := d.tsParse(v.B)
 			if err != nil {
-				return fmt.Errorf("%w: timestamp column %s: %v", types.ErrBadRecord, s.tsName, err)
+				return 0, fmt.Errorf("%w: timestamp column %s: %v", types.ErrBadRecord, d.tsName, err)
 			}
 			rowtime = t
 		default:
-			rowtime = d.I
+			rowtime = v.I
 		}
-	}
-	if s.ts != nil {
-		*s.ts = time.UnixMilli(rowtime)
 	}
 	// Only the numbers: nothing else writes these datums, and a whole
 	// Datum would cost pointer writes.
-	row[s.rowtime].Null, row[s.rowtime].I = false, rowtime
-	row[s.rowtime+1].Null, row[s.rowtime+1].I = false, int64(r.Partition)
-	row[s.rowtime+2].Null, row[s.rowtime+2].I = false, r.Offset
-	if s.undoCol >= 0 {
-		row[s.undoCol] = types.BoolDatum(isUndo(r))
-	}
-	return s.next.Process(row)
+	row[d.rowtime].Null, row[d.rowtime].I = false, rowtime
+	row[d.rowtime+1].Null, row[d.rowtime+1].I = false, int64(r.Partition)
+	row[d.rowtime+2].Null, row[d.rowtime+2].I = false, r.Offset
+	return rowtime, nil
 }
 
-// undoHeaders mark a repartitioned row that takes a table row back out of
-// its group. Records share the slice; nothing writes to it.
-var undoHeaders = []kgo.RecordHeader{{Key: physical.UndoColumn, Value: []byte{1}}}
+// sourceOp turns the records of one input topic into changes: a
+// stream's record into a new row (a null value carries none and is
+// skipped), a table's into a new row or, for a tombstone, none; a
+// repartitioned table change marked with physical.UndoHeader into an old
+// row.
+type sourceOp struct {
+	dec   *recordDecoder
+	table bool // a table's changelog: tombstones pass, keys are required
+	// undo reads physical.UndoHeader (a repartitioned table's changes).
+	undo   bool
+	change Change
+	next   Processor
+}
+
+// errNullKey marks a table record without a key: skipped and counted.
+var errNullKey = fmt.Errorf("%w: a table record needs a key", types.ErrBadRecord)
+
+func newSource(name string, s *physical.Source, next Processor) (*sourceOp, error) {
+	dec, err := newRecordDecoder(name, s)
+	if err != nil {
+		return nil, err
+	}
+	return &sourceOp{dec: dec, table: s.Table, undo: s.Repartitioned, next: next}, nil
+}
+
+// Process is not called: a source is fed records, see process.
+func (s *sourceOp) Process(*Change) error { return nil }
+
+// process runs one record through the task's graph.
+func (s *sourceOp) process(r *kgo.Record) error {
+	c := &s.change
+	c.Record, c.Old, c.New = r, nil, nil
+	if s.table {
+		if r.Key == nil {
+			return errNullKey
+		}
+		if r.Value == nil {
+			c.Timestamp = r.Timestamp.UnixMilli()
+			return s.next.Process(c) // a deletion
+		}
+	} else if r.Value == nil {
+		return nil
+	}
+	ts, err := s.dec.decode(r)
+	if err != nil {
+		return err
+	}
+	c.Timestamp = ts
+	if s.undo && isUndo(r) {
+		c.Old = s.dec.row
+	} else {
+		c.New = s.dec.row
+	}
+	return s.next.Process(c)
+}
 
 func isUndo(r *kgo.Record) bool {
 	for _, h := range r.Headers {
-		if h.Key == physical.UndoColumn {
+		if h.Key == physical.UndoHeader {
 			return true
 		}
 	}
 	return false
 }
+
+// undoHeaders mark a repartitioned row that takes a table row back out of
+// its group. Records share the slice; nothing writes to it.
+var undoHeaders = []kgo.RecordHeader{{Key: physical.UndoHeader, Value: []byte{1}}}

@@ -25,13 +25,17 @@ var usersSchema = types.Schema{Columns: []types.Column{
 	{Name: "LEVEL", Type: types.BigintType},
 }}.WithPseudo()
 
+func usersSource() *physical.Source {
+	return &physical.Source{Topic: "users", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Out: usersSchema, Table: true}
+}
+
 func usersTopology(appID string) *physical.Topology {
-	src := &physical.Source{Name: "SOURCE-USERS", Topic: "users", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Schema: usersSchema}
-	store := &physical.Store{Name: "USERS", Changelog: "users", SourceTopicChangelog: true,
+	store := &physical.Store{Name: "USERS", Kind: physical.KeyValue, Changelog: "users", SourceTopicChangelog: true,
 		KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Schema: usersSchema}
-	return &physical.Topology{AppID: appID, Limit: -1, SubTopologies: []*physical.SubTopology{{
-		Source: src, Materialize: &physical.Materialize{Name: "MATERIALIZE-USERS", Store: store},
-	}}}
+	g := physical.NewGraph(appID)
+	src := g.Add("SOURCE-USERS", usersSource())
+	g.Add("MATERIALIZE-USERS", &physical.Materialize{Store: store, Out: usersSchema}, src)
+	return g.Topology()
 }
 
 // produceUsers writes n upserts over keys u0…u(keys-1), the level being
@@ -62,7 +66,11 @@ func produceUsers(t testing.TB, ctx context.Context, brokers []string, from, n, 
 // tableContents reads the query's committed stores with a pull query.
 func tableContents(t testing.TB, ctx context.Context, q *Query) map[string]string {
 	got := map[string]string{}
-	topo := &physical.Topology{Limit: -1, SubTopologies: []*physical.SubTopology{{Source: usersTopology("").SubTopologies[0].Source}}}
+	g := physical.NewGraph("")
+	src := usersSource()
+	src.Table = false
+	g.Add("SOURCE-USERS", src)
+	topo := g.Topology()
 	err := RunPull(ctx, topo, q.Stores("USERS"), KeySelection{}, func(r types.Row) error {
 		got[string(r[0].B)] = types.Text(r[1], types.BigintType)
 		return nil

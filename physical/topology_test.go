@@ -72,11 +72,11 @@ func TestTopologies(t *testing.T) {
 func reads(t *physical.Topology) string {
 	var b strings.Builder
 	for _, st := range t.SubTopologies {
-		src := st.Source
+		src := st.Source()
 		var cols []string
-		for _, i := range src.Schema.ValueIndexes() {
+		for _, i := range src.Out.ValueIndexes() {
 			if src.Read == nil || src.Read[i] {
-				cols = append(cols, src.Schema.Columns[i].Name)
+				cols = append(cols, src.Out.Columns[i].Name)
 			}
 		}
 		fmt.Fprintf(&b, "sub-topology %d reads: %s", st.ID, strings.Join(cols, ", "))

@@ -1,0 +1,191 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// taskEnv is what a task's processors are built with.
+type taskEnv struct {
+	// out queues the records the task produces (sinks, repartitions,
+	// changelogs); nil for push and pull queries.
+	out *outbox
+	// stores are the task's open stores by name.
+	stores map[string]*taskStore
+	// terminal receives the changes of a last node that writes nowhere
+	// (a push or pull query's result); nil drops them.
+	terminal Processor
+	// extra builds node kinds exec does not know (tests).
+	extra func(n *physical.Node, next Processor) (Processor, error)
+}
+
+// taskGraph is a sub-topology built for one task: a processor per node,
+// the sources by topic, and the optional hooks found among them.
+type taskGraph struct {
+	procs    map[int]Processor // by node ID
+	sources  map[string]*sourceOp
+	initers  []initializer
+	flushers []flusher
+	aborters []aborter
+	closers  []closer
+}
+
+// buildGraph builds st's processors for one task, from its last nodes to
+// its sources, each forwarding to the processors of the nodes that read
+// it. This is the one place that maps node kinds to processors.
+func buildGraph(topo *physical.Topology, st *physical.SubTopology, env *taskEnv) (*taskGraph, error) {
+	g := &taskGraph{procs: map[int]Processor{}, sources: map[string]*sourceOp{}}
+	outs := topo.Outputs()
+	for i := len(st.Nodes) - 1; i >= 0; i-- {
+		n := st.Nodes[i]
+		var next Processor
+		switch o := outs[n.ID]; len(o) {
+		case 0:
+			next = env.terminal
+			if next == nil {
+				next = nop{}
+			}
+		case 1:
+			next = g.procs[o[0].ID]
+		default:
+			f := make(fanout, len(o))
+			for j, on := range o {
+				f[j] = g.procs[on.ID]
+			}
+			next = f
+		}
+		p, err := buildNode(n, next, env)
+		if err != nil {
+			return nil, err
+		}
+		g.procs[n.ID] = p
+		if s, ok := p.(*sourceOp); ok {
+			g.sources[n.Op.(*physical.Source).Topic] = s
+		}
+		if h, ok := p.(initializer); ok {
+			g.initers = append(g.initers, h)
+		}
+		if h, ok := p.(flusher); ok {
+			g.flushers = append(g.flushers, h)
+		}
+		if h, ok := p.(aborter); ok {
+			g.aborters = append(g.aborters, h)
+		}
+		if h, ok := p.(closer); ok {
+			g.closers = append(g.closers, h)
+		}
+	}
+	return g, nil
+}
+
+// store returns the task's open store named by s.
+func (env *taskEnv) store(n *physical.Node, s *physical.Store) (*taskStore, error) {
+	ts, ok := env.stores[s.Name]
+	if !ok {
+		return nil, fmt.Errorf("%s needs store %s, which its task did not open", n.Name, s.Name)
+	}
+	return ts, nil
+}
+
+func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error) {
+	switch op := n.Op.(type) {
+	case *physical.Source:
+		return newSource(n.Name, op, next)
+	case *physical.Filter:
+		ev, err := expr.Compile(op.Predicate)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		return &filterOp{name: n.Name, pred: ev, next: next}, nil
+	case *physical.Project:
+		p := &projectOp{name: n.Name, out: make(types.Row, len(op.Exprs)), outOld: make(types.Row, len(op.Exprs)), next: next}
+		for _, e := range op.Exprs {
+			ev, err := expr.Compile(e)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", n.Name, err)
+			}
+			p.exprs = append(p.exprs, ev)
+			p.copies = append(p.copies, copyFor(e.Type()))
+			col := -1
+			if c, ok := e.(*expr.Column); ok {
+				col = c.Index
+			}
+			p.cols = append(p.cols, col)
+		}
+		return p, nil
+	case *physical.FlatMap:
+		f := &flatMapOp{name: n.Name, in: len(op.Out.Columns) - len(op.Fns), out: make(types.Row, len(op.Out.Columns)), next: next}
+		for i, fn := range op.Fns {
+			var evs []expr.Evaluator
+			for _, a := range op.Args[i] {
+				ev, err := expr.Compile(a)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", n.Name, err)
+				}
+				evs = append(evs, ev)
+			}
+			f.fns = append(f.fns, fn.Expand)
+			f.args = append(f.args, evs)
+			f.vals = append(f.vals, make([]types.Datum, len(evs)))
+		}
+		f.results = make([][]types.Datum, len(op.Fns))
+		return f, nil
+	case *physical.Rekey:
+		in := len(op.Out.Columns)
+		r := &rekeyOp{name: n.Name, out: make(types.Row, in), next: next}
+		for i, e := range op.Exprs {
+			if c, ok := e.(*expr.Column); ok && c.Index == op.Keys[i] {
+				continue // the key is an existing column
+			}
+			ev, err := expr.Compile(e)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", n.Name, err)
+			}
+			r.exprs = append(r.exprs, ev)
+			r.slots = append(r.slots, op.Keys[i])
+			in--
+		}
+		r.in = in
+		return r, nil
+	case *physical.TableChanges:
+		store, err := env.store(n, op.Store)
+		if err != nil {
+			return nil, err
+		}
+		src, ok := n.Inputs[0].Op.(*physical.Source)
+		if !ok {
+			return nil, fmt.Errorf("%s must read a source", n.Name)
+		}
+		dec, err := newRecordDecoder(n.Name, src)
+		if err != nil {
+			return nil, err
+		}
+		return &tableChangesOp{store: store, dec: dec, next: next}, nil
+	case *physical.Aggregate:
+		var store *taskStore
+		if env.stores != nil { // nil: a pull query's view of stored groups
+			var err error
+			if store, err = env.store(n, op.Store); err != nil {
+				return nil, err
+			}
+		}
+		return newAggregate(n.Name, op, store, env.out, next)
+	case *physical.Materialize:
+		store, err := env.store(n, op.Store)
+		if err != nil {
+			return nil, err
+		}
+		return &materializeOp{store: store}, nil
+	case *physical.Repartition:
+		return newRepartition(n.Name, op, env.out)
+	case *physical.Sink:
+		return newSink(n.Name, op, env.out)
+	}
+	if env.extra != nil {
+		return env.extra(n, next)
+	}
+	return nil, fmt.Errorf("%s: node kind %T is not supported", n.Name, n.Op)
+}

@@ -1,0 +1,91 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Change is what flows between processors: one record's effect on a
+// stream or table. A stream record is a change with only a new row; a
+// table update carries the key's old row too (where a later node needs
+// it: a table's aggregation or filter); a deletion has an old row and
+// no new one (a sink writes a tombstone for the old row's key). Rows and
+// the record are valid only during Process.
+type Change struct {
+	// Old is the row taken out, or nil.
+	Old types.Row
+	// New is the row added, or nil.
+	New types.Row
+	// Timestamp is the change's event time in milliseconds (ROWTIME).
+	Timestamp int64
+	// Record is the input record being processed: its key and value
+	// bytes, headers, topic, partition and offset.
+	Record *kgo.Record
+}
+
+// Processor is a node of a task's graph: it receives changes one at a
+// time and forwards what it makes of them to the processors after it.
+//
+// Optional hooks, found once when the task is built (never asserted per
+// record): initializer, flusher, aborter, closer.
+type Processor interface {
+	Process(c *Change) error
+}
+
+type (
+	// initializer is set up with its task's context before the first
+	// record: it may schedule punctuations there.
+	initializer interface{ Init(tc *TaskContext) error }
+	// flusher writes what it buffered in the open transaction (its
+	// changelog records, its store writes) before the transaction
+	// commits.
+	flusher interface{ Flush() error }
+	// aborter forgets what it buffered when the transaction aborts.
+	aborter interface{ Abort() }
+	// closer releases what it holds when its task closes.
+	closer interface{ Close() error }
+)
+
+// fanout forwards a change to every processor reading a node.
+type fanout []Processor
+
+func (f fanout) Process(c *Change) error {
+	for _, p := range f {
+		if err := p.Process(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nop ends a graph whose last node has nowhere to send its changes.
+type nop struct{}
+
+func (nop) Process(*Change) error { return nil }
+
+// evalError marks an expression that failed on a record: the record is
+// bad, the query goes on.
+type evalError struct {
+	node string
+	err  error
+}
+
+func (e *evalError) Error() string { return fmt.Sprintf("%s: %v", e.node, e.err) }
+func (e *evalError) Unwrap() error { return e.err }
+
+// fatalError marks an error that is not the record's fault (a store that
+// cannot be read or written): the task fails rather than skip the record.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+func fatal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fatalError{err}
+}

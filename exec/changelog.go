@@ -1,0 +1,244 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// restoreBatch is how many changelog records a restore writes per batch.
+const restoreBatch = 10000
+
+// restoreStep bounds how long one step of the changelog reader reads
+// before the stream thread polls its inputs again.
+const restoreStep = 200 * time.Millisecond
+
+// restoration is one store being brought up to date from its changelog
+// partition.
+type restoration struct {
+	task  *Task
+	store *taskStore
+	tp    topicPartition
+	// until is where the restore ends (exclusive): the changelog's last
+	// stable offset, or for a source table's store the group's committed
+	// offset of the table's topic.
+	until int64
+	next  int64 // offset after the last one read
+	// open holds transactional records until their producer's marker:
+	// applied on commit, dropped on abort.
+	open  map[int64][]*kgo.Record
+	apply func(*kgo.Record) error
+	// n counts the records applied; pending, those not yet committed to
+	// the store.
+	n, pending int
+	began      time.Time
+}
+
+// changelogReader restores the stores of a thread's restoring tasks, a
+// step at a time between the thread's polls, so that restoring never
+// blocks other tasks nor holds a transaction open (Kafka Streams'
+// StoreChangelogReader). It reads every offset read_uncommitted with
+// control records, so it knows exactly when it reaches its end: a quiet
+// broker is waited for, never taken as the end.
+type changelogReader struct {
+	q      *Query
+	cl     *kgo.Client
+	active map[topicPartition]*restoration
+	// quiet is since when no step has read anything.
+	quiet time.Time
+}
+
+// add starts restoring rs.store. It returns true when there is nothing
+// to read (the store is up to date), having written the checkpoint.
+func (r *changelogReader) add(rs *restoration) (bool, error) {
+	ts := rs.store
+	if ts.checkpoint > rs.until {
+		r.q.log.Warn("store is ahead of the committed offsets; restoring it from the start",
+			"store", ts.dir, "checkpoint", ts.checkpoint, "committed", rs.until)
+		if err := ts.wipe(r.q.cfg.RocksResources); err != nil {
+			return false, err
+		}
+	}
+	if ts.checkpoint == rs.until {
+		return true, nil
+	}
+	if rs.until <= 0 {
+		// Nothing was ever committed: nothing to restore.
+		ts.next = 0
+		if err := ts.commit(); err != nil {
+			return false, err
+		}
+		return true, ts.writeCheckpoint()
+	}
+	if r.cl == nil {
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(r.q.cfg.Brokers...),
+			kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
+			kgo.KeepControlRecords(),
+			kgo.FetchMaxWait(100*time.Millisecond),
+		)
+		if err != nil {
+			return false, err
+		}
+		r.cl = cl
+	}
+	start := kgo.NewOffset().AtStart()
+	if ts.checkpoint >= 0 {
+		start = kgo.NewOffset().At(ts.checkpoint)
+	}
+	rs.next = max(ts.checkpoint, 0)
+	rs.open = map[int64][]*kgo.Record{}
+	rs.began = time.Now()
+	if r.active == nil {
+		r.active = map[topicPartition]*restoration{}
+	}
+	r.active[rs.tp] = rs
+	r.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{rs.tp.topic: {rs.tp.partition: start}})
+	r.quiet = time.Now()
+	return false, nil
+}
+
+// restoring reports whether any store is being restored.
+func (r *changelogReader) restoring() bool { return len(r.active) > 0 }
+
+// remove stops restoring task's stores (the task was revoked).
+func (r *changelogReader) remove(t *Task) {
+	for tp, rs := range r.active {
+		if rs.task == t {
+			r.stop(tp)
+		}
+	}
+}
+
+func (r *changelogReader) stop(tp topicPartition) {
+	delete(r.active, tp)
+	r.cl.RemoveConsumePartitions(map[string][]int32{tp.topic: {tp.partition}})
+}
+
+// step reads changelog records for up to restoreStep and returns the
+// restorations that reached their end, their stores committed and
+// checkpointed.
+func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
+	var done []*restoration
+	deadline := time.Now().Add(restoreStep)
+	for len(r.active) > 0 && time.Now().Before(deadline) {
+		pctx, cancel := context.WithDeadline(ctx, deadline)
+		fs := r.cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return done, err
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return
+			}
+			// Retried: the client keeps fetching.
+			r.q.log.Warn("changelog fetch error; retrying", "topic", t, "partition", p, "err", err)
+			if errors.Is(err, kgo.ErrClientClosed) {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return done, ferr
+		}
+		if fs.Empty() {
+			if time.Since(r.quiet) > 10*time.Second {
+				for _, rs := range r.active {
+					r.q.log.Warn("restore waiting for the changelog", "store", rs.store.dir, "at", rs.next, "until", rs.until)
+				}
+				r.quiet = time.Now()
+			}
+			continue
+		}
+		r.quiet = time.Now()
+		var aerr error
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			rs := r.active[topicPartition{fp.Topic, fp.Partition}]
+			if rs == nil || aerr != nil {
+				return
+			}
+			for _, rec := range fp.Records {
+				if rec.Offset < rs.next {
+					continue
+				}
+				if rec.Offset >= rs.until {
+					rs.next = rs.until
+					break
+				}
+				rs.next = rec.Offset + 1
+				switch {
+				case rec.Attrs.IsControl():
+					if isCommitMarker(rec) {
+						for _, rr := range rs.open[rec.ProducerID] {
+							_ = rs.apply(rr) // bad records were skipped when first processed
+							rs.n++
+							rs.pending++
+						}
+					}
+					delete(rs.open, rec.ProducerID)
+				case rec.Attrs.IsTransactional():
+					rs.open[rec.ProducerID] = append(rs.open[rec.ProducerID], rec)
+				default:
+					_ = rs.apply(rec)
+					rs.n++
+					rs.pending++
+				}
+			}
+			if rs.pending >= restoreBatch || rs.next >= rs.until {
+				if err := rs.store.ov.Commit(); err != nil {
+					aerr = err
+					return
+				}
+				rs.pending = 0
+			}
+			if rs.next >= rs.until {
+				if err := r.finish(rs); err != nil {
+					aerr = err
+					return
+				}
+				done = append(done, rs)
+			}
+		})
+		if aerr != nil {
+			return done, aerr
+		}
+	}
+	return done, nil
+}
+
+// finish ends a restoration that reached its end: the store has applied
+// its changelog up to until, durably.
+func (r *changelogReader) finish(rs *restoration) error {
+	r.stop(rs.tp)
+	ts := rs.store
+	r.q.restored.Add(int64(rs.n))
+	if r.q.cfg.Metrics != nil {
+		r.q.cfg.Metrics.SetRestore(filepath.Base(ts.dir), ts.partition, int64(rs.n), int64(rs.n))
+	}
+	ts.next = rs.until
+	if err := ts.commit(); err != nil {
+		return fmt.Errorf("restoring %s: %w", ts.dir, err)
+	}
+	if err := ts.writeCheckpoint(); err != nil {
+		return fmt.Errorf("restoring %s: %w", ts.dir, err)
+	}
+	r.q.log.Info("store restored", "store", ts.dir, "records", rs.n, "until", rs.until, "elapsed", time.Since(rs.began))
+	return nil
+}
+
+func (r *changelogReader) close() {
+	if r.cl != nil {
+		r.cl.Close()
+	}
+}
+
+// isCommitMarker reports whether a control record is a commit marker (key:
+// version int16, type int16 with 1 for commit).
+func isCommitMarker(r *kgo.Record) bool {
+	return len(r.Key) >= 4 && r.Key[2] == 0 && r.Key[3] == 1
+}

@@ -1,0 +1,148 @@
+package exec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/state"
+)
+
+// taskStore is one task's state store: the RocksDB store, the overlay of
+// the open transaction, and the checkpoint of how far the store has
+// applied its changelog.
+type taskStore struct {
+	name       string
+	dir        string
+	changelog  string
+	partition  int32
+	base       *state.Rocks
+	ov         *state.Overlay
+	next       int64 // changelog offset after the last record written (in the overlay)
+	applied    int64 // changelog offset the store has applied up to (committed)
+	checkpoint int64 // applied, as of the checkpoint file
+	// last is the newest changelog record this task produced in the open
+	// transaction (stores with their own changelog); its offset, known
+	// once the transaction is flushed, sets next.
+	last *kgo.Record
+}
+
+func (t *taskStore) checkpointPath() string { return filepath.Join(t.dir, "checkpoint") }
+
+func (t *taskStore) checkpointKey() string {
+	return t.changelog + "/" + strconv.Itoa(int(t.partition))
+}
+
+// openTaskStore opens the store of a task in dir and reads its checkpoint.
+// A store whose checkpoint is missing or cannot be trusted is wiped: it
+// will be restored from the start of its changelog.
+func openTaskStore(dir, name, changelog string, partition int32, res *state.RocksResources) (*taskStore, error) {
+	t := &taskStore{name: name, dir: dir, changelog: changelog, partition: partition, checkpoint: -1}
+	cp, err := state.ReadCheckpoint(t.checkpointPath())
+	if off, ok := cp[t.checkpointKey()]; err == nil && ok {
+		t.checkpoint = off
+	} else if err != nil && !errors.Is(err, state.ErrCheckpointInvalid) {
+		return nil, err
+	}
+	t.applied = t.checkpoint
+	if t.checkpoint < 0 {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.open(res); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *taskStore) open(res *state.RocksResources) error {
+	if err := os.MkdirAll(t.dir, 0o755); err != nil {
+		return err
+	}
+	db, err := state.OpenRocks(filepath.Join(t.dir, "rocksdb"), state.RocksOptions{Resources: res})
+	if err != nil {
+		return err
+	}
+	t.base, t.ov = db, state.NewOverlay(db)
+	if res != nil {
+		t.ov.ShareCache(res.ValueCache())
+	}
+	return nil
+}
+
+// wipe empties the store, for a restore from the changelog's start.
+func (t *taskStore) wipe(res *state.RocksResources) error {
+	if err := t.ov.Close(); err != nil { // and the base under it
+		return err
+	}
+	if err := os.RemoveAll(t.dir); err != nil {
+		return err
+	}
+	t.checkpoint, t.applied = -1, -1
+	return t.open(res)
+}
+
+// checkpointEvery is how far the changelog may run ahead of the store's
+// checkpoint file, in offsets (Kafka Streams' threshold under
+// exactly-once). A lagging checkpoint is safe: the store holds committed
+// state only, and a restore from the checkpoint replays changelog records
+// that each set a key's latest value, so replaying some twice changes
+// nothing. Writing it less often saves two fsyncs per task per commit.
+const checkpointEvery = 10_000
+
+// commit applies the committed transaction's writes to the store and,
+// every checkpointEvery offsets, records how far it has applied the
+// changelog.
+func (t *taskStore) commit() error {
+	if t.last != nil {
+		t.next = t.last.Offset + 1
+		t.last = nil
+	}
+	if t.ov.Len() > 0 {
+		if err := t.ov.Commit(); err != nil {
+			return err
+		}
+	}
+	t.applied = max(t.applied, t.next)
+	if t.applied-t.checkpoint >= checkpointEvery {
+		return t.writeCheckpoint()
+	}
+	return nil
+}
+
+// writeCheckpoint makes the store's writes durable, then records how far
+// it has applied the changelog.
+func (t *taskStore) writeCheckpoint() error {
+	if t.applied <= t.checkpoint {
+		return nil
+	}
+	if err := t.ov.Flush(); err != nil {
+		return err
+	}
+	if err := state.WriteCheckpoint(t.checkpointPath(), map[string]int64{t.checkpointKey(): t.applied}); err != nil {
+		return err
+	}
+	t.checkpoint = t.applied
+	return nil
+}
+
+// abort drops the open transaction's writes.
+func (t *taskStore) abort() {
+	t.ov.Abort()
+	t.last = nil
+}
+
+// close drops the open transaction's writes, checkpoints what was
+// committed, and closes the store.
+func (t *taskStore) close() error {
+	t.ov.Abort()
+	err := t.writeCheckpoint()
+	if cerr := t.ov.Close(); err == nil { // and the base under it
+		err = cerr
+	}
+	return err
+}

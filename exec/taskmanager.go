@@ -1,0 +1,335 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/state"
+)
+
+// taskManager owns a stream thread's tasks (Kafka Streams' TaskManager):
+// it creates them for assigned partitions, has their stores restored
+// before they process anything, and closes them when their partitions
+// are revoked. Only active tasks exist today; standby tasks (hot copies
+// of another member's stores) would be a second map fed by the same
+// changelog reader.
+type taskManager struct {
+	q      *Query
+	thread int
+	topo   *physical.Topology
+	subs   map[string]*physical.SubTopology // by source topic
+	out    *outbox
+	reader *changelogReader
+	tasks  map[TaskID]*Task
+	inputs map[topicPartition]*Task
+	// extra builds node kinds exec does not know (tests).
+	extra func(*physical.Node, Processor) (Processor, error)
+}
+
+func newTaskManager(q *Query, thread int, out *outbox) *taskManager {
+	tm := &taskManager{q: q, thread: thread, topo: q.topo, subs: map[string]*physical.SubTopology{}, out: out,
+		reader: &changelogReader{q: q}, tasks: map[TaskID]*Task{}, inputs: map[topicPartition]*Task{}, extra: q.cfg.extraNodes}
+	for _, st := range q.topo.SubTopologies {
+		for _, s := range st.Sources {
+			tm.subs[s.Op.(*physical.Source).Topic] = st
+		}
+	}
+	return tm
+}
+
+// stateful reports whether a task of st keeps stores.
+func stateful(st *physical.SubTopology) bool {
+	for _, n := range st.Nodes {
+		if len(physical.StoresOf(n)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// statefulTopic reports whether topic feeds a stateful sub-topology: its
+// partitions are paused when assigned until their task has restored.
+func (tm *taskManager) statefulTopic(topic string) bool {
+	st := tm.subs[topic]
+	return st != nil && stateful(st)
+}
+
+// handleAssignment closes the tasks whose partitions were all revoked
+// and creates the tasks of newly assigned partitions. A task's
+// partitions come and go together under a task-aware balancer; under
+// another one a task runs with the partitions it has.
+func (tm *taskManager) handleAssignment(ctx context.Context, cl *kgo.Client, assigned, revoked []topicPartition) error {
+	for _, tp := range revoked {
+		t := tm.inputs[tp]
+		if t == nil {
+			continue
+		}
+		delete(tm.inputs, tp)
+		for i, q := range t.queues {
+			if q.tp == tp {
+				q.reset()
+				t.queues = append(t.queues[:i], t.queues[i+1:]...)
+				break
+			}
+		}
+		if len(t.queues) == 0 {
+			tm.closeTask(t)
+		}
+	}
+	var created []*Task
+	for _, tp := range assigned {
+		st := tm.subs[tp.topic]
+		if st == nil || tm.inputs[tp] != nil {
+			continue
+		}
+		id := TaskID{Sub: st.ID, Partition: tp.partition}
+		t := tm.tasks[id]
+		if t == nil {
+			t = &Task{id: id, sub: st, state: taskCreated, streamTime: newTaskStreamTime()}
+			tm.tasks[id] = t
+			created = append(created, t)
+		}
+		t.queues = append(t.queues, &partitionQueue{tp: tp})
+		tm.inputs[tp] = t
+		if t.graph != nil {
+			t.queues[len(t.queues)-1].src = t.graph.sources[tp.topic]
+		}
+	}
+	return tm.initialize(ctx, cl, created)
+}
+
+// initialize builds created tasks: it locks their state directories,
+// opens their stores and starts restoring them. A task whose directory
+// another thread still holds stays created and is tried again at the
+// next loop.
+func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*Task) error {
+	var committed kadm.OffsetResponses
+	for _, t := range tasks {
+		if t.state != taskCreated {
+			continue
+		}
+		if err := tm.open(t); err != nil {
+			if errors.Is(err, errDirLocked) {
+				tm.q.log.Info("task waits for its state directory", "thread", tm.thread, "task", t.id.String(), "err", err)
+				continue
+			}
+			return err
+		}
+		if len(t.stores) == 0 {
+			tm.run(cl, t)
+			continue
+		}
+		t.state = taskRestoring
+		for _, ts := range t.stores {
+			spec := tm.topo.Store(ts.name)
+			until := int64(0)
+			apply := func(r *kgo.Record) error { return restoreAggregate(ts.ov, r) }
+			if spec.SourceTopicChangelog {
+				// The table's topic is the changelog: restore up to the
+				// group's committed offset, what processing resumes from.
+				if committed == nil {
+					var err error
+					if committed, err = kadm.NewClient(cl).FetchOffsets(ctx, tm.topo.AppID); err != nil {
+						return fmt.Errorf("fetching committed offsets: %w", err)
+					}
+				}
+				if o, ok := committed.Lookup(spec.Changelog, t.id.Partition); ok && o.Err == nil && o.At >= 0 {
+					until = o.At
+				}
+				dec, err := newRecordDecoder(ts.name, tm.sourceOf(t.sub, spec.Changelog))
+				if err != nil {
+					return err
+				}
+				apply = tableRecordApplier(dec, ts)
+			} else {
+				end, err := changelogEnd(ctx, cl, spec.Changelog, t.id.Partition)
+				if err != nil {
+					return err
+				}
+				until = end
+			}
+			rs := &restoration{task: t, store: ts, tp: topicPartition{spec.Changelog, t.id.Partition}, until: until, apply: apply}
+			done, err := tm.reader.add(rs)
+			if err != nil {
+				return fmt.Errorf("restoring store %s: %w", ts.dir, err)
+			}
+			if !done {
+				t.restoring++
+			}
+		}
+		if t.restoring == 0 {
+			tm.run(cl, t)
+		}
+	}
+	return nil
+}
+
+// sourceOf returns st's source of topic.
+func (tm *taskManager) sourceOf(st *physical.SubTopology, topic string) *physical.Source {
+	for _, s := range st.Sources {
+		if src := s.Op.(*physical.Source); src.Topic == topic {
+			return src
+		}
+	}
+	return st.Source()
+}
+
+// open locks a task's state directory (stateful tasks), opens its
+// stores and builds its graph.
+func (tm *taskManager) open(t *Task) error {
+	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra}
+	if stateful(t.sub) {
+		if tm.q.cfg.StateDir == "" {
+			return errors.New("a query with state stores needs a state directory")
+		}
+		dir := filepath.Join(tm.q.cfg.StateDir, tm.topo.AppID, t.id.String())
+		lock, err := lockDir(dir)
+		if err != nil {
+			return err
+		}
+		t.lock = lock
+		for _, n := range t.sub.Nodes {
+			for _, s := range physical.StoresOf(n) {
+				if env.stores[s.Name] != nil {
+					continue
+				}
+				ts, err := openTaskStore(filepath.Join(dir, s.Name), s.Name, s.Changelog, t.id.Partition, tm.q.cfg.RocksResources)
+				if err != nil {
+					tm.release(t)
+					return fmt.Errorf("opening store %s: %w", filepath.Join(dir, s.Name), err)
+				}
+				env.stores[s.Name] = ts
+				t.stores = append(t.stores, ts)
+			}
+		}
+	}
+	g, err := buildGraph(tm.topo, t.sub, env)
+	if err != nil {
+		tm.release(t)
+		return fmt.Errorf("task %s: %w", t.id, err)
+	}
+	t.graph = g
+	for _, q := range t.queues {
+		q.src = g.sources[q.tp.topic]
+	}
+	tc := &TaskContext{task: t}
+	for _, h := range g.initers {
+		if err := h.Init(tc); err != nil {
+			tm.release(t)
+			return fmt.Errorf("task %s: %w", t.id, err)
+		}
+	}
+	return nil
+}
+
+// run marks a task running: its stores are restored, so pull queries
+// may read them and its paused inputs resume.
+func (tm *taskManager) run(cl *kgo.Client, t *Task) {
+	t.state = taskRunning
+	for _, ts := range t.stores {
+		tm.q.addStore(ts.name, t.id.Partition, ts.base)
+	}
+	resume := map[string][]int32{}
+	for _, q := range t.queues {
+		resume[q.tp.topic] = append(resume[q.tp.topic], q.tp.partition)
+	}
+	cl.ResumeFetchPartitions(resume)
+}
+
+// restore runs a step of the changelog reader and the tasks whose
+// stores are all restored start running.
+func (tm *taskManager) restore(ctx context.Context, cl *kgo.Client) error {
+	// Tasks that waited for their directory try again.
+	var waiting []*Task
+	for _, t := range tm.tasks {
+		if t.state == taskCreated {
+			waiting = append(waiting, t)
+		}
+	}
+	if len(waiting) > 0 {
+		if err := tm.initialize(ctx, cl, waiting); err != nil {
+			return err
+		}
+	}
+	if !tm.reader.restoring() {
+		return nil
+	}
+	done, err := tm.reader.step(ctx)
+	for _, rs := range done {
+		if rs.task.restoring--; rs.task.restoring == 0 && rs.task.state == taskRestoring {
+			tm.run(cl, rs.task)
+		}
+	}
+	return err
+}
+
+// closeTask closes a task whose partitions are gone: its open
+// transaction's writes were aborted or committed before; its stores
+// write their checkpoints and its directory is released.
+func (tm *taskManager) closeTask(t *Task) {
+	tm.reader.remove(t)
+	if t.graph != nil {
+		for _, c := range t.graph.closers {
+			if err := c.Close(); err != nil {
+				tm.q.log.Warn("closing processor", "task", t.id.String(), "err", err)
+			}
+		}
+	}
+	t.state = taskSuspended
+	tm.release(t)
+	t.state = taskClosed
+	delete(tm.tasks, t.id)
+	for _, q := range t.queues {
+		delete(tm.inputs, q.tp)
+	}
+}
+
+// release closes a task's stores and unlocks its directory.
+func (tm *taskManager) release(t *Task) {
+	for _, ts := range t.stores {
+		tm.q.removeStore(ts.base)
+		if err := ts.close(); err != nil {
+			tm.q.log.Warn("closing store", "dir", ts.dir, "err", err)
+		}
+	}
+	t.stores = nil
+	t.lock.unlock()
+	t.lock = nil
+}
+
+// closeAll closes every task (the thread is stopping).
+func (tm *taskManager) closeAll() {
+	for _, t := range tm.tasks {
+		tm.closeTask(t)
+	}
+	tm.reader.close()
+}
+
+// changelogEnd returns the last stable offset of a changelog partition:
+// where a restore of it ends.
+func changelogEnd(ctx context.Context, cl *kgo.Client, topic string, p int32) (int64, error) {
+	offs, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("listing %s's end: %w", topic, err)
+	}
+	o, ok := offs.Lookup(topic, p)
+	if !ok || o.Err != nil {
+		return 0, fmt.Errorf("end of %s/%d: %v", topic, p, o.Err)
+	}
+	return o.Offset, nil
+}
+
+// restoreAggregate applies one changelog record to a store being
+// restored: the record is the group's latest state.
+func restoreAggregate(st state.Store, r *kgo.Record) error {
+	if r.Value == nil {
+		return st.Delete(r.Key)
+	}
+	return st.Put(r.Key, r.Value)
+}

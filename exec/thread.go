@@ -1,0 +1,395 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// streamThread is one group member of a query with its own
+// transactional producer (Kafka Streams' StreamThread under EOSv2). Its
+// loop reads: poll → handle rebalances → restore → process → punctuate
+// → maybe commit. All its tasks' output, repartition and changelog
+// records and their input offsets go in one transaction per commit
+// interval.
+type streamThread struct {
+	q    *Query
+	n    int
+	sess *kgo.GroupTransactSession
+	cl   *kgo.Client
+	tm   *taskManager
+	out  *outbox
+
+	produceErr atomic.Pointer[error]
+
+	// The group callbacks run outside the loop; they only note the
+	// partitions (and pause those of stateful tasks, which resume when
+	// their stores are restored), and the loop acts on them.
+	assignMu          sync.Mutex
+	assigned, revoked []topicPartition
+
+	inTxn    bool
+	txnStart time.Time
+	// The session counts records as consumed when PollFetches returns
+	// them, and End commits their offsets: a transaction may commit only
+	// once every polled record has been processed. unprocessed is set
+	// while some may not have been; leaving then aborts.
+	unprocessed bool
+}
+
+func newStreamThread(q *Query, n int) (*streamThread, error) {
+	t := &streamThread{q: q, n: n, out: &outbox{}}
+	t.tm = newTaskManager(q, n, t.out)
+	changelogs := map[string]bool{}
+	for _, s := range q.topo.Stores {
+		if !s.SourceTopicChangelog {
+			changelogs[s.Changelog] = true
+		}
+	}
+	note := func(to *[]topicPartition, pause bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
+			t.assignMu.Lock()
+			defer t.assignMu.Unlock()
+			paused := map[string][]int32{}
+			for topic, ps := range m {
+				for _, p := range ps {
+					*to = append(*to, topicPartition{topic, p})
+				}
+				if pause && t.tm.statefulTopic(topic) {
+					paused[topic] = ps
+				}
+			}
+			if len(paused) > 0 {
+				cl.PauseFetchPartitions(paused) // before fetching starts
+			}
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{
+		kgo.SeedBrokers(q.cfg.Brokers...),
+		kgo.ConsumerGroup(q.topo.AppID),
+		kgo.ConsumeTopics(q.topo.SourceTopics()...),
+		kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", q.topo.AppID, q.cfg.InstanceID, n)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.SessionTimeout(10 * time.Second),
+		kgo.TransactionTimeout(60 * time.Second),
+		kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, def: kgo.StickyKeyPartitioner(nil)}),
+		kgo.WithPools(&recordPool{}),
+		kgo.OnPartitionsAssigned(note(&t.assigned, true)),
+		kgo.OnPartitionsRevoked(note(&t.revoked, false)),
+		kgo.OnPartitionsLost(note(&t.revoked, false)),
+	}, q.cfg.clientOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	t.sess, t.cl = sess, sess.Client()
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			e := err // only a failure's error escapes to the heap
+			t.produceErr.CompareAndSwap(nil, &e)
+		}
+	}
+	t.out.send = func(r *kgo.Record) {
+		q.out.Add(1)
+		// Not ctx: records of a stopping thread must still reach its
+		// final commit.
+		sess.Produce(context.Background(), r, promise)
+	}
+	return t, nil
+}
+
+// run is the thread's loop, until ctx ends (nil) or the thread fails.
+func (t *streamThread) run(ctx context.Context) error {
+	defer t.sess.Close()
+	defer t.tm.closeAll()
+	defer t.endOnExit()
+	for {
+		fetches, stopping := t.poll(ctx)
+		if fetches == nil {
+			return nil
+		}
+		if fetches.IsClientClosed() {
+			return errors.New("client closed")
+		}
+		rewound, err := t.handleRebalance(ctx)
+		if err != nil {
+			return err
+		}
+		if rewound {
+			// The transaction aborted: the polled records come again.
+			dropFetches(fetches)
+			t.unprocessed = false
+		}
+		if err := t.tm.restore(ctx, t.cl); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := t.process(ctx, fetches); err != nil {
+			return err
+		}
+		if stopping {
+			return nil // endOnExit commits
+		}
+		if err := t.punctuate(); err != nil {
+			return err
+		}
+		if err := t.maybeCommit(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// poll fetches the next records: for a commit interval, or briefly while
+// stores are being restored (restoring takes the rest of the loop). It
+// returns nil fetches when the thread should stop with nothing polled;
+// stopping says that ctx ended — records polled as the stop came are
+// processed (and committed on the way out), but no more are polled.
+func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool) {
+	wait := t.q.cfg.CommitInterval
+	if t.tm.reader.restoring() {
+		wait = 5 * time.Millisecond
+	}
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	fetches := t.sess.PollFetches(pctx)
+	cancel()
+	stopping, polled := ctx.Err() != nil, fetches.NumRecords() > 0
+	if stopping && !polled {
+		return nil, true
+	}
+	t.unprocessed = polled
+	fetches.EachError(func(topic string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			t.q.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
+		}
+	})
+	return fetches, stopping
+}
+
+// handleRebalance applies the partitions the group callbacks noted:
+// tasks of revoked partitions are closed (their writes in the open
+// transaction, which is aborted first, are dropped), tasks of assigned
+// ones created. It reports whether it aborted the transaction.
+func (t *streamThread) handleRebalance(ctx context.Context) (bool, error) {
+	t.assignMu.Lock()
+	gone, gained := t.revoked, t.assigned
+	t.revoked, t.assigned = nil, nil
+	t.assignMu.Unlock()
+	if len(gone) == 0 && len(gained) == 0 {
+		return false, nil
+	}
+	aborted := false
+	if t.inTxn && len(gone) > 0 {
+		if err := t.end(ctx, kgo.TryAbort); err != nil {
+			return false, err
+		}
+		aborted = true
+	}
+	return aborted, t.tm.handleAssignment(ctx, t.cl, gained, gone)
+}
+
+// process hands the polled records to their tasks' partition groups and
+// runs each task. Records of a partition with no running task (revoked
+// in the same poll, or not yet restored) are never processed: the
+// transaction is aborted so that they come again once their task runs.
+func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
+	if !t.unprocessed {
+		return nil
+	}
+	if !t.inTxn {
+		if err := t.sess.Begin(); err != nil {
+			return fmt.Errorf("beginning transaction: %w", err)
+		}
+		t.inTxn, t.txnStart = true, time.Now()
+	}
+	orphans := false
+	m := t.q.cfg.Metrics
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if len(fp.Records) == 0 {
+			return
+		}
+		task := t.tm.inputs[topicPartition{fp.Topic, fp.Partition}]
+		if task == nil || task.state != taskRunning {
+			orphans = true
+			for _, r := range fp.Records {
+				r.Recycle()
+			}
+			return
+		}
+		if m != nil && fp.HighWatermark >= 0 {
+			m.SetLag(fp.Topic, fp.Partition, fp.HighWatermark-(fp.Records[len(fp.Records)-1].Offset+1))
+		}
+		t.q.in.Add(int64(len(fp.Records)))
+		q := task.queue(topicPartition{fp.Topic, fp.Partition})
+		q.recs = append(q.recs, fp.Records...)
+	})
+	if orphans {
+		t.q.log.Info("records polled for a partition without a running task; aborting so that they come again", "thread", t.n)
+		for _, task := range t.tm.tasks {
+			task.dropQueued()
+		}
+		t.unprocessed = false
+		return t.end(ctx, kgo.TryAbort)
+	}
+	for _, task := range t.tm.tasks {
+		if task.state != taskRunning {
+			continue
+		}
+		if _, err := task.process(t.q.badRecord); err != nil {
+			return err
+		}
+	}
+	t.out.flush()
+	t.unprocessed = false
+	return nil
+}
+
+// punctuate fires the running tasks' due wall-clock punctuations, in the
+// open transaction (one is begun if needed).
+func (t *streamThread) punctuate() error {
+	now := time.Now().UnixMilli()
+	for _, task := range t.tm.tasks {
+		if task.state != taskRunning || !task.punct.due(WallClockTime, now) {
+			continue
+		}
+		if !t.inTxn {
+			if err := t.sess.Begin(); err != nil {
+				return fmt.Errorf("beginning transaction: %w", err)
+			}
+			t.inTxn, t.txnStart = true, time.Now()
+		}
+		if err := task.punctuateWallClock(now); err != nil {
+			return err
+		}
+	}
+	t.out.flush()
+	return nil
+}
+
+// maybeCommit commits the open transaction once it is a commit interval
+// old.
+func (t *streamThread) maybeCommit(ctx context.Context) error {
+	if !t.inTxn || time.Since(t.txnStart) < t.q.cfg.CommitInterval {
+		return nil
+	}
+	if err := t.end(ctx, kgo.TryCommit); err != nil {
+		return err
+	}
+	t.q.setErr(nil)
+	return nil
+}
+
+// end ends the open transaction, committing when try says so and every
+// task could write what it buffered. Stores follow the transaction:
+// its writes are applied when it committed, dropped when it aborted.
+func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error {
+	q := t.q
+	if try == kgo.TryCommit {
+		for _, task := range t.tm.tasks {
+			if task.state != taskRunning {
+				continue
+			}
+			if err := task.flush(); err != nil {
+				try = kgo.TryAbort // the transaction would miss state
+				q.log.Error("writing task state; aborting the transaction", "thread", t.n, "err", err)
+				break
+			}
+		}
+	}
+	if try != kgo.TryCommit {
+		for _, task := range t.tm.tasks {
+			if task.graph != nil {
+				task.abort()
+			}
+		}
+	}
+	if try == kgo.TryCommit {
+		t.out.flush()
+	}
+	began := time.Now()
+	committed, err := t.sess.End(ctx, try)
+	if q.cfg.Metrics != nil && committed && err == nil {
+		q.cfg.Metrics.ObserveCommit(time.Since(began))
+	}
+	t.inTxn = false
+	// (Offsets of the changelog records are known here; the outbox is
+	// reset after.)
+	for _, task := range t.tm.tasks {
+		if task.state != taskRunning {
+			continue
+		}
+		for _, ts := range task.stores {
+			if committed && err == nil {
+				if cerr := ts.commit(); cerr != nil {
+					t.out.reset()
+					return fmt.Errorf("applying committed state: %w", cerr)
+				}
+			} else {
+				ts.abort()
+			}
+		}
+	}
+	t.out.reset()
+	if err != nil {
+		return fmt.Errorf("ending transaction: %w", err)
+	}
+	if committed {
+		q.commits.Add(1)
+	} else {
+		// A rebalance or fencing aborted the transaction; the session
+		// rewound to the committed offsets, so the records come again.
+		q.aborts.Add(1)
+		q.log.Info("transaction aborted; records will be reprocessed", "thread", t.n)
+	}
+	if pe := t.produceErr.Swap(nil); pe != nil {
+		q.log.Warn("produce failed; transaction aborted", "thread", t.n, "err", *pe)
+	}
+	return nil
+}
+
+// endOnExit ends a transaction still open as the thread leaves:
+// committed when everything polled was processed, aborted otherwise.
+func (t *streamThread) endOnExit() {
+	if !t.inTxn {
+		return
+	}
+	try := kgo.TryCommit
+	if t.unprocessed {
+		try = kgo.TryAbort
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = t.end(ctx, try)
+}
+
+// dropFetches recycles polled records that will not be processed.
+func dropFetches(fs kgo.Fetches) {
+	fs.EachRecord(func(r *kgo.Record) { r.Recycle() })
+}
+
+// taskPartitioner sends changelog records to the partition their task
+// chose (the task's own partition) and everything else by key, as Kafka's
+// Java clients do.
+type taskPartitioner struct {
+	changelogs map[string]bool
+	def        kgo.Partitioner
+}
+
+func (p taskPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if p.changelogs[topic] {
+		return kgo.ManualPartitioner().ForTopic(topic)
+	}
+	return p.def.ForTopic(topic)
+}

@@ -1,0 +1,210 @@
+package physical
+
+import (
+	"fmt"
+
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// AppID returns the application ID of a persistent query, as DESIGN.md
+// fixes it: <service>_query_<QUERY_ID>.
+func AppID(serviceID, queryID string) string { return serviceID + "_query_" + queryID }
+
+// Build turns a persistent query's plan into a topology. A GROUP BY whose
+// key is not the input's key gets two sub-topologies joined by a
+// repartition topic, <appid>-GROUPBY-repartition; its state store's
+// changelog is <appid>-AGGREGATE-changelog. These names are pinned by
+// testdata/topologies: running queries depend on them.
+func Build(appID string, sink *planner.Sink) (*Topology, error) {
+	g := NewGraph(appID)
+	t := sink.Target
+	last, err := lower(g, appID, sink.Input, t.KeyFormat, t.KeyOptions)
+	if err != nil {
+		return nil, err
+	}
+	g.Add("SINK-"+t.Name, &Sink{
+		Topic:           t.Topic,
+		KeyFormat:       t.KeyFormat,
+		ValueFormat:     t.ValueFormat,
+		KeyOptions:      t.KeyOptions,
+		ValueOptions:    t.ValueOptions,
+		Out:             t.Schema,
+		TimestampColumn: t.TimestampColumn,
+	}, last)
+	return g.Topology(), nil
+}
+
+// BuildPush turns a push (or pull) query into a topology without a sink:
+// its last node's rows go to the client that asked.
+func BuildPush(q *planner.Query) (*Topology, error) {
+	g := NewGraph("")
+	if _, err := chain(g, q.Root, false); err != nil {
+		return nil, err
+	}
+	t := g.Topology()
+	t.Limit = q.Limit
+	return t, nil
+}
+
+// BuildTable returns the topology that materializes a source table: its
+// topic into a store of the latest value per key. The source topic serves
+// as the store's changelog, so no internal topic is created.
+func BuildTable(appID string, table *planner.Scan) *Topology {
+	src := table.Source
+	g := NewGraph(appID)
+	source := scanSource(table)
+	source.Table = true
+	in := g.Add("SOURCE-"+src.Name, source)
+	g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: table.Schema(), Store: &Store{
+		Name:                 src.Name,
+		Kind:                 KeyValue,
+		Changelog:            src.Topic,
+		SourceTopicChangelog: true,
+		KeyFormat:            src.KeyFormat,
+		ValueFormat:          src.ValueFormat,
+		KeyOptions:           src.KeyOptions,
+		ValueOptions:         src.ValueOptions,
+		Schema:               table.Schema(),
+	}}, in)
+	return g.Topology()
+}
+
+// lower adds the nodes of a persistent query's plan (below its sink) and
+// returns the last: one chain, or two sub-topologies around an Aggregate
+// that needs its input repartitioned.
+func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptions types.FormatOptions) (*Node, error) {
+	var above []planner.Node
+	var agg *planner.Aggregate
+	for n := root; n != nil; {
+		if a, ok := n.(*planner.Aggregate); ok {
+			agg = a
+			break
+		}
+		above = append(above, n)
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	if agg == nil {
+		return chain(g, root, false)
+	}
+	// Above the Aggregate: HAVING becomes part of it (a failing group is
+	// deleted from the result table), then the projections.
+	pa := &Aggregate{GroupBy: agg.GroupBy, Aggs: agg.Aggs, Out: agg.Schema(), FromTable: agg.FromTable, Store: &Store{
+		Name:        "AGGREGATE",
+		Kind:        KeyValue,
+		Changelog:   appID + "-AGGREGATE-changelog",
+		KeyFormat:   keyFormat,
+		ValueFormat: "AGGREGATE",
+		KeyOptions:  keyOptions,
+		Schema:      agg.Schema(),
+	}}
+	var projects []*planner.Project
+	for i := len(above) - 1; i >= 0; i-- {
+		switch n := above[i].(type) {
+		case *planner.Filter:
+			if pa.Having != nil {
+				return nil, fmt.Errorf("two HAVING filters")
+			}
+			pa.Having = n.Predicate
+		case *planner.Project:
+			projects = append(projects, n)
+		default:
+			return nil, fmt.Errorf("plan node %T above an aggregate is not supported yet", n)
+		}
+	}
+	// Below the Aggregate: a plain chain, then (unless the rows are
+	// already partitioned by the group key) the repartition topic and
+	// the source that reads it back.
+	in, err := chain(g, agg.Input, agg.FromTable && agg.NeedsRepartition())
+	if err != nil {
+		return nil, err
+	}
+	if agg.NeedsRepartition() {
+		schema := agg.Input.Schema()
+		topic := appID + "-GROUPBY-repartition"
+		g.Add("REPARTITION-GROUPBY", &Repartition{Topic: topic, KeyExprs: agg.GroupBy,
+			KeySchema: types.Schema{Columns: agg.Schema().Columns[:len(agg.GroupBy)]}, KeyFormat: keyFormat, In: schema}, in)
+		// The next sub-topology reads every column from the value, in the
+		// same layout, so the aggregate's expressions apply unchanged.
+		cols := make([]types.Column, len(schema.Columns))
+		copy(cols, schema.Columns)
+		for i := range cols {
+			cols[i].Key = false
+		}
+		in = g.Add("SOURCE-GROUPBY-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
+			Out: types.Schema{Columns: cols}, Repartitioned: agg.FromTable})
+	}
+	last := g.Add("AGGREGATE", pa, in)
+	for i, p := range projects {
+		last = g.Add(fmt.Sprintf("PROJECT-%04d", i+2), &Project{Exprs: p.Exprs, Out: p.Schema()}, last)
+	}
+	return last, nil
+}
+
+// chain adds a linear plan (a Scan, then filters, projections, PARTITION
+// BY and table functions) and returns its last node. With changes, the
+// scan is of a table whose records enter as changes (TableChanges).
+func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
+	var nodes []planner.Node
+	for cur := n; cur != nil; {
+		nodes = append(nodes, cur)
+		ch := cur.Children()
+		switch len(ch) {
+		case 0:
+			cur = nil
+		case 1:
+			cur = ch[0]
+		default:
+			return nil, fmt.Errorf("plans with more than one input are not supported yet")
+		}
+	}
+	scan, ok := nodes[len(nodes)-1].(*planner.Scan)
+	if !ok {
+		return nil, fmt.Errorf("plan does not start with a scan")
+	}
+	source := scanSource(scan)
+	last := g.Add("SOURCE-"+scan.Source.Name, source)
+	if changes {
+		// A table's records become changes (old row → new row) before
+		// anything else sees them.
+		source.Table = true
+		last = g.Add("TABLE-CHANGES", &TableChanges{Out: source.Out, Store: &Store{Name: "TABLE-INPUT", Kind: KeyValue,
+			Changelog: source.Topic, SourceTopicChangelog: true, KeyFormat: source.KeyFormat, ValueFormat: source.ValueFormat,
+			KeyOptions: source.KeyOptions, ValueOptions: source.ValueOptions, Schema: source.Out}}, last)
+	}
+	for i := len(nodes) - 2; i >= 0; i-- {
+		name := fmt.Sprintf("%04d", len(nodes)-1-i)
+		switch n := nodes[i].(type) {
+		case *planner.Filter:
+			last = g.Add("FILTER-"+name, &Filter{Predicate: n.Predicate, Out: n.Schema()}, last)
+		case *planner.Project:
+			last = g.Add("PROJECT-"+name, &Project{Exprs: n.Exprs, Out: n.Schema()}, last)
+		case *planner.FlatMap:
+			last = g.Add("FLATMAP-"+name, &FlatMap{Fns: n.Fns, Args: n.Args, Out: n.Schema()}, last)
+		case *planner.Rekey:
+			last = g.Add("REKEY-"+name, &Rekey{Exprs: n.Exprs, Keys: n.Keys, Out: n.Schema()}, last)
+		default:
+			return nil, fmt.Errorf("plan node %T is not supported yet", n)
+		}
+	}
+	return last, nil
+}
+
+// scanSource is the source node that reads what scan reads.
+func scanSource(scan *planner.Scan) *Source {
+	src := scan.Source
+	return &Source{
+		Topic:           src.Topic,
+		KeyFormat:       src.KeyFormat,
+		ValueFormat:     src.ValueFormat,
+		KeyOptions:      src.KeyOptions,
+		ValueOptions:    src.ValueOptions,
+		Out:             scan.Schema(),
+		TimestampColumn: src.TimestampColumn,
+		TimestampFormat: src.TimestampFormat,
+	}
+}

@@ -1,0 +1,266 @@
+package physical
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// The node kinds. Each is an Op; exec builds one processor per node.
+var (
+	_ Op = (*Source)(nil)
+	_ Op = (*Filter)(nil)
+	_ Op = (*Project)(nil)
+	_ Op = (*Rekey)(nil)
+	_ Op = (*FlatMap)(nil)
+	_ Op = (*TableChanges)(nil)
+	_ Op = (*Aggregate)(nil)
+	_ Op = (*Materialize)(nil)
+	_ Op = (*Repartition)(nil)
+	_ Op = (*Sink)(nil)
+)
+
+// Source reads a topic and decodes its records into rows laid out by
+// Schema: the declared columns, then the pseudo columns.
+type Source struct {
+	Topic                    string
+	KeyFormat                string
+	ValueFormat              string
+	KeyOptions, ValueOptions types.FormatOptions
+	Out                      types.Schema
+	// Table marks a table's changelog: a record with a null value
+	// deletes its key, and a record without a key is bad. A stream's
+	// null-valued records carry no row and are skipped.
+	Table bool
+	// TimestampColumn names the column that holds the event time, or is
+	// empty for the Kafka record timestamp; TimestampFormat parses it
+	// when it is a STRING.
+	TimestampColumn string
+	TimestampFormat string
+	// Read marks, indexed like Schema's columns, the value columns the
+	// nodes after the source read; nil for all. The decoder steps over
+	// the others (see types.NewDecoderRead) and leaves them NULL.
+	Read []bool
+	// Repartitioned marks the reading side of a repartition topic: its
+	// records carry changes of a table (a removal is marked by the
+	// UndoHeader header).
+	Repartitioned bool
+}
+
+func (s *Source) Schema() types.Schema { return s.Out }
+func (s *Source) Explain(name string) string {
+	return fmt.Sprintf("  %s (topic: %s, key: %s, value: %s%s)\n", name, s.Topic, s.KeyFormat, s.ValueFormat, tsNote(s.TimestampColumn))
+}
+func (s *Source) shape() string {
+	return fmt.Sprintf("source %s key %s value %s", s.Topic, s.KeyFormat, s.ValueFormat)
+}
+
+// Filter passes rows for which Predicate is true.
+type Filter struct {
+	Predicate expr.Expr
+	Out       types.Schema
+}
+
+func (f *Filter) Schema() types.Schema { return f.Out }
+func (f *Filter) Explain(name string) string {
+	return "  --> " + name + "  Filter: " + f.Predicate.String() + "\n"
+}
+func (f *Filter) markRead(read []bool) bool {
+	expr.MarkColumns(f.Predicate, read)
+	return false
+}
+
+// Project computes a new row from expressions over its input row.
+type Project struct {
+	Exprs []expr.Expr
+	Out   types.Schema
+}
+
+func (p *Project) Schema() types.Schema { return p.Out }
+func (p *Project) Explain(name string) string {
+	parts := make([]string, len(p.Exprs))
+	for i, e := range p.Exprs {
+		parts[i] = e.String() + " AS " + p.Out.Columns[i].Name
+	}
+	return "  --> " + name + "  Project: " + strings.Join(parts, ", ") + "\n"
+}
+func (p *Project) markRead(read []bool) bool {
+	for _, e := range p.Exprs {
+		expr.MarkColumns(e, read)
+	}
+	return true
+}
+
+// Rekey (PARTITION BY) makes new key columns: its output row is its input
+// row followed by one column per key expression that is not a plain
+// column; Keys are the key columns' output positions.
+type Rekey struct {
+	Exprs []expr.Expr
+	Keys  []int
+	Out   types.Schema
+}
+
+func (r *Rekey) Schema() types.Schema { return r.Out }
+func (r *Rekey) Explain(name string) string {
+	parts := make([]string, len(r.Exprs))
+	for i, e := range r.Exprs {
+		parts[i] = e.String()
+	}
+	return "  --> " + name + "  Rekey: PARTITION BY " + strings.Join(parts, ", ") + "\n"
+}
+func (r *Rekey) shape() string { return "rekey" }
+
+// FlatMap applies table functions: one output row per element of the
+// longest result, the input row followed by one value per function.
+type FlatMap struct {
+	Fns  []*expr.TableFunction
+	Args [][]expr.Expr
+	Out  types.Schema
+}
+
+func (f *FlatMap) Schema() types.Schema { return f.Out }
+func (f *FlatMap) Explain(name string) string {
+	parts := make([]string, len(f.Fns))
+	for i, fn := range f.Fns {
+		args := make([]string, len(f.Args[i]))
+		for j, a := range f.Args[i] {
+			args[j] = a.String()
+		}
+		parts[i] = fn.Name + "(" + strings.Join(args, ", ") + ")"
+	}
+	return "  --> " + name + "  FlatMap: " + strings.Join(parts, ", ") + "\n"
+}
+
+// TableChanges turns each record of a source table into a change: the
+// key's previous row (kept in Store, restored from the table's topic) as
+// the old value and the record's row as the new one (none for a
+// tombstone).
+type TableChanges struct {
+	Store *Store
+	Out   types.Schema
+}
+
+func (d *TableChanges) Schema() types.Schema { return d.Out }
+func (d *TableChanges) Explain(string) string {
+	return fmt.Sprintf("  (changes as removal and addition, store: %s, changelog: %s)\n", d.Store.Name, d.Store.Changelog)
+}
+func (d *TableChanges) stores() []*Store { return []*Store{d.Store} }
+
+// Aggregate groups rows by GroupBy and keeps each group's aggregate
+// state in Store (restored from its changelog). Each change updates its
+// group (a removal takes the old row back out) and emits the group's new
+// row (key columns, then aggregates) — or, when Having is set and false
+// or the group has no rows left, the group's deletion.
+type Aggregate struct {
+	GroupBy []expr.Expr
+	Aggs    []*planner.AggCall
+	Having  expr.Expr // over Out's rows; nil for none
+	Out     types.Schema
+	Store   *Store
+	// FromTable marks a table's aggregation: removals come, every
+	// aggregate can undo, and a group's state counts its rows, so that
+	// the group is deleted when the count drops to zero.
+	FromTable bool
+}
+
+func (a *Aggregate) Schema() types.Schema { return a.Out }
+func (a *Aggregate) Explain(name string) string {
+	keys := make([]string, len(a.GroupBy))
+	for i, g := range a.GroupBy {
+		keys[i] = g.String()
+	}
+	aggs := make([]string, len(a.Aggs))
+	for i, c := range a.Aggs {
+		aggs[i] = c.String()
+	}
+	d := "Aggregate: GROUP BY " + strings.Join(keys, ", ") + " COMPUTE " + strings.Join(aggs, ", ")
+	if a.Having != nil {
+		d += " HAVING " + a.Having.String()
+	}
+	return "  --> " + name + "  " + d + " (store: " + a.Store.Name + ", changelog: " + a.Store.Changelog + ")\n"
+}
+func (a *Aggregate) stores() []*Store { return []*Store{a.Store} }
+func (a *Aggregate) markRead(read []bool) bool {
+	for _, g := range a.GroupBy {
+		expr.MarkColumns(g, read)
+	}
+	for _, c := range a.Aggs {
+		for _, e := range c.Args {
+			expr.MarkColumns(e, read)
+		}
+	}
+	return true
+}
+
+// Materialize upserts each record of a source table into Store keyed by
+// the record key; a tombstone deletes. Store values are the record's
+// value bytes behind an 8-byte big-endian timestamp (ROWTIME).
+type Materialize struct {
+	Store *Store
+	Out   types.Schema
+}
+
+func (m *Materialize) Schema() types.Schema { return m.Out }
+func (m *Materialize) Explain(name string) string {
+	return fmt.Sprintf("  --> %s (store: %s, changelog: %s)\n", name, m.Store.Name, m.Store.Changelog)
+}
+
+func (m *Materialize) stores() []*Store { return []*Store{m.Store} }
+
+// UndoHeader names the record header that marks, on a repartition topic,
+// a record that takes a table's old row back out (the removal half of a
+// change). Running queries' repartition topics hold it: keep the name.
+const UndoHeader = "__UNDO"
+
+// Repartition writes rows to an internal topic keyed by KeyExprs, so that
+// all rows of one key meet in one partition. The value holds every
+// non-pseudo column of its input (JSON), so that the next sub-topology
+// sees the same row layout. A change's old row is written as its own
+// record under its own key, marked with UndoHeader, before the new row.
+type Repartition struct {
+	Topic    string
+	KeyExprs []expr.Expr
+	// KeySchema lays out the key columns KeyExprs compute; KeyFormat
+	// encodes them.
+	KeySchema types.Schema
+	KeyFormat string
+	In        types.Schema
+}
+
+func (r *Repartition) Schema() types.Schema { return r.In }
+func (r *Repartition) Explain(name string) string {
+	keys := make([]string, len(r.KeyExprs))
+	for i, k := range r.KeyExprs {
+		keys[i] = k.String()
+	}
+	return fmt.Sprintf("  --> %s (topic: %s, key: %s BY %s, value: JSON)\n", name, r.Topic, r.KeyFormat, strings.Join(keys, ", "))
+}
+func (r *Repartition) internalTopic() InternalTopic { return InternalTopic{Name: r.Topic} }
+func (r *Repartition) shape() string {
+	return fmt.Sprintf("repartition %s key %s", r.Topic, r.KeySchema)
+}
+
+// Sink encodes rows laid out by Schema and writes them to Topic: the key
+// columns into the record key, the others into the value. A change
+// without a new row writes a tombstone for the old row's key.
+type Sink struct {
+	Topic                    string
+	KeyFormat                string
+	ValueFormat              string
+	KeyOptions, ValueOptions types.FormatOptions
+	Out                      types.Schema
+	// TimestampColumn names the output column whose value becomes the
+	// record timestamp; empty keeps the input's ROWTIME.
+	TimestampColumn string
+}
+
+func (s *Sink) Schema() types.Schema { return s.Out }
+func (s *Sink) Explain(name string) string {
+	return fmt.Sprintf("  --> %s (topic: %s, key: %s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
+}
+func (s *Sink) shape() string {
+	return fmt.Sprintf("sink %s key %s value %s", s.Topic, s.KeyFormat, s.ValueFormat)
+}
