@@ -6,7 +6,6 @@ import (
 	"time"
 	"unsafe"
 
-
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -52,11 +51,11 @@ type aggregateOp struct {
 	// out, and a group's state starts with its row count.
 	fromTable bool
 	undoers   []expr.Undoer
-	key     []byte
-	state   []byte
-	part    []byte
-	parts   [][]byte
-	next    Processor
+	key       []byte
+	state     []byte
+	part      []byte
+	parts     [][]byte
+	next      Processor
 
 	// The groups this transaction changed, with their latest state: reads
 	// find them here first, and they reach the store's overlay and the
