@@ -38,6 +38,10 @@ type Config struct {
 	InstanceID string
 	// CommitInterval is how often persistent queries commit (default 100 ms).
 	CommitInterval time.Duration
+	// Threads is the number of stream threads of each persistent query
+	// (default 1); a query's num.stream.threads property (SET before
+	// its CREATE) overrides it.
+	Threads int
 	// Logger receives the engine's logs (default slog.Default()).
 	Logger *slog.Logger
 	// StateDir is where persistent queries keep their state stores
@@ -329,19 +333,45 @@ func (e *Engine) materialize(ctx context.Context, src *catalog.Source, cmd catal
 		return err
 	}
 	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sources: []string{src.Name}})
-	return e.start(id, topo, "earliest")
+	return e.start(id, topo, "earliest", cmd.Props)
+}
+
+// threadsProps name the query property that sets its stream threads,
+// as ksqlDB users write it.
+var threadsProps = []string{"num.stream.threads", "ksql.streams.num.stream.threads"}
+
+// queryThreads returns the stream threads a query with props runs.
+func (e *Engine) queryThreads(props map[string]string) (int, error) {
+	n := max(e.cfg.Threads, 1)
+	for _, name := range threadsProps {
+		v, ok := props[name]
+		if !ok {
+			continue
+		}
+		t, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || t < 1 || t > 64 {
+			return 0, sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number from 1 to 64, not %q", name, v)
+		}
+		n = t
+	}
+	return n, nil
 }
 
 // start runs a persistent query's topology.
-func (e *Engine) start(id string, topo *physical.Topology, reset string) error {
+func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string) error {
 	var mq *metrics.Query
 	if e.cfg.Metrics != nil {
 		mq = e.cfg.Metrics.Query(id)
+	}
+	threads, err := e.queryThreads(props)
+	if err != nil {
+		return err
 	}
 	q, err := exec.Start(id, topo, exec.Config{
 		Metrics:        mq,
 		Brokers:        e.cfg.Brokers,
 		InstanceID:     e.cfg.InstanceID,
+		Threads:        threads,
 		CommitInterval: e.cfg.CommitInterval,
 		OffsetReset:    reset,
 		Logger:         e.log,
@@ -441,6 +471,9 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if n := queryNumber(id); n >= e.nextID {
 		e.nextID = n + 1
 	}
+	if _, err := e.queryThreads(cmd.Props); err != nil {
+		return err
+	}
 	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
 	if err != nil {
 		return err
@@ -484,7 +517,7 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if v := cmd.Props["auto.offset.reset"]; v != "" {
 		reset = v
 	}
-	if err := e.start(id, topo, reset); err != nil {
+	if err := e.start(id, topo, reset, cmd.Props); err != nil {
 		return err
 	}
 	if newSink && sink.Target.Kind == catalog.Table && exec.MaterializesResult(topo) {
@@ -499,7 +532,7 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		// results).
 		matID := id + "_MATERIALIZE"
 		sink.Target.MaterializedBy = matID
-		return e.start(matID, physical.BuildTable(physical.AppID(e.cfg.ServiceID, matID), planner.NewScan(sink.Target)), "earliest")
+		return e.start(matID, physical.BuildTable(physical.AppID(e.cfg.ServiceID, matID), planner.NewScan(sink.Target)), "earliest", cmd.Props)
 	}
 	return nil
 }

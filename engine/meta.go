@@ -104,6 +104,7 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 			"processing.guarantee": "exactly_once_v2",
 			"commit.interval.ms":   strconv.FormatInt(e.commitInterval().Milliseconds(), 10),
 			"ksql.service.id":      e.cfg.ServiceID,
+			"num.stream.threads":   strconv.Itoa(max(e.cfg.Threads, 1)),
 		}
 		for k, v := range s.Props {
 			props[k] = v

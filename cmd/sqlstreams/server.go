@@ -39,6 +39,7 @@ func runServer(args []string) int {
 	blockCache := stringFlag(fs, "rocksdb-block-cache", "64MiB", "RocksDB block cache shared by all state stores of this server")
 	writeBuffers := stringFlag(fs, "rocksdb-write-buffers", "64MiB", "RocksDB write-buffer (memtable) budget shared by all state stores")
 	valueCache := stringFlag(fs, "state-value-cache", "64MiB", "cache of committed state values in front of RocksDB, shared by all state stores")
+	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
 	restFlags := addRESTFlags(fs)
 	pgFlags := definePgFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -75,11 +76,15 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
 	}
+	if *threads < 1 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --num-stream-threads must be at least 1, not %d\n", *threads)
+		return 2
+	}
 	if err := serve(ctx, log, serverConfig{
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, bootstrap: *bootstrap,
 		kafkaAddr: *kafkaAddr, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
-		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless,
+		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -94,6 +99,7 @@ type serverConfig struct {
 	rest                                                                   restSettings
 	pgOpts                                                                 []pgwire.Option
 	headless                                                               []string
+	threads                                                                int
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -133,6 +139,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	eng, err := engine.Open(openCtx, engine.Config{
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
+		Threads: cfg.threads,
 	})
 	cancel()
 	if err != nil {
