@@ -172,6 +172,7 @@ func TestOutputKeys(t *testing.T) {
 		{"SELECT userid, pageid FROM pageviews PARTITION BY userid EMIT CHANGES", []string{"USERID"}},
 		{"SELECT UCASE(pageid) AS up, userid FROM pageviews PARTITION BY UCASE(pageid) EMIT CHANGES", []string{"UP"}},
 		{"SELECT n, url FROM clicks PARTITION BY n EMIT CHANGES", []string{"N"}},
+		{"SELECT ROWTIME AS rt, userid FROM pageviews PARTITION BY ROWTIME EMIT CHANGES", []string{"RT"}},
 		{"SELECT amount, region, shop FROM orders PARTITION BY amount EMIT CHANGES", []string{"AMOUNT"}},
 		// GROUP BY: the group columns are the keys.
 		{"SELECT pageid, COUNT(*) AS n FROM pageviews GROUP BY pageid EMIT CHANGES", []string{"PAGEID"}},
@@ -262,6 +263,7 @@ func TestMissingKeys(t *testing.T) {
 		{"SELECT userid, viewtime FROM pageviews PARTITION BY pageid EMIT CHANGES", []string{"PAGEID"}},
 		{"SELECT UCASE(pageid) AS up FROM pageviews PARTITION BY UCASE(pageid) EMIT CHANGES", nil},
 		{"SELECT userid FROM pageviews PARTITION BY UCASE(pageid) EMIT CHANGES", []string{"KSQL_COL_0"}},
+		{"SELECT ROWTIME AS rt FROM pageviews PARTITION BY ROWTIME EMIT CHANGES", nil},
 		// After GROUP BY, the group columns.
 		{"SELECT pageid, COUNT(*) AS n FROM pageviews GROUP BY pageid EMIT CHANGES", nil},
 		{"SELECT COUNT(*) AS n FROM pageviews GROUP BY pageid EMIT CHANGES", []string{"PAGEID"}},
