@@ -172,10 +172,12 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		if err != nil {
 			return nil, err
 		}
-		// A projected PARTITION BY expression is the new key column.
+		// A projected PARTITION BY expression is the new key column. A
+		// plain column is that column already; a pseudo column is an
+		// expression, with a key column of its own.
 		if rk, ok := node.(*planner.Rekey); ok {
 			for k, ke := range rk.Exprs {
-				if _, isCol := ke.(*expr.Column); !isCol && ke.String() == e.String() {
+				if kc, isCol := ke.(*expr.Column); (!isCol || kc.Index != rk.Keys[k]) && ke.String() == e.String() {
 					c := rk.Schema().Columns[rk.Keys[k]]
 					e = &expr.Column{Index: rk.Keys[k], Name: c.Name, T: c.Type}
 				}
