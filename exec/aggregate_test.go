@@ -126,8 +126,15 @@ func lastValues(t testing.TB, ctx context.Context, brokers []string) map[int64][
 // repartition while the broker fails some Produce, EndTxn and
 // TxnOffsetCommit requests, then restarts the query (its stores restore
 // from their changelog); the result topic's last value per group must
-// equal the GROUP BY computed here.
+// equal the GROUP BY computed here. It runs with one and with two stream
+// threads.
 func TestAggregateExactlyOnceUnderFaults(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) { testAggregateExactlyOnceUnderFaults(t, threads) })
+	}
+}
+
+func testAggregateExactlyOnceUnderFaults(t *testing.T, threads int) {
 	for _, group := range []string{"AUCTION", "BIDDER"} {
 		for _, fault := range []struct {
 			name string
@@ -153,7 +160,7 @@ func TestAggregateExactlyOnceUnderFaults(t *testing.T) {
 					injected.Add(1)
 					return errorResponse(req, fault.err), nil, true
 				})
-				cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
+				cfg := Config{Brokers: brokers, InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
 				const n, batches = 6000, 6
 				q, err := Start("CTAS_OUT_1", topo, cfg)
 				if err != nil {

@@ -16,10 +16,16 @@ import (
 )
 
 // TestQueryExactlyOnceUnderFaults runs the bid topology on an embedded
-// broker with two stream threads while the broker fails some Produce,
-// EndTxn and TxnOffsetCommit requests, and checks that the output,
-// read_committed, holds each expected record exactly once.
+// broker with one and with two stream threads while the broker fails
+// some Produce, EndTxn and TxnOffsetCommit requests, and checks that the
+// output, read_committed, holds each expected record exactly once.
 func TestQueryExactlyOnceUnderFaults(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) { testQueryExactlyOnceUnderFaults(t, threads) })
+	}
+}
+
+func testQueryExactlyOnceUnderFaults(t *testing.T, threads int) {
 	for _, fault := range []struct {
 		name string
 		key  kmsg.Key
@@ -50,7 +56,7 @@ func TestQueryExactlyOnceUnderFaults(t *testing.T) {
 					return errorResponse(req, fault.err), nil, true
 				})
 			}
-			q, err := Start("Q", bidTopology(t), Config{Brokers: brokers, InstanceID: "i", Threads: 2, CommitInterval: 20 * time.Millisecond})
+			q, err := Start("Q", bidTopology(t), Config{Brokers: brokers, InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
