@@ -64,6 +64,7 @@ var (
 	cpuprofile      = flag.String("cpuprofile", "", "write a CPU profile of each measured run to PREFIX.<scenario>.<system>.<run>")
 	memprofile      = flag.String("memprofile", "", "write a heap profile at the end of each measured run to PREFIX.<scenario>.<system>.<run>")
 	verbose         = flag.Bool("v", false, "log progress and engine warnings to stderr")
+	threads         = flag.Int("threads", 1, "sqlstreams' stream threads per query (num.stream.threads); the hand-written pipeline stays one")
 )
 
 var scenarios = []string{"stateless", "aggregate"}
@@ -337,7 +338,8 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 	// The state memory budgets of a server with default flags.
 	rocks := state.NewRocksResources(0, 0, 0)
 	defer rocks.Close()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, ServiceID: svc, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks})
+	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, ServiceID: svc, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks,
+		Threads: *threads})
 	if err != nil {
 		return run{}, err
 	}
