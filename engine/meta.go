@@ -198,7 +198,11 @@ func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 				[]string{"query status", qs.State},
 				[]string{"records in", strconv.FormatInt(qs.RecordsIn, 10)},
 				[]string{"records out", strconv.FormatInt(qs.RecordsOut, 10)},
-				[]string{"bad records", strconv.FormatInt(qs.BadRecords, 10)})
+				[]string{"bad records", strconv.FormatInt(qs.BadRecords, 10)},
+				[]string{"restarts", strconv.FormatInt(qs.Restarts, 10)})
+			if qs.Err != "" {
+				rows = append(rows, []string{"query error", qs.Err})
+			}
 		}
 	}
 	for _, id := range e.cat.Users(src.Name) {
@@ -226,6 +230,9 @@ func (e *Engine) explain(st *sql.Explain, w ResultWriter) (Result, error) {
 		if rq != nil {
 			status := rq.Status()
 			b.WriteString("Status: " + status.State + "\n")
+			if status.Err != "" {
+				b.WriteString("Error: " + status.Err + "\n")
+			}
 			b.WriteString("Application ID: " + rq.Topology().AppID + "\n")
 			b.WriteString("Fingerprint: " + rq.Topology().Fingerprint() + "\n")
 			b.WriteString("Records in/out/bad: " + strconv.FormatInt(status.RecordsIn, 10) + "/" +
