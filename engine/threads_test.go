@@ -1,0 +1,87 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+type discard struct{}
+
+func (discard) Columns([]types.Column) error { return nil }
+func (discard) Row(types.Row) error          { return nil }
+
+// TestNumStreamThreads checks that a query runs the stream threads its
+// num.stream.threads property asks for (else the server's default), each
+// its own member of the query's group, and that a bad value is refused
+// before anything is recorded.
+func TestNumStreamThreads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir(), Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	s := engine.NewSession()
+	run := func(stmt string) error {
+		_, err := eng.Execute(ctx, s, stmt, discard{})
+		return err
+	}
+	for _, stmt := range []string{
+		"CREATE STREAM pageviews (userid VARCHAR KEY, pageid VARCHAR) WITH (KAFKA_TOPIC='pageviews', VALUE_FORMAT='JSON', PARTITIONS=4)",
+		"CREATE STREAM one AS SELECT * FROM pageviews",
+		"SET 'num.stream.threads'='2'",
+		"CREATE STREAM two AS SELECT * FROM pageviews",
+	} {
+		if err := run(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := run("SET 'num.stream.threads'='zero'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("CREATE STREAM bad AS SELECT * FROM pageviews"); err == nil || !strings.Contains(err.Error(), "num.stream.threads") {
+		t.Fatalf("a bad num.stream.threads: %v, want an error naming it", err)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	members := func(group string) int {
+		gs, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return -1
+		}
+		return len(gs[group].Members)
+	}
+	for group, want := range map[string]int{"sqlstreams_query_CSAS_ONE_1": 1, "sqlstreams_query_CSAS_TWO_2": 2} {
+		for members(group) != want {
+			if ctx.Err() != nil {
+				gs, _ := adm.ListGroups(ctx)
+				t.Fatalf("group %s has %d members, want %d (groups: %v)", group, members(group), want, gs.Groups())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if _, ok := eng.Catalog().Source("BAD"); ok {
+		t.Error("the refused query's stream was created")
+	}
+}
