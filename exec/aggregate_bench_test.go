@@ -27,8 +27,7 @@ func BenchmarkAggregate(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			topo := aggTopology(b, "app", "AUCTION")
-			c, brokers := startAggCluster(b, topo)
-			defer c.Close()
+			_, brokers := startAggCluster(b, topo)
 			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("bids"), kgo.ProducerBatchMaxBytes(1<<20))
 			if err != nil {
 				b.Fatal(err)

@@ -64,10 +64,7 @@ func aggTopology(t testing.TB, appID, group string) *physical.Topology {
 // startAggCluster makes a broker with the bids and out topics and the
 // topology's internal topics.
 func startAggCluster(t testing.TB, topo *physical.Topology) (*kfake.Cluster, []string) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "bids", "out"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := bidCluster(t)
 	brokers := c.ListenAddrs()
 	cl, _ := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	defer cl.Close()
@@ -150,7 +147,6 @@ func testAggregateExactlyOnceUnderFaults(t *testing.T, threads int) {
 				defer cancel()
 				topo := aggTopology(t, "app", group)
 				c, brokers := startAggCluster(t, topo)
-				defer c.Close()
 				var seen, injected atomic.Int32
 				c.ControlKey(int16(fault.key), func(req kmsg.Request) (kmsg.Response, error, bool) {
 					c.KeepControl()

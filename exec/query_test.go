@@ -81,9 +81,13 @@ func testQueryExactlyOnceUnderFaults(t *testing.T, threads int) {
 
 // bidCluster starts an embedded broker with the bid topology's topics,
 // closed when the test ends.
-func bidCluster(t *testing.T) *kfake.Cluster {
+func bidCluster(t testing.TB) *kfake.Cluster { return testCluster(t, 3, "bids", "out") }
+
+// testCluster starts an embedded broker with topics of partitions
+// partitions, closed when the test ends.
+func testCluster(t testing.TB, partitions int32, topics ...string) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "bids", "out"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...), kfake.GroupMinSessionTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +144,20 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 			st.Topic = rt.Topic
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.FetchRequest:
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
 				sp.Partition = rp.Partition
 				sp.ErrorCode = code
 				st.Partitions = append(st.Partitions, sp)

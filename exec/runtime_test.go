@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -191,11 +190,7 @@ func TestPanicFailsQuery(t *testing.T) {
 func TestRestoreWaitsForBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "users"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := testCluster(t, 2, "users")
 	brokers := c.ListenAddrs()
 	res := state.NewRocksResources(8<<20, 8<<20, 0)
 	defer res.Close()
@@ -237,19 +232,7 @@ func TestRestoreWaitsForBroker(t *testing.T) {
 			return nil, nil, false
 		}
 		failed.Add(1)
-		resp := fr.ResponseKind().(*kmsg.FetchResponse)
-		for _, rt := range fr.Topics {
-			st := kmsg.NewFetchResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewFetchResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return errorResponse(fr, kerr.NotLeaderForPartition.Code), nil, true
 	})
 	began := time.Now()
 	if q, err = Start("CST_USERS_1", usersTopology("app"), cfg); err != nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -119,12 +118,7 @@ func waitTable(t testing.TB, ctx context.Context, q *Query, want map[string]stri
 func TestTableRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "users"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
+	brokers := testCluster(t, 2, "users").ListenAddrs()
 	dir := t.TempDir()
 	res := state.NewRocksResources(8<<20, 8<<20, 0)
 	defer res.Close()
@@ -217,11 +211,7 @@ func TestTableExactlyOnceUnderFaults(t *testing.T) {
 		t.Run(fault.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "users"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := testCluster(t, 2, "users")
 			brokers := c.ListenAddrs()
 			var seen, injected atomic.Int32
 			c.ControlKey(int16(fault.key), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -259,12 +249,7 @@ func BenchmarkTableRestore(b *testing.B) {
 	const keys = 1_000_000
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "users"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
+	brokers := testCluster(b, 1, "users").ListenAddrs()
 	want := map[string]string{}
 	for i := 0; i < keys; i += 100_000 {
 		produceUsers(b, ctx, brokers, i, 100_000, keys, want)
