@@ -14,6 +14,13 @@
 // across restarts. Its stdout and stderr go to a log file, appended to on
 // each start; a start is done when the log has the Postgres listening line.
 //
+// Hazards: the free ports are only free when picked, and another process
+// may take one before the server listens (its start then fails, it does
+// not hang); a restart reuses them. The server inherits the test's
+// environment, so SQLSTREAMS_* variables set there change the defaults of
+// flags not given. The binary is built without -race, whatever the test's
+// own flags.
+//
 // This is a non-test package so that other packages' tests can import it;
 // nothing outside tests should.
 package testserver
@@ -137,9 +144,9 @@ func Args(args ...string) Option {
 	return func(s *Server) { s.args = append(s.args, args...) }
 }
 
-// DataDir sets the server's data directory (created by the server if
-// missing; the log file goes into it too). Default: tb.TempDir() for
-// Start; Launch requires it, and its caller removes it.
+// DataDir sets the server's data directory, created if missing; the log
+// file goes into it too. Default: tb.TempDir() for Start; Launch requires
+// it, and its caller removes it.
 func DataDir(dir string) Option {
 	return func(s *Server) { s.DataDir = dir }
 }
@@ -150,8 +157,9 @@ func Bin(path string) Option {
 }
 
 // Server is one sqlstreams server process, and what it keeps across
-// restarts: its data directory, addresses, flags and log. Its methods are
-// for one goroutine at a time (the address fields may be read from any).
+// restarts: its data directory, addresses, flags and log. Restart, Stop
+// and Kill must not run concurrently with any other method; between them,
+// the fields and the other methods may be used from many goroutines.
 type Server struct {
 	// PGAddr, HTTPAddr and KafkaAddr are the Postgres wire, REST/metrics
 	// and embedded broker addresses, the same across restarts.
