@@ -1,22 +1,23 @@
 package main
 
 // This file drives the real interactive shell, under tmux, against a real
-// server: both are the binary built from this package. It is skipped
-// when tmux is not installed, or with -short.
+// server: both are the binary built from this package by tests/testserver.
+// It is skipped when tmux is not installed, or with -short.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
+
+func TestMain(m *testing.M) { os.Exit(testserver.Main(m)) }
 
 func TestShellUnderTmux(t *testing.T) {
 	if testing.Short() {
@@ -27,12 +28,8 @@ func TestShellUnderTmux(t *testing.T) {
 		t.Skip("tmux is not installed; the interactive shell test needs it to provide a terminal")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sqlstreams")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	pgAddr := startShellTestServer(t, bin, dir)
+	bin := testserver.Binary(t)
+	pgAddr := testserver.Start(t).PGAddr
 
 	// A server of its own for tmux, so the test neither sees nor touches
 	// any other tmux session.
@@ -114,11 +111,8 @@ func TestShellScriptAgainstServer(t *testing.T) {
 		t.Skip("starts a server; skipped with -short")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sqlstreams")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	pgAddr := startShellTestServer(t, bin, dir)
+	bin := testserver.Binary(t)
+	pgAddr := testserver.Start(t).PGAddr
 	inner := filepath.Join(dir, "inner.sql")
 	os.WriteFile(inner, []byte("CREATE STREAM s1 (a INT) WITH (KAFKA_TOPIC='s1', VALUE_FORMAT='JSON', PARTITIONS=1);\nSELECT nosuch FROM s1;\nCREATE STREAM never (a INT) WITH (KAFKA_TOPIC='never', VALUE_FORMAT='JSON', PARTITIONS=1);\n"), 0o644)
 	outer := filepath.Join(dir, "outer.sql")
@@ -140,68 +134,6 @@ func TestShellScriptAgainstServer(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "S1") || !strings.Contains(string(out), "Field") {
 		t.Errorf("piped: %v\n%s", err, out)
 	}
-}
-
-// startShellTestServer starts "bin server" on free ports with its data in
-// dir and returns its Postgres wire address.
-func startShellTestServer(t *testing.T, bin, dir string) string {
-	t.Helper()
-	free := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
-	pgAddr := free()
-	data := filepath.Join(dir, "data")
-	cmd := exec.Command(bin, "server", "--data-dir", data, "--pg-addr", pgAddr,
-		"--http-addr", free(), "--embedded-kafka-addr", free())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	ready := make(chan struct{})
-	var log strings.Builder
-	logged := make(chan struct{})
-	go func() {
-		defer close(logged)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		once := false
-		for sc.Scan() {
-			if !once {
-				log.WriteString(sc.Text() + "\n")
-			}
-			if !once && strings.Contains(sc.Text(), "Postgres wire protocol listening") {
-				once = true
-				close(ready)
-			}
-		}
-	}()
-	go func() { <-logged; cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	select {
-	case <-ready:
-	case <-exited:
-		t.Fatalf("server exited during start:\n%s", log.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("server did not start within 30s")
-	}
-	return pgAddr
 }
 
 // tmuxPane is one pane of a private tmux server.

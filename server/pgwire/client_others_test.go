@@ -13,7 +13,7 @@ import (
 
 // clientEnv is the environment that points libpq-style clients at s.
 func clientEnv(s *realServer) []string {
-	host, port, _ := net.SplitHostPort(s.pgAddr)
+	host, port, _ := net.SplitHostPort(s.PGAddr)
 	return append(os.Environ(), "PGHOST="+host, "PGPORT="+port, "PGUSER=tester", "PGDATABASE=db",
 		"PGSSLMODE=disable", "TZ=UTC", "LC_ALL=C.UTF-8")
 }
@@ -55,7 +55,7 @@ func TestRealNodePostgres(t *testing.T) {
 			t.Errorf("node output lacks %q:\n%s", want, out)
 		}
 	}
-	if !s.waitLog(10*time.Second, "statement ended", "SELECT ID FROM NODE_S WHERE ID >= 10 EMIT CHANGES", "canceled") {
+	if !s.WaitLog(10*time.Second, "statement ended", "SELECT ID FROM NODE_S WHERE ID >= 10 EMIT CHANGES", "canceled") {
 		t.Errorf("the push query did not end when node closed its connection")
 	}
 }

@@ -141,7 +141,7 @@ func TestRealPgxPushStreamsAndCancels(t *testing.T) {
 			}
 			// The engine's Execute has returned: the push query's consumer
 			// is closed.
-			if !s.waitLog(10*time.Second, "statement ended", query, "canceled") {
+			if !s.WaitLog(10*time.Second, "statement ended", query, "canceled") {
 				t.Errorf("the push query did not end")
 			}
 			var one int
@@ -179,7 +179,7 @@ func TestRealPgxCloseStopsPush(t *testing.T) {
 		t.Fatal(rows.Err())
 	}
 	conn.PgConn().Conn().Close()
-	if !s.waitLog(10*time.Second, "statement ended", "SELECT ID FROM PGX_CLOSE EMIT CHANGES", "canceled") {
+	if !s.WaitLog(10*time.Second, "statement ended", "SELECT ID FROM PGX_CLOSE EMIT CHANGES", "canceled") {
 		t.Errorf("the push query did not end when its client left")
 	}
 }

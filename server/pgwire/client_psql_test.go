@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
 // psql's \dt, \d, \d name, \d+, \l and \dn print the streams and tables
@@ -124,7 +126,7 @@ func TestRealPsqlCopyStreamsLive(t *testing.T) {
 
 	// psql in a pseudo-terminal, as a person runs it: its standard output
 	// is then line-buffered, so each row shows as soon as it arrives.
-	host, port, _ := net.SplitHostPort(s.pgAddr)
+	host, port, _ := net.SplitHostPort(s.PGAddr)
 	cmd := exec.Command(script, "-qfec", "psql -X -h "+host+" -p "+port+" -U tester -d db -c \"SET 'auto.offset.reset'='earliest'\" -c \"COPY (SELECT ID, NOTE FROM COPY_LIVE EMIT CHANGES) TO STDOUT\"", "/dev/null")
 	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "TERM=dumb")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -173,7 +175,7 @@ func TestRealPsqlCopyStreamsLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{"1\tfirst", "2\tsecond"}[i]
-		if !waitFor(20*time.Second, func() bool { return strings.Contains(output(), want) }) {
+		if !testserver.WaitFor(20*time.Second, func() bool { return strings.Contains(output(), want) }) {
 			t.Fatalf("row %q not shown while the query runs; psql shows:\n%s", want, output())
 		}
 	}
@@ -193,7 +195,7 @@ func TestRealPsqlCopyStreamsLive(t *testing.T) {
 	if !strings.Contains(output(), "canceling statement due to user request") {
 		t.Errorf("psql did not report the cancellation:\n%s", output())
 	}
-	if !s.waitLog(10*time.Second, "statement ended", "SELECT ID, NOTE FROM COPY_LIVE EMIT CHANGES", "canceled") {
+	if !s.WaitLog(10*time.Second, "statement ended", "SELECT ID, NOTE FROM COPY_LIVE EMIT CHANGES", "canceled") {
 		t.Errorf("the push query did not end")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
 // Execute with a row limit suspends the portal; inside a transaction block
@@ -247,7 +248,7 @@ func TestMaxConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Close(ctx)
-	if !waitFor(5*time.Second, func() bool {
+	if !testserver.WaitFor(5*time.Second, func() bool {
 		c, err := pgx.Connect(ctx, "postgres://x@"+addr+"/db?sslmode=disable")
 		if err == nil {
 			c.Close(ctx)
@@ -311,11 +312,11 @@ func TestRealPsqlPasswordTLS(t *testing.T) {
 	if err == nil || !strings.Contains(out, `password authentication failed for user "alice"`) {
 		t.Fatalf("wrong password: %v\n%s", err, out)
 	}
-	if !s.waitLog(5*time.Second, "authentication failed", "user=alice") {
+	if !s.WaitLog(5*time.Second, "authentication failed", "user=alice") {
 		t.Error("failed login not logged")
 	}
 	ctx := testCtx(t)
-	conn, err := pgx.Connect(ctx, "postgres://alice:s3cret@"+s.pgAddr+"/db?sslmode=require")
+	conn, err := pgx.Connect(ctx, "postgres://alice:s3cret@"+s.PGAddr+"/db?sslmode=require")
 	if err != nil {
 		t.Fatal(err)
 	}

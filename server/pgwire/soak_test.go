@@ -20,6 +20,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
 // TestSoak runs 200 clients at once against the real engine and embedded
@@ -120,7 +121,7 @@ func TestSoak(t *testing.T) {
 		wg.Wait()
 	}
 	settle := func() (int, uint64) {
-		if !waitFor(20*time.Second, func() bool { return srv.Stats().Connections == 0 }) {
+		if !testserver.WaitFor(20*time.Second, func() bool { return srv.Stats().Connections == 0 }) {
 			t.Errorf("%d connections still open", srv.Stats().Connections)
 		}
 		var ms runtime.MemStats

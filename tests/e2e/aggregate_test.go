@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,13 +22,13 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := startServer(t)
-	conn := s.connect(ctx)
+	conn := connect(t, ctx, s)
 	exec1(t, ctx, conn, `CREATE STREAM bids (bidder VARCHAR KEY, auction BIGINT, price BIGINT)
   WITH (KAFKA_TOPIC='bids', VALUE_FORMAT='JSON', PARTITIONS=4)`)
 	exec1(t, ctx, conn, `CREATE TABLE byauction AS SELECT auction, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top
   FROM bids GROUP BY auction EMIT CHANGES`)
 
-	kc, err := kgo.NewClient(kgo.SeedBrokers(s.kafAddr), kgo.DefaultProduceTopic("bids"), kgo.ProducerLinger(5*time.Millisecond))
+	kc, err := kgo.NewClient(kgo.SeedBrokers(s.KafkaAddr), kgo.DefaultProduceTopic("bids"), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,9 +62,11 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 	const batch = 30000
 	for round := 0; round < 3; round++ {
 		produce(batch)
-		// Kill the server while it works through the batch.
-		time.Sleep(time.Duration(200+round*150) * time.Millisecond)
-		s.restart(syscall.SIGKILL)
+		// Kill the server while it works through the batch, later into
+		// it each round.
+		written, committed := waitMidRun(t, ctx, s.KafkaAddr, "BYAUCTION", int64(1+round*3000))
+		t.Logf("round %d: SIGKILL with %d records written to BYAUCTION while waiting, %d of them committed", round, written, committed)
+		crashAndRestart(t, s)
 		kc.ForceMetadataRefresh()
 	}
 	produce(batch)
@@ -78,7 +78,7 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 	produced := int64(seq)
 	want = map[int64]*agg{}
 	var total int64
-	for _, v := range readCommittedValues(t, ctx, s.kafAddr, "bids") {
+	for _, v := range readCommittedValues(t, ctx, s.KafkaAddr, "bids") {
 		var r struct{ Auction, Price int64 }
 		if err := json.Unmarshal(v.value, &r); err != nil {
 			t.Fatalf("input %s: %v", v.value, err)
@@ -112,7 +112,7 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 	topicCheck := func() bool {
 		// The topic, read_committed, last value per key.
 		latest := map[int64]agg{}
-		for _, v := range readCommittedValues(t, ctx, s.kafAddr, "BYAUCTION") {
+		for _, v := range readCommittedValues(t, ctx, s.KafkaAddr, "BYAUCTION") {
 			var r struct{ N, Total, Top int64 }
 			if err := json.Unmarshal(v.value, &r); err != nil {
 				t.Fatalf("output %s: %v", v.value, err)
@@ -129,7 +129,7 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 		}
 		return check("output topic", latest)
 	}
-	conn = s.connect(ctx)
+	conn = connect(t, ctx, s)
 	deadline := time.Now().Add(40 * time.Second)
 	for {
 		got := map[int64]agg{}
@@ -146,7 +146,7 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Logf("output topic matches: %v", topicCheck())
-			for _, l := range strings.Split(readLog(s), "\n") {
+			for _, l := range strings.Split(s.Log(), "\n") {
 				if strings.Contains(l, "repair") || strings.Contains(l, "restored") || strings.Contains(l, "abort") || strings.Contains(l, "marker") {
 					t.Log(l)
 				}
@@ -159,16 +159,11 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 		t.Fatal("the output topic's last values differ from the batch GROUP BY")
 	}
 	t.Logf("%d records in %d groups: table and topic equal the batch computation after 3 SIGKILLs", total, len(want))
-	for _, l := range strings.Split(s.log(), "\n") {
+	for _, l := range strings.Split(s.LogTail(60), "\n") {
 		if strings.Contains(l, "repair done") || strings.Contains(l, "store restored") {
 			t.Log(l)
 		}
 	}
-}
-
-func readLog(s *server) string {
-	b, _ := os.ReadFile(s.logPath)
-	return string(b)
 }
 
 type kv struct{ key, value []byte }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ CREATE STREAM cartviews AS SELECT userid, pageid, viewtime FROM pageviews WHERE 
 		t.Fatal(err)
 	}
 	s := startServer(t, "--queries-file", file)
-	conn := s.connect(ctx)
+	conn := connect(t, ctx, s)
 	if got := rows(t, ctx, conn, "SHOW QUERIES"); len(got) != 1 || !strings.HasPrefix(got[0], "CSAS_CARTVIEWS_1|") {
 		t.Fatalf("SHOW QUERIES: %q", got)
 	}
@@ -43,15 +42,15 @@ CREATE STREAM cartviews AS SELECT userid, pageid, viewtime FROM pageviews WHERE 
 	if got := rows(t, ctx, conn, "SELECT * FROM cartviews EMIT CHANGES LIMIT 1"); len(got) != 1 || got[0] != "u1|cart|1" {
 		t.Fatalf("push query: %q", got)
 	}
-	waitCaughtUp(t, ctx, s.kafAddr, "sqlstreams_query_CSAS_CARTVIEWS_1", "pageviews")
+	waitCaughtUp(t, ctx, s.KafkaAddr, "sqlstreams_query_CSAS_CARTVIEWS_1", "pageviews")
 
 	// After a restart the same query resumes: the new record, not the
 	// first one again, comes out.
-	s.restart(syscall.SIGTERM)
-	conn = s.connect(ctx)
+	stopAndRestart(t, s)
+	conn = connect(t, ctx, s)
 	exec1(t, ctx, conn, "INSERT INTO pageviews (userid, pageid, viewtime) VALUES ('u2', 'cart', 2)")
-	waitCaughtUp(t, ctx, s.kafAddr, "sqlstreams_query_CSAS_CARTVIEWS_1", "pageviews")
-	got := readCommitted(t, ctx, s.kafAddr, "CARTVIEWS")
+	waitCaughtUp(t, ctx, s.KafkaAddr, "sqlstreams_query_CSAS_CARTVIEWS_1", "pageviews")
+	got := readCommitted(t, ctx, s.KafkaAddr, "CARTVIEWS")
 	if got.total != 2 || got.count["u1"] != 1 || got.count["u2"] != 1 {
 		t.Fatalf("CARTVIEWS after the restart: %+v", got)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -59,7 +58,7 @@ func TestWalkingSkeleton(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s := startServer(t)
-	conn := s.connect(ctx)
+	conn := connect(t, ctx, s)
 
 	exec1(t, ctx, conn, `CREATE STREAM pageviews (userid VARCHAR KEY, pageid VARCHAR, viewtime BIGINT)
   WITH (KAFKA_TOPIC='pageviews', VALUE_FORMAT='JSON', PARTITIONS=2)`)
@@ -132,7 +131,7 @@ func TestWalkingSkeleton(t *testing.T) {
 
 	// Records from any Kafka client, bad ones among them, then a crash in
 	// the middle of processing, a clean restart, and more records.
-	kc, err := kgo.NewClient(kgo.SeedBrokers(s.kafAddr), kgo.DefaultProduceTopic("pageviews"), kgo.ProducerLinger(0))
+	kc, err := kgo.NewClient(kgo.SeedBrokers(s.KafkaAddr), kgo.DefaultProduceTopic("pageviews"), kgo.ProducerLinger(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,22 +160,24 @@ func TestWalkingSkeleton(t *testing.T) {
 	}
 
 	produce(30000)
-	waitOutput(t, ctx, s.kafAddr, 1000) // the query is busy with the backlog
-	s.restart(syscall.SIGKILL)
+	// Crash while the query works through the backlog.
+	written, committed := waitMidRun(t, ctx, s.KafkaAddr, "CARTVIEWS", 1000)
+	t.Logf("SIGKILL with %d records written to CARTVIEWS while waiting, %d of them committed", written, committed)
+	crashAndRestart(t, s)
 	kc.ForceMetadataRefresh()
 	produce(20000)
-	waitOutput(t, ctx, s.kafAddr, len(want)-5000)
-	s.restart(syscall.SIGTERM)
+	waitOutput(t, ctx, s.KafkaAddr, len(want)-5000)
+	stopAndRestart(t, s)
 	produce(5000)
 
-	waitCaughtUp(t, ctx, s.kafAddr, "sqlstreams_query_CSAS_CARTVIEWS_1", "pageviews")
-	got := readCommitted(t, ctx, s.kafAddr, "CARTVIEWS")
+	waitCaughtUp(t, ctx, s.KafkaAddr, "sqlstreams_query_CSAS_CARTVIEWS_1", "pageviews")
+	got := readCommitted(t, ctx, s.KafkaAddr, "CARTVIEWS")
 	// Exactly once means once per input record: count the cart views in
 	// the input as stored. (After a crash the embedded broker has been
 	// seen to keep a second copy of records a Kafka client re-sent with a
 	// bumped idempotent-producer epoch; those are input, and count.)
 	inCount := map[string]int{}
-	for _, r := range readCommittedValues(t, ctx, s.kafAddr, "pageviews") {
+	for _, r := range readCommittedValues(t, ctx, s.KafkaAddr, "pageviews") {
 		var v struct {
 			PageID   string
 			ViewTime int64
@@ -215,7 +216,7 @@ func TestWalkingSkeleton(t *testing.T) {
 		t.Fatalf("CARTVIEWS (read_committed): %d records for %d keys; want %d; %d duplicated, %d missing, %d wrong", got.total, len(got.count), inTotal, dups, missing, wrong)
 	}
 	t.Logf("CARTVIEWS holds each of %d input cart views exactly once", inTotal)
-	for _, l := range strings.Split(s.log(), "\n") {
+	for _, l := range strings.Split(s.LogTail(60), "\n") {
 		if strings.Contains(l, "repair") {
 			t.Log(l)
 		}
@@ -225,7 +226,7 @@ func TestWalkingSkeleton(t *testing.T) {
 	// the record is and why it was skipped (a record reprocessed after the
 	// crash may be logged twice).
 	logged := 0
-	plog := readRaw(t, ctx, s.kafAddr, "_sqlstreams_processing_log")
+	plog := readRaw(t, ctx, s.KafkaAddr, "_sqlstreams_processing_log")
 	for _, v := range plog {
 		var entry struct{ Query, Topic, Error string }
 		if err := json.Unmarshal(v, &entry); err != nil {
@@ -240,12 +241,12 @@ func TestWalkingSkeleton(t *testing.T) {
 	}
 
 	// The catalog survived the restarts; the query is running again.
-	conn = s.connect(ctx)
+	conn = connect(t, ctx, s)
 	if got := rows(t, ctx, conn, "SHOW QUERIES"); len(got) != 1 || !strings.Contains(got[0], "|RUNNING|") {
 		t.Fatalf("after restart, SHOW QUERIES: %q", got)
 	}
 	// Prometheus metrics: per query and per server.
-	resp, err := http.Get("http://" + s.httpAddr + "/metrics")
+	resp, err := http.Get("http://" + s.HTTPAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,6 +372,55 @@ func waitOutput(t *testing.T, ctx context.Context, addr string, n int) {
 			t.Fatalf("CARTVIEWS never reached %d records", n)
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// waitMidRun waits until the query writing topic out is in the middle of
+// its work, the moment a crash tests exactly-once: at least atLeast
+// records have been written to out since the call, and some of out is in
+// an open transaction (a partition's end offset is past its last stable
+// offset), so the crash leaves written output uncommitted. (Output seen
+// only read_committed does not show a query midway: it commits every
+// 100ms and works through a batch in a transaction or two.) It returns how
+// many records were written since the call, and how many of them are
+// committed; it fails t if that does not happen within a minute.
+func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int64) (written, committed int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	// offsets returns the sums of out's end and last stable offsets, and
+	// whether a partition has an open transaction.
+	offsets := func() (end, stable int64, open bool) {
+		ends, err1 := adm.ListEndOffsets(ctx, out)
+		lsos, err2 := adm.ListCommittedOffsets(ctx, out)
+		if err := errors.Join(err1, err2, ends.Error(), lsos.Error()); err != nil {
+			if ctx.Err() == nil {
+				t.Fatalf("listing the offsets of %s: %v", out, err)
+			}
+			t.Fatalf("%s never had %d records written and some in an open transaction", out, atLeast)
+		}
+		ends.Each(func(o kadm.ListedOffset) {
+			end += o.Offset
+			if lso, ok := lsos.Lookup(out, o.Partition); ok {
+				stable += lso.Offset
+				open = open || lso.Offset < o.Offset
+			}
+		})
+		return end, stable, open
+	}
+	end0, stable0, _ := offsets()
+	for {
+		end, stable, open := offsets()
+		if end-end0 >= atLeast && open {
+			return end - end0, stable - stable0
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

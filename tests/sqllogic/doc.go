@@ -5,9 +5,9 @@
 //	go test ./tests/sqllogic/ -run 'SQLLogic/restart'   one file
 //	go test ./tests/sqllogic/ -rewrite            rewrite expected results
 //
-//	TestMain ─▶ go build ./cmd/sqlstreams (once)
-//	each .slt ─▶ its own server process (temp data dir, free ports,
-//	             embedded broker) ─▶ pgx connection + franz-go clients
+//	each .slt ─▶ its own server process, started by tests/testserver
+//	             (go build ./cmd/sqlstreams once; temp data dir, free
+//	             ports, embedded broker) ─▶ pgx connection + franz-go clients
 //	             ─▶ directives in order: statement, query, produce,
 //	                wait-caught-up, restart, kill, halt
 //

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
 const (
@@ -32,7 +34,7 @@ var debugWait = os.Getenv("SQLLOGIC_DEBUG_WAIT") != ""
 type runner struct {
 	t    *testing.T
 	path string
-	srv  *server
+	srv  *testserver.Server
 	conn *pgx.Conn // nil until the first statement, and after a restart
 
 	// For -rewrite: the output and column types each query produced.
@@ -50,23 +52,19 @@ func runFile(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := newServer(binary, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	// Its own data dir and ports; on a failure, its log's last 80 lines.
+	opts := []testserver.Option{testserver.Args("--log-level", "info")}
+	if *binFlag != "" {
+		opts = append(opts, testserver.Bin(*binFlag))
 	}
+	srv := testserver.Start(t, opts...)
 	r := &runner{t: t, path: path, srv: srv, outputs: map[*record][]string{}, types: map[*record]string{}}
 	t.Cleanup(func() {
 		r.disconnect()
-		if err := srv.stop(); err != nil {
+		if err := stop(srv); err != nil {
 			t.Errorf("stopping the server: %v", err)
 		}
-		if t.Failed() {
-			t.Logf("server log, last 80 lines:\n%s", srv.logTail(80))
-		}
 	})
-	if err := srv.start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	for _, rec := range recs {
 		if rec.kind == kindHalt {
 			break
@@ -76,8 +74,8 @@ func runFile(t *testing.T, path string) {
 			continue
 		}
 		r.run(rec)
-		if !srv.running() {
-			r.errorf(rec, "the server exited (%v); the rest of the file is skipped", srv.err)
+		if !srv.Running() {
+			r.errorf(rec, "the server exited (%v); the rest of the file is skipped", srv.ExitErr())
 			break
 		}
 	}
@@ -110,26 +108,42 @@ func (r *runner) run(rec *record) {
 	case kindProduce:
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout(rec))
 		defer cancel()
-		if err := produce(ctx, r.srv.kafkaAddr, rec); err != nil {
+		if err := produce(ctx, r.srv.KafkaAddr, rec); err != nil {
 			r.errorf(rec, "%s: %v", rec.topic, err)
 		}
 	case kindWaitCaughtUp:
 		r.waitCaughtUp(rec)
 	case kindRestart:
 		r.disconnect()
-		if err := r.srv.stop(); err != nil {
+		if err := stop(r.srv); err != nil {
 			r.errorf(rec, "%v", err)
 		}
-		if err := r.srv.start(context.Background()); err != nil {
+		if err := r.srv.Restart(); err != nil {
 			r.errorf(rec, "%v", err)
 		}
 	case kindKill:
 		r.disconnect()
-		r.srv.kill()
-		if err := r.srv.start(context.Background()); err != nil {
+		r.srv.Kill()
+		if err := r.srv.Restart(); err != nil {
 			r.errorf(rec, "%v", err)
 		}
 	}
+}
+
+// stop stops a running server with SIGTERM and reports a stop that is not
+// clean: one that takes over 30s (the server is killed then), or exits
+// with a status other than 0.
+func stop(srv *testserver.Server) error {
+	if !srv.Running() {
+		return nil
+	}
+	if err := srv.Stop(syscall.SIGTERM); err != nil {
+		return err
+	}
+	if err := srv.ExitErr(); err != nil {
+		return fmt.Errorf("server exited with %v after SIGTERM", err)
+	}
+	return nil
 }
 
 // connection returns the open connection, connecting first if there is
@@ -142,7 +156,7 @@ func (r *runner) connection(ctx context.Context) (*pgx.Conn, error) {
 	if r.conn != nil {
 		r.t.Logf("%s: the connection was lost; reconnecting (SET properties are reset)", r.path)
 	}
-	cfg, err := pgx.ParseConfig("postgres://sqlstreams@" + r.srv.pgAddr + "/sqlstreams?sslmode=disable&connect_timeout=10")
+	cfg, err := pgx.ParseConfig("postgres://sqlstreams@" + r.srv.PGAddr + "/sqlstreams?sslmode=disable&connect_timeout=10")
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +168,7 @@ func (r *runner) connection(ctx context.Context) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", r.srv.pgAddr, err)
+		return nil, fmt.Errorf("connecting to %s: %w", r.srv.PGAddr, err)
 	}
 	r.conn = conn
 	return conn, nil
@@ -403,7 +417,7 @@ func (r *runner) waitCaughtUp(rec *record) {
 		queries, err := r.showQueries(ctx)
 		var behind string
 		if err == nil {
-			behind, err = caughtUp(ctx, r.srv.kafkaAddr, queries)
+			behind, err = caughtUp(ctx, r.srv.KafkaAddr, queries)
 		}
 		switch {
 		case err == nil && behind == "":
