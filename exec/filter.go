@@ -31,9 +31,12 @@ func (f *filterOp) Process(c *Change) error {
 		if c.New == nil {
 			return f.next.Process(c)
 		}
-		ok, err := f.holds(c.New)
-		if !ok || err != nil {
-			return err
+		d, err := f.pred(c.New)
+		if err != nil {
+			return &evalError{node: f.name, err: err}
+		}
+		if d.Null || d.I == 0 {
+			return nil
 		}
 		return f.next.Process(c)
 	}

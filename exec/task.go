@@ -109,6 +109,12 @@ func (t *Task) queue(tp topicPartition) *partitionQueue {
 // timestamp, or nil when all are empty. A task does not wait for an
 // empty partition to fill (Kafka Streams' max.task.idle.ms of 0).
 func (t *Task) nextQueue() *partitionQueue {
+	if len(t.queues) == 1 {
+		if q := t.queues[0]; !q.empty() {
+			return q
+		}
+		return nil
+	}
 	var best *partitionQueue
 	for _, q := range t.queues {
 		if q.empty() {
@@ -147,8 +153,7 @@ func (t *Task) process(bad func(*kgo.Record, error)) (n int, err error) {
 		if q == nil {
 			return n, nil
 		}
-		cur = q.recs[q.head]
-		q.recs[q.head] = nil
+		cur = q.recs[q.head] // the slot is cleared when the queue empties
 		q.head++
 		n++
 		if err := q.src.process(cur); err != nil {
