@@ -74,7 +74,7 @@ func newTestTask(t testing.TB, topo *physical.Topology, sub int, cfg Config, sen
 	tt.onBad = func(_ *kgo.Record, err error) { tt.lastBad = err }
 	tt.tm = newTaskManager(q, 0, tt.out)
 	st := topo.SubTopologies[sub]
-	tt.Task = &Task{id: TaskID{Sub: sub}, sub: st, streamTime: newTaskStreamTime()}
+	tt.Task = &Task{id: TaskID{Sub: sub}, sub: st, streamTime: noStreamTime}
 	for _, s := range st.Sources {
 		tt.queues = append(tt.queues, &partitionQueue{tp: topicPartition{s.Op.(*physical.Source).Topic, 0}})
 	}

@@ -216,4 +216,4 @@ func (t *Task) abort() {
 	}
 }
 
-func newTaskStreamTime() int64 { return math.MinInt64 }
+func noStreamTime int64 { return math.MinInt64 }

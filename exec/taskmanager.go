@@ -91,7 +91,7 @@ func (tm *taskManager) handleAssignment(ctx context.Context, cl *kgo.Client, ass
 		id := TaskID{Sub: st.ID, Partition: tp.partition}
 		t := tm.tasks[id]
 		if t == nil {
-			t = &Task{id: id, sub: st, state: taskCreated, streamTime: newTaskStreamTime()}
+			t = &Task{id: id, sub: st, state: taskCreated, streamTime: noStreamTime}
 			tm.tasks[id] = t
 			created = append(created, t)
 		}
