@@ -216,4 +216,5 @@ func (t *Task) abort() {
 	}
 }
 
-func noStreamTime int64 { return math.MinInt64 }
+// noStreamTime is a task's stream time before its first record.
+const noStreamTime = math.MinInt64
