@@ -95,6 +95,16 @@ func (q *partitionQueue) reset() {
 	q.recs, q.head = q.recs[:0], 0
 }
 
+// queued reports whether any of the task's queues holds records.
+func (t *Task) queued() bool {
+	for _, q := range t.queues {
+		if !q.empty() {
+			return true
+		}
+	}
+	return false
+}
+
 // queue returns the task's queue of tp, or nil.
 func (t *Task) queue(tp topicPartition) *partitionQueue {
 	for _, q := range t.queues {

@@ -33,6 +33,9 @@ type streamThread struct {
 	assignMu          sync.Mutex
 	assigned, revoked []topicPartition
 
+	// ready is reused by process: the tasks of a poll's records.
+	ready []*Task
+
 	inTxn    bool
 	txnStart time.Time
 	// The session counts records as consumed when PollFetches returns
@@ -215,6 +218,7 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 		t.inTxn, t.txnStart = true, time.Now()
 	}
 	orphans := false
+	ready := t.ready[:0] // tasks with records, in the order the poll returned them
 	m := t.q.cfg.Metrics
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if len(fp.Records) == 0 {
@@ -233,20 +237,23 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 		}
 		t.q.in.Add(int64(len(fp.Records)))
 		q := task.queue(topicPartition{fp.Topic, fp.Partition})
+		if !task.queued() {
+			ready = append(ready, task)
+		}
 		q.recs = append(q.recs, fp.Records...)
 	})
+	t.ready = ready
 	if orphans {
 		t.q.log.Info("records polled for a partition without a running task; aborting so that they come again", "thread", t.n)
 		for _, task := range t.tm.tasks {
 			task.dropQueued()
 		}
+		clear(ready)
 		t.unprocessed = false
 		return t.end(ctx, kgo.TryAbort)
 	}
-	for _, task := range t.tm.tasks {
-		if task.state != taskRunning {
-			continue
-		}
+	for i, task := range ready {
+		ready[i] = nil
 		if _, err := task.process(t.q.badRecord); err != nil {
 			return err
 		}
