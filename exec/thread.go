@@ -217,7 +217,7 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 		}
 		t.inTxn, t.txnStart = true, time.Now()
 	}
-	orphans := false
+	orphans, polled := false, 0
 	ready := t.ready[:0] // tasks with records, in the order the poll returned them
 	m := t.q.cfg.Metrics
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
@@ -235,7 +235,7 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 		if m != nil && fp.HighWatermark >= 0 {
 			m.SetLag(fp.Topic, fp.Partition, fp.HighWatermark-(fp.Records[len(fp.Records)-1].Offset+1))
 		}
-		t.q.in.Add(int64(len(fp.Records)))
+		polled += len(fp.Records)
 		q := task.queue(topicPartition{fp.Topic, fp.Partition})
 		if !task.queued() {
 			ready = append(ready, task)
@@ -252,6 +252,7 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 		t.unprocessed = false
 		return t.end(ctx, kgo.TryAbort)
 	}
+	t.q.in.Add(int64(polled))
 	for i, task := range ready {
 		ready[i] = nil
 		if _, err := task.process(t.q.badRecord); err != nil {
