@@ -114,6 +114,31 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 		if t.state != taskCreated {
 			continue
 		}
+		// A source table's store restores up to the group's committed
+		// offset of the table's topic. An offset another member's open
+		// transaction is still committing is not known yet: the task
+		// waits (taking it as "nothing committed" would wipe its store).
+		waitOffsets := false
+		for _, n := range t.sub.Nodes {
+			for _, spec := range physical.StoresOf(n) {
+				if !spec.SourceTopicChangelog {
+					continue
+				}
+				if committed == nil {
+					var err error
+					if committed, err = kadm.NewClient(cl).FetchOffsets(kadm.RequireStable(ctx), tm.topo.AppID); err != nil {
+						return fmt.Errorf("fetching committed offsets: %w", err)
+					}
+				}
+				if o, ok := committed.Lookup(spec.Changelog, t.id.Partition); ok && o.Err != nil {
+					tm.q.log.Info("task waits for its committed offset", "thread", tm.thread, "task", t.id.String(), "err", o.Err)
+					waitOffsets = true
+				}
+			}
+		}
+		if waitOffsets {
+			continue
+		}
 		if err := tm.open(t); err != nil {
 			if errors.Is(err, errDirLocked) {
 				tm.q.log.Info("task waits for its state directory", "thread", tm.thread, "task", t.id.String(), "err", err)
@@ -132,13 +157,8 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 			apply := func(r *kgo.Record) error { return restoreAggregate(ts.ov, r) }
 			if spec.SourceTopicChangelog {
 				// The table's topic is the changelog: restore up to the
-				// group's committed offset, what processing resumes from.
-				if committed == nil {
-					var err error
-					if committed, err = kadm.NewClient(cl).FetchOffsets(ctx, tm.topo.AppID); err != nil {
-						return fmt.Errorf("fetching committed offsets: %w", err)
-					}
-				}
+				// group's committed offset, what processing resumes from
+				// (fetched above).
 				if o, ok := committed.Lookup(spec.Changelog, t.id.Partition); ok && o.Err == nil && o.At >= 0 {
 					until = o.At
 				}
