@@ -20,6 +20,9 @@ type taskEnv struct {
 	terminal Processor
 	// extra builds node kinds exec does not know (tests).
 	extra func(n *physical.Node, next Processor) (Processor, error)
+	// late counts the rows windowed aggregations drop as late; nil
+	// counts nothing.
+	late *lateCounter
 }
 
 // taskGraph is a sub-topology built for one task: a processor per node,
@@ -172,7 +175,11 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 				return nil, err
 			}
 		}
-		return newAggregate(n.Name, op, store, env.out, next)
+		a, err := newAggregate(n.Name, op, store, env.out, next)
+		if err == nil && a.win != nil {
+			a.win.late = env.late
+		}
+		return a, err
 	case *physical.Materialize:
 		store, err := env.store(n, op.Store)
 		if err != nil {

@@ -94,6 +94,10 @@ type Stats struct {
 	Restored int64
 	// Restarts counts the stream threads restarted after a failure.
 	Restarts int64
+	// LateRecords counts the rows windowed aggregations dropped because
+	// every window they fall into had closed (stream time past the
+	// window's end plus its grace period).
+	LateRecords int64
 }
 
 // Query states, as SHOW QUERIES prints them.
@@ -124,7 +128,7 @@ type Query struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	in, out, bad, commits, aborts, restored, restarts atomic.Int64
+	in, out, bad, commits, aborts, restored, restarts, late atomic.Int64
 
 	mu      sync.Mutex
 	lastErr error
@@ -169,6 +173,7 @@ func (q *Query) Status() Status {
 	s := Status{State: StateRunning, Stats: Stats{
 		RecordsIn: q.in.Load(), RecordsOut: q.out.Load(), BadRecords: q.bad.Load(),
 		Commits: q.commits.Load(), Aborts: q.aborts.Load(), Restored: q.restored.Load(), Restarts: q.restarts.Load(),
+		LateRecords: q.late.Load(),
 	}}
 	q.mu.Lock()
 	defer q.mu.Unlock()
