@@ -105,6 +105,7 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 			"commit.interval.ms":   strconv.FormatInt(e.commitInterval().Milliseconds(), 10),
 			"ksql.service.id":      e.cfg.ServiceID,
 			"num.stream.threads":   strconv.Itoa(max(e.cfg.Threads, 1)),
+			IdleAdvanceProp:        "0",
 		}
 		for k, v := range s.Props {
 			props[k] = v

@@ -12,10 +12,19 @@ import (
 )
 
 var (
-	_ Processor = (*aggregateOp)(nil)
-	_ flusher   = (*aggregateOp)(nil)
-	_ aborter   = (*aggregateOp)(nil)
+	_ Processor   = (*aggregateOp)(nil)
+	_ flusher     = (*aggregateOp)(nil)
+	_ aborter     = (*aggregateOp)(nil)
+	_ initializer = (*aggregateOp)(nil)
 )
+
+// Init schedules a windowed aggregation's idle advance.
+func (a *aggregateOp) Init(tc *TaskContext) error {
+	if a.win != nil {
+		a.win.init(tc)
+	}
+	return nil
+}
 
 // aggregateOp folds each row into its group's state, kept in the task's
 // store (writes pending in the overlay until the transaction commits) and

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
@@ -23,6 +24,8 @@ type taskEnv struct {
 	// late counts the rows windowed aggregations drop as late; nil
 	// counts nothing.
 	late *lateCounter
+	// idleAdvance is Config.WindowIdleAdvance.
+	idleAdvance time.Duration
 }
 
 // taskGraph is a sub-topology built for one task: a processor per node,
@@ -177,7 +180,7 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		}
 		a, err := newAggregate(n.Name, op, store, env.out, next)
 		if err == nil && a.win != nil {
-			a.win.late = env.late
+			a.win.late, a.win.idleAdvance = env.late, env.idleAdvance.Milliseconds()
 		}
 		return a, err
 	case *physical.Materialize:

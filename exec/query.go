@@ -43,6 +43,15 @@ type Config struct {
 	// Metrics, when set, receives commit latencies, consumer lag and
 	// restore progress.
 	Metrics *metrics.Query
+	// WindowIdleAdvance, when positive, lets a windowed aggregation's
+	// task advance its stream time by the wall-clock time that passes
+	// once it has had no input for this long, so that its last windows
+	// close without new records. Zero (the default) follows event time
+	// only, as Kafka Streams and ksqlDB do: a result can then be wrong
+	// only in that a window closes late, never early, but with it a
+	// record delayed by more than this plus the grace period is dropped
+	// as late.
+	WindowIdleAdvance time.Duration
 	// BadRecord, when set, also receives each bad record (after it is
 	// counted and logged), e.g. to write it to the processing log topic.
 	// It is called on the stream thread and must not block.

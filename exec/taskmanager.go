@@ -207,7 +207,8 @@ func (tm *taskManager) sourceOf(st *physical.SubTopology, topic string) *physica
 // open locks a task's state directory (stateful tasks), opens its
 // stores and builds its graph.
 func (tm *taskManager) open(t *Task) error {
-	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra, late: &lateCounter{q: tm.q}}
+	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra, late: &lateCounter{q: tm.q},
+		idleAdvance: tm.q.cfg.WindowIdleAdvance}
 	if stateful(t.sub) {
 		if tm.q.cfg.StateDir == "" {
 			return errors.New("a query with state stores needs a state directory")

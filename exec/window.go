@@ -55,6 +55,11 @@ type windowing struct {
 	gen int64
 	// expired is the start below which windows were deleted.
 	expired int64
+	// idleAdvance (ms, 0 for off) advances stream time by the wall clock
+	// once no row has come for that long; lastWall is the wall time of
+	// the last row or advance.
+	idleAdvance int64
+	lastWall    int64
 
 	// Reused per row: the windows the row falls into.
 	starts, ends []int64
@@ -102,6 +107,24 @@ func (l *lateCounter) add(name string, ts, streamTime int64) {
 			"node", name, "dropped", l.since, "latest event time", ts, "stream time", streamTime)
 		l.logged, l.since = now, 0
 	}
+}
+
+// init schedules the idle advance, when it is on.
+func (w *windowing) init(tc *TaskContext) {
+	if w.idleAdvance <= 0 {
+		return
+	}
+	w.lastWall = time.Now().UnixMilli()
+	every := time.Duration(max(min(w.idleAdvance/2, 1000), 50)) * time.Millisecond
+	tc.Schedule(every, WallClockTime, func(now int64) error {
+		if w.streamTime == math.MinInt64 || now-w.lastWall < w.idleAdvance {
+			return nil
+		}
+		// Idle: stream time moves with the wall clock from here.
+		w.streamTime += now - w.lastWall
+		w.lastWall = now
+		return nil
+	})
 }
 
 // sync reloads the progress from the store when the task's store dropped
@@ -182,6 +205,9 @@ func floorDiv(a, b int64) int64 {
 // a.argVals) into each of its windows that is still open by stream time.
 func (w *windowing) update(a *aggregateOp) error {
 	ts := a.ts
+	if w.idleAdvance > 0 {
+		w.lastWall = time.Now().UnixMilli()
+	}
 	if ts > w.streamTime {
 		w.streamTime = ts
 	}
