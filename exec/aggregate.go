@@ -376,11 +376,12 @@ func (a *aggregateOp) emitDeletion() error {
 // the store), for pull queries, with the group's ROWTIME.
 func (a *aggregateOp) emitStored(key, state []byte) error {
 	if a.win != nil {
-		if len(key) < 8 {
-			return nil // the window store's progress mark, not a window
+		gkey, ok := a.win.storedGroupKey(key)
+		if !ok {
+			return nil // the store's progress mark or an index entry
 		}
 		a.key = append(a.key[:0], key...)
-		key = key[8:]
+		key = gkey
 	}
 	if len(state) < tsLen {
 		return fmt.Errorf("%s: corrupt stored state for key %x", a.name, key)

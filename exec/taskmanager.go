@@ -155,9 +155,13 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 			spec := tm.topo.Store(ts.name)
 			until := int64(0)
 			apply := func(r *kgo.Record) error { return restoreAggregate(ts.ov, r) }
-			if spec.Kind == physical.WindowStore {
+			switch spec.Kind {
+			case physical.WindowStore:
 				var buf []byte
 				apply = func(r *kgo.Record) error { return restoreWindow(ts.ov, r, &buf) }
+			case physical.SessionStore:
+				var buf []byte
+				apply = func(r *kgo.Record) error { return restoreSession(ts.ov, r, &buf) }
 			}
 			if spec.SourceTopicChangelog {
 				// The table's topic is the changelog: restore up to the

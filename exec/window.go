@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -64,6 +65,7 @@ type windowing struct {
 	// Reused per row: the windows the row falls into.
 	starts, ends []int64
 	gkey, mark   []byte
+	session      sessionScratch
 }
 
 // markKey is the window store's key for its progress mark: shorter than
@@ -76,7 +78,15 @@ func newWindowing(name string, a *physical.Aggregate, store *taskStore) (*window
 	wg := &windowing{name: name, typ: w.Type, size: w.SizeMs, advance: w.AdvanceMs, grace: w.GraceMs, retention: w.RetentionMs,
 		final: a.EmitFinal, store: store, gen: -1, streamTime: math.MinInt64, emitted: math.MinInt64, expired: math.MinInt64}
 	if w.Type == types.Session {
-		return nil, fmt.Errorf("%s: session windows are not supported yet", name)
+		for _, acc := range a.Aggs {
+			ts := make([]types.Type, len(acc.Args))
+			for i, e := range acc.Args {
+				ts[i] = e.Type()
+			}
+			if _, ok := acc.Fn.New(ts).(expr.Merger); !ok {
+				return nil, fmt.Errorf("%s: %s cannot aggregate session windows", name, acc.Fn.Name)
+			}
+		}
 	}
 	if w.Zone != "" {
 		loc, err := time.LoadLocation(w.Zone)
@@ -208,6 +218,9 @@ func (w *windowing) update(a *aggregateOp) error {
 	if w.idleAdvance > 0 {
 		w.lastWall = time.Now().UnixMilli()
 	}
+	if w.typ == types.Session {
+		return w.updateSession(a)
+	}
 	if ts > w.streamTime {
 		w.streamTime = ts
 	}
@@ -234,8 +247,13 @@ func (w *windowing) update(a *aggregateOp) error {
 // setBounds puts the window of the group in a.key into the row being
 // emitted and its change.
 func (w *windowing) setBounds(a *aggregateOp) {
-	start := storedStart(a.key)
-	end := w.end(start)
+	var start, end int64
+	if w.typ == types.Session {
+		start, end = sessionBounds(a.key)
+	} else {
+		start = storedStart(a.key)
+		end = w.end(start)
+	}
 	g := len(a.groupBy)
 	a.row[g].Null, a.row[g].I = false, start
 	a.row[g+1].Null, a.row[g+1].I = false, end
@@ -249,7 +267,11 @@ func (w *windowing) flush(a *aggregateOp) error {
 	if w.streamTime == math.MinInt64 {
 		return nil
 	}
-	if w.final {
+	if w.typ == types.Session {
+		if err := w.flushSessions(a); err != nil {
+			return err
+		}
+	} else if w.final {
 		if err := w.emitClosed(a); err != nil {
 			return err
 		}
@@ -279,7 +301,7 @@ func (w *windowing) flush(a *aggregateOp) error {
 	}
 	// Windows that started before stream time - retention are gone: one
 	// range delete when the store commits, every quarter retention.
-	if cut := w.streamTime - w.retention; cut > w.expired+max(w.retention/4, 1000) {
+	if cut := w.streamTime - w.retention; cut > w.expired+max(w.retention/4, 1000) && w.typ != types.Session {
 		w.store.expireBelow = appendWindowKey(w.store.expireBelow[:0], cut, nil)
 		w.expired = cut
 	}
@@ -346,6 +368,11 @@ func (w *windowing) changelogKey(dst, k []byte) []byte {
 	if len(k) < 8 {
 		return append(dst, k...)
 	}
+	if w.typ == types.Session {
+		start, end := sessionBounds(k)
+		dst = append(dst, k[1:len(k)-16]...)
+		return types.Session.AppendWindowKey(dst, start, end)
+	}
 	dst = append(dst, k[8:]...)
 	return binary.BigEndian.AppendUint64(dst, uint64(storedStart(k)))
 }
@@ -363,4 +390,19 @@ func restoreWindow(st state.Store, r *kgo.Record, buf *[]byte) error {
 		return st.Delete(k)
 	}
 	return st.Put(k, r.Value)
+}
+
+// storedGroupKey returns the group key bytes of a stored window's key;
+// false for the progress mark and (sessions) index entries.
+func (w *windowing) storedGroupKey(key []byte) ([]byte, bool) {
+	if w.typ == types.Session {
+		if len(key) < 17 || key[0] != sessionPrefix {
+			return nil, false
+		}
+		return key[1 : len(key)-16], true
+	}
+	if len(key) < 8 {
+		return nil, false
+	}
+	return key[8:], true
 }

@@ -105,11 +105,11 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		Schema:      agg.Schema(),
 	}}
 	if w := agg.Window; w != nil {
-		if w.Type == types.Session {
-			return nil, fmt.Errorf("WINDOW SESSION is not supported yet; use TUMBLING or HOPPING windows")
-		}
 		pa.Window, pa.EmitFinal = w, agg.EmitFinal
 		pa.Store.Kind = WindowStore
+		if w.Type == types.Session {
+			pa.Store.Kind = SessionStore
+		}
 		pa.Store.RetentionMs = w.RetentionMs
 	} else if agg.EmitFinal {
 		return nil, fmt.Errorf("EMIT FINAL is only supported for windowed aggregations")

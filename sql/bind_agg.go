@@ -148,6 +148,18 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		}
 		agg.FromTable = true
 	}
+	if window != nil && window.Type == types.Session {
+		// A row that bridges two sessions merges their states.
+		for _, c := range scope.aggs {
+			ts := make([]types.Type, len(c.Args))
+			for i, a := range c.Args {
+				ts[i] = a.Type()
+			}
+			if _, ok := c.Fn.New(ts).(expr.Merger); !ok {
+				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s cannot aggregate SESSION windows (it cannot merge two sessions' states); use it with TUMBLING or HOPPING windows", c.Fn.Name)
+			}
+		}
+	}
 	agg.EmitFinal = sel.Emit == "FINAL"
 	node = agg
 	if having != nil {

@@ -20,13 +20,15 @@ import (
 // the same computation done here.
 type windowQuery struct {
 	table                string
-	size, advance, grace int64 // ms
-	final                bool
+	size, advance, grace int64 // ms; a session's gap is its size
+	final, session       bool
 }
 
 func (q windowQuery) sql() string {
 	w := fmt.Sprintf("TUMBLING (SIZE %d MILLISECONDS, GRACE PERIOD %d MILLISECONDS)", q.size, q.grace)
-	if q.advance != q.size {
+	if q.session {
+		w = fmt.Sprintf("SESSION (%d MILLISECONDS, GRACE PERIOD %d MILLISECONDS)", q.size, q.grace)
+	} else if q.advance != q.size {
 		w = fmt.Sprintf("HOPPING (SIZE %d MILLISECONDS, ADVANCE BY %d MILLISECONDS, GRACE PERIOD %d MILLISECONDS)", q.size, q.advance, q.grace)
 	}
 	emit := "CHANGES"
@@ -53,6 +55,9 @@ type winKey struct {
 // none is. It returns every window's final row and, for EMIT FINAL, the
 // windows closed by the end (end + grace <= the partition's stream time).
 func (q windowQuery) oracle(in map[int32][]windowEvent) (rows map[winKey]winAgg, closed map[winKey]bool, late int) {
+	if q.session {
+		return q.sessionOracle(in)
+	}
 	rows, closed = map[winKey]winAgg{}, map[winKey]bool{}
 	for _, evs := range in {
 		st := int64(math.MinInt64)
@@ -90,6 +95,63 @@ func (q windowQuery) oracle(in map[int32][]windowEvent) (rows map[winKey]winAgg,
 	return rows, closed, late
 }
 
+// sessionOracle is oracle for session windows (a window's start is the
+// session's start, its We the session's end): a row joins every session
+// of its key that ends at or after ts - gap and starts at or before
+// ts + gap; it is late when the joined session ends before stream time
+// less grace and gap; a session is final once it ends before stream time
+// less grace and twice the gap (no row that counts can join it then).
+func (q windowQuery) sessionOracle(in map[int32][]windowEvent) (rows map[winKey]winAgg, closed map[winKey]bool, late int) {
+	rows, closed = map[winKey]winAgg{}, map[winKey]bool{}
+	for _, evs := range in {
+		st := int64(math.MinInt64)
+		sessions := map[string][]winAgg{} // per key; We is the end, start kept in start
+		starts := map[string][]int64{}
+		for _, e := range evs {
+			st = max(st, e.ts)
+			start, end := e.ts, e.ts
+			agg := winAgg{M: math.MinInt64}
+			var keepA []winAgg
+			var keepS []int64
+			for i, a := range sessions[e.k] {
+				s := starts[e.k][i]
+				if a.We >= e.ts-q.size && s <= e.ts+q.size {
+					start, end = min(start, s), max(end, a.We)
+					agg.N += a.N
+					agg.S += a.S
+					agg.M = max(agg.M, a.M)
+					continue
+				}
+				keepA, keepS = append(keepA, a), append(keepS, s)
+			}
+			if end < st-q.grace-q.size {
+				late++
+				continue
+			}
+			for i, a := range sessions[e.k] {
+				if s := starts[e.k][i]; a.We >= e.ts-q.size && s <= e.ts+q.size {
+					delete(rows, winKey{e.k, s})
+				}
+			}
+			agg.N++
+			agg.S += e.v
+			agg.M = max(agg.M, e.v)
+			agg.We = end
+			sessions[e.k] = append(keepA, agg)
+			starts[e.k] = append(keepS, start)
+			rows[winKey{e.k, start}] = agg
+		}
+		for k, as := range sessions {
+			for i, a := range as {
+				if a.We < st-q.grace-2*q.size {
+					closed[winKey{k, starts[k][i]}] = true
+				}
+			}
+		}
+	}
+	return rows, closed, late
+}
+
 type windowEvent struct {
 	k     string
 	ts, v int64
@@ -113,6 +175,8 @@ func TestWindowsDifferential(t *testing.T) {
 		{table: "HOP", size: 10_000, advance: 4_000, grace: 1_000},
 		{table: "TUMBLE_FINAL", size: 10_000, advance: 10_000, grace: 3_000, final: true},
 		{table: "HOP_FINAL", size: 6_000, advance: 2_000, grace: 0, final: true},
+		{table: "SESS", size: 1_500, grace: 1_000, session: true},
+		{table: "SESS_FINAL", size: 1_000, grace: 500, session: true, final: true},
 	}
 	for _, q := range queries {
 		exec1(t, ctx, conn, q.sql())
@@ -189,11 +253,29 @@ func TestWindowsDifferential(t *testing.T) {
 			// start as 8 big-endian bytes) and the window's row.
 			latest := map[winKey]winAgg{}
 			emits := map[winKey]int{}
+			partOf := map[string]int32{}
 			for _, r := range readPartitioned(t, ctx, s.KafkaAddr, q.table) {
-				if len(r.Key) < 8 {
+				n := 8 // session keys: key bytes, end, start
+				if q.session {
+					n = 16
+				}
+				if len(r.Key) < n {
 					return fmt.Sprintf("a key of %d bytes is not windowed", len(r.Key)), false
 				}
-				wk := winKey{string(r.Key[:len(r.Key)-8]), int64(binary.BigEndian.Uint64(r.Key[len(r.Key)-8:]))}
+				wk := winKey{string(r.Key[:len(r.Key)-n]), int64(binary.BigEndian.Uint64(r.Key[len(r.Key)-8:]))}
+				// Every window of a key in one partition, as Kafka
+				// Streams partitions windowed keys.
+				if p, ok := partOf[wk.k]; ok && p != r.Partition {
+					return fmt.Sprintf("key %s in partitions %d and %d", wk.k, p, r.Partition), false
+				}
+				partOf[wk.k] = r.Partition
+				if r.Value == nil {
+					if q.final {
+						return fmt.Sprintf("EMIT FINAL wrote a tombstone for %v", wk), false
+					}
+					delete(latest, wk) // a session merged into another
+					continue
+				}
 				var a winAgg
 				if err := json.Unmarshal(r.Value, &a); err != nil {
 					return fmt.Sprintf("output %s: %v", r.Value, err), false
@@ -214,7 +296,18 @@ func TestWindowsDifferential(t *testing.T) {
 				}
 			}
 			if len(latest) != len(expect) {
-				return fmt.Sprintf("%d windows, want %d", len(latest), len(expect)), false
+				var missing, extra []string
+				for wk, a := range expect {
+					if _, ok := latest[wk]; !ok && len(missing) < 5 {
+						missing = append(missing, fmt.Sprintf("%v=%+v", wk, a))
+					}
+				}
+				for wk, a := range latest {
+					if _, ok := expect[wk]; !ok && len(extra) < 5 {
+						extra = append(extra, fmt.Sprintf("%v=%+v", wk, a))
+					}
+				}
+				return fmt.Sprintf("%d windows, want %d; missing %v; extra %v", len(latest), len(expect), missing, extra), false
 			}
 			for wk, a := range expect {
 				if g, ok := latest[wk]; !ok || g != a {
