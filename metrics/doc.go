@@ -25,6 +25,7 @@
 //	sqlstreams_query_bad_records_total{query_id}         counter
 //	sqlstreams_query_commits_total{query_id}             counter (engine status)
 //	sqlstreams_query_aborts_total{query_id}              counter (engine status)
+//	sqlstreams_query_late_records_total{query_id}        counter (engine status)
 //	sqlstreams_query_state{query_id,state}               gauge, 1 for the current state
 //	sqlstreams_query_commit_latency_seconds{query_id}    histogram (hook)
 //	sqlstreams_query_consumer_lag{query_id,topic,partition}                gauge (hook)

@@ -28,12 +28,13 @@ func wantLines(t *testing.T, out string, lines ...string) {
 func TestWatchedQueriesExportEngineStatus(t *testing.T) {
 	r := New()
 	r.WatchQueries(func() []QueryStats {
-		return []QueryStats{{ID: "CSAS_A_1", State: "RUNNING", RecordsIn: 7, RecordsOut: 5, BadRecords: 2, Commits: 3}}
+		return []QueryStats{{ID: "CSAS_A_1", State: "RUNNING", RecordsIn: 7, RecordsOut: 5, BadRecords: 2, Commits: 3, LateRecords: 4}}
 	})
 	wantLines(t, scrape(t, r),
 		`sqlstreams_query_records_in_total{query_id="CSAS_A_1"} 7`,
 		`sqlstreams_query_records_out_total{query_id="CSAS_A_1"} 5`,
 		`sqlstreams_query_bad_records_total{query_id="CSAS_A_1"} 2`,
+		`sqlstreams_query_late_records_total{query_id="CSAS_A_1"} 4`,
 		`sqlstreams_query_commits_total{query_id="CSAS_A_1"} 3`,
 		`sqlstreams_query_state{query_id="CSAS_A_1",state="RUNNING"} 1`,
 	)

@@ -20,6 +20,8 @@ type QueryStats struct {
 	BadRecords int64
 	Commits    int64
 	Aborts     int64
+	// LateRecords counts rows windowed aggregations dropped as late.
+	LateRecords int64
 }
 
 // WatchQueries makes every scrape call list and export the queries it
@@ -161,11 +163,12 @@ var (
 	descBadRecords = prometheus.NewDesc("sqlstreams_query_bad_records_total", "Records a persistent query skipped as undecodable or unevaluable.", []string{"query_id"}, nil)
 	descCommits    = prometheus.NewDesc("sqlstreams_query_commits_total", "Transactions a persistent query committed.", []string{"query_id"}, nil)
 	descAborts     = prometheus.NewDesc("sqlstreams_query_aborts_total", "Transactions a persistent query aborted.", []string{"query_id"}, nil)
+	descLate       = prometheus.NewDesc("sqlstreams_query_late_records_total", "Rows a windowed aggregation dropped because every window they fall into had closed (stream time past window end + grace).", []string{"query_id"}, nil)
 	descState      = prometheus.NewDesc("sqlstreams_query_state", "1 for a persistent query's current state (RUNNING, ERROR, …).", []string{"query_id", "state"}, nil)
 )
 
 func (c *queryCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRecordsIn, descRecordsOut, descBadRecords, descCommits, descAborts, descState} {
+	for _, d := range []*prometheus.Desc{descRecordsIn, descRecordsOut, descBadRecords, descCommits, descAborts, descLate, descState} {
 		ch <- d
 	}
 }
@@ -202,6 +205,7 @@ func (c *queryCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descBadRecords, bad, s.ID)
 		counter(descCommits, s.Commits, s.ID)
 		counter(descAborts, s.Aborts, s.ID)
+		counter(descLate, s.LateRecords, s.ID)
 		if s.State != "" {
 			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, 1, s.ID, s.State)
 		}

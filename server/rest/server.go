@@ -274,7 +274,7 @@ func (s *Server) queryStats() []metrics.QueryStats {
 		out = append(out, metrics.QueryStats{
 			ID: q.ID, State: st.State,
 			RecordsIn: st.RecordsIn, RecordsOut: st.RecordsOut, BadRecords: st.BadRecords,
-			Commits: st.Commits, Aborts: st.Aborts,
+			Commits: st.Commits, Aborts: st.Aborts, LateRecords: st.LateRecords,
 		})
 	}
 	return out

@@ -330,10 +330,21 @@ func TestWindowsDifferential(t *testing.T) {
 		t.Logf("%s: %d windows (%d closed), %d late records: output equals the batch computation", q.table, len(want), len(closed), late)
 	}
 
+	// Late rows are counted on the query (since its last restart).
+	conn = connect(t, ctx, s)
+	late := int64(-1)
+	for _, r := range rows(t, ctx, conn, "DESCRIBE EXTENDED tumble") {
+		if f := strings.Split(r, "|"); len(f) == 2 && f[0] == "late records dropped" {
+			late, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	if late <= 0 {
+		t.Fatalf("DESCRIBE EXTENDED counts %d late records", late)
+	}
+
 	// Pull queries answer from the window store: each window returned
 	// holds the batch computation's row, and so does each key's newest
 	// window (older ones may have expired with the store's retention).
-	conn = connect(t, ctx, s)
 	want, _, _ := queries[0].oracle(in)
 	newest := map[string]int64{}
 	for wk := range want {
