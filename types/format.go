@@ -13,6 +13,7 @@ const (
 	FormatKafka     = "KAFKA"
 	FormatNone      = "NONE"
 	FormatDelimited = "DELIMITED"
+	FormatAvro      = "AVRO"
 )
 
 // ErrBadRecord wraps every error a decoder returns for bytes that do not fit
@@ -59,15 +60,32 @@ type FormatOptions struct {
 	// DELIMITED and KAFKA never wrap: they accept false and refuse
 	// true; NONE refuses both.
 	WrapSingleValue *bool
+
+	// Schemas is the schema registry the AVRO format reads writer
+	// schemas from and registers its schemas in. A codec is built without
+	// it (to check the columns); Decode and Encode then fail. See
+	// SchemaSource.
+	Schemas SchemaSource
+	// Subject is the registry subject the encoder registers its schema
+	// under, ksqlDB's "<topic>-value" or "<topic>-key".
+	Subject string
+	// SchemaID is ksqlDB's VALUE_SCHEMA_ID / KEY_SCHEMA_ID: write with this
+	// existing schema instead of registering one made from the columns.
+	// 0 means none.
+	SchemaID int
+	// FullName is ksqlDB's VALUE_AVRO_SCHEMA_FULL_NAME: the full name of
+	// the record the encoder registers (default
+	// io.confluent.ksql.avro_schemas.KsqlDataSourceSchema).
+	FullName string
 }
 
 // NormalizeFormat upper-cases a format name and checks it is known.
 func NormalizeFormat(name string) (string, error) {
 	f := strings.ToUpper(name)
 	switch f {
-	case FormatJSON, FormatKafka, FormatNone, FormatDelimited:
+	case FormatJSON, FormatKafka, FormatNone, FormatDelimited, FormatAvro:
 		return f, nil
-	case "AVRO", "PROTOBUF", "JSON_SR", "PROTOBUF_NOSR":
+	case "PROTOBUF", "JSON_SR", "PROTOBUF_NOSR":
 		return "", fmt.Errorf("format %s is not supported yet", f)
 	}
 	return "", fmt.Errorf("unknown format %q", name)
@@ -184,6 +202,10 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			if len(cols) != 1 {
 				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
 			}
+		case FormatAvro:
+			if len(cols) != 1 {
+				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
+			}
 		case FormatKafka, FormatDelimited:
 			if *o.WrapSingleValue {
 				return nil, fmt.Errorf("format %s does not support wrapping a single value (WRAP_SINGLE_VALUE=true)", format)
@@ -207,6 +229,12 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			d = ','
 		}
 		return newDelimitedCodec(s, cols, d)
+	case FormatAvro:
+		wrap := len(cols) != 1 || !isKey(s, cols)
+		if o.WrapSingleValue != nil {
+			wrap = *o.WrapSingleValue
+		}
+		return newAvroCodec(s, cols, wrap, o)
 	case FormatNone:
 		if len(cols) > 0 {
 			return nil, fmt.Errorf("format NONE cannot hold columns")
