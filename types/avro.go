@@ -244,7 +244,7 @@ type aenc struct {
 	elem      *aenc
 	fields    []aencField
 	scale     int
-	size      int               // eFixed, eDecimalFixed
+	size      int              // eFixed, eDecimalFixed
 	symbols   map[string]int32 // eEnum
 	fieldName string
 }
@@ -709,8 +709,8 @@ func (t Type) fieldNameOr(i int) string {
 func appendTwosComplement(dst []byte, v int64) []byte {
 	n := 8
 	for n > 1 {
-		b := byte(v >> (8*(n-1)))
-		next := byte(v >> (8*(n-2)))
+		b := byte(v >> (8 * (n - 1)))
+		next := byte(v >> (8 * (n - 2)))
 		if (b == 0 && next&0x80 == 0) || (b == 0xff && next&0x80 != 0) {
 			n--
 			continue
