@@ -60,6 +60,9 @@ type Config struct {
 	// catalog. Queries get the same IDs at every start, so they resume
 	// from their committed offsets.
 	Headless []string
+	// Schemas is the schema registry the AVRO format uses (nil: AVRO
+	// sources and sinks fail when they read or write a record).
+	Schemas types.SchemaSource
 }
 
 const defaultCommitInterval = 100 * time.Millisecond
@@ -271,6 +274,7 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 	if err != nil {
 		return Result{}, err
 	}
+	e.useSchemas(src)
 	if old, ok := e.cat.Source(st.Name); ok {
 		// OR REPLACE of a declared source: same topic, columns only added.
 		refuse := func(format string, args ...any) (Result, error) {
@@ -308,6 +312,21 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 		return Result{}, err
 	}
 	return tag, nil
+}
+
+// useSchemas gives src's formats the engine's schema registry.
+// A source already in the catalog (INSERT INTO's target) has it and is
+// not written to.
+func (e *Engine) useSchemas(src *catalog.Source) {
+	if e.cfg.Schemas == nil {
+		return
+	}
+	if src.KeyOptions.Schemas == nil {
+		src.KeyOptions.Schemas = e.cfg.Schemas
+	}
+	if src.ValueOptions.Schemas == nil {
+		src.ValueOptions.Schemas = e.cfg.Schemas
+	}
 }
 
 // materialize registers a source table and starts the query that keeps
@@ -464,6 +483,7 @@ func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd cat
 // command carries), records a live command, registers the query (and its
 // sink, when newSink) in the catalog and starts it.
 func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, live, newSink bool) error {
+	e.useSchemas(sink.Target)
 	id := cmd.QueryID
 	if id == "" {
 		id = fmt.Sprintf("%s_%d", prefix, e.nextID)
@@ -561,6 +581,7 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 	if err != nil {
 		return err
 	}
+	e.useSchemas(sink.Target)
 	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
 	if err != nil {
 		return err

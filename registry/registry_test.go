@@ -207,4 +207,3 @@ func TestRegistryRestart(t *testing.T) {
 		t.Errorf("ID 3 of the deleted subject after restart: %+v, %v", s, err)
 	}
 }
-

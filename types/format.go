@@ -196,6 +196,9 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			return nil, err
 		}
 	}
+	if (o.SchemaID != 0 || o.FullName != "") && format != FormatAvro {
+		return nil, fmt.Errorf("format %s does not take a schema ID or an Avro schema name; AVRO does", format)
+	}
 	if o.WrapSingleValue != nil {
 		switch format {
 		case FormatJSON:
