@@ -338,6 +338,35 @@ func (r *Registry) Subjects(deleted bool) []string {
 	return out
 }
 
+// All lists the versions of the subjects starting with prefix, by subject
+// and version: live ones, or all with deleted, or each subject's latest
+// with latestOnly.
+func (r *Registry) All(prefix string, deleted, latestOnly bool) []SubjectSchema {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.subjects))
+	for name := range r.subjects {
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	out := []SubjectSchema{}
+	for _, name := range names {
+		var vs []SubjectSchema
+		for _, v := range r.subjects[name].versions {
+			if deleted || !v.deleted {
+				vs = append(vs, r.subjectSchema(name, v))
+			}
+		}
+		if latestOnly && len(vs) > 1 {
+			vs = vs[len(vs)-1:]
+		}
+		out = append(out, vs...)
+	}
+	return out
+}
+
 // Versions lists subj's live version numbers (all when deleted is set).
 func (r *Registry) Versions(subj string, deleted bool) ([]int, error) {
 	r.mu.Lock()

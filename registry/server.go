@@ -16,7 +16,7 @@ const contentType = "application/vnd.schemaregistry.v1+json"
 //	GET    /subjects, /subjects/{s}/versions, /subjects/{s}/versions/{v|latest}[/schema|/referencedby]
 //	POST   /subjects/{s}/versions (register), /subjects/{s} (look up)
 //	DELETE /subjects/{s}[/versions/{v}] (?permanent=true)
-//	GET    /schemas/ids/{id}[/schema|/subjects|/versions], /schemas/types
+//	GET    /schemas (?subjectPrefix, deleted, latestOnly), /schemas/ids/{id}[/schema|/subjects|/versions], /schemas/types
 //	GET, PUT /config[/{s}] (?defaultToGlobal=true); DELETE /config/{s}
 //	POST   /compatibility/subjects/{s}/versions[/{v|latest}]
 //	GET    /mode[/{s}] (always READWRITE), GET /
@@ -86,6 +86,10 @@ func (r *Registry) Handler() http.Handler {
 			return
 		}
 		answer(w, vs, err)
+	})
+	m.HandleFunc("GET /schemas", func(w http.ResponseWriter, q *http.Request) {
+		qs := q.URL.Query()
+		reply(w, r.All(qs.Get("subjectPrefix"), qs.Get("deleted") == "true", qs.Get("latestOnly") == "true"))
 	})
 	m.HandleFunc("GET /schemas/types", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, []string{"JSON", "PROTOBUF", "AVRO"})
