@@ -197,6 +197,15 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		cmd := catalog.Command{Statement: text, Props: copyProps(s.Props)}
+		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
+			// Columns inferred from the registry are recorded by
+			// schema ID: a replay must get the same ones.
+			inf, err := sql.InferColumns(cs, e.cfg.Schemas, sql.Inferred{})
+			if err != nil {
+				return Result{}, err
+			}
+			cmd.KeySchemaID, cmd.ValueSchemaID = inf.KeySchemaID, inf.ValueSchemaID
+		}
 		return e.apply(ctx, st, cmd, true)
 	case *sql.InsertValues:
 		return e.insertValues(ctx, st)
@@ -270,6 +279,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s is a %s, not a %s", st.Name, old.Kind, st.Kind)
 		}
 	}
+	if _, err := sql.InferColumns(st, e.cfg.Schemas, sql.Inferred{KeySchemaID: cmd.KeySchemaID, ValueSchemaID: cmd.ValueSchemaID}); err != nil {
+		return Result{}, err
+	}
 	src, err := sql.BindCreateSource(st)
 	if err != nil {
 		return Result{}, err
@@ -312,6 +324,12 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 		return Result{}, err
 	}
 	return tag, nil
+}
+
+// exists reports whether a CREATE IF NOT EXISTS of name will do nothing.
+func (e *Engine) exists(name string, ifNotExists bool) bool {
+	_, ok := e.cat.Source(name)
+	return ok && ifNotExists
 }
 
 // useSchemas gives src's formats the engine's schema registry.
