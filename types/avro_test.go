@@ -419,3 +419,46 @@ func BenchmarkCodecs(b *testing.B) {
 		b.Run(f+"/encode", func(b *testing.B) { benchCodec(b, f, false) })
 	}
 }
+
+// TestAvroColumns: schema inference maps Avro types back as ksqlDB does;
+// the schema AvroSchema writes for columns infers those columns again.
+func TestAvroColumns(t *testing.T) {
+	cols := everyAvro.ValueIndexes()
+	var names []string
+	var typs []Type
+	for _, c := range cols {
+		names = append(names, everyAvro.Columns[c].Name)
+		typs = append(typs, everyAvro.Columns[c].Type)
+	}
+	text := AvroSchema(names, typs, true, "x.Y")
+	got, wrapped, err := AvroColumns(RegisteredSchema{Text: text}, "ROWVAL")
+	if err != nil || !wrapped || len(got) != len(cols) {
+		t.Fatalf("inferred %v, %v, %v", got, wrapped, err)
+	}
+	for i, c := range got {
+		if c.Name != names[i] || !c.Type.Equal(typs[i]) {
+			t.Errorf("column %d: inferred %s %s, want %s %s", i, c.Name, c.Type, names[i], typs[i])
+		}
+	}
+	foreign := `{"type":"record","name":"r","fields":[
+		{"name":"f","type":"float"},{"name":"e","type":{"type":"enum","name":"E","symbols":["A"]}},
+		{"name":"fx","type":{"type":"fixed","name":"F","size":4}},
+		{"name":"us","type":{"type":"long","logicalType":"timestamp-micros"}},
+		{"name":"tu","type":{"type":"long","logicalType":"time-micros"}},
+		{"name":"dd","type":{"type":"fixed","name":"D","size":8,"logicalType":"decimal","precision":10,"scale":3}}]}`
+	got, _, err = AvroColumns(RegisteredSchema{Text: foreign}, "ROWVAL")
+	var desc []string
+	for _, c := range got {
+		desc = append(desc, c.Name+" "+c.Type.String())
+	}
+	if want := "f DOUBLE, e STRING, fx BYTES, us TIMESTAMP, tu TIME, dd DECIMAL(10, 3)"; err != nil || strings.Join(desc, ", ") != want {
+		t.Errorf("inferred %s, %v; want %s", strings.Join(desc, ", "), err, want)
+	}
+	got, wrapped, err = AvroColumns(RegisteredSchema{Text: `["null","long"]`}, "ROWVAL")
+	if err != nil || wrapped || len(got) != 1 || got[0].Name != "ROWVAL" || got[0].Type.Kind != Bigint {
+		t.Errorf("a primitive value: %v %v %v", got, wrapped, err)
+	}
+	if _, _, err := AvroColumns(RegisteredSchema{Text: `{"type":"record","name":"r","fields":[{"name":"u","type":["int","string"]}]}`}, "ROWVAL"); err == nil {
+		t.Errorf("a union of int and string was inferred")
+	}
+}
