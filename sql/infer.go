@@ -15,7 +15,7 @@ type Inferred struct {
 
 // InferColumns fills in the key and value columns cs does not declare from
 // the schema registry, as ksqlDB's schema inference does: when the value
-// (key) format is AVRO and cs declares no value (key) column, the columns
+// (key) format is AVRO or JSON_SR and cs declares no value (key) column, the columns
 // come from the schema with the ID in prev (a replay), or VALUE_SCHEMA_ID
 // (KEY_SCHEMA_ID), or the latest version of <topic>-value (<topic>-key).
 // A value that is not a record gives one column ROWVAL (a key, ROWKEY) and
@@ -50,7 +50,7 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		hasValue = hasValue || !c.Key
 	}
 	infer := func(side, format string, prevID int, single string, key bool) (int, error) {
-		if format != types.FormatAvro {
+		if !types.InfersColumns(format) {
 			return 0, nil
 		}
 		if schemas == nil {
@@ -75,7 +75,7 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring the %s columns of %s from the schema registry (subject %s): %v", map[bool]string{true: "key", false: "value"}[key], cs.Name, subject, err)
 		}
-		cols, wrapped, err := types.AvroColumns(rs, single)
+		cols, wrapped, err := types.SchemaColumns(format, rs, single)
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring columns from schema ID %d: %v", id, err)
 		}
@@ -90,7 +90,7 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		return id, nil
 	}
 	var err error
-	if !hasKey && keyFormat == types.FormatAvro {
+	if !hasKey && types.InfersColumns(keyFormat) {
 		if got.KeySchemaID, err = infer("KEY", keyFormat, prev.KeySchemaID, "ROWKEY", true); err != nil {
 			return got, err
 		}
@@ -101,7 +101,7 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		}
 	}
 	if len(cs.Columns) == 0 {
-		return got, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO)", cs.Kind, cs.Name)
+		return got, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR)", cs.Kind, cs.Name)
 	}
 	return got, nil
 }

@@ -83,9 +83,9 @@ type FormatOptions struct {
 func NormalizeFormat(name string) (string, error) {
 	f := strings.ToUpper(name)
 	switch f {
-	case FormatJSON, FormatKafka, FormatNone, FormatDelimited, FormatAvro:
+	case FormatJSON, FormatKafka, FormatNone, FormatDelimited, FormatAvro, FormatJSONSR:
 		return f, nil
-	case "PROTOBUF", "JSON_SR", "PROTOBUF_NOSR":
+	case "PROTOBUF", "PROTOBUF_NOSR":
 		return "", fmt.Errorf("format %s is not supported yet", f)
 	}
 	return "", fmt.Errorf("unknown format %q", name)
@@ -160,7 +160,11 @@ func NewDecoderRead(format string, s Schema, cols []int, read []bool, o FormatOp
 	if err != nil || read == nil {
 		return d, err
 	}
-	if j, ok := d.(*jsonCodec); ok && j.wrap {
+	j, ok := d.(*jsonCodec)
+	if sr, isSR := d.(*jsonSRCodec); isSR {
+		j, ok = sr.jsonCodec, true
+	}
+	if ok && j.wrap {
 		j.read = make([]bool, len(cols))
 		for i, col := range cols {
 			j.read[i] = col < len(read) && read[col]
@@ -196,12 +200,15 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			return nil, err
 		}
 	}
-	if (o.SchemaID != 0 || o.FullName != "") && format != FormatAvro {
-		return nil, fmt.Errorf("format %s does not take a schema ID or an Avro schema name; AVRO does", format)
+	if o.SchemaID != 0 && format != FormatAvro && format != FormatJSONSR {
+		return nil, fmt.Errorf("format %s does not take a schema ID; AVRO and JSON_SR do", format)
+	}
+	if o.FullName != "" && format != FormatAvro {
+		return nil, fmt.Errorf("format %s does not take an Avro schema name; AVRO does", format)
 	}
 	if o.WrapSingleValue != nil {
 		switch format {
-		case FormatJSON:
+		case FormatJSON, FormatJSONSR:
 			if len(cols) != 1 {
 				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
 			}
@@ -232,6 +239,12 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			d = ','
 		}
 		return newDelimitedCodec(s, cols, d)
+	case FormatJSONSR:
+		wrap := len(cols) != 1 || !isKey(s, cols)
+		if o.WrapSingleValue != nil {
+			wrap = *o.WrapSingleValue
+		}
+		return newJSONSRCodec(s, cols, wrap, o)
 	case FormatAvro:
 		wrap := len(cols) != 1 || !isKey(s, cols)
 		if o.WrapSingleValue != nil {
@@ -246,6 +259,30 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 	}
 	return nil, fmt.Errorf("unknown format %q", format)
 }
+
+// SchemaColumns returns the columns ksqlDB infers from a registered schema
+// for format (AVRO: AvroColumns, JSON_SR: JSONSchemaColumns). wrapped is
+// false when the schema is not a record or object and gives one column
+// named single.
+func SchemaColumns(format string, rs RegisteredSchema, single string) (cols []Column, wrapped bool, err error) {
+	switch format {
+	case FormatAvro:
+		if rs.Type != "" && rs.Type != SchemaTypeAvro {
+			return nil, false, fmt.Errorf("the schema is %s, not AVRO", rs.Type)
+		}
+		return AvroColumns(rs, single)
+	case FormatJSONSR:
+		if rs.Type != SchemaTypeJSON {
+			return nil, false, fmt.Errorf("the schema is %s, not JSON", rs.Type)
+		}
+		return JSONSchemaColumns(rs, single)
+	}
+	return nil, false, fmt.Errorf("format %s has no registered schemas", format)
+}
+
+// InfersColumns reports whether format's columns can come from the schema
+// registry.
+func InfersColumns(format string) bool { return format == FormatAvro || format == FormatJSONSR }
 
 // isKey reports whether cols are all key columns.
 func isKey(s Schema, cols []int) bool {
