@@ -2,7 +2,12 @@ package registry_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -11,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sqlstreams/sqlstreams/registry"
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // startBroker starts an in-memory Kafka broker for the registry's topic.
@@ -28,7 +34,7 @@ func startBroker(t *testing.T) []string {
 // HTTP; it returns a pkg/sr client of it and a function that closes it.
 func serve(t *testing.T, brokers []string) (*sr.Client, func()) {
 	t.Helper()
-	reg, err := registry.Open(context.Background(), registry.Config{Brokers: brokers})
+	reg, err := registry.Open(context.Background(), registry.Config{Brokers: brokers, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,5 +211,56 @@ func TestRegistryRestart(t *testing.T) {
 	}
 	if s, err := cl.SchemaByID(ctx, 3); err != nil || s.Schema != `"string"` {
 		t.Errorf("ID 3 of the deleted subject after restart: %+v, %v", s, err)
+	}
+}
+
+// TestClientBasicAuthTLS: the formats' client reaches a registry over
+// https with basic auth (the embedded one behind a TLS server that checks
+// credentials, as a production registry would), and tells a missing
+// schema (types.ErrSchemaNotFound) from other failures.
+func TestClientBasicAuthTLS(t *testing.T) {
+	reg, err := registry.Open(context.Background(), registry.Config{Brokers: startBroker(t), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	h := reg.Handler()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		if u, p, ok := q.BasicAuth(); !ok || u != "ann" || p != "s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error_code":401,"message":"Unauthorized"}`)
+			return
+		}
+		h.ServeHTTP(w, q)
+	}))
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	tlsCfg := &tls.Config{RootCAs: pool}
+
+	cl, err := registry.NewClient(registry.ClientConfig{URL: srv.URL, Username: "ann", Password: "s3cret", TLS: tlsCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := cl.Register("users-value", types.RegisteredSchema{Type: types.SchemaTypeAvro, Text: userV1})
+	if err != nil || id != 1 {
+		t.Fatalf("register over https with basic auth: %d, %v", id, err)
+	}
+	if s, err := cl.SchemaByID(id); err != nil || s.Text != userV1 {
+		t.Fatalf("schema %d: %+v, %v", id, s, err)
+	}
+	if lid, s, err := cl.Latest("users-value"); err != nil || lid != id || s.Text != userV1 {
+		t.Fatalf("latest: %d %+v %v", lid, s, err)
+	}
+	if _, err := cl.SchemaByID(77); !errors.Is(err, types.ErrSchemaNotFound) {
+		t.Errorf("unknown ID: %v, want ErrSchemaNotFound", err)
+	}
+	wrong, _ := registry.NewClient(registry.ClientConfig{URL: srv.URL, Username: "ann", Password: "nope", TLS: tlsCfg})
+	if _, err := wrong.SchemaByID(1); err == nil || errors.Is(err, types.ErrSchemaNotFound) {
+		t.Errorf("wrong password: %v, want an error that is not 'not found'", err)
+	}
+	untrusted, _ := registry.NewClient(registry.ClientConfig{URL: srv.URL, Username: "ann", Password: "s3cret"})
+	if _, err := untrusted.SchemaByID(1); err == nil {
+		t.Errorf("a server certificate outside the system roots was trusted")
 	}
 }
