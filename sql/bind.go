@@ -543,7 +543,7 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key})
 	}
 	if len(cs.Columns) == 0 {
-		return nil, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR)", cs.Kind, cs.Name)
+		return nil, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
 	}
 	if cs.Kind == catalog.Table && len(s.Schema.KeyIndexes()) == 0 {
 		return nil, Errorf(CodeSyntaxError, "table %s needs a PRIMARY KEY column", cs.Name)

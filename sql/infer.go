@@ -15,7 +15,7 @@ type Inferred struct {
 
 // InferColumns fills in the key and value columns cs does not declare from
 // the schema registry, as ksqlDB's schema inference does: when the value
-// (key) format is AVRO or JSON_SR and cs declares no value (key) column, the columns
+// (key) format is AVRO, JSON_SR or PROTOBUF and cs declares no value (key) column, the columns
 // come from the schema with the ID in prev (a replay), or VALUE_SCHEMA_ID
 // (KEY_SCHEMA_ID), or the latest version of <topic>-value (<topic>-key).
 // A value that is not a record gives one column ROWVAL (a key, ROWKEY) and
@@ -101,7 +101,7 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		}
 	}
 	if len(cs.Columns) == 0 {
-		return got, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR)", cs.Kind, cs.Name)
+		return got, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
 	}
 	return got, nil
 }

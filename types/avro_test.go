@@ -377,7 +377,7 @@ func benchRow() Row {
 
 func benchCodec(b *testing.B, format string, decode bool) {
 	o := FormatOptions{}
-	if format == FormatAvro {
+	if format != FormatJSON {
 		o = FormatOptions{Schemas: startRegistry(b), Subject: "bench-value"}
 	}
 	cols := benchSchema.ValueIndexes()
@@ -412,9 +412,10 @@ func benchCodec(b *testing.B, format string, decode bool) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
-// BenchmarkCodecs compares AVRO with JSON on the same pageviews record.
+// BenchmarkCodecs compares the registry formats with JSON on the same
+// pageviews record.
 func BenchmarkCodecs(b *testing.B) {
-	for _, f := range []string{FormatJSON, FormatAvro} {
+	for _, f := range []string{FormatJSON, FormatAvro, FormatJSONSR, FormatProtobuf} {
 		b.Run(f+"/decode", func(b *testing.B) { benchCodec(b, f, true) })
 		b.Run(f+"/encode", func(b *testing.B) { benchCodec(b, f, false) })
 	}

@@ -11,10 +11,13 @@
 //	           reached through a SchemaSource (avro.go, with hamba/avro)
 //	JSON_SR    the JSON format behind the Confluent wire header, with a
 //	           JSON Schema in the registry (jsonsr.go)
+//	PROTOBUF   Confluent wire format with message indexes, .proto files
+//	           in the registry compiled with bufbuild/protocompile, read
+//	           and written with protowire by descriptor-driven plans
+//	           (protobuf.go); PROTOBUF_NOSR the bare encoding
 //
-// PROTOBUF and PROTOBUF_NOSR are not supported yet. AvroColumns,
-// JSONSchemaColumns and SchemaColumns infer columns from a registered
-// schema, as ksqlDB's schema inference does. NewDecoderOpts and
+// AvroColumns, JSONSchemaColumns, ProtobufColumns and SchemaColumns infer
+// columns from a registered schema, as ksqlDB's schema inference does. NewDecoderOpts and
 // NewEncoderOpts build a codec for some columns of a schema once, checking
 // then everything the format cannot hold; FormatOptions carries ksqlDB's
 // WRAP_SINGLE_VALUE and KEY_DELIMITER/VALUE_DELIMITER.

@@ -83,10 +83,8 @@ type FormatOptions struct {
 func NormalizeFormat(name string) (string, error) {
 	f := strings.ToUpper(name)
 	switch f {
-	case FormatJSON, FormatKafka, FormatNone, FormatDelimited, FormatAvro, FormatJSONSR:
+	case FormatJSON, FormatKafka, FormatNone, FormatDelimited, FormatAvro, FormatJSONSR, FormatProtobuf, FormatProtobufNoSR:
 		return f, nil
-	case "PROTOBUF", "PROTOBUF_NOSR":
-		return "", fmt.Errorf("format %s is not supported yet", f)
 	}
 	return "", fmt.Errorf("unknown format %q", name)
 }
@@ -200,8 +198,8 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			return nil, err
 		}
 	}
-	if o.SchemaID != 0 && format != FormatAvro && format != FormatJSONSR {
-		return nil, fmt.Errorf("format %s does not take a schema ID; AVRO and JSON_SR do", format)
+	if o.SchemaID != 0 && format != FormatAvro && format != FormatJSONSR && format != FormatProtobuf {
+		return nil, fmt.Errorf("format %s does not take a schema ID; AVRO, JSON_SR and PROTOBUF do", format)
 	}
 	if o.FullName != "" && format != FormatAvro {
 		return nil, fmt.Errorf("format %s does not take an Avro schema name; AVRO does", format)
@@ -239,6 +237,8 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			d = ','
 		}
 		return newDelimitedCodec(s, cols, d)
+	case FormatProtobuf, FormatProtobufNoSR:
+		return newProtoCodec(format, s, cols, o)
 	case FormatJSONSR:
 		wrap := len(cols) != 1 || !isKey(s, cols)
 		if o.WrapSingleValue != nil {
@@ -276,13 +276,21 @@ func SchemaColumns(format string, rs RegisteredSchema, single string) (cols []Co
 			return nil, false, fmt.Errorf("the schema is %s, not JSON", rs.Type)
 		}
 		return JSONSchemaColumns(rs, single)
+	case FormatProtobuf:
+		if rs.Type != SchemaTypeProtobuf {
+			return nil, false, fmt.Errorf("the schema is %s, not PROTOBUF", rs.Type)
+		}
+		cols, err := ProtobufColumns(rs)
+		return cols, true, err
 	}
 	return nil, false, fmt.Errorf("format %s has no registered schemas", format)
 }
 
 // InfersColumns reports whether format's columns can come from the schema
 // registry.
-func InfersColumns(format string) bool { return format == FormatAvro || format == FormatJSONSR }
+func InfersColumns(format string) bool {
+	return format == FormatAvro || format == FormatJSONSR || format == FormatProtobuf
+}
 
 // isKey reports whether cols are all key columns.
 func isKey(s Schema, cols []int) bool {
