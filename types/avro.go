@@ -74,6 +74,11 @@ type avroCodec struct {
 	buf     []byte // STRING and BYTES values of the record being read
 }
 
+// maxBadPlans bounds the schema IDs a decoder remembers as unreadable:
+// records with random IDs must not grow its memory without limit (past it,
+// each such record asks the registry again).
+const maxBadPlans = 1024
+
 // avroDefaultName is the full name ksqlDB gives a value's record schema.
 const avroDefaultName = "io.confluent.ksql.avro_schemas.KsqlDataSourceSchema"
 
@@ -779,7 +784,9 @@ func (c *avroCodec) plan(id int) *adec {
 		if p == nil {
 			return nil
 		}
-		c.plans[id] = p
+		if p.err == nil || len(c.plans) < maxBadPlans {
+			c.plans[id] = p
+		}
 	}
 	c.lastID, c.last = id, p
 	return p

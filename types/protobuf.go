@@ -671,7 +671,9 @@ func (c *protoCodec) plan(key pkey) *pdec {
 				p = &pdec{err: fmt.Errorf("schema ID %d cannot be read as the columns: %v", id, err)}
 			}
 		}
-		c.plans[key] = p
+		if p.err == nil || len(c.plans) < maxBadPlans {
+			c.plans[key] = p
+		}
 	}
 	c.lastKey, c.last = key, p
 	return p
