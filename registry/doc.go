@@ -10,7 +10,9 @@
 // The embedded registry keeps Confluent's record layout in its topic, hands
 // out IDs from 1 up (an identical schema keeps one ID across subjects),
 // keeps per-subject versions with soft and permanent deletes, /config
-// compatibility levels (BACKWARD by default) and checks Avro compatibility
-// with hamba/avro's schema resolution rules. PROTOBUF and JSON schemas are
-// stored and served but their compatibility is not checked yet.
+// compatibility levels (BACKWARD by default) and checks compatibility:
+// Avro with hamba/avro's schema resolution rules, Protobuf (compiled with
+// bufbuild/protocompile) by field numbers and wire types. JSON schemas are
+// checked to be JSON and stored, but their compatibility is not checked
+// yet.
 package registry

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Error is a registry error as Confluent's REST API returns it: an HTTP
@@ -72,7 +73,7 @@ func (r *Registry) Register(ctx context.Context, subj string, in SchemaInput) (i
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	parsed, e := r.parse(typ, in.Schema, in.References)
+	p, e := r.parse(typ, in.Schema, in.References)
 	if e != nil {
 		return 0, e
 	}
@@ -85,7 +86,7 @@ func (r *Registry) Register(ctx context.Context, subj string, in SchemaInput) (i
 			}
 		}
 	}
-	if msgs := r.check(subj, typ, parsed, -2); len(msgs) > 0 {
+	if msgs := r.check(subj, typ, p, -2); len(msgs) > 0 {
 		return 0, errIncompatible(subj, msgs)
 	}
 	id := 0
@@ -125,36 +126,45 @@ func sameRefs(a, b []reference) bool {
 	return true
 }
 
-// parse checks a schema and returns its parsed form (an avro.Schema for
-// Avro; nil for other types, which are only checked to be well formed and
-// whose compatibility is not checked yet). The caller holds r.mu.
-func (r *Registry) parse(typ, text string, refs []reference) (avro.Schema, *Error) {
+// parsed is a schema checked and compiled: an avro.Schema or a protobuf
+// file descriptor; JSON schemas are only checked to be JSON (their
+// compatibility is not checked yet).
+type parsed struct {
+	avro  avro.Schema
+	proto protoreflect.FileDescriptor
+}
+
+// parse checks a schema and returns its parsed form. The caller holds
+// r.mu.
+func (r *Registry) parse(typ, text string, refs []reference) (parsed, *Error) {
 	switch typ {
 	case "":
 		cache := &avro.SchemaCache{}
 		if err := r.addRefs(cache, refs, 0); err != nil {
-			return nil, err
+			return parsed{}, err
 		}
 		s, err := avro.ParseWithCache(text, "", cache)
 		if err != nil {
-			return nil, errInvalidSchema(err.Error())
+			return parsed{}, errInvalidSchema(err.Error())
 		}
-		return s, nil
+		return parsed{avro: s}, nil
+	case "PROTOBUF":
+		fd, e := r.compileProto(text, refs)
+		if e != nil {
+			return parsed{}, e
+		}
+		return parsed{proto: fd}, nil
 	case "JSON":
 		if !json.Valid([]byte(text)) {
-			return nil, errInvalidSchema("not JSON")
-		}
-	case "PROTOBUF":
-		if strings.TrimSpace(text) == "" {
-			return nil, errInvalidSchema("empty")
+			return parsed{}, errInvalidSchema("not JSON")
 		}
 	}
 	for _, ref := range refs {
 		if _, e := r.version(ref.Subject, ref.Version); e != nil {
-			return nil, errInvalidSchema(fmt.Sprintf("reference %s: %v", ref.Name, e.Message))
+			return parsed{}, errInvalidSchema(fmt.Sprintf("reference %s: %v", ref.Name, e.Message))
 		}
 	}
-	return nil, nil
+	return parsed{}, nil
 }
 
 // addRefs parses the Avro schemas refs name into cache, references first.
@@ -190,9 +200,9 @@ func (r *Registry) level(subj string) string {
 // compatibility level, checked against version against (-1 latest, -2 as
 // the level says: the latest, or all versions for _TRANSITIVE levels).
 // The caller holds r.mu.
-func (r *Registry) check(subj, typ string, parsed avro.Schema, against int) []string {
+func (r *Registry) check(subj, typ string, p parsed, against int) []string {
 	level := r.level(subj)
-	if level == "NONE" || typ != "" || parsed == nil {
+	if level == "NONE" || (p.avro == nil && p.proto == nil) {
 		return nil
 	}
 	sub := r.subjects[subj]
@@ -223,27 +233,33 @@ func (r *Registry) check(subj, typ string, parsed avro.Schema, against int) []st
 	var msgs []string
 	for _, v := range live {
 		s := r.ids[v.id]
-		if s.typ != "" {
+		if s.typ != typ {
+			msgs = append(msgs, fmt.Sprintf("version %d is a %s schema", v.version, typeName(s.typ)))
 			continue
 		}
-		cache := &avro.SchemaCache{}
-		if e := r.addRefs(cache, s.refs, 0); e != nil {
-			msgs = append(msgs, e.Message)
+		old, e := r.parse(s.typ, s.text, s.refs)
+		if e != nil {
+			msgs = append(msgs, fmt.Sprintf("version %d: %s", v.version, e.Message))
 			continue
 		}
-		old, err := avro.ParseWithCache(s.text, "", cache)
-		if err != nil {
-			msgs = append(msgs, fmt.Sprintf("version %d does not parse: %v", v.version, err))
-			continue
+		// compatible(reader, writer) lists why reader cannot read writer.
+		compatible := func(reader, writer parsed) []string {
+			if reader.avro != nil {
+				if err := compat.Compatible(reader.avro, writer.avro); err != nil {
+					return []string{err.Error()}
+				}
+				return nil
+			}
+			return protoCompatible(reader.proto, writer.proto)
 		}
 		if base == "BACKWARD" || base == "FULL" {
-			if err := compat.Compatible(parsed, old); err != nil {
-				msgs = append(msgs, fmt.Sprintf("the new schema cannot read data written with version %d: %v", v.version, err))
+			for _, why := range compatible(p, old) {
+				msgs = append(msgs, fmt.Sprintf("the new schema cannot read data written with version %d: %s", v.version, why))
 			}
 		}
 		if base == "FORWARD" || base == "FULL" {
-			if err := compat.Compatible(old, parsed); err != nil {
-				msgs = append(msgs, fmt.Sprintf("version %d cannot read data written with the new schema: %v", v.version, err))
+			for _, why := range compatible(old, p) {
+				msgs = append(msgs, fmt.Sprintf("version %d cannot read data written with the new schema: %s", v.version, why))
 			}
 		}
 	}
@@ -271,6 +287,13 @@ func (r *Registry) version(subj string, ver int) (*version, *Error) {
 		}
 	}
 	return nil, errVersionNotFound(subj, ver)
+}
+
+func typeName(typ string) string {
+	if typ == "" {
+		return "AVRO"
+	}
+	return typ
 }
 
 // SubjectSchema is a schema as a subject's version holds it.
@@ -492,11 +515,11 @@ func (r *Registry) CheckCompatibility(subj string, ver int, in SchemaInput) ([]s
 			return nil, e
 		}
 	}
-	parsed, e := r.parse(typ, in.Schema, in.References)
+	p, e := r.parse(typ, in.Schema, in.References)
 	if e != nil {
 		return nil, e
 	}
-	return r.check(subj, typ, parsed, ver), nil
+	return r.check(subj, typ, p, ver), nil
 }
 
 // ReferencedBy lists the IDs of schemas that reference version ver of

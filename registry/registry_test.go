@@ -264,3 +264,37 @@ func TestClientBasicAuthTLS(t *testing.T) {
 		t.Errorf("a server certificate outside the system roots was trusted")
 	}
 }
+
+// TestRegistryProtobuf: .proto schemas are compiled when registered and
+// checked for BACKWARD compatibility by field number.
+func TestRegistryProtobuf(t *testing.T) {
+	ctx := context.Background()
+	cl, _ := serve(t, startBroker(t))
+	proto := func(body string) sr.Schema {
+		return sr.Schema{Type: sr.TypeProtobuf, Schema: "syntax = \"proto3\";\npackage acme;\nimport \"google/protobuf/timestamp.proto\";\n" + body}
+	}
+	v1 := proto("message User { int64 id = 1; string name = 2; google.protobuf.Timestamp at = 3; }")
+	if _, err := cl.RegisterSchema(ctx, "users-value", v1, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	// Added field, renamed field, int64 read as uint64: compatible.
+	v2 := proto("message User { uint64 id = 1; string full_name = 2; google.protobuf.Timestamp at = 3; repeated string tags = 4; }")
+	if id, err := cl.RegisterSchema(ctx, "users-value", v2, -1, -1); err != nil || id != 2 {
+		t.Fatalf("compatible v2: %d, %v", id, err)
+	}
+	for name, body := range map[string]string{
+		"a string field becomes a number": "message User { uint64 id = 1; int32 full_name = 2; }",
+		"a single field becomes repeated": "message User { repeated uint64 id = 1; }",
+		"the message is gone":             "message Account { int64 id = 1; }",
+	} {
+		if _, err := cl.RegisterSchema(ctx, "users-value", proto(body), -1, -1); srCode(err) != 409 {
+			t.Errorf("%s: %v, want error code 409", name, err)
+		}
+	}
+	if _, err := cl.RegisterSchema(ctx, "users-value", proto("message User { int64 id = 1 }"), -1, -1); srCode(err) != 42201 {
+		t.Errorf("a .proto that does not compile: %v, want 42201", err)
+	}
+	if _, err := cl.RegisterSchema(ctx, "users-value", avroSchema(userV1), -1, -1); srCode(err) != 409 {
+		t.Errorf("an Avro schema under a protobuf subject: %v, want 409", err)
+	}
+}
