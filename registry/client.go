@@ -36,10 +36,16 @@ type Client struct {
 
 	mu         sync.Mutex
 	byID       map[int]types.RegisteredSchema
+	byVersion  map[verKey]types.RegisteredSchema
 	registered map[regKey]int
 }
 
 type regKey struct{ subject, typ, text string }
+
+type verKey struct {
+	subject string
+	version int
+}
 
 var _ types.SchemaSource = (*Client)(nil)
 
@@ -62,7 +68,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cl: cl, timeout: cfg.Timeout, byID: map[int]types.RegisteredSchema{}, registered: map[regKey]int{}}, nil
+	return &Client{cl: cl, timeout: cfg.Timeout, byID: map[int]types.RegisteredSchema{},
+		byVersion: map[verKey]types.RegisteredSchema{}, registered: map[regKey]int{}}, nil
 }
 
 // SR returns the underlying pkg/sr client.
@@ -153,6 +160,31 @@ func (c *Client) Register(subject string, s types.RegisteredSchema) (int, error)
 	c.byID[id] = s
 	c.mu.Unlock()
 	return id, nil
+}
+
+// SchemaByVersion returns version version of subject (-1: the latest).
+// Numbered versions are cached: their schema never changes.
+func (c *Client) SchemaByVersion(subject string, version int) (types.RegisteredSchema, error) {
+	k := verKey{subject, version}
+	c.mu.Lock()
+	s, ok := c.byVersion[k]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	ss, err := c.cl.SchemaByVersion(ctx, subject, version)
+	if err != nil {
+		return types.RegisteredSchema{}, notFound(err)
+	}
+	s = toTypes(ss.Schema)
+	if version > 0 {
+		c.mu.Lock()
+		c.byVersion[k] = s
+		c.mu.Unlock()
+	}
+	return s, nil
 }
 
 // Latest returns the ID and schema of subject's latest version.

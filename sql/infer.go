@@ -75,7 +75,7 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring the %s columns of %s from the schema registry (subject %s): %v", map[bool]string{true: "key", false: "value"}[key], cs.Name, subject, err)
 		}
-		cols, wrapped, err := types.SchemaColumns(format, rs, single)
+		cols, wrapped, err := types.SchemaColumns(schemas, format, rs, single)
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring columns from schema ID %d: %v", id, err)
 		}

@@ -549,7 +549,7 @@ func (c *avroCodec) prepareEncode() error {
 		if err != nil {
 			return fmt.Errorf("schema ID %d: %w", c.opts.SchemaID, err)
 		}
-		sch, err := parseAvro(rs)
+		sch, err := parseAvroCached(c.opts.Schemas, rs)
 		if err == nil {
 			c.enc, err = c.encPlan(sch)
 		}
@@ -571,14 +571,18 @@ func (c *avroCodec) prepareEncode() error {
 	return nil
 }
 
-func parseAvro(rs RegisteredSchema) (avro.Schema, error) {
+// parseAvro parses an Avro schema after the schemas it references.
+func parseAvro(rs RegisteredSchema, deps []namedSchema) (avro.Schema, error) {
 	if rs.Type != "" && rs.Type != SchemaTypeAvro {
 		return nil, fmt.Errorf("the schema is %s, not AVRO", rs.Type)
 	}
-	if len(rs.References) > 0 {
-		return nil, fmt.Errorf("Avro schemas with references are not supported yet")
+	cache := &avro.SchemaCache{}
+	for _, d := range deps {
+		if _, err := avro.ParseWithCache(d.text, "", cache); err != nil {
+			return nil, fmt.Errorf("referenced schema %s: %v", d.name, err)
+		}
 	}
-	return avro.ParseWithCache(rs.Text, "", &avro.SchemaCache{})
+	return avro.ParseWithCache(rs.Text, "", cache)
 }
 
 func (c *avroCodec) encodeRecordRow(n *aenc, row Row) error {
@@ -802,7 +806,10 @@ func (c *avroCodec) newPlan(id int) *adec {
 		}
 		return nil
 	}
-	sch, err := parseAvroCached(rs)
+	sch, err := parseAvroCached(c.opts.Schemas, rs)
+	if registryDown(err) {
+		return nil // the registry did not answer for a reference
+	}
 	if err != nil {
 		return &adec{err: fmt.Errorf("schema ID %d: %v", id, err)}
 	}
@@ -818,17 +825,34 @@ func (c *avroCodec) newPlan(id int) *adec {
 	return p
 }
 
-var avroParsed sync.Map // schema text → avro.Schema, shared by codecs
+var avroParsed sync.Map // depsKey → avro.Schema, shared by codecs
 
-func parseAvroCached(rs RegisteredSchema) (avro.Schema, error) {
-	if s, ok := avroParsed.Load(rs.Text); ok && len(rs.References) == 0 {
+// errParse marks a schema that does not parse (as opposed to a registry
+// that did not answer).
+var errParse = errors.New("invalid schema")
+
+// registryDown reports whether err is the registry failing to answer, not
+// a schema that is missing or does not parse.
+func registryDown(err error) bool {
+	return err != nil && !errors.Is(err, ErrSchemaNotFound) && !errors.Is(err, errParse) && !errors.Is(err, errNoRegistry)
+}
+
+// parseAvroCached parses rs with its references fetched from src.
+func parseAvroCached(src SchemaSource, rs RegisteredSchema) (avro.Schema, error) {
+	deps, err := resolveRefs(src, rs)
+	if err != nil {
+		return nil, err
+	}
+	key := depsKey(rs.Text, deps)
+	if s, ok := avroParsed.Load(key); ok {
 		return s.(avro.Schema), nil
 	}
-	s, err := parseAvro(rs)
-	if err == nil {
-		avroParsed.Store(rs.Text, s)
+	s, err := parseAvro(rs, deps)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errParse, err)
 	}
-	return s, err
+	avroParsed.Store(key, s)
+	return s, nil
 }
 
 func decRecordTop(sch avro.Schema, names []string, types []Type) (*adec, error) {

@@ -16,7 +16,12 @@ import (
 // maps, records as STRUCT, and a union of null with one type as that type.
 // Other unions are refused.
 func AvroColumns(rs RegisteredSchema, single string) (cols []Column, wrapped bool, err error) {
-	sch, err := parseAvroCached(rs)
+	return avroColumns(nil, rs, single)
+}
+
+// avroColumns is AvroColumns with references fetched from src.
+func avroColumns(src SchemaSource, rs RegisteredSchema, single string) (cols []Column, wrapped bool, err error) {
+	sch, err := parseAvroCached(src, rs)
 	if err != nil {
 		return nil, false, err
 	}

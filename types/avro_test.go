@@ -463,3 +463,74 @@ func TestAvroColumns(t *testing.T) {
 		t.Errorf("a union of int and string was inferred")
 	}
 }
+
+// TestSchemaReferences: writer schemas that reference other registered
+// schemas (an Avro named type, a .proto import) are read and inferred
+// with the referenced schemas fetched from the registry.
+func TestSchemaReferences(t *testing.T) {
+	reg := startRegistry(t)
+	address := `{"type":"record","name":"Address","namespace":"com.acme","fields":[{"name":"city","type":"string"},{"name":"zip","type":"int"}]}`
+	person := `{"type":"record","name":"Person","namespace":"com.acme","fields":[{"name":"name","type":"string"},{"name":"addr","type":"com.acme.Address"}]}`
+	if _, err := reg.Register("address", RegisteredSchema{Type: SchemaTypeAvro, Text: address}); err != nil {
+		t.Fatal(err)
+	}
+	ref := []SchemaRef{{Name: "com.acme.Address", Subject: "address", Version: 1}}
+	id, err := reg.Register("people-value", RegisteredSchema{Type: SchemaTypeAvro, Text: person, References: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := &avro.SchemaCache{}
+	if _, err := avro.ParseWithCache(address, "", cache); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := avro.ParseWithCache(person, "", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := avro.Marshal(sch, map[string]any{"name": "ann", "addr": map[string]any{"city": "Oslo", "zip": int32(150)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h sr.ConfluentHeader
+	rec, _ := h.AppendEncode(nil, id, nil)
+	rec = append(rec, payload...)
+
+	rs, err := reg.SchemaByID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, _, err := SchemaColumns(reg, FormatAvro, rs, "ROWVAL")
+	if err != nil {
+		t.Fatalf("inferring through a reference: %v", err)
+	}
+	s := Schema{Columns: cols}
+	if got := s.String(); !strings.Contains(got, "addr STRUCT<city STRING, zip INTEGER>") {
+		t.Errorf("inferred %s", got)
+	}
+	dec, err := NewDecoderOpts(FormatAvro, s, s.ValueIndexes(), FormatOptions{Schemas: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make(Row, len(cols))
+	if err := dec.Decode(rec, row); err != nil {
+		t.Fatal(err)
+	}
+	if got := Text(row[0], cols[0].Type) + " " + Text(row[1], cols[1].Type); got != `ann {"city":"Oslo","zip":150}` {
+		t.Errorf("read %s", got)
+	}
+
+	// A .proto importing another registered .proto.
+	if _, err := reg.Register("acme-address", RegisteredSchema{Type: SchemaTypeProtobuf,
+		Text: "syntax = \"proto3\";\npackage acme;\nmessage Address { string city = 1; }\n"}); err != nil {
+		t.Fatal(err)
+	}
+	order := RegisteredSchema{Type: SchemaTypeProtobuf, Text: "syntax = \"proto3\";\npackage acme;\nimport \"acme/address.proto\";\nmessage Order { int64 id = 1; Address ship_to = 2; }\n",
+		References: []SchemaRef{{Name: "acme/address.proto", Subject: "acme-address", Version: 1}}}
+	if _, err := reg.Register("orders-value", order); err != nil {
+		t.Fatal(err)
+	}
+	cols, _, err = SchemaColumns(reg, FormatProtobuf, order, "ROWVAL")
+	if err != nil || (Schema{Columns: cols}).String() != "id BIGINT, ship_to STRUCT<city STRING>" {
+		t.Errorf("inferred from a .proto with an import: %v, %v", Schema{Columns: cols}, err)
+	}
+}

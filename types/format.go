@@ -261,16 +261,17 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 }
 
 // SchemaColumns returns the columns ksqlDB infers from a registered schema
-// for format (AVRO: AvroColumns, JSON_SR: JSONSchemaColumns). wrapped is
-// false when the schema is not a record or object and gives one column
+// for format (AVRO: AvroColumns, JSON_SR: JSONSchemaColumns, PROTOBUF:
+// ProtobufColumns), fetching the schemas it references from src. wrapped
+// is false when the schema is not a record or object and gives one column
 // named single.
-func SchemaColumns(format string, rs RegisteredSchema, single string) (cols []Column, wrapped bool, err error) {
+func SchemaColumns(src SchemaSource, format string, rs RegisteredSchema, single string) (cols []Column, wrapped bool, err error) {
 	switch format {
 	case FormatAvro:
 		if rs.Type != "" && rs.Type != SchemaTypeAvro {
 			return nil, false, fmt.Errorf("the schema is %s, not AVRO", rs.Type)
 		}
-		return AvroColumns(rs, single)
+		return avroColumns(src, rs, single)
 	case FormatJSONSR:
 		if rs.Type != SchemaTypeJSON {
 			return nil, false, fmt.Errorf("the schema is %s, not JSON", rs.Type)
@@ -280,7 +281,7 @@ func SchemaColumns(format string, rs RegisteredSchema, single string) (cols []Co
 		if rs.Type != SchemaTypeProtobuf {
 			return nil, false, fmt.Errorf("the schema is %s, not PROTOBUF", rs.Type)
 		}
-		cols, err := ProtobufColumns(rs)
+		cols, err := protobufColumns(src, rs)
 		return cols, true, err
 	}
 	return nil, false, fmt.Errorf("format %s has no registered schemas", format)

@@ -49,7 +49,7 @@ func TestJSONSRRoundTrip(t *testing.T) {
 	}
 
 	// Inference gives the columns back, in order.
-	inferred, wrapped, err := SchemaColumns(FormatJSONSR, latest, "ROWVAL")
+	inferred, wrapped, err := SchemaColumns(reg, FormatJSONSR, latest, "ROWVAL")
 	if err != nil || !wrapped || len(inferred) != len(cols) {
 		t.Fatalf("inferred %v, %v, %v", inferred, wrapped, err)
 	}
@@ -60,7 +60,7 @@ func TestJSONSRRoundTrip(t *testing.T) {
 		}
 	}
 	plain := `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}},"attrs":{"type":"object","additionalProperties":{"type":"number"}}}}`
-	inferred, _, err = SchemaColumns(FormatJSONSR, RegisteredSchema{Type: SchemaTypeJSON, Text: plain}, "ROWVAL")
+	inferred, _, err = SchemaColumns(reg, FormatJSONSR, RegisteredSchema{Type: SchemaTypeJSON, Text: plain}, "ROWVAL")
 	var desc []string
 	for _, c := range inferred {
 		desc = append(desc, c.Name+" "+c.Type.String())

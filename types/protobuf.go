@@ -88,7 +88,7 @@ func newProtoCodec(format string, s Schema, cols []int, o FormatOptions) (*proto
 		c.types = append(c.types, sc.Type)
 	}
 	c.own = ProtobufSchema(c.names, c.types)
-	md, err := compileProto(RegisteredSchema{Type: SchemaTypeProtobuf, Text: c.own}, []int{0})
+	md, err := compileProto(nil, RegisteredSchema{Type: SchemaTypeProtobuf, Text: c.own}, []int{0})
 	if err != nil {
 		return nil, fmt.Errorf("%s schema of the columns: %v", format, err)
 	}
@@ -226,35 +226,43 @@ func protoScalar(t Type, b *strings.Builder, indent string, n *int, imports map[
 	return "bytes"
 }
 
-var protoCompiled sync.Map // schema text → protoreflect.FileDescriptor
+var protoCompiled sync.Map // depsKey → protoreflect.FileDescriptor
 
-// compileProto compiles a registered .proto and returns the message the
-// indexes pick ([0]: the first top-level message; [1, 0]: the first
-// message nested in the second).
-func compileProto(rs RegisteredSchema, index []int) (protoreflect.MessageDescriptor, error) {
-	if len(rs.References) > 0 {
-		for _, r := range rs.References {
-			if _, ok := protoBuiltins[r.Name]; !ok && !strings.HasPrefix(r.Name, "google/protobuf/") {
-				return nil, fmt.Errorf("protobuf schemas with references (%s) are not supported yet", r.Name)
-			}
+// compileProto compiles a registered .proto, its imports being the
+// schemas it references (fetched from src), Google's well-known files and
+// protoBuiltins, and returns the message the indexes pick ([0]: the first
+// top-level message; [1, 0]: the first message nested in the second).
+func compileProto(src SchemaSource, rs RegisteredSchema, index []int) (protoreflect.MessageDescriptor, error) {
+	var refs []SchemaRef
+	for _, r := range rs.References {
+		if _, ok := protoBuiltins[r.Name]; !ok && !strings.HasPrefix(r.Name, "google/protobuf/") {
+			refs = append(refs, r)
 		}
 	}
+	deps, err := resolveRefs(src, RegisteredSchema{References: refs})
+	if err != nil {
+		return nil, err
+	}
+	key := depsKey(rs.Text, deps)
 	var fd protoreflect.FileDescriptor
-	if v, ok := protoCompiled.Load(rs.Text); ok {
+	if v, ok := protoCompiled.Load(key); ok {
 		fd = v.(protoreflect.FileDescriptor)
 	} else {
 		srcs := map[string]string{"registered.proto": rs.Text}
 		for k, v := range protoBuiltins {
 			srcs[k] = v
 		}
+		for _, d := range deps {
+			srcs[d.name] = d.text
+		}
 		comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
 			Accessor: protocompile.SourceAccessorFromMap(srcs)})}
 		files, err := comp.Compile(context.Background(), "registered.proto")
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %v", errParse, err)
 		}
 		fd = files[0]
-		protoCompiled.Store(rs.Text, fd)
+		protoCompiled.Store(key, fd)
 	}
 	if len(index) == 0 {
 		index = []int{0}
@@ -263,7 +271,7 @@ func compileProto(rs RegisteredSchema, index []int) (protoreflect.MessageDescrip
 	var md protoreflect.MessageDescriptor
 	for _, i := range index {
 		if i < 0 || i >= msgs.Len() {
-			return nil, fmt.Errorf("message index %v is not in the schema", index)
+			return nil, fmt.Errorf("%w: message index %v is not in the schema", errParse, index)
 		}
 		md = msgs.Get(i)
 		msgs = md.Messages()
@@ -663,7 +671,10 @@ func (c *protoCodec) plan(key pkey) *pdec {
 		case rs.Type != SchemaTypeProtobuf:
 			p = &pdec{err: fmt.Errorf("schema ID %d is %s, not PROTOBUF", id, rs.Type)}
 		default:
-			md, err := compileProto(rs, append([]int(nil), key.idx[:key.n]...))
+			md, err := compileProto(c.opts.Schemas, rs, append([]int(nil), key.idx[:key.n]...))
+			if registryDown(err) {
+				return nil
+			}
 			if err == nil {
 				p, err = decMessage(md, c.names, c.types, 0)
 			}
@@ -1172,7 +1183,7 @@ func (c *protoCodec) prepareEncode() error {
 			c.encErr = fmt.Errorf("schema ID %d is %s, not PROTOBUF", c.opts.SchemaID, rs.Type)
 			return c.encErr
 		}
-		md, err := compileProto(rs, []int{0})
+		md, err := compileProto(c.opts.Schemas, rs, []int{0})
 		if err == nil {
 			c.enc, err = encMessage(md, c.names, c.types)
 		}
@@ -1373,7 +1384,12 @@ func civilFromDays(z int64) (y, m, d int64) {
 // float, double DOUBLE; enum STRING; repeated ARRAY; map<string, V> MAP;
 // wrappers their scalar; Timestamp, Date, TimeOfDay; messages STRUCT).
 func ProtobufColumns(rs RegisteredSchema) ([]Column, error) {
-	md, err := compileProto(rs, []int{0})
+	return protobufColumns(nil, rs)
+}
+
+// protobufColumns is ProtobufColumns with imports fetched from src.
+func protobufColumns(src SchemaSource, rs RegisteredSchema) ([]Column, error) {
+	md, err := compileProto(src, rs, []int{0})
 	if err != nil {
 		return nil, err
 	}

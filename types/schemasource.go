@@ -1,6 +1,10 @@
 package types
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Schema registry schema types, as the registry's schemaType field names
 // them ("" is AVRO).
@@ -49,4 +53,62 @@ type SchemaSource interface {
 	Register(subject string, s RegisteredSchema) (int, error)
 	// Latest returns the ID and schema of subject's latest version.
 	Latest(subject string) (int, RegisteredSchema, error)
+	// SchemaByVersion returns version version of subject, for the
+	// references of a schema.
+	SchemaByVersion(subject string, version int) (RegisteredSchema, error)
+}
+
+// namedSchema is a referenced schema's text under the name the referring
+// schema uses for it (an Avro full name, a .proto import path).
+type namedSchema struct{ name, text string }
+
+// resolveRefs fetches the schemas rs references, transitively, each after
+// the ones it references. A missing reference wraps ErrSchemaNotFound.
+func resolveRefs(src SchemaSource, rs RegisteredSchema) ([]namedSchema, error) {
+	if len(rs.References) == 0 {
+		return nil, nil
+	}
+	if src == nil {
+		return nil, errNoRegistry
+	}
+	var out []namedSchema
+	seen := map[SchemaRef]bool{}
+	var walk func(refs []SchemaRef, depth int) error
+	walk = func(refs []SchemaRef, depth int) error {
+		if depth > 32 {
+			return fmt.Errorf("%w: schema references nest too deeply", errParse)
+		}
+		for _, r := range refs {
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			dep, err := src.SchemaByVersion(r.Subject, r.Version)
+			if err != nil {
+				return fmt.Errorf("reference %s (subject %s version %d): %w", r.Name, r.Subject, r.Version, err)
+			}
+			if err := walk(dep.References, depth+1); err != nil {
+				return err
+			}
+			out = append(out, namedSchema{r.Name, dep.Text})
+		}
+		return nil
+	}
+	return out, walk(rs.References, 0)
+}
+
+// depsKey identifies a schema with its references for the parse caches.
+func depsKey(text string, deps []namedSchema) string {
+	if len(deps) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	for _, d := range deps {
+		b.WriteString("\x00")
+		b.WriteString(d.name)
+		b.WriteString("\x00")
+		b.WriteString(d.text)
+	}
+	return b.String()
 }
