@@ -12,7 +12,6 @@
 // keeps per-subject versions with soft and permanent deletes, /config
 // compatibility levels (BACKWARD by default) and checks compatibility:
 // Avro with hamba/avro's schema resolution rules, Protobuf (compiled with
-// bufbuild/protocompile) by field numbers and wire types. JSON schemas are
-// checked to be JSON and stored, but their compatibility is not checked
-// yet.
+// bufbuild/protocompile) by field numbers and wire types, JSON schemas in
+// the common cases (property types, required properties; not oneOf/$ref).
 package registry

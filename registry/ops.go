@@ -126,12 +126,12 @@ func sameRefs(a, b []reference) bool {
 	return true
 }
 
-// parsed is a schema checked and compiled: an avro.Schema or a protobuf
-// file descriptor; JSON schemas are only checked to be JSON (their
-// compatibility is not checked yet).
+// parsed is a schema checked and compiled: an avro.Schema, a protobuf
+// file descriptor, or a JSON schema's text.
 type parsed struct {
 	avro  avro.Schema
 	proto protoreflect.FileDescriptor
+	json  []byte
 }
 
 // parse checks a schema and returns its parsed form. The caller holds
@@ -158,6 +158,12 @@ func (r *Registry) parse(typ, text string, refs []reference) (parsed, *Error) {
 		if !json.Valid([]byte(text)) {
 			return parsed{}, errInvalidSchema("not JSON")
 		}
+		for _, ref := range refs {
+			if _, e := r.version(ref.Subject, ref.Version); e != nil {
+				return parsed{}, errInvalidSchema(fmt.Sprintf("reference %s: %v", ref.Name, e.Message))
+			}
+		}
+		return parsed{json: []byte(text)}, nil
 	}
 	for _, ref := range refs {
 		if _, e := r.version(ref.Subject, ref.Version); e != nil {
@@ -202,7 +208,7 @@ func (r *Registry) level(subj string) string {
 // The caller holds r.mu.
 func (r *Registry) check(subj, typ string, p parsed, against int) []string {
 	level := r.level(subj)
-	if level == "NONE" || (p.avro == nil && p.proto == nil) {
+	if level == "NONE" || (p.avro == nil && p.proto == nil && p.json == nil) {
 		return nil
 	}
 	sub := r.subjects[subj]
@@ -244,13 +250,16 @@ func (r *Registry) check(subj, typ string, p parsed, against int) []string {
 		}
 		// compatible(reader, writer) lists why reader cannot read writer.
 		compatible := func(reader, writer parsed) []string {
-			if reader.avro != nil {
+			switch {
+			case reader.avro != nil:
 				if err := compat.Compatible(reader.avro, writer.avro); err != nil {
 					return []string{err.Error()}
 				}
 				return nil
+			case reader.proto != nil:
+				return protoCompatible(reader.proto, writer.proto)
 			}
-			return protoCompatible(reader.proto, writer.proto)
+			return jsonCompatible(reader.json, writer.json)
 		}
 		if base == "BACKWARD" || base == "FULL" {
 			for _, why := range compatible(p, old) {

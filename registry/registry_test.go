@@ -298,3 +298,31 @@ func TestRegistryProtobuf(t *testing.T) {
 		t.Errorf("an Avro schema under a protobuf subject: %v, want 409", err)
 	}
 }
+
+// TestRegistryJSONSchema: JSON schemas are checked for BACKWARD
+// compatibility in the common cases.
+func TestRegistryJSONSchema(t *testing.T) {
+	ctx := context.Background()
+	cl, _ := serve(t, startBroker(t))
+	js := func(s string) sr.Schema { return sr.Schema{Type: sr.TypeJSON, Schema: s} }
+	v1 := `{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"}},"required":["id"]}`
+	if _, err := cl.RegisterSchema(ctx, "j-value", js(v1), -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	v2 := `{"type":"object","properties":{"id":{"type":"number"},"name":{"type":["string","null"]},"tags":{"type":"array","items":{"type":"string"}}},"required":["id"]}`
+	if id, err := cl.RegisterSchema(ctx, "j-value", js(v2), -1, -1); err != nil || id != 2 {
+		t.Fatalf("widened and added: %d, %v", id, err)
+	}
+	for name, s := range map[string]string{
+		"a type narrowed":      `{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":["string","null"]}}}`,
+		"a new required field": `{"type":"object","properties":{"id":{"type":"number"},"email":{"type":"string"}},"required":["id","email"]}`,
+		"an item type changed": `{"type":"object","properties":{"tags":{"type":"array","items":{"type":"integer"}}}}`,
+	} {
+		if _, err := cl.RegisterSchema(ctx, "j-value", js(s), -1, -1); srCode(err) != 409 {
+			t.Errorf("%s: %v, want 409", name, err)
+		}
+	}
+	if _, err := cl.RegisterSchema(ctx, "j-value", js(`{"type":`), -1, -1); srCode(err) != 42201 {
+		t.Errorf("not JSON: %v, want 42201", err)
+	}
+}
