@@ -82,8 +82,9 @@ const maxBadPlans = 1024
 // avroDefaultName is the full name ksqlDB gives a value's record schema.
 const avroDefaultName = "io.confluent.ksql.avro_schemas.KsqlDataSourceSchema"
 
-// errNoRegistry is returned by AVRO codecs built without a registry.
-var errNoRegistry = errors.New("the AVRO format needs a schema registry: start sqlstreams with its embedded broker (which serves one) or --schema-registry-url")
+// errNoRegistry is returned by registry-format codecs built without a
+// registry.
+var errNoRegistry = fmt.Errorf("%w: AVRO, PROTOBUF and JSON_SR need a schema registry: start sqlstreams with its embedded broker (which serves one) or --schema-registry-url", ErrRegistry)
 
 func newAvroCodec(s Schema, cols []int, wrap bool, o FormatOptions) (*avroCodec, error) {
 	c := &avroCodec{cols: cols, wrap: wrap, opts: o, plans: map[int]*adec{}}
@@ -520,7 +521,7 @@ func avroTypeName(s avro.Schema) string {
 func (c *avroCodec) Encode(dst []byte, row Row) ([]byte, error) {
 	if c.enc == nil {
 		if err := c.prepareEncode(); err != nil {
-			return dst, err
+			return dst, registryErr(err)
 		}
 	}
 	dst, _ = c.hdr.AppendEncode(dst, c.encID, nil)
@@ -1101,7 +1102,7 @@ func (c *avroCodec) Decode(data []byte, row Row) error {
 	if p == nil {
 		// The registry did not answer: not the record's fault.
 		_, err := c.opts.Schemas.SchemaByID(id)
-		return fmt.Errorf("fetching Avro schema ID %d: %w", id, err)
+		return fmt.Errorf("%w: fetching Avro schema ID %d: %w", ErrRegistry, id, err)
 	}
 	if p.err != nil {
 		return badRecord("%v", p.err)

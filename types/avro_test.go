@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -532,5 +533,41 @@ func TestSchemaReferences(t *testing.T) {
 	cols, _, err = SchemaColumns(reg, FormatProtobuf, order, "ROWVAL")
 	if err != nil || (Schema{Columns: cols}).String() != "id BIGINT, ship_to STRUCT<city STRING>" {
 		t.Errorf("inferred from a .proto with an import: %v, %v", Schema{Columns: cols}, err)
+	}
+}
+
+// TestRegistryDownIsNotABadRecord: when the registry does not answer, a
+// record is not skipped as bad: the error wraps ErrRegistry, which fails
+// the query so that it retries the record after a restart.
+func TestRegistryDownIsNotABadRecord(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+	down, err := registry.NewClient(registry.ClientConfig{URL: url, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := users.ValueIndexes()
+	row := make(Row, users.Len())
+	for _, f := range []string{FormatAvro, FormatProtobuf, FormatJSONSR} {
+		o := FormatOptions{Schemas: down, Subject: "u-value"}
+		dec, err := NewDecoderOpts(f, users, cols, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f != FormatJSONSR { // JSON_SR reads without asking the registry
+			err = dec.Decode([]byte{0, 0, 0, 0, 7, 0, 2}, row)
+			if !errors.Is(err, ErrRegistry) || errors.Is(err, ErrBadRecord) {
+				t.Errorf("%s decode with the registry down: %v; want ErrRegistry, not a bad record", f, err)
+			}
+		}
+		enc, _ := NewEncoderOpts(f, users, cols, o)
+		if _, err := enc.Encode(nil, Row{IntDatum(1), NullDatum, NullDatum, NullDatum}); !errors.Is(err, ErrRegistry) {
+			t.Errorf("%s encode with the registry down: %v; want ErrRegistry", f, err)
+		}
+		noReg, _ := NewDecoderOpts(f, users, cols, FormatOptions{})
+		if err := noReg.Decode([]byte{0, 0, 0, 0, 7, 0, 2}, row); f != FormatJSONSR && !errors.Is(err, ErrRegistry) {
+			t.Errorf("%s without a registry: %v; want ErrRegistry", f, err)
+		}
 	}
 }

@@ -62,18 +62,18 @@ func (c *jsonSRCodec) Encode(dst []byte, row Row) ([]byte, error) {
 		case c.opts.SchemaID != 0:
 			rs, err := c.opts.Schemas.SchemaByID(c.opts.SchemaID)
 			if err != nil {
-				return dst, fmt.Errorf("schema ID %d: %w", c.opts.SchemaID, err)
+				return dst, registryErr(fmt.Errorf("schema ID %d: %w", c.opts.SchemaID, err))
 			}
 			if rs.Type != SchemaTypeJSON {
-				return dst, fmt.Errorf("schema ID %d is %s, not a JSON schema", c.opts.SchemaID, rs.Type)
+				return dst, registryErr(fmt.Errorf("schema ID %d is %s, not a JSON schema", c.opts.SchemaID, rs.Type))
 			}
 			c.encID = c.opts.SchemaID
 		case c.opts.Subject == "":
-			return dst, fmt.Errorf("the JSON_SR encoder has no registry subject")
+			return dst, registryErr(fmt.Errorf("the JSON_SR encoder has no registry subject"))
 		default:
 			id, err := c.opts.Schemas.Register(c.opts.Subject, RegisteredSchema{Type: SchemaTypeJSON, Text: c.own})
 			if err != nil {
-				return dst, fmt.Errorf("registering the schema under %s: %w", c.opts.Subject, err)
+				return dst, registryErr(fmt.Errorf("registering the schema under %s: %w", c.opts.Subject, err))
 			}
 			c.encID = id
 		}

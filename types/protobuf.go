@@ -631,7 +631,7 @@ func (c *protoCodec) Decode(data []byte, row Row) error {
 		}
 		if p = c.plan(key); p == nil {
 			_, err := c.opts.Schemas.SchemaByID(id)
-			return fmt.Errorf("fetching protobuf schema ID %d: %w", id, err)
+			return fmt.Errorf("%w: fetching protobuf schema ID %d: %w", ErrRegistry, id, err)
 		}
 		if p.err != nil {
 			return badRecord("%v", p.err)
@@ -1159,7 +1159,7 @@ func (c *protoCodec) Encode(dst []byte, row Row) ([]byte, error) {
 	if c.format == FormatProtobuf {
 		if c.encID == 0 {
 			if err := c.prepareEncode(); err != nil {
-				return dst, err
+				return dst, registryErr(err)
 			}
 		}
 		dst, _ = c.hdr.AppendEncode(dst, c.encID, c.encIdx)

@@ -40,6 +40,20 @@ type SchemaRef struct {
 // unreachable) are not, and fail the query so that it retries.
 var ErrSchemaNotFound = errors.New("schema not found")
 
+// ErrRegistry wraps the errors of the registry formats that are not a
+// record's fault: no registry configured, a registry that does not answer,
+// a sink schema the registry refuses. A query fails on such an error (and
+// restarts with backoff) instead of skipping the record as bad.
+var ErrRegistry = errors.New("schema registry")
+
+// registryErr wraps err in ErrRegistry.
+func registryErr(err error) error {
+	if err == nil || errors.Is(err, ErrRegistry) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrRegistry, err)
+}
+
 // SchemaSource is the schema registry as the formats see it; the registry
 // package implements it over HTTP. It must be safe for concurrent use.
 // Codecs call it the first time they see a schema ID and when they
