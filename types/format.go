@@ -30,7 +30,9 @@ func badRecord(format string, args ...any) error {
 type Decoder interface {
 	// Decode sets the decoder's columns of row from data. Columns absent
 	// from data are set to NULL, and a nil data (a Kafka null) sets them
-	// all to NULL. Errors wrap ErrBadRecord. STRING and BYTES values, and
+	// all to NULL. Errors wrap ErrBadRecord, except that the registry
+	// formats return errors wrapping ErrRegistry when the schema registry
+	// cannot be asked (the record is not at fault). STRING and BYTES values, and
 	// the elements of composite values, may alias data or the decoder's
 	// buffers: they are valid until the next Decode. Decode reuses the
 	// element slices (Datum.L) it finds in row for composite values.
