@@ -287,6 +287,7 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 		return Result{}, err
 	}
 	e.useSchemas(src)
+	src.KeyOptions.ReaderSchemaID, src.ValueOptions.ReaderSchemaID = cmd.KeySchemaID, cmd.ValueSchemaID
 	if old, ok := e.cat.Source(st.Name); ok {
 		// OR REPLACE of a declared source: same topic, columns only added.
 		refuse := func(format string, args ...any) (Result, error) {

@@ -766,10 +766,11 @@ type adec struct {
 	branches []*adec   // dUnion: per writer branch
 	elem     *adec     // dArray, dMap
 	fields   []adecField
-	nfields  int   // dRecord: fields of the struct read into
-	missing  []int // dRecord: reader fields the writer lacks
-	size     int   // dFixed, dDecimalFixed
-	scale    int64 // dDecimal*: multiply the unscaled value by this
+	nfields  int     // dRecord: fields of the struct read into
+	missing  []int   // dRecord: reader fields the writer lacks
+	defaults []Datum // top-level dRecord: per missing field, the reader schema's default (Null: none)
+	size     int     // dFixed, dDecimalFixed
+	scale    int64   // dDecimal*: multiply the unscaled value by this
 	symbols  [][]byte
 	err      error // a plan that did not resolve: each record is bad
 }
@@ -823,7 +824,105 @@ func (c *avroCodec) newPlan(id int) *adec {
 	if err != nil {
 		return &adec{err: fmt.Errorf("schema ID %d cannot be read as the columns: %v", id, err)}
 	}
+	if c.wrap && c.opts.ReaderSchemaID != 0 {
+		if registryDown(c.readerDefaults(p)) {
+			return nil
+		}
+	}
 	return p
+}
+
+// readerDefaults fills, for the columns writer plan p lacks, the defaults
+// of the reader schema (FormatOptions.ReaderSchemaID) as Avro schema
+// resolution would: a field added with a default reads as that default
+// from records written before it. Scalar defaults only; others stay NULL.
+func (c *avroCodec) readerDefaults(p *adec) error {
+	rs, err := c.opts.Schemas.SchemaByID(c.opts.ReaderSchemaID)
+	if err != nil {
+		return err
+	}
+	sch, err := parseAvroCached(c.opts.Schemas, rs)
+	if err != nil {
+		return err
+	}
+	if u, ok := sch.(*avro.UnionSchema); ok {
+		sch = unionValue(u)
+	}
+	rec, ok := sch.(*avro.RecordSchema)
+	if !ok {
+		return nil
+	}
+	var fill func(p *adec)
+	fill = func(p *adec) {
+		if p.op == dUnion {
+			for _, b := range p.branches {
+				fill(b)
+			}
+			return
+		}
+		if p.op != dRecord || len(p.missing) == 0 {
+			return
+		}
+		p.defaults = make([]Datum, len(p.missing))
+		for i, m := range p.missing {
+			p.defaults[i] = NullDatum
+			for _, f := range rec.Fields() {
+				if matchName(f.Name(), nil, c.names[m:m+1]) == 0 && f.HasDefault() {
+					p.defaults[i] = avroDefault(f.Default(), c.types[m])
+					break
+				}
+			}
+		}
+	}
+	fill(p)
+	return nil
+}
+
+// avroDefault converts a field default as hamba/avro gives it to a datum
+// of type t; NULL when it does not fit.
+func avroDefault(v any, t Type) Datum {
+	switch x := v.(type) {
+	case string:
+		if t.Kind == String || t.Kind == Bytes {
+			return Datum{B: []byte(x)}
+		}
+	case []byte:
+		if t.Kind == String || t.Kind == Bytes {
+			return Datum{B: x}
+		}
+	case bool:
+		if t.Kind == Boolean {
+			return BoolDatum(x)
+		}
+	case int, int32, int64:
+		var n int64
+		switch y := x.(type) {
+		case int:
+			n = int64(y)
+		case int32:
+			n = int64(y)
+		case int64:
+			n = y
+		}
+		switch t.Kind {
+		case Int, Bigint, Date, Time, Timestamp:
+			return Datum{I: n}
+		case Double:
+			return Datum{F: float64(n)}
+		}
+	case float32:
+		if t.Kind == Double {
+			return Datum{F: float64(x)}
+		}
+	case float64:
+		if t.Kind == Double {
+			return Datum{F: x}
+		}
+		if t.IsIntegral() && x == math.Trunc(x) {
+			return Datum{I: int64(x)}
+		}
+	}
+	return NullDatum
 }
 
 var avroParsed sync.Map // depsKey → avro.Schema, shared by codecs
@@ -1157,8 +1256,14 @@ func (c *avroCodec) decodeTop(n *adec, row Row) error {
 			return inField(err, c.names[f.pos])
 		}
 	}
-	for _, m := range n.missing {
-		setNull(&row[c.cols[m]])
+	for i, m := range n.missing {
+		d := &row[c.cols[m]]
+		if n.defaults != nil && !n.defaults[i].Null {
+			def := n.defaults[i]
+			*d = Datum{I: def.I, F: def.F, B: def.B, L: d.L[:0]}
+			continue
+		}
+		setNull(d)
 	}
 	return nil
 }

@@ -571,3 +571,32 @@ func TestRegistryDownIsNotABadRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestAvroReaderDefaults: columns inferred from a schema read the
+// defaults it gives fields that older writer schemas lack.
+func TestAvroReaderDefaults(t *testing.T) {
+	reg := startRegistry(t)
+	old := writerRecord(t, reg, "d-value", `{"type":"record","name":"u","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"}]}`,
+		map[string]any{"id": int64(1), "name": "ann"})
+	reader := `{"type":"record","name":"u","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},` +
+		`{"name":"email","type":"string","default":"none"},{"name":"score","type":["double","null"],"default":1.5}]}`
+	rid, err := reg.Register("d-value", RegisteredSchema{Type: SchemaTypeAvro, Text: reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecoderOpts(FormatAvro, users, users.ValueIndexes(), FormatOptions{Schemas: reg, ReaderSchemaID: rid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make(Row, users.Len())
+	if err := dec.Decode(old, row); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, c := range users.Columns {
+		got = append(got, Text(row[i], c.Type))
+	}
+	if g := strings.Join(got, "|"); g != "1|ann|none|1.5" {
+		t.Errorf("an old record read with the reader's defaults: %s, want 1|ann|none|1.5", g)
+	}
+}

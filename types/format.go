@@ -75,6 +75,11 @@ type FormatOptions struct {
 	// existing schema instead of registering one made from the columns.
 	// 0 means none.
 	SchemaID int
+	// ReaderSchemaID, for columns inferred from the registry, is the
+	// schema they came from: an AVRO field the writer's schema lacks reads
+	// as that schema's default for it (Avro schema resolution) instead of
+	// NULL. 0 means none.
+	ReaderSchemaID int
 	// FullName is ksqlDB's VALUE_AVRO_SCHEMA_FULL_NAME: the full name of
 	// the record the encoder registers (default
 	// io.confluent.ksql.avro_schemas.KsqlDataSourceSchema).

@@ -88,6 +88,10 @@ func TestAvroEndToEnd(t *testing.T) {
 	if got := rows(t, ctx, conn, `SELECT "pageid", "referrer" FROM pvi WHERE "viewtime" = 3 EMIT CHANGES LIMIT 1`); !slices.Equal(got, []string{"cart|ad"}) {
 		t.Errorf("push query on the inferred stream: %v", got)
 	}
+	// A v1 record lacks referrer: it reads as v2's default, "".
+	if got := rows(t, ctx, conn, `SELECT "pageid", "referrer" FROM pvi WHERE "viewtime" = 2 EMIT CHANGES LIMIT 1`); !slices.Equal(got, []string{"cart|"}) {
+		t.Errorf("a v1 record on the stream inferred from v2: %v, want [cart|] (the default)", got)
+	}
 	avroClient(t, "u4\t"+pageviewV1+"\t"+`{"pageid":"cart","viewtime":4}`+"\n", "produce", s.KafkaAddr, regURL, "pv")
 
 	got := strings.Split(strings.TrimSpace(avroClient(t, "", "consume", s.KafkaAddr, regURL, "CARTS", "3")), "\n")
