@@ -340,20 +340,20 @@ func (c *avroCodec) prepareEncode() error {
 	if c.opts.Schemas == nil {
 		return errNoRegistry
 	}
-	if c.opts.SchemaID != 0 {
-		rs, err := c.opts.Schemas.SchemaByID(c.opts.SchemaID)
+	if c.opts.writeSchemaID() != 0 {
+		rs, err := c.opts.Schemas.SchemaByID(c.opts.writeSchemaID())
 		if err != nil {
-			return fmt.Errorf("schema ID %d: %w", c.opts.SchemaID, err)
+			return fmt.Errorf("schema ID %d: %w", c.opts.writeSchemaID(), err)
 		}
 		sch, err := parseAvroCached(c.opts.Schemas, rs)
 		if err == nil {
 			c.enc, err = c.encPlan(sch)
 		}
 		if err != nil {
-			c.encErr = fmt.Errorf("cannot write the columns with schema ID %d: %v", c.opts.SchemaID, err)
+			c.encErr = fmt.Errorf("cannot write the columns with schema ID %d: %v", c.opts.writeSchemaID(), err)
 			return c.encErr
 		}
-		c.encID = c.opts.SchemaID
+		c.encID = c.opts.writeSchemaID()
 		return nil
 	}
 	if c.opts.Subject == "" {

@@ -600,3 +600,36 @@ func TestAvroReaderDefaults(t *testing.T) {
 		t.Errorf("an old record read with the reader's defaults: %s, want 1|ann|none|1.5", g)
 	}
 }
+
+// TestAvroWritesWithTheInferredSchema: an encoder of columns inferred from
+// a registered schema writes with that schema, not one of its own.
+func TestAvroWritesWithTheInferredSchema(t *testing.T) {
+	reg := startRegistry(t)
+	text := `{"type":"record","name":"pageview","namespace":"com.example","fields":[{"name":"pageid","type":"string"},{"name":"viewtime","type":"long"}]}`
+	id, err := reg.Register("pv-value", RegisteredSchema{Type: SchemaTypeAvro, Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, _, err := SchemaColumns(reg, FormatAvro, RegisteredSchema{Text: text}, "ROWVAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Schema{Columns: cols}
+	enc, err := NewEncoderOpts(FormatAvro, s, s.ValueIndexes(), FormatOptions{Schemas: reg, Subject: "pv-value", ReaderSchemaID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := enc.Encode(nil, Row{StringDatum("cart"), IntDatum(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h sr.ConfluentHeader
+	gotID, payload, _ := h.DecodeID(out)
+	var m map[string]any
+	if err := avro.Unmarshal(avro.MustParse(text), payload, &m); gotID != id || err != nil || m["pageid"] != "cart" || m["viewtime"] != int64(5) {
+		t.Errorf("wrote with ID %d (want %d): %v, %v", gotID, id, m, err)
+	}
+	if vs, _ := reg.SR().SubjectVersions(context.Background(), "pv-value"); len(vs) != 1 {
+		t.Errorf("pv-value has versions %v; the encoder registered a schema of its own", vs)
+	}
+}

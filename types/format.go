@@ -78,12 +78,23 @@ type FormatOptions struct {
 	// ReaderSchemaID, for columns inferred from the registry, is the
 	// schema they came from: an AVRO field the writer's schema lacks reads
 	// as that schema's default for it (Avro schema resolution) instead of
-	// NULL. 0 means none.
+	// NULL, and encoders write with it (as with SchemaID). 0 means none.
 	ReaderSchemaID int
 	// FullName is ksqlDB's VALUE_AVRO_SCHEMA_FULL_NAME: the full name of
 	// the record the encoder registers (default
 	// io.confluent.ksql.avro_schemas.KsqlDataSourceSchema).
 	FullName string
+}
+
+// writeSchemaID is the registered schema an encoder writes with instead of
+// registering its own: SchemaID, else the schema inferred columns came
+// from (ReaderSchemaID), so that writes to an inferred source use the
+// subject's schema. 0: register the columns' own.
+func (o FormatOptions) writeSchemaID() int {
+	if o.SchemaID != 0 {
+		return o.SchemaID
+	}
+	return o.ReaderSchemaID
 }
 
 // NormalizeFormat upper-cases a format name and checks it is known.

@@ -59,15 +59,15 @@ func (c *jsonSRCodec) Encode(dst []byte, row Row) ([]byte, error) {
 		switch {
 		case c.opts.Schemas == nil:
 			return dst, errNoRegistry
-		case c.opts.SchemaID != 0:
-			rs, err := c.opts.Schemas.SchemaByID(c.opts.SchemaID)
+		case c.opts.writeSchemaID() != 0:
+			rs, err := c.opts.Schemas.SchemaByID(c.opts.writeSchemaID())
 			if err != nil {
-				return dst, registryErr(fmt.Errorf("schema ID %d: %w", c.opts.SchemaID, err))
+				return dst, registryErr(fmt.Errorf("schema ID %d: %w", c.opts.writeSchemaID(), err))
 			}
 			if rs.Type != SchemaTypeJSON {
-				return dst, registryErr(fmt.Errorf("schema ID %d is %s, not a JSON schema", c.opts.SchemaID, rs.Type))
+				return dst, registryErr(fmt.Errorf("schema ID %d is %s, not a JSON schema", c.opts.writeSchemaID(), rs.Type))
 			}
-			c.encID = c.opts.SchemaID
+			c.encID = c.opts.writeSchemaID()
 		case c.opts.Subject == "":
 			return dst, registryErr(fmt.Errorf("the JSON_SR encoder has no registry subject"))
 		default:

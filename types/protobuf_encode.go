@@ -161,13 +161,13 @@ func (c *protoCodec) prepareEncode() error {
 	if c.opts.Schemas == nil {
 		return errNoRegistry
 	}
-	if c.opts.SchemaID != 0 {
-		rs, err := c.opts.Schemas.SchemaByID(c.opts.SchemaID)
+	if c.opts.writeSchemaID() != 0 {
+		rs, err := c.opts.Schemas.SchemaByID(c.opts.writeSchemaID())
 		if err != nil {
-			return fmt.Errorf("schema ID %d: %w", c.opts.SchemaID, err)
+			return fmt.Errorf("schema ID %d: %w", c.opts.writeSchemaID(), err)
 		}
 		if rs.Type != SchemaTypeProtobuf {
-			c.encErr = fmt.Errorf("schema ID %d is %s, not PROTOBUF", c.opts.SchemaID, rs.Type)
+			c.encErr = fmt.Errorf("schema ID %d is %s, not PROTOBUF", c.opts.writeSchemaID(), rs.Type)
 			return c.encErr
 		}
 		md, err := compileProto(c.opts.Schemas, rs, []int{0})
@@ -175,10 +175,10 @@ func (c *protoCodec) prepareEncode() error {
 			c.enc, err = encMessage(md, c.names, c.types)
 		}
 		if err != nil {
-			c.encErr = fmt.Errorf("cannot write the columns with schema ID %d: %v", c.opts.SchemaID, err)
+			c.encErr = fmt.Errorf("cannot write the columns with schema ID %d: %v", c.opts.writeSchemaID(), err)
 			return c.encErr
 		}
-		c.encID, c.encIdx = c.opts.SchemaID, []int{0}
+		c.encID, c.encIdx = c.opts.writeSchemaID(), []int{0}
 		return nil
 	}
 	if c.opts.Subject == "" {
