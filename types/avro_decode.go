@@ -54,6 +54,7 @@ type adec struct {
 type adecField struct {
 	pos  int // the reader field; -1 skips the writer field
 	node *adec
+	name string // the reader field's name, for errors
 }
 
 func (c *avroCodec) plan(id int) *adec {
@@ -264,7 +265,7 @@ func decRecord(rs *avro.RecordSchema, names []string, types []Type) (*adec, erro
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %v", f.Name(), err)
 		}
-		n.fields = append(n.fields, adecField{pos: pos, node: fn})
+		n.fields = append(n.fields, adecField{pos: pos, node: fn, name: names[pos]})
 	}
 	for i, s := range seen {
 		if !s {
@@ -703,6 +704,9 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 				fd = &l[f.pos]
 			}
 			if err := c.decode(f.node, fd); err != nil {
+				if f.pos >= 0 {
+					return inField(err, f.name)
+				}
 				return err
 			}
 		}
