@@ -61,7 +61,8 @@ type protoCodec struct {
 	plans   map[pkey]*pdec
 	lastKey pkey
 	last    *pdec
-	own1    *pdec // PROTOBUF_NOSR: the plan for the own schema
+	own1    *pdec                            // PROTOBUF_NOSR: the plan for the own schema
+	nums    map[protoreflect.FieldNumber]int // see readerNums
 	hdr     sr.ConfluentHeader
 }
 

@@ -79,6 +79,13 @@ var errProtoShape = errors.New("shape")
 
 // decMessage plans reading md into the fields named names with types.
 func decMessage(md protoreflect.MessageDescriptor, names []string, types []Type, depth int) (*pdec, error) {
+	return decMessageNums(md, names, types, depth, nil)
+}
+
+// decMessageNums is decMessage where nums, when set, gives the column of
+// a field number (from the schema the columns were inferred from), so a
+// field renamed in the writer's schema still reads into its column.
+func decMessageNums(md protoreflect.MessageDescriptor, names []string, types []Type, depth int, nums map[protoreflect.FieldNumber]int) (*pdec, error) {
 	if depth > 32 {
 		return nil, fmt.Errorf("messages nest too deeply (a recursive message?)")
 	}
@@ -128,7 +135,12 @@ func decMessage(md protoreflect.MessageDescriptor, names []string, types []Type,
 			add(fd, f)
 			continue
 		}
-		pos := matchName(string(fd.Name()), nil, names)
+		pos := -1
+		if p, ok := nums[fd.Number()]; ok {
+			pos = p
+		} else {
+			pos = matchName(string(fd.Name()), nil, names)
+		}
 		if pos < 0 || matched[pos] {
 			add(fd, &pfield{pos: -1, sub: -1})
 			continue
@@ -403,11 +415,15 @@ func (c *protoCodec) plan(key pkey) *pdec {
 			p = &pdec{err: fmt.Errorf("schema ID %d is %s, not PROTOBUF", id, rs.Type)}
 		default:
 			md, err := compileProto(c.opts.Schemas, rs, append([]int(nil), key.idx[:key.n]...))
+			var nums map[protoreflect.FieldNumber]int
+			if err == nil {
+				nums, err = c.readerNums()
+			}
 			if registryDown(err) {
 				return nil
 			}
 			if err == nil {
-				p, err = decMessage(md, c.names, c.types, 0)
+				p, err = decMessageNums(md, c.names, c.types, 0, nums)
 			}
 			if err != nil {
 				p = &pdec{err: fmt.Errorf("schema ID %d cannot be read as the columns: %v", id, err)}
@@ -419,6 +435,36 @@ func (c *protoCodec) plan(key pkey) *pdec {
 	}
 	c.lastKey, c.last = key, p
 	return p
+}
+
+// readerNums maps the field numbers of the schema the columns were
+// inferred from (FormatOptions.ReaderSchemaID) to the columns, once; nil
+// without one.
+func (c *protoCodec) readerNums() (map[protoreflect.FieldNumber]int, error) {
+	if c.opts.ReaderSchemaID == 0 || c.nums != nil {
+		return c.nums, nil
+	}
+	rs, err := c.opts.Schemas.SchemaByID(c.opts.ReaderSchemaID)
+	if err != nil {
+		return nil, err
+	}
+	md, err := compileProto(c.opts.Schemas, rs, []int{0})
+	if err != nil {
+		return nil, err
+	}
+	nums := map[protoreflect.FieldNumber]int{}
+	fields := md.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if oo := fd.ContainingOneof(); oo != nil && !oo.IsSynthetic() {
+			continue
+		}
+		if pos := matchName(string(fd.Name()), nil, c.names); pos >= 0 {
+			nums[fd.Number()] = pos
+		}
+	}
+	c.nums = nums
+	return nums, nil
 }
 
 func (c *protoCodec) decodeTop(m *pdec, data []byte, row Row) error {

@@ -308,3 +308,36 @@ func TestProtobufColumns(t *testing.T) {
 		t.Errorf("inferred\n %s\nwant\n %s", got, want)
 	}
 }
+
+// TestProtobufFieldNumbers: columns inferred from a schema follow its
+// field numbers, so a writer that renamed a field still fills the column.
+func TestProtobufFieldNumbers(t *testing.T) {
+	reg := startRegistry(t)
+	v1 := "syntax = \"proto3\";\nmessage U { int64 id = 1; string name = 2; }\n"
+	v2 := "syntax = \"proto3\";\nmessage U { int64 id = 1; string full_name = 2; string email = 3; }\n"
+	rid, err := reg.Register("u-value", RegisteredSchema{Type: SchemaTypeProtobuf, Text: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, _, err := SchemaColumns(reg, FormatProtobuf, RegisteredSchema{Type: SchemaTypeProtobuf, Text: v1}, "ROWVAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Schema{Columns: cols}
+	dec, err := NewDecoderOpts(FormatProtobuf, s, s.ValueIndexes(), FormatOptions{Schemas: reg, ReaderSchemaID: rid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := message(t, v2, "U")
+	m := dynamicpb.NewMessage(md)
+	m.Set(md.Fields().ByName("id"), protoreflect.ValueOfInt64(9))
+	m.Set(md.Fields().ByName("full_name"), protoreflect.ValueOfString("ann"))
+	m.Set(md.Fields().ByName("email"), protoreflect.ValueOfString("a@x"))
+	row := make(Row, len(cols))
+	if err := dec.Decode(protoRecord(t, reg, "u-value", v2, []int{0}, m), row); err != nil {
+		t.Fatal(err)
+	}
+	if got := Text(row[0], cols[0].Type) + "|" + Text(row[1], cols[1].Type); got != "9|ann" {
+		t.Errorf("read %s, want 9|ann (field 2 renamed name → full_name)", got)
+	}
+}
