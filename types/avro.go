@@ -66,8 +66,9 @@ type avroCodec struct {
 	plans   map[int]*adec // by writer schema ID
 	lastID  int
 	last    *adec
-	payload int    // length of the record being read: no string is longer
-	buf     []byte // STRING and BYTES values of the record being read
+	payload int        // length of the record being read: no string is longer
+	aliases [][]string // see readerAliases
+	buf     []byte     // STRING and BYTES values of the record being read
 }
 
 // maxBadPlans bounds the schema IDs a decoder remembers as unreadable:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/hamba/avro/v2"
@@ -94,7 +95,11 @@ func (c *avroCodec) newPlan(id int) *adec {
 	}
 	var p *adec
 	if c.wrap {
-		p, err = decRecordTop(sch, c.names, c.types)
+		aliases, aerr := c.readerAliases()
+		if registryDown(aerr) {
+			return nil
+		}
+		p, err = decRecordTop(sch, c.names, c.types, aliases)
 	} else {
 		p, err = decNode(sch, c.types[0])
 	}
@@ -107,6 +112,37 @@ func (c *avroCodec) newPlan(id int) *adec {
 		}
 	}
 	return p
+}
+
+// readerAliases returns, once, per column the aliases its field has in
+// the schema the columns were inferred from (FormatOptions.ReaderSchemaID):
+// a writer that still uses an old name of a renamed field fills the
+// column, as Avro schema resolution reads reader aliases.
+func (c *avroCodec) readerAliases() ([][]string, error) {
+	if c.opts.ReaderSchemaID == 0 || c.aliases != nil {
+		return c.aliases, nil
+	}
+	rs, err := c.opts.Schemas.SchemaByID(c.opts.ReaderSchemaID)
+	if err != nil {
+		return nil, err
+	}
+	sch, err := parseAvroCached(c.opts.Schemas, rs)
+	if err != nil {
+		return nil, err
+	}
+	if u, ok := sch.(*avro.UnionSchema); ok {
+		sch = unionValue(u)
+	}
+	aliases := make([][]string, len(c.names))
+	if rec, ok := sch.(*avro.RecordSchema); ok {
+		for _, f := range rec.Fields() {
+			if pos := matchName(f.Name(), nil, c.names); pos >= 0 {
+				aliases[pos] = f.Aliases()
+			}
+		}
+	}
+	c.aliases = aliases
+	return aliases, nil
 }
 
 // readerDefaults fills, for the columns writer plan p lacks, the defaults
@@ -232,13 +268,15 @@ func parseAvroCached(src SchemaSource, rs RegisteredSchema) (avro.Schema, error)
 	return s, nil
 }
 
-func decRecordTop(sch avro.Schema, names []string, types []Type) (*adec, error) {
+// decRecordTop plans reading a top-level record into the columns; aliases,
+// when set, are per column the reader schema's aliases of its field.
+func decRecordTop(sch avro.Schema, names []string, types []Type, aliases [][]string) (*adec, error) {
 	if u, ok := sch.(*avro.UnionSchema); ok {
 		return decUnion(u, func(b avro.Schema) (*adec, error) {
 			if b.Type() == avro.Null {
 				return &adec{op: dNull}, nil
 			}
-			return decRecordTop(b, names, types)
+			return decRecordTop(b, names, types, aliases)
 		})
 	}
 	if r, ok := sch.(*avro.RefSchema); ok {
@@ -248,14 +286,29 @@ func decRecordTop(sch avro.Schema, names []string, types []Type) (*adec, error) 
 	if !ok {
 		return nil, fmt.Errorf("the writer schema is %s, not a record", sch.Type())
 	}
-	return decRecord(rs, names, types)
+	return decRecordAliases(rs, names, types, aliases)
 }
 
 func decRecord(rs *avro.RecordSchema, names []string, types []Type) (*adec, error) {
+	return decRecordAliases(rs, names, types, nil)
+}
+
+// decRecordAliases plans reading rs into fields names; a writer field
+// matches a field by name, then by one of the writer field's aliases, then
+// by one of the reader's (aliases, per field).
+func decRecordAliases(rs *avro.RecordSchema, names []string, types []Type, aliases [][]string) (*adec, error) {
 	n := &adec{op: dRecord, nfields: len(names)}
 	seen := make([]bool, len(names))
 	for _, f := range rs.Fields() {
 		pos := matchName(f.Name(), f.Aliases(), names)
+		for i := 0; pos < 0 && i < len(aliases); i++ {
+			for _, a := range aliases[i] {
+				if strings.EqualFold(a, f.Name()) && !seen[i] {
+					pos = i
+					break
+				}
+			}
+		}
 		if pos < 0 || seen[pos] {
 			n.fields = append(n.fields, adecField{pos: -1, node: skipNode(f.Type())})
 			continue

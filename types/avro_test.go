@@ -633,3 +633,33 @@ func TestAvroWritesWithTheInferredSchema(t *testing.T) {
 		t.Errorf("pv-value has versions %v; the encoder registered a schema of its own", vs)
 	}
 }
+
+// TestAvroReaderAliases: columns inferred from a schema that renamed a
+// field (keeping the old name as an alias) read records written with the
+// old name.
+func TestAvroReaderAliases(t *testing.T) {
+	reg := startRegistry(t)
+	old := writerRecord(t, reg, "a-value", `{"type":"record","name":"u","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"}]}`,
+		map[string]any{"id": int64(1), "name": "ann"})
+	renamed := `{"type":"record","name":"u","fields":[{"name":"id","type":"long"},{"name":"full_name","aliases":["name"],"type":"string"}]}`
+	rid, err := reg.Register("a-value", RegisteredSchema{Type: SchemaTypeAvro, Text: renamed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, _, err := SchemaColumns(reg, FormatAvro, RegisteredSchema{Text: renamed}, "ROWVAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Schema{Columns: cols}
+	dec, err := NewDecoderOpts(FormatAvro, s, s.ValueIndexes(), FormatOptions{Schemas: reg, ReaderSchemaID: rid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make(Row, len(cols))
+	if err := dec.Decode(old, row); err != nil {
+		t.Fatal(err)
+	}
+	if got := Text(row[0], cols[0].Type) + "|" + Text(row[1], cols[1].Type); got != "1|ann" {
+		t.Errorf("read %s (columns %v), want 1|ann", got, s)
+	}
+}
