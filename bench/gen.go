@@ -19,8 +19,9 @@ import (
 // with hot auctions and bidders, key = auction id as a decimal string.
 
 // preload creates topic with 4 partitions and produces n bids to it as fast
-// as it can. It returns the exact median price (the lower median).
-func preload(ctx context.Context, brokers []string, topic string, n int) (median int64, err error) {
+// as it can. It returns the exact median price (the lower median). A
+// non-nil encode turns each JSON value into what is produced.
+func preload(ctx context.Context, brokers []string, topic string, n int, encode func([]byte) ([]byte, error)) (median int64, err error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond),
 		kgo.MaxBufferedRecords(200_000), kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -65,7 +66,13 @@ func preload(ctx context.Context, brokers []string, topic string, n int) (median
 			return 0, fmt.Errorf("generated bid %q: %w", rec.Value, err)
 		}
 		prices = append(prices, fields.Price)
-		cl.Produce(ctx, &kgo.Record{Key: bytes.Clone(rec.Key), Value: bytes.Clone(rec.Value)}, promise)
+		value := bytes.Clone(rec.Value)
+		if encode != nil {
+			if value, err = encode(rec.Value); err != nil {
+				return 0, err
+			}
+		}
+		cl.Produce(ctx, &kgo.Record{Key: bytes.Clone(rec.Key), Value: value}, promise)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return 0, err

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -93,8 +94,8 @@ func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	todo := scenarios
 	if *scenario != "" {
-		if !slices.Contains(scenarios, *scenario) {
-			fatal(fmt.Errorf("unknown scenario %q (want one of %s)", *scenario, strings.Join(scenarios, ", ")))
+		if !slices.Contains(scenarios, *scenario) && *scenario != "stateless-avro" {
+			fatal(fmt.Errorf("unknown scenario %q (want one of %s, or stateless-avro)", *scenario, strings.Join(scenarios, ", ")))
 		}
 		todo = []string{*scenario}
 	}
@@ -167,9 +168,22 @@ func runScenario(sc string, n, reps int) (result, error) {
 	theBroker = b
 	defer func() { theBroker = nil }()
 	brokers := []string{b.addr}
-	input := "bids_" + sc
+	input := "bids_" + strings.ReplaceAll(sc, "-", "_")
+	var schemas *registry.Client
+	var encode func([]byte) ([]byte, error)
+	if sc == "stateless-avro" {
+		cl, stop, err := startRegistry(ctx, brokers)
+		if err != nil {
+			return result{}, err
+		}
+		defer stop()
+		schemas = cl
+		if encode, err = avroEncoder(schemas, input); err != nil {
+			return result{}, err
+		}
+	}
 	began := time.Now()
-	median, err := preload(ctx, brokers, input, n)
+	median, err := preload(ctx, brokers, input, n, encode)
 	if err != nil {
 		return result{}, fmt.Errorf("preloading: %w", err)
 	}
@@ -190,13 +204,13 @@ func runScenario(sc string, n, reps int) (result, error) {
 	var sqlRuns, handRuns []run
 	for i := 0; i < reps; i++ {
 		id := fmt.Sprintf("%s_r%d", sc, i)
-		r, err := runSQL(ctx, admin, brokers, sc, id, input, median, ends)
+		r, err := runSQL(ctx, admin, brokers, sc, id, input, median, ends, schemas)
 		if err != nil {
 			return res, fmt.Errorf("sqlstreams run %d: %w", i, err)
 		}
 		logf("%s sqlstreams #%d: %v, %.0f rec/s, %.2f CPU s (broker %.2f), %d GCs, %.0f MB allocated", sc, i, r.wall, float64(n)/r.wall.Seconds(), r.cpu.Seconds(), r.brokerCPU.Seconds(), r.gcs, r.allocMB)
 		sqlRuns = append(sqlRuns, r)
-		r, err = runHandwritten(ctx, admin, brokers, sc, id, input, median, ends)
+		r, err = runHandwritten(ctx, admin, brokers, sc, id, input, median, ends, schemas)
 		if err != nil {
 			return res, fmt.Errorf("handwritten run %d: %w", i, err)
 		}
@@ -329,7 +343,7 @@ func committedAll(ctx context.Context, admin *kadm.Client, group string, ends ka
 	return done, nil
 }
 
-func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, input string, median int64, ends kadm.ListedOffsets) (run, error) {
+func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, input string, median int64, ends kadm.ListedOffsets, schemas *registry.Client) (run, error) {
 	svc := "svc_" + id
 	stateDir, err := os.MkdirTemp("", "sqlstreams-bench-state-")
 	if err != nil {
@@ -339,8 +353,13 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 	// The state memory budgets of a server with default flags.
 	rocks := state.NewRocksResources(0, 0, 0)
 	defer rocks.Close()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, ServiceID: svc, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks,
-		Threads: *threads})
+	cfg := engine.Config{Brokers: brokers, ServiceID: svc, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks,
+		Threads: *threads}
+	format := "JSON"
+	if schemas != nil {
+		cfg.Schemas, format = schemas, "AVRO"
+	}
+	eng, err := engine.Open(ctx, cfg)
 	if err != nil {
 		return run{}, err
 	}
@@ -361,13 +380,13 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 	if sc == "hopping" || sc == "tumbling" {
 		eventTime = ", TIMESTAMP='dateTime'"
 	}
-	if err := exec(fmt.Sprintf("CREATE STREAM bids (auction VARCHAR KEY, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime BIGINT, extra VARCHAR) WITH (KAFKA_TOPIC='%s', VALUE_FORMAT='JSON', PARTITIONS=4%s)", input, eventTime)); err != nil {
+	if err := exec(fmt.Sprintf("CREATE STREAM bids (auction VARCHAR KEY, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime BIGINT, extra VARCHAR) WITH (KAFKA_TOPIC='%s', VALUE_FORMAT='%s', PARTITIONS=4%s)", input, format, eventTime)); err != nil {
 		return run{}, err
 	}
 	out := "out_" + id
 	var stmt string
 	switch sc {
-	case "stateless":
+	case "stateless", "stateless-avro":
 		stmt = fmt.Sprintf("CREATE STREAM out WITH (KAFKA_TOPIC='%s') AS SELECT auction, bidder, price * 908 / 1000 AS euros, channel FROM bids WHERE price > %d EMIT CHANGES", out, median)
 	case "hopping":
 		stmt = fmt.Sprintf("CREATE TABLE hops WITH (KAFKA_TOPIC='%s') AS SELECT auction, COUNT(*) AS n FROM bids WINDOW HOPPING (SIZE 10 SECONDS, ADVANCE BY 2 SECONDS, GRACE PERIOD 0 SECONDS) GROUP BY auction", out)
@@ -413,10 +432,16 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 	return r, nil
 }
 
-func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, input string, median int64, ends kadm.ListedOffsets) (run, error) {
+func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, input string, median int64, ends kadm.ListedOffsets, schemas *registry.Client) (run, error) {
 	cfg := handConfig{brokers: brokers, group: "hand_" + id, input: input, output: "hand_out_" + id, median: median}
 	var proc processor
 	switch sc {
+	case "stateless-avro":
+		p, err := newStatelessAvro(schemas, median, cfg.output)
+		if err != nil {
+			return run{}, err
+		}
+		proc = p
 	case "stateless":
 		proc = &stateless{median: median, out: cfg.output}
 	case "hopping":

@@ -22,6 +22,11 @@ type Command struct {
 	// Props are the session properties in force when it ran (they decide,
 	// e.g., where a new query starts reading).
 	Props map[string]string `json:"props,omitempty"`
+	// KeySchemaID and ValueSchemaID are the registered schemas a CREATE
+	// STREAM|TABLE without a column list took its columns from, so that
+	// a replay gets the same columns.
+	KeySchemaID   int `json:"keySchemaId,omitempty"`
+	ValueSchemaID int `json:"valueSchemaId,omitempty"`
 }
 
 // CommandTopic returns the command topic's name for a service ID.

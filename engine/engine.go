@@ -60,6 +60,9 @@ type Config struct {
 	// catalog. Queries get the same IDs at every start, so they resume
 	// from their committed offsets.
 	Headless []string
+	// Schemas is the schema registry the AVRO format uses (nil: AVRO
+	// sources and sinks fail when they read or write a record).
+	Schemas types.SchemaSource
 }
 
 const defaultCommitInterval = 100 * time.Millisecond
@@ -194,6 +197,15 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		cmd := catalog.Command{Statement: text, Props: copyProps(s.Props)}
+		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
+			// Columns inferred from the registry are recorded by
+			// schema ID: a replay must get the same ones.
+			inf, err := sql.InferColumns(cs, e.cfg.Schemas, sql.Inferred{})
+			if err != nil {
+				return Result{}, err
+			}
+			cmd.KeySchemaID, cmd.ValueSchemaID = inf.KeySchemaID, inf.ValueSchemaID
+		}
 		return e.apply(ctx, st, cmd, true)
 	case *sql.InsertValues:
 		return e.insertValues(ctx, st)
@@ -267,10 +279,15 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s is a %s, not a %s", st.Name, old.Kind, st.Kind)
 		}
 	}
+	if _, err := sql.InferColumns(st, e.cfg.Schemas, sql.Inferred{KeySchemaID: cmd.KeySchemaID, ValueSchemaID: cmd.ValueSchemaID}); err != nil {
+		return Result{}, err
+	}
 	src, err := sql.BindCreateSource(st)
 	if err != nil {
 		return Result{}, err
 	}
+	e.useSchemas(src)
+	src.KeyOptions.ReaderSchemaID, src.ValueOptions.ReaderSchemaID = cmd.KeySchemaID, cmd.ValueSchemaID
 	if old, ok := e.cat.Source(st.Name); ok {
 		// OR REPLACE of a declared source: same topic, columns only added.
 		refuse := func(format string, args ...any) (Result, error) {
@@ -308,6 +325,27 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 		return Result{}, err
 	}
 	return tag, nil
+}
+
+// exists reports whether a CREATE IF NOT EXISTS of name will do nothing.
+func (e *Engine) exists(name string, ifNotExists bool) bool {
+	_, ok := e.cat.Source(name)
+	return ok && ifNotExists
+}
+
+// useSchemas gives src's formats the engine's schema registry.
+// A source already in the catalog (INSERT INTO's target) has it and is
+// not written to.
+func (e *Engine) useSchemas(src *catalog.Source) {
+	if e.cfg.Schemas == nil {
+		return
+	}
+	if src.KeyOptions.Schemas == nil {
+		src.KeyOptions.Schemas = e.cfg.Schemas
+	}
+	if src.ValueOptions.Schemas == nil {
+		src.ValueOptions.Schemas = e.cfg.Schemas
+	}
 }
 
 // materialize registers a source table and starts the query that keeps
@@ -489,6 +527,7 @@ func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd cat
 // command carries), records a live command, registers the query (and its
 // sink, when newSink) in the catalog and starts it.
 func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, live, newSink bool) error {
+	e.useSchemas(sink.Target)
 	id := cmd.QueryID
 	if id == "" {
 		id = fmt.Sprintf("%s_%d", prefix, e.nextID)
@@ -589,6 +628,7 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 	if err != nil {
 		return err
 	}
+	e.useSchemas(sink.Target)
 	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
 	if err != nil {
 		return err

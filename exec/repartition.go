@@ -39,7 +39,7 @@ func newRepartition(name string, r *physical.Repartition, out *outbox) (*reparti
 		idx[i] = i
 	}
 	var err error
-	if op.key, err = types.NewEncoder(r.KeyFormat, r.KeySchema, idx); err != nil {
+	if op.key, err = types.NewEncoderOpts(r.KeyFormat, r.KeySchema, idx, r.KeyOptions); err != nil {
 		return nil, fmt.Errorf("%s key: %w", name, err)
 	}
 	var cols []int

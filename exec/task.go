@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // TaskID names a task: a sub-topology and the partition it works on.
@@ -168,7 +169,9 @@ func (t *Task) process(bad func(*kgo.Record, error)) (n int, err error) {
 		n++
 		if err := q.src.process(cur); err != nil {
 			var fe *fatalError
-			if errors.As(err, &fe) {
+			if errors.As(err, &fe) || errors.Is(err, types.ErrRegistry) {
+				// Not the record's fault (e.g. the schema registry is
+				// down): fail, and reprocess it after the restart.
 				return n, fmt.Errorf("task %s: %w", t.id, err)
 			}
 			bad(cur, err)

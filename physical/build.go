@@ -139,7 +139,7 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		schema := agg.Input.Schema()
 		topic := appID + "-GROUPBY-repartition"
 		g.Add("REPARTITION-GROUPBY", &Repartition{Topic: topic, KeyExprs: agg.GroupBy,
-			KeySchema: types.Schema{Columns: agg.Schema().Columns[:len(agg.GroupBy)]}, KeyFormat: keyFormat, In: schema}, in)
+			KeySchema: types.Schema{Columns: agg.Schema().Columns[:len(agg.GroupBy)]}, KeyFormat: keyFormat, KeyOptions: keyOptions, In: schema}, in)
 		// The next sub-topology reads every column from the value, in the
 		// same layout, so the aggregate's expressions apply unchanged.
 		cols := make([]types.Column, len(schema.Columns))

@@ -242,9 +242,10 @@ type Repartition struct {
 	KeyExprs []expr.Expr
 	// KeySchema lays out the key columns KeyExprs compute; KeyFormat
 	// encodes them.
-	KeySchema types.Schema
-	KeyFormat string
-	In        types.Schema
+	KeySchema  types.Schema
+	KeyFormat  string
+	KeyOptions types.FormatOptions // the sink's: a registry format's schema source and subject
+	In         types.Schema
 }
 
 func (r *Repartition) Schema() types.Schema { return r.In }

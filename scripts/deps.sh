@@ -10,6 +10,11 @@ command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 /usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1 || need+=(python3-psycopg2)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+# Confluent's Python Avro serializer and JSON Schema deserializer, and
+# Google's protoc, for the registry formats' end-to-end tests.
+/usr/bin/python3 -c 'import confluent_kafka.avro' >/dev/null 2>&1 || need+=(python3-confluent-kafka python3-avro python3-requests)
+/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || need+=(python3-jsonschema)
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   SUDO=""

@@ -413,6 +413,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
 	}
+	setSubjects(target)
 	if len(target.Schema.KeyIndexes()) == 0 {
 		target.KeyFormat = types.FormatNone
 	}
@@ -491,6 +492,25 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 				return bad(p, "WRAP_SINGLE_VALUE must be true or false")
 			}
 			s.ValueOptions.WrapSingleValue = &v
+		case "VALUE_SCHEMA_ID", "KEY_SCHEMA_ID":
+			id, err := strconv.ParseInt(p.Value, 10, 32)
+			if err != nil || id < 1 {
+				return bad(p, "%s must be a positive schema ID", name)
+			}
+			if name == "VALUE_SCHEMA_ID" {
+				s.ValueOptions.SchemaID = int(id)
+			} else {
+				s.KeyOptions.SchemaID = int(id)
+			}
+		case "VALUE_AVRO_SCHEMA_FULL_NAME", "KEY_AVRO_SCHEMA_FULL_NAME":
+			if p.Value == "" {
+				return bad(p, "%s cannot be empty", name)
+			}
+			if name == "VALUE_AVRO_SCHEMA_FULL_NAME" {
+				s.ValueOptions.FullName = p.Value
+			} else {
+				s.KeyOptions.FullName = p.Value
+			}
 		case "TIMESTAMP":
 			s.TimestampColumn = propIdent(p.Value)
 		case "TIMESTAMP_FORMAT":
@@ -545,6 +565,13 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 	return nil
 }
 
+// setSubjects names the schema registry subjects of s's key and value
+// schemas as ksqlDB does: <topic>-key and <topic>-value.
+func setSubjects(s *catalog.Source) {
+	s.KeyOptions.Subject = s.Topic + "-key"
+	s.ValueOptions.Subject = s.Topic + "-value"
+}
+
 // propIdent reads a property naming a column: upper-cased unless quoted
 // with backticks or double quotes.
 func propIdent(v string) string {
@@ -572,6 +599,9 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 		}
 		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key})
 	}
+	if len(cs.Columns) == 0 {
+		return nil, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
+	}
 	if cs.Kind == catalog.Table && len(s.Schema.KeyIndexes()) == 0 {
 		return nil, Errorf(CodeSyntaxError, "table %s needs a PRIMARY KEY column", cs.Name)
 	}
@@ -588,6 +618,7 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 		return nil, err
 	}
 	s.Topic = topic.Value
+	setSubjects(s)
 	keys := s.Schema.KeyIndexes()
 	if len(keys) == 0 {
 		s.KeyFormat = types.FormatNone

@@ -202,7 +202,13 @@ func (p *parser) create() (Statement, error) {
 	}
 	if !p.peek().is("AS") {
 		if props != nil {
-			return nil, p.errorf(p.peek(), "syntax error: CREATE %s needs a column list or AS SELECT", kind)
+			// No column list: the columns come from the schema
+			// registry (see InferColumns).
+			if err := p.end(); err != nil {
+				return nil, err
+			}
+			return &CreateSource{base: nb, Kind: kind, Name: name, OrReplace: orReplace,
+				IfNotExists: ifNotExists, Source: source, Props: props}, nil
 		}
 		return nil, p.unexpected(p.peek(), "a column list, WITH or AS SELECT")
 	}

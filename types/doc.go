@@ -7,8 +7,17 @@
 //	           layout of Kafka's Java serializers (kafka.go)
 //	DELIMITED  one CSV line of scalar columns (delimited.go)
 //	NONE       no columns
+//	AVRO       every type, Confluent wire format, schemas in a registry
+//	           reached through a SchemaSource (avro.go, with hamba/avro)
+//	JSON_SR    the JSON format behind the Confluent wire header, with a
+//	           JSON Schema in the registry (jsonsr.go)
+//	PROTOBUF   Confluent wire format with message indexes, .proto files
+//	           in the registry compiled with bufbuild/protocompile, read
+//	           and written with protowire by descriptor-driven plans
+//	           (protobuf.go); PROTOBUF_NOSR the bare encoding
 //
-// AVRO, PROTOBUF and JSON_SR are not supported yet. NewDecoderOpts and
+// AvroColumns, JSONSchemaColumns, ProtobufColumns and SchemaColumns infer
+// columns from a registered schema, as ksqlDB's schema inference does. NewDecoderOpts and
 // NewEncoderOpts build a codec for some columns of a schema once, checking
 // then everything the format cannot hold; FormatOptions carries ksqlDB's
 // WRAP_SINGLE_VALUE and KEY_DELIMITER/VALUE_DELIMITER.

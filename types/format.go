@@ -13,6 +13,7 @@ const (
 	FormatKafka     = "KAFKA"
 	FormatNone      = "NONE"
 	FormatDelimited = "DELIMITED"
+	FormatAvro      = "AVRO"
 )
 
 // ErrBadRecord wraps every error a decoder returns for bytes that do not fit
@@ -29,7 +30,9 @@ func badRecord(format string, args ...any) error {
 type Decoder interface {
 	// Decode sets the decoder's columns of row from data. Columns absent
 	// from data are set to NULL, and a nil data (a Kafka null) sets them
-	// all to NULL. Errors wrap ErrBadRecord. STRING and BYTES values, and
+	// all to NULL. Errors wrap ErrBadRecord, except that the registry
+	// formats return errors wrapping ErrRegistry when the schema registry
+	// cannot be asked (the record is not at fault). STRING and BYTES values, and
 	// the elements of composite values, may alias data or the decoder's
 	// buffers: they are valid until the next Decode. Decode reuses the
 	// element slices (Datum.L) it finds in row for composite values.
@@ -59,16 +62,47 @@ type FormatOptions struct {
 	// DELIMITED and KAFKA never wrap: they accept false and refuse
 	// true; NONE refuses both.
 	WrapSingleValue *bool
+
+	// Schemas is the schema registry the AVRO format reads writer
+	// schemas from and registers its schemas in. A codec is built without
+	// it (to check the columns); Decode and Encode then fail. See
+	// SchemaSource.
+	Schemas SchemaSource
+	// Subject is the registry subject the encoder registers its schema
+	// under, ksqlDB's "<topic>-value" or "<topic>-key".
+	Subject string
+	// SchemaID is ksqlDB's VALUE_SCHEMA_ID / KEY_SCHEMA_ID: write with this
+	// existing schema instead of registering one made from the columns.
+	// 0 means none.
+	SchemaID int
+	// ReaderSchemaID, for columns inferred from the registry, is the
+	// schema they came from: an AVRO field the writer's schema lacks reads
+	// as that schema's default for it (Avro schema resolution) instead of
+	// NULL, and encoders write with it (as with SchemaID). 0 means none.
+	ReaderSchemaID int
+	// FullName is ksqlDB's VALUE_AVRO_SCHEMA_FULL_NAME: the full name of
+	// the record the encoder registers (default
+	// io.confluent.ksql.avro_schemas.KsqlDataSourceSchema).
+	FullName string
+}
+
+// writeSchemaID is the registered schema an encoder writes with instead of
+// registering its own: SchemaID, else the schema inferred columns came
+// from (ReaderSchemaID), so that writes to an inferred source use the
+// subject's schema. 0: register the columns' own.
+func (o FormatOptions) writeSchemaID() int {
+	if o.SchemaID != 0 {
+		return o.SchemaID
+	}
+	return o.ReaderSchemaID
 }
 
 // NormalizeFormat upper-cases a format name and checks it is known.
 func NormalizeFormat(name string) (string, error) {
 	f := strings.ToUpper(name)
 	switch f {
-	case FormatJSON, FormatKafka, FormatNone, FormatDelimited:
+	case FormatJSON, FormatKafka, FormatNone, FormatDelimited, FormatAvro, FormatJSONSR, FormatProtobuf, FormatProtobufNoSR:
 		return f, nil
-	case "AVRO", "PROTOBUF", "JSON_SR", "PROTOBUF_NOSR":
-		return "", fmt.Errorf("format %s is not supported yet", f)
 	}
 	return "", fmt.Errorf("unknown format %q", name)
 }
@@ -142,7 +176,11 @@ func NewDecoderRead(format string, s Schema, cols []int, read []bool, o FormatOp
 	if err != nil || read == nil {
 		return d, err
 	}
-	if j, ok := d.(*jsonCodec); ok && j.wrap {
+	j, ok := d.(*jsonCodec)
+	if sr, isSR := d.(*jsonSRCodec); isSR {
+		j, ok = sr.jsonCodec, true
+	}
+	if ok && j.wrap {
 		j.read = make([]bool, len(cols))
 		for i, col := range cols {
 			j.read[i] = col < len(read) && read[col]
@@ -178,9 +216,19 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			return nil, err
 		}
 	}
+	if o.SchemaID != 0 && format != FormatAvro && format != FormatJSONSR && format != FormatProtobuf {
+		return nil, fmt.Errorf("format %s does not take a schema ID; AVRO, JSON_SR and PROTOBUF do", format)
+	}
+	if o.FullName != "" && format != FormatAvro {
+		return nil, fmt.Errorf("format %s does not take an Avro schema name; AVRO does", format)
+	}
 	if o.WrapSingleValue != nil {
 		switch format {
-		case FormatJSON:
+		case FormatJSON, FormatJSONSR:
+			if len(cols) != 1 {
+				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
+			}
+		case FormatAvro:
 			if len(cols) != 1 {
 				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
 			}
@@ -207,6 +255,20 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			d = ','
 		}
 		return newDelimitedCodec(s, cols, d)
+	case FormatProtobuf, FormatProtobufNoSR:
+		return newProtoCodec(format, s, cols, o)
+	case FormatJSONSR:
+		wrap := len(cols) != 1 || !isKey(s, cols)
+		if o.WrapSingleValue != nil {
+			wrap = *o.WrapSingleValue
+		}
+		return newJSONSRCodec(s, cols, wrap, o)
+	case FormatAvro:
+		wrap := len(cols) != 1 || !isKey(s, cols)
+		if o.WrapSingleValue != nil {
+			wrap = *o.WrapSingleValue
+		}
+		return newAvroCodec(s, cols, wrap, o)
 	case FormatNone:
 		if len(cols) > 0 {
 			return nil, fmt.Errorf("format NONE cannot hold columns")
@@ -214,6 +276,39 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 		return noneCodec{}, nil
 	}
 	return nil, fmt.Errorf("unknown format %q", format)
+}
+
+// SchemaColumns returns the columns ksqlDB infers from a registered schema
+// for format (AVRO: AvroColumns, JSON_SR: JSONSchemaColumns, PROTOBUF:
+// ProtobufColumns), fetching the schemas it references from src. wrapped
+// is false when the schema is not a record or object and gives one column
+// named single.
+func SchemaColumns(src SchemaSource, format string, rs RegisteredSchema, single string) (cols []Column, wrapped bool, err error) {
+	switch format {
+	case FormatAvro:
+		if rs.Type != "" && rs.Type != SchemaTypeAvro {
+			return nil, false, fmt.Errorf("the schema is %s, not AVRO", rs.Type)
+		}
+		return avroColumns(src, rs, single)
+	case FormatJSONSR:
+		if rs.Type != SchemaTypeJSON {
+			return nil, false, fmt.Errorf("the schema is %s, not JSON", rs.Type)
+		}
+		return JSONSchemaColumns(rs, single)
+	case FormatProtobuf:
+		if rs.Type != SchemaTypeProtobuf {
+			return nil, false, fmt.Errorf("the schema is %s, not PROTOBUF", rs.Type)
+		}
+		cols, err := protobufColumns(src, rs)
+		return cols, true, err
+	}
+	return nil, false, fmt.Errorf("format %s has no registered schemas", format)
+}
+
+// InfersColumns reports whether format's columns can come from the schema
+// registry.
+func InfersColumns(format string) bool {
+	return format == FormatAvro || format == FormatJSONSR || format == FormatProtobuf
 }
 
 // isKey reports whether cols are all key columns.

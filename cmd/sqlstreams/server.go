@@ -41,11 +41,17 @@ func runServer(args []string) int {
 	valueCache := stringFlag(fs, "state-value-cache", "64MiB", "cache of committed state values in front of RocksDB, shared by all state stores")
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
 	restFlags := addRESTFlags(fs)
+	regFlags := addRegistryFlags(fs)
 	pgFlags := definePgFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	pgOpts, err := pgFlags.options(*pgAddr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
+		return 2
+	}
+	regSettings, err := regFlags.settings()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
@@ -85,6 +91,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
+		registry: regSettings,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -100,6 +107,7 @@ type serverConfig struct {
 	pgOpts                                                                 []pgwire.Option
 	headless                                                               []string
 	threads                                                                int
+	registry                                                               registrySettings
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -129,6 +137,11 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	} else {
 		brokers = strings.Split(cfg.bootstrap, ",")
 	}
+	schemas, stopRegistry, err := startSchemaRegistry(ctx, log, cfg.registry, brokers, cfg.bootstrap == "")
+	if err != nil {
+		return err
+	}
+	defer stopRegistry()
 	instance := cfg.instanceID
 	if instance == "" {
 		instance = stableInstanceID(cfg.dataDir)
@@ -139,7 +152,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	eng, err := engine.Open(openCtx, engine.Config{
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
-		Threads: cfg.threads,
+		Threads: cfg.threads, Schemas: schemas,
 	})
 	cancel()
 	if err != nil {

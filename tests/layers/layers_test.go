@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"catalog":          {"types"},
 	"state":            {"types"},
 	"broker":           {},
+	"registry":         {"types"},
 	"planner":          {"types", "expr", "catalog"},
 	"physical":         {"types", "expr", "planner"},
 	"exec":             {"types", "expr", "physical", "state", "metrics"},

@@ -9,8 +9,8 @@
 //	s.Kill()                        // SIGKILL: a crash
 //	if err := s.Restart(); err != nil { t.Fatal(err) } // same data dir and ports
 //
-// A server runs `sqlstreams server` on three free loopback ports (Postgres
-// wire, HTTP, embedded Kafka broker) with its data in one directory, kept
+// A server runs `sqlstreams server` on four free loopback ports (Postgres
+// wire, HTTP, embedded Kafka broker, embedded schema registry) with its data in one directory, kept
 // across restarts. Its stdout and stderr go to a log file, appended to on
 // each start; a start is done when the log has the Postgres listening line.
 //
@@ -161,9 +161,10 @@ func Bin(path string) Option {
 // and Kill must not run concurrently with any other method; between them,
 // the fields and the other methods may be used from many goroutines.
 type Server struct {
-	// PGAddr, HTTPAddr and KafkaAddr are the Postgres wire, REST/metrics
-	// and embedded broker addresses, the same across restarts.
-	PGAddr, HTTPAddr, KafkaAddr string
+	// PGAddr, HTTPAddr, KafkaAddr and RegistryAddr are the Postgres wire,
+	// REST/metrics, embedded broker and embedded schema registry
+	// addresses, the same across restarts.
+	PGAddr, HTTPAddr, KafkaAddr, RegistryAddr string
 	// DataDir is the data directory, the same across restarts.
 	DataDir string
 	// LogPath is the log file: <DataDir>/server.log.
@@ -234,11 +235,11 @@ func (s *Server) launch() error {
 		}
 		s.bin = bin
 	}
-	addrs, err := freeAddrs(3)
+	addrs, err := freeAddrs(4)
 	if err != nil {
 		return err
 	}
-	s.PGAddr, s.HTTPAddr, s.KafkaAddr = addrs[0], addrs[1], addrs[2]
+	s.PGAddr, s.HTTPAddr, s.KafkaAddr, s.RegistryAddr = addrs[0], addrs[1], addrs[2], addrs[3]
 	if err := os.MkdirAll(s.DataDir, 0o755); err != nil {
 		return err
 	}
@@ -264,6 +265,7 @@ func (s *Server) Restart() error {
 		"--pg-addr", s.PGAddr,
 		"--http-addr", s.HTTPAddr,
 		"--embedded-kafka-addr", s.KafkaAddr,
+		"--schema-registry-addr", s.RegistryAddr,
 	}, s.args...)
 	fmt.Fprintf(logf, "=== testserver: starting %s %s at %s\n", s.bin, strings.Join(args, " "), time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.bin, args...)

@@ -1,0 +1,17 @@
+// Package registry is sqlstreams' schema registry: a client of any
+// Confluent-compatible registry (Client, the types.SchemaSource the AVRO
+// format reads and registers schemas through), and an embedded registry
+// (Registry) that serves Confluent's REST API from the single binary.
+//
+//	Confluent clients, kcat -r, pkg/sr ──HTTP──▶ Registry.Handler ─▶ Registry ◀─replay── _schemas (compacted topic)
+//	                                                                    └─produce each change before applying it─▶
+//	types (AVRO codec) ─▶ types.SchemaSource = Client ──HTTP──▶ any registry
+//
+// The embedded registry keeps Confluent's record layout in its topic, hands
+// out IDs from 1 up (an identical schema keeps one ID across subjects),
+// keeps per-subject versions with soft and permanent deletes, /config
+// compatibility levels (BACKWARD by default) and checks compatibility:
+// Avro with hamba/avro's schema resolution rules, Protobuf (compiled with
+// bufbuild/protocompile) by field numbers and wire types, JSON schemas in
+// the common cases (property types, required properties; not oneOf/$ref).
+package registry

@@ -1,0 +1,328 @@
+package registry_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/sqlstreams/sqlstreams/registry"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// startBroker starts an in-memory Kafka broker for the registry's topic.
+func startBroker(t *testing.T) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// serve opens the embedded registry on brokers and serves it over real
+// HTTP; it returns a pkg/sr client of it and a function that closes it.
+func serve(t *testing.T, brokers []string) (*sr.Client, func()) {
+	t.Helper()
+	reg, err := registry.Open(context.Background(), registry.Config{Brokers: brokers, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(reg.Handler())
+	cl, err := sr.NewClient(sr.URLs(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	stop := func() {
+		if !closed {
+			closed = true
+			srv.Close()
+			reg.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return cl, stop
+}
+
+const (
+	userV1 = `{"type":"record","name":"User","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"}]}`
+	// v2 adds a field with a default: BACKWARD compatible.
+	userV2 = `{"type":"record","name":"User","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},{"name":"email","type":["null","string"],"default":null}]}`
+	// v3 adds a field without a default: not BACKWARD compatible.
+	userV3 = `{"type":"record","name":"User","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},{"name":"age","type":"int"}]}`
+)
+
+func avroSchema(text string) sr.Schema { return sr.Schema{Schema: text, Type: sr.TypeAvro} }
+
+func srCode(err error) int {
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		return re.ErrorCode
+	}
+	return 0
+}
+
+// TestRegistryAPI drives the embedded registry with franz-go's pkg/sr
+// client over HTTP: registration, IDs shared across subjects, versions,
+// lookups, BACKWARD checks, /config levels and deletes.
+func TestRegistryAPI(t *testing.T) {
+	ctx := context.Background()
+	cl, _ := serve(t, startBroker(t))
+
+	id1, err := cl.RegisterSchema(ctx, "users-value", avroSchema(userV1), -1, -1)
+	if err != nil || id1 != 1 {
+		t.Fatalf("first registration: id %d, %v; want 1", id1, err)
+	}
+	if again, err := cl.RegisterSchema(ctx, "users-value", avroSchema(userV1), -1, -1); err != nil || again != id1 {
+		t.Fatalf("same schema again: id %d, %v; want %d", again, err, id1)
+	}
+	other, err := cl.CreateSchema(ctx, "copy-value", avroSchema(userV1))
+	if err != nil || other.ID != id1 || other.Version != 1 {
+		t.Fatalf("same schema, other subject: %+v, %v; want ID %d version 1", other, err, id1)
+	}
+	id2, err := cl.RegisterSchema(ctx, "users-value", avroSchema(userV2), -1, -1)
+	if err != nil || id2 != 2 {
+		t.Fatalf("compatible evolution: id %d, %v; want 2", id2, err)
+	}
+	_, err = cl.RegisterSchema(ctx, "users-value", avroSchema(userV3), -1, -1)
+	if code := srCode(err); code != 409 {
+		t.Fatalf("a field without a default under BACKWARD: %v (code %d), want error code 409", err, code)
+	}
+	res, err := cl.CheckCompatibility(ctx, "users-value", -1, avroSchema(userV3))
+	if err != nil || res.Is {
+		t.Fatalf("compatibility check of v3: %+v, %v; want not compatible", res, err)
+	}
+	if g := cl.Compatibility(ctx); g[0].Err != nil || g[0].Level != sr.CompatBackward {
+		t.Fatalf("global level %v, %v; want BACKWARD", g[0].Level, g[0].Err)
+	}
+	if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "users-value"); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	id3, err := cl.RegisterSchema(ctx, "users-value", avroSchema(userV3), -1, -1)
+	if err != nil || id3 != 3 {
+		t.Fatalf("v3 under NONE: id %d, %v; want 3", id3, err)
+	}
+
+	if vs, err := cl.SubjectVersions(ctx, "users-value"); err != nil || !slices.Equal(vs, []int{1, 2, 3}) {
+		t.Fatalf("versions %v, %v", vs, err)
+	}
+	latest, err := cl.SchemaByVersion(ctx, "users-value", -1)
+	if err != nil || latest.ID != 3 || latest.Version != 3 || latest.Schema.Schema != userV3 {
+		t.Fatalf("latest %+v, %v", latest, err)
+	}
+	byID, err := cl.SchemaByID(ctx, 2)
+	if err != nil || byID.Schema != userV2 {
+		t.Fatalf("schema 2: %+v, %v", byID, err)
+	}
+	if _, err := cl.SchemaByID(ctx, 99); srCode(err) != 40403 {
+		t.Fatalf("unknown ID: %v, want 40403", err)
+	}
+	found, err := cl.LookupSchema(ctx, "users-value", avroSchema(userV2))
+	if err != nil || found.ID != 2 || found.Version != 2 {
+		t.Fatalf("lookup v2: %+v, %v", found, err)
+	}
+	if subs, err := cl.Subjects(ctx); err != nil || !slices.Equal(subs, []string{"copy-value", "users-value"}) {
+		t.Fatalf("subjects %v, %v", subs, err)
+	}
+
+	// Soft delete, then permanent; the ID stays readable.
+	if vs, err := cl.DeleteSubject(ctx, "copy-value", sr.SoftDelete); err != nil || !slices.Equal(vs, []int{1}) {
+		t.Fatalf("soft delete: %v, %v", vs, err)
+	}
+	if subs, _ := cl.Subjects(ctx); !slices.Equal(subs, []string{"users-value"}) {
+		t.Fatalf("subjects after delete: %v", subs)
+	}
+	if _, err := cl.DeleteSubject(ctx, "copy-value", sr.HardDelete); err != nil {
+		t.Fatalf("permanent delete: %v", err)
+	}
+	if _, err := cl.SchemaByVersion(ctx, "copy-value", 1); srCode(err) != 40401 {
+		t.Fatalf("deleted subject: %v, want 40401", err)
+	}
+	if s, err := cl.SchemaByID(ctx, id1); err != nil || s.Schema != userV1 {
+		t.Fatalf("ID %d after its other subject was deleted: %v", id1, err)
+	}
+
+	// A schema that is not Avro is refused.
+	if _, err := cl.RegisterSchema(ctx, "bad-value", avroSchema(`{"type":"recrod"}`), -1, -1); srCode(err) != 42201 {
+		t.Fatalf("invalid schema: %v, want 42201", err)
+	}
+}
+
+// TestRegistryRestart reopens the registry on the same topic: every
+// subject, version, ID and level is back, and new IDs continue after the
+// old ones.
+func TestRegistryRestart(t *testing.T) {
+	ctx := context.Background()
+	brokers := startBroker(t)
+	cl, stop := serve(t, brokers)
+	for _, s := range []string{userV1, userV2} {
+		if _, err := cl.RegisterSchema(ctx, "users-value", avroSchema(s), -1, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cl.RegisterSchema(ctx, "gone-value", avroSchema(`"string"`), -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.DeleteSubject(ctx, "gone-value", sr.SoftDelete); err != nil {
+		t.Fatal(err)
+	}
+	if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatFull}, "users-value"); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	before, err := cl.Schemas(ctx, "users-value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	cl, _ = serve(t, brokers)
+	after, err := cl.Schemas(ctx, "users-value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 2 || len(before) != 2 {
+		t.Fatalf("versions before %d, after %d; want 2", len(before), len(after))
+	}
+	for i := range before {
+		if before[i].ID != after[i].ID || before[i].Version != after[i].Version || before[i].Schema.Schema != after[i].Schema.Schema {
+			t.Errorf("version %d: before %+v, after %+v", i+1, before[i], after[i])
+		}
+	}
+	if subs, _ := cl.Subjects(ctx); !slices.Equal(subs, []string{"users-value"}) {
+		t.Errorf("subjects after restart: %v (the soft-deleted one must stay deleted)", subs)
+	}
+	if r := cl.Compatibility(ctx, "users-value"); r[0].Err != nil || r[0].Level != sr.CompatFull {
+		t.Errorf("subject level after restart: %v, %v; want FULL", r[0].Level, r[0].Err)
+	}
+	id, err := cl.RegisterSchema(ctx, "other-value", avroSchema(`"long"`), -1, -1)
+	if err != nil || id != 4 {
+		t.Errorf("a new schema after restart: id %d, %v; want 4 (IDs are never reused)", id, err)
+	}
+	if s, err := cl.SchemaByID(ctx, 3); err != nil || s.Schema != `"string"` {
+		t.Errorf("ID 3 of the deleted subject after restart: %+v, %v", s, err)
+	}
+}
+
+// TestClientBasicAuthTLS: the formats' client reaches a registry over
+// https with basic auth (the embedded one behind a TLS server that checks
+// credentials, as a production registry would), and tells a missing
+// schema (types.ErrSchemaNotFound) from other failures.
+func TestClientBasicAuthTLS(t *testing.T) {
+	reg, err := registry.Open(context.Background(), registry.Config{Brokers: startBroker(t), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	h := reg.Handler()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		if u, p, ok := q.BasicAuth(); !ok || u != "ann" || p != "s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error_code":401,"message":"Unauthorized"}`)
+			return
+		}
+		h.ServeHTTP(w, q)
+	}))
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	tlsCfg := &tls.Config{RootCAs: pool}
+
+	cl, err := registry.NewClient(registry.ClientConfig{URL: srv.URL, Username: "ann", Password: "s3cret", TLS: tlsCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := cl.Register("users-value", types.RegisteredSchema{Type: types.SchemaTypeAvro, Text: userV1})
+	if err != nil || id != 1 {
+		t.Fatalf("register over https with basic auth: %d, %v", id, err)
+	}
+	if s, err := cl.SchemaByID(id); err != nil || s.Text != userV1 {
+		t.Fatalf("schema %d: %+v, %v", id, s, err)
+	}
+	if lid, s, err := cl.Latest("users-value"); err != nil || lid != id || s.Text != userV1 {
+		t.Fatalf("latest: %d %+v %v", lid, s, err)
+	}
+	if _, err := cl.SchemaByID(77); !errors.Is(err, types.ErrSchemaNotFound) {
+		t.Errorf("unknown ID: %v, want ErrSchemaNotFound", err)
+	}
+	wrong, _ := registry.NewClient(registry.ClientConfig{URL: srv.URL, Username: "ann", Password: "nope", TLS: tlsCfg})
+	if _, err := wrong.SchemaByID(1); err == nil || errors.Is(err, types.ErrSchemaNotFound) {
+		t.Errorf("wrong password: %v, want an error that is not 'not found'", err)
+	}
+	untrusted, _ := registry.NewClient(registry.ClientConfig{URL: srv.URL, Username: "ann", Password: "s3cret"})
+	if _, err := untrusted.SchemaByID(1); err == nil {
+		t.Errorf("a server certificate outside the system roots was trusted")
+	}
+}
+
+// TestRegistryProtobuf: .proto schemas are compiled when registered and
+// checked for BACKWARD compatibility by field number.
+func TestRegistryProtobuf(t *testing.T) {
+	ctx := context.Background()
+	cl, _ := serve(t, startBroker(t))
+	proto := func(body string) sr.Schema {
+		return sr.Schema{Type: sr.TypeProtobuf, Schema: "syntax = \"proto3\";\npackage acme;\nimport \"google/protobuf/timestamp.proto\";\n" + body}
+	}
+	v1 := proto("message User { int64 id = 1; string name = 2; google.protobuf.Timestamp at = 3; }")
+	if _, err := cl.RegisterSchema(ctx, "users-value", v1, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	// Added field, renamed field, int64 read as uint64: compatible.
+	v2 := proto("message User { uint64 id = 1; string full_name = 2; google.protobuf.Timestamp at = 3; repeated string tags = 4; }")
+	if id, err := cl.RegisterSchema(ctx, "users-value", v2, -1, -1); err != nil || id != 2 {
+		t.Fatalf("compatible v2: %d, %v", id, err)
+	}
+	for name, body := range map[string]string{
+		"a string field becomes a number": "message User { uint64 id = 1; int32 full_name = 2; }",
+		"a single field becomes repeated": "message User { repeated uint64 id = 1; }",
+		"the message is gone":             "message Account { int64 id = 1; }",
+	} {
+		if _, err := cl.RegisterSchema(ctx, "users-value", proto(body), -1, -1); srCode(err) != 409 {
+			t.Errorf("%s: %v, want error code 409", name, err)
+		}
+	}
+	if _, err := cl.RegisterSchema(ctx, "users-value", proto("message User { int64 id = 1 }"), -1, -1); srCode(err) != 42201 {
+		t.Errorf("a .proto that does not compile: %v, want 42201", err)
+	}
+	if _, err := cl.RegisterSchema(ctx, "users-value", avroSchema(userV1), -1, -1); srCode(err) != 409 {
+		t.Errorf("an Avro schema under a protobuf subject: %v, want 409", err)
+	}
+}
+
+// TestRegistryJSONSchema: JSON schemas are checked for BACKWARD
+// compatibility in the common cases.
+func TestRegistryJSONSchema(t *testing.T) {
+	ctx := context.Background()
+	cl, _ := serve(t, startBroker(t))
+	js := func(s string) sr.Schema { return sr.Schema{Type: sr.TypeJSON, Schema: s} }
+	v1 := `{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"}},"required":["id"]}`
+	if _, err := cl.RegisterSchema(ctx, "j-value", js(v1), -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	v2 := `{"type":"object","properties":{"id":{"type":"number"},"name":{"type":["string","null"]},"tags":{"type":"array","items":{"type":"string"}}},"required":["id"]}`
+	if id, err := cl.RegisterSchema(ctx, "j-value", js(v2), -1, -1); err != nil || id != 2 {
+		t.Fatalf("widened and added: %d, %v", id, err)
+	}
+	for name, s := range map[string]string{
+		"a type narrowed":      `{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":["string","null"]}}}`,
+		"a new required field": `{"type":"object","properties":{"id":{"type":"number"},"email":{"type":"string"}},"required":["id","email"]}`,
+		"an item type changed": `{"type":"object","properties":{"tags":{"type":"array","items":{"type":"integer"}}}}`,
+	} {
+		if _, err := cl.RegisterSchema(ctx, "j-value", js(s), -1, -1); srCode(err) != 409 {
+			t.Errorf("%s: %v, want 409", name, err)
+		}
+	}
+	if _, err := cl.RegisterSchema(ctx, "j-value", js(`{"type":`), -1, -1); srCode(err) != 42201 {
+		t.Errorf("not JSON: %v, want 42201", err)
+	}
+}

@@ -1,0 +1,107 @@
+package sql
+
+import (
+	"strconv"
+
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Inferred names the registered schemas a CREATE without columns took its
+// columns from; the engine records them with the command, so that a replay
+// gets the same columns whatever the subject's latest version is by then.
+type Inferred struct {
+	KeySchemaID, ValueSchemaID int
+}
+
+// InferColumns fills in the key and value columns cs does not declare from
+// the schema registry, as ksqlDB's schema inference does: when the value
+// (key) format is AVRO, JSON_SR or PROTOBUF and cs declares no value (key) column, the columns
+// come from the schema with the ID in prev (a replay), or VALUE_SCHEMA_ID
+// (KEY_SCHEMA_ID), or the latest version of <topic>-value (<topic>-key).
+// A value that is not a record gives one column ROWVAL (a key, ROWKEY) and
+// WRAP_SINGLE_VALUE=false. It returns the IDs it used; without a registry,
+// or with nothing to infer, it does nothing.
+func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (Inferred, error) {
+	var got Inferred
+	topic, ok := cs.Props["KAFKA_TOPIC"]
+	if !ok {
+		return got, nil // BindCreateSource reports it
+	}
+	valueFormat, keyFormat := types.FormatKafka, types.FormatKafka
+	for _, name := range []string{"FORMAT", "VALUE_FORMAT", "KEY_FORMAT"} {
+		p, ok := cs.Props[name]
+		if !ok {
+			continue
+		}
+		f, err := types.NormalizeFormat(p.Value)
+		if err != nil {
+			return got, nil // BindCreateSource reports it
+		}
+		if name != "KEY_FORMAT" {
+			valueFormat = f
+		}
+		if name != "VALUE_FORMAT" {
+			keyFormat = f
+		}
+	}
+	hasKey, hasValue := false, false
+	for _, c := range cs.Columns {
+		hasKey = hasKey || c.Key
+		hasValue = hasValue || !c.Key
+	}
+	infer := func(side, format string, prevID int, single string, key bool) (int, error) {
+		if !types.InfersColumns(format) {
+			return 0, nil
+		}
+		if schemas == nil {
+			return 0, Errorf(CodeInvalidParameter, "%s columns: no column list, and no schema registry to infer them from", side)
+		}
+		id := prevID
+		if p, ok := cs.Props[side+"_SCHEMA_ID"]; ok && id == 0 {
+			n, err := strconv.Atoi(p.Value)
+			if err != nil || n < 1 {
+				return 0, errorAt(cs.text, p.Pos, CodeInvalidParameter, "%s_SCHEMA_ID must be a positive schema ID", side)
+			}
+			id = n
+		}
+		var rs types.RegisteredSchema
+		var err error
+		subject := topic.Value + "-" + map[bool]string{true: "key", false: "value"}[key]
+		if id != 0 {
+			rs, err = schemas.SchemaByID(id)
+		} else {
+			id, rs, err = schemas.Latest(subject)
+		}
+		if err != nil {
+			return 0, Errorf(CodeInvalidParameter, "inferring the %s columns of %s from the schema registry (subject %s): %v", map[bool]string{true: "key", false: "value"}[key], cs.Name, subject, err)
+		}
+		cols, wrapped, err := types.SchemaColumns(schemas, format, rs, single)
+		if err != nil {
+			return 0, Errorf(CodeInvalidParameter, "inferring columns from schema ID %d: %v", id, err)
+		}
+		for _, c := range cols {
+			cs.Columns = append(cs.Columns, ColumnDef{Name: c.Name, Type: c.Type, Key: key, Pos: topic.Pos})
+		}
+		if !wrapped && !key {
+			if _, ok := cs.Props["WRAP_SINGLE_VALUE"]; !ok {
+				cs.Props["WRAP_SINGLE_VALUE"] = Property{Value: "false", Pos: topic.Pos}
+			}
+		}
+		return id, nil
+	}
+	var err error
+	if !hasKey && types.InfersColumns(keyFormat) {
+		if got.KeySchemaID, err = infer("KEY", keyFormat, prev.KeySchemaID, "ROWKEY", true); err != nil {
+			return got, err
+		}
+	}
+	if !hasValue {
+		if got.ValueSchemaID, err = infer("VALUE", valueFormat, prev.ValueSchemaID, "ROWVAL", false); err != nil {
+			return got, err
+		}
+	}
+	if len(cs.Columns) == 0 {
+		return got, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
+	}
+	return got, nil
+}
