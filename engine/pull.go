@@ -49,6 +49,13 @@ func (e *Engine) pull(ctx context.Context, st *sql.Select, q *planner.Query, src
 // serialized order is the key's order (a STRING key in the KAFKA format);
 // otherwise the whole table is scanned and the WHERE filters it.
 func keySelection(q *planner.Query, src *catalog.Source) (exec.KeySelection, error) {
+	if src.Windowed() {
+		// Stored keys carry their window: scan (a window store only the
+		// window starts the WHERE allows), and let the WHERE pick.
+		var sel exec.KeySelection
+		sel.WindowFrom, sel.WindowTo, sel.Windowed = planner.PullWindowFilter(q)
+		return sel, nil
+	}
 	f, ok := planner.PullKeyFilter(q)
 	if !ok {
 		return exec.KeySelection{}, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -42,6 +43,10 @@ func (q *Query) Stores(name string) []Partition {
 type KeySelection struct {
 	Keys       [][]byte
 	Start, End []byte
+	// Windowed, for a table of time windows, narrows a scan of its window
+	// store to the windows starting in [WindowFrom, WindowTo].
+	Windowed             bool
+	WindowFrom, WindowTo int64
 }
 
 // RunPull answers a pull query: it runs the topology's chain over the
@@ -154,7 +159,19 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 		return err
 	}
 	view := g.procs[aggNode.ID].(*aggregateOp)
-	if !sameKeys(agg, sink) || agg.Window != nil {
+	switch {
+	case agg.Window != nil && agg.Window.Type != types.Session && sel.Windowed:
+		// A window store is ordered by window start: scan the starts
+		// asked for, and let the WHERE pick the keys.
+		if sel.WindowFrom > sel.WindowTo {
+			return nil
+		}
+		var to []byte // open
+		if sel.WindowTo < math.MaxInt64 {
+			to = appendWindowKey(nil, sel.WindowTo+1, nil)
+		}
+		sel = KeySelection{Start: appendWindowKey(nil, sel.WindowFrom, nil), End: to}
+	case !sameKeys(agg, sink) || agg.Window != nil:
 		// Stored keys are not the table's key bytes (a window store's
 		// start with the key): scan, and let the WHERE pick the rows.
 		sel = KeySelection{}

@@ -1,7 +1,10 @@
 package planner
 
 import (
+	"math"
+
 	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // KeyFilter is what a pull query's WHERE says about the table's key, so
@@ -125,4 +128,83 @@ func flip(op expr.Op) expr.Op {
 		return expr.OpLE
 	}
 	return op
+}
+
+// PullWindowFilter derives, from a pull query's WHERE over a table with
+// time windows, the inclusive range its WINDOWSTART may take; ok is false
+// when the WHERE does not bound it. Like KeyFilter it may be looser than
+// the WHERE, which is still applied to every row read.
+func PullWindowFilter(q *Query) (lo, hi int64, ok bool) {
+	var filter *Filter
+	for n := q.Root; n != nil; {
+		if fl, isFilter := n.(*Filter); isFilter {
+			filter = fl
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	if filter == nil {
+		return 0, 0, false
+	}
+	ws := filter.Input.Schema().WindowIndex()
+	if ws < 0 {
+		return 0, 0, false
+	}
+	isStart := func(e expr.Expr) bool {
+		c, ok := e.(*expr.Column)
+		return ok && c.Index == ws
+	}
+	intLit := func(e expr.Expr) (int64, bool) {
+		l, ok := e.(*expr.Literal)
+		if !ok || l.V.Null {
+			return 0, false
+		}
+		switch l.T.Kind {
+		case types.Int, types.Bigint:
+			return l.V.I, true
+		}
+		return 0, false
+	}
+	lo, hi = math.MinInt64, math.MaxInt64
+	for _, c := range conjuncts(filter.Predicate) {
+		switch c := c.(type) {
+		case *expr.Between:
+			l, okL := intLit(c.Lo)
+			h, okH := intLit(c.Hi)
+			if c.Not || !isStart(c.X) || !okL || !okH {
+				continue
+			}
+			lo, hi, ok = max(lo, l), min(hi, h), true
+		case *expr.Binary:
+			op, l, r := c.Op, c.L, c.R
+			if isStart(r) {
+				l, r = r, l
+				op = flip(op)
+			}
+			v, isLit := intLit(r)
+			if !isStart(l) || !isLit {
+				continue
+			}
+			switch op {
+			case expr.OpEQ:
+				lo, hi, ok = max(lo, v), min(hi, v), true
+			case expr.OpGE:
+				lo, ok = max(lo, v), true
+			case expr.OpGT:
+				if v < math.MaxInt64 {
+					lo, ok = max(lo, v+1), true
+				}
+			case expr.OpLE:
+				hi, ok = min(hi, v), true
+			case expr.OpLT:
+				if v > math.MinInt64 {
+					hi, ok = min(hi, v-1), true
+				}
+			}
+		}
+	}
+	return lo, hi, ok
 }

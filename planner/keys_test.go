@@ -1,6 +1,8 @@
 package planner_test
 
 import (
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -124,5 +126,43 @@ func TestPullKeyFilter(t *testing.T) {
 				t.Errorf("key filter %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPullWindowFilter: what a pull query's WHERE says about WINDOWSTART
+// of a windowed table narrows the window store's scan.
+func TestPullWindowFilter(t *testing.T) {
+	cat := testCatalog(t)
+	for _, tc := range []struct{ where, want string }{
+		{"", "scan"},
+		{"userid = 'a'", "scan"},
+		{"WINDOWSTART = 60000", "[60000, 60000]"},
+		{"userid = 'a' AND WINDOWSTART >= 60000", "[60000, +inf]"},
+		{"WINDOWSTART > 60000 AND WINDOWSTART < 180000", "[60001, 179999]"},
+		{"180000 >= WINDOWSTART AND 60000 <= WINDOWSTART", "[60000, 180000]"},
+		{"WINDOWSTART BETWEEN 0 AND 120000 AND WINDOWSTART >= 60000", "[60000, 120000]"},
+		{"WINDOWSTART NOT BETWEEN 0 AND 120000", "scan"},
+		{"WINDOWEND = 120000", "scan"},
+		{"WINDOWSTART = 60000 OR WINDOWSTART = 120000", "scan"},
+		{"WINDOWSTART > 5 AND WINDOWSTART < 3", "[6, 2]"},
+	} {
+		text := "SELECT * FROM permin"
+		if tc.where != "" {
+			text += " WHERE " + tc.where
+		}
+		q := selectQuery(t, cat, text)
+		got := "scan"
+		if lo, hi, ok := planner.PullWindowFilter(q); ok {
+			b := func(v int64, inf string) string {
+				if v == math.MinInt64 || v == math.MaxInt64 {
+					return inf
+				}
+				return strconv.FormatInt(v, 10)
+			}
+			got = "[" + b(lo, "-inf") + ", " + b(hi, "+inf") + "]"
+		}
+		if got != tc.want {
+			t.Errorf("%s: window filter %s, want %s", text, got, tc.want)
+		}
 	}
 }

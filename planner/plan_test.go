@@ -37,6 +37,8 @@ var testDDL = []string{
 	   WITH (KAFKA_TOPIC='stock', KEY_FORMAT='JSON', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 	`CREATE STREAM orders (region VARCHAR KEY, shop VARCHAR KEY, amount DOUBLE)
 	   WITH (KAFKA_TOPIC='orders', KEY_FORMAT='JSON', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+	`CREATE TABLE permin (userid VARCHAR PRIMARY KEY, n BIGINT)
+	   WITH (KAFKA_TOPIC='permin', VALUE_FORMAT='JSON', WINDOW_TYPE='TUMBLING', WINDOW_SIZE='1 MINUTE', PARTITIONS=2)`,
 }
 
 func testCatalog(t testing.TB) *catalog.Catalog {
