@@ -275,8 +275,6 @@ func (w *windowing) flush(a *aggregateOp) error {
 		if err := w.emitClosed(a); err != nil {
 			return err
 		}
-	} else if through := w.streamTime - w.grace - w.size; through > w.emitted && w.loc == nil {
-		w.emitted = through
 	}
 	if m := [2]int64{w.streamTime, w.emitted}; m != w.marked {
 		w.mark = binary.BigEndian.AppendUint64(w.mark[:0], uint64(m[0]))
