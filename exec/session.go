@@ -231,20 +231,8 @@ func sat(t, d int64) int64 {
 func (w *windowing) flushSessions(a *aggregateOp) error {
 	cut := sat(sat(w.streamTime, -w.grace), -2*w.size) // a session ending before cut is final
 	if w.final && cut-1 > w.emitted {
-		from := binary.BigEndian.AppendUint64([]byte{sessionIndex}, uint64(sat(w.emitted, 1))^(1<<63))
-		to := binary.BigEndian.AppendUint64([]byte{sessionIndex}, uint64(cut)^(1<<63))
-		it, err := w.store.ov.Range(from, to)
+		keys, err := w.sessionsEnding(sat(w.emitted, 1), cut)
 		if err != nil {
-			return err
-		}
-		var keys [][]byte
-		for it.Next() {
-			k := it.Key()
-			e := int64(binary.BigEndian.Uint64(k[1:9]) ^ (1 << 63))
-			s := int64(binary.BigEndian.Uint64(k[len(k)-8:]) ^ (1 << 63))
-			keys = append(keys, appendSessionKey(nil, k[9:len(k)-8], s, e))
-		}
-		if err := it.Close(); err != nil {
 			return err
 		}
 		for _, k := range keys {
@@ -269,33 +257,37 @@ func (w *windowing) flushSessions(a *aggregateOp) error {
 	// Retention: sessions that ended before stream time - retention.
 	keep := max(w.retention, w.grace+2*w.size)
 	if exp := sat(w.streamTime, -keep); exp > w.expired+max(keep/4, 1000) {
-		from := []byte{sessionIndex}
-		to := binary.BigEndian.AppendUint64([]byte{sessionIndex}, uint64(exp)^(1<<63))
-		it, err := w.store.ov.Range(from, to)
+		keys, err := w.sessionsEnding(math.MinInt64, exp)
 		if err != nil {
 			return err
 		}
-		var keys [][]byte
-		for it.Next() {
-			k := it.Key()
-			keys = append(keys, append([]byte(nil), k...))
-		}
-		if err := it.Close(); err != nil {
-			return err
-		}
 		for _, k := range keys {
-			e := int64(binary.BigEndian.Uint64(k[1:9]) ^ (1 << 63))
-			s := int64(binary.BigEndian.Uint64(k[len(k)-8:]) ^ (1 << 63))
-			if err := w.store.ov.Delete(appendSessionKey(nil, k[9:len(k)-8], s, e)); err != nil {
-				return err
-			}
-			if err := w.store.ov.Delete(k); err != nil {
+			if err := w.dropSession(k); err != nil {
 				return err
 			}
 		}
 		w.expired = exp
 	}
 	return nil
+}
+
+// sessionsEnding returns the store keys of the sessions that end in
+// [from, to), by end, from the index.
+func (w *windowing) sessionsEnding(from, to int64) ([][]byte, error) {
+	lo := binary.BigEndian.AppendUint64([]byte{sessionIndex}, uint64(from)^(1<<63))
+	hi := binary.BigEndian.AppendUint64([]byte{sessionIndex}, uint64(to)^(1<<63))
+	it, err := w.store.ov.Range(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	var keys [][]byte
+	for it.Next() {
+		k := it.Key()
+		e := int64(binary.BigEndian.Uint64(k[1:9]) ^ (1 << 63))
+		s := int64(binary.BigEndian.Uint64(k[len(k)-8:]) ^ (1 << 63))
+		keys = append(keys, appendSessionKey(nil, k[9:len(k)-8], s, e))
+	}
+	return keys, it.Close()
 }
 
 // restoreSession applies a session store's changelog record: the session

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestWindowsFor(t *testing.T) {
 	} {
 		w := testWindowing(t, c.typ, c.size, c.advance, "")
 		w.windowsFor(c.ts)
-		if !equalInts(w.starts, c.starts) {
+		if !slices.Equal(w.starts, c.starts) {
 			t.Errorf("%s %d/%d at %d: starts %v, want %v", c.typ, c.size, c.advance, c.ts, w.starts, c.starts)
 		}
 		for i, s := range w.starts {
@@ -92,21 +93,9 @@ func TestWindowsForTimeZone(t *testing.T) {
 	ts := time.Date(2026, 1, 1, 10, 15, 0, 0, time.UTC).UnixMilli() // 16:00 in Kathmandu
 	kathmandu.windowsFor(ts)
 	want := []int64{time.Date(2026, 1, 1, 9, 45, 0, 0, time.UTC).UnixMilli(), time.Date(2026, 1, 1, 10, 15, 0, 0, time.UTC).UnixMilli()}
-	if !equalInts(kathmandu.starts, want) {
+	if !slices.Equal(kathmandu.starts, want) {
 		t.Fatalf("Kathmandu hopping windows at %d: %v, want %v", ts, kathmandu.starts, want)
 	}
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // hoppingTask is GROUP BY auction over hopping windows of 10 s advancing

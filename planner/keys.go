@@ -25,17 +25,7 @@ type KeyFilter struct {
 // single key column; ok is false when the WHERE does not constrain the key
 // (or there is no WHERE), and the whole table must be scanned.
 func PullKeyFilter(q *Query) (f KeyFilter, ok bool) {
-	var filter *Filter
-	for n := q.Root; n != nil; {
-		if fl, isFilter := n.(*Filter); isFilter {
-			filter = fl
-		}
-		ch := n.Children()
-		if len(ch) != 1 {
-			break
-		}
-		n = ch[0]
-	}
+	filter := pullFilter(q)
 	if filter == nil {
 		return f, false
 	}
@@ -107,6 +97,23 @@ func PullKeyFilter(q *Query) (f KeyFilter, ok bool) {
 	return f, ok
 }
 
+// pullFilter returns the WHERE of a pull query's linear plan (the filter
+// nearest its scan), or nil.
+func pullFilter(q *Query) *Filter {
+	var filter *Filter
+	for n := q.Root; n != nil; {
+		if fl, isFilter := n.(*Filter); isFilter {
+			filter = fl
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	return filter
+}
+
 // conjuncts splits a predicate at its top-level ANDs.
 func conjuncts(e expr.Expr) []expr.Expr {
 	if b, ok := e.(*expr.Binary); ok && b.Op == expr.OpAnd {
@@ -135,17 +142,7 @@ func flip(op expr.Op) expr.Op {
 // when the WHERE does not bound it. Like KeyFilter it may be looser than
 // the WHERE, which is still applied to every row read.
 func PullWindowFilter(q *Query) (lo, hi int64, ok bool) {
-	var filter *Filter
-	for n := q.Root; n != nil; {
-		if fl, isFilter := n.(*Filter); isFilter {
-			filter = fl
-		}
-		ch := n.Children()
-		if len(ch) != 1 {
-			break
-		}
-		n = ch[0]
-	}
+	filter := pullFilter(q)
 	if filter == nil {
 		return 0, 0, false
 	}

@@ -171,20 +171,9 @@ type kv struct{ key, value []byte }
 // readCommittedValues reads a topic from the start to its end, read_committed.
 func readCommittedValues(t *testing.T, ctx context.Context, addr, topic string) []kv {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	var out []kv
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if fs.Empty() || ctx.Err() != nil {
-			return out
-		}
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, kv{r.Key, r.Value}) })
+	for _, r := range readPartitioned(t, ctx, addr, topic) {
+		out = append(out, kv{r.Key, r.Value})
 	}
+	return out
 }
