@@ -293,6 +293,10 @@ func (s *Server) describeSource(src *catalog.Source, extended bool) sourceDescri
 		Partitions: int(src.Partitions), Replication: 1, Statement: src.SQL,
 		QueryOffsetSummaries: []any{}, SourceConstraints: []string{},
 	}
+	if src.Windowed() {
+		w := string(src.WindowType)
+		d.WindowType = &w
+	}
 	for _, id := range cat.Users(src.Name) {
 		q, ok := cat.Query(id)
 		if !ok {

@@ -286,3 +286,30 @@ func TestMetricsServePerQueryCounters(t *testing.T) {
 		return nil
 	})
 }
+
+// TestWindowedTableEntities: a windowed table is marked as such in SHOW
+// TABLES (isWindowed) and DESCRIBE (windowType), as ksqlDB's clients read
+// them.
+func TestWindowedTableEntities(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE STREAM WIN_SRC (ID INT KEY, N INT) WITH (KAFKA_TOPIC='win_src', VALUE_FORMAT='JSON', PARTITIONS=1);
+		CREATE TABLE WIN_T AS SELECT ID, COUNT(*) AS C FROM WIN_SRC WINDOW HOPPING (SIZE 10 SECONDS, ADVANCE BY 5 SECONDS) GROUP BY ID;`, nil)
+	tables := f.ksql("SHOW TABLES;", nil)[0]
+	found := false
+	for _, s := range tables["tables"].([]any) {
+		if get(s, "name") == f.sub("WIN_T") {
+			found = get(s, "isWindowed") == true
+		}
+	}
+	if !found {
+		t.Errorf("SHOW TABLES does not list %s as windowed: %v", f.sub("WIN_T"), tables)
+	}
+	desc := f.ksql("DESCRIBE WIN_T;", nil)[0]
+	if wt := get(desc, "sourceDescription", "windowType"); wt != "HOPPING" {
+		t.Errorf("DESCRIBE windowType %v, want HOPPING", wt)
+	}
+	src := f.ksql("DESCRIBE WIN_SRC;", nil)[0]
+	if wt := get(src, "sourceDescription", "windowType"); wt != nil {
+		t.Errorf("DESCRIBE of a stream: windowType %v, want null", wt)
+	}
+}
