@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -66,6 +68,9 @@ type Config struct {
 	// skipRepair disables the crash repair; tests use it to show the
 	// defect the repair exists for.
 	skipRepair bool
+	// skipProducerState disables restoring producer state from the log
+	// after a crash; tests use it to show the duplicates it prevents.
+	skipProducerState bool
 }
 
 // Broker is a running embedded broker. Its methods are safe for concurrent
@@ -88,6 +93,9 @@ type Broker struct {
 	repair repairReport
 	// journal records committing transactions (see journal.go).
 	journal *journal
+	// scan is what the start-up log scan found and did (logscan.go).
+	logScan scanReport
+	started time.Time
 
 	stop      context.CancelFunc
 	loopDone  chan struct{}
@@ -145,8 +153,15 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			"default.replication.factor": "1",
 		}),
 	}
+	var scan *scanReport
 	if cfg.DataDir != "" {
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
+		var err error
+		if scan, err = scanDataDir(cfg.DataDir, !cfg.skipProducerState, log); err != nil {
+			return nil, fmt.Errorf("broker: reading the log in %s: %w", cfg.DataDir, err)
+		}
+		log.Info("broker: log scan done", "clean_shutdown", scan.Clean, "segments", scan.Segments,
+			"batches", scan.Batches, "cut", len(scan.Cut), "producer_windows_restored", scan.Producers, "elapsed", scan.Elapsed)
 	}
 	cluster, err := kfake.NewCluster(opts...)
 	if err != nil {
@@ -159,6 +174,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		log:      log,
 		dataDir:  cfg.DataDir,
 		loopDone: make(chan struct{}),
+		started:  time.Now(),
+	}
+	if scan != nil {
+		b.logScan = *scan
 	}
 	b.cl, err = kgo.NewClient(b.internalOpts()...)
 	if err != nil {
@@ -245,8 +264,24 @@ func (b *Broker) Close() {
 		if b.journal != nil {
 			b.journal.close()
 		}
+		if b.dataDir != "" {
+			b.markClean()
+		}
 		b.log.Info("embedded broker stopped", "addr", b.Addr())
 	})
+}
+
+// markClean writes the clean-shutdown marker if kfake saved its producer
+// state during this Close (it logs, not returns, a failed save).
+func (b *Broker) markClean() {
+	st, err := os.Stat(filepath.Join(b.dataDir, kfakeSeqWindowsFile))
+	if err != nil || st.ModTime().Before(b.started) {
+		b.log.Warn("broker: kfake did not save its producer state on close; the next start rebuilds it from the log", "err", err)
+		return
+	}
+	if err := writeCleanMarker(b.dataDir); err != nil {
+		b.log.Warn("broker: clean-shutdown marker not written; the next start rebuilds producer state from the log", "err", err)
+	}
 }
 
 // advertised returns the address to report to clients for a listener on
