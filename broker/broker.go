@@ -95,6 +95,8 @@ type Broker struct {
 	journal *journal
 	// scan is what the start-up log scan found and did (logscan.go).
 	logScan scanReport
+	// storage refuses produces while the disk is unusable (storage.go).
+	storage *storage
 	started time.Time
 
 	stop      context.CancelFunc
@@ -125,6 +127,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 	}
 
+	var st *storage
+	if cfg.DataDir != "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: data directory: %w", err)
+		}
+		st = newStorage(cfg.DataDir, log)
+	}
+
 	// kfake's own listener hard-codes 127.0.0.1; ours honours the host
 	// and holds outside connections back until the repair is done.
 	var ln *gatedListener
@@ -141,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		kfake.NumBrokers(1),
 		kfake.ListenFn(listen),
 		kfake.ClusterID(ClusterID),
-		kfake.WithLogger(kfakeLogger{log}),
+		kfake.WithLogger(kfakeLogger{l: log, st: st}),
 		kfake.GroupMinSessionTimeout(GroupMinSessionTimeout),
 		// Kafka's num.partitions default; kfake's is 10. Auto topic
 		// creation stays off (kfake's default): sqlstreams creates
@@ -168,7 +178,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: starting kfake on %s: %w", addr, err)
 	}
 
+	if st != nil {
+		st.install(cluster)
+	}
 	b := &Broker{
+		storage:  st,
 		cluster:  cluster,
 		ln:       ln,
 		log:      log,
@@ -264,6 +278,9 @@ func (b *Broker) Close() {
 		if b.journal != nil {
 			b.journal.close()
 		}
+		if b.storage != nil {
+			b.storage.close()
+		}
 		if b.dataDir != "" {
 			b.markClean()
 		}
@@ -305,7 +322,11 @@ func (hostPortAddr) Network() string  { return "tcp" }
 func (a hostPortAddr) String() string { return string(a) }
 
 // kfakeLogger forwards kfake's log lines to slog at the matching level.
-type kfakeLogger struct{ l *slog.Logger }
+// A failed write also tells st to refuse produces (storage.go).
+type kfakeLogger struct {
+	l  *slog.Logger
+	st *storage
+}
 
 func (k kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
 	var sl slog.Level
@@ -322,6 +343,11 @@ func (k kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
 		return
 	}
 	ctx := context.Background()
+	if k.st != nil && sl >= slog.LevelWarn {
+		if msg := fmt.Sprintf(format, args...); isWriteFailure(msg) {
+			k.st.failed(msg)
+		}
+	}
 	if !k.l.Enabled(ctx, sl) {
 		return
 	}
