@@ -3,10 +3,13 @@ package broker
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // librdkafkaProducer is a Python confluent-kafka (librdkafka) idempotent
@@ -249,4 +255,138 @@ func consumeAll(t testing.TB, addr, topic string) []*kgo.Record {
 		out = append(out, byPart[p]...)
 	}
 	return out
+}
+
+// rawBatch encodes values as one RecordBatch of producer pid/epoch
+// starting at sequence seq, as a client would send it.
+func rawBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
+	var recs []byte
+	for i, v := range values {
+		body := []byte{0}                          // attributes
+		body = binary.AppendVarint(body, 0)        // timestamp delta
+		body = binary.AppendVarint(body, int64(i)) // offset delta
+		body = binary.AppendVarint(body, -1)       // null key
+		body = binary.AppendVarint(body, int64(len(v)))
+		body = append(body, v...)
+		body = binary.AppendVarint(body, 0) // headers
+		recs = binary.AppendVarint(recs, int64(len(body)))
+		recs = append(recs, body...)
+	}
+	now := time.Now().UnixMilli()
+	b := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1, Magic: 2,
+		LastOffsetDelta: int32(len(values) - 1),
+		FirstTimestamp:  now, MaxTimestamp: now,
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq,
+		NumRecords: int32(len(values)), Records: recs,
+	}
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:12], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], crc32c))
+	return raw
+}
+
+// rawProducer sends hand-made produce requests, so a test controls the
+// sequence numbers exactly as a retrying client would send them.
+type rawProducer struct {
+	t     *testing.T
+	cl    *kgo.Client
+	topic string
+	id    [16]byte
+	pid   int64
+	epoch int16
+}
+
+func (p *rawProducer) produce(seq int32, values ...string) (errCode int16, base int64) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = p.topic, p.id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = rawBatch(p.pid, p.epoch, seq, values...)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, p.cl)
+	if err != nil {
+		p.t.Fatalf("produce seq %d: %v", seq, err)
+	}
+	part := resp.Topics[0].Partitions[0]
+	return part.ErrorCode, part.BaseOffset
+}
+
+// TestRetriedBatchAfterCrash: after a SIGKILL and restart, a producer's
+// retry of a batch the broker stored before the crash is answered as a
+// duplicate (no error, the original offset, nothing stored), a batch
+// after a gap as OUT_OF_ORDER_SEQUENCE_NUMBER, and the next batch in
+// sequence is stored. Without the restored state kfake stores the retry a
+// second time.
+func TestRetriedBatchAfterCrash(t *testing.T) {
+	for _, restore := range []bool{true, false} {
+		t.Run(fmt.Sprintf("restore=%v", restore), func(t *testing.T) {
+			dir := t.TempDir()
+			addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			var env []string
+			if !restore {
+				env = append(env, helperNoStateEnv+"=1")
+			}
+			bp := newBrokerProcess(t, dir, addr, env...)
+			bp.start()
+			createTopic(t, addr, "d", 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			p := &rawProducer{t: t, cl: newClient(t, addr), topic: "d"}
+			topics, err := kadm.NewClient(p.cl).ListTopics(ctx, "d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.id = topics["d"].ID
+			init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, p.cl)
+			if err != nil || init.ErrorCode != 0 {
+				t.Fatalf("InitProducerID: %v %v", err, init)
+			}
+			p.pid, p.epoch = init.ProducerID, init.ProducerEpoch
+			for _, b := range []struct {
+				seq    int32
+				values []string
+				base   int64
+			}{{0, []string{"x0", "x1"}, 0}, {2, []string{"x2"}, 2}} {
+				if code, base := p.produce(b.seq, b.values...); code != 0 || base != b.base {
+					t.Fatalf("seq %d: error %d base %d, want 0 and %d", b.seq, code, base, b.base)
+				}
+			}
+
+			bp.kill()
+			bp.start()
+			p.cl = newClient(t, addr) // the old connections died with the broker
+
+			code, base := p.produce(2, "x2") // a retry of the last batch
+			if !restore {
+				if code == 0 && base == 2 {
+					t.Fatalf("without restored producer state the retry was answered as a duplicate: kfake may now keep producer state across a crash (FACTS.md), and logscan.go's restore may be unnecessary")
+				}
+				t.Logf("without restored state the retry is stored again at offset %d (error %d)", base, code)
+				return
+			}
+			if code != 0 || base != 2 {
+				t.Fatalf("retry of seq 2 after the crash: error %d base %d, want a duplicate at offset 2", code, base)
+			}
+			if code, base := p.produce(0, "x0", "x1"); code != 0 || base != 0 {
+				t.Fatalf("retry of seq 0 after the crash: error %d base %d, want a duplicate at offset 0", code, base)
+			}
+			if code, _ := p.produce(5, "x5"); code != kerr.OutOfOrderSequenceNumber.Code {
+				t.Fatalf("seq 5 after 3: error %d, want OUT_OF_ORDER_SEQUENCE_NUMBER (%d)", code, kerr.OutOfOrderSequenceNumber.Code)
+			}
+			if code, base := p.produce(3, "x3"); code != 0 || base != 3 {
+				t.Fatalf("seq 3: error %d base %d, want stored at 3", code, base)
+			}
+			want := []string{"x0", "x1", "x2", "x3"}
+			if got := consume(t, addr, "d", kgo.ReadUncommitted(), len(want), 10*time.Second); !slices.Equal(got, want) {
+				t.Fatalf("stored %v, want %v", got, want)
+			}
+		})
+	}
 }
