@@ -56,10 +56,18 @@ type Config struct {
 	// created if missing and reloaded on start. Empty keeps everything in
 	// memory, and then there is nothing to repair.
 	//
-	// Log writes go to the operating system's page cache, as with Kafka's
-	// defaults: they survive the process being killed, not the machine
-	// losing power.
+	// Writes reach the operating system before a producer is answered,
+	// so they survive the process being killed; what survives the
+	// machine losing power depends on Sync.
 	DataDir string
+
+	// Sync says when written records are forced to the disk, and so
+	// what an acknowledged record survives; see [Sync]. Empty is
+	// [SyncInterval]. Without a DataDir it has no effect.
+	Sync Sync
+	// SyncInterval is [SyncInterval]'s period; zero is
+	// [DefaultSyncInterval].
+	SyncInterval time.Duration
 
 	// Logger receives the repair's report and kfake's own messages.
 	// Nil uses slog.Default().
@@ -101,6 +109,7 @@ type Broker struct {
 
 	stop      context.CancelFunc
 	loopDone  chan struct{}
+	syncDone  chan struct{}
 	closeOnce sync.Once
 }
 
@@ -127,6 +136,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 	}
 
+	mode, err := ParseSync(string(cfg.Sync))
+	if err != nil {
+		return nil, err
+	}
+	interval := cfg.SyncInterval
+	if interval <= 0 {
+		interval = DefaultSyncInterval
+	}
 	var st *storage
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -166,7 +183,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	var scan *scanReport
 	if cfg.DataDir != "" {
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
-		var err error
+		if mode == SyncAlways {
+			opts = append(opts, kfake.SyncWrites())
+		}
 		if scan, err = scanDataDir(cfg.DataDir, !cfg.skipProducerState, log); err != nil {
 			return nil, fmt.Errorf("broker: reading the log in %s: %w", cfg.DataDir, err)
 		}
@@ -221,12 +240,21 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	ln.open()
 	loopCtx, stop := context.WithCancel(context.Background())
 	b.stop = stop
+	b.syncDone = make(chan struct{})
+	if cfg.DataDir != "" && mode == SyncInterval {
+		go func() {
+			defer close(b.syncDone)
+			syncLoop(loopCtx, cfg.DataDir, interval, log)
+		}()
+	} else {
+		close(b.syncDone)
+	}
 	if b.checkpoints {
 		go b.checkpointLoop(loopCtx)
 	} else {
 		close(b.loopDone)
 	}
-	log.Info("embedded broker started", "addr", b.Addr(), "data_dir", cfg.DataDir)
+	log.Info("embedded broker started", "addr", b.Addr(), "data_dir", cfg.DataDir, "fsync", mode)
 	return b, nil
 }
 
@@ -266,6 +294,7 @@ func (b *Broker) Close() {
 	b.closeOnce.Do(func() {
 		b.stop()
 		<-b.loopDone
+		<-b.syncDone
 		if b.checkpoints {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := b.writeLiveCheckpoint(ctx); err != nil {
