@@ -107,10 +107,13 @@ type Broker struct {
 	storage *storage
 	started time.Time
 
-	stop      context.CancelFunc
-	loopDone  chan struct{}
-	syncDone  chan struct{}
-	closeOnce sync.Once
+	stop     context.CancelFunc
+	loopDone chan struct{}
+	syncDone chan struct{}
+	// cleaner compacts and applies retention (cleaner.go).
+	cleaner     *cleaner
+	cleanerDone chan struct{}
+	closeOnce   sync.Once
 }
 
 // Start starts the broker and returns once it serves clients. With a
@@ -178,6 +181,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			// Reported by DescribeConfigs; kfake's default
 			// says 3 although one node holds one replica.
 			"default.replication.factor": "1",
+			// The broker runs kfake's cleaner itself, only when
+			// no transaction is open where it cleans (cleaner.go).
+			"log.cleaner.backoff.ms": strconv.Itoa(kfakeCleanerOff),
 		}),
 	}
 	var scan *scanReport
@@ -218,6 +224,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: internal client: %w", err)
 	}
 	b.admin = kadm.NewClient(b.cl)
+	b.cleaner = &cleaner{cluster: cluster, admin: b.admin, log: log}
+	b.cleaner.install()
 
 	b.checkpoints = cfg.DataDir != "" && !cfg.skipRepair
 	if b.checkpoints {
@@ -240,6 +248,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	ln.open()
 	loopCtx, stop := context.WithCancel(context.Background())
 	b.stop = stop
+	b.cleanerDone = make(chan struct{})
+	go func() {
+		defer close(b.cleanerDone)
+		b.cleaner.loop(loopCtx)
+	}()
 	b.syncDone = make(chan struct{})
 	if cfg.DataDir != "" && mode == SyncInterval {
 		go func() {
@@ -295,6 +308,7 @@ func (b *Broker) Close() {
 		b.stop()
 		<-b.loopDone
 		<-b.syncDone
+		<-b.cleanerDone
 		if b.checkpoints {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := b.writeLiveCheckpoint(ctx); err != nil {
@@ -385,3 +399,9 @@ func (k kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
 
 // errClosed is returned by the internal dialer once the broker is closed.
 var errClosed = errors.New("broker: closed")
+
+// compactNow runs a log cleaner round now (tests); it reports whether it
+// cleaned.
+func (b *Broker) compactNow(ctx context.Context) (bool, error) {
+	return b.cleaner.round(ctx)
+}

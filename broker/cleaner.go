@@ -1,0 +1,257 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The log cleaner: compaction of cleanup.policy=compact topics (every
+// changelog, the command topic) and retention.ms / retention.bytes.
+//
+// kfake's cleaner (Cluster.Compact, and its own ticker, hourly by default)
+// compacts every batch but a partition's last, open transactions
+// included: a record of a transaction that is still open supersedes the
+// committed record of the same key, and when the transaction aborts the key
+// is gone for read_committed readers (TestCompactionBesideOpenTransaction).
+// Its retention can likewise cut into an open transaction. kfake cannot
+// clean only below the last stable offset, as Kafka's cleaner does, so the
+// broker runs kfake's cleaner only at a moment when no transaction is open
+// on a partition it cleans:
+//
+//  1. it closes a gate: produces of transactional batches are refused
+//     with NOT_ENOUGH_REPLICAS (retriable; clients retry after a short
+//     backoff), except from producers whose transaction was already open;
+//  2. it lists the open transactions; their producers may go on, and their
+//     commit or abort (EndTxn) ends their pass;
+//  3. it waits until DescribeProducers lists no open transaction on any
+//     partition of a compacted or retention-limited topic, at most
+//     cleanerBarrierTimeout, then runs kfake's cleaner and opens the gate.
+//     If the wait times out (a transaction held open for long), it opens
+//     the gate and tries again next round.
+//
+// kfake's own ticker is switched off (log.cleaner.backoff.ms is set out of
+// reach); this cleaner runs every cleanerInterval, Kafka's
+// log.cleaner.backoff.ms default. A new transaction waits at most one
+// barrier (typically one commit interval of the open transactions) per
+// round.
+
+// cleanerInterval is how often the cleaner runs (Kafka's
+// log.cleaner.backoff.ms default is 15 s).
+const cleanerInterval = 15 * time.Second
+
+// cleanerBarrierTimeout bounds how long new transactions wait for the open
+// ones to end.
+const cleanerBarrierTimeout = 5 * time.Second
+
+// kfakeCleanerOff is the log.cleaner.backoff.ms that keeps kfake's own
+// cleaner from ever running (about 35 years).
+const kfakeCleanerOff = 1 << 40
+
+type cleaner struct {
+	cluster *kfake.Cluster
+	admin   *kadm.Client
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	gate    bool
+	allowed map[int64]bool // producers whose open transaction may go on
+
+	runs int // rounds that cleaned, for tests
+}
+
+func (c *cleaner) install() {
+	c.cluster.Fault(kfake.Fault{
+		Keys:  []kmsg.Key{kmsg.Produce},
+		Err:   kerr.NotEnoughReplicas,
+		Count: -1,
+		When:  c.hold,
+	})
+	c.cluster.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.cluster.KeepControl()
+		c.mu.Lock()
+		if c.gate {
+			delete(c.allowed, req.(*kmsg.EndTxnRequest).ProducerID)
+		}
+		c.mu.Unlock()
+		return nil, nil, false
+	})
+}
+
+// hold reports whether a produce request must wait for the cleaner: the
+// gate is closed and it carries a transactional batch of a producer that
+// had no transaction open when the gate closed.
+func (c *cleaner) hold(req kmsg.Request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.gate {
+		return false
+	}
+	pr, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return false
+	}
+	for _, t := range pr.Topics {
+		for _, p := range t.Partitions {
+			raw := p.Records
+			if len(raw) < batchHeaderSize || binary.BigEndian.Uint16(raw[21:23])&0x0010 == 0 {
+				continue
+			}
+			if pid := int64(binary.BigEndian.Uint64(raw[43:51])); !c.allowed[pid] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *cleaner) setGate(closed bool, allowed map[int64]bool) {
+	c.mu.Lock()
+	c.gate, c.allowed = closed, allowed
+	c.mu.Unlock()
+}
+
+// loop runs a round every cleanerInterval until ctx is done.
+func (c *cleaner) loop(ctx context.Context) {
+	t := time.NewTicker(cleanerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := c.round(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("broker: log cleaner round failed; trying again next round", "err", err)
+		}
+	}
+}
+
+// round cleans once if it can; it reports whether it did.
+func (c *cleaner) round(ctx context.Context) (bool, error) {
+	cleanable, err := c.cleanable(ctx)
+	if err != nil || len(cleanable) == 0 {
+		return false, err
+	}
+	c.setGate(true, nil)
+	defer c.setGate(false, nil)
+
+	ongoing, err := c.admin.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		return false, fmt.Errorf("listing transactions: %w", err)
+	}
+	allowed := map[int64]bool{}
+	for _, t := range ongoing {
+		allowed[t.ProducerID] = true
+	}
+	c.setGate(true, allowed)
+
+	deadline := time.Now().Add(cleanerBarrierTimeout)
+	for {
+		open, err := c.openOn(ctx, cleanable)
+		if err != nil {
+			return false, err
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.log.Info("broker: log cleaner skipped a round: transactions stayed open on partitions it cleans", "open", open)
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	c.cluster.Compact() // compaction and retention, on kfake's goroutine
+	c.mu.Lock()
+	c.runs++
+	c.mu.Unlock()
+	return true, nil
+}
+
+// cleanable returns the partitions the cleaner may change: those of topics
+// with cleanup.policy containing compact, or with retention.ms or
+// retention.bytes set on the topic.
+func (c *cleaner) cleanable(ctx context.Context) (kadm.TopicsSet, error) {
+	topics, err := c.admin.ListTopicsWithInternal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	configs, err := c.admin.DescribeTopicConfigs(ctx, topics.Names()...)
+	if err != nil {
+		return nil, err
+	}
+	set := kadm.TopicsSet{}
+	for _, rc := range configs {
+		if rc.Err != nil {
+			continue // deleted meanwhile
+		}
+		clean := false
+		for _, kv := range rc.Configs {
+			if kv.Value == nil {
+				continue
+			}
+			switch kv.Key {
+			case "cleanup.policy":
+				clean = clean || containsWord(*kv.Value, "compact")
+			case "retention.ms", "retention.bytes":
+				if kv.Source == kmsg.ConfigSourceDynamicTopicConfig {
+					if n, err := strconv.ParseInt(*kv.Value, 10, 64); err == nil && n >= 0 {
+						clean = true
+					}
+				}
+			}
+		}
+		if !clean {
+			continue
+		}
+		td := topics[rc.Name]
+		for p := range td.Partitions {
+			set.Add(rc.Name, p)
+		}
+	}
+	return set, nil
+}
+
+// openOn counts the open transactions on the partitions in set.
+func (c *cleaner) openOn(ctx context.Context, set kadm.TopicsSet) (int, error) {
+	described, err := c.admin.DescribeProducers(ctx, set)
+	if err != nil {
+		return 0, fmt.Errorf("describing producers: %w", err)
+	}
+	n := 0
+	for _, dt := range described {
+		for _, dp := range dt.Partitions {
+			if dp.Err != nil {
+				return 0, fmt.Errorf("describing producers of %s[%d]: %w", dp.Topic, dp.Partition, dp.Err)
+			}
+			n += len(dp.ActiveProducers)
+		}
+	}
+	return n, nil
+}
+
+func containsWord(list, word string) bool {
+	for _, w := range strings.Split(list, ",") {
+		if strings.TrimSpace(w) == word {
+			return true
+		}
+	}
+	return false
+}
