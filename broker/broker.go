@@ -192,11 +192,16 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		if mode == SyncAlways {
 			opts = append(opts, kfake.SyncWrites())
 		}
-		if scan, err = scanDataDir(cfg.DataDir, !cfg.skipProducerState, log); err != nil {
+		journal, err := readJournal(cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("broker: reading the commit journal in %s: %w", cfg.DataDir, err)
+		}
+		if scan, err = scanDataDir(cfg.DataDir, !cfg.skipProducerState, journal, log); err != nil {
 			return nil, fmt.Errorf("broker: reading the log in %s: %w", cfg.DataDir, err)
 		}
 		log.Info("broker: log scan done", "clean_shutdown", scan.Clean, "segments", scan.Segments,
-			"batches", scan.Batches, "cut", len(scan.Cut), "producer_windows_restored", scan.Producers, "elapsed", scan.Elapsed)
+			"batches", scan.Batches, "cut", len(scan.Cut), "producer_windows_restored", scan.Producers,
+			"commits_completed", scan.Completed, "elapsed", scan.Elapsed)
 	}
 	cluster, err := kfake.NewCluster(opts...)
 	if err != nil {

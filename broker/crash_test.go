@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +26,10 @@ const (
 	// helperNoStateEnv=1 starts the "serve" broker without restoring
 	// producer state after a crash.
 	helperNoStateEnv = "SQLSTREAMS_BROKER_HELPER_NO_PRODUCER_STATE"
-	helperReady      = "READY"
+	// helperCrashRepairEnv=1 kills the helper after the repair's first
+	// marker write.
+	helperCrashRepairEnv = "SQLSTREAMS_BROKER_HELPER_CRASH_REPAIR"
+	helperReady          = "READY"
 )
 
 func removeCheckpoint(dir string) error {
@@ -42,7 +46,20 @@ func TestHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
 		t.Skip("helper process for TestCrashRepair")
 	}
-	if os.Getenv(helperModeEnv) == "serve" {
+	if os.Getenv(helperCrashRepairEnv) == "1" {
+		// Die like a SIGKILL right after the repair's first marker
+		// write.
+		afterRepairMarker = func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+	}
+	switch os.Getenv(helperModeEnv) {
+	case "halfcommit":
+		if err := runHalfCommit(os.Getenv(helperDirEnv), os.Getenv(helperAddrEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(2)
+		}
+		fmt.Println(helperReady)
+		select {}
+	case "serve":
 		b, err := Start(context.Background(), Config{Addr: os.Getenv(helperAddrEnv), DataDir: os.Getenv(helperDirEnv),
 			Logger:            slog.New(slog.NewTextHandler(os.Stderr, nil)),
 			skipProducerState: os.Getenv(helperNoStateEnv) == "1"})

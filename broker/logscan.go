@@ -69,6 +69,7 @@ type scanReport struct {
 	Batches   int64
 	Cut       []logCut // torn tails cut back
 	Producers int      // (producer ID, partition) sequence windows restored
+	Completed int      // commit markers written for interrupted commits
 	Elapsed   time.Duration
 }
 
@@ -113,14 +114,22 @@ type producerPartition struct {
 }
 
 // scanDataDir runs the start-up log scan on dir (see above). A data
-// directory that does not exist yet is not an error.
-func scanDataDir(dir string, restoreProducers bool, log *slog.Logger) (*scanReport, error) {
+// directory that does not exist yet is not an error. journal is the
+// commit journal of the last run (journal.go): a transaction it says asked
+// to commit and that has no marker on a partition gets its commit marker
+// there.
+func scanDataDir(dir string, restoreProducers bool, journal []journalEntry, log *slog.Logger) (*scanReport, error) {
 	start := time.Now()
-	rep := &scanReport{}
+	sc := &logScanner{dir: dir, log: log, rep: &scanReport{}, windows: map[producerPartition]*seqWindow{}, commit: map[pidEpoch]bool{}}
+	rep := sc.rep
 	if _, err := os.Stat(filepath.Join(dir, cleanMarkerFile)); err == nil {
 		rep.Clean = true
 	}
-	windows := map[producerPartition]*seqWindow{}
+	for _, e := range journal {
+		if e.Type == "commit" {
+			sc.commit[pidEpoch{e.PID, e.Epoch}] = true
+		}
+	}
 
 	pdirs, err := os.ReadDir(filepath.Join(dir, kfakePartitionsDir))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -135,7 +144,7 @@ func scanDataDir(dir string, restoreProducers bool, log *slog.Logger) (*scanRepo
 			continue
 		}
 		rel := filepath.Join(kfakePartitionsDir, pdir.Name())
-		if err := scanPartition(dir, rel, topic, part, rep, windows, log); err != nil {
+		if err := sc.partition(rel, topic, part); err != nil {
 			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
 	}
@@ -151,10 +160,10 @@ func scanDataDir(dir string, restoreProducers bool, log *slog.Logger) (*scanRepo
 	// After a crash kfake's saved producer state is stale; after a cut it
 	// may name batches that are gone. The log is the truth then.
 	if restoreProducers && (!rep.Clean || len(rep.Cut) > 0) {
-		if err := writeSeqWindows(dir, windows, pids); err != nil {
+		if err := writeSeqWindows(dir, sc.windows, pids); err != nil {
 			return nil, fmt.Errorf("restoring producer state: %w", err)
 		}
-		rep.Producers = len(windows)
+		rep.Producers = len(sc.windows)
 	}
 	// From here on the run is not clean until Close says so.
 	if err := os.Remove(filepath.Join(dir, cleanMarkerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -162,6 +171,25 @@ func scanDataDir(dir string, restoreProducers bool, log *slog.Logger) (*scanRepo
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+type logScanner struct {
+	dir     string
+	log     *slog.Logger
+	rep     *scanReport
+	windows map[producerPartition]*seqWindow
+	commit  map[pidEpoch]bool // transactions the journal says asked to commit
+
+	// The partition being scanned.
+	open map[int64]pidEpochFirst // producer ID -> its open transaction
+	next int64                   // offset after the last valid batch
+	ple  int32                   // the last batch's partition leader epoch
+	inTx []bool                  // per batch of the segment being scanned: transactional data
+}
+
+type pidEpochFirst struct {
+	epoch int16
+	first int64
 }
 
 // parsePartitionDir splits kfake's partition directory name,
@@ -182,11 +210,11 @@ func parsePartitionDir(name string) (string, int32, bool) {
 	return topic, int32(p), true
 }
 
-// scanPartition validates the segments of one partition in offset order,
-// cutting each back to its last valid batch, and folds the producer batches
-// into windows.
-func scanPartition(dir, rel, topic string, part int32, rep *scanReport, windows map[producerPartition]*seqWindow, log *slog.Logger) error {
-	entries, err := os.ReadDir(filepath.Join(dir, rel))
+// partition validates the segments of one partition in offset order,
+// cutting each back to its last valid batch, folds the producer batches
+// into windows, and completes journaled commits the crash interrupted.
+func (sc *logScanner) partition(rel, topic string, part int32) error {
+	entries, err := os.ReadDir(filepath.Join(sc.dir, rel))
 	if err != nil {
 		return err
 	}
@@ -201,21 +229,25 @@ func scanPartition(dir, rel, topic string, part int32, rep *scanReport, windows 
 		}
 	}
 	slices.Sort(bases)
+	sc.open, sc.next, sc.ple = map[int64]pidEpochFirst{}, 0, -1
 	for _, base := range bases {
-		rep.Segments++
-		if err := scanSegment(dir, rel, topic, part, base, rep, windows, log); err != nil {
+		sc.rep.Segments++
+		if err := sc.segment(rel, topic, part, base); err != nil {
 			return err
 		}
 	}
-	return nil
+	if len(bases) == 0 {
+		return nil
+	}
+	return sc.completeCommits(rel, topic, part, bases[len(bases)-1])
 }
 
-// scanSegment reads one segment file batch by batch. The first batch that
-// is incomplete, fails its CRC or does not parse ends the valid part; the
-// file (and its index, one entry per batch) is cut back to it.
-func scanSegment(dir, rel, topic string, part int32, base int64, rep *scanReport, windows map[producerPartition]*seqWindow, log *slog.Logger) error {
+// segment reads one segment file batch by batch. The first batch that is
+// incomplete, fails its CRC or does not parse ends the valid part; the file
+// (and its index, one entry per batch) is cut back to it.
+func (sc *logScanner) segment(rel, topic string, part int32, base int64) error {
 	name := filepath.Join(rel, strconv.FormatInt(base, 10)+".dat")
-	path := filepath.Join(dir, name)
+	path := filepath.Join(sc.dir, name)
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -233,6 +265,7 @@ func scanSegment(dir, rel, topic string, part int32, base int64, rep *scanReport
 		buf     []byte
 		why     string
 	)
+	sc.inTx = sc.inTx[:0]
 	for pos < size {
 		if size-pos < 12 {
 			why = "incomplete batch header"
@@ -265,11 +298,11 @@ func scanSegment(dir, rel, topic string, part int32, base int64, rep *scanReport
 			why = "unparsable batch"
 			break
 		}
-		observeBatch(topic, part, &b, windows)
+		sc.observe(topic, part, &b)
 		pos += 12 + length
 		batches++
 	}
-	rep.Batches += batches
+	sc.rep.Batches += batches
 	if pos >= size {
 		return nil
 	}
@@ -278,34 +311,160 @@ func scanSegment(dir, rel, topic string, part int32, base int64, rep *scanReport
 	if err := os.Truncate(path, pos); err != nil {
 		return fmt.Errorf("cutting the torn tail of %s: %w", name, err)
 	}
-	idx := filepath.Join(dir, rel, strconv.FormatInt(base, 10)+".idx")
+	idx := filepath.Join(sc.dir, rel, strconv.FormatInt(base, 10)+".idx")
 	if st, err := os.Stat(idx); err == nil && st.Size() > batches*kfakeIndexEntry {
 		if err := os.Truncate(idx, batches*kfakeIndexEntry); err != nil {
 			return fmt.Errorf("cutting the index of %s: %w", name, err)
 		}
 	}
-	rep.Cut = append(rep.Cut, cut)
-	log.Warn("broker: cut a torn or corrupted segment tail back to its last valid batch",
+	sc.rep.Cut = append(sc.rep.Cut, cut)
+	sc.log.Warn("broker: cut a torn or corrupted segment tail back to its last valid batch",
 		"topic", topic, "partition", part, "segment", name, "reason", why,
 		"kept_bytes", cut.Kept, "kept_batches", batches, "cut_bytes", cut.Cut)
 	return nil
 }
 
-// observeBatch folds one valid batch into the producer windows. Control
-// batches (markers) carry no sequence.
-func observeBatch(topic string, part int32, b *kmsg.RecordBatch, windows map[producerPartition]*seqWindow) {
-	if b.ProducerID < 0 || b.Attributes&0x0020 != 0 || b.FirstSequence < 0 {
+// observe folds one valid batch into the partition's state and the
+// producer windows. Control batches (markers) close their producer's
+// transaction and carry no sequence.
+func (sc *logScanner) observe(topic string, part int32, b *kmsg.RecordBatch) {
+	sc.next = b.FirstOffset + int64(b.LastOffsetDelta) + 1
+	sc.ple = b.PartitionLeaderEpoch
+	control := b.Attributes&0x0020 != 0
+	txnal := b.Attributes&0x0010 != 0
+	sc.inTx = append(sc.inTx, txnal && !control)
+	if b.ProducerID < 0 {
+		return
+	}
+	if control {
+		delete(sc.open, b.ProducerID)
+		return
+	}
+	if txnal {
+		if _, ok := sc.open[b.ProducerID]; !ok {
+			sc.open[b.ProducerID] = pidEpochFirst{b.ProducerEpoch, b.FirstOffset}
+		}
+	}
+	if b.FirstSequence < 0 {
 		return
 	}
 	k := producerPartition{b.ProducerID, topic, part}
-	w := windows[k]
+	w := sc.windows[k]
 	if w == nil {
 		w = &seqWindow{epoch: b.ProducerEpoch}
-		windows[k] = w
+		sc.windows[k] = w
 	}
-	w.txnal = w.txnal || b.Attributes&0x0010 != 0
+	w.txnal = w.txnal || txnal
 	next := int32((int64(b.FirstSequence) + int64(b.NumRecords)) % math.MaxInt32)
 	w.push(b.ProducerEpoch, seqEntry{first: b.FirstSequence, next: next, offset: b.FirstOffset})
+}
+
+// completeCommits appends a commit marker to the partition's last segment
+// for each transaction left open on it that the journal says asked to
+// commit: kfake had written the commit's markers to some partitions when
+// the process died. This has to happen before kfake loads the log: kfake
+// takes a transaction it finds open at load for aborted and hides its
+// records from read_committed readers even if a commit marker is written
+// later.
+func (sc *logScanner) completeCommits(rel, topic string, part int32, lastBase int64) error {
+	var pids []int64
+	for pid, o := range sc.open {
+		if sc.commit[pidEpoch{pid, o.epoch}] {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) == 0 {
+		return nil
+	}
+	slices.Sort(pids)
+	segPath := filepath.Join(sc.dir, rel, strconv.FormatInt(lastBase, 10)+".dat")
+	idxPath := filepath.Join(sc.dir, rel, strconv.FormatInt(lastBase, 10)+".idx")
+	seg, err := os.OpenFile(segPath, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer seg.Close()
+	idx, err := os.OpenFile(idxPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer idx.Close()
+	// The index holds one entry per batch; pad it if index writes were
+	// lost, so the new entry lines up with its batch.
+	st, err := idx.Stat()
+	if err != nil {
+		return err
+	}
+	have := min(st.Size()/kfakeIndexEntry, int64(len(sc.inTx))) // orphan entries beyond the batches go
+	var entries []byte
+	for i := have; i < int64(len(sc.inTx)); i++ {
+		entries = append(entries, indexEntry(sc.ple, 0, sc.inTx[i])...)
+	}
+	for _, pid := range pids {
+		o := sc.open[pid]
+		batch := commitMarker(pid, o.epoch, sc.next, sc.ple)
+		if _, err := seg.Write(batch); err != nil {
+			return err
+		}
+		entries = append(entries, indexEntry(sc.ple, time.Now().UnixMilli(), false)...)
+		sc.log.Warn("broker: completed a commit a crash interrupted (the commit journal has it; other partitions have its marker)",
+			"topic", topic, "partition", part, "producer_id", pid, "producer_epoch", o.epoch,
+			"first_offset", o.first, "marker_offset", sc.next)
+		sc.rep.Completed++
+		sc.next++
+		delete(sc.open, pid)
+	}
+	if _, err := idx.WriteAt(entries, have*kfakeIndexEntry); err != nil {
+		return err
+	}
+	if err := idx.Truncate(have*kfakeIndexEntry + int64(len(entries))); err != nil {
+		return err
+	}
+	if err := seg.Sync(); err != nil {
+		return err
+	}
+	return idx.Sync()
+}
+
+// commitMarker encodes a commit marker batch of pid/epoch at offset, as
+// kfake's txnMarkerBatch does.
+func commitMarker(pid int64, epoch int16, offset int64, ple int32) []byte {
+	key := kmsg.ControlRecordKey{Type: kmsg.ControlRecordKeyTypeCommit}
+	marker := kmsg.EndTxnMarker{}
+	rec := kmsg.Record{Key: key.AppendTo(nil), Value: marker.AppendTo(nil)}
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+	now := time.Now().UnixMilli()
+	b := kmsg.RecordBatch{
+		FirstOffset:          offset,
+		PartitionLeaderEpoch: ple,
+		Magic:                2,
+		Attributes:           0x0030, // control, transactional
+		FirstTimestamp:       now,
+		MaxTimestamp:         now,
+		ProducerID:           pid,
+		ProducerEpoch:        epoch,
+		FirstSequence:        -1,
+		NumRecords:           1,
+		Records:              rec.AppendTo(nil),
+	}
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:12], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], crc32c))
+	return raw
+}
+
+// indexEntry encodes one of kfake's .idx entries: version, checksum byte,
+// leader epoch, max earlier timestamp (recomputed by kfake at load), flags.
+func indexEntry(epoch int32, maxTS int64, inTx bool) []byte {
+	buf := make([]byte, kfakeIndexEntry)
+	buf[0] = kfakeVersion
+	binary.LittleEndian.PutUint32(buf[2:6], uint32(epoch))
+	binary.LittleEndian.PutUint64(buf[6:14], uint64(maxTS))
+	if inTx {
+		buf[14] = 1
+	}
+	buf[1] = byte(crc32.Checksum(buf[2:], crc32c))
+	return buf
 }
 
 // repairFramedLog cuts a torn tail off one of kfake's framed append logs

@@ -72,7 +72,7 @@ func TestProducerStateFromLogMatchesKfakes(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, cleanMarkerFile)); err != nil {
 		t.Fatalf("no clean-shutdown marker after Close: %v", err)
 	}
-	rep, err := scanDataDir(dir, true, testLogger(t))
+	rep, err := scanDataDir(dir, true, nil, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,3 +106,19 @@ func (p *brokerProcess) logs() string {
 	defer p.mu.Unlock()
 	return p.log.String()
 }
+
+// runToExit starts the broker process and waits for it to exit by itself
+// (tests that make it die during start); it returns its logs.
+func (p *brokerProcess) runToExit(extraEnv ...string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(append(append(os.Environ(), helperEnv+"=1", helperModeEnv+"=serve",
+		helperDirEnv+"="+p.dir, helperAddrEnv+"="+p.addr), p.env...), extraEnv...)
+	out, _ := cmd.CombinedOutput()
+	if strings.Contains(string(out), helperReady+"\n") {
+		p.t.Fatalf("broker process started, want it to die during start:\n%s", out)
+	}
+	return string(out)
+}
