@@ -12,6 +12,8 @@
 //     outside client is served (see below);
 //   - the repair checkpoint file in the data directory that bounds what the
 //     repair reads;
+//   - the log cleaner (cleaner.go): compaction and retention every 15 s,
+//     run only when no transaction is open on a partition it cleans;
 //   - storage faults (storage.go) and durability modes ([Sync]).
 //
 // Start, step by step:
@@ -119,5 +121,10 @@
 // See storage.go: while the data directory's disk is full or a write has
 // failed, produces are refused with KAFKA_STORAGE_ERROR before kfake
 // records their sequences, and accepted again once a probe write works.
-// [Sync] says when writes are forced to disk and what each mode survives.
+// A write that fails between the free-space check and kfake's write (the
+// disk filled by another process in that instant, or an I/O error) is
+// still answered by kfake itself, with UNKNOWN_SERVER_ERROR, after it
+// recorded the batch's sequence: a retry of exactly that batch would then
+// be taken for a duplicate. [Sync] says when writes are forced to disk and
+// what each mode survives.
 package broker
