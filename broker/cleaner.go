@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -60,6 +61,7 @@ const kfakeCleanerOff = 1 << 40
 
 type cleaner struct {
 	cluster *kfake.Cluster
+	cl      *kgo.Client
 	admin   *kadm.Client
 	log     *slog.Logger
 
@@ -141,6 +143,7 @@ func (c *cleaner) loop(ctx context.Context) {
 func (c *cleaner) round(ctx context.Context) (bool, error) {
 	cleanable, err := c.cleanable(ctx)
 	if err != nil || len(cleanable) == 0 {
+		c.log.Debug("broker: log cleaner found nothing to clean", "err", err)
 		return false, err
 	}
 	c.setGate(true, nil)
@@ -186,14 +189,28 @@ func (c *cleaner) round(ctx context.Context) (bool, error) {
 // with cleanup.policy containing compact, or with retention.ms or
 // retention.bytes set on the topic.
 func (c *cleaner) cleanable(ctx context.Context) (kadm.TopicsSet, error) {
-	topics, err := c.admin.ListTopicsWithInternal(ctx)
+	// A metadata request of its own, not kadm's cache: a topic created
+	// a moment ago must be in it.
+	req := kmsg.NewPtrMetadataRequest()
+	meta, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
 		return nil, err
 	}
-	if len(topics) == 0 {
+	partitions := map[string][]int32{}
+	var names []string
+	for _, t := range meta.Topics {
+		if t.ErrorCode != 0 || t.Topic == nil {
+			continue
+		}
+		names = append(names, *t.Topic)
+		for _, p := range t.Partitions {
+			partitions[*t.Topic] = append(partitions[*t.Topic], p.Partition)
+		}
+	}
+	if len(names) == 0 {
 		return nil, nil
 	}
-	configs, err := c.admin.DescribeTopicConfigs(ctx, topics.Names()...)
+	configs, err := c.admin.DescribeTopicConfigs(ctx, names...)
 	if err != nil {
 		return nil, err
 	}
@@ -218,12 +235,8 @@ func (c *cleaner) cleanable(ctx context.Context) (kadm.TopicsSet, error) {
 				}
 			}
 		}
-		if !clean {
-			continue
-		}
-		td := topics[rc.Name]
-		for p := range td.Partitions {
-			set.Add(rc.Name, p)
+		if clean {
+			set.Add(rc.Name, partitions[rc.Name]...)
 		}
 	}
 	return set, nil
