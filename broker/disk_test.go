@@ -219,3 +219,55 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("stored %v, acknowledged %v", got, acked)
 	}
 }
+
+// TestInodesExhausted: a file system out of inodes (free bytes left, but
+// no new file can be created, as a new partition's first write needs)
+// refuses produces with KAFKA_STORAGE_ERROR, never an unexplained error,
+// and recovers when inodes return. Needs root, as TestFullDisk.
+func TestInodesExhausted(t *testing.T) {
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=32m,nr_inodes=64", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	var logs lockedBuffer
+	b := startBroker(t, Config{Addr: "127.0.0.1:0", DataDir: filepath.Join(mnt, "data"), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer b.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := newClient(t, b.Addr(), kgo.RecordRetries(2), kgo.MetadataMinAge(50*time.Millisecond))
+	var acked []string
+	var full error
+	for i := 0; i < 64 && full == nil; i++ {
+		topic := fmt.Sprintf("t%02d", i)
+		createTopic(t, b.Addr(), topic, 1)
+		err := cl.ProduceSync(ctx, rec(topic, 0, topic)).FirstErr()
+		switch {
+		case err == nil:
+			acked = append(acked, topic)
+		case errors.Is(err, kerr.KafkaStorageError):
+			full = err
+		default:
+			t.Fatalf("topic %s: %v; want success or KAFKA_STORAGE_ERROR", topic, err)
+		}
+	}
+	if full == nil || !strings.Contains(logs.String(), "inodes free") {
+		t.Fatalf("64 new partitions on a file system with 64 inodes: error %v; log:\n%s", full, logs.String())
+	}
+	t.Logf("out of inodes after %d partitions: %v", len(acked), full)
+
+	if out, err := exec.Command("mount", "-o", "remount,nr_inodes=4096", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("adding inodes: %v %s", err, out)
+	}
+	retrying := newClient(t, b.Addr(), kgo.MetadataMinAge(50*time.Millisecond))
+	createTopic(t, b.Addr(), "after", 1)
+	if err := retrying.ProduceSync(ctx, rec("after", 0, "after")).FirstErr(); err != nil {
+		t.Fatalf("after inodes returned: %v", err)
+	}
+	for _, topic := range append(acked, "after") {
+		if got := consume(t, b.Addr(), topic, kgo.ReadUncommitted(), 1, 10*time.Second); len(got) != 1 {
+			t.Fatalf("%s holds %v, want its one acknowledged record", topic, got)
+		}
+	}
+}

@@ -25,8 +25,9 @@ import (
 // the window, whenever
 //
 //   - the file system holding the data directory has less free space than
-//     the reserve plus twice the request's size (checked per produce request,
-//     one statfs call), or
+//     the reserve plus twice the request's size, or fewer free inodes than
+//     the inode reserve (a new partition's first write creates files);
+//     checked per produce request, one statfs call; or
 //   - kfake has logged a failed write (a read-only or otherwise unwritable
 //     data directory, an I/O error), until a probe write succeeds again.
 //
@@ -41,13 +42,20 @@ const storageProbeInterval = time.Second
 // reserve is 1% of the file system, at most this.
 const storageMaxReserve = 64 << 20
 
+// The inode reserve is 1% of the file system's inodes, within these bounds.
+const (
+	storageMinInodes = 8
+	storageMaxInodes = 1024
+)
+
 type storage struct {
 	dir string
 	log *slog.Logger
 
 	mu      sync.Mutex
 	reason  string // non-empty while refusing produces
-	reserve uint64
+	reserve uint64 // bytes
+	inodes  uint64 // inode reserve
 	lastReq kmsg.Request // the request refuse decided last, and how
 	lastRes bool
 	probing bool
@@ -56,8 +64,9 @@ type storage struct {
 
 func newStorage(dir string, log *slog.Logger) *storage {
 	s := &storage{dir: dir, log: log, stop: make(chan struct{})}
-	if total, _, err := diskSpace(dir); err == nil {
-		s.reserve = min(total/100, storageMaxReserve)
+	if d, err := diskSpace(dir); err == nil {
+		s.reserve = min(d.total/100, storageMaxReserve)
+		s.inodes = max(storageMinInodes, min(d.files/100, storageMaxInodes))
 	}
 	return s
 }
@@ -93,8 +102,14 @@ func (s *storage) refuse(req kmsg.Request) bool {
 			}
 		}
 	}
-	if _, free, err := diskSpace(s.dir); err == nil && free < s.reserve+2*size {
-		s.failLocked(fmt.Sprintf("disk full: %d bytes free under %s, the broker keeps %d in reserve", free, s.dir, s.reserve))
+	d, err := diskSpace(s.dir)
+	switch {
+	case err != nil:
+	case d.free < s.reserve+2*size:
+		s.failLocked(fmt.Sprintf("disk full: %d bytes free under %s, the broker keeps %d in reserve", d.free, s.dir, s.reserve))
+		s.lastRes = true
+	case d.files > 0 && d.ffree < s.inodes:
+		s.failLocked(fmt.Sprintf("disk full: %d inodes free under %s, the broker keeps %d in reserve", d.ffree, s.dir, s.inodes))
 		s.lastRes = true
 	}
 	return s.lastRes
@@ -158,22 +173,30 @@ func (s *storage) tryWrite() error {
 	if err != nil {
 		return err
 	}
-	if _, free, err := diskSpace(s.dir); err == nil && free < 2*s.reserve {
-		return errors.New("free space still below twice the reserve")
+	if d, err := diskSpace(s.dir); err == nil && (d.free < 2*s.reserve || d.files > 0 && d.ffree < 2*s.inodes) {
+		return errors.New("free space or inodes still below twice the reserve")
 	}
 	return nil
 }
 
 func (s *storage) close() { close(s.stop) }
 
-// diskSpace returns the total and available bytes of the file system
-// holding dir.
-func diskSpace(dir string) (total, free uint64, err error) {
+// space is what statfs says of a file system: bytes and inodes.
+type space struct {
+	total, free  uint64 // bytes; free is what an unprivileged user may use
+	files, ffree uint64 // inodes; zero files means the file system does not say
+}
+
+// diskSpace returns the space of the file system holding dir.
+func diskSpace(dir string) (space, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, 0, err
+		return space{}, err
 	}
-	return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), nil
+	return space{
+		total: st.Blocks * uint64(st.Bsize), free: st.Bavail * uint64(st.Bsize),
+		files: st.Files, ffree: st.Ffree,
+	}, nil
 }
 
 // isWriteFailure reports whether a kfake log line is a failed write of
