@@ -30,9 +30,10 @@ import (
 // broker runs kfake's cleaner only at a moment when no transaction is open
 // on a partition it cleans:
 //
-//  1. it closes a gate: produces of transactional batches are refused
-//     with NOT_ENOUGH_REPLICAS (retriable; clients retry after a short
-//     backoff), except from producers whose transaction was already open;
+//  1. it closes a gate: produces of transactional batches to the topics
+//     it cleans are refused with NOT_ENOUGH_REPLICAS (retriable; clients
+//     retry after a short backoff), except from producers whose
+//     transaction was already open;
 //  2. it lists the open transactions; their producers may go on, and their
 //     commit or abort (EndTxn) ends their pass;
 //  3. it waits until DescribeProducers lists no open transaction on any
@@ -68,6 +69,7 @@ type cleaner struct {
 	mu      sync.Mutex
 	gate    bool
 	allowed map[int64]bool // producers whose open transaction may go on
+	topics  cleanableTopics
 
 	runs int // rounds that cleaned, for tests
 }
@@ -104,6 +106,9 @@ func (c *cleaner) hold(req kmsg.Request) bool {
 		return false
 	}
 	for _, t := range pr.Topics {
+		if !c.topics.names[t.Topic] && !c.topics.ids[t.TopicID] {
+			continue // not a topic the cleaner changes
+		}
 		for _, p := range t.Partitions {
 			raw := p.Records
 			if len(raw) < batchHeaderSize || binary.BigEndian.Uint16(raw[21:23])&0x0010 == 0 {
@@ -117,9 +122,9 @@ func (c *cleaner) hold(req kmsg.Request) bool {
 	return false
 }
 
-func (c *cleaner) setGate(closed bool, allowed map[int64]bool) {
+func (c *cleaner) setGate(closed bool, allowed map[int64]bool, topics cleanableTopics) {
 	c.mu.Lock()
-	c.gate, c.allowed = closed, allowed
+	c.gate, c.allowed, c.topics = closed, allowed, topics
 	c.mu.Unlock()
 }
 
@@ -141,13 +146,13 @@ func (c *cleaner) loop(ctx context.Context) {
 
 // round cleans once if it can; it reports whether it did.
 func (c *cleaner) round(ctx context.Context) (bool, error) {
-	cleanable, err := c.cleanable(ctx)
+	cleanable, topics, err := c.cleanable(ctx)
 	if err != nil || len(cleanable) == 0 {
 		c.log.Debug("broker: log cleaner found nothing to clean", "err", err)
 		return false, err
 	}
-	c.setGate(true, nil)
-	defer c.setGate(false, nil)
+	c.setGate(true, nil, topics)
+	defer c.setGate(false, nil, cleanableTopics{})
 
 	ongoing, err := c.admin.ListTransactions(ctx, nil, []string{"Ongoing"})
 	if err != nil {
@@ -157,7 +162,7 @@ func (c *cleaner) round(ctx context.Context) (bool, error) {
 	for _, t := range ongoing {
 		allowed[t.ProducerID] = true
 	}
-	c.setGate(true, allowed)
+	c.setGate(true, allowed, topics)
 
 	deadline := time.Now().Add(cleanerBarrierTimeout)
 	for {
@@ -188,31 +193,34 @@ func (c *cleaner) round(ctx context.Context) (bool, error) {
 // cleanable returns the partitions the cleaner may change: those of topics
 // with cleanup.policy containing compact, or with retention.ms or
 // retention.bytes set on the topic.
-func (c *cleaner) cleanable(ctx context.Context) (kadm.TopicsSet, error) {
+func (c *cleaner) cleanable(ctx context.Context) (kadm.TopicsSet, cleanableTopics, error) {
 	// A metadata request of its own, not kadm's cache: a topic created
 	// a moment ago must be in it.
 	req := kmsg.NewPtrMetadataRequest()
+	topics := cleanableTopics{names: map[string]bool{}, ids: map[[16]byte]bool{}}
 	meta, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
-		return nil, err
+		return nil, topics, err
 	}
 	partitions := map[string][]int32{}
+	ids := map[string][16]byte{}
 	var names []string
 	for _, t := range meta.Topics {
 		if t.ErrorCode != 0 || t.Topic == nil {
 			continue
 		}
 		names = append(names, *t.Topic)
+		ids[*t.Topic] = t.TopicID
 		for _, p := range t.Partitions {
 			partitions[*t.Topic] = append(partitions[*t.Topic], p.Partition)
 		}
 	}
 	if len(names) == 0 {
-		return nil, nil
+		return nil, topics, nil
 	}
 	configs, err := c.admin.DescribeTopicConfigs(ctx, names...)
 	if err != nil {
-		return nil, err
+		return nil, topics, err
 	}
 	set := kadm.TopicsSet{}
 	for _, rc := range configs {
@@ -237,9 +245,18 @@ func (c *cleaner) cleanable(ctx context.Context) (kadm.TopicsSet, error) {
 		}
 		if clean {
 			set.Add(rc.Name, partitions[rc.Name]...)
+			topics.names[rc.Name] = true
+			topics.ids[ids[rc.Name]] = true
 		}
 	}
-	return set, nil
+	return set, topics, nil
+}
+
+// cleanableTopics names the topics a round may change, by name and by ID
+// (produce requests from v13 name topics by ID only).
+type cleanableTopics struct {
+	names map[string]bool
+	ids   map[[16]byte]bool
 }
 
 // openOn counts the open transactions on the partitions in set.

@@ -53,9 +53,9 @@ type storage struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	reason  string // non-empty while refusing produces
-	reserve uint64 // bytes
-	inodes  uint64 // inode reserve
+	reason  string       // non-empty while refusing produces
+	reserve uint64       // bytes
+	inodes  uint64       // inode reserve
 	lastReq kmsg.Request // the request refuse decided last, and how
 	lastRes bool
 	probing bool
