@@ -46,10 +46,10 @@ for i in range(n):
             break
         except BufferError:
             p.poll(0.05)
-    if i % 50 == 49:
+    if i % 100 == 99:
         p.poll(0)
         sys.stdout.flush()
-        time.sleep(0.005)
+        time.sleep(0.003)
 p.flush(240)
 sys.stdout.write('DONE\n')
 sys.stdout.flush()
@@ -69,8 +69,8 @@ func TestIdempotentProducersAcrossCrashes(t *testing.T) {
 	const (
 		topic      = "idem"
 		partitions = 3
-		perClient  = 30000
-		crashes    = 4
+		perClient  = 40000
+		crashes    = 6
 	)
 	dir := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -113,8 +113,8 @@ func TestIdempotentProducersAcrossCrashes(t *testing.T) {
 				mu.Unlock()
 				goAcked.Add(1)
 			})
-			if i%50 == 49 {
-				time.Sleep(5 * time.Millisecond)
+			if i%2000 == 1999 { // bursts: many batches in flight at a crash
+				time.Sleep(40 * time.Millisecond)
 			}
 		}
 		kc.Flush(ctx)
