@@ -229,7 +229,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: internal client: %w", err)
 	}
 	b.admin = kadm.NewClient(b.cl)
-	b.cleaner = &cleaner{cluster: cluster, cl: b.cl, admin: b.admin, log: log}
+	b.cleaner = &cleaner{dataDir: cfg.DataDir, cluster: cluster, cl: b.cl, admin: b.admin, log: log}
 	b.cleaner.install()
 
 	b.checkpoints = cfg.DataDir != "" && !cfg.skipRepair

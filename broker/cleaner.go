@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +63,7 @@ const cleanerBarrierTimeout = 5 * time.Second
 const kfakeCleanerOff = 1 << 40
 
 type cleaner struct {
+	dataDir string // empty: in memory, nothing to save
 	cluster *kfake.Cluster
 	cl      *kgo.Client
 	admin   *kadm.Client
@@ -183,7 +186,29 @@ func (c *cleaner) round(ctx context.Context) (bool, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	// Keep the old files of every partition the round may rewrite until
+	// it is over (precompact.go).
+	var saved []string
+	if c.dataDir != "" {
+		for topic, ps := range cleanable {
+			for p := range ps {
+				pdir := partitionDir(c.dataDir, topic, p)
+				if err := savePartition(pdir); err != nil {
+					for _, s := range saved {
+						os.RemoveAll(s)
+					}
+					return false, fmt.Errorf("saving %s before compaction: %w", pdir, err)
+				}
+				saved = append(saved, filepath.Join(pdir, precompactDir))
+			}
+		}
+	}
 	c.cluster.Compact() // compaction and retention, on kfake's goroutine
+	for _, s := range saved {
+		if err := os.RemoveAll(s); err != nil {
+			c.log.Warn("broker: could not remove a compaction's saved files; the next start does", "dir", s, "err", err)
+		}
+	}
 	c.mu.Lock()
 	c.runs++
 	c.mu.Unlock()

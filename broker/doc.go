@@ -13,7 +13,9 @@
 //   - the repair checkpoint file in the data directory that bounds what the
 //     repair reads;
 //   - the log cleaner (cleaner.go): compaction and retention every 15 s,
-//     run only when no transaction is open on a partition it cleans;
+//     run only when no transaction is open on a partition it cleans, with
+//     the old segment files kept until a round is over, since kfake deletes
+//     them before it writes the compacted ones (precompact.go);
 //   - storage faults (storage.go) and durability modes ([Sync]).
 //
 // Start, step by step:

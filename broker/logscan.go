@@ -214,6 +214,9 @@ func parsePartitionDir(name string) (string, int32, bool) {
 // cutting each back to its last valid batch, folds the producer batches
 // into windows, and completes journaled commits the crash interrupted.
 func (sc *logScanner) partition(rel, topic string, part int32) error {
+	if err := recoverPartition(filepath.Join(sc.dir, rel), sc.log); err != nil {
+		return fmt.Errorf("settling an interrupted compaction: %w", err)
+	}
 	entries, err := os.ReadDir(filepath.Join(sc.dir, rel))
 	if err != nil {
 		return err
