@@ -408,5 +408,5 @@ var errClosed = errors.New("broker: closed")
 // compactNow runs a log cleaner round now (tests); it reports whether it
 // cleaned.
 func (b *Broker) compactNow(ctx context.Context) (bool, error) {
-	return b.cleaner.round(ctx)
+	return b.cleaner.round(ctx, true)
 }

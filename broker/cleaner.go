@@ -46,9 +46,10 @@ import (
 //
 // kfake's own ticker is switched off (log.cleaner.backoff.ms is set out of
 // reach); this cleaner runs every cleanerInterval, Kafka's
-// log.cleaner.backoff.ms default. A new transaction waits at most one
-// barrier (typically one commit interval of the open transactions) per
-// round.
+// log.cleaner.backoff.ms default, and compacts only when a compacted
+// partition is dirty enough (see dirty); otherwise it applies retention
+// only. A new transaction to a cleaned topic waits at most one barrier
+// (typically one commit interval of the open transactions) per round.
 
 // cleanerInterval is how often the cleaner runs (Kafka's
 // log.cleaner.backoff.ms default is 15 s).
@@ -74,7 +75,8 @@ type cleaner struct {
 	allowed map[int64]bool // producers whose open transaction may go on
 	topics  cleanableTopics
 
-	runs int // rounds that cleaned, for tests
+	roundMu    sync.Mutex               // one round at a time
+	cleanSizes map[topicPartition]int64 // compacted partitions' sizes after the last compaction
 }
 
 func (c *cleaner) install() {
@@ -141,18 +143,31 @@ func (c *cleaner) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if _, err := c.round(ctx); err != nil && ctx.Err() == nil {
+		if _, err := c.round(ctx, false); err != nil && ctx.Err() == nil {
 			c.log.Warn("broker: log cleaner round failed; trying again next round", "err", err)
 		}
 	}
 }
 
-// round cleans once if it can; it reports whether it did.
-func (c *cleaner) round(ctx context.Context) (bool, error) {
-	cleanable, topics, err := c.cleanable(ctx)
+// round cleans once if it can; it reports whether it did. Unless force is
+// set, it compacts only when a compacted partition is dirty enough (see
+// dirty), and otherwise applies retention only.
+func (c *cleaner) round(ctx context.Context, force bool) (bool, error) {
+	c.roundMu.Lock()
+	defer c.roundMu.Unlock()
+	cleanable, compacted, topics, err := c.cleanable(ctx)
 	if err != nil || len(cleanable) == 0 {
 		c.log.Debug("broker: log cleaner found nothing to clean", "err", err)
 		return false, err
+	}
+	compact := force
+	if !compact && len(compacted) > 0 {
+		if compact, err = c.dirty(ctx, compacted); err != nil {
+			return false, err
+		}
+	}
+	if !compact && len(compacted) == len(cleanable) {
+		return false, nil // only compacted topics, none dirty
 	}
 	c.setGate(true, nil, topics)
 	defer c.setGate(false, nil, cleanableTopics{})
@@ -186,11 +201,15 @@ func (c *cleaner) round(ctx context.Context) (bool, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	if !compact {
+		c.cluster.ApplyRetention()
+		return true, nil
+	}
 	// Keep the old files of every partition the round may rewrite until
 	// it is over (precompact.go).
 	var saved []string
 	if c.dataDir != "" {
-		for topic, ps := range cleanable {
+		for topic, ps := range compacted {
 			for p := range ps {
 				pdir := partitionDir(c.dataDir, topic, p)
 				if err := savePartition(pdir); err != nil {
@@ -209,23 +228,65 @@ func (c *cleaner) round(ctx context.Context) (bool, error) {
 			c.log.Warn("broker: could not remove a compaction's saved files; the next start does", "dir", s, "err", err)
 		}
 	}
-	c.mu.Lock()
-	c.runs++
-	c.mu.Unlock()
+	sizes, err := c.sizes(ctx, compacted)
+	if err != nil {
+		return true, err
+	}
+	c.cleanSizes = sizes
 	return true, nil
+}
+
+// Kafka's cleaner cleans a log when at least min.cleanable.dirty.ratio
+// (0.5) of it was written since it was last cleaned. kfake rewrites every
+// compacted partition whenever it compacts, so the broker compacts only
+// when some compacted partition has grown by half its size, and by at least
+// cleanerMinDirty, since the last round that compacted.
+const (
+	cleanerDirtyRatio = 0.5
+	cleanerMinDirty   = 1 << 20
+)
+
+// dirty reports whether some partition in compacted is dirty enough.
+func (c *cleaner) dirty(ctx context.Context, compacted kadm.TopicsSet) (bool, error) {
+	sizes, err := c.sizes(ctx, compacted)
+	if err != nil {
+		return false, err
+	}
+	for tp, size := range sizes {
+		grown := size - c.cleanSizes[tp]
+		if grown >= cleanerMinDirty && float64(grown) >= cleanerDirtyRatio*float64(size) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// sizes returns the log size of each partition in set.
+func (c *cleaner) sizes(ctx context.Context, set kadm.TopicsSet) (map[topicPartition]int64, error) {
+	dirs, err := c.admin.DescribeAllLogDirs(ctx, set)
+	if err != nil {
+		return nil, fmt.Errorf("describing log dirs: %w", err)
+	}
+	out := map[topicPartition]int64{}
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			out[topicPartition{p.Topic, p.Partition}] += p.Size
+		})
+	})
+	return out, nil
 }
 
 // cleanable returns the partitions the cleaner may change: those of topics
 // with cleanup.policy containing compact, or with retention.ms or
 // retention.bytes set on the topic.
-func (c *cleaner) cleanable(ctx context.Context) (kadm.TopicsSet, cleanableTopics, error) {
+func (c *cleaner) cleanable(ctx context.Context) (set, compacted kadm.TopicsSet, topics cleanableTopics, err error) {
 	// A metadata request of its own, not kadm's cache: a topic created
 	// a moment ago must be in it.
 	req := kmsg.NewPtrMetadataRequest()
-	topics := cleanableTopics{names: map[string]bool{}, ids: map[[16]byte]bool{}}
+	topics = cleanableTopics{names: map[string]bool{}, ids: map[[16]byte]bool{}}
 	meta, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
-		return nil, topics, err
+		return nil, nil, topics, err
 	}
 	partitions := map[string][]int32{}
 	ids := map[string][16]byte{}
@@ -241,25 +302,26 @@ func (c *cleaner) cleanable(ctx context.Context) (kadm.TopicsSet, cleanableTopic
 		}
 	}
 	if len(names) == 0 {
-		return nil, topics, nil
+		return nil, nil, topics, nil
 	}
 	configs, err := c.admin.DescribeTopicConfigs(ctx, names...)
 	if err != nil {
-		return nil, topics, err
+		return nil, nil, topics, err
 	}
-	set := kadm.TopicsSet{}
+	set, compacted = kadm.TopicsSet{}, kadm.TopicsSet{}
 	for _, rc := range configs {
 		if rc.Err != nil {
 			continue // deleted meanwhile
 		}
-		clean := false
+		clean, compact := false, false
 		for _, kv := range rc.Configs {
 			if kv.Value == nil {
 				continue
 			}
 			switch kv.Key {
 			case "cleanup.policy":
-				clean = clean || containsWord(*kv.Value, "compact")
+				compact = containsWord(*kv.Value, "compact")
+				clean = clean || compact
 			case "retention.ms", "retention.bytes":
 				if kv.Source == kmsg.ConfigSourceDynamicTopicConfig {
 					if n, err := strconv.ParseInt(*kv.Value, 10, 64); err == nil && n >= 0 {
@@ -273,8 +335,11 @@ func (c *cleaner) cleanable(ctx context.Context) (kadm.TopicsSet, cleanableTopic
 			topics.names[rc.Name] = true
 			topics.ids[ids[rc.Name]] = true
 		}
+		if compact {
+			compacted.Add(rc.Name, partitions[rc.Name]...)
+		}
 	}
-	return set, topics, nil
+	return set, compacted, topics, nil
 }
 
 // cleanableTopics names the topics a round may change, by name and by ID

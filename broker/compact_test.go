@@ -444,3 +444,42 @@ func TestCompactionInterruptedByCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanerCompactsOnlyDirtyLogs: kfake rewrites a compacted partition
+// whole whenever it compacts, so the background cleaner compacts only when
+// a partition has grown by half its size (and 1 MiB) since it last did, as
+// Kafka's min.cleanable.dirty.ratio: a changelog that barely changed is not
+// rewritten every round.
+func TestCleanerCompactsOnlyDirtyLogs(t *testing.T) {
+	b := startBroker(t, Config{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
+	defer b.Close()
+	createCompacted(t, b.Addr(), "c", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := newClient(t, b.Addr(), kgo.DefaultProduceTopic("c"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	produce := func(n int) {
+		for i := range n {
+			cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i % 100)), Value: make([]byte, 1000)}, nil)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round := func(want bool, what string) {
+		t.Helper()
+		ran, err := b.cleaner.round(ctx, false)
+		if err != nil || ran != want {
+			t.Fatalf("%s: cleaner round ran %v (%v), want %v", what, ran, err, want)
+		}
+	}
+	produce(200) // 200 kB: not worth a rewrite
+	round(false, "small log")
+	produce(3000) // 3 MB more, mostly superseded
+	round(true, "grown by 3 MB")
+	round(false, "unchanged since")
+	produce(100)
+	round(false, "grown by 100 kB")
+	if _, n := restoreTable(t, b.Addr(), "c"); n > 300 {
+		t.Fatalf("%d records after compaction of 100 keys", n)
+	}
+}
