@@ -19,8 +19,10 @@ import (
 // two producers' commits leaves it, with a third producer's transaction
 // open:
 //
-//	t1: t1-0 t1-1 t1-2 on p0-p2; asked to commit; commit marker on p0 only
-//	t2: t2-0 t2-1 t2-2 on p0-p2; asked to commit; markers on p0 and p1
+//	t1: t1-0 t1-1 t1-2 on p0-p2; asked to commit, with group g-t1's
+//	    offset 42 on topic in; commit marker on p0 only
+//	t2: t2-0 t2-1 t2-2 on p0-p2; asked to commit (g-t2 likewise);
+//	    markers on p0 and p1
 //	t3: t3-1 t3-2 on p1, p2; open, never asked to commit
 //	t4: t4-0 on p0; the same
 //
@@ -41,6 +43,9 @@ func runHalfCommit(dir, addr string) error {
 	adm := kadm.NewClient(cl)
 	if resp, err := adm.CreateTopic(ctx, 3, 1, nil, "h"); err != nil || resp.Err != nil {
 		return fmt.Errorf("creating h: %v %v", err, resp.Err)
+	}
+	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, "in"); err != nil || resp.Err != nil {
+		return fmt.Errorf("creating in: %v %v", err, resp.Err)
 	}
 	open := func(txid string, parts ...int32) (int64, int16, error) {
 		p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID(txid), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -70,6 +75,11 @@ func runHalfCommit(dir, addr string) error {
 		if err != nil {
 			return err
 		}
+		// The offsets the transaction commits for its input, as
+		// TxnOffsetCommit journals them; kfake applies them only after
+		// all markers, so the crash lost them.
+		b.journal.append(journalEntry{Type: "offsets", PID: pid, Epoch: epoch, Group: "g-" + tx.txid,
+			Offsets: []journalOffset{{Topic: "in", Partition: 0, Offset: 42}}})
 		b.journal.append(journalEntry{Type: "commit", PID: pid, Epoch: epoch})
 		for _, part := range tx.marked {
 			resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: pid, ProducerEpoch: epoch, Commit: true,
@@ -153,6 +163,20 @@ func TestCrashBetweenCommitMarkers(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("read_committed after the crash: %v, want %v", got, want)
+			}
+			// The committed transactions' input offsets are the
+			// groups' committed offsets: the input is not read again.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			adm := kadm.NewClient(newClient(t, addr))
+			for _, g := range []string{"g-t1", "g-t2"} {
+				offs, err := adm.FetchOffsets(ctx, g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o, ok := offs.Lookup("in", 0); !ok || o.At != 42 {
+					t.Errorf("group %s committed %+v on in[0], want 42", g, o)
+				}
 			}
 		})
 	}
