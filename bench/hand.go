@@ -38,6 +38,10 @@ type processor interface {
 	abort()
 }
 
+// flusher is a processor that writes what it coalesced over the
+// transaction (its changelog) before the transaction ends.
+type flusher interface{ flush(b *batch) }
+
 // batch owns the records and value bytes of one transaction; both are
 // reused once the transaction has ended (every record has been flushed).
 type batch struct {
@@ -117,6 +121,13 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 	inTxn := false
 	var txnStart time.Time
 	end := func(ctx context.Context) error {
+		if f, ok := proc.(flusher); ok {
+			f.flush(b)
+			for i := flushed; i < len(b.recs); i++ {
+				sess.Produce(context.Background(), &b.recs[i], promise)
+			}
+			flushed = len(b.recs)
+		}
 		committed, err := sess.End(ctx, kgo.TryCommit)
 		inTxn = false
 		if committed && err == nil {

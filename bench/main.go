@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ type run struct {
 var (
 	quick           = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
 	jsonOut         = flag.Bool("json", false, "print one JSON object instead of the markdown table")
-	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate)")
+	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling)")
 	records         = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
 	repeats         = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
 	memory          = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
@@ -67,7 +68,7 @@ var (
 	threads         = flag.Int("threads", 1, "sqlstreams' stream threads per query (num.stream.threads); the hand-written pipeline stays one")
 )
 
-var scenarios = []string{"stateless", "aggregate"}
+var scenarios = []string{"stateless", "aggregate", "hopping", "tumbling"}
 
 func main() {
 	if spec := os.Getenv(brokerEnv); spec != "" {
@@ -92,8 +93,8 @@ func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	todo := scenarios
 	if *scenario != "" {
-		if *scenario != "stateless" && *scenario != "aggregate" {
-			fatal(fmt.Errorf("unknown scenario %q (want stateless or aggregate)", *scenario))
+		if !slices.Contains(scenarios, *scenario) {
+			fatal(fmt.Errorf("unknown scenario %q (want one of %s)", *scenario, strings.Join(scenarios, ", ")))
 		}
 		todo = []string{*scenario}
 	}
@@ -356,14 +357,23 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 		}
 		return nil
 	}
-	if err := exec(fmt.Sprintf("CREATE STREAM bids (auction VARCHAR KEY, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime BIGINT, extra VARCHAR) WITH (KAFKA_TOPIC='%s', VALUE_FORMAT='JSON', PARTITIONS=4)", input)); err != nil {
+	eventTime := ""
+	if sc == "hopping" || sc == "tumbling" {
+		eventTime = ", TIMESTAMP='dateTime'"
+	}
+	if err := exec(fmt.Sprintf("CREATE STREAM bids (auction VARCHAR KEY, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime BIGINT, extra VARCHAR) WITH (KAFKA_TOPIC='%s', VALUE_FORMAT='JSON', PARTITIONS=4%s)", input, eventTime)); err != nil {
 		return run{}, err
 	}
 	out := "out_" + id
 	var stmt string
-	if sc == "stateless" {
+	switch sc {
+	case "stateless":
 		stmt = fmt.Sprintf("CREATE STREAM out WITH (KAFKA_TOPIC='%s') AS SELECT auction, bidder, price * 908 / 1000 AS euros, channel FROM bids WHERE price > %d EMIT CHANGES", out, median)
-	} else {
+	case "hopping":
+		stmt = fmt.Sprintf("CREATE TABLE hops WITH (KAFKA_TOPIC='%s') AS SELECT auction, COUNT(*) AS n FROM bids WINDOW HOPPING (SIZE 10 SECONDS, ADVANCE BY 2 SECONDS, GRACE PERIOD 0 SECONDS) GROUP BY auction", out)
+	case "tumbling":
+		stmt = fmt.Sprintf("CREATE TABLE tops WITH (KAFKA_TOPIC='%s') AS SELECT auction, MAX(price) AS top FROM bids WINDOW TUMBLING (SIZE 10 SECONDS, GRACE PERIOD 0 SECONDS) GROUP BY auction", out)
+	default:
 		stmt = fmt.Sprintf("CREATE TABLE agg WITH (KAFKA_TOPIC='%s') AS SELECT auction, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top FROM bids GROUP BY auction", out)
 	}
 	group := ""
@@ -406,9 +416,16 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, input string, median int64, ends kadm.ListedOffsets) (run, error) {
 	cfg := handConfig{brokers: brokers, group: "hand_" + id, input: input, output: "hand_out_" + id, median: median}
 	var proc processor
-	if sc == "stateless" {
+	switch sc {
+	case "stateless":
 		proc = &stateless{median: median, out: cfg.output}
-	} else {
+	case "hopping":
+		cfg.changelog = cfg.group + "-changelog"
+		proc = newWindow(cfg.output, cfg.changelog, 10_000, 2_000, false)
+	case "tumbling":
+		cfg.changelog = cfg.group + "-changelog"
+		proc = newWindow(cfg.output, cfg.changelog, 10_000, 10_000, true)
+	default:
 		cfg.changelog = cfg.group + "-changelog"
 		proc = newAggregate(cfg.output, cfg.changelog)
 	}

@@ -43,6 +43,13 @@ type Source struct {
 	// Schema lists the declared columns, keys flagged, without pseudo
 	// columns.
 	Schema types.Schema
+	// WindowType marks a windowed source (a windowed aggregation's
+	// result, or WITH (WINDOW_TYPE=…)): its record keys carry the window
+	// after the key columns' bytes (see types.WindowType), and its rows
+	// have WINDOWSTART and WINDOWEND. WindowSizeMs is a time window's
+	// size, which gives its end.
+	WindowType   types.WindowType
+	WindowSizeMs int64
 	// Partitions of the topic, as known when the source was created.
 	Partitions int32
 	// IsSource marks CREATE SOURCE STREAM|TABLE: read-only.
@@ -55,6 +62,19 @@ type Source struct {
 	// MaterializedBy is the ID of the query that keeps a table's latest
 	// rows in a state store for pull queries, or "".
 	MaterializedBy string
+}
+
+// Windowed reports whether the source's keys carry windows.
+func (s *Source) Windowed() bool { return s.WindowType != types.NoWindow }
+
+// RowSchema is the layout of the rows read from the source: its declared
+// columns, the window bounds of a windowed source after its key columns,
+// then the pseudo columns.
+func (s *Source) RowSchema() types.Schema {
+	if s.Windowed() {
+		return s.Schema.WithWindow().WithPseudo()
+	}
+	return s.Schema.WithPseudo()
 }
 
 // Query is a persistent query: CSAS, CTAS or INSERT INTO … SELECT.

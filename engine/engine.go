@@ -357,6 +357,26 @@ func (e *Engine) queryThreads(props map[string]string) (int, error) {
 	return n, nil
 }
 
+// IdleAdvanceProp is the query property (SET before CREATE … AS) that
+// lets a windowed aggregation's task whose inputs have been idle this
+// many milliseconds advance its stream time by the wall-clock time that
+// passes, so that windows close (and EMIT FINAL emits them) without new
+// input. Off (0) by default, as in ksqlDB: see README's "Windows".
+const IdleAdvanceProp = "sqlstreams.window.idle.advance.ms"
+
+// queryIdleAdvance returns the idle advance a query with props asks for.
+func queryIdleAdvance(props map[string]string) (time.Duration, error) {
+	v, ok := props[IdleAdvanceProp]
+	if !ok {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || ms < 0 || ms > 7*24*3600*1000 {
+		return 0, sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number of milliseconds (0 turns it off), not %q", IdleAdvanceProp, v)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
 // start runs a persistent query's topology.
 func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string) error {
 	var mq *metrics.Query
@@ -367,17 +387,22 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	if err != nil {
 		return err
 	}
+	idle, err := queryIdleAdvance(props)
+	if err != nil {
+		return err
+	}
 	q, err := exec.Start(id, topo, exec.Config{
-		Metrics:        mq,
-		Brokers:        e.cfg.Brokers,
-		InstanceID:     e.cfg.InstanceID,
-		Threads:        threads,
-		CommitInterval: e.cfg.CommitInterval,
-		OffsetReset:    reset,
-		Logger:         e.log,
-		StateDir:       e.cfg.StateDir,
-		RocksResources: e.cfg.RocksResources,
-		BadRecord:      e.logBadRecord,
+		WindowIdleAdvance: idle,
+		Metrics:           mq,
+		Brokers:           e.cfg.Brokers,
+		InstanceID:        e.cfg.InstanceID,
+		Threads:           threads,
+		CommitInterval:    e.cfg.CommitInterval,
+		OffsetReset:       reset,
+		Logger:            e.log,
+		StateDir:          e.cfg.StateDir,
+		RocksResources:    e.cfg.RocksResources,
+		BadRecord:         e.logBadRecord,
 	})
 	if err != nil {
 		return err
@@ -472,6 +497,9 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		e.nextID = n + 1
 	}
 	if _, err := e.queryThreads(cmd.Props); err != nil {
+		return err
+	}
+	if _, err := queryIdleAdvance(cmd.Props); err != nil {
 		return err
 	}
 	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)

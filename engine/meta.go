@@ -64,7 +64,7 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 		var rows [][]string
 		for _, src := range e.cat.Sources() {
 			if src.Kind == kind {
-				rows = append(rows, []string{src.Name, src.Topic, src.KeyFormat, src.ValueFormat, "false"})
+				rows = append(rows, []string{src.Name, src.Topic, src.KeyFormat, src.ValueFormat, strconv.FormatBool(src.Windowed())})
 			}
 		}
 		return writeTable(w, cols, rows)
@@ -105,6 +105,7 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 			"commit.interval.ms":   strconv.FormatInt(e.commitInterval().Milliseconds(), 10),
 			"ksql.service.id":      e.cfg.ServiceID,
 			"num.stream.threads":   strconv.Itoa(max(e.cfg.Threads, 1)),
+			IdleAdvanceProp:        "0",
 		}
 		for k, v := range s.Props {
 			props[k] = v
@@ -170,6 +171,9 @@ func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 			} else {
 				t += " (key)"
 			}
+			if src.Windowed() {
+				t += " (window type: " + windowDesc(src) + ")"
+			}
 		}
 		rows = append(rows, []string{c.Name, t})
 	}
@@ -189,6 +193,7 @@ func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 		{"key format", src.KeyFormat},
 		{"value format", src.ValueFormat},
 		{"source (read-only)", strconv.FormatBool(src.IsSource)},
+		{"windowed", windowDesc(src)},
 		{"statement", src.SQL},
 	}, rows...)
 	if src.WriterQuery != "" {
@@ -199,7 +204,8 @@ func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 				[]string{"records in", strconv.FormatInt(qs.RecordsIn, 10)},
 				[]string{"records out", strconv.FormatInt(qs.RecordsOut, 10)},
 				[]string{"bad records", strconv.FormatInt(qs.BadRecords, 10)},
-				[]string{"restarts", strconv.FormatInt(qs.Restarts, 10)})
+				[]string{"restarts", strconv.FormatInt(qs.Restarts, 10)},
+				[]string{"late records dropped", strconv.FormatInt(qs.LateRecords, 10)})
 			if qs.Err != "" {
 				rows = append(rows, []string{"query error", qs.Err})
 			}
@@ -336,4 +342,17 @@ func (e *Engine) Describe(ctx context.Context, s *Session, text string) ([]types
 		return printCols, nil
 	}
 	return nil, nil
+}
+
+// windowDesc describes a source's windowing for DESCRIBE: its type and,
+// for time windows, its size ("TUMBLING, 1 MINUTE"); "false" when it has
+// none.
+func windowDesc(src *catalog.Source) string {
+	switch src.WindowType {
+	case types.NoWindow:
+		return "false"
+	case types.Session:
+		return string(src.WindowType)
+	}
+	return string(src.WindowType) + ", " + planner.FormatDuration(src.WindowSizeMs)
 }

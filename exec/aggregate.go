@@ -12,10 +12,19 @@ import (
 )
 
 var (
-	_ Processor = (*aggregateOp)(nil)
-	_ flusher   = (*aggregateOp)(nil)
-	_ aborter   = (*aggregateOp)(nil)
+	_ Processor   = (*aggregateOp)(nil)
+	_ flusher     = (*aggregateOp)(nil)
+	_ aborter     = (*aggregateOp)(nil)
+	_ initializer = (*aggregateOp)(nil)
 )
+
+// Init schedules a windowed aggregation's idle advance.
+func (a *aggregateOp) Init(tc *TaskContext) error {
+	if a.win != nil {
+		a.win.init(tc)
+	}
+	return nil
+}
 
 // aggregateOp folds each row into its group's state, kept in the task's
 // store (writes pending in the overlay until the transaction commits) and
@@ -41,6 +50,10 @@ type aggregateOp struct {
 	having    expr.Evaluator
 	keyEnc    types.Encoder
 	keyDec    types.Decoder // reads stored keys back, for pull queries
+	// win is the windowing of a windowed aggregation, or nil; aggAt is
+	// where the aggregates start in row (after the window bounds).
+	win       *windowing
+	aggAt     int
 	changelog string
 	store     *taskStore
 	out       *outbox
@@ -113,6 +126,14 @@ func newAggregate(name string, a *physical.Aggregate, store *taskStore, out *out
 		op.args = append(op.args, evs)
 		op.argVals = append(op.argVals, make([]types.Datum, len(evs)))
 	}
+	op.aggAt = len(a.GroupBy)
+	if a.Window != nil {
+		w, err := newWindowing(name, a, store)
+		if err != nil {
+			return nil, err
+		}
+		op.win, op.aggAt = w, len(a.GroupBy)+len(types.WindowColumns)
+	}
 	if a.Having != nil {
 		ev, err := expr.Compile(a.Having)
 		if err != nil {
@@ -131,6 +152,11 @@ func newAggregate(name string, a *physical.Aggregate, store *taskStore, out *out
 }
 
 func (a *aggregateOp) Process(c *Change) error {
+	if a.win != nil {
+		if err := a.win.sync(a); err != nil {
+			return fatal(err)
+		}
+	}
 	a.ts = c.Timestamp
 	a.change.Record = c.Record
 	if c.Old != nil {
@@ -174,6 +200,17 @@ func (a *aggregateOp) update(row types.Row, undo bool) error {
 	if a.key, err = a.keyEnc.Encode(a.key[:0], a.row); err != nil {
 		return err
 	}
+	if a.win != nil {
+		return a.win.update(a)
+	}
+	return a.fold(undo)
+}
+
+// fold updates the group stored under a.key with the row whose
+// aggregate arguments are in a.argVals (undo: takes it back out), and
+// emits the group's new row.
+func (a *aggregateOp) fold(undo bool) error {
+	var err error
 	gr := a.groups[string(a.key)]
 	var prev []byte
 	switch {
@@ -184,7 +221,12 @@ func (a *aggregateOp) update(row types.Row, undo bool) error {
 	case !gr.deleted:
 		prev = gr.state
 	}
+	ts := a.ts
 	if len(prev) >= tsLen {
+		if a.win != nil {
+			// A window's ROWTIME is the latest of its rows'.
+			ts = max(ts, int64(binary.BigEndian.Uint64(prev)))
+		}
 		prev = prev[tsLen:]
 	}
 	// A table's group state starts with how many rows it holds.
@@ -200,7 +242,7 @@ func (a *aggregateOp) update(row types.Row, undo bool) error {
 	if err := splitState(prev, a.parts); err != nil {
 		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
 	}
-	a.state = binary.BigEndian.AppendUint64(a.state[:0], uint64(a.ts))
+	a.state = binary.BigEndian.AppendUint64(a.state[:0], uint64(ts))
 	if a.fromTable {
 		if undo {
 			rows--
@@ -227,7 +269,11 @@ func (a *aggregateOp) update(row types.Row, undo bool) error {
 	// prev (and a.parts) may point into gr.state: a.state is complete
 	// before it is copied there.
 	gr = a.changedGroup(gr)
-	gr.deleted, gr.state = false, append(gr.state[:0], a.state...)
+	gr.deleted, gr.state, gr.ts = false, append(gr.state[:0], a.state...), ts
+	if a.win != nil && a.win.final {
+		return nil // emitted when the window closes
+	}
+	a.ts = ts
 	return a.emit(a.state[tsLen:])
 }
 
@@ -252,6 +298,11 @@ func (a *aggregateOp) changedGroup(gr *group) *group {
 // per group, however often it changed. The thread calls it before it
 // commits the transaction.
 func (a *aggregateOp) Flush() error {
+	if a.win != nil {
+		if err := a.win.sync(a); err != nil {
+			return err
+		}
+	}
 	for _, gr := range a.changed[:a.nextG] {
 		var err error
 		if gr.deleted {
@@ -265,6 +316,9 @@ func (a *aggregateOp) Flush() error {
 		a.writeChangelog(gr)
 	}
 	a.Abort()
+	if a.win != nil {
+		return a.win.flush(a)
+	}
 	return nil
 }
 
@@ -279,7 +333,7 @@ func (a *aggregateOp) Abort() {
 // st, its state after the timestamp: the row, or its deletion when HAVING
 // does not hold.
 func (a *aggregateOp) emit(st []byte) error {
-	g := len(a.groupBy)
+	g := a.aggAt
 	if a.fromTable {
 		if len(st) < 8 {
 			return fmt.Errorf("%s: truncated aggregate state", a.name)
@@ -292,6 +346,9 @@ func (a *aggregateOp) emit(st []byte) error {
 	for j, acc := range a.accs {
 		d := acc.Result(a.parts[j])
 		a.copies[g+j].set(&a.row[g+j], &d)
+	}
+	if a.win != nil {
+		a.win.setBounds(a)
 	}
 	if a.having != nil {
 		d, err := a.having(a.row)
@@ -318,6 +375,14 @@ func (a *aggregateOp) emitDeletion() error {
 // emitStored passes on the row of a stored group (key and state as in
 // the store), for pull queries, with the group's ROWTIME.
 func (a *aggregateOp) emitStored(key, state []byte) error {
+	if a.win != nil {
+		gkey, ok := a.win.storedGroupKey(key)
+		if !ok {
+			return nil // the store's progress mark or an index entry
+		}
+		a.key = append(a.key[:0], key...)
+		key = gkey
+	}
 	if len(state) < tsLen {
 		return fmt.Errorf("%s: corrupt stored state for key %x", a.name, key)
 	}
@@ -333,7 +398,11 @@ func (a *aggregateOp) emitStored(key, state []byte) error {
 func (a *aggregateOp) writeChangelog(gr *group) {
 	rec := a.out.record()
 	start := len(a.out.arena)
-	a.out.arena = append(a.out.arena, gr.key...)
+	if a.win != nil {
+		a.out.arena = a.win.changelogKey(a.out.arena, gr.key)
+	} else {
+		a.out.arena = append(a.out.arena, gr.key...)
+	}
 	keyEnd := len(a.out.arena)
 	if !gr.deleted {
 		a.out.arena = append(a.out.arena, gr.state...)

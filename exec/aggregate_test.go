@@ -26,6 +26,12 @@ import (
 // FROM bids GROUP BY <group>: by AUCTION (the input key: one
 // sub-topology) or by BIDDER (a repartition and two).
 func aggTopology(t testing.TB, appID, group string) *physical.Topology {
+	return windowedAggTopology(t, appID, group, nil)
+}
+
+// windowedAggTopology is aggTopology per window of w (nil: none), with
+// the window bounds after the group key in the aggregate's rows.
+func windowedAggTopology(t testing.TB, appID, group string, w *planner.WindowSpec) *physical.Topology {
 	src := &catalog.Source{Name: "BIDS", Kind: catalog.Stream, Topic: "bids", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON,
 		Partitions: 3, Schema: types.Schema{Columns: bidSchema.Columns[:5]}}
 	scan := planner.NewScan(src)
@@ -36,24 +42,29 @@ func aggTopology(t testing.TB, appID, group string) *physical.Topology {
 	}
 	count, _ := expr.LookupAggregate("COUNT")
 	sum, _ := expr.LookupAggregate("SUM")
-	agg, err := planner.NewAggregate(scan, []expr.Expr{col(group)}, []string{group}, []*planner.AggCall{
+	agg, err := planner.NewWindowedAggregate(scan, []expr.Expr{col(group)}, []string{group}, []*planner.AggCall{
 		{Fn: count, T: types.BigintType},
 		{Fn: sum, Args: []expr.Expr{col("PRICE")}, T: types.BigintType},
-	})
+	}, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := agg.Schema()
+	at := 1 // the first aggregate's column
+	if w != nil {
+		at += len(types.WindowColumns)
+	}
 	proj, err := planner.NewProject(agg, []expr.Expr{
 		&expr.Column{Index: 0, Name: group, T: types.BigintType},
-		&expr.Column{Index: 1, Name: "KSQL_AGG_0", T: types.BigintType},
-		&expr.Column{Index: 2, Name: "KSQL_AGG_1", T: types.BigintType},
+		&expr.Column{Index: at, Name: "KSQL_AGG_0", T: types.BigintType},
+		&expr.Column{Index: at + 1, Name: "KSQL_AGG_1", T: types.BigintType},
 	}, []string{group, "N", "TOTAL"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = out
 	target := &catalog.Source{Name: "OUT", Kind: catalog.Table, Topic: "out", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Schema: proj.Schema()}
+	if w != nil {
+		target.WindowType, target.WindowSizeMs = w.Type, w.SizeMs
+	}
 	topo, err := physical.Build(appID, &planner.Sink{Input: proj, Target: target})
 	if err != nil {
 		t.Fatal(err)
@@ -215,9 +226,14 @@ type aggTask struct {
 }
 
 func newAggTask(t testing.TB, send func(*kgo.Record)) *aggTask {
+	return newWindowedAggTask(t, nil, send)
+}
+
+// newWindowedAggTask is newAggTask per window of w (nil: none).
+func newWindowedAggTask(t testing.TB, w *planner.WindowSpec, send func(*kgo.Record)) *aggTask {
 	res := state.NewRocksResources(8<<20, 8<<20, 0)
 	t.Cleanup(func() { res.Close() })
-	tt := newTestTask(t, aggTopology(t, "app", "AUCTION"), 0, Config{StateDir: t.TempDir(), RocksResources: res}, send)
+	tt := newTestTask(t, windowedAggTopology(t, "app", "AUCTION", w), 0, Config{StateDir: t.TempDir(), RocksResources: res}, send)
 	return &aggTask{testTask: tt, agg: proc[*physical.Aggregate, *aggregateOp](tt), store: tt.stores[0]}
 }
 

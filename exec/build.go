@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
@@ -20,6 +21,11 @@ type taskEnv struct {
 	terminal Processor
 	// extra builds node kinds exec does not know (tests).
 	extra func(n *physical.Node, next Processor) (Processor, error)
+	// late counts the rows windowed aggregations drop as late; nil
+	// counts nothing.
+	late *lateCounter
+	// idleAdvance is Config.WindowIdleAdvance.
+	idleAdvance time.Duration
 }
 
 // taskGraph is a sub-topology built for one task: a processor per node,
@@ -172,7 +178,11 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 				return nil, err
 			}
 		}
-		return newAggregate(n.Name, op, store, env.out, next)
+		a, err := newAggregate(n.Name, op, store, env.out, next)
+		if err == nil && a.win != nil {
+			a.win.late, a.win.idleAdvance = env.late, env.idleAdvance.Milliseconds()
+		}
+		return a, err
 	case *physical.Materialize:
 		store, err := env.store(n, op.Store)
 		if err != nil {

@@ -24,6 +24,11 @@ type Change struct {
 	// Record is the input record being processed: its key and value
 	// bytes, headers, topic, partition and offset.
 	Record *kgo.Record
+	// Windowed marks a change of a windowed table: its key is the key
+	// columns and the window [WindowStart, WindowEnd) (a session's end is
+	// inclusive), which a sink writes after the key columns' bytes.
+	Windowed               bool
+	WindowStart, WindowEnd int64
 }
 
 // Processor is a node of a task's graph: it receives changes one at a

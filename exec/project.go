@@ -23,6 +23,7 @@ type projectOp struct {
 func (p *projectOp) Process(c *Change) error {
 	out := &p.change
 	out.Timestamp, out.Record, out.New, out.Old = c.Timestamp, c.Record, nil, nil
+	out.Windowed, out.WindowStart, out.WindowEnd = c.Windowed, c.WindowStart, c.WindowEnd
 	if c.New != nil {
 		row := c.New
 		for i, ev := range p.exprs {

@@ -154,9 +154,9 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 		return err
 	}
 	view := g.procs[aggNode.ID].(*aggregateOp)
-	if !sameKeys(agg, sink) {
-		// Stored keys are not the table's key bytes: scan, and let the
-		// WHERE pick the rows.
+	if !sameKeys(agg, sink) || agg.Window != nil {
+		// Stored keys are not the table's key bytes (a window store's
+		// start with the key): scan, and let the WHERE pick the rows.
 		sel = KeySelection{}
 	}
 	return runPull(ctx, topo, q.Stores(agg.Store.Name), sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {

@@ -43,6 +43,15 @@ type Config struct {
 	// Metrics, when set, receives commit latencies, consumer lag and
 	// restore progress.
 	Metrics *metrics.Query
+	// WindowIdleAdvance, when positive, lets a windowed aggregation's
+	// task advance its stream time by the wall-clock time that passes
+	// once it has had no input for this long, so that its last windows
+	// close without new records. Zero (the default) follows event time
+	// only, as Kafka Streams and ksqlDB do: a result can then be wrong
+	// only in that a window closes late, never early, but with it a
+	// record delayed by more than this plus the grace period is dropped
+	// as late.
+	WindowIdleAdvance time.Duration
 	// BadRecord, when set, also receives each bad record (after it is
 	// counted and logged), e.g. to write it to the processing log topic.
 	// It is called on the stream thread and must not block.
@@ -94,6 +103,10 @@ type Stats struct {
 	Restored int64
 	// Restarts counts the stream threads restarted after a failure.
 	Restarts int64
+	// LateRecords counts the rows windowed aggregations dropped because
+	// every window they fall into had closed (stream time past the
+	// window's end plus its grace period).
+	LateRecords int64
 }
 
 // Query states, as SHOW QUERIES prints them.
@@ -124,7 +137,7 @@ type Query struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	in, out, bad, commits, aborts, restored, restarts atomic.Int64
+	in, out, bad, commits, aborts, restored, restarts, late atomic.Int64
 
 	mu      sync.Mutex
 	lastErr error
@@ -169,6 +182,7 @@ func (q *Query) Status() Status {
 	s := Status{State: StateRunning, Stats: Stats{
 		RecordsIn: q.in.Load(), RecordsOut: q.out.Load(), BadRecords: q.bad.Load(),
 		Commits: q.commits.Load(), Aborts: q.aborts.Load(), Restored: q.restored.Load(), Restarts: q.restarts.Load(),
+		LateRecords: q.late.Load(),
 	}}
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -22,7 +22,10 @@ type sinkOp struct {
 	key, value types.Encoder
 	keys       []int
 	tsCol      int // output column holding the record timestamp, or -1
-	out        *outbox
+	// window is the windowing of a windowed result: keys end in the
+	// change's window.
+	window types.WindowType
+	out    *outbox
 }
 
 func newSink(name string, s *physical.Sink, out *outbox) (*sinkOp, error) {
@@ -35,7 +38,7 @@ func newSink(name string, s *physical.Sink, out *outbox) (*sinkOp, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s value: %w", name, err)
 	}
-	op := &sinkOp{name: name, topic: s.Topic, key: key, value: value, keys: keys, tsCol: -1, out: out}
+	op := &sinkOp{name: name, topic: s.Topic, key: key, value: value, keys: keys, tsCol: -1, window: s.WindowType, out: out}
 	if s.TimestampColumn != "" {
 		if op.tsCol = s.Out.Index(s.TimestampColumn); op.tsCol < 0 {
 			return nil, fmt.Errorf("%s: timestamp column %s is not in the schema", name, s.TimestampColumn)
@@ -49,7 +52,7 @@ func (s *sinkOp) Process(c *Change) error {
 		if c.Old == nil {
 			return nil
 		}
-		return s.tombstone(c.Old, c.Timestamp)
+		return s.tombstone(c)
 	}
 	row := c.New
 	rec := s.out.record()
@@ -58,6 +61,9 @@ func (s *sinkOp) Process(c *Change) error {
 	// A key whose columns are all NULL is a Kafka null key.
 	if !allNull(row, s.keys) {
 		if s.out.arena, err = s.key.Encode(s.out.arena, row); err != nil {
+			return err
+		}
+		if err := s.appendWindow(c); err != nil {
 			return err
 		}
 	}
@@ -81,8 +87,22 @@ func (s *sinkOp) Process(c *Change) error {
 	return nil
 }
 
-// tombstone writes a deletion of row's key.
-func (s *sinkOp) tombstone(row types.Row, ts int64) error {
+// appendWindow appends the change's window to the key being encoded, for
+// a windowed result.
+func (s *sinkOp) appendWindow(c *Change) error {
+	if s.window == types.NoWindow {
+		return nil
+	}
+	if !c.Windowed {
+		return fmt.Errorf("%s: a windowed table's row has no window", s.name)
+	}
+	s.out.arena = s.window.AppendWindowKey(s.out.arena, c.WindowStart, c.WindowEnd)
+	return nil
+}
+
+// tombstone writes a deletion of the old row's key.
+func (s *sinkOp) tombstone(c *Change) error {
+	row := c.Old
 	if allNull(row, s.keys) {
 		return nil
 	}
@@ -92,10 +112,13 @@ func (s *sinkOp) tombstone(row types.Row, ts int64) error {
 	if s.out.arena, err = s.key.Encode(s.out.arena, row); err != nil {
 		return err
 	}
+	if err := s.appendWindow(c); err != nil {
+		return err
+	}
 	a := s.out.arena
 	rec.Key = a[start:len(a):len(a)]
 	rec.Topic = s.topic
-	rec.Timestamp = time.UnixMilli(ts)
+	rec.Timestamp = time.UnixMilli(c.Timestamp)
 	s.out.produce(rec)
 	return nil
 }

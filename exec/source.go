@@ -24,6 +24,13 @@ type recordDecoder struct {
 	tsCol   int
 	tsName  string
 	tsParse func([]byte) (int64, error)
+	// window is a windowed topic's windowing: keys end in the window,
+	// which fills the columns from winCol on (WINDOWSTART, WINDOWEND)
+	// and winStart, winEnd.
+	window           types.WindowType
+	windowSize       int64
+	winCol           int
+	winStart, winEnd int64
 }
 
 func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
@@ -40,7 +47,11 @@ func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
 	if rt < 0 || schema.Index(types.RowOffset) != rt+2 {
 		return nil, fmt.Errorf("%s: schema lacks the pseudo columns", name)
 	}
-	d := &recordDecoder{name: name, key: key, value: value, row: make(types.Row, schema.Len()), rowtime: rt, tsCol: -1}
+	d := &recordDecoder{name: name, key: key, value: value, row: make(types.Row, schema.Len()), rowtime: rt, tsCol: -1,
+		window: s.WindowType, windowSize: s.WindowSizeMs, winCol: schema.WindowIndex()}
+	if d.window != types.NoWindow && d.winCol < 0 {
+		return nil, fmt.Errorf("%s: a windowed source's schema lacks WINDOWSTART and WINDOWEND", name)
+	}
 	if s.TimestampColumn != "" {
 		d.tsCol = schema.Index(s.TimestampColumn)
 		if d.tsCol < 0 {
@@ -63,7 +74,11 @@ func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
 // decode fills d.row from r and returns the record's event time.
 func (d *recordDecoder) decode(r *kgo.Record) (int64, error) {
 	row := d.row
-	if err := d.key.Decode(r.Key, row); err != nil {
+	key, err := d.splitWindow(r.Key)
+	if err != nil {
+		return 0, err
+	}
+	if err := d.key.Decode(key, row); err != nil {
 		return 0, fmt.Errorf("key: %w", err)
 	}
 	if err := d.value.Decode(r.Value, row); err != nil {
@@ -91,6 +106,23 @@ func (d *recordDecoder) decode(r *kgo.Record) (int64, error) {
 	row[d.rowtime+1].Null, row[d.rowtime+1].I = false, int64(r.Partition)
 	row[d.rowtime+2].Null, row[d.rowtime+2].I = false, r.Offset
 	return rowtime, nil
+}
+
+// splitWindow cuts a windowed topic's key into the key columns' bytes
+// and the window, which it puts in the row; other keys pass as they are.
+func (d *recordDecoder) splitWindow(key []byte) ([]byte, error) {
+	if d.window == types.NoWindow || key == nil {
+		return key, nil
+	}
+	k, start, end, err := d.window.SplitWindowKey(key, d.windowSize)
+	if err != nil {
+		return nil, err
+	}
+	d.winStart, d.winEnd = start, end
+	row := d.row
+	row[d.winCol].Null, row[d.winCol].I = false, start
+	row[d.winCol+1].Null, row[d.winCol+1].I = false, end
+	return k, nil
 }
 
 // sourceOp turns the records of one input topic into changes: a
@@ -131,6 +163,12 @@ func (s *sourceOp) process(r *kgo.Record) error {
 		}
 		if r.Value == nil {
 			c.Timestamp = r.Timestamp.UnixMilli()
+			if s.dec.window != types.NoWindow {
+				if _, err := s.dec.splitWindow(r.Key); err != nil {
+					return err
+				}
+				c.Windowed, c.WindowStart, c.WindowEnd = true, s.dec.winStart, s.dec.winEnd
+			}
 			return s.next.Process(c) // a deletion
 		}
 	} else if r.Value == nil {
@@ -141,6 +179,9 @@ func (s *sourceOp) process(r *kgo.Record) error {
 		return err
 	}
 	c.Timestamp = ts
+	if s.dec.window != types.NoWindow && r.Key != nil {
+		c.Windowed, c.WindowStart, c.WindowEnd = true, s.dec.winStart, s.dec.winEnd
+	}
 	if s.undo && isUndo(r) {
 		c.Old = s.dec.row
 	} else {

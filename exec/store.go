@@ -28,6 +28,12 @@ type taskStore struct {
 	// transaction (stores with their own changelog); its offset, known
 	// once the transaction is flushed, sets next.
 	last *kgo.Record
+	// aborts counts the transactions whose writes the store dropped, so
+	// that operators keeping state beside the store know to reload it.
+	aborts int64
+	// expireBelow, when set, deletes every key below it once the open
+	// transaction commits (a window store's retention).
+	expireBelow []byte
 }
 
 func (t *taskStore) checkpointPath() string { return filepath.Join(t.dir, "checkpoint") }
@@ -107,6 +113,15 @@ func (t *taskStore) commit() error {
 			return err
 		}
 	}
+	if len(t.expireBelow) > 0 {
+		// Expired windows: from the first window key (8 bytes) up. The
+		// changelog keeps them until its own retention; a restore brings
+		// them back until the next expiry.
+		if err := t.ov.DeleteRange(make([]byte, 8), t.expireBelow); err != nil {
+			return err
+		}
+		t.expireBelow = t.expireBelow[:0]
+	}
 	t.applied = max(t.applied, t.next)
 	if t.applied-t.checkpoint >= checkpointEvery {
 		return t.writeCheckpoint()
@@ -134,6 +149,8 @@ func (t *taskStore) writeCheckpoint() error {
 func (t *taskStore) abort() {
 	t.ov.Abort()
 	t.last = nil
+	t.aborts++
+	t.expireBelow = t.expireBelow[:0]
 }
 
 // close drops the open transaction's writes, checkpoints what was

@@ -155,6 +155,14 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 			spec := tm.topo.Store(ts.name)
 			until := int64(0)
 			apply := func(r *kgo.Record) error { return restoreAggregate(ts.ov, r) }
+			switch spec.Kind {
+			case physical.WindowStore:
+				var buf []byte
+				apply = func(r *kgo.Record) error { return restoreWindow(ts.ov, r, &buf) }
+			case physical.SessionStore:
+				var buf []byte
+				apply = func(r *kgo.Record) error { return restoreSession(ts.ov, r, &buf) }
+			}
 			if spec.SourceTopicChangelog {
 				// The table's topic is the changelog: restore up to the
 				// group's committed offset, what processing resumes from
@@ -203,7 +211,8 @@ func (tm *taskManager) sourceOf(st *physical.SubTopology, topic string) *physica
 // open locks a task's state directory (stateful tasks), opens its
 // stores and builds its graph.
 func (tm *taskManager) open(t *Task) error {
-	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra}
+	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra, late: &lateCounter{q: tm.q},
+		idleAdvance: tm.q.cfg.WindowIdleAdvance}
 	if stateful(t.sub) {
 		if tm.q.cfg.StateDir == "" {
 			return errors.New("a query with state stores needs a state directory")

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // streamThread is one group member of a query with its own
@@ -54,6 +57,12 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 			changelogs[s.Changelog] = true
 		}
 	}
+	windowed := map[string]int{}
+	for _, n := range q.topo.Nodes {
+		if s, ok := n.Op.(*physical.Sink); ok && s.WindowType != types.NoWindow {
+			windowed[s.Topic] = s.WindowType.WindowKeyLen()
+		}
+	}
 	note := func(to *[]topicPartition, pause bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
 			t.assignMu.Lock()
@@ -84,7 +93,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		kgo.SessionTimeout(10 * time.Second),
 		kgo.TransactionTimeout(60 * time.Second),
 		kgo.ProducerLinger(0),
-		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, def: kgo.StickyKeyPartitioner(nil)}),
+		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, windowed: windowed, def: kgo.StickyKeyPartitioner(nil)}),
 		kgo.WithPools(&recordPool{}),
 		kgo.OnPartitionsAssigned(note(&t.assigned, true)),
 		kgo.OnPartitionsRevoked(note(&t.revoked, false)),
@@ -389,15 +398,40 @@ func dropFetches(fs kgo.Fetches) {
 
 // taskPartitioner sends changelog records to the partition their task
 // chose (the task's own partition) and everything else by key, as Kafka's
-// Java clients do.
+// Java clients do; a windowed result by its key without the window, as
+// Kafka Streams' WindowedStreamPartitioner does, so that every window of
+// a key lands in one partition.
 type taskPartitioner struct {
 	changelogs map[string]bool
-	def        kgo.Partitioner
+	// windowed maps a windowed result topic to its keys' window length.
+	windowed map[string]int
+	def      kgo.Partitioner
 }
 
 func (p taskPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
 	if p.changelogs[topic] {
 		return kgo.ManualPartitioner().ForTopic(topic)
 	}
+	if n := p.windowed[topic]; n > 0 {
+		return windowedPartitioner{p.def.ForTopic(topic), n}
+	}
 	return p.def.ForTopic(topic)
+}
+
+// windowedPartitioner partitions a windowed key by its key bytes alone.
+type windowedPartitioner struct {
+	kgo.TopicPartitioner
+	window int
+}
+
+func (p windowedPartitioner) Partition(r *kgo.Record, n int) int {
+	k := r.Key
+	if len(k) < p.window {
+		return p.TopicPartitioner.Partition(r, n)
+	}
+	// The client calls the partitioner before the record is shared.
+	r.Key = k[:len(k)-p.window]
+	part := p.TopicPartitioner.Partition(r, n)
+	r.Key = k
+	return part
 }

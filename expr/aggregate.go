@@ -325,3 +325,64 @@ func (a *avgAcc) Undo(dst, st []byte, args []types.Datum) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(sum))
 	return binary.BigEndian.AppendUint64(dst, n-1)
 }
+
+// Merger is an Accumulator that can combine two states into the state of
+// all their rows: what session windows need when a row bridges two
+// sessions. Only aggregates that implement it aggregate session windows.
+type Merger interface {
+	// Merge appends the state of a's rows and b's rows to dst.
+	Merge(dst, a, b []byte) []byte
+}
+
+var (
+	_ Merger = countAcc{}
+	_ Merger = (*sumAcc)(nil)
+	_ Merger = (*avgAcc)(nil)
+	_ Merger = (*minMaxAcc)(nil)
+)
+
+func (countAcc) Merge(dst, a, b []byte) []byte {
+	var n uint64
+	if len(a) == 8 {
+		n = binary.BigEndian.Uint64(a)
+	}
+	if len(b) == 8 {
+		n += binary.BigEndian.Uint64(b)
+	}
+	return binary.BigEndian.AppendUint64(dst, n)
+}
+
+func (s *sumAcc) Merge(dst, a, b []byte) []byte {
+	switch {
+	case len(b) == 0:
+		return append(dst, a...)
+	case len(a) == 0:
+		return append(dst, b...)
+	case len(a) == 1 || len(b) == 1: // an overflowed DECIMAL sum
+		return append(dst, 0)
+	}
+	// b's sum is one more value added to a's.
+	d := types.Datum{I: int64(binary.BigEndian.Uint64(b)), F: math.Float64frombits(binary.BigEndian.Uint64(b))}
+	return s.Add(dst, a, []types.Datum{d})
+}
+
+func (a *avgAcc) Merge(dst, x, y []byte) []byte {
+	switch {
+	case len(y) != 16:
+		return append(dst, x...)
+	case len(x) != 16:
+		return append(dst, y...)
+	}
+	sum := math.Float64frombits(binary.BigEndian.Uint64(x)) + math.Float64frombits(binary.BigEndian.Uint64(y))
+	n := binary.BigEndian.Uint64(x[8:]) + binary.BigEndian.Uint64(y[8:])
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(sum))
+	return binary.BigEndian.AppendUint64(dst, n)
+}
+
+func (m *minMaxAcc) Merge(dst, a, b []byte) []byte {
+	if len(b) == 0 {
+		return append(dst, a...)
+	}
+	// b's extreme is one more value compared with a's.
+	return m.Add(dst, a, []types.Datum{m.Result(b)})
+}

@@ -31,6 +31,8 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 		ValueOptions:    t.ValueOptions,
 		Out:             t.Schema,
 		TimestampColumn: t.TimestampColumn,
+		WindowType:      t.WindowType,
+		WindowSizeMs:    t.WindowSizeMs,
 	}, last)
 	return g.Topology(), nil
 }
@@ -102,6 +104,16 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		KeyOptions:  keyOptions,
 		Schema:      agg.Schema(),
 	}}
+	if w := agg.Window; w != nil {
+		pa.Window, pa.EmitFinal = w, agg.EmitFinal
+		pa.Store.Kind = WindowStore
+		if w.Type == types.Session {
+			pa.Store.Kind = SessionStore
+		}
+		pa.Store.RetentionMs = w.RetentionMs
+	} else if agg.EmitFinal {
+		return nil, fmt.Errorf("EMIT FINAL is only supported for windowed aggregations")
+	}
 	var projects []*planner.Project
 	for i := len(above) - 1; i >= 0; i-- {
 		switch n := above[i].(type) {
@@ -206,5 +218,7 @@ func scanSource(scan *planner.Scan) *Source {
 		Out:             scan.Schema(),
 		TimestampColumn: src.TimestampColumn,
 		TimestampFormat: src.TimestampFormat,
+		WindowType:      src.WindowType,
+		WindowSizeMs:    src.WindowSizeMs,
 	}
 }

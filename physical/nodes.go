@@ -48,11 +48,16 @@ type Source struct {
 	// records carry changes of a table (a removal is marked by the
 	// UndoHeader header).
 	Repartitioned bool
+	// WindowType marks a windowed topic: its keys end in the window
+	// (types.WindowType), which fills the WINDOWSTART and WINDOWEND
+	// columns; WindowSizeMs gives a time window's end.
+	WindowType   types.WindowType
+	WindowSizeMs int64
 }
 
 func (s *Source) Schema() types.Schema { return s.Out }
 func (s *Source) Explain(name string) string {
-	return fmt.Sprintf("  %s (topic: %s, key: %s, value: %s%s)\n", name, s.Topic, s.KeyFormat, s.ValueFormat, tsNote(s.TimestampColumn))
+	return fmt.Sprintf("  %s (topic: %s, key: %s%s, value: %s%s)\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), s.ValueFormat, tsNote(s.TimestampColumn))
 }
 func (s *Source) shape() string {
 	return fmt.Sprintf("source %s key %s value %s", s.Topic, s.KeyFormat, s.ValueFormat)
@@ -164,6 +169,12 @@ type Aggregate struct {
 	// aggregate can undo, and a group's state counts its rows, so that
 	// the group is deleted when the count drops to zero.
 	FromTable bool
+	// Window, when set, aggregates per group and window: Out has
+	// WINDOWSTART and WINDOWEND after the group key columns, Store is a
+	// window store, and changes carry their window. EmitFinal emits a
+	// window's row once, when it closes.
+	Window    *planner.WindowSpec
+	EmitFinal bool
 }
 
 func (a *Aggregate) Schema() types.Schema { return a.Out }
@@ -179,6 +190,12 @@ func (a *Aggregate) Explain(name string) string {
 	d := "Aggregate: GROUP BY " + strings.Join(keys, ", ") + " COMPUTE " + strings.Join(aggs, ", ")
 	if a.Having != nil {
 		d += " HAVING " + a.Having.String()
+	}
+	if a.Window != nil {
+		d += " WINDOW " + a.Window.String()
+	}
+	if a.EmitFinal {
+		d += " EMIT FINAL"
 	}
 	return "  --> " + name + "  " + d + " (store: " + a.Store.Name + ", changelog: " + a.Store.Changelog + ")\n"
 }
@@ -255,11 +272,26 @@ type Sink struct {
 	// TimestampColumn names the output column whose value becomes the
 	// record timestamp; empty keeps the input's ROWTIME.
 	TimestampColumn string
+	// WindowType marks a windowed result: each record key ends in the
+	// change's window, as Kafka Streams serializes windowed keys.
+	WindowType   types.WindowType
+	WindowSizeMs int64
 }
 
 func (s *Sink) Schema() types.Schema { return s.Out }
 func (s *Sink) Explain(name string) string {
-	return fmt.Sprintf("  --> %s (topic: %s, key: %s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
+	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
+}
+
+// windowNote describes a windowed key for EXPLAIN.
+func windowNote(t types.WindowType, sizeMs int64) string {
+	switch t {
+	case types.NoWindow:
+		return ""
+	case types.Session:
+		return " windowed SESSION"
+	}
+	return " windowed " + string(t) + " " + planner.FormatDuration(sizeMs)
 }
 func (s *Sink) shape() string {
 	return fmt.Sprintf("sink %s key %s value %s", s.Topic, s.KeyFormat, s.ValueFormat)

@@ -40,12 +40,26 @@ type Aggregate struct {
 	// value is taken back out of its group (every aggregate is an
 	// expr.Undoer) and a group whose rows are all gone is deleted.
 	FromTable bool
+	// Window, when set, aggregates per group and window: the rows carry
+	// WINDOWSTART and WINDOWEND after the group key columns, and the
+	// result is a windowed table.
+	Window *WindowSpec
+	// EmitFinal (EMIT FINAL, windowed only) emits each window's row once,
+	// when stream time passes its end plus grace, instead of every update.
+	EmitFinal bool
 	out       types.Schema
 }
 
 // NewAggregate builds a GROUP BY of input. names are the group key
 // columns' names.
 func NewAggregate(input Node, groupBy []expr.Expr, names []string, aggs []*AggCall) (*Aggregate, error) {
+	return NewWindowedAggregate(input, groupBy, names, aggs, nil)
+}
+
+// NewWindowedAggregate builds a GROUP BY of input per window of w (nil:
+// not windowed). Its rows are the group key columns, then (windowed) the
+// window bounds, then the aggregates.
+func NewWindowedAggregate(input Node, groupBy []expr.Expr, names []string, aggs []*AggCall, w *WindowSpec) (*Aggregate, error) {
 	var cols []types.Column
 	for i, g := range groupBy {
 		t := g.Type()
@@ -58,10 +72,13 @@ func NewAggregate(input Node, groupBy []expr.Expr, names []string, aggs []*AggCa
 		}
 		cols = append(cols, types.Column{Name: names[i], Type: t, Key: true})
 	}
+	if w != nil {
+		cols = append(cols, types.WindowColumns...)
+	}
 	for i, a := range aggs {
 		cols = append(cols, types.Column{Name: fmt.Sprintf("KSQL_AGG_%d", i), Type: a.T})
 	}
-	return &Aggregate{Input: input, GroupBy: groupBy, Aggs: aggs, out: types.Schema{Columns: cols}}, nil
+	return &Aggregate{Input: input, GroupBy: groupBy, Aggs: aggs, Window: w, out: types.Schema{Columns: cols}}, nil
 }
 
 func (a *Aggregate) Schema() types.Schema { return a.out }
@@ -75,7 +92,14 @@ func (a *Aggregate) String() string {
 	for i, c := range a.Aggs {
 		aggs[i] = c.String()
 	}
-	return "Aggregate GROUP BY " + strings.Join(keys, ", ") + " COMPUTE " + strings.Join(aggs, ", ")
+	s := "Aggregate GROUP BY " + strings.Join(keys, ", ") + " COMPUTE " + strings.Join(aggs, ", ")
+	if a.Window != nil {
+		s += " WINDOW " + a.Window.String()
+	}
+	if a.EmitFinal {
+		s += " EMIT FINAL"
+	}
+	return s
 }
 
 // NeedsRepartition reports whether the input must be repartitioned by the

@@ -36,7 +36,7 @@ type Scan struct {
 
 // NewScan returns a scan of src.
 func NewScan(src *catalog.Source) *Scan {
-	return &Scan{Source: src, out: src.Schema.WithPseudo()}
+	return &Scan{Source: src, out: src.RowSchema()}
 }
 
 func (s *Scan) Schema() types.Schema { return s.out }

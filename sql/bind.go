@@ -111,6 +111,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if s.GroupBy != nil || s.Having != nil || hasAggregate(s) {
 		return b.aggregateQuery(sel, node)
 	}
+	if sel.window != nil {
+		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "a WINDOW clause needs GROUP BY: windows group rows for aggregation")
+	}
 	switch {
 	case s.OrderBy != nil:
 		return nil, b.errAt("ORDER", CodeFeatureNotSupport, "ORDER BY is not supported on streams")
@@ -351,17 +354,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if q.Limit >= 0 {
 		return nil, Errorf(CodeSyntaxError, "a persistent query cannot have a LIMIT")
 	}
-	aggregate := false
-	for n := q.Root; n != nil; {
-		if _, ok := n.(*planner.Aggregate); ok {
-			aggregate = true
-		}
-		ch := n.Children()
-		if len(ch) != 1 {
-			break
-		}
-		n = ch[0]
-	}
+	aggregate := findAggregate(q.Root) != nil
 	fromTable := false
 	for _, s := range planner.Sources(q.Root) {
 		fromTable = fromTable || s.Kind == catalog.Table
@@ -381,15 +374,41 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the key column(s) %s in its projection", ca.Name, strings.Join(missing, ", "))
 	}
 	in := planner.Sources(q.Root)[0]
+	windowType, windowSize := in.WindowType, in.WindowSizeMs
+	if agg := findAggregate(q.Root); agg != nil {
+		windowType, windowSize = types.NoWindow, 0
+		if w := agg.Window; w != nil {
+			windowType, windowSize = w.Type, w.SizeMs
+			if w.Type == types.Session {
+				windowSize = 0
+			}
+		}
+	}
+	if windowType != types.NoWindow {
+		// The window bounds travel in the windowed key; as value columns
+		// they must be named otherwise, as in ksqlDB.
+		for _, c := range proj.Schema().Columns {
+			if c.Name == types.WindowStart || c.Name == types.WindowEnd {
+				return nil, b0(ca).errAt(c.Name, CodeDuplicateObject, "reserved column name in select: %s; remove or alias the column (AS)", c.Name)
+			}
+		}
+	}
 	target := &catalog.Source{
-		Name:        ca.Name,
-		Kind:        ca.Kind,
-		Topic:       ca.Name,
-		KeyFormat:   in.KeyFormat,
-		ValueFormat: in.ValueFormat,
-		Partitions:  in.Partitions,
-		Schema:      proj.Schema(),
-		SQL:         ca.text,
+		Name:         ca.Name,
+		Kind:         ca.Kind,
+		Topic:        ca.Name,
+		KeyFormat:    in.KeyFormat,
+		ValueFormat:  in.ValueFormat,
+		Partitions:   in.Partitions,
+		Schema:       proj.Schema(),
+		SQL:          ca.text,
+		WindowType:   windowType,
+		WindowSizeMs: windowSize,
+	}
+	for _, name := range []string{"WINDOW_TYPE", "WINDOW_SIZE"} {
+		if p, ok := ca.Props[name]; ok {
+			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "%s is set by the query's WINDOW clause, not in WITH", name)
+		}
 	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
@@ -405,6 +424,24 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
 }
+
+// findAggregate returns the aggregation in a linear plan, or nil.
+func findAggregate(n planner.Node) *planner.Aggregate {
+	for n != nil {
+		if a, ok := n.(*planner.Aggregate); ok {
+			return a
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	return nil
+}
+
+// b0 is a binder over a CREATE … AS statement's text, for errors.
+func b0(ca *CreateAs) *binder { return &binder{text: ca.text, toks: ca.Select.toks} }
 
 // applyProps applies WITH properties to a source or sink being created.
 func applyProps(text string, props Props, s *catalog.Source) error {
@@ -458,9 +495,29 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 			s.TimestampColumn = propIdent(p.Value)
 		case "TIMESTAMP_FORMAT":
 			s.TimestampFormat = p.Value
+		case "WINDOW_TYPE":
+			t, err := types.ParseWindowType(p.Value)
+			if err != nil {
+				return bad(p, "%v", err)
+			}
+			s.WindowType = t
+		case "WINDOW_SIZE":
+			ms, err := parseDuration(p.Value)
+			if err != nil || ms <= 0 {
+				return bad(p, "WINDOW_SIZE must be a positive duration such as '1 MINUTE', not '%s'", p.Value)
+			}
+			s.WindowSizeMs = ms
 		default:
 			return bad(p, "property %s is not supported", name)
 		}
+	}
+	switch {
+	case s.WindowType == types.NoWindow && s.WindowSizeMs > 0:
+		return bad(props["WINDOW_SIZE"], "WINDOW_SIZE needs WINDOW_TYPE")
+	case s.WindowType == types.Session && s.WindowSizeMs > 0:
+		return bad(props["WINDOW_SIZE"], "WINDOW_SIZE applies to TUMBLING and HOPPING windows, not SESSION")
+	case (s.WindowType == types.Tumbling || s.WindowType == types.Hopping) && s.WindowSizeMs == 0:
+		return bad(props["WINDOW_TYPE"], "WINDOW_TYPE %s needs WINDOW_SIZE", s.WindowType)
 	}
 	if s.TimestampFormat != "" && s.TimestampColumn == "" {
 		return Errorf(CodeInvalidParameter, "TIMESTAMP_FORMAT needs TIMESTAMP to name the column")
@@ -508,9 +565,9 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 		SQL:       cs.text,
 	}
 	for _, c := range cs.Columns {
-		for _, p := range types.PseudoColumns {
+		for _, p := range append(types.PseudoColumns[:len(types.PseudoColumns):len(types.PseudoColumns)], types.WindowColumns...) {
 			if c.Name == p.Name {
-				return nil, errorAt(cs.text, c.Pos, CodeDuplicateObject, "%s is a reserved pseudo column name", c.Name)
+				return nil, errorAt(cs.text, c.Pos, CodeDuplicateObject, "%s is a reserved column name", c.Name)
 			}
 		}
 		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key})

@@ -22,6 +22,8 @@ type aggScope struct {
 	aggs      []*planner.AggCall
 	aggText   []string
 	input     types.Schema
+	// windowed: WINDOWSTART and WINDOWEND follow the group key columns.
+	windowed bool
 }
 
 // hasAggregate reports whether the SELECT list or HAVING calls an
@@ -66,7 +68,20 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	if len(sel.partitionExprs) > 0 {
 		return nil, b.errAt("PARTITION", CodeFeatureNotSupport, "PARTITION BY cannot be combined with GROUP BY")
 	}
-	scope := &aggScope{input: b.schema}
+	var window *planner.WindowSpec
+	if w := sel.window; w != nil {
+		if b.src.Kind == catalog.Table {
+			return nil, errorAt(sel.text, w.pos, CodeFeatureNotSupport, "windowed aggregations read streams: %s is a table", b.src.Name)
+		}
+		ws, err := planner.NewWindowSpec(w.typ, w.size, w.advance, w.retention, w.grace, w.zone)
+		if err != nil {
+			return nil, errorAt(sel.text, w.pos, CodeInvalidParameter, "%v", err)
+		}
+		window = ws
+	} else if sel.Emit == "FINAL" {
+		return nil, b.errAt("FINAL", CodeFeatureNotSupport, "EMIT FINAL is only supported for windowed aggregations")
+	}
+	scope := &aggScope{input: b.schema, windowed: window != nil}
 	var groupBy []expr.Expr
 	for i, item := range s.GroupBy.Items {
 		g, err := b.expr(item.Expr)
@@ -95,7 +110,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		}
 		name := f.AsName.O
 		if name == "" {
-			if c, ok := e.(*expr.Column); ok && c.Index < len(groupBy) {
+			if c, ok := e.(*expr.Column); ok && (c.Index < len(groupBy) || scope.windowed && c.Index < len(groupBy)+len(types.WindowColumns)) {
 				name = c.Name
 			} else {
 				name = "KSQL_COL_" + strconv.Itoa(i)
@@ -115,7 +130,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	for i, c := range scope.groupCols {
 		groupNames[i] = c.Name
 	}
-	agg, err := planner.NewAggregate(node, groupBy, groupNames, scope.aggs)
+	agg, err := planner.NewWindowedAggregate(node, groupBy, groupNames, scope.aggs, window)
 	if err != nil {
 		return nil, b.errAt("GROUP", CodeDatatypeMismatch, "%v", err)
 	}
@@ -133,6 +148,19 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		}
 		agg.FromTable = true
 	}
+	if window != nil && window.Type == types.Session {
+		// A row that bridges two sessions merges their states.
+		for _, c := range scope.aggs {
+			ts := make([]types.Type, len(c.Args))
+			for i, a := range c.Args {
+				ts[i] = a.Type()
+			}
+			if _, ok := c.Fn.New(ts).(expr.Merger); !ok {
+				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s cannot aggregate SESSION windows (it cannot merge two sessions' states); use it with TUMBLING or HOPPING windows", c.Fn.Name)
+			}
+		}
+	}
+	agg.EmitFinal = sel.Emit == "FINAL"
 	node = agg
 	if having != nil {
 		f, err := planner.NewFilter(node, having)
@@ -185,6 +213,13 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 		if _, isLambda := b.lambdaVar(n.Name.Name.O); isLambda {
 			return nil, false, nil
 		}
+		if name := n.Name.Name.O; sc.windowed && (name == types.WindowStart || name == types.WindowEnd) {
+			i := len(sc.groupCols)
+			if name == types.WindowEnd {
+				i++
+			}
+			return &expr.Column{Index: i, Name: name, T: types.BigintType}, true, nil
+		}
 		return nil, true, b.errAt(n.Name.Name.O, CodeSyntaxError, "column %s must be in GROUP BY or inside an aggregate function", n.Name.Name.O)
 	default:
 		return nil, false, nil
@@ -223,5 +258,9 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 }
 
 func aggColumn(sc *aggScope, i int) expr.Expr {
-	return &expr.Column{Index: len(sc.groupCols) + i, Name: "KSQL_AGG_" + strconv.Itoa(i), T: sc.aggs[i].T}
+	at := len(sc.groupCols) + i
+	if sc.windowed {
+		at += len(types.WindowColumns)
+	}
+	return &expr.Column{Index: at, Name: "KSQL_AGG_" + strconv.Itoa(i), T: sc.aggs[i].T}
 }

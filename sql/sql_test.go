@@ -107,7 +107,11 @@ func bind(st Statement, cat *catalog.Catalog) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s %s topic=%s key=%s value=%s partitions=%d\n%s\n", src.Kind, src.Name, src.Topic, src.KeyFormat, src.ValueFormat, src.Partitions, src.Schema), nil
+		win := ""
+		if src.Windowed() {
+			win = fmt.Sprintf(" window=%s/%d", src.WindowType, src.WindowSizeMs)
+		}
+		return fmt.Sprintf("%s %s topic=%s key=%s value=%s partitions=%d%s\n%s\n", src.Kind, src.Name, src.Topic, src.KeyFormat, src.ValueFormat, src.Partitions, win, src.Schema), nil
 	case *InsertValues:
 		src, _ := cat.Source(st.Target)
 		if src == nil {
@@ -162,7 +166,7 @@ func summary(st Statement) string {
 	case *CreateAs:
 		return fmt.Sprintf("CreateAs kind=%s name=%s props: %s\nselect emit=%q limit=%d unsupported=%q\n", st.Kind, st.Name, props(st.Props), st.Select.Emit, st.Select.Limit, st.Select.unsupported)
 	case *Select:
-		return fmt.Sprintf("Select emit=%q limit=%d unsupported=%q\n", st.Emit, st.Limit, st.unsupported)
+		return fmt.Sprintf("Select emit=%q limit=%d unsupported=%q%s\n", st.Emit, st.Limit, st.unsupported, windowSummary(st.window))
 	case *InsertValues:
 		return fmt.Sprintf("InsertValues target=%s columns=%v rows=%d\n", st.Target, st.Columns, len(st.ins.Lists))
 	case *Show:
@@ -198,6 +202,13 @@ func props(p Props) string {
 	return strings.Join(parts, " ")
 }
 
+func windowSummary(w *windowClause) string {
+	if w == nil {
+		return ""
+	}
+	return fmt.Sprintf(" window=%s size=%d advance=%d retention=%d grace=%d zone=%q", w.typ, w.size, w.advance, w.retention, w.grace, w.zone)
+}
+
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"CREATE STREAM s (a VARCHAR KEY, b INT) WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON', PARTITIONS=2);",
@@ -206,6 +217,7 @@ func FuzzParse(f *testing.F) {
 		"INSERT INTO s (a, b) VALUES ('u', 1), ('v', 2)",
 		"SHOW STREAMS; DESCRIBE s; EXPLAIN Q_1; SET 'a'='b'; DROP STREAM IF EXISTS s DELETE TOPIC",
 		"SELECT a FROM s WINDOW TUMBLING (SIZE 1 MINUTE) PARTITION BY a EMIT CHANGES",
+		"CREATE TABLE t AS SELECT a, COUNT(*) FROM s WINDOW HOPPING (SIZE 1 MINUTE, ADVANCE BY 10 SECONDS, GRACE PERIOD 0 SECONDS, TIME ZONE 'Europe/Berlin') GROUP BY a EMIT FINAL",
 		"select 'unterminated",
 	} {
 		f.Add(s)

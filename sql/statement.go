@@ -97,8 +97,10 @@ type Select struct {
 	Emit string
 	// Limit is the row limit, or -1.
 	Limit int64
+	// window is the WINDOW clause, or nil.
+	window *windowClause
 	// unsupported names a clause that parses but is planned by a later
-	// issue (WINDOW, PARTITION BY, joins); binding refuses it.
+	// issue (joins); binding refuses it.
 	unsupported string
 	unsupPos    int
 	stmt        *ast.SelectStmt

@@ -53,8 +53,15 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 			sel.Emit = toks[i+1].text
 			clause = 2
 		case t.is("WINDOW") && (toks[i+1].is("TUMBLING") || toks[i+1].is("HOPPING") || toks[i+1].is("SESSION")):
-			markUnsupported("WINDOW "+toks[i+1].text, t)
-			clause = skipParens(toks, i+2) - i
+			if sel.window != nil {
+				return nil, errorAt(p.text, t.pos, CodeSyntaxError, "syntax error: a SELECT takes one WINDOW clause")
+			}
+			w, end, err := parseWindow(p.text, toks, i)
+			if err != nil {
+				return nil, err
+			}
+			sel.window = w
+			clause = end - i
 		case t.is("WITHIN"):
 			markUnsupported("stream-stream joins (WITHIN)", t)
 			j := i + 1

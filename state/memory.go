@@ -1,6 +1,9 @@
 package state
 
-import "sync"
+import (
+	"bytes"
+	"sync"
+)
 
 var _ Store = (*Memory)(nil)
 
@@ -72,6 +75,24 @@ func (m *Memory) Delete(key []byte) error {
 		return ErrClosed
 	}
 	m.list.delete(key)
+	return nil
+}
+
+// DeleteRange implements RangeDeleter, deleting the keys one by one
+// under the write lock.
+func (m *Memory) DeleteRange(start, end []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	var keys [][]byte
+	for n := m.list.seek(start, nil, false); n != nil && (end == nil || bytes.Compare(n.key, end) < 0); n = n.next[0] {
+		keys = append(keys, n.key)
+	}
+	for _, k := range keys {
+		m.list.delete(k)
+	}
 	return nil
 }
 

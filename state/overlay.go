@@ -346,6 +346,32 @@ func (o *Overlay) Commit() error {
 	return nil
 }
 
+// DeleteRange implements RangeDeleter on the committed state: it deletes
+// [start, end) from the base store (which must be a RangeDeleter) and
+// from the cache. The overlay must hold no pending write in the range:
+// call it between transactions, after Commit.
+func (o *Overlay) DeleteRange(start, end []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	rd, ok := o.base.(RangeDeleter)
+	if !ok {
+		return fmt.Errorf("state: overlay delete range: the base store %T cannot delete ranges", o.base)
+	}
+	if err := rd.DeleteRange(start, end); err != nil {
+		return err
+	}
+	for k, c := range o.cache {
+		if k >= string(start) && (end == nil || k < string(end)) {
+			o.cacheBytes -= cacheSize(len(k), len(c.value))
+			delete(o.cache, k)
+		}
+	}
+	return nil
+}
+
 // Abort drops the pending writes.
 func (o *Overlay) Abort() {
 	o.mu.Lock()

@@ -205,6 +205,25 @@ func (r *Rocks) ApplyBatch(b *Batch) error {
 	return nil
 }
 
+// DeleteRange implements RangeDeleter with one RocksDB range tombstone.
+func (r *Rocks) DeleteRange(start, end []byte) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if emptyRange(start, end) {
+		return nil
+	}
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	wb.DeleteRange(start, end)
+	if err := r.db.Write(r.wo, wb); err != nil {
+		return fmt.Errorf("state: rocks delete range: %w", err)
+	}
+	return nil
+}
+
 // Range implements Store with a bounded RocksDB iterator.
 func (r *Rocks) Range(start, end []byte) (Iterator, error) {
 	r.mu.RLock()

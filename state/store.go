@@ -77,6 +77,14 @@ type Iterator interface {
 	Close() error
 }
 
+// RangeDeleter is implemented by stores that delete a whole key range
+// at once (Rocks with a range tombstone, cheap however many keys it
+// covers): every key in [start, end) is gone, as if deleted one by one.
+// Memory and Overlay implement it too.
+type RangeDeleter interface {
+	DeleteRange(start, end []byte) error
+}
+
 // Flusher is implemented by stores that can make applied writes durable on
 // demand: Rocks, and an Overlay whose base is one. Flush covers every write
 // applied before it was called. Write a checkpoint only after a Flush that

@@ -12,6 +12,10 @@ type Column struct {
 	// that come from record metadata, are not stored in the value and
 	// are left out of SELECT *.
 	Pseudo bool
+	// Window marks WINDOWSTART and WINDOWEND of a windowed source or
+	// aggregation: their values live in the windowed record key, after
+	// the key columns' bytes, not in the value; SELECT * shows them.
+	Window bool
 }
 
 // Schema is an ordered list of columns. A Row laid out by a schema has one
@@ -26,6 +30,20 @@ const (
 	RowPartition = "ROWPARTITION"
 	RowOffset    = "ROWOFFSET"
 )
+
+// Window bound column names, as ksqlDB spells them: BIGINT milliseconds
+// since the epoch, the start inclusive and the end exclusive (a session's
+// end is its last record's time, inclusive).
+const (
+	WindowStart = "WINDOWSTART"
+	WindowEnd   = "WINDOWEND"
+)
+
+// WindowColumns are the window bound columns, in this order.
+var WindowColumns = []Column{
+	{Name: WindowStart, Type: BigintType, Window: true},
+	{Name: WindowEnd, Type: BigintType, Window: true},
+}
 
 // PseudoColumns are appended to every source's row in this order.
 var PseudoColumns = []Column{
@@ -73,7 +91,7 @@ func (s Schema) KeyIndexes() []int {
 func (s Schema) ValueIndexes() []int {
 	var out []int
 	for i, c := range s.Columns {
-		if !c.Key && !c.Pseudo {
+		if !c.Key && !c.Pseudo && !c.Window {
 			out = append(out, i)
 		}
 	}
@@ -97,6 +115,34 @@ func (s Schema) WithPseudo() Schema {
 	cols = append(cols, s.Columns...)
 	cols = append(cols, PseudoColumns...)
 	return Schema{Columns: cols}
+}
+
+// WithWindow returns s with the window bound columns inserted after its
+// last key column (at the front when it has none), where ksqlDB shows
+// them.
+func (s Schema) WithWindow() Schema {
+	at := 0
+	for i, c := range s.Columns {
+		if c.Key {
+			at = i + 1
+		}
+	}
+	cols := make([]Column, 0, len(s.Columns)+len(WindowColumns))
+	cols = append(cols, s.Columns[:at]...)
+	cols = append(cols, WindowColumns...)
+	cols = append(cols, s.Columns[at:]...)
+	return Schema{Columns: cols}
+}
+
+// WindowIndex returns the position of WINDOWSTART (WINDOWEND follows),
+// or -1 when s has no window columns.
+func (s Schema) WindowIndex() int {
+	for i, c := range s.Columns {
+		if c.Window {
+			return i
+		}
+	}
+	return -1
 }
 
 // String renders the schema as "NAME TYPE [KEY], …", the form DESCRIBE and

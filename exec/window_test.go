@@ -1,0 +1,191 @@
+package exec
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+func testWindowing(t *testing.T, typ types.WindowType, size, advance int64, zone string) *windowing {
+	t.Helper()
+	spec, err := planner.NewWindowSpec(typ, size, advance, -1, 0, zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := newWindowing("AGGREGATE", &physical.Aggregate{Window: spec}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestWindowsFor pins which windows a timestamp falls into: aligned to
+// the epoch, start inclusive, end exclusive, never starting before 0.
+func TestWindowsFor(t *testing.T) {
+	for _, c := range []struct {
+		typ           types.WindowType
+		size, advance int64
+		ts            int64
+		starts        []int64
+	}{
+		{types.Tumbling, 60_000, 60_000, 0, []int64{0}},
+		{types.Tumbling, 60_000, 60_000, 59_999, []int64{0}},
+		{types.Tumbling, 60_000, 60_000, 60_000, []int64{60_000}},
+		{types.Hopping, 60_000, 20_000, 65_000, []int64{20_000, 40_000, 60_000}},
+		{types.Hopping, 60_000, 20_000, 60_000, []int64{20_000, 40_000, 60_000}},
+		{types.Hopping, 60_000, 20_000, 5_000, []int64{0}},
+		{types.Hopping, 10, 3, 10, []int64{3, 6, 9}},
+	} {
+		w := testWindowing(t, c.typ, c.size, c.advance, "")
+		w.windowsFor(c.ts)
+		if !equalInts(w.starts, c.starts) {
+			t.Errorf("%s %d/%d at %d: starts %v, want %v", c.typ, c.size, c.advance, c.ts, w.starts, c.starts)
+		}
+		for i, s := range w.starts {
+			if w.ends[i] != s+c.size {
+				t.Errorf("%s at %d: window %d ends at %d", c.typ, c.ts, s, w.ends[i])
+			}
+		}
+	}
+}
+
+// TestWindowsForTimeZone: day windows in a time zone run from local
+// midnight to local midnight, 23 hours long on the day daylight saving
+// starts and 25 on the day it ends.
+func TestWindowsForTimeZone(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := int64(24 * time.Hour / time.Millisecond)
+	w := testWindowing(t, types.Tumbling, day, day, "Europe/Berlin")
+	for _, c := range []struct {
+		at         time.Time
+		start, end time.Time
+	}{
+		{time.Date(2026, 3, 29, 12, 0, 0, 0, berlin), time.Date(2026, 3, 29, 0, 0, 0, 0, berlin), time.Date(2026, 3, 30, 0, 0, 0, 0, berlin)},
+		{time.Date(2026, 10, 25, 23, 59, 0, 0, berlin), time.Date(2026, 10, 25, 0, 0, 0, 0, berlin), time.Date(2026, 10, 26, 0, 0, 0, 0, berlin)},
+		{time.Date(2026, 7, 1, 0, 0, 0, 0, berlin), time.Date(2026, 7, 1, 0, 0, 0, 0, berlin), time.Date(2026, 7, 2, 0, 0, 0, 0, berlin)},
+		{time.Date(2026, 6, 30, 23, 59, 59, 0, berlin), time.Date(2026, 6, 30, 0, 0, 0, 0, berlin), time.Date(2026, 7, 1, 0, 0, 0, 0, berlin)},
+	} {
+		w.windowsFor(c.at.UnixMilli())
+		if len(w.starts) != 1 || w.starts[0] != c.start.UnixMilli() || w.ends[0] != c.end.UnixMilli() {
+			t.Errorf("%s: windows %v-%v, want [%s, %s)", c.at, w.starts, w.ends, c.start, c.end)
+			continue
+		}
+		if got := w.end(w.starts[0]); got != w.ends[0] {
+			t.Errorf("%s: end(%d) = %d, want %d", c.at, w.starts[0], got, w.ends[0])
+		}
+	}
+	if h := (time.Date(2026, 3, 30, 0, 0, 0, 0, berlin).Sub(time.Date(2026, 3, 29, 0, 0, 0, 0, berlin))); h != 23*time.Hour {
+		t.Fatalf("29 March 2026 in Berlin lasts %s", h)
+	}
+	// Hourly hopping windows in a zone 5:45 ahead of UTC align to its
+	// half hours, not UTC's.
+	kathmandu := testWindowing(t, types.Hopping, 3_600_000, 1_800_000, "Asia/Kathmandu")
+	ts := time.Date(2026, 1, 1, 10, 15, 0, 0, time.UTC).UnixMilli() // 16:00 in Kathmandu
+	kathmandu.windowsFor(ts)
+	want := []int64{time.Date(2026, 1, 1, 9, 45, 0, 0, time.UTC).UnixMilli(), time.Date(2026, 1, 1, 10, 15, 0, 0, time.UTC).UnixMilli()}
+	if !equalInts(kathmandu.starts, want) {
+		t.Fatalf("Kathmandu hopping windows at %d: %v, want %v", ts, kathmandu.starts, want)
+	}
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// hoppingTask is GROUP BY auction over hopping windows of 10 s advancing
+// by 2 s (Nexmark q5's shape: five windows per row), RocksDB state.
+func hoppingTask(t testing.TB, final bool, send func(*kgo.Record)) *aggTask {
+	spec, err := planner.NewWindowSpec(types.Hopping, 10_000, 2_000, -1, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := newWindowedAggTask(t, spec, send)
+	task.agg.win.final = final
+	return task
+}
+
+// windowFeeder feeds bids over 100 auctions with event time advancing
+// 1 ms a record, committing every 10,000 records as the thread would.
+type windowFeeder struct {
+	task *aggTask
+	recs []*kgo.Record
+	i    int
+}
+
+func newWindowFeeder(task *aggTask) *windowFeeder {
+	f := &windowFeeder{task: task, recs: make([]*kgo.Record, 100)}
+	for i := range f.recs {
+		f.recs[i] = &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, uint64(i)), Value: []byte(`{"bidder":7,"price":3}`)}
+	}
+	return f
+}
+
+func (f *windowFeeder) step(t testing.TB) {
+	r := f.recs[f.i%len(f.recs)]
+	r.Timestamp = time.UnixMilli(int64(f.i))
+	if err := f.task.feed(r); err != nil {
+		t.Fatal(err)
+	}
+	f.task.out.flush()
+	if f.i++; f.i%10_000 == 0 {
+		if err := f.task.agg.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		f.task.out.flush()
+		if err := f.task.store.commit(); err != nil {
+			t.Fatal(err)
+		}
+		f.task.out.reset()
+	}
+}
+
+// TestWindowAllocations: the window operator's steady state (a row into
+// its five hopping windows, EMIT CHANGES and EMIT FINAL, with commits,
+// emission of closed windows and retention) allocates nothing per row.
+func TestWindowAllocations(t *testing.T) {
+	for _, final := range []bool{false, true} {
+		f := newWindowFeeder(hoppingTask(t, final, func(r *kgo.Record) { r.Offset = 1 }))
+		for range 30_000 {
+			f.step(t)
+		}
+		if n := testing.AllocsPerRun(20_000, func() { f.step(t) }); n > 0.01 {
+			t.Errorf("EMIT FINAL %v: %.3f allocations per record", final, n)
+		}
+	}
+}
+
+// BenchmarkWindowUpdate measures the window operator alone: a row into
+// its five hopping windows (state reads and writes through the overlay
+// over RocksDB, changelog records at commit, output rows).
+func BenchmarkWindowUpdate(b *testing.B) {
+	for _, final := range []bool{false, true} {
+		name := "emit=changes"
+		if final {
+			name = "emit=final"
+		}
+		b.Run(name, func(b *testing.B) {
+			f := newWindowFeeder(hoppingTask(b, final, func(r *kgo.Record) { r.Offset = 1 }))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				f.step(b)
+			}
+		})
+	}
+}
