@@ -280,11 +280,11 @@ func TestTombstonesRemovedAfterDeleteRetention(t *testing.T) {
 }
 
 // TestRetentionBytes: a delete-policy topic with retention.bytes keeps
-// its newest batches within the limit after a cleaner round, and the
-// oldest are gone for readers.
+// its newest batches within the limit after a cleaner round, the oldest
+// are gone for readers, also after a restart.
 func TestRetentionBytes(t *testing.T) {
-	b := startBroker(t, Config{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
-	defer b.Close()
+	dir := t.TempDir()
+	b := startBroker(t, Config{Addr: "127.0.0.1:0", DataDir: dir})
 	limit := "2000"
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -308,6 +308,14 @@ func TestRetentionBytes(t *testing.T) {
 	}
 	if !slices.Equal(got, values[40-len(got):]) {
 		t.Fatalf("retention kept records out of order or with gaps")
+	}
+
+	// The retained log is what a restart finds.
+	b.Close()
+	b = startBroker(t, Config{Addr: "127.0.0.1:0", DataDir: dir})
+	defer b.Close()
+	if after := consume(t, b.Addr(), "r", kgo.ReadUncommitted(), 40, 2*time.Second); !slices.Equal(after, got) {
+		t.Fatalf("after a restart: %d records, want the %d retention kept", len(after), len(got))
 	}
 }
 
