@@ -271,3 +271,19 @@ func TestInodesExhausted(t *testing.T) {
 		}
 	}
 }
+
+// TestDataDirReadOnly: a data directory on a read-only file system is a
+// clear error from Start, naming the directory, not a crash and not a
+// broker that takes records it cannot keep. Needs root, as TestFullDisk.
+func TestDataDirReadOnly(t *testing.T) {
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	dir := filepath.Join(mnt, "data")
+	_, err := Start(context.Background(), Config{Addr: "127.0.0.1:0", DataDir: dir, Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("Start on a read-only file system: %v; want an error naming %s and saying read-only", err, dir)
+	}
+}
