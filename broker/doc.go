@@ -20,7 +20,8 @@
 //
 // Start, step by step:
 //
-//	scan the log: cut torn tails; after a crash, rebuild producer state
+//	scan the log: settle an interrupted compaction; cut torn tails;
+//	complete journaled commits; after a crash, rebuild producer state
 //	      │
 //	      ▼
 //	listen on Config.Addr ──▶ kfake.NewCluster (reloads DataDir)
