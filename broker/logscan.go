@@ -94,9 +94,14 @@ type seqWindow struct {
 	epoch   int16
 	entries []seqEntry
 	txnal   bool
+	// unsure is set when the producer's latest batch is followed by a
+	// gap in offsets: compaction removed records after it, perhaps its
+	// own last ones, so its last sequence is not known.
+	unsure bool
 }
 
 func (w *seqWindow) push(epoch int16, e seqEntry) {
+	w.unsure = false
 	if epoch != w.epoch {
 		w.epoch, w.entries = epoch, w.entries[:0]
 	}
@@ -160,10 +165,11 @@ func scanDataDir(dir string, restoreProducers bool, journal []journalEntry, log 
 	// After a crash kfake's saved producer state is stale; after a cut it
 	// may name batches that are gone. The log is the truth then.
 	if restoreProducers && (!rep.Clean || len(rep.Cut) > 0) {
-		if err := writeSeqWindows(dir, sc.windows, pids); err != nil {
+		n, err := writeSeqWindows(dir, sc.windows, pids)
+		if err != nil {
 			return nil, fmt.Errorf("restoring producer state: %w", err)
 		}
-		rep.Producers = len(sc.windows)
+		rep.Producers = n
 	}
 	// From here on the run is not clean until Close says so.
 	if err := os.Remove(filepath.Join(dir, cleanMarkerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -185,6 +191,7 @@ type logScanner struct {
 	next int64                   // offset after the last valid batch
 	ple  int32                   // the last batch's partition leader epoch
 	inTx []bool                  // per batch of the segment being scanned: transactional data
+	prev *seqWindow              // the window the previous batch went to, if any
 }
 
 type pidEpochFirst struct {
@@ -232,7 +239,7 @@ func (sc *logScanner) partition(rel, topic string, part int32) error {
 		}
 	}
 	slices.Sort(bases)
-	sc.open, sc.next, sc.ple = map[int64]pidEpochFirst{}, 0, -1
+	sc.open, sc.next, sc.ple, sc.prev = map[int64]pidEpochFirst{}, 0, -1, nil
 	for _, base := range bases {
 		sc.rep.Segments++
 		if err := sc.segment(rel, topic, part, base); err != nil {
@@ -331,6 +338,11 @@ func (sc *logScanner) segment(rel, topic string, part int32, base int64) error {
 // producer windows. Control batches (markers) close their producer's
 // transaction and carry no sequence.
 func (sc *logScanner) observe(topic string, part int32, b *kmsg.RecordBatch) {
+	if b.FirstOffset > sc.next && sc.prev != nil {
+		// Only compaction leaves gaps after the first batch.
+		sc.prev.unsure = true
+	}
+	sc.prev = nil
 	sc.next = b.FirstOffset + int64(b.LastOffsetDelta) + 1
 	sc.ple = b.PartitionLeaderEpoch
 	control := b.Attributes&0x0020 != 0
@@ -358,8 +370,11 @@ func (sc *logScanner) observe(topic string, part int32, b *kmsg.RecordBatch) {
 		sc.windows[k] = w
 	}
 	w.txnal = w.txnal || txnal
-	next := int32((int64(b.FirstSequence) + int64(b.NumRecords)) % math.MaxInt32)
+	// The last sequence is the first plus the last offset delta, as in
+	// Kafka: compaction keeps offset deltas, not record counts.
+	next := int32((int64(b.FirstSequence) + int64(b.LastOffsetDelta) + 1) % math.MaxInt32)
 	w.push(b.ProducerEpoch, seqEntry{first: b.FirstSequence, next: next, offset: b.FirstOffset})
+	sc.prev = w
 }
 
 // completeCommits appends a commit marker to the partition's last segment
@@ -541,12 +556,12 @@ type kfakeWindowSeq struct {
 // writeSeqWindows replaces kfake's seq_windows.json with windows, and
 // appends an "init" entry to pids.log for each idempotent producer that
 // has none (kfake attaches windows only to producers it knows).
-func writeSeqWindows(dir string, windows map[producerPartition]*seqWindow, inits map[int64]bool) error {
+func writeSeqWindows(dir string, windows map[producerPartition]*seqWindow, inits map[int64]bool) (int, error) {
 	out := kfakeSeqWindows{Version: kfakeVersion, Windows: []kfakeWindowEntry{}}
 	missing := map[int64]int16{}
 	for k, w := range windows {
-		if len(w.entries) == 0 {
-			continue
+		if len(w.entries) == 0 || w.unsure {
+			continue // kfake then accepts the producer's next batch as it comes
 		}
 		e := kfakeWindowEntry{PID: k.pid, Topic: k.topic, Part: k.partition, Epoch: w.epoch, Seen: true}
 		for i, s := range w.entries {
@@ -571,17 +586,18 @@ func writeSeqWindows(dir string, windows map[producerPartition]*seqWindow, inits
 	})
 	raw, err := json.Marshal(out)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := writeFileAtomic(filepath.Join(dir, kfakeSeqWindowsFile), raw); err != nil {
-		return err
+		return 0, err
 	}
+	n := len(out.Windows)
 	if len(missing) == 0 {
-		return nil
+		return n, nil
 	}
 	f, err := os.OpenFile(filepath.Join(dir, kfakePIDsLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for pid, epoch := range missing {
 		data, _ := json.Marshal(struct {
@@ -591,14 +607,14 @@ func writeSeqWindows(dir string, windows map[producerPartition]*seqWindow, inits
 		}{"init", pid, epoch})
 		if _, err := f.Write(frameEntry(data)); err != nil {
 			f.Close()
-			return err
+			return 0, err
 		}
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return err
+		return 0, err
 	}
-	return f.Close()
+	return n, f.Close()
 }
 
 // frameEntry frames data as one kfake append-log entry.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // windowView is a sequence window in a comparable form: epoch, next
@@ -88,5 +89,29 @@ func TestProducerStateFromLogMatchesKfakes(t *testing.T) {
 	want := append(append(seq("a", 12), "t1"), append(append(seq("b", 3), seq("c", 2)...), "t2")...)
 	if got := consume(t, b.Addr(), "w", kgo.ReadCommitted(), len(want), 10*time.Second); !slices.Equal(got, want) {
 		t.Fatalf("after restart: %v, want %v", got, want)
+	}
+}
+
+// TestScanWindowAfterCompactionGap: compaction can drop a producer's last
+// records from its latest batch, so that batch no longer tells the last
+// sequence; the scan then restores no window for that producer (kfake
+// accepts its next batch as it comes) rather than one that would refuse
+// the producer's next batch as out of order. A batch not followed by a gap
+// keeps its window, with the last sequence from its last offset delta.
+func TestScanWindowAfterCompactionGap(t *testing.T) {
+	sc := &logScanner{windows: map[producerPartition]*seqWindow{}, open: map[int64]pidEpochFirst{}}
+	batch := func(pid int64, first int64, lastDelta, n int32, seq int32) *kmsg.RecordBatch {
+		return &kmsg.RecordBatch{FirstOffset: first, LastOffsetDelta: lastDelta, NumRecords: n,
+			ProducerID: pid, FirstSequence: seq}
+	}
+	sc.observe("t", 0, batch(1, 0, 4, 5, 0))  // pid 1: offsets 0-4, seq 0-4
+	sc.observe("t", 0, batch(2, 5, 2, 2, 0))  // pid 2: offsets 5-7 with 6 compacted away: seq 0-2
+	sc.observe("t", 0, batch(1, 10, 0, 1, 8)) // gap 8-9 after pid 2's batch; pid 1 seq 8
+	w1, w2 := sc.windows[producerPartition{1, "t", 0}], sc.windows[producerPartition{2, "t", 0}]
+	if w1.unsure || w1.entries[len(w1.entries)-1].next != 9 {
+		t.Errorf("pid 1: unsure %v, next %d; want sure, next 9", w1.unsure, w1.entries[len(w1.entries)-1].next)
+	}
+	if !w2.unsure || w2.entries[0].next != 3 {
+		t.Errorf("pid 2: unsure %v, next %d; want unsure (gap after its batch), next 3 from the offset delta", w2.unsure, w2.entries[0].next)
 	}
 }
