@@ -50,6 +50,9 @@ import (
 // partition is dirty enough (see dirty); otherwise it applies retention
 // only. A new transaction to a cleaned topic waits at most one barrier
 // (typically one commit interval of the open transactions) per round.
+// kfake compacts on its one goroutine, rewriting every compacted
+// partition whole: while it does, the broker answers no request. The dirty
+// ratio keeps that to about once per doubling of a compacted log.
 
 // cleanerInterval is how often the cleaner runs (Kafka's
 // log.cleaner.backoff.ms default is 15 s).
