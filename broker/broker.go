@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -54,10 +56,18 @@ type Config struct {
 	// created if missing and reloaded on start. Empty keeps everything in
 	// memory, and then there is nothing to repair.
 	//
-	// Log writes go to the operating system's page cache, as with Kafka's
-	// defaults: they survive the process being killed, not the machine
-	// losing power.
+	// Writes reach the operating system before a producer is answered,
+	// so they survive the process being killed; what survives the
+	// machine losing power depends on Sync.
 	DataDir string
+
+	// Sync says when written records are forced to the disk, and so
+	// what an acknowledged record survives; see [Sync]. Empty is
+	// [SyncInterval]. Without a DataDir it has no effect.
+	Sync Sync
+	// SyncInterval is [SyncInterval]'s period; zero is
+	// [DefaultSyncInterval].
+	SyncInterval time.Duration
 
 	// Logger receives the repair's report and kfake's own messages.
 	// Nil uses slog.Default().
@@ -66,6 +76,9 @@ type Config struct {
 	// skipRepair disables the crash repair; tests use it to show the
 	// defect the repair exists for.
 	skipRepair bool
+	// skipProducerState disables restoring producer state from the log
+	// after a crash; tests use it to show the duplicates it prevents.
+	skipProducerState bool
 }
 
 // Broker is a running embedded broker. Its methods are safe for concurrent
@@ -88,10 +101,19 @@ type Broker struct {
 	repair repairReport
 	// journal records committing transactions (see journal.go).
 	journal *journal
+	// scan is what the start-up log scan found and did (logscan.go).
+	logScan scanReport
+	// storage refuses produces while the disk is unusable (storage.go).
+	storage *storage
+	started time.Time
 
-	stop      context.CancelFunc
-	loopDone  chan struct{}
-	closeOnce sync.Once
+	stop     context.CancelFunc
+	loopDone chan struct{}
+	syncDone chan struct{}
+	// cleaner compacts and applies retention (cleaner.go).
+	cleaner     *cleaner
+	cleanerDone chan struct{}
+	closeOnce   sync.Once
 }
 
 // Start starts the broker and returns once it serves clients. With a
@@ -117,6 +139,22 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 	}
 
+	mode, err := ParseSync(string(cfg.Sync))
+	if err != nil {
+		return nil, err
+	}
+	interval := cfg.SyncInterval
+	if interval <= 0 {
+		interval = DefaultSyncInterval
+	}
+	var st *storage
+	if cfg.DataDir != "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: data directory: %w", err)
+		}
+		st = newStorage(cfg.DataDir, log)
+	}
+
 	// kfake's own listener hard-codes 127.0.0.1; ours honours the host
 	// and holds outside connections back until the repair is done.
 	var ln *gatedListener
@@ -133,7 +171,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		kfake.NumBrokers(1),
 		kfake.ListenFn(listen),
 		kfake.ClusterID(ClusterID),
-		kfake.WithLogger(kfakeLogger{log}),
+		kfake.WithLogger(kfakeLogger{l: log, st: st}),
 		kfake.GroupMinSessionTimeout(GroupMinSessionTimeout),
 		// Kafka's num.partitions default; kfake's is 10. Auto topic
 		// creation stays off (kfake's default): sqlstreams creates
@@ -143,22 +181,47 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			// Reported by DescribeConfigs; kfake's default
 			// says 3 although one node holds one replica.
 			"default.replication.factor": "1",
+			// The broker runs kfake's cleaner itself, only when
+			// no transaction is open where it cleans (cleaner.go).
+			"log.cleaner.backoff.ms": strconv.Itoa(kfakeCleanerOff),
 		}),
 	}
+	var scan *scanReport
 	if cfg.DataDir != "" {
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
+		if mode == SyncAlways {
+			opts = append(opts, kfake.SyncWrites())
+		}
+		journal, err := readJournal(cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("broker: reading the commit journal in %s: %w", cfg.DataDir, err)
+		}
+		if scan, err = scanDataDir(cfg.DataDir, !cfg.skipProducerState, journal, log); err != nil {
+			return nil, fmt.Errorf("broker: reading the log in %s: %w", cfg.DataDir, err)
+		}
+		log.Info("broker: log scan done", "clean_shutdown", scan.Clean, "segments", scan.Segments,
+			"batches", scan.Batches, "cut", len(scan.Cut), "producer_windows_restored", scan.Producers,
+			"commits_completed", scan.Completed, "elapsed", scan.Elapsed)
 	}
 	cluster, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("broker: starting kfake on %s: %w", addr, err)
 	}
 
+	if st != nil {
+		st.install(cluster)
+	}
 	b := &Broker{
+		storage:  st,
 		cluster:  cluster,
 		ln:       ln,
 		log:      log,
 		dataDir:  cfg.DataDir,
 		loopDone: make(chan struct{}),
+		started:  time.Now(),
+	}
+	if scan != nil {
+		b.logScan = *scan
 	}
 	b.cl, err = kgo.NewClient(b.internalOpts()...)
 	if err != nil {
@@ -166,6 +229,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: internal client: %w", err)
 	}
 	b.admin = kadm.NewClient(b.cl)
+	b.cleaner = &cleaner{dataDir: cfg.DataDir, cluster: cluster, cl: b.cl, admin: b.admin, log: log}
+	b.cleaner.install()
 
 	b.checkpoints = cfg.DataDir != "" && !cfg.skipRepair
 	if b.checkpoints {
@@ -188,12 +253,26 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	ln.open()
 	loopCtx, stop := context.WithCancel(context.Background())
 	b.stop = stop
+	b.cleanerDone = make(chan struct{})
+	go func() {
+		defer close(b.cleanerDone)
+		b.cleaner.loop(loopCtx)
+	}()
+	b.syncDone = make(chan struct{})
+	if cfg.DataDir != "" && mode == SyncInterval {
+		go func() {
+			defer close(b.syncDone)
+			syncLoop(loopCtx, cfg.DataDir, interval, log)
+		}()
+	} else {
+		close(b.syncDone)
+	}
 	if b.checkpoints {
 		go b.checkpointLoop(loopCtx)
 	} else {
 		close(b.loopDone)
 	}
-	log.Info("embedded broker started", "addr", b.Addr(), "data_dir", cfg.DataDir)
+	log.Info("embedded broker started", "addr", b.Addr(), "data_dir", cfg.DataDir, "fsync", mode)
 	return b, nil
 }
 
@@ -233,6 +312,8 @@ func (b *Broker) Close() {
 	b.closeOnce.Do(func() {
 		b.stop()
 		<-b.loopDone
+		<-b.syncDone
+		<-b.cleanerDone
 		if b.checkpoints {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := b.writeLiveCheckpoint(ctx); err != nil {
@@ -245,8 +326,27 @@ func (b *Broker) Close() {
 		if b.journal != nil {
 			b.journal.close()
 		}
+		if b.storage != nil {
+			b.storage.close()
+		}
+		if b.dataDir != "" {
+			b.markClean()
+		}
 		b.log.Info("embedded broker stopped", "addr", b.Addr())
 	})
+}
+
+// markClean writes the clean-shutdown marker if kfake saved its producer
+// state during this Close (it logs, not returns, a failed save).
+func (b *Broker) markClean() {
+	st, err := os.Stat(filepath.Join(b.dataDir, kfakeSeqWindowsFile))
+	if err != nil || st.ModTime().Before(b.started) {
+		b.log.Warn("broker: kfake did not save its producer state on close; the next start rebuilds it from the log", "err", err)
+		return
+	}
+	if err := writeCleanMarker(b.dataDir); err != nil {
+		b.log.Warn("broker: clean-shutdown marker not written; the next start rebuilds producer state from the log", "err", err)
+	}
 }
 
 // advertised returns the address to report to clients for a listener on
@@ -270,7 +370,11 @@ func (hostPortAddr) Network() string  { return "tcp" }
 func (a hostPortAddr) String() string { return string(a) }
 
 // kfakeLogger forwards kfake's log lines to slog at the matching level.
-type kfakeLogger struct{ l *slog.Logger }
+// A failed write also tells st to refuse produces (storage.go).
+type kfakeLogger struct {
+	l  *slog.Logger
+	st *storage
+}
 
 func (k kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
 	var sl slog.Level
@@ -287,6 +391,11 @@ func (k kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
 		return
 	}
 	ctx := context.Background()
+	if k.st != nil && sl >= slog.LevelWarn {
+		if msg := fmt.Sprintf(format, args...); isWriteFailure(msg) {
+			k.st.failed(msg)
+		}
+	}
 	if !k.l.Enabled(ctx, sl) {
 		return
 	}
@@ -295,3 +404,9 @@ func (k kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
 
 // errClosed is returned by the internal dialer once the broker is closed.
 var errClosed = errors.New("broker: closed")
+
+// compactNow runs a log cleaner round now (tests); it reports whether it
+// cleaned.
+func (b *Broker) compactNow(ctx context.Context) (bool, error) {
+	return b.cleaner.round(ctx, true)
+}

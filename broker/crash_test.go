@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +22,14 @@ const (
 	helperEnv     = "SQLSTREAMS_BROKER_HELPER"
 	helperDirEnv  = "SQLSTREAMS_BROKER_HELPER_DIR"
 	helperAddrEnv = "SQLSTREAMS_BROKER_HELPER_ADDR"
-	helperReady   = "READY"
+	helperModeEnv = "SQLSTREAMS_BROKER_HELPER_MODE" // "serve": start a broker and wait
+	// helperNoStateEnv=1 starts the "serve" broker without restoring
+	// producer state after a crash.
+	helperNoStateEnv = "SQLSTREAMS_BROKER_HELPER_NO_PRODUCER_STATE"
+	// helperCrashRepairEnv=1 kills the helper after the repair's first
+	// marker write.
+	helperCrashRepairEnv = "SQLSTREAMS_BROKER_HELPER_CRASH_REPAIR"
+	helperReady          = "READY"
 )
 
 func removeCheckpoint(dir string) error {
@@ -37,6 +45,31 @@ func removeCheckpoint(dir string) error {
 func TestHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
 		t.Skip("helper process for TestCrashRepair")
+	}
+	if os.Getenv(helperCrashRepairEnv) == "1" {
+		// Die like a SIGKILL right after the repair's first marker
+		// write.
+		afterRepairMarker = func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+	}
+	switch os.Getenv(helperModeEnv) {
+	case "halfcommit":
+		if err := runHalfCommit(os.Getenv(helperDirEnv), os.Getenv(helperAddrEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(2)
+		}
+		fmt.Println(helperReady)
+		select {}
+	case "serve":
+		b, err := Start(context.Background(), Config{Addr: os.Getenv(helperAddrEnv), DataDir: os.Getenv(helperDirEnv),
+			Logger:            slog.New(slog.NewTextHandler(os.Stderr, nil)),
+			skipProducerState: os.Getenv(helperNoStateEnv) == "1"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(2)
+		}
+		_ = b
+		fmt.Println(helperReady)
+		select {}
 	}
 	if err := runHelper(os.Getenv(helperDirEnv), os.Getenv(helperAddrEnv)); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)

@@ -25,11 +25,14 @@ import (
 //
 // So the broker journals, before kfake handles them, every
 // TxnOffsetCommit (the offsets a transaction will commit) and every
-// EndTxn that asks to commit. At start the repair reads the journal: a
-// transaction left open that had asked to commit is completed with commit
-// markers, not aborted, and the offsets of every transaction that
-// committed (by a marker seen in the scan, or just written) are applied to
-// its group when the group's committed offsets are behind them. Then the
+// EndTxn that asks to commit. At start, before kfake loads the log, the
+// log scan (logscan.go) appends a commit marker to every partition where
+// a transaction that had asked to commit is still open: kfake takes a
+// transaction it finds open at load for aborted, and a marker written
+// after the load would not make its records visible again
+// (TestCrashBetweenCommitMarkers). The repair then applies the offsets of
+// every transaction that committed (by a marker seen in its scan) to its
+// group when the group's committed offsets are behind them. Then the
 // journal starts afresh.
 const journalFile = "txn-commit-journal.jsonl"
 

@@ -9,6 +9,9 @@ need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 /usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1 || need+=(python3-psycopg2)
+# Kafka clients the broker's compatibility and crash tests drive.
+/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
+/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 # Confluent's Python Avro serializer and JSON Schema deserializer, and
 # Google's protoc, for the registry formats' end-to-end tests.

@@ -32,6 +32,7 @@ func runServer(args []string) int {
 	httpAddr := stringFlag(fs, "http-addr", "127.0.0.1:8088", "REST API listen address")
 	bootstrap := stringFlag(fs, "bootstrap-servers", "", "Kafka bootstrap servers, comma-separated; empty starts the embedded broker")
 	kafkaAddr := stringFlag(fs, "embedded-kafka-addr", "127.0.0.1:9092", "embedded broker listen address")
+	kafkaFsync := stringFlag(fs, "embedded-kafka-fsync", string(broker.SyncInterval), "when the embedded broker forces records to disk: never (the OS writes back; a power loss loses up to ~30 s), interval (every second; a power loss loses up to ~1 s) or always (before acknowledging; an acknowledged record survives a power loss)")
 	serviceID := stringFlag(fs, "service-id", "sqlstreams", "service ID: names the command topic and prefixes query application IDs")
 	instanceID := stringFlag(fs, "instance-id", "", "this server's stable name within the service (default: host name)")
 	logLevel := stringFlag(fs, "log-level", "info", "log level: debug, info, warn or error")
@@ -82,13 +83,18 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
 	}
+	fsyncMode, err := broker.ParseSync(*kafkaFsync)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --embedded-kafka-fsync: %v\n", err)
+		return 2
+	}
 	if *threads < 1 {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --num-stream-threads must be at least 1, not %d\n", *threads)
 		return 2
 	}
 	if err := serve(ctx, log, serverConfig{
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, bootstrap: *bootstrap,
-		kafkaAddr: *kafkaAddr, serviceID: *serviceID, instanceID: *instanceID,
+		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
 		registry: regSettings,
@@ -108,6 +114,7 @@ type serverConfig struct {
 	headless                                                               []string
 	threads                                                                int
 	registry                                                               registrySettings
+	kafkaFsync                                                             broker.Sync
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -127,7 +134,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	}
 	var brokers []string
 	if cfg.bootstrap == "" {
-		b, err := broker.Start(ctx, broker.Config{Addr: cfg.kafkaAddr, DataDir: filepath.Join(cfg.dataDir, "kafka"), Logger: log})
+		b, err := broker.Start(ctx, broker.Config{Addr: cfg.kafkaAddr, DataDir: filepath.Join(cfg.dataDir, "kafka"), Sync: cfg.kafkaFsync, Logger: log})
 		if err != nil {
 			return fmt.Errorf("starting the embedded broker: %w", err)
 		}

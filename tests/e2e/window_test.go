@@ -161,8 +161,9 @@ type windowEvent struct {
 // and EMIT FINAL, over random events (out of order, some later than
 // their windows' grace) with the server SIGKILLed twice mid-run, and
 // compares the output topics with the same windows computed here over
-// the input as stored: every window's last row equal, no window missing
-// or extra, and under EMIT FINAL each closed window emitted exactly once.
+// the input, which must be exactly what was produced: every window's last
+// row equal, no window missing or extra, and under EMIT FINAL each closed
+// window emitted exactly once.
 func TestWindowsDifferential(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -199,7 +200,7 @@ func TestWindowsDifferential(t *testing.T) {
 				ts = now - 5_000 - rng.Int64N(20_000) // often too late
 			}
 			k := "k" + strconv.Itoa(rng.IntN(25))
-			recs = append(recs, &kgo.Record{Key: []byte(k), Value: fmt.Appendf(nil, `{"TS":%d,"V":%d}`, ts, seq%997)})
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: fmt.Appendf(nil, `{"TS":%d,"V":%d,"SEQ":%d}`, ts, seq%997, seq)})
 			seq++
 		}
 		if err := kc.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -231,19 +232,26 @@ func TestWindowsDifferential(t *testing.T) {
 	}
 	produce(8000)
 
-	// The input as stored, per partition in offset order.
+	// The input as stored, per partition in offset order: exactly what
+	// was produced, each record once (the embedded broker keeps
+	// idempotent-producer state across the crashes).
 	in := map[int32][]windowEvent{}
 	total := 0
+	stored := map[int64]bool{}
 	for _, r := range readPartitioned(t, ctx, s.KafkaAddr, "ev") {
-		var v struct{ TS, V int64 }
+		var v struct{ TS, V, Seq int64 }
 		if err := json.Unmarshal(r.Value, &v); err != nil {
 			t.Fatalf("input %s: %v", r.Value, err)
 		}
+		if stored[v.Seq] {
+			t.Fatalf("input record SEQ %d is stored twice", v.Seq)
+		}
+		stored[v.Seq] = true
 		in[r.Partition] = append(in[r.Partition], windowEvent{string(r.Key), v.TS, v.V})
 		total++
 	}
 	if total != seq {
-		t.Logf("the input topic holds %d records for %d produced", total, seq)
+		t.Fatalf("the input topic holds %d records for %d produced", total, seq)
 	}
 
 	for _, q := range queries {
