@@ -83,7 +83,10 @@ func (w *windowing) updateSession(a *aggregateOp) error {
 	// overlap).
 	sc.from = append(append(sc.from[:0], sessionPrefix), w.gkey...)
 	sc.to = append(sc.to[:0], sc.from...)
-	sc.from = binary.BigEndian.AppendUint64(sc.from, uint64(sat(ts, -gap))^(1<<63))
+	// A session that ended RETENTION or more before stream time has
+	// expired: it joins nothing (Kafka Streams' session store hides it
+	// as exactly, whether or not its segment is gone yet).
+	sc.from = binary.BigEndian.AppendUint64(sc.from, uint64(max(sat(ts, -gap), sat(sat(w.streamTime, -w.retention), 1)))^(1<<63))
 	sc.to = append(sc.to, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
 	it, err := w.store.ov.Range(sc.from, sc.to)
 	if err != nil {
@@ -219,17 +222,14 @@ func sat(t, d int64) int64 {
 }
 
 // flushSessions emits (EMIT FINAL) the sessions that closed since the
-// last flush, by end; and drops sessions past their retention.
+// last flush, by end, and drops expired sessions.
 //
-// A session ending at e is closed once no row that counts can join it:
-// a row at ts joins it when ts - gap <= e, and counts when ts >= stream
-// time - grace - gap (on its own; joined sessions only end later). So a
-// session is final when e < stream time - grace - 2 gap. (Kafka Streams
-// closes it a gap earlier, and a row in between then starts a session
-// that overlaps the one it already emitted.) For the same reason a
-// session is kept at least that long, whatever RETENTION says.
+// A session is final once it has expired: it ended more than RETENTION
+// (at least gap + grace) before stream time, so no row can join it any
+// more (see updateSession). With the default retention that is when
+// stream time passes its end + gap + grace, as in Kafka Streams.
 func (w *windowing) flushSessions(a *aggregateOp) error {
-	cut := sat(sat(w.streamTime, -w.grace), -2*w.size) // a session ending before cut is final
+	cut := sat(w.streamTime, -w.retention) // a session ending before cut is final
 	if w.final && cut-1 > w.emitted {
 		keys, err := w.sessionsEnding(sat(w.emitted, 1), cut)
 		if err != nil {
@@ -254,9 +254,9 @@ func (w *windowing) flushSessions(a *aggregateOp) error {
 		}
 		w.emitted = cut - 1
 	}
-	// Retention: sessions that ended before stream time - retention.
-	keep := max(w.retention, w.grace+2*w.size)
-	if exp := sat(w.streamTime, -keep); exp > w.expired+max(keep/4, 1000) {
+	// Retention: sessions that ended before stream time - retention,
+	// every quarter retention (emitted above first, under EMIT FINAL).
+	if exp := cut; exp > w.expired+max(w.retention/4, 1000) {
 		keys, err := w.sessionsEnding(math.MinInt64, exp)
 		if err != nil {
 			return err

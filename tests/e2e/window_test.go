@@ -96,11 +96,12 @@ func (q windowQuery) oracle(in map[int32][]windowEvent) (rows map[winKey]winAgg,
 }
 
 // sessionOracle is oracle for session windows (a window's start is the
-// session's start, its We the session's end): a row joins every session
-// of its key that ends at or after ts - gap and starts at or before
-// ts + gap; it is late when the joined session ends before stream time
-// less grace and gap; a session is final once it ends before stream time
-// less grace and twice the gap (no row that counts can join it then).
+// session's start, its We the session's end), as Kafka Streams defines
+// them: a row joins every session of its key that ends at or after
+// ts - gap, starts at or before ts + gap and has not expired (ended more
+// than the retention, gap + grace, before stream time); it is late when
+// the joined session ends before stream time less grace and gap; a
+// session is final once it has expired.
 func (q windowQuery) sessionOracle(in map[int32][]windowEvent) (rows map[winKey]winAgg, closed map[winKey]bool, late int) {
 	rows, closed = map[winKey]winAgg{}, map[winKey]bool{}
 	for _, evs := range in {
@@ -113,9 +114,12 @@ func (q windowQuery) sessionOracle(in map[int32][]windowEvent) (rows map[winKey]
 			agg := winAgg{M: math.MinInt64}
 			var keepA []winAgg
 			var keepS []int64
+			joins := func(a winAgg, s int64) bool {
+				return a.We >= e.ts-q.size && s <= e.ts+q.size && a.We > st-q.size-q.grace
+			}
 			for i, a := range sessions[e.k] {
 				s := starts[e.k][i]
-				if a.We >= e.ts-q.size && s <= e.ts+q.size {
+				if joins(a, s) {
 					start, end = min(start, s), max(end, a.We)
 					agg.N += a.N
 					agg.S += a.S
@@ -129,7 +133,7 @@ func (q windowQuery) sessionOracle(in map[int32][]windowEvent) (rows map[winKey]
 				continue
 			}
 			for i, a := range sessions[e.k] {
-				if s := starts[e.k][i]; a.We >= e.ts-q.size && s <= e.ts+q.size {
+				if s := starts[e.k][i]; joins(a, s) {
 					delete(rows, winKey{e.k, s})
 				}
 			}
@@ -143,7 +147,7 @@ func (q windowQuery) sessionOracle(in map[int32][]windowEvent) (rows map[winKey]
 		}
 		for k, as := range sessions {
 			for i, a := range as {
-				if a.We < st-q.grace-2*q.size {
+				if a.We < st-q.grace-q.size {
 					closed[winKey{k, starts[k][i]}] = true
 				}
 			}
