@@ -30,6 +30,9 @@ type binder struct {
 	alias   string
 	lambdas []lambdaScope // innermost last
 	agg     *aggScope     // set while binding the SELECT list and HAVING of a GROUP BY
+	// windowed: the SELECT has a WINDOW clause, whose bounds only its
+	// SELECT list and HAVING see.
+	windowed bool
 }
 
 // identPos finds the first token naming name, for error positions.
@@ -55,7 +58,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if sel.unsupported != "" {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
-	b := &binder{text: sel.text, toks: sel.toks}
+	b := &binder{text: sel.text, toks: sel.toks, windowed: sel.window != nil}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
@@ -306,6 +309,9 @@ func (b *binder) column(cn *ast.ColumnName) (expr.Expr, error) {
 		return nil, b.errAt(q, CodeUndefinedTable, "unknown source %s in %s.%s", q, q, name)
 	}
 	i := b.schema.Index(name)
+	if i < 0 && b.windowed && (name == types.WindowStart || name == types.WindowEnd) {
+		return nil, b.errAt(name, CodeFeatureNotSupport, "Window bounds column %s can only be used in the SELECT clause of windowed aggregations", name)
+	}
 	if i < 0 {
 		return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, b.src.Name)
 	}
