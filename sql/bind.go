@@ -169,6 +169,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		if f.WildCard != nil {
 			for _, c := range b.schema.Visible() {
 				col := b.schema.Columns[c]
+				if col.Window && sel.persistent {
+					// A persistent query's result is windowed itself:
+					// the bounds stay in its keys, as in ksqlDB.
+					continue
+				}
 				exprs = append(exprs, &expr.Column{Index: c, Name: col.Name, T: col.Type})
 				names = append(names, col.Name)
 			}
@@ -353,6 +358,7 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 // sink's topic defaults to the sink's name; formats default to the
 // source's; partitions to the source topic's.
 func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
+	ca.Select.persistent = true
 	q, err := BindSelect(ca.Select, cat)
 	if err != nil {
 		return nil, err

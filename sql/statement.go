@@ -99,6 +99,8 @@ type Select struct {
 	Limit int64
 	// window is the WINDOW clause, or nil.
 	window *windowClause
+	// persistent marks the SELECT of a CREATE … AS (set when binding it).
+	persistent bool
 	// unsupported names a clause that parses but is planned by a later
 	// issue (joins); binding refuses it.
 	unsupported string
