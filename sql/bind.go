@@ -115,7 +115,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return b.aggregateQuery(sel, node)
 	}
 	if sel.window != nil {
-		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "a WINDOW clause needs GROUP BY: windows group rows for aggregation")
+		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "WINDOW clause requires a GROUP BY clause")
 	}
 	switch {
 	case s.OrderBy != nil:
@@ -374,6 +374,8 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	switch {
 	case aggregate && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "GROUP BY produces a table: use CREATE TABLE … AS SELECT")
+	case fromTable && windowedTable(q.Root):
+		return nil, NameError(ca, CodeFeatureNotSupport, "KSQL does not support persistent queries on windowed tables.")
 	case !aggregate && fromTable && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "the query reads a table, so it produces a table: use CREATE TABLE … AS SELECT")
 	case !aggregate && fromTable:
@@ -451,6 +453,16 @@ func findAggregate(n planner.Node) *planner.Aggregate {
 		n = ch[0]
 	}
 	return nil
+}
+
+// windowedTable reports whether the plan reads a windowed table.
+func windowedTable(n planner.Node) bool {
+	for _, s := range planner.Sources(n) {
+		if s.Kind == catalog.Table && s.Windowed() {
+			return true
+		}
+	}
+	return false
 }
 
 // b0 is a binder over a CREATE … AS statement's text, for errors.
