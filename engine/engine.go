@@ -190,7 +190,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		return Result{}, err
 	}
 	switch st := st.(type) {
-	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.InsertSelect:
+	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.Pause, *sql.InsertSelect:
 		if e.cfg.Headless != nil {
 			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "this server runs headless (--queries-file): its streams, tables and queries come from that file and cannot be changed")
 		}
@@ -261,6 +261,8 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		return e.drop(ctx, st, record)
 	case *sql.Terminate:
 		return e.terminate(st, record)
+	case *sql.Pause:
+		return e.pause(st, record)
 	case *sql.InsertSelect:
 		return e.insertSelect(ctx, st, cmd, live)
 	}
@@ -444,6 +446,9 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	})
 	if err != nil {
 		return err
+	}
+	if cq, ok := e.cat.Query(id); ok && cq.Paused {
+		q.SetPaused(true)
 	}
 	e.running[id] = q
 	e.log.Info("persistent query started", "query", id, "app_id", topo.AppID)
@@ -740,6 +745,37 @@ func (e *Engine) terminate(st *sql.Terminate, record func() error) (Result, erro
 		e.stopQuery(id)
 	}
 	return Result{Tag: "TERMINATE"}, nil
+}
+
+// pause pauses (or resumes) queries: recorded, so that every instance
+// and every restart keeps them so until RESUME.
+func (e *Engine) pause(st *sql.Pause, record func() error) (Result, error) {
+	var ids []string
+	if st.All {
+		for _, q := range e.cat.Queries() {
+			ids = append(ids, q.ID)
+		}
+	} else {
+		if _, ok := e.cat.Query(st.QueryID); !ok {
+			return Result{}, sql.NameError(st, sql.CodeUndefinedObject, "query %s does not exist", st.QueryID)
+		}
+		ids = []string{st.QueryID}
+	}
+	if err := record(); err != nil {
+		return Result{}, err
+	}
+	for _, id := range ids {
+		if q, ok := e.cat.Query(id); ok {
+			q.Paused = !st.Resume
+		}
+		if q := e.running[id]; q != nil {
+			q.SetPaused(!st.Resume)
+		}
+	}
+	if st.Resume {
+		return Result{Tag: "RESUME"}, nil
+	}
+	return Result{Tag: "PAUSE"}, nil
 }
 
 // stopQuery stops a persistent query and forgets it.

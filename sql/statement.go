@@ -164,6 +164,15 @@ type Terminate struct {
 	All     bool
 }
 
+// Pause is PAUSE query_id|ALL, or with Resume set RESUME query_id|ALL
+// (ksqlDB 0.29's statements).
+type Pause struct {
+	base
+	QueryID string
+	All     bool
+	Resume  bool
+}
+
 // Print is PRINT topic [FROM BEGINNING] [INTERVAL n] [LIMIT n].
 type Print struct {
 	base
