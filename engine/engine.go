@@ -29,6 +29,9 @@ import (
 type Config struct {
 	// Brokers are the Kafka seed brokers.
 	Brokers []string
+	// Settings are the server's settings and where each came from, for
+	// SHOW PROPERTIES.
+	Settings []Setting
 	// ServiceID names this sqlstreams cluster: it prefixes query
 	// application IDs and names the command topic (default "sqlstreams").
 	ServiceID string
@@ -395,6 +398,13 @@ func (e *Engine) queryThreads(props map[string]string) (int, error) {
 		n = t
 	}
 	return n, nil
+}
+
+// Setting is one server setting (a flag of sqlstreams server), its
+// effective value and where it came from: "default", "flag --name",
+// "environment SQLSTREAMS_…" or "<file> line N (key)".
+type Setting struct {
+	Name, Value, Source string
 }
 
 // IdleAdvanceProp is the query property (SET before CREATE … AS) that
