@@ -209,6 +209,7 @@ func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
 		if qs, ok := e.QueryStatus(src.WriterQuery); ok {
 			rows = append(rows,
 				[]string{"query status", qs.State},
+				[]string{"query status since", qs.Since.UTC().Format(time.RFC3339)},
 				[]string{"records in", strconv.FormatInt(qs.RecordsIn, 10)},
 				[]string{"records out", strconv.FormatInt(qs.RecordsOut, 10)},
 				[]string{"bad records", strconv.FormatInt(qs.BadRecords, 10)},

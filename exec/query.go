@@ -129,6 +129,9 @@ type Status struct {
 	State string
 	// Err is the last error, when State is FAILED.
 	Err string
+	// Since is when the query entered State (started, failed, recovered,
+	// paused or resumed).
+	Since time.Time
 	Stats
 }
 
@@ -146,6 +149,8 @@ type Query struct {
 
 	mu      sync.Mutex
 	lastErr error
+	// since is when the query entered its current state.
+	since time.Time
 	// stores holds each store's committed state per partition, for pull
 	// queries (guarded by mu).
 	stores map[string]map[int32]state.Store
@@ -161,7 +166,7 @@ func Start(id string, topo *physical.Topology, cfg Config) (*Query, error) {
 		return nil, errors.New("exec: a query with state stores needs a state directory")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	q := &Query{id: id, topo: topo, cfg: cfg, cancel: cancel, log: cfg.Logger.With("query", id)}
+	q := &Query{id: id, topo: topo, cfg: cfg, cancel: cancel, log: cfg.Logger.With("query", id), since: time.Now()}
 	for i := 0; i < cfg.Threads; i++ {
 		q.wg.Add(1)
 		go q.runThread(ctx, i)
@@ -197,6 +202,7 @@ func (q *Query) Status() Status {
 	if q.lastErr != nil {
 		s.State, s.Err = StateFailed, q.lastErr.Error()
 	}
+	s.Since = q.since
 	return s
 }
 
@@ -205,7 +211,13 @@ func (q *Query) Status() Status {
 // and committed) and fire no wall-clock punctuation; they stay in the
 // group with their tasks and state, and fetch again from where they
 // stopped when resumed.
-func (q *Query) SetPaused(p bool) { q.paused.Store(p) }
+func (q *Query) SetPaused(p bool) {
+	if q.paused.Swap(p) != p {
+		q.mu.Lock()
+		q.since = time.Now()
+		q.mu.Unlock()
+	}
+}
 
 func (q *Query) addStore(name string, p int32, s state.Store) {
 	q.mu.Lock()
@@ -233,6 +245,9 @@ func (q *Query) removeStore(s state.Store) {
 
 func (q *Query) setErr(err error) {
 	q.mu.Lock()
+	if (err == nil) != (q.lastErr == nil) {
+		q.since = time.Now()
+	}
 	q.lastErr = err
 	q.mu.Unlock()
 }

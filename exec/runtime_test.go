@@ -277,3 +277,36 @@ func TestTaskDirectoryLock(t *testing.T) {
 	}
 	l2.unlock()
 }
+
+// TestQueryStateSince: the query's state (RUNNING, PAUSED, FAILED) and
+// since when it has held it.
+func TestQueryStateSince(t *testing.T) {
+	t0 := time.Now().Add(-time.Hour)
+	q := &Query{since: t0}
+	if s := q.Status(); s.State != StateRunning || !s.Since.Equal(t0) {
+		t.Fatalf("new: %s since %v", s.State, s.Since)
+	}
+	q.SetPaused(true)
+	s := q.Status()
+	if s.State != StatePaused || !s.Since.After(t0) {
+		t.Fatalf("paused: %s since %v", s.State, s.Since)
+	}
+	q.SetPaused(true) // no change
+	if s2 := q.Status(); !s2.Since.Equal(s.Since) {
+		t.Fatalf("pausing again moved since from %v to %v", s.Since, s2.Since)
+	}
+	q.SetPaused(false)
+	q.setErr(errors.New("boom"))
+	if s3 := q.Status(); s3.State != StateFailed || s3.Err != "boom" || s3.Since.Before(s.Since) {
+		t.Fatalf("failed: %+v", s3)
+	}
+	failedAt := q.Status().Since
+	q.setErr(errors.New("boom again")) // still failed
+	if got := q.Status().Since; !got.Equal(failedAt) {
+		t.Fatalf("a second error moved since from %v to %v", failedAt, got)
+	}
+	q.setErr(nil)
+	if s4 := q.Status(); s4.State != StateRunning || s4.Since.Before(failedAt) {
+		t.Fatalf("recovered: %+v", s4)
+	}
+}
