@@ -441,7 +441,9 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	if err != nil {
 		return err
 	}
+	cq, _ := e.cat.Query(id)
 	q, err := exec.Start(id, topo, exec.Config{
+		Paused:            cq != nil && cq.Paused,
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
 		Brokers:           e.cfg.Brokers,
@@ -456,9 +458,6 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	})
 	if err != nil {
 		return err
-	}
-	if cq, ok := e.cat.Query(id); ok && cq.Paused {
-		q.SetPaused(true)
 	}
 	e.running[id] = q
 	e.log.Info("persistent query started", "query", id, "app_id", topo.AppID)

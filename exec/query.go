@@ -52,6 +52,8 @@ type Config struct {
 	// record delayed by more than this plus the grace period is dropped
 	// as late.
 	WindowIdleAdvance time.Duration
+	// Paused starts the query paused (see Query.SetPaused).
+	Paused bool
 	// BadRecord, when set, also receives each bad record (after it is
 	// counted and logged), e.g. to write it to the processing log topic.
 	// It is called on the stream thread and must not block.
@@ -146,6 +148,9 @@ type Query struct {
 
 	in, out, bad, commits, aborts, restored, restarts, late atomic.Int64
 	paused                                                  atomic.Bool
+	// threadStates holds, per stream thread, threadStopped,
+	// threadRunning or threadPaused: how far it has followed paused.
+	threadStates []atomic.Int32
 
 	mu      sync.Mutex
 	lastErr error
@@ -166,7 +171,10 @@ func Start(id string, topo *physical.Topology, cfg Config) (*Query, error) {
 		return nil, errors.New("exec: a query with state stores needs a state directory")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	q := &Query{id: id, topo: topo, cfg: cfg, cancel: cancel, log: cfg.Logger.With("query", id), since: time.Now()}
+	q := &Query{id: id, topo: topo, cfg: cfg, cancel: cancel, log: cfg.Logger.With("query", id), since: time.Now(),
+		threadStates: make([]atomic.Int32, cfg.Threads)}
+	// A query paused before it starts fetches nothing at all.
+	q.paused.Store(cfg.Paused)
 	for i := 0; i < cfg.Threads; i++ {
 		q.wg.Add(1)
 		go q.runThread(ctx, i)
@@ -211,13 +219,39 @@ func (q *Query) Status() Status {
 // and committed) and fire no wall-clock punctuation; they stay in the
 // group with their tasks and state, and fetch again from where they
 // stopped when resumed.
+//
+// It returns once every running stream thread has followed (records it
+// polled before are processed; none it polls after are), or after
+// pauseWait when a thread does not get to it (one restarting after a
+// failure follows when it starts).
 func (q *Query) SetPaused(p bool) {
 	if q.paused.Swap(p) != p {
 		q.mu.Lock()
 		q.since = time.Now()
 		q.mu.Unlock()
 	}
+	want := threadRunning
+	if p {
+		want = threadPaused
+	}
+	deadline := time.Now().Add(pauseWait)
+	for i := range q.threadStates {
+		st := &q.threadStates[i]
+		for s := st.Load(); s != want && s != threadStopped && time.Now().Before(deadline); s = st.Load() {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
+
+// pauseWait bounds how long SetPaused waits for the stream threads.
+const pauseWait = 10 * time.Second
+
+// What a stream thread last did about pausing (Query.threadStates).
+const (
+	threadStopped int32 = iota // not in its loop (starting, failed, stopped)
+	threadRunning              // fetching its inputs
+	threadPaused               // its inputs paused
+)
 
 func (q *Query) addStore(name string, p int32, s state.Store) {
 	q.mu.Lock()

@@ -122,6 +122,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 
 // run is the thread's loop, until ctx ends (nil) or the thread fails.
 func (t *streamThread) run(ctx context.Context) error {
+	defer t.q.threadStates[t.n].Store(threadStopped)
 	defer t.sess.Close()
 	defer t.tm.closeAll()
 	defer t.endOnExit()
@@ -171,6 +172,11 @@ func (t *streamThread) run(ctx context.Context) error {
 // the query was paused or resumed since the last loop.
 func (t *streamThread) followPause() {
 	p := t.q.paused.Load()
+	state := threadRunning
+	if p {
+		state = threadPaused
+	}
+	defer t.q.threadStates[t.n].Store(state)
 	if p == t.paused {
 		return
 	}
