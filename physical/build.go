@@ -242,7 +242,7 @@ func scanSource(scan *planner.Scan) *Source {
 
 // streamTableJoin adds a stream–table join: the stream's source, the
 // table's source materialized into a store (the table's topic is its
-// changelog, as in BuildTable), and the JOIN node reading both, so that
+// changelog, as in BuildTable), and the JOIN-<table> node reading both, so that
 // both topics are in one sub-topology and task p holds partition p of
 // each. The inputs are co-partitioned (the binder checked it).
 func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
@@ -270,6 +270,6 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		Schema:               tscan.Schema(),
 	}
 	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
-	return g.Add("JOIN", &StreamTableJoin{Type: j.Type, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
+	return g.Add("JOIN-"+src.Name, &StreamTableJoin{Type: j.Type, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
 		Store: store, Out: j.Schema()}, left, mat), nil
 }

@@ -251,8 +251,8 @@ type StreamTableJoin struct {
 
 func (j *StreamTableJoin) Schema() types.Schema { return j.Out }
 func (j *StreamTableJoin) Explain(name string) string {
-	return fmt.Sprintf("  --> %s  StreamTableJoin: %s JOIN %s ON %s = %s (store: %s, changelog: %s)\n", name, j.Type, j.Table,
-		j.LeftKey, j.Store.Schema.Columns[j.TableKey].Name, j.Store.Name, j.Store.Changelog)
+	return fmt.Sprintf("  --> %s  StreamTableJoin: %s JOIN %s ON %s = %s.%s (store: %s, changelog: %s)\n", name, j.Type, j.Table,
+		j.LeftKey, j.Table, j.Store.Schema.Columns[j.TableKey].Name, j.Store.Name, j.Store.Changelog)
 }
 func (j *StreamTableJoin) stores() []*Store { return []*Store{j.Store} }
 func (j *StreamTableJoin) shape() string {

@@ -47,6 +47,14 @@ func (js *joinScope) side(i int) *joinSide {
 // not run (other join kinds, joins that need a repartition) is refused
 // with ksqlDB's error where it has one.
 func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
+	// FROM a, b nests the first source in a join of its own.
+	for {
+		l, ok := j.Left.(*ast.Join)
+		if !ok || l.Right != nil {
+			break
+		}
+		j.Left = l.Left
+	}
 	if _, nested := j.Left.(*ast.Join); nested {
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are not supported yet")
 	}
@@ -167,10 +175,10 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 	}
 	bin, ok := on.(*ast.BinaryOperationExpr)
 	if ok && (bin.Op == opcode.LogicAnd || bin.Op == opcode.LogicOr) {
-		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins on multiple conditions are not yet supported. Got %s.", restore(on))
+		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins on multiple conditions are not yet supported. Got %s.", b.onText())
 	}
 	if !ok || bin.Op != opcode.EQ {
-		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join takes one equality, left_expression = right_expression. Got %s.", restore(on))
+		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join takes one equality, left_expression = right_expression. Got %s.", b.onText())
 	}
 	l, err := b.expr(bin.L)
 	if err != nil {
@@ -231,13 +239,13 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			}
 		}
 		if side == nil {
-			return nil, b.errAt(q, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
+			return nil, b.qualErr(q, name, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
 		}
 		if i = side.schema.Index(name); i < 0 {
 			if js.on {
-				return nil, b.errAt(q, CodeUndefinedColumn, "JOIN ON column '%s.%s' cannot be resolved.", q, name)
+				return nil, b.qualErr(q, name, CodeUndefinedColumn, "JOIN ON column '%s.%s' cannot be resolved.", q, name)
 			}
-			return nil, b.errAt(q, CodeUndefinedColumn, "column %s.%s does not exist: %s has no column %s", q, name, side.src.Name, name)
+			return nil, b.qualErr(q, name, CodeUndefinedColumn, "column %s.%s does not exist: %s has no column %s", q, name, side.src.Name, name)
 		}
 	} else {
 		l, r := js.sides[0].schema.Index(name), js.sides[1].schema.Index(name)
@@ -302,4 +310,48 @@ func (b *binder) sideColumns(q string) ([]int, error) {
 		}
 	}
 	return nil, b.errAt(q, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
+}
+
+// qualErr is an error at the first q.name of the statement (at q when
+// there is none).
+func (b *binder) qualErr(q, name, code, format string, args ...any) *Error {
+	for i := 0; i+2 < len(b.toks); i++ {
+		t := b.toks
+		if (t[i].kind == tIdent || t[i].kind == tQuoted) && t[i].text == q && isPunct(t[i+1], ".") && t[i+2].text == name {
+			return errorAt(b.text, t[i].pos, code, format, args...)
+		}
+	}
+	return b.errAt(q, code, format, args...)
+}
+
+// onText returns the ON condition as written, for errors: from after ON
+// to the clause that follows it.
+func (b *binder) onText() string {
+	t := b.toks
+	start, depth := -1, 0
+	for i := 0; i < len(t) && t[i].kind != tEOF; i++ {
+		switch {
+		case isPunct(t[i], "("):
+			depth++
+		case isPunct(t[i], ")"):
+			depth--
+		case depth != 0:
+		case start < 0 && t[i].is("ON"):
+			start = i + 1
+		case start >= 0 && (isPunct(t[i], ";") || t[i].is("WHERE") || t[i].is("EMIT") || t[i].is("GROUP") || t[i].is("PARTITION") ||
+			t[i].is("HAVING") || t[i].is("LIMIT") || t[i].is("WINDOW") || t[i].is("JOIN") || t[i].is("LEFT") || t[i].is("INNER")):
+			if i > start {
+				return b.text[t[start].pos:t[i-1].end]
+			}
+			return ""
+		}
+	}
+	if start < 0 || start >= len(t) || t[start].kind == tEOF {
+		return ""
+	}
+	last := len(t) - 1
+	for last > start && t[last].kind == tEOF {
+		last--
+	}
+	return b.text[t[start].pos:t[last].end]
 }
