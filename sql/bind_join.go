@@ -1,7 +1,6 @@
 package sql
 
 import (
-	"fmt"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
@@ -92,7 +91,9 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	case j.Tp == ast.RightJoin:
 		typ = "RIGHT"
 	}
-	got := fmt.Sprintf("%s %s %s", left.src.Name, typ, right.src.Name)
+	// ksqlDB's rendering of the join, in its errors.
+	got := left.src.Name + " " + map[string]string{"INNER": "[INNER] JOIN", "LEFT": "LEFT [OUTER] JOIN",
+		"RIGHT": "RIGHT [OUTER] JOIN", "FULL": "[FULL] OUTER JOIN"}[typ] + " " + right.src.Name
 	switch {
 	case left.name == right.name:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join '%s' to '%s': self joins are not yet supported.", left.src.Name, right.src.Name)
