@@ -1,7 +1,6 @@
 package sql
 
 import (
-
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 
