@@ -9,7 +9,6 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
-	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -58,7 +57,7 @@ func newStreamTableJoin(name string, op *physical.StreamTableJoin, table *physic
 	if err != nil {
 		return nil, err
 	}
-	j := &streamTableJoinOp{name: name, left: op.Type == planner.LeftJoin, store: store, key: key,
+	j := &streamTableJoinOp{name: name, left: op.Left, store: store, key: key,
 		keyRow: make(types.Row, ts.Len()), keyCol: op.TableKey, keyEnc: enc, dec: dec,
 		nStream: op.Out.Len() - ts.Len(), out: make(types.Row, op.Out.Len()), next: next}
 	for i := range j.keyRow {

@@ -270,6 +270,6 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		Schema:               tscan.Schema(),
 	}
 	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
-	return g.Add("JOIN-"+src.Name, &StreamTableJoin{Type: j.Type, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
+	return g.Add("JOIN-"+src.Name, &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
 		Store: store, Out: j.Schema()}, left, mat), nil
 }

@@ -238,7 +238,8 @@ func (m *Materialize) stores() []*Store { return []*Store{m.Store} }
 // with the table's columns NULL when it does not. An output row's
 // timestamp is the stream row's.
 type StreamTableJoin struct {
-	Type planner.JoinType
+	// Left marks a LEFT join; an INNER join otherwise.
+	Left bool
 	// Table names the table, for EXPLAIN.
 	Table string
 	// LeftKey is the join expression over the stream's rows; TableKey
@@ -251,12 +252,18 @@ type StreamTableJoin struct {
 
 func (j *StreamTableJoin) Schema() types.Schema { return j.Out }
 func (j *StreamTableJoin) Explain(name string) string {
-	return fmt.Sprintf("  --> %s  StreamTableJoin: %s JOIN %s ON %s = %s.%s (store: %s, changelog: %s)\n", name, j.Type, j.Table,
+	return fmt.Sprintf("  --> %s  StreamTableJoin: %s JOIN %s ON %s = %s.%s (store: %s, changelog: %s)\n", name, j.typ(), j.Table,
 		j.LeftKey, j.Table, j.Store.Schema.Columns[j.TableKey].Name, j.Store.Name, j.Store.Changelog)
 }
 func (j *StreamTableJoin) stores() []*Store { return []*Store{j.Store} }
 func (j *StreamTableJoin) shape() string {
-	return fmt.Sprintf("join %s %s", j.Type, j.Table)
+	return fmt.Sprintf("join %s %s", j.typ(), j.Table)
+}
+func (j *StreamTableJoin) typ() planner.JoinType {
+	if j.Left {
+		return planner.LeftJoin
+	}
+	return planner.InnerJoin
 }
 
 // markRead marks the stream's columns the join reads (its key); the
