@@ -177,3 +177,45 @@ func TestStreamTableJoinAllocations(t *testing.T) {
 		t.Errorf("stream–table join: %.2f allocations per two records", n)
 	}
 }
+
+// BenchmarkStreamTableJoin joins stream rows to a 1,000-row table, every
+// tenth row missing its table row (a LEFT join), through the sink.
+func BenchmarkStreamTableJoin(b *testing.B) {
+	jt := newJoinTask(b, true)
+	produced := 0
+	jt.out.send = func(*kgo.Record) { produced++ }
+	var users, views *partitionQueue
+	for _, q := range jt.queues {
+		switch q.tp.topic {
+		case "users":
+			users = q
+		case "views":
+			views = q
+		}
+	}
+	const keys = 1000
+	recs := make([]*kgo.Record, keys)
+	for i := range recs {
+		k := []byte(fmt.Sprintf("u%d", i))
+		recs[i] = &kgo.Record{Topic: "views", Key: k, Value: []byte(`{"PAGE":"/home/index.html"}`), Timestamp: time.UnixMilli(2)}
+		if i%10 != 0 {
+			users.recs = append(users.recs, &kgo.Record{Topic: "users", Key: k, Value: fmt.Appendf(nil, `{"LEVEL":%d}`, i), Timestamp: time.UnixMilli(1)})
+		}
+	}
+	if _, err := jt.process(jt.onBad); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		views.recs = append(views.recs, recs[i%keys])
+		if _, err := jt.process(jt.onBad); err != nil || jt.lastBad != nil {
+			b.Fatal(err, jt.lastBad)
+		}
+		jt.out.flush()
+		if produced >= 512 {
+			produced = 0
+			jt.out.reset()
+		}
+	}
+}
