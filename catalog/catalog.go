@@ -83,6 +83,9 @@ type Query struct {
 	SQL     string
 	Sink    string
 	Sources []string
+	// Paused marks a query PAUSEd (until RESUME): it keeps its group
+	// membership and state and processes nothing.
+	Paused bool
 }
 
 // Catalog holds the sources and queries. It is safe for concurrent use.

@@ -29,6 +29,9 @@ import (
 type Config struct {
 	// Brokers are the Kafka seed brokers.
 	Brokers []string
+	// Settings are the server's settings and where each came from, for
+	// SHOW PROPERTIES.
+	Settings []Setting
 	// ServiceID names this sqlstreams cluster: it prefixes query
 	// application IDs and names the command topic (default "sqlstreams").
 	ServiceID string
@@ -190,7 +193,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		return Result{}, err
 	}
 	switch st := st.(type) {
-	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.InsertSelect:
+	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.Pause, *sql.InsertSelect:
 		if e.cfg.Headless != nil {
 			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "this server runs headless (--queries-file): its streams, tables and queries come from that file and cannot be changed")
 		}
@@ -261,6 +264,8 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		return e.drop(ctx, st, record)
 	case *sql.Terminate:
 		return e.terminate(st, record)
+	case *sql.Pause:
+		return e.pause(st, record)
 	case *sql.InsertSelect:
 		return e.insertSelect(ctx, st, cmd, live)
 	}
@@ -395,6 +400,13 @@ func (e *Engine) queryThreads(props map[string]string) (int, error) {
 	return n, nil
 }
 
+// Setting is one server setting (a flag of sqlstreams server), its
+// effective value and where it came from: "default", "flag --name",
+// "environment SQLSTREAMS_…" or "<file> line N (key)".
+type Setting struct {
+	Name, Value, Source string
+}
+
 // IdleAdvanceProp is the query property (SET before CREATE … AS) that
 // lets a windowed aggregation's task whose inputs have been idle this
 // many milliseconds advance its stream time by the wall-clock time that
@@ -463,6 +475,9 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	})
 	if err != nil {
 		return err
+	}
+	if cq, ok := e.cat.Query(id); ok && cq.Paused {
+		q.SetPaused(true)
 	}
 	e.running[id] = q
 	e.log.Info("persistent query started", "query", id, "app_id", topo.AppID)
@@ -759,6 +774,37 @@ func (e *Engine) terminate(st *sql.Terminate, record func() error) (Result, erro
 		e.stopQuery(id)
 	}
 	return Result{Tag: "TERMINATE"}, nil
+}
+
+// pause pauses (or resumes) queries: recorded, so that every instance
+// and every restart keeps them so until RESUME.
+func (e *Engine) pause(st *sql.Pause, record func() error) (Result, error) {
+	var ids []string
+	if st.All {
+		for _, q := range e.cat.Queries() {
+			ids = append(ids, q.ID)
+		}
+	} else {
+		if _, ok := e.cat.Query(st.QueryID); !ok {
+			return Result{}, sql.NameError(st, sql.CodeUndefinedObject, "query %s does not exist", st.QueryID)
+		}
+		ids = []string{st.QueryID}
+	}
+	if err := record(); err != nil {
+		return Result{}, err
+	}
+	for _, id := range ids {
+		if q, ok := e.cat.Query(id); ok {
+			q.Paused = !st.Resume
+		}
+		if q := e.running[id]; q != nil {
+			q.SetPaused(!st.Resume)
+		}
+	}
+	if st.Resume {
+		return Result{Tag: "RESUME"}, nil
+	}
+	return Result{Tag: "PAUSE"}, nil
 }
 
 // stopQuery stops a persistent query and forgets it.

@@ -21,7 +21,7 @@ var (
 	tablesCols      = textCols("Table Name", "Kafka Topic", "Key Format", "Value Format", "Windowed")
 	queriesCols     = textCols("Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String")
 	topicsCols      = textCols("Kafka Topic", "Partitions")
-	propertiesCols  = textCols("Property", "Value")
+	propertiesCols  = textCols("Property", "Value", "Source")
 	functionsCols   = textCols("Name", "Type", "Description")
 	describeCols    = textCols("Field", "Type")
 	describeExtCols = textCols("Property", "Value")
@@ -107,17 +107,25 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 			"num.stream.threads":   strconv.Itoa(max(e.cfg.Threads, 1)),
 			IdleAdvanceProp:        "0",
 		}
+		source := map[string]string{}
+		for k := range props {
+			source[k] = "default"
+		}
 		for k, v := range s.Props {
-			props[k] = v
+			props[k], source[k] = v, "session (SET)"
 		}
 		keys := make([]string, 0, len(props))
 		for k := range props {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		rows := make([][]string, len(keys))
-		for i, k := range keys {
-			rows[i] = []string{k, props[k]}
+		rows := make([][]string, 0, len(keys)+len(e.cfg.Settings))
+		for _, k := range keys {
+			rows = append(rows, []string{k, props[k], source[k]})
+		}
+		// The server's own settings, as sqlstreams server took them.
+		for _, st := range e.cfg.Settings {
+			rows = append(rows, []string{"server." + st.Name, st.Value, st.Source})
 		}
 		return writeTable(w, propertiesCols, rows)
 	case "FUNCTIONS":

@@ -26,7 +26,8 @@
 // Flush at commit, Abort, Close) are found once when a task is built.
 //
 // One file per processor: source.go, filter.go, project.go, rekey.go,
-// flatmap.go, tablechanges.go, aggregate.go, materialize.go, join.go,
+// flatmap.go, tablechanges.go, aggregate.go (with window.go and
+// session.go for windowed aggregations), materialize.go, join.go,
 // repartition.go, sink.go, collect.go (push and pull queries' results).
 // Push queries (push.go) and pull queries (pull.go) build the same graphs
 // without a group or transaction.

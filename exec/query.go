@@ -117,6 +117,10 @@ const (
 	// doubling to 60 s); the state returns to RUNNING after its next
 	// successful commit.
 	StateFailed = "FAILED"
+	// StatePaused marks a query PAUSEd: its threads keep their group
+	// membership and state, poll nothing, and go on where they stopped
+	// when it is resumed.
+	StatePaused = "PAUSED"
 )
 
 // Status is a query's state as SHOW QUERIES reports it.
@@ -138,6 +142,7 @@ type Query struct {
 	wg     sync.WaitGroup
 
 	in, out, bad, commits, aborts, restored, restarts, late atomic.Int64
+	paused                                                  atomic.Bool
 
 	mu      sync.Mutex
 	lastErr error
@@ -184,6 +189,9 @@ func (q *Query) Status() Status {
 		Commits: q.commits.Load(), Aborts: q.aborts.Load(), Restored: q.restored.Load(), Restarts: q.restarts.Load(),
 		LateRecords: q.late.Load(),
 	}}
+	if q.paused.Load() {
+		s.State = StatePaused
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.lastErr != nil {
@@ -191,6 +199,13 @@ func (q *Query) Status() Status {
 	}
 	return s
 }
+
+// SetPaused pauses or resumes the query. A paused query's stream threads
+// stop fetching its input topics (what they polled before is processed
+// and committed) and fire no wall-clock punctuation; they stay in the
+// group with their tasks and state, and fetch again from where they
+// stopped when resumed.
+func (q *Query) SetPaused(p bool) { q.paused.Store(p) }
 
 func (q *Query) addStore(name string, p int32, s state.Store) {
 	q.mu.Lock()

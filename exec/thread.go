@@ -46,6 +46,8 @@ type streamThread struct {
 	// once every polled record has been processed. unprocessed is set
 	// while some may not have been; leaving then aborts.
 	unprocessed bool
+	// paused is whether the thread has paused fetching its inputs.
+	paused bool
 }
 
 func newStreamThread(q *Query, n int) (*streamThread, error) {
@@ -124,6 +126,7 @@ func (t *streamThread) run(ctx context.Context) error {
 	defer t.tm.closeAll()
 	defer t.endOnExit()
 	for {
+		t.followPause()
 		fetches, stopping := t.poll(ctx)
 		if fetches == nil {
 			return nil
@@ -162,6 +165,23 @@ func (t *streamThread) run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// followPause pauses or resumes fetching the query's input topics when
+// the query was paused or resumed since the last loop.
+func (t *streamThread) followPause() {
+	p := t.q.paused.Load()
+	if p == t.paused {
+		return
+	}
+	if p {
+		t.cl.PauseFetchTopics(t.q.topo.SourceTopics()...)
+		t.q.log.Info("query paused", "thread", t.n)
+	} else {
+		t.cl.ResumeFetchTopics(t.q.topo.SourceTopics()...)
+		t.q.log.Info("query resumed", "thread", t.n)
+	}
+	t.paused = p
 }
 
 // poll fetches the next records: for a commit interval, or briefly while
@@ -276,6 +296,9 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 // punctuate fires the running tasks' due wall-clock punctuations, in the
 // open transaction (one is begun if needed).
 func (t *streamThread) punctuate() error {
+	if t.paused {
+		return nil
+	}
 	now := time.Now().UnixMilli()
 	for _, task := range t.tm.tasks {
 		if task.state != taskRunning || !task.punct.due(WallClockTime, now) {

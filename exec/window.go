@@ -78,13 +78,9 @@ func newWindowing(name string, a *physical.Aggregate, store *taskStore) (*window
 	wg := &windowing{name: name, typ: w.Type, size: w.SizeMs, advance: w.AdvanceMs, grace: w.GraceMs, retention: w.RetentionMs,
 		final: a.EmitFinal, store: store, gen: -1, streamTime: math.MinInt64, emitted: math.MinInt64, expired: math.MinInt64}
 	if w.Type == types.Session {
-		for _, acc := range a.Aggs {
-			ts := make([]types.Type, len(acc.Args))
-			for i, e := range acc.Args {
-				ts[i] = e.Type()
-			}
-			if _, ok := acc.Fn.New(ts).(expr.Merger); !ok {
-				return nil, fmt.Errorf("%s: %s cannot aggregate session windows", name, acc.Fn.Name)
+		for _, c := range a.Aggs {
+			if _, ok := c.NewAccumulator().(expr.Merger); !ok {
+				return nil, fmt.Errorf("%s: %s cannot aggregate session windows", name, c.Fn.Name)
 			}
 		}
 	}

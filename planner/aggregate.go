@@ -17,6 +17,17 @@ type AggCall struct {
 	T    types.Type
 }
 
+// NewAccumulator returns an accumulator of the call's function for its
+// arguments' types (the optional interfaces it implements, expr.Undoer
+// and expr.Merger, say what it can do).
+func (a *AggCall) NewAccumulator() expr.Accumulator {
+	ts := make([]types.Type, len(a.Args))
+	for i, e := range a.Args {
+		ts[i] = e.Type()
+	}
+	return a.Fn.New(ts)
+}
+
 func (a *AggCall) String() string {
 	if len(a.Args) == 0 {
 		return a.Fn.Name + "(*)"

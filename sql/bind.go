@@ -131,7 +131,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return b.aggregateQuery(sel, node)
 	}
 	if sel.window != nil {
-		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "a WINDOW clause needs GROUP BY: windows group rows for aggregation")
+		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "WINDOW clause requires a GROUP BY clause")
 	}
 	switch {
 	case s.OrderBy != nil:
@@ -192,6 +192,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			}
 			for _, c := range cols {
 				col := b.schema.Columns[c]
+				if col.Window && sel.persistent {
+					// A persistent query's result is windowed itself:
+					// the bounds stay in its keys, as in ksqlDB.
+					continue
+				}
 				exprs = append(exprs, &expr.Column{Index: c, Name: col.Name, T: col.Type})
 				names = append(names, col.Name)
 			}
@@ -382,6 +387,7 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 // sink's topic defaults to the sink's name; formats default to the
 // source's; partitions to the source topic's.
 func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
+	ca.Select.persistent = true
 	q, err := BindSelect(ca.Select, cat)
 	if err != nil {
 		return nil, err
@@ -402,6 +408,8 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	switch {
 	case aggregate && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "GROUP BY produces a table: use CREATE TABLE … AS SELECT")
+	case fromTable && windowedTable(q.Root):
+		return nil, NameError(ca, CodeFeatureNotSupport, "KSQL does not support persistent queries on windowed tables.")
 	case !aggregate && fromTable && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "the query reads a table, so it produces a table: use CREATE TABLE … AS SELECT")
 	case !aggregate && fromTable:
@@ -497,6 +505,16 @@ func findJoin(n planner.Node) *planner.Join {
 		n = ch[0]
 	}
 	return nil
+}
+
+// windowedTable reports whether the plan reads a windowed table.
+func windowedTable(n planner.Node) bool {
+	for _, s := range planner.Sources(n) {
+		if s.Kind == catalog.Table && s.Windowed() {
+			return true
+		}
+	}
+	return false
 }
 
 // b0 is a binder over a CREATE … AS statement's text, for errors.

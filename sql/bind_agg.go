@@ -138,11 +138,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		// A changed row leaves its old group: the aggregates must be able
 		// to take a row back out.
 		for _, c := range scope.aggs {
-			ts := make([]types.Type, len(c.Args))
-			for i, a := range c.Args {
-				ts[i] = a.Type()
-			}
-			if _, ok := c.Fn.New(ts).(expr.Undoer); !ok {
+			if _, ok := c.NewAccumulator().(expr.Undoer); !ok {
 				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s cannot aggregate a table (it cannot take a changed row back out); use it on a stream", c.Fn.Name)
 			}
 		}
@@ -151,11 +147,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	if window != nil && window.Type == types.Session {
 		// A row that bridges two sessions merges their states.
 		for _, c := range scope.aggs {
-			ts := make([]types.Type, len(c.Args))
-			for i, a := range c.Args {
-				ts[i] = a.Type()
-			}
-			if _, ok := c.Fn.New(ts).(expr.Merger); !ok {
+			if _, ok := c.NewAccumulator().(expr.Merger); !ok {
 				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s cannot aggregate SESSION windows (it cannot merge two sessions' states); use it with TUMBLING or HOPPING windows", c.Fn.Name)
 			}
 		}

@@ -131,12 +131,14 @@ func (p *parser) statement() (Statement, error) {
 		return p.drop()
 	case t.is("TERMINATE"):
 		return p.terminate()
+	case t.is("PAUSE"), t.is("RESUME"):
+		return p.pause()
 	case t.is("PRINT"):
 		return p.print()
 	case t.kind == tEOF:
 		return nil, p.errorf(t, "empty statement")
 	}
-	return nil, p.unexpected(t, "a statement (CREATE, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE, PRINT)")
+	return nil, p.unexpected(t, "a statement (CREATE, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE, PAUSE, RESUME, PRINT)")
 }
 
 func (p *parser) kind() (catalog.Kind, error) {
@@ -580,6 +582,23 @@ func (p *parser) drop() (Statement, error) {
 func (p *parser) terminate() (Statement, error) {
 	p.next()
 	t := &Terminate{base: base{text: p.text, namePos: -1}}
+	if p.accept("ALL") {
+		t.All = true
+	} else {
+		id, it, err := p.ident("a query ID or ALL")
+		if err != nil {
+			return nil, err
+		}
+		t.QueryID, t.namePos = id, it.pos
+	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (p *parser) pause() (Statement, error) {
+	t := &Pause{base: base{text: p.text, namePos: -1}, Resume: p.next().is("RESUME")}
 	if p.accept("ALL") {
 		t.All = true
 	} else {

@@ -215,6 +215,8 @@ func summary(st Statement) string {
 		return fmt.Sprintf("Unset %q\n", st.Name)
 	case *Drop:
 		return fmt.Sprintf("Drop %s %s ifexists=%v deletetopic=%v\n", st.Kind, st.Name, st.IfExists, st.DeleteTopic)
+	case *Pause:
+		return fmt.Sprintf("Pause %s all=%v resume=%v\n", st.QueryID, st.All, st.Resume)
 	case *Terminate:
 		return fmt.Sprintf("Terminate %q all=%v\n", st.QueryID, st.All)
 	case *InsertSelect:

@@ -99,6 +99,8 @@ type Select struct {
 	Limit int64
 	// window is the WINDOW clause, or nil.
 	window *windowClause
+	// persistent marks the SELECT of a CREATE … AS (set when binding it).
+	persistent bool
 	// unsupported names a clause that parses but is planned by a later
 	// issue (joins); binding refuses it.
 	unsupported string
@@ -164,6 +166,15 @@ type Terminate struct {
 	base
 	QueryID string
 	All     bool
+}
+
+// Pause is PAUSE query_id|ALL, or with Resume set RESUME query_id|ALL
+// (ksqlDB 0.29's statements).
+type Pause struct {
+	base
+	QueryID string
+	All     bool
+	Resume  bool
 }
 
 // Print is PRINT topic [FROM BEGINNING] [INTERVAL n] [LIMIT n].

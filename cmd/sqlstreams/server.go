@@ -44,7 +44,22 @@ func runServer(args []string) int {
 	restFlags := addRESTFlags(fs)
 	regFlags := addRegistryFlags(fs)
 	pgFlags := definePgFlags(fs)
+	configFile := stringFlag(fs, "config", "", "a properties file of settings (ksqlDB's ksql-server.properties names such as listeners, ksql.service.id, bootstrap.servers, ksql.streams.num.stream.threads, or these flags' names); flags and environment variables override it")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var fileValues map[string]configValue
+	var configWarnings []string
+	if *configFile != "" {
+		var err error
+		if fileValues, configWarnings, err = readConfig(fs, *configFile); err != nil {
+			fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
+			return 2
+		}
+	}
+	settings, err := applyConfig(fs, *configFile, fileValues)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
 	}
 	pgOpts, err := pgFlags.options(*pgAddr)
@@ -64,6 +79,9 @@ func runServer(args []string) int {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
+	for _, w := range configWarnings {
+		log.Warn(w)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -97,7 +115,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
-		registry: regSettings,
+		registry: regSettings, settings: settings,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -114,6 +132,7 @@ type serverConfig struct {
 	headless                                                               []string
 	threads                                                                int
 	registry                                                               registrySettings
+	settings                                                               []engine.Setting
 	kafkaFsync                                                             broker.Sync
 }
 
@@ -159,7 +178,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	eng, err := engine.Open(openCtx, engine.Config{
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
-		Threads: cfg.threads, Schemas: schemas,
+		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings,
 	})
 	cancel()
 	if err != nil {

@@ -295,6 +295,18 @@ func (s *Server) runStatement(ctx context.Context, sess *engine.Session, text st
 			id = "ALL"
 		}
 		return s.command(text, "terminate/"+id+"/execute", "Query terminated.", ""), nil
+	case *sql.Pause:
+		if err := run(); err != nil {
+			return nil, err
+		}
+		id, verb, msg := st.QueryID, "pause", "Query paused."
+		if st.All {
+			id = "ALL"
+		}
+		if st.Resume {
+			verb, msg = "resume", "Query resumed."
+		}
+		return s.command(text, verb+"/"+id+"/execute", msg, ""), nil
 	case *sql.Show:
 		return s.show(ctx, sess, st, text)
 	case *sql.Describe:

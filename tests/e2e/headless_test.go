@@ -55,3 +55,34 @@ CREATE STREAM cartviews AS SELECT userid, pageid, viewtime FROM pageviews WHERE 
 		t.Fatalf("CARTVIEWS after the restart: %+v", got)
 	}
 }
+
+// TestConfigFile: a server started with --config takes its settings from
+// the file (ksqlDB's key names), and SHOW PROPERTIES says where each came
+// from.
+func TestConfigFile(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "ksql-server.properties")
+	if err := os.WriteFile(path, []byte("# settings\nksql.service.id=from_file\nksql.streams.num.stream.threads=2\nksql.unknown.thing=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "--config", path)
+	conn := connect(t, ctx, s)
+	got := map[string]string{}
+	for _, r := range rows(t, ctx, conn, "SHOW PROPERTIES") {
+		f := strings.SplitN(r, "|", 3)
+		got[f[0]] = f[1] + " from " + f[2]
+	}
+	for k, want := range map[string]string{
+		"server.service-id":         "from_file from " + path + " line 2 (ksql.service.id)",
+		"server.num-stream-threads": "2 from " + path + " line 3 (ksql.streams.num.stream.threads)",
+		"ksql.service.id":           "from_file from default",
+	} {
+		if got[k] != want {
+			t.Errorf("SHOW PROPERTIES %s: %q, want %q", k, got[k], want)
+		}
+	}
+	if !strings.Contains(s.Log(), `unknown setting \"ksql.unknown.thing\" ignored`) {
+		t.Errorf("no warning about the unknown key in the log")
+	}
+}

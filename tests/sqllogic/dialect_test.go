@@ -41,6 +41,8 @@ restart
 
 kill
 
+sleep 1500ms
+
 halt
 `
 
@@ -53,9 +55,12 @@ func TestParse(t *testing.T) {
 	for _, r := range recs {
 		kinds = append(kinds, r.kind)
 	}
-	want := []kind{kindStatement, kindStatement, kindQuery, kindQuery, kindProduce, kindWaitCaughtUp, kindRestart, kindKill, kindHalt}
+	want := []kind{kindStatement, kindStatement, kindQuery, kindQuery, kindProduce, kindWaitCaughtUp, kindRestart, kindKill, kindSleep, kindHalt}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("kinds = %v, want %v", kinds, want)
+	}
+	if d := recs[8].timeout; d != 1500*time.Millisecond {
+		t.Errorf("sleep 1500ms: %v", d)
 	}
 	if r := recs[1]; r.errRE == nil || r.errRE.String() != "^line 1:8: column X does not exist" || r.sql() != "SELECT x\nFROM s EMIT CHANGES;" || r.line != 5 {
 		t.Errorf("statement error parsed as %+v", r)

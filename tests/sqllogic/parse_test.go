@@ -21,6 +21,7 @@ const (
 	kindRestart      kind = "restart"
 	kindKill         kind = "kill"
 	kindHalt         kind = "halt"
+	kindSleep        kind = "sleep"
 )
 
 // record is one directive of a file and what follows it.
@@ -165,6 +166,16 @@ func parseDirective(line string) (*record, error) {
 			}
 			rec.timeout = d
 		}
+		return rec, nil
+	case kindSleep:
+		if len(args) != 1 {
+			return nil, fmt.Errorf("want sleep <duration>")
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d <= 0 || d > time.Minute {
+			return nil, fmt.Errorf("sleep: want a duration up to 1m, not %q", args[0])
+		}
+		rec.timeout = d
 		return rec, nil
 	case kindRestart, kindKill, kindHalt:
 		if len(args) > 0 {

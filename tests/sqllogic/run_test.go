@@ -113,6 +113,8 @@ func (r *runner) run(rec *record) {
 		}
 	case kindWaitCaughtUp:
 		r.waitCaughtUp(rec)
+	case kindSleep:
+		time.Sleep(rec.timeout)
 	case kindRestart:
 		r.disconnect()
 		if err := stop(r.srv); err != nil {

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/engine"
+)
+
+// A server's settings come from, highest precedence first: its command
+// line flags, their SQLSTREAMS_* environment variables, the --config file,
+// and the defaults. The file is a Java properties file (key=value or
+// key: value lines, # and ! comments, a trailing backslash continues a
+// line) with ksqlDB's ksql-server.properties names where ksqlDB has the
+// setting (configKeys) and the flags' own names otherwise (pg-addr=…).
+
+// configKeys maps ksqlDB server property names to the flags they set.
+var configKeys = map[string]string{
+	"listeners":                       "http-addr",
+	"ksql.service.id":                 "service-id",
+	"bootstrap.servers":               "bootstrap-servers",
+	"ksql.streams.bootstrap.servers":  "bootstrap-servers",
+	"ksql.streams.num.stream.threads": "num-stream-threads",
+	"ksql.schema.registry.url":        "schema-registry-url",
+	"ksql.queries.file":               "queries-file",
+}
+
+// configValue is a setting read from the config file.
+type configValue struct {
+	key, value string
+	line       int
+}
+
+// readConfig reads a properties file into the flags its keys set. Keys
+// that set no flag come back as warnings, naming key and line.
+func readConfig(fs *flag.FlagSet, path string) (map[string]configValue, []string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--config: %w", err)
+	}
+	defer f.Close()
+	out := map[string]configValue{}
+	var warnings []string
+	sc := bufio.NewScanner(f)
+	n, start := 0, 0
+	var logical strings.Builder
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if logical.Len() == 0 {
+			start = n
+			if line == "" || line[0] == '#' || line[0] == '!' {
+				continue
+			}
+		}
+		if strings.HasSuffix(line, `\`) && !strings.HasSuffix(line, `\\`) {
+			logical.WriteString(strings.TrimSuffix(line, `\`))
+			continue
+		}
+		logical.WriteString(line)
+		text := logical.String()
+		logical.Reset()
+		i := strings.IndexAny(text, "=:")
+		if i <= 0 {
+			return nil, nil, fmt.Errorf("%s line %d: want key=value, got %q", path, start, text)
+		}
+		key, value := strings.TrimSpace(text[:i]), strings.TrimSpace(text[i+1:])
+		name, ok := configKeys[key]
+		if !ok && fs.Lookup(key) != nil && key != "config" {
+			name, ok = key, true
+		}
+		if !ok {
+			warnings = append(warnings, fmt.Sprintf("%s line %d: unknown setting %q ignored", path, start, key))
+			continue
+		}
+		if key == "listeners" {
+			// ksqlDB's listeners=http://0.0.0.0:8088[,…]: the first one.
+			value = strings.TrimSpace(strings.Split(value, ",")[0])
+			value = strings.TrimPrefix(strings.TrimPrefix(value, "http://"), "https://")
+		}
+		out[name] = configValue{key: key, value: value, line: start}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("--config: %w", err)
+	}
+	return out, warnings, nil
+}
+
+// applyConfig sets the flags the file names, unless the command line or
+// the environment set them, and returns where every flag's value came
+// from. A malformed value is an error naming key and line.
+func applyConfig(fs *flag.FlagSet, path string, file map[string]configValue) ([]engine.Setting, error) {
+	onCmdLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCmdLine[f.Name] = true })
+	names := make([]string, 0, len(file))
+	for name := range file {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		cv := file[name]
+		if onCmdLine[name] {
+			continue
+		}
+		if _, ok := os.LookupEnv(envName(name)); ok {
+			continue
+		}
+		if err := fs.Set(name, cv.value); err != nil {
+			return nil, fmt.Errorf("%s line %d: %s: bad value %q: %v", path, cv.line, cv.key, cv.value, err)
+		}
+	}
+	var out []engine.Setting
+	fs.VisitAll(func(f *flag.Flag) {
+		src := "default"
+		_, inEnv := os.LookupEnv(envName(f.Name))
+		cv, inFile := file[f.Name]
+		switch {
+		case onCmdLine[f.Name]:
+			src = "flag --" + f.Name
+		case inEnv:
+			src = "environment " + envName(f.Name)
+		case inFile:
+			src = fmt.Sprintf("%s line %d (%s)", path, cv.line, cv.key)
+		}
+		value := f.Value.String()
+		if strings.Contains(f.Name, "password") || strings.Contains(f.Name, "users") || strings.Contains(f.Name, "basic-auth") {
+			value = "[hidden]"
+		}
+		out = append(out, engine.Setting{Name: f.Name, Value: value, Source: src})
+	})
+	return out, nil
+}
