@@ -231,6 +231,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		exprs = append(exprs, e)
 		names = append(names, name)
 	}
+	if b.join != nil && sel.persistent {
+		b.joinKeyAsKey(exprs)
+	}
 	proj, err := planner.NewProject(node, exprs, names)
 	if err != nil {
 		return nil, Errorf(CodeDatatypeMismatch, "%v", err)
@@ -420,7 +423,8 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	proj := q.Root.(*planner.Project)
 	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil {
 		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name
-		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the join expression %s in its projection (eg, SELECT %s …)", ca.Name, key, key)
+		tkey := join.RightName + "." + join.Right.Schema().Columns[join.RightKey].Name
+		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the join expressions %s or %s in its projection (eg, SELECT %s …)", ca.Name, key, tkey, key)
 	} else if len(missing) > 0 {
 		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the key column(s) %s in its projection", ca.Name, strings.Join(missing, ", "))
 	}

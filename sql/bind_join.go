@@ -355,3 +355,32 @@ func (b *binder) onText() string {
 	}
 	return b.text[t[start].pos:t[last].end]
 }
+
+// joinKeyAsKey lets the table's key column stand for the join key in the
+// SELECT list of a CREATE STREAM … AS that does not select the stream's
+// key column, as ksqlDB
+// lets either side's join column be the result's key: the first plain
+// reference to it reads the stream's key instead (the same value for
+// every row the join emits, and the key even when a LEFT join finds no
+// table row).
+func (b *binder) joinKeyAsKey(exprs []expr.Expr) {
+	js := b.join
+	skeys := js.sides[0].src.Schema.KeyIndexes()
+	tkeys := js.sides[1].src.Schema.KeyIndexes()
+	if len(skeys) != 1 || len(tkeys) != 1 {
+		return
+	}
+	skey, tkey := skeys[0], js.sides[1].offset+tkeys[0]
+	for _, e := range exprs {
+		if c, ok := e.(*expr.Column); ok && c.Index == skey {
+			return
+		}
+	}
+	for i, e := range exprs {
+		if c, ok := e.(*expr.Column); ok && c.Index == tkey {
+			k := b.schema.Columns[skey]
+			exprs[i] = &expr.Column{Index: skey, Name: k.Name, T: k.Type}
+			return
+		}
+	}
+}
