@@ -144,6 +144,39 @@ func TestStreamTableJoin(t *testing.T) {
 	}
 }
 
+// TestStreamTableJoinTimestampOrder checks that records of both inputs
+// fetched together are joined in timestamp order: a stream row sees the
+// table as of its own time, whichever topic's records came first.
+func TestStreamTableJoinTimestampOrder(t *testing.T) {
+	jt := newJoinTask(t, true)
+	jt.feed(t, "users", 10, "u1", `{"LEVEL":1}`)
+	queue := func(topic string, ts int64, key, value string) {
+		for _, q := range jt.queues {
+			if q.tp.topic == topic {
+				q.recs = append(q.recs, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(value), Timestamp: time.UnixMilli(ts)})
+			}
+		}
+	}
+	// One poll: the table's update (ts 30) and deletion (ts 50) arrive
+	// with stream rows before, between and after them.
+	queue("users", 30, "u1", `{"LEVEL":2}`)
+	queue("users", 50, "u1", "")
+	queue("views", 20, "u1", `{"PAGE":"a"}`)
+	queue("views", 40, "u1", `{"PAGE":"b"}`)
+	queue("views", 60, "u1", `{"PAGE":"c"}`)
+	for _, q := range jt.queues {
+		if q.tp.topic == "users" {
+			q.recs[len(q.recs)-1].Value = nil // the tombstone
+		}
+	}
+	if _, err := jt.process(jt.onBad); err != nil || jt.lastBad != nil {
+		t.Fatal(err, jt.lastBad)
+	}
+	jt.out.flush()
+	jt.expect(t, `u1 {"PAGE":"a","LEVEL":1,"UTIME":10} @20`, `u1 {"PAGE":"b","LEVEL":2,"UTIME":30} @40`,
+		`u1 {"PAGE":"c","LEVEL":null,"UTIME":null} @60`)
+}
+
 // TestStreamTableJoinAllocations checks that joining a stream row to a
 // table row allocates nothing in steady state.
 func TestStreamTableJoinAllocations(t *testing.T) {
