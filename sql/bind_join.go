@@ -94,8 +94,10 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	got := left.src.Name + " " + map[string]string{"INNER": "[INNER] JOIN", "LEFT": "LEFT [OUTER] JOIN",
 		"RIGHT": "RIGHT [OUTER] JOIN", "FULL": "[FULL] OUTER JOIN"}[typ] + " " + right.src.Name
 	switch {
-	case left.name == right.name:
+	case left.src.Name == right.src.Name:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join '%s' to '%s': self joins are not yet supported.", left.src.Name, right.src.Name)
+	case left.name == right.name:
+		return nil, b.errAt("JOIN", CodeDuplicateObject, "the two sides of a join need different names: both are %s; give one an alias", left.name)
 	case left.src.Kind == catalog.Table && right.src.Kind == catalog.Stream:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Invalid join order: table-stream joins are not supported; only stream-table joins. Got %s.", got)
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream:
