@@ -242,9 +242,10 @@ func scanSource(scan *planner.Scan) *Source {
 
 // streamTableJoin adds a stream–table join: the stream's source, the
 // table's source materialized into a store (the table's topic is its
-// changelog, as in BuildTable), and the JOIN-<table> node reading both, so that
-// both topics are in one sub-topology and task p holds partition p of
-// each. The inputs are co-partitioned (the binder checked it).
+// changelog, as in BuildTable), and the JOIN-<table> node reading both,
+// so that both topics are in one sub-topology and task p holds
+// partition p of each. The inputs are co-partitioned (the binder
+// checked it).
 func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	tscan, ok := j.Right.(*planner.Scan)
 	if !ok {
