@@ -189,6 +189,21 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 			return nil, err
 		}
 		return &materializeOp{store: store}, nil
+	case *physical.StreamTableJoin:
+		store, err := env.store(n, op.Store)
+		if err != nil {
+			return nil, err
+		}
+		// The second input materializes the table: its source decodes
+		// the stored rows.
+		var table *physical.Source
+		if len(n.Inputs) == 2 && len(n.Inputs[1].Inputs) == 1 {
+			table, _ = n.Inputs[1].Inputs[0].Op.(*physical.Source)
+		}
+		if table == nil {
+			return nil, fmt.Errorf("%s must read a stream and a materialized table source", n.Name)
+		}
+		return newStreamTableJoin(n.Name, op, table, store, next)
 	case *physical.Repartition:
 		return newRepartition(n.Name, op, env.out)
 	case *physical.Sink:

@@ -27,8 +27,8 @@
 //
 // One file per processor: source.go, filter.go, project.go, rekey.go,
 // flatmap.go, tablechanges.go, aggregate.go (with window.go and
-// session.go for windowed aggregations), materialize.go, repartition.go,
-// sink.go, collect.go (push and pull queries' results).
+// session.go for windowed aggregations), materialize.go, join.go,
+// repartition.go, sink.go, collect.go (push and pull queries' results).
 // Push queries (push.go) and pull queries (pull.go) build the same graphs
 // without a group or transaction.
 //

@@ -17,7 +17,8 @@ const tsLen = 8
 // of a source table in its store: a record upserts its key, a tombstone
 // deletes it. Its source has checked the record. Writes go to the store's
 // overlay; they reach the store when the transaction that consumed them
-// commits.
+// commits. It forwards nothing: a stream–table join reading its node
+// looks rows up in the store instead.
 type materializeOp struct {
 	store *taskStore
 	buf   []byte

@@ -40,6 +40,16 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 // BuildPush turns a push (or pull) query into a topology without a sink:
 // its last node's rows go to the client that asked.
 func BuildPush(q *planner.Query) (*Topology, error) {
+	for n := q.Root; n != nil; {
+		if _, ok := n.(*planner.Join); ok {
+			return nil, fmt.Errorf("push queries over joins are not supported yet: CREATE STREAM … AS SELECT the join, then query that stream")
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
 	g := NewGraph("")
 	if _, err := chain(g, q.Root, false); err != nil {
 		return nil, err
@@ -157,36 +167,43 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 	return last, nil
 }
 
-// chain adds a linear plan (a Scan, then filters, projections, PARTITION
-// BY and table functions) and returns its last node. With changes, the
-// scan is of a table whose records enter as changes (TableChanges).
+// chain adds a linear plan (a Scan or a Join, then filters, projections,
+// PARTITION BY and table functions) and returns its last node. With
+// changes, the scan is of a table whose records enter as changes
+// (TableChanges).
 func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 	var nodes []planner.Node
-	for cur := n; cur != nil; {
+	for cur := n; ; {
 		nodes = append(nodes, cur)
 		ch := cur.Children()
-		switch len(ch) {
-		case 0:
-			cur = nil
-		case 1:
-			cur = ch[0]
-		default:
-			return nil, fmt.Errorf("plans with more than one input are not supported yet")
+		if len(ch) != 1 {
+			break
 		}
+		cur = ch[0]
 	}
-	scan, ok := nodes[len(nodes)-1].(*planner.Scan)
-	if !ok {
+	var last *Node
+	switch base := nodes[len(nodes)-1].(type) {
+	case *planner.Scan:
+		source := scanSource(base)
+		last = g.Add("SOURCE-"+base.Source.Name, source)
+		if changes {
+			// A table's records become changes (old row → new row)
+			// before anything else sees them.
+			source.Table = true
+			last = g.Add("TABLE-CHANGES", &TableChanges{Out: source.Out, Store: &Store{Name: "TABLE-INPUT", Kind: KeyValue,
+				Changelog: source.Topic, SourceTopicChangelog: true, KeyFormat: source.KeyFormat, ValueFormat: source.ValueFormat,
+				KeyOptions: source.KeyOptions, ValueOptions: source.ValueOptions, Schema: source.Out}}, last)
+		}
+	case *planner.Join:
+		if changes {
+			return nil, fmt.Errorf("a join's changes are not supported yet")
+		}
+		var err error
+		if last, err = streamTableJoin(g, base); err != nil {
+			return nil, err
+		}
+	default:
 		return nil, fmt.Errorf("plan does not start with a scan")
-	}
-	source := scanSource(scan)
-	last := g.Add("SOURCE-"+scan.Source.Name, source)
-	if changes {
-		// A table's records become changes (old row → new row) before
-		// anything else sees them.
-		source.Table = true
-		last = g.Add("TABLE-CHANGES", &TableChanges{Out: source.Out, Store: &Store{Name: "TABLE-INPUT", Kind: KeyValue,
-			Changelog: source.Topic, SourceTopicChangelog: true, KeyFormat: source.KeyFormat, ValueFormat: source.ValueFormat,
-			KeyOptions: source.KeyOptions, ValueOptions: source.ValueOptions, Schema: source.Out}}, last)
 	}
 	for i := len(nodes) - 2; i >= 0; i-- {
 		name := fmt.Sprintf("%04d", len(nodes)-1-i)
@@ -221,4 +238,39 @@ func scanSource(scan *planner.Scan) *Source {
 		WindowType:      src.WindowType,
 		WindowSizeMs:    src.WindowSizeMs,
 	}
+}
+
+// streamTableJoin adds a stream–table join: the stream's source, the
+// table's source materialized into a store (the table's topic is its
+// changelog, as in BuildTable), and the JOIN-<table> node reading both,
+// so that both topics are in one sub-topology and task p holds
+// partition p of each. The inputs are co-partitioned (the binder
+// checked it).
+func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
+	tscan, ok := j.Right.(*planner.Scan)
+	if !ok {
+		return nil, fmt.Errorf("a join's right side must be a table")
+	}
+	left, err := chain(g, j.Left, false)
+	if err != nil {
+		return nil, err
+	}
+	src := tscan.Source
+	source := scanSource(tscan)
+	source.Table = true
+	in := g.Add("SOURCE-"+src.Name, source)
+	store := &Store{
+		Name:                 src.Name,
+		Kind:                 KeyValue,
+		Changelog:            src.Topic,
+		SourceTopicChangelog: true,
+		KeyFormat:            src.KeyFormat,
+		ValueFormat:          src.ValueFormat,
+		KeyOptions:           src.KeyOptions,
+		ValueOptions:         src.ValueOptions,
+		Schema:               tscan.Schema(),
+	}
+	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
+	return g.Add("JOIN-"+src.Name, &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
+		Store: store, Out: j.Schema()}, left, mat), nil
 }

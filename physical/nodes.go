@@ -19,6 +19,7 @@ var (
 	_ Op = (*TableChanges)(nil)
 	_ Op = (*Aggregate)(nil)
 	_ Op = (*Materialize)(nil)
+	_ Op = (*StreamTableJoin)(nil)
 	_ Op = (*Repartition)(nil)
 	_ Op = (*Sink)(nil)
 )
@@ -226,6 +227,51 @@ func (m *Materialize) Explain(name string) string {
 }
 
 func (m *Materialize) stores() []*Store { return []*Store{m.Store} }
+
+// StreamTableJoin joins a stream to a table on the table's primary key.
+// Its first input is the stream's side; its second is the Materialize
+// node that keeps the table's partition in Store (restored from the
+// table's topic), whose records update the store and emit nothing. Each
+// stream row looks its key (LeftKey, encoded as the table's key) up in
+// Store and emits the stream row followed by the table row: for an
+// INNER join only when the table has the key, for a LEFT join always,
+// with the table's columns NULL when it does not. An output row's
+// timestamp is the stream row's.
+type StreamTableJoin struct {
+	// Left marks a LEFT join; an INNER join otherwise.
+	Left bool
+	// Table names the table, for EXPLAIN.
+	Table string
+	// LeftKey is the join expression over the stream's rows; TableKey
+	// the position of the table's key column in its rows.
+	LeftKey  expr.Expr
+	TableKey int
+	Store    *Store
+	Out      types.Schema
+}
+
+func (j *StreamTableJoin) Schema() types.Schema { return j.Out }
+func (j *StreamTableJoin) Explain(name string) string {
+	return fmt.Sprintf("  --> %s  StreamTableJoin: %s JOIN %s ON %s = %s.%s (store: %s, changelog: %s)\n", name, j.typ(), j.Table,
+		j.LeftKey, j.Table, j.Store.Schema.Columns[j.TableKey].Name, j.Store.Name, j.Store.Changelog)
+}
+func (j *StreamTableJoin) stores() []*Store { return []*Store{j.Store} }
+func (j *StreamTableJoin) shape() string {
+	return fmt.Sprintf("join %s %s", j.typ(), j.Table)
+}
+func (j *StreamTableJoin) typ() planner.JoinType {
+	if j.Left {
+		return planner.LeftJoin
+	}
+	return planner.InnerJoin
+}
+
+// markRead marks the stream's columns the join reads (its key); the
+// stream's columns keep their positions in the joined row, which goes on.
+func (j *StreamTableJoin) markRead(read []bool) bool {
+	expr.MarkColumns(j.LeftKey, read)
+	return false
+}
 
 // UndoHeader names the record header that marks, on a repartition topic,
 // a record that takes a table's old row back out (the removal half of a

@@ -51,7 +51,11 @@ func TestTopologies(t *testing.T) {
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
-			return fmt.Sprintf("app id: %s\nsource topics: %v\nfingerprint: %s\n%s%s", topo.AppID, topo.SourceTopics(), topo.Fingerprint(), topo, reads(topo))
+			out := fmt.Sprintf("app id: %s\nsource topics: %v\nfingerprint: %s\n%s%s", topo.AppID, topo.SourceTopics(), topo.Fingerprint(), topo, reads(topo))
+			if d.HasArg("stores") {
+				out += stores(topo)
+			}
+			return out
 		case "push":
 			q, err := sql.BindSelect(st.(*sql.Select), cat)
 			if err != nil {
@@ -72,18 +76,34 @@ func TestTopologies(t *testing.T) {
 func reads(t *physical.Topology) string {
 	var b strings.Builder
 	for _, st := range t.SubTopologies {
-		src := st.Source()
-		var cols []string
-		for _, i := range src.Out.ValueIndexes() {
-			if src.Read == nil || src.Read[i] {
-				cols = append(cols, src.Out.Columns[i].Name)
+		for k, n := range st.Sources {
+			src := n.Op.(*physical.Source)
+			var cols []string
+			for _, i := range src.Out.ValueIndexes() {
+				if src.Read == nil || src.Read[i] {
+					cols = append(cols, src.Out.Columns[i].Name)
+				}
 			}
+			if k == 0 {
+				fmt.Fprintf(&b, "sub-topology %d reads: %s", st.ID, strings.Join(cols, ", "))
+			} else {
+				fmt.Fprintf(&b, "sub-topology %d source %s reads: %s", st.ID, src.Topic, strings.Join(cols, ", "))
+			}
+			if src.Read == nil {
+				b.WriteString(" (all)")
+			}
+			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "sub-topology %d reads: %s", st.ID, strings.Join(cols, ", "))
-		if src.Read == nil {
-			b.WriteString(" (all)")
-		}
-		b.WriteString("\n")
 	}
+	return b.String()
+}
+
+// stores lists the topology's stores and the internal topics it creates.
+func stores(t *physical.Topology) string {
+	var b strings.Builder
+	for _, s := range t.Stores {
+		fmt.Fprintf(&b, "store %s (%s, changelog %s, source topic as changelog: %v, schema: %s)\n", s.Name, s.Kind, s.Changelog, s.SourceTopicChangelog, s.Schema)
+	}
+	fmt.Fprintf(&b, "internal topics: %v\n", t.InternalTopics())
 	return b.String()
 }

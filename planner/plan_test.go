@@ -183,6 +183,12 @@ func TestOutputKeys(t *testing.T) {
 		{"SELECT region, COUNT(*) AS n FROM users GROUP BY region EMIT CHANGES", []string{"REGION"}},
 		{"SELECT COUNT(*) AS n, url FROM clicks GROUP BY url EMIT CHANGES", []string{"URL"}},
 		{"SELECT COUNT(*) AS n FROM pageviews GROUP BY pageid EMIT CHANGES", nil},
+		// A stream–table join keeps the stream's key; the table's key
+		// column is a value of the joined rows.
+		{"SELECT pv.userid, region FROM pageviews pv JOIN users u ON pv.userid = u.userid EMIT CHANGES", []string{"PV_USERID"}},
+		{"SELECT pv.userid AS who, region FROM pageviews pv LEFT JOIN users u ON pv.userid = u.userid EMIT CHANGES", []string{"WHO"}},
+		{"SELECT * FROM pageviews pv LEFT JOIN users u ON u.userid = pv.userid EMIT CHANGES", []string{"PV_USERID"}},
+		{"SELECT u.userid, pageid FROM pageviews pv JOIN users u ON pv.userid = u.userid EMIT CHANGES", nil},
 	} {
 		t.Run(tc.sql, func(t *testing.T) {
 			q := selectQuery(t, cat, tc.sql)
@@ -325,5 +331,37 @@ func TestConstructorErrors(t *testing.T) {
 				t.Errorf("error %q, want %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestJoinPlan checks the shape of a stream–table join's plan as the
+// helpers that walk plans see it: the join has both scans as children,
+// the stream first, so Sources lists the stream first (the engine takes
+// the result's partitions and formats from it, and refuses a pull query
+// over it as over a stream); its rows are the stream's columns then the
+// table's, prefixed with the sides' names.
+func TestJoinPlan(t *testing.T) {
+	cat := testCatalog(t)
+	q := selectQuery(t, cat, "SELECT pv.pageid, u.region FROM pageviews pv LEFT JOIN users u ON pv.userid = u.userid WHERE u.level > 1 EMIT CHANGES")
+	var names []string
+	for _, s := range planner.Sources(q.Root) {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"PAGEVIEWS", "USERS"}) {
+		t.Errorf("sources %v, want [PAGEVIEWS USERS]", names)
+	}
+	j := find[*planner.Join](t, q.Root)
+	if j.Type != planner.LeftJoin || len(j.Children()) != 2 || j.RightOffset() != j.Left.Schema().Len() {
+		t.Errorf("join %s: children %d, right offset %d", j, len(j.Children()), j.RightOffset())
+	}
+	want := "PV_USERID STRING KEY, PV_PAGEID STRING, PV_VIEWTIME BIGINT, PV_ROWTIME BIGINT, PV_ROWPARTITION INTEGER, PV_ROWOFFSET BIGINT, " +
+		"U_USERID STRING, U_REGION STRING, U_LEVEL INTEGER, U_ROWTIME BIGINT, U_ROWPARTITION INTEGER, U_ROWOFFSET BIGINT"
+	if got := j.Schema().String(); got != want {
+		t.Errorf("join schema\n got %s\nwant %s", got, want)
+	}
+	// The WHERE over the joined rows is the filter a pull query would use;
+	// it does not constrain the key, so there is no key filter.
+	if f, ok := planner.PullKeyFilter(q); ok {
+		t.Errorf("PullKeyFilter found %+v in a filter on a table column", f)
 	}
 }

@@ -23,11 +23,15 @@ type Catalog interface {
 
 // binder resolves names in one statement.
 type binder struct {
-	text    string
-	toks    []token
-	schema  types.Schema
-	src     *catalog.Source
-	alias   string
+	text   string
+	toks   []token
+	schema types.Schema
+	src    *catalog.Source
+	alias  string
+	cat    Catalog
+	// join is set while binding a join's SELECT: names resolve against
+	// its two sides.
+	join    *joinScope
 	lambdas []lambdaScope // innermost last
 	agg     *aggScope     // set while binding the SELECT list and HAVING of a GROUP BY
 	// windowed: the SELECT has a WINDOW clause, whose bounds only its
@@ -58,31 +62,43 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if sel.unsupported != "" {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
-	b := &binder{text: sel.text, toks: sel.toks, windowed: sel.window != nil}
+	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
 	j := s.From.TableRefs
+	var node planner.Node
 	if j.Right != nil {
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins are not supported yet")
+		join, err := b.bindJoin(sel, j)
+		if err != nil {
+			return nil, err
+		}
+		node = join
+		switch {
+		case s.GroupBy != nil || s.Having != nil || hasAggregate(s) || sel.window != nil:
+			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "aggregations over joins are not supported yet: CREATE STREAM … AS SELECT the join, then aggregate that stream")
+		case len(sel.partitionExprs) > 0:
+			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a join is not supported yet")
+		}
+	} else {
+		ts, ok := j.Left.(*ast.TableSource)
+		if !ok {
+			return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")
+		}
+		tn, ok := ts.Source.(*ast.TableName)
+		if !ok {
+			return nil, Errorf(CodeFeatureNotSupport, "subqueries are not supported")
+		}
+		name := tn.Name.O
+		src, ok := cat.Source(name)
+		if !ok {
+			return nil, b.errAt(name, CodeUndefinedTable, "stream or table %s does not exist", name)
+		}
+		b.src, b.alias = src, ts.AsName.O
+		scan := planner.NewScan(src)
+		b.schema = scan.Schema()
+		node = scan
 	}
-	ts, ok := j.Left.(*ast.TableSource)
-	if !ok {
-		return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")
-	}
-	tn, ok := ts.Source.(*ast.TableName)
-	if !ok {
-		return nil, Errorf(CodeFeatureNotSupport, "subqueries are not supported")
-	}
-	name := tn.Name.O
-	src, ok := cat.Source(name)
-	if !ok {
-		return nil, b.errAt(name, CodeUndefinedTable, "stream or table %s does not exist", name)
-	}
-	b.src, b.alias = src, ts.AsName.O
-	scan := planner.NewScan(src)
-	b.schema = scan.Schema()
-	var node planner.Node = scan
 	if s.Where != nil {
 		pred, err := b.expr(s.Where)
 		if err != nil {
@@ -167,7 +183,14 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			continue
 		}
 		if f.WildCard != nil {
-			for _, c := range b.schema.Visible() {
+			cols := b.schema.Visible()
+			if q := f.WildCard.Table.O; q != "" && b.join != nil {
+				var err error
+				if cols, err = b.sideColumns(q); err != nil {
+					return nil, err
+				}
+			}
+			for _, c := range cols {
 				col := b.schema.Columns[c]
 				if col.Window && sel.persistent {
 					// A persistent query's result is windowed itself:
@@ -198,12 +221,18 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		if name == "" {
 			if c, ok := e.(*expr.Column); ok {
 				name = c.Name
+				if b.join != nil {
+					name = b.joinName(c)
+				}
 			} else {
 				name = "KSQL_COL_" + strconv.Itoa(i)
 			}
 		}
 		exprs = append(exprs, e)
 		names = append(names, name)
+	}
+	if b.join != nil && sel.persistent {
+		b.joinKeyAsKey(exprs)
 	}
 	proj, err := planner.NewProject(node, exprs, names)
 	if err != nil {
@@ -310,6 +339,9 @@ func (b *binder) column(cn *ast.ColumnName) (expr.Expr, error) {
 			return v, nil
 		}
 	}
+	if b.join != nil {
+		return b.joinColumn(cn)
+	}
 	if q := cn.Table.O; q != "" && q != b.src.Name && q != b.alias {
 		return nil, b.errAt(q, CodeUndefinedTable, "unknown source %s in %s.%s", q, q, name)
 	}
@@ -367,9 +399,14 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, Errorf(CodeSyntaxError, "a persistent query cannot have a LIMIT")
 	}
 	aggregate := findAggregate(q.Root) != nil
+	join := findJoin(q.Root)
 	fromTable := false
 	for _, s := range planner.Sources(q.Root) {
 		fromTable = fromTable || s.Kind == catalog.Table
+	}
+	if join != nil {
+		// A stream–table join's result is a stream.
+		fromTable = false
 	}
 	switch {
 	case aggregate && ca.Kind == catalog.Stream:
@@ -384,7 +421,11 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, NameError(ca, CodeFeatureNotSupport, "a query over a stream without GROUP BY produces a stream: use CREATE STREAM … AS SELECT")
 	}
 	proj := q.Root.(*planner.Project)
-	if missing := proj.MissingKeys(); len(missing) > 0 {
+	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil {
+		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name
+		tkey := join.RightName + "." + join.Right.Schema().Columns[join.RightKey].Name
+		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the join expressions %s or %s in its projection (eg, SELECT %s …)", ca.Name, key, tkey, key)
+	} else if len(missing) > 0 {
 		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the key column(s) %s in its projection", ca.Name, strings.Join(missing, ", "))
 	}
 	in := planner.Sources(q.Root)[0]
@@ -445,6 +486,21 @@ func findAggregate(n planner.Node) *planner.Aggregate {
 	for n != nil {
 		if a, ok := n.(*planner.Aggregate); ok {
 			return a
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	return nil
+}
+
+// findJoin returns the join in a plan's chain of single inputs, or nil.
+func findJoin(n planner.Node) *planner.Join {
+	for n != nil {
+		if j, ok := n.(*planner.Join); ok {
+			return j
 		}
 		ch := n.Children()
 		if len(ch) != 1 {

@@ -85,6 +85,37 @@ func testCatalog() *catalog.Catalog {
 			{Name: "VIEWTIME", Type: types.BigintType},
 		}},
 	}, false)
+	// For joins: a table keyed like PAGEVIEWS, and sources that are not
+	// co-partitioned with it.
+	cat.AddSource(&catalog.Source{
+		Name: "USERS", Kind: catalog.Table, Topic: "users", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "REGION", Type: types.StringType},
+			{Name: "PAGEID", Type: types.StringType},
+		}},
+	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "REGIONS", Kind: catalog.Table, Topic: "regions", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 1,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "REGION", Type: types.StringType, Key: true},
+			{Name: "ZONE", Type: types.IntType},
+		}},
+	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "LEVELS", Kind: catalog.Table, Topic: "levels", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "LEVEL", Type: types.BigintType, Key: true},
+			{Name: "TITLE", Type: types.StringType},
+		}},
+	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "CLICKS", Kind: catalog.Stream, Topic: "clicks", KeyFormat: "JSON", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "URL", Type: types.StringType},
+		}},
+	}, false)
 	return cat
 }
 

@@ -105,9 +105,13 @@ type Select struct {
 	// issue (joins); binding refuses it.
 	unsupported string
 	unsupPos    int
-	stmt        *ast.SelectStmt
-	rw          rewritten
-	toks        []token
+	// fullJoin is the position of FULL [OUTER] JOIN's FULL, which TiDB
+	// does not parse: it is cut out (the join parses as INNER) and
+	// binding refuses it; -1 when absent.
+	fullJoin int
+	stmt     *ast.SelectStmt
+	rw       rewritten
+	toks     []token
 	// partitionBy and partitionEnd delimit the PARTITION BY expressions'
 	// tokens (0 when absent); partitionExprs are their parse.
 	partitionBy, partitionEnd int

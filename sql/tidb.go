@@ -17,7 +17,7 @@ import (
 // clauses are read here and cut out of the text, ksqlDB expression forms
 // are rewritten (see rewrite.go), and the rest goes to TiDB.
 func (p *parser) selectStmt(start int) (*Select, error) {
-	sel := &Select{base: base{text: p.text, namePos: -1}, Limit: -1, toks: p.toks}
+	sel := &Select{base: base{text: p.text, namePos: -1}, Limit: -1, toks: p.toks, fullJoin: -1}
 	r := &rewriter{text: p.text}
 	drop := func(from, to int) { r.replace(from, to, " ") }
 	markUnsupported := func(what string, t token) {
@@ -62,6 +62,14 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 			}
 			sel.window = w
 			clause = end - i
+		case t.is("FULL") && (toks[i+1].is("OUTER") || toks[i+1].is("JOIN")):
+			if sel.fullJoin < 0 {
+				sel.fullJoin = t.pos
+			}
+			clause = 1
+			if toks[i+1].is("OUTER") {
+				clause = 2
+			}
 		case t.is("WITHIN"):
 			markUnsupported("stream-stream joins (WITHIN)", t)
 			j := i + 1

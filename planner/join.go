@@ -1,0 +1,89 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+var _ Node = (*Join)(nil)
+
+// JoinType says which rows a join emits.
+type JoinType string
+
+// Join types.
+const (
+	// InnerJoin emits a row only when both sides match.
+	InnerJoin JoinType = "INNER"
+	// LeftJoin emits every left row, with the right's columns NULL when
+	// nothing matches.
+	LeftJoin JoinType = "LEFT"
+)
+
+// Join is a stream–table join on the table's primary key, as ksqlDB
+// defines it: each row of the left (a stream) looks up the right (a
+// table) by LeftKey; the table's changes only update what later stream
+// rows find. Its rows are the left's columns then the right's, each
+// named <alias>_<column> (the source's alias, or its name); the left's
+// key columns stay key columns, the right's become value columns. The
+// timestamp of an output row is the stream row's.
+//
+// Today the inputs must be co-partitioned (no repartition): LeftKey is
+// the left's key column and the two topics have as many partitions.
+type Join struct {
+	Type        JoinType
+	Left, Right Node
+	// LeftName and RightName are the sides' aliases (or source names),
+	// the prefixes of their column names.
+	LeftName, RightName string
+	// LeftKey is the left's join expression, over the left's rows;
+	// RightKey is the position of the right's primary key column in its
+	// rows.
+	LeftKey  expr.Expr
+	RightKey int
+	out      types.Schema
+}
+
+// NewJoin joins left to right on leftKey = right's column rightKey,
+// naming the sides' columns with leftName and rightName.
+func NewJoin(typ JoinType, left, right Node, leftName, rightName string, leftKey expr.Expr, rightKey int) (*Join, error) {
+	ls, rs := left.Schema(), right.Schema()
+	if lt, rt := leftKey.Type(), rs.Columns[rightKey].Type; !lt.Equal(rt) {
+		return nil, fmt.Errorf("types don't match: %s is %s, %s.%s is %s", leftKey, lt, rightName, rs.Columns[rightKey].Name, rt)
+	}
+	return &Join{Type: typ, Left: left, Right: right, LeftName: leftName, RightName: rightName,
+		LeftKey: leftKey, RightKey: rightKey, out: JoinSchema(ls, rs, leftName, rightName)}, nil
+}
+
+// JoinSchema is the layout of a join's rows: the left's columns, then
+// the right's, named with JoinColumnName; the right's key columns become
+// value columns.
+func JoinSchema(left, right types.Schema, leftName, rightName string) types.Schema {
+	cols := make([]types.Column, 0, left.Len()+right.Len())
+	for _, c := range left.Columns {
+		c.Name = JoinColumnName(leftName, c.Name)
+		cols = append(cols, c)
+	}
+	for _, c := range right.Columns {
+		c.Name = JoinColumnName(rightName, c.Name)
+		c.Key = false
+		cols = append(cols, c)
+	}
+	return types.Schema{Columns: cols}
+}
+
+// JoinColumnName is the name of a side's column in a join's rows, as
+// ksqlDB generates it: <source alias>_<column>.
+func JoinColumnName(source, column string) string { return source + "_" + column }
+
+func (j *Join) Schema() types.Schema { return j.out }
+func (j *Join) Children() []Node     { return []Node{j.Left, j.Right} }
+func (j *Join) String() string {
+	rs := j.Right.Schema()
+	return fmt.Sprintf("Join %s %s ON %s = %s.%s", j.Type, j.RightName, j.LeftKey, j.RightName, rs.Columns[j.RightKey].Name)
+}
+
+// RightOffset is the position of the right's first column in the join's
+// rows.
+func (j *Join) RightOffset() int { return j.Left.Schema().Len() }

@@ -1,0 +1,388 @@
+package sql
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// joinSide is one source of a join as names resolve against it.
+type joinSide struct {
+	src *catalog.Source
+	// alias is the name given with AS, or empty; name is the alias or
+	// else the source's name: the prefix of its columns in the join's
+	// rows and what errors call it.
+	alias, name string
+	schema      types.Schema // the source's rows
+	offset      int          // position of its first column in the join's rows
+}
+
+// is reports whether qualifier q names the side.
+func (s *joinSide) is(q string) bool { return q == s.name || q == s.src.Name }
+
+// joinScope is what names resolve against in a join's SELECT.
+type joinScope struct {
+	sides [2]joinSide
+	// on is set while binding the ON condition (for ksqlDB's errors).
+	on bool
+}
+
+// side returns the side whose columns include position i of the join's
+// rows.
+func (js *joinScope) side(i int) *joinSide {
+	if i >= js.sides[1].offset {
+		return &js.sides[1]
+	}
+	return &js.sides[0]
+}
+
+// bindJoin binds FROM left [INNER|LEFT] JOIN right ON … into a Join of a
+// stream with a table on the table's primary key. What this release does
+// not run (other join kinds, joins that need a repartition) is refused
+// with ksqlDB's error where it has one.
+func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
+	// FROM a, b nests the first source in a join of its own.
+	for {
+		l, ok := j.Left.(*ast.Join)
+		if !ok || l.Right != nil {
+			break
+		}
+		j.Left = l.Left
+	}
+	if _, nested := j.Left.(*ast.Join); nested {
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are not supported yet")
+	}
+	if _, nested := j.Right.(*ast.Join); nested {
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are not supported yet")
+	}
+	js := &joinScope{}
+	for i, rs := range []ast.ResultSetNode{j.Left, j.Right} {
+		ts, ok := rs.(*ast.TableSource)
+		if !ok {
+			return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")
+		}
+		tn, ok := ts.Source.(*ast.TableName)
+		if !ok {
+			return nil, Errorf(CodeFeatureNotSupport, "subqueries are not supported")
+		}
+		src, ok := b.cat.Source(tn.Name.O)
+		if !ok {
+			return nil, b.errAt(tn.Name.O, CodeUndefinedTable, "stream or table %s does not exist", tn.Name.O)
+		}
+		s := &js.sides[i]
+		s.src, s.alias, s.name, s.schema = src, ts.AsName.O, ts.AsName.O, src.RowSchema()
+		if s.name == "" {
+			s.name = src.Name
+		}
+	}
+	left, right := &js.sides[0], &js.sides[1]
+	right.offset = left.schema.Len()
+	typ := "INNER"
+	switch {
+	case sel.fullJoin >= 0:
+		typ = "FULL"
+	case j.Tp == ast.LeftJoin:
+		typ = "LEFT"
+	case j.Tp == ast.RightJoin:
+		typ = "RIGHT"
+	}
+	// ksqlDB's rendering of the join, in its errors.
+	got := left.src.Name + " " + map[string]string{"INNER": "[INNER] JOIN", "LEFT": "LEFT [OUTER] JOIN",
+		"RIGHT": "RIGHT [OUTER] JOIN", "FULL": "[FULL] OUTER JOIN"}[typ] + " " + right.src.Name
+	switch {
+	case left.src.Name == right.src.Name:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join '%s' to '%s': self joins are not yet supported.", left.src.Name, right.src.Name)
+	case left.name == right.name:
+		return nil, b.errAt("JOIN", CodeDuplicateObject, "the two sides of a join need different names: both are %s; give one an alias", left.name)
+	case left.src.Kind == catalog.Table && right.src.Kind == catalog.Stream:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Invalid join order: table-stream joins are not supported; only stream-table joins. Got %s.", got)
+	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. (Stream-stream joins are not supported yet.)")
+	case left.src.Kind == catalog.Table:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins are not supported yet")
+	case typ == "FULL":
+		return nil, errorAt(b.text, sel.fullJoin, CodeFeatureNotSupport, "Invalid join type: full-outer join not supported for stream-table join. Got %s.", got)
+	case typ == "RIGHT":
+		return nil, b.errAt("RIGHT", CodeFeatureNotSupport, "Invalid join type: right join not supported for stream-table join. Got %s.", got)
+	case j.NaturalJoin || j.Using != nil:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins take ON left_expression = right_expression; NATURAL and USING are not supported")
+	case j.On == nil:
+		return nil, b.errAt("JOIN", CodeSyntaxError, "a join needs ON left_expression = right_expression")
+	case left.src.Windowed() || right.src.Windowed():
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of windowed sources are not supported yet")
+	case left.src.Topic == right.src.Topic:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join '%s' to '%s': both read topic %s", left.src.Name, right.src.Name, left.src.Topic)
+	}
+	b.join = js
+	b.schema = planner.JoinSchema(left.schema, right.schema, left.name, right.name)
+	js.on = true
+	lk, rk, err := b.joinCondition(j.On.Expr)
+	js.on = false
+	if err != nil {
+		return nil, err
+	}
+	// The ON's table side must be the table's primary key; its stream
+	// side must be the stream's key column, for now: any other
+	// expression needs the stream repartitioned by it first.
+	rkc, isCol := rk.(*expr.Column)
+	if tkeys := right.src.Schema.KeyIndexes(); !isCol || len(tkeys) != 1 || rkc.Index != right.offset+tkeys[0] {
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: stream-table joins require to join on the table's primary key. Got %s = %s.", b.show(lk), b.show(rk))
+	}
+	if lt, rt := lk.Type(), rk.Type(); !lt.Equal(rt) {
+		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
+	}
+	lkc, isCol := lk.(*expr.Column)
+	if skeys := left.src.Schema.KeyIndexes(); !isCol || len(skeys) != 1 || lkc.Index != skeys[0] {
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "joining %s on %s needs a repartition, which is not supported yet: the stream's side of ON must be its key column; PARTITION BY %s in a CREATE STREAM … AS SELECT first", left.src.Name, b.show(lk), b.show(lk))
+	}
+	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
+	}
+	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s), and joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
+	}
+	switch f := right.src.KeyFormat; f {
+	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
+	default:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins on %s keys are not supported yet", f)
+	}
+	jt := planner.InnerJoin
+	if typ == "LEFT" {
+		jt = planner.LeftJoin
+	}
+	// The key expression is over the stream's rows, which start the
+	// join's rows: its column positions hold.
+	join, err := planner.NewJoin(jt, planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, lk, rkc.Index-right.offset)
+	if err != nil {
+		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
+	}
+	return join, nil
+}
+
+// joinCondition binds ON's a = b and returns the side of the stream
+// (left) and of the table (right), in that order whichever way they were
+// written.
+func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err error) {
+	for {
+		p, ok := on.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		on = p.Expr
+	}
+	bin, ok := on.(*ast.BinaryOperationExpr)
+	if ok && (bin.Op == opcode.LogicAnd || bin.Op == opcode.LogicOr) {
+		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins on multiple conditions are not yet supported. Got %s.", b.onText())
+	}
+	if !ok || bin.Op != opcode.EQ {
+		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join takes one equality, left_expression = right_expression. Got %s.", b.onText())
+	}
+	l, err := b.expr(bin.L)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := b.expr(bin.R)
+	if err != nil {
+		return nil, nil, err
+	}
+	js := b.join
+	sideOf := func(e expr.Expr) int {
+		used := make([]bool, b.schema.Len())
+		expr.MarkColumns(e, used)
+		var in [2]bool
+		for i, u := range used {
+			if u && i >= js.sides[1].offset {
+				in[1] = true
+			} else if u {
+				in[0] = true
+			}
+		}
+		switch {
+		case in[0] && !in[1]:
+			return 0
+		case in[1] && !in[0]:
+			return 1
+		}
+		return -1
+	}
+	ls, rs := sideOf(l), sideOf(r)
+	for _, bad := range []struct {
+		e    expr.Expr
+		side int
+	}{{l, ls}, {r, rs}} {
+		if bad.side < 0 {
+			return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid comparison expression '%s' in join '(%s = %s)'. Each side of the join comparision must contain references from exactly one source.", b.show(bad.e), b.show(l), b.show(r))
+		}
+	}
+	if ls == rs {
+		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: each side of the join comparison must reference a different source. Got %s = %s.", b.show(l), b.show(r))
+	}
+	if ls == 1 {
+		l, r = r, l
+	}
+	return l, r, nil
+}
+
+// joinColumn resolves a column name in a join: qualified by a side's
+// alias or name, or unqualified when only one side has it.
+func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
+	js, name, q := b.join, cn.Name.O, cn.Table.O
+	var side *joinSide
+	i := -1
+	if q != "" {
+		for k := range js.sides {
+			if js.sides[k].is(q) {
+				side = &js.sides[k]
+			}
+		}
+		if side == nil {
+			return nil, b.qualErr(q, name, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
+		}
+		if i = side.schema.Index(name); i < 0 {
+			if js.on {
+				return nil, b.qualErr(q, name, CodeUndefinedColumn, "JOIN ON column '%s.%s' cannot be resolved.", q, name)
+			}
+			return nil, b.qualErr(q, name, CodeUndefinedColumn, "column %s.%s does not exist: %s has no column %s", q, name, side.src.Name, name)
+		}
+	} else {
+		l, r := js.sides[0].schema.Index(name), js.sides[1].schema.Index(name)
+		switch {
+		case l >= 0 && r >= 0:
+			return nil, b.errAt(name, CodeSyntaxError, "Column '%s' is ambiguous. Could be %s.%s or %s.%s.", name, js.sides[0].name, name, js.sides[1].name, name)
+		case l >= 0:
+			side, i = &js.sides[0], l
+		case r >= 0:
+			side, i = &js.sides[1], r
+		case js.on:
+			return nil, b.errAt(name, CodeUndefinedColumn, "JOIN ON column '%s' cannot be resolved.", name)
+		default:
+			return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s or %s", name, js.sides[0].src.Name, js.sides[1].src.Name)
+		}
+	}
+	c := b.schema.Columns[side.offset+i]
+	return &expr.Column{Index: side.offset + i, Name: c.Name, T: c.Type}, nil
+}
+
+// joinName is the default name of a selected column of a join, as
+// ksqlDB gives it: the column's own name, or <side>_<column> when both
+// sides have a column of that name.
+func (b *binder) joinName(c *expr.Column) string {
+	js := b.join
+	if c.Index >= js.sides[1].offset+js.sides[1].schema.Len() {
+		return c.Name // a column added after the join (a table function's)
+	}
+	side := js.side(c.Index)
+	other := &js.sides[0]
+	if side == other {
+		other = &js.sides[1]
+	}
+	col := side.schema.Columns[c.Index-side.offset].Name
+	if other.schema.Index(col) >= 0 {
+		return c.Name
+	}
+	return col
+}
+
+// show renders a bound expression of a join for errors: a column as
+// side.COLUMN, as the user wrote it.
+func (b *binder) show(e expr.Expr) string {
+	if c, ok := e.(*expr.Column); ok && b.join != nil && c.Index < b.join.sides[1].offset+b.join.sides[1].schema.Len() {
+		side := b.join.side(c.Index)
+		return side.name + "." + side.schema.Columns[c.Index-side.offset].Name
+	}
+	return e.String()
+}
+
+// sideColumns returns the positions of the columns SELECT q.* gives in a
+// join: the visible columns of the side q names.
+func (b *binder) sideColumns(q string) ([]int, error) {
+	for k := range b.join.sides {
+		s := &b.join.sides[k]
+		if s.is(q) {
+			var out []int
+			for _, i := range s.schema.Visible() {
+				out = append(out, s.offset+i)
+			}
+			return out, nil
+		}
+	}
+	return nil, b.errAt(q, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
+}
+
+// qualErr is an error at the first q.name of the statement (at q when
+// there is none).
+func (b *binder) qualErr(q, name, code, format string, args ...any) *Error {
+	for i := 0; i+2 < len(b.toks); i++ {
+		t := b.toks
+		if (t[i].kind == tIdent || t[i].kind == tQuoted) && t[i].text == q && isPunct(t[i+1], ".") && t[i+2].text == name {
+			return errorAt(b.text, t[i].pos, code, format, args...)
+		}
+	}
+	return b.errAt(q, code, format, args...)
+}
+
+// onText returns the ON condition as written, for errors: from after ON
+// to the clause that follows it.
+func (b *binder) onText() string {
+	t := b.toks
+	start, depth := -1, 0
+	for i := 0; i < len(t) && t[i].kind != tEOF; i++ {
+		switch {
+		case isPunct(t[i], "("):
+			depth++
+		case isPunct(t[i], ")"):
+			depth--
+		case depth != 0:
+		case start < 0 && t[i].is("ON"):
+			start = i + 1
+		case start >= 0 && (isPunct(t[i], ";") || t[i].is("WHERE") || t[i].is("EMIT") || t[i].is("GROUP") || t[i].is("PARTITION") ||
+			t[i].is("HAVING") || t[i].is("LIMIT") || t[i].is("WINDOW") || t[i].is("JOIN") || t[i].is("LEFT") || t[i].is("INNER")):
+			if i > start {
+				return b.text[t[start].pos:t[i-1].end]
+			}
+			return ""
+		}
+	}
+	if start < 0 || start >= len(t) || t[start].kind == tEOF {
+		return ""
+	}
+	last := len(t) - 1
+	for last > start && t[last].kind == tEOF {
+		last--
+	}
+	return b.text[t[start].pos:t[last].end]
+}
+
+// joinKeyAsKey lets the table's key column stand for the join key in the
+// SELECT list of a CREATE STREAM … AS that does not select the stream's
+// key column, as ksqlDB
+// lets either side's join column be the result's key: the first plain
+// reference to it reads the stream's key instead (the same value for
+// every row the join emits, and the key even when a LEFT join finds no
+// table row).
+func (b *binder) joinKeyAsKey(exprs []expr.Expr) {
+	js := b.join
+	skeys := js.sides[0].src.Schema.KeyIndexes()
+	tkeys := js.sides[1].src.Schema.KeyIndexes()
+	if len(skeys) != 1 || len(tkeys) != 1 {
+		return
+	}
+	skey, tkey := skeys[0], js.sides[1].offset+tkeys[0]
+	for _, e := range exprs {
+		if c, ok := e.(*expr.Column); ok && c.Index == skey {
+			return
+		}
+	}
+	for i, e := range exprs {
+		if c, ok := e.(*expr.Column); ok && c.Index == tkey {
+			k := b.schema.Columns[skey]
+			exprs[i] = &expr.Column{Index: skey, Name: k.Name, T: k.Type}
+			return
+		}
+	}
+}
