@@ -50,52 +50,72 @@ type KeySelection struct {
 // records (see physical.Materialize). The row passed to emit is valid
 // only during the call.
 func RunPull(ctx context.Context, topo *physical.Topology, parts []Partition, sel KeySelection, emit func(types.Row) error) error {
-	var rec kgo.Record
-	return runPull(ctx, topo, parts, sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
-		if len(v) < tsLen {
-			return nil, fmt.Errorf("corrupt stored value for key %x", k)
-		}
-		rec = kgo.Record{Key: k, Value: v[tsLen:], Partition: p, Offset: -1,
-			Timestamp: time.UnixMilli(int64(binary.BigEndian.Uint64(v)))}
-		return &rec, nil
-	})
-}
-
-// runPull is RunPull over stores whose entries record turns into the
-// table's records (nil for an entry that is no row).
-func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, sel KeySelection, emit func(types.Row) error,
-	record func(p int32, k, v []byte) (*kgo.Record, error)) error {
-	if len(topo.SubTopologies) != 1 {
-		return errors.New("exec: pull queries over more than one sub-topology are not supported")
-	}
-	if topo.Limit == 0 {
-		return nil
-	}
-	st := topo.SubTopologies[0]
-	g, err := buildGraph(topo, st, &taskEnv{terminal: &collectOp{emit: emit, limit: topo.Limit}})
+	r, err := NewPullRunner(topo)
 	if err != nil {
 		return err
 	}
-	src := g.sources[st.Source().Topic]
-	row := func(p int32, k, v []byte) error {
-		rec, err := record(p, k, v)
-		if err != nil || rec == nil {
-			return err
-		}
-		err = src.process(rec)
-		var ce *clientError
-		switch {
-		case err == nil, errors.Is(err, types.ErrBadRecord):
-			return nil
-		case errors.As(err, &ce):
-			return ce.err
-		}
-		var ee *evalError
-		if errors.As(err, &ee) {
-			return nil // a row the WHERE cannot evaluate is not a result
-		}
-		return err
+	return r.Run(ctx, parts, sel, emit)
+}
+
+// PullRunner is a pull query's chain (see RunPull) built once, to be run
+// many times: a prepared pull query runs it per execution instead of
+// compiling its topology again. Its processors keep reusable buffers, so
+// it is used by one goroutine at a time.
+type PullRunner struct {
+	topo    *physical.Topology
+	src     *sourceOp
+	collect *collectOp
+	rec     kgo.Record
+	// record turns a stored entry into the table's record; tableRecord
+	// by default.
+	record func(p int32, k, v []byte) (*kgo.Record, error)
+}
+
+// NewPullRunner builds topo's chain. topo must have one sub-topology.
+func NewPullRunner(topo *physical.Topology) (*PullRunner, error) {
+	if len(topo.SubTopologies) != 1 {
+		return nil, errors.New("exec: pull queries over more than one sub-topology are not supported")
 	}
+	r := &PullRunner{topo: topo, collect: &collectOp{limit: topo.Limit}}
+	st := topo.SubTopologies[0]
+	g, err := buildGraph(topo, st, &taskEnv{terminal: r.collect})
+	if err != nil {
+		return nil, err
+	}
+	r.src = g.sources[st.Source().Topic]
+	if r.src == nil {
+		return nil, errors.New("exec: pull query topology has no source")
+	}
+	r.record = r.tableRecord
+	return r, nil
+}
+
+// tableRecord reads a materialized table's entry: the record's timestamp
+// (8 bytes, big-endian milliseconds), then its value.
+func (r *PullRunner) tableRecord(p int32, k, v []byte) (*kgo.Record, error) {
+	if len(v) < tsLen {
+		return nil, fmt.Errorf("corrupt stored value for key %x", k)
+	}
+	r.rec = kgo.Record{Key: k, Value: v[tsLen:], Partition: p, Offset: -1,
+		Timestamp: time.UnixMilli(int64(binary.BigEndian.Uint64(v)))}
+	return &r.rec, nil
+}
+
+// Run answers the pull query over the stores of a materialized table;
+// see RunPull.
+func (r *PullRunner) Run(ctx context.Context, parts []Partition, sel KeySelection, emit func(types.Row) error) error {
+	return r.run(ctx, parts, sel, emit, r.record)
+}
+
+// run is Run over stores whose entries record turns into the table's
+// records (nil for an entry that is no row).
+func (r *PullRunner) run(ctx context.Context, parts []Partition, sel KeySelection, emit func(types.Row) error,
+	record func(p int32, k, v []byte) (*kgo.Record, error)) error {
+	if r.topo.Limit == 0 {
+		return nil
+	}
+	r.collect.emit, r.collect.n = emit, 0
+	defer func() { r.collect.emit = nil }()
 	for _, part := range parts {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -107,7 +127,7 @@ func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, se
 					return err
 				}
 				if v != nil {
-					if err := row(part.ID, k, v); err != nil {
+					if err := r.row(record, part.ID, k, v); err != nil {
 						return stopErr(err)
 					}
 				}
@@ -119,7 +139,7 @@ func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, se
 			return err
 		}
 		for it.Next() {
-			if err := row(part.ID, it.Key(), it.Value()); err != nil {
+			if err := r.row(record, part.ID, it.Key(), it.Value()); err != nil {
 				it.Close()
 				return stopErr(err)
 			}
@@ -131,6 +151,27 @@ func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, se
 	return nil
 }
 
+// row runs one stored entry through the chain.
+func (r *PullRunner) row(record func(p int32, k, v []byte) (*kgo.Record, error), p int32, k, v []byte) error {
+	rec, err := record(p, k, v)
+	if err != nil || rec == nil {
+		return err
+	}
+	err = r.src.process(rec)
+	var ce *clientError
+	switch {
+	case err == nil, errors.Is(err, types.ErrBadRecord):
+		return nil
+	case errors.As(err, &ce):
+		return ce.err
+	}
+	var ee *evalError
+	if errors.As(err, &ee) {
+		return nil // a row the WHERE cannot evaluate is not a result
+	}
+	return err
+}
+
 // Pull answers a pull query over table, which this query materializes:
 // from the store of its materialization (a source table, or a result
 // table that is not an aggregation), or from its aggregate's store, whose
@@ -138,8 +179,29 @@ func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, se
 // aggregates' results, HAVING, the projection after the aggregation). See
 // RunPull for the rest.
 func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string, sel KeySelection, emit func(types.Row) error) error {
+	r, err := NewPullRunner(topo)
+	if err != nil {
+		return err
+	}
+	return q.PullWith(ctx, r, table, sel, emit)
+}
+
+// PointLookups reports whether a selection of Keys given to Pull or
+// PullWith for table is honoured: the table's rows are stored under its
+// serialized keys (not a windowed aggregate's, whose pull queries scan).
+func (q *Query) PointLookups(table string) bool {
+	if len(q.Stores(table)) > 0 {
+		return true
+	}
+	_, _, agg, sink := resultAggregate(q.topo)
+	return agg != nil && sameKeys(agg, sink) && agg.Window == nil
+}
+
+// PullWith is Pull with the query's chain built beforehand (a prepared
+// pull query's); r is used by one goroutine at a time.
+func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel KeySelection, emit func(types.Row) error) error {
 	if parts := q.Stores(table); len(parts) > 0 {
-		return RunPull(ctx, topo, parts, sel, emit)
+		return r.Run(ctx, parts, sel, emit)
 	}
 	st, aggNode, agg, sink := resultAggregate(q.topo)
 	if agg == nil {
@@ -159,7 +221,7 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 		// start with the key): scan, and let the WHERE pick the rows.
 		sel = KeySelection{}
 	}
-	return runPull(ctx, topo, q.Stores(agg.Store.Name), sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
+	return r.run(ctx, q.Stores(agg.Store.Name), sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
 		rows.reset()
 		rec = kgo.Record{}
 		err := view.emitStored(k, v)
