@@ -23,6 +23,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,7 +119,12 @@ func runPull(reps int) error {
 	for _, cfg := range []pullConfig{{"prepared", 1}, {"prepared", 16}, {"simple", 1}, {"simple", 16}} {
 		var sqlRuns, pgRuns []pullRun
 		for i := 0; i < reps; i++ {
+			stopProfile, err := startProfile(fmt.Sprintf("pull.%s.%d.%d", cfg.mode, cfg.clients, i))
+			if err != nil {
+				return err
+			}
 			r, err := runPgbench(ctx, pgbench, work, script, sqlAddr, cfg, secs, fmt.Sprintf("s%d", i))
+			stopProfile()
 			if err != nil {
 				return fmt.Errorf("pgbench against sqlstreams (%s, %d clients): %w", cfg.mode, cfg.clients, err)
 			}
@@ -134,6 +140,23 @@ func runPull(reps int) error {
 		results = append(results, summarizePull(cfg, secs, reps, sqlRuns, pgRuns))
 	}
 	return reportPull(os.Stdout, results, *jsonOut)
+}
+
+// startProfile starts a CPU profile of this process (sqlstreams serving
+// pgbench) with -cpuprofile, named PREFIX.name.
+func startProfile(name string) (stop func(), err error) {
+	if *cpuprofile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(*cpuprofile + "." + name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // summarizePull keeps each system's best run (highest tps) with its

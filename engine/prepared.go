@@ -195,7 +195,7 @@ func (p *Pull) RunKey(ctx context.Context, key types.Datum, w ResultWriter) (Res
 		return Result{}, err
 	}
 	p.keys[0] = b
-	return p.run(ctx, p.pointRunner, exec.KeySelection{Keys: p.keys}, w)
+	return p.run(ctx, p.pointRunner, exec.KeySelection{Keys: p.keys, Partitions: p.src.Partitions}, w)
 }
 
 // current returns the query materializing the table, or ErrStale when the

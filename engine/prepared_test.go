@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/exec"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -176,6 +177,24 @@ func TestPreparedPullPoint(t *testing.T) {
 		}
 	}
 	check()
+
+	// A key written to another partition than the default partitioner's
+	// (as a producer with another partitioner does) is still found.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("kv"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := (exec.DefaultPartition(intKey(2000), 4) + 1) % 4
+	err = cl.ProduceSync(ctx, &kgo.Record{Key: intKey(2000), Value: []byte(`{"V":"elsewhere","N":2}`), Partition: other}).FirstErr()
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRows(t, ctx, eng, "SELECT v FROM kv WHERE id = 2000", []string{"elsewhere"})
+	var got collect
+	if _, err := p.RunKey(ctx, types.IntDatum(2000), &got); err != nil || strings.Join(got.rows, ";") != "elsewhere|2|2000" {
+		t.Errorf("a key in partition %d: %v %v", other, got.rows, err)
+	}
 
 	// Dropped and created again over other rows: the plan is stale.
 	if _, err := eng.Execute(ctx, s, "DROP TABLE kv", discard{}); err != nil {

@@ -39,9 +39,17 @@ func (q *Query) Stores(name string) []Partition {
 // KeySelection narrows a pull query to some keys: Keys, when non-nil,
 // are looked up exactly; otherwise the half-open range [Start, End) of
 // serialized keys is scanned (nil bounds are open).
+//
+// Partitions, when positive, is the number of partitions of the topic the
+// rows were written to: each key is looked up first in the partition
+// Kafka's default partitioner gives it (murmur2, as franz-go and the Java
+// client compute it), and only when it is not there in the others
+// (records written with another partitioner), so a point lookup costs one
+// store read, not one per partition.
 type KeySelection struct {
 	Keys       [][]byte
 	Start, End []byte
+	Partitions int32
 }
 
 // RunPull answers a pull query: it runs the topology's chain over the
@@ -116,23 +124,12 @@ func (r *PullRunner) run(ctx context.Context, parts []Partition, sel KeySelectio
 	}
 	r.collect.emit, r.collect.n = emit, 0
 	defer func() { r.collect.emit = nil }()
+	if sel.Keys != nil {
+		return stopErr(r.lookup(ctx, parts, sel, record))
+	}
 	for _, part := range parts {
 		if err := ctx.Err(); err != nil {
 			return err
-		}
-		if sel.Keys != nil {
-			for _, k := range sel.Keys {
-				v, err := part.Store.Get(k)
-				if err != nil {
-					return err
-				}
-				if v != nil {
-					if err := r.row(record, part.ID, k, v); err != nil {
-						return stopErr(err)
-					}
-				}
-			}
-			continue
 		}
 		it, err := part.Store.Range(sel.Start, sel.End)
 		if err != nil {
@@ -149,6 +146,88 @@ func (r *PullRunner) run(ctx context.Context, parts []Partition, sel KeySelectio
 		}
 	}
 	return nil
+}
+
+// lookup runs the chain over the entries of sel.Keys, key by key.
+func (r *PullRunner) lookup(ctx context.Context, parts []Partition, sel KeySelection, record func(p int32, k, v []byte) (*kgo.Record, error)) error {
+	for _, k := range sel.Keys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		first := -1
+		if sel.Partitions > 0 {
+			want := DefaultPartition(k, sel.Partitions)
+			for i, part := range parts {
+				if part.ID == want {
+					first = i
+					break
+				}
+			}
+		}
+		if first >= 0 {
+			v, err := parts[first].Store.Get(k)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				if err := r.row(record, parts[first].ID, k, v); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		for i, part := range parts {
+			if i == first {
+				continue
+			}
+			v, err := part.Store.Get(k)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				if err := r.row(record, part.ID, k, v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// DefaultPartition is the partition Kafka's default partitioner picks for
+// a record with key among n partitions: murmur2 of the key, made
+// positive, modulo n (Java's Utils.murmur2 and toPositive).
+func DefaultPartition(key []byte, n int32) int32 {
+	const (
+		seed uint32 = 0x9747b28c
+		m    uint32 = 0x5bd1e995
+	)
+	length := len(key)
+	h := seed ^ uint32(length)
+	for i := 0; i+4 <= length; i += 4 {
+		k := binary.LittleEndian.Uint32(key[i:])
+		k *= m
+		k ^= k >> 24
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := key[length&^3:]
+	switch len(tail) {
+	case 3:
+		h ^= uint32(tail[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(tail[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(tail[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return int32(h&0x7fffffff) % n
 }
 
 // row runs one stored entry through the chain.
@@ -216,6 +295,7 @@ func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel K
 		return err
 	}
 	view := g.procs[aggNode.ID].(*aggregateOp)
+	sel.Partitions = 0 // the aggregate's partitions are its input's
 	if !sameKeys(agg, sink) || agg.Window != nil {
 		// Stored keys are not the table's key bytes (a window store's
 		// start with the key): scan, and let the WHERE pick the rows.
