@@ -386,6 +386,44 @@ func (o *Overlay) CommitBulk() error {
 	return nil
 }
 
+// ApplyBulk applies b to the base as CommitBulk applies pending writes
+// (without the base's WAL when it is a BulkWriter; b's keys dropped from
+// the cache), for a restore that collects its writes in a Batch rather
+// than in the overlay. The overlay must hold no pending write.
+func (o *Overlay) ApplyBulk(b *Batch) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	if o.list.len > 0 {
+		return fmt.Errorf("state: overlay apply bulk: %d pending writes", o.list.len)
+	}
+	if len(b.ops) == 0 {
+		return nil
+	}
+	var err error
+	if bw, ok := o.base.(BulkWriter); ok {
+		err = bw.ApplyBatchUnlogged(b)
+	} else {
+		err = o.base.ApplyBatch(b)
+	}
+	if err != nil {
+		return fmt.Errorf("state: overlay apply bulk: %w", err)
+	}
+	for i := range b.ops {
+		op := &b.ops[i]
+		if c := o.cache[string(op.key)]; c != nil {
+			o.cacheBytes -= cacheSize(len(op.key), len(c.value))
+			delete(o.cache, string(op.key))
+		}
+		if !op.del {
+			o.complete = false
+		}
+	}
+	return nil
+}
+
 // FlushBulk makes the writes of CommitBulk durable: the base's
 // FlushMemtables when it is a BulkWriter, else its Flush (if any).
 func (o *Overlay) FlushBulk() error {
