@@ -58,7 +58,7 @@ type run struct {
 var (
 	quick           = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
 	jsonOut         = flag.Bool("json", false, "print one JSON object instead of the markdown table")
-	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling)")
+	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro and pull run only when named)")
 	records         = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
 	repeats         = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
 	memory          = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
@@ -94,8 +94,14 @@ func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	todo := scenarios
 	if *scenario != "" {
+		if *scenario == "pull" {
+			if err := runPull(reps); err != nil {
+				fatal(fmt.Errorf("pull: %w", err))
+			}
+			return
+		}
 		if !slices.Contains(scenarios, *scenario) && *scenario != "stateless-avro" {
-			fatal(fmt.Errorf("unknown scenario %q (want one of %s, or stateless-avro)", *scenario, strings.Join(scenarios, ", ")))
+			fatal(fmt.Errorf("unknown scenario %q (want one of %s, stateless-avro or pull)", *scenario, strings.Join(scenarios, ", ")))
 		}
 		todo = []string{*scenario}
 	}

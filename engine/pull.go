@@ -89,7 +89,7 @@ func keySelection(q *planner.Query, src *catalog.Source) (exec.KeySelection, err
 		return b, err == nil
 	}
 	if f.Points != nil {
-		sel := exec.KeySelection{Keys: [][]byte{}}
+		sel := exec.KeySelection{Keys: [][]byte{}, Partitions: src.Partitions}
 		for _, p := range f.Points {
 			if b, ok := encode(p); ok {
 				sel.Keys = append(sel.Keys, b)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/state"
 )
 
 // restoreBatch is how many changelog records a restore writes per batch.
@@ -32,6 +34,10 @@ type restoration struct {
 	// applied on commit, dropped on abort.
 	open  map[int64][]*kgo.Record
 	apply func(*kgo.Record) error
+	// bulk, for key-value stores, is where apply writes: a batch applied
+	// to the store without the WAL (Overlay.ApplyBulk); nil when apply
+	// writes through the store's overlay (window and session stores).
+	bulk *bulkWriter
 	// n counts the records applied; pending, those not yet committed to
 	// the store.
 	n, pending int
@@ -190,7 +196,10 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 				}
 			}
 			if rs.pending >= restoreBatch || rs.next >= rs.until {
-				if err := rs.store.ov.Commit(); err != nil {
+				// Without RocksDB's WAL: finish flushes the memtables
+				// before the checkpoint; a crash before it replays the
+				// changelog from the previous checkpoint.
+				if err := rs.commitBulk(); err != nil {
 					aerr = err
 					return
 				}
@@ -221,6 +230,12 @@ func (r *changelogReader) finish(rs *restoration) error {
 		r.q.cfg.Metrics.SetRestore(filepath.Base(ts.dir), ts.partition, int64(rs.n), int64(rs.n))
 	}
 	ts.next = rs.until
+	if err := rs.commitBulk(); err != nil {
+		return fmt.Errorf("restoring %s: %w", ts.dir, err)
+	}
+	if err := ts.ov.FlushBulk(); err != nil {
+		return fmt.Errorf("restoring %s: %w", ts.dir, err)
+	}
 	if err := ts.commit(); err != nil {
 		return fmt.Errorf("restoring %s: %w", ts.dir, err)
 	}
@@ -230,6 +245,29 @@ func (r *changelogReader) finish(rs *restoration) error {
 	r.q.log.Info("store restored", "store", ts.dir, "records", rs.n, "until", rs.until, "elapsed", time.Since(rs.began))
 	return nil
 }
+
+// commitBulk writes what the restore applied since the last call to the
+// store, without RocksDB's WAL.
+func (rs *restoration) commitBulk() error {
+	if rs.bulk == nil {
+		return rs.store.ov.CommitBulk()
+	}
+	err := rs.store.ov.ApplyBulk(&rs.bulk.b)
+	rs.bulk.b.Reset()
+	return err
+}
+
+// kvWriter is what restoring a key-value store writes to.
+type kvWriter interface {
+	Put(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// bulkWriter collects a restore's writes in a batch.
+type bulkWriter struct{ b state.Batch }
+
+func (w *bulkWriter) Put(key, value []byte) error { w.b.Put(key, value); return nil }
+func (w *bulkWriter) Delete(key []byte) error     { w.b.Delete(key); return nil }
 
 func (r *changelogReader) close() {
 	if r.cl != nil {

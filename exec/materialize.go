@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sqlstreams/sqlstreams/state"
 )
 
 var _ Processor = (*materializeOp)(nil)
@@ -34,7 +32,7 @@ func (m *materializeOp) Process(c *Change) error {
 }
 
 // putRecord stores a table record's value behind its record timestamp.
-func putRecord(st state.Store, r *kgo.Record, buf *[]byte) error {
+func putRecord(st kvWriter, r *kgo.Record, buf *[]byte) error {
 	*buf = binary.BigEndian.AppendUint64((*buf)[:0], uint64(r.Timestamp.UnixMilli()))
 	*buf = append(*buf, r.Value...)
 	return st.Put(r.Key, *buf)
@@ -43,11 +41,9 @@ func putRecord(st state.Store, r *kgo.Record, buf *[]byte) error {
 // tableRecordApplier returns the rule that restores a source table's
 // store from its topic: the same check the table's source makes, then
 // the record's value (or its deletion).
-// It writes to the store's current overlay (a wipe replaces it).
-func tableRecordApplier(dec *recordDecoder, ts *taskStore) func(*kgo.Record) error {
+func tableRecordApplier(dec *recordDecoder, st kvWriter) func(*kgo.Record) error {
 	var buf []byte
 	return func(r *kgo.Record) error {
-		st := ts.ov
 		if r.Key == nil {
 			return errNullKey
 		}

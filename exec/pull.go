@@ -40,6 +40,13 @@ func (q *Query) Stores(name string) []Partition {
 // KeySelection narrows a pull query to some keys: Keys, when non-nil,
 // are looked up exactly; otherwise the half-open range [Start, End) of
 // serialized keys is scanned (nil bounds are open).
+//
+// Partitions, when positive, is the number of partitions of the topic the
+// rows were written to: each key is looked up first in the partition
+// Kafka's default partitioner gives it (murmur2, as franz-go and the Java
+// client compute it), and only when it is not there in the others
+// (records written with another partitioner), so a point lookup costs one
+// store read, not one per partition.
 type KeySelection struct {
 	Keys       [][]byte
 	Start, End []byte
@@ -47,6 +54,7 @@ type KeySelection struct {
 	// store to the windows starting in [WindowFrom, WindowTo].
 	Windowed             bool
 	WindowFrom, WindowTo int64
+	Partitions           int32
 }
 
 // RunPull answers a pull query: it runs the topology's chain over the
@@ -55,76 +63,85 @@ type KeySelection struct {
 // records (see physical.Materialize). The row passed to emit is valid
 // only during the call.
 func RunPull(ctx context.Context, topo *physical.Topology, parts []Partition, sel KeySelection, emit func(types.Row) error) error {
-	var rec kgo.Record
-	return runPull(ctx, topo, parts, sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
-		if len(v) < tsLen {
-			return nil, fmt.Errorf("corrupt stored value for key %x", k)
-		}
-		rec = kgo.Record{Key: k, Value: v[tsLen:], Partition: p, Offset: -1,
-			Timestamp: time.UnixMilli(int64(binary.BigEndian.Uint64(v)))}
-		return &rec, nil
-	})
-}
-
-// runPull is RunPull over stores whose entries record turns into the
-// table's records (nil for an entry that is no row).
-func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, sel KeySelection, emit func(types.Row) error,
-	record func(p int32, k, v []byte) (*kgo.Record, error)) error {
-	if len(topo.SubTopologies) != 1 {
-		return errors.New("exec: pull queries over more than one sub-topology are not supported")
-	}
-	if topo.Limit == 0 {
-		return nil
-	}
-	st := topo.SubTopologies[0]
-	g, err := buildGraph(topo, st, &taskEnv{terminal: &collectOp{emit: emit, limit: topo.Limit}})
+	r, err := NewPullRunner(topo)
 	if err != nil {
 		return err
 	}
-	src := g.sources[st.Source().Topic]
-	row := func(p int32, k, v []byte) error {
-		rec, err := record(p, k, v)
-		if err != nil || rec == nil {
-			return err
-		}
-		err = src.process(rec)
-		var ce *clientError
-		switch {
-		case err == nil, errors.Is(err, types.ErrBadRecord):
-			return nil
-		case errors.As(err, &ce):
-			return ce.err
-		}
-		var ee *evalError
-		if errors.As(err, &ee) {
-			return nil // a row the WHERE cannot evaluate is not a result
-		}
-		return err
+	return r.Run(ctx, parts, sel, emit)
+}
+
+// PullRunner is a pull query's chain (see RunPull) built once, to be run
+// many times: a prepared pull query runs it per execution instead of
+// compiling its topology again. Its processors keep reusable buffers, so
+// it is used by one goroutine at a time.
+type PullRunner struct {
+	topo    *physical.Topology
+	src     *sourceOp
+	collect *collectOp
+	rec     kgo.Record
+	// record turns a stored entry into the table's record; tableRecord
+	// by default.
+	record func(p int32, k, v []byte) (*kgo.Record, error)
+}
+
+// NewPullRunner builds topo's chain. topo must have one sub-topology.
+func NewPullRunner(topo *physical.Topology) (*PullRunner, error) {
+	if len(topo.SubTopologies) != 1 {
+		return nil, errors.New("exec: pull queries over more than one sub-topology are not supported")
+	}
+	r := &PullRunner{topo: topo, collect: &collectOp{limit: topo.Limit}}
+	st := topo.SubTopologies[0]
+	g, err := buildGraph(topo, st, &taskEnv{terminal: r.collect})
+	if err != nil {
+		return nil, err
+	}
+	r.src = g.sources[st.Source().Topic]
+	if r.src == nil {
+		return nil, errors.New("exec: pull query topology has no source")
+	}
+	r.record = r.tableRecord
+	return r, nil
+}
+
+// tableRecord reads a materialized table's entry: the record's timestamp
+// (8 bytes, big-endian milliseconds), then its value.
+func (r *PullRunner) tableRecord(p int32, k, v []byte) (*kgo.Record, error) {
+	if len(v) < tsLen {
+		return nil, fmt.Errorf("corrupt stored value for key %x", k)
+	}
+	r.rec = kgo.Record{Key: k, Value: v[tsLen:], Partition: p, Offset: -1,
+		Timestamp: time.UnixMilli(int64(binary.BigEndian.Uint64(v)))}
+	return &r.rec, nil
+}
+
+// Run answers the pull query over the stores of a materialized table;
+// see RunPull.
+func (r *PullRunner) Run(ctx context.Context, parts []Partition, sel KeySelection, emit func(types.Row) error) error {
+	return r.run(ctx, parts, sel, emit, r.record)
+}
+
+// run is Run over stores whose entries record turns into the table's
+// records (nil for an entry that is no row).
+func (r *PullRunner) run(ctx context.Context, parts []Partition, sel KeySelection, emit func(types.Row) error,
+	record func(p int32, k, v []byte) (*kgo.Record, error)) error {
+	if r.topo.Limit == 0 {
+		return nil
+	}
+	r.collect.emit, r.collect.n = emit, 0
+	defer func() { r.collect.emit = nil }()
+	if sel.Keys != nil {
+		return stopErr(r.lookup(ctx, parts, sel, record))
 	}
 	for _, part := range parts {
 		if err := ctx.Err(); err != nil {
 			return err
-		}
-		if sel.Keys != nil {
-			for _, k := range sel.Keys {
-				v, err := part.Store.Get(k)
-				if err != nil {
-					return err
-				}
-				if v != nil {
-					if err := row(part.ID, k, v); err != nil {
-						return stopErr(err)
-					}
-				}
-			}
-			continue
 		}
 		it, err := part.Store.Range(sel.Start, sel.End)
 		if err != nil {
 			return err
 		}
 		for it.Next() {
-			if err := row(part.ID, it.Key(), it.Value()); err != nil {
+			if err := r.row(record, part.ID, it.Key(), it.Value()); err != nil {
 				it.Close()
 				return stopErr(err)
 			}
@@ -136,6 +153,109 @@ func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, se
 	return nil
 }
 
+// lookup runs the chain over the entries of sel.Keys, key by key.
+func (r *PullRunner) lookup(ctx context.Context, parts []Partition, sel KeySelection, record func(p int32, k, v []byte) (*kgo.Record, error)) error {
+	for _, k := range sel.Keys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		first := -1
+		if sel.Partitions > 0 {
+			want := DefaultPartition(k, sel.Partitions)
+			for i, part := range parts {
+				if part.ID == want {
+					first = i
+					break
+				}
+			}
+		}
+		if first >= 0 {
+			v, err := parts[first].Store.Get(k)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				if err := r.row(record, parts[first].ID, k, v); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		for i, part := range parts {
+			if i == first {
+				continue
+			}
+			v, err := part.Store.Get(k)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				if err := r.row(record, part.ID, k, v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// DefaultPartition is the partition Kafka's default partitioner picks for
+// a record with key among n partitions: murmur2 of the key, made
+// positive, modulo n (Java's Utils.murmur2 and toPositive).
+func DefaultPartition(key []byte, n int32) int32 {
+	const (
+		seed uint32 = 0x9747b28c
+		m    uint32 = 0x5bd1e995
+	)
+	length := len(key)
+	h := seed ^ uint32(length)
+	for i := 0; i+4 <= length; i += 4 {
+		k := binary.LittleEndian.Uint32(key[i:])
+		k *= m
+		k ^= k >> 24
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := key[length&^3:]
+	switch len(tail) {
+	case 3:
+		h ^= uint32(tail[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(tail[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(tail[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return int32(h&0x7fffffff) % n
+}
+
+// row runs one stored entry through the chain.
+func (r *PullRunner) row(record func(p int32, k, v []byte) (*kgo.Record, error), p int32, k, v []byte) error {
+	rec, err := record(p, k, v)
+	if err != nil || rec == nil {
+		return err
+	}
+	err = r.src.process(rec)
+	var ce *clientError
+	switch {
+	case err == nil, errors.Is(err, types.ErrBadRecord):
+		return nil
+	case errors.As(err, &ce):
+		return ce.err
+	}
+	var ee *evalError
+	if errors.As(err, &ee) {
+		return nil // a row the WHERE cannot evaluate is not a result
+	}
+	return err
+}
+
 // Pull answers a pull query over table, which this query materializes:
 // from the store of its materialization (a source table, or a result
 // table that is not an aggregation), or from its aggregate's store, whose
@@ -143,8 +263,29 @@ func runPull(ctx context.Context, topo *physical.Topology, parts []Partition, se
 // aggregates' results, HAVING, the projection after the aggregation). See
 // RunPull for the rest.
 func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string, sel KeySelection, emit func(types.Row) error) error {
+	r, err := NewPullRunner(topo)
+	if err != nil {
+		return err
+	}
+	return q.PullWith(ctx, r, table, sel, emit)
+}
+
+// PointLookups reports whether a selection of Keys given to Pull or
+// PullWith for table is honoured: the table's rows are stored under its
+// serialized keys (not a windowed aggregate's, whose pull queries scan).
+func (q *Query) PointLookups(table string) bool {
+	if len(q.Stores(table)) > 0 {
+		return true
+	}
+	_, _, agg, sink := resultAggregate(q.topo)
+	return agg != nil && sameKeys(agg, sink) && agg.Window == nil
+}
+
+// PullWith is Pull with the query's chain built beforehand (a prepared
+// pull query's); r is used by one goroutine at a time.
+func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel KeySelection, emit func(types.Row) error) error {
 	if parts := q.Stores(table); len(parts) > 0 {
-		return RunPull(ctx, topo, parts, sel, emit)
+		return r.Run(ctx, parts, sel, emit)
 	}
 	st, aggNode, agg, sink := resultAggregate(q.topo)
 	if agg == nil {
@@ -159,6 +300,7 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 		return err
 	}
 	view := g.procs[aggNode.ID].(*aggregateOp)
+	sel.Partitions = 0 // the aggregate's partitions are its input's
 	switch {
 	case agg.Window != nil && agg.Window.Type != types.Session && sel.Windowed:
 		// A window store is ordered by window start: scan the starts
@@ -176,7 +318,7 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 		// start with the key): scan, and let the WHERE pick the rows.
 		sel = KeySelection{}
 	}
-	return runPull(ctx, topo, q.Stores(agg.Store.Name), sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
+	return r.run(ctx, q.Stores(agg.Store.Name), sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
 		rows.reset()
 		rec = kgo.Record{}
 		err := view.emitStored(k, v)

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/physical"
-	"github.com/sqlstreams/sqlstreams/state"
 )
 
 // taskManager owns a stream thread's tasks (Kafka Streams' TaskManager):
@@ -154,14 +153,18 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 		for _, ts := range t.stores {
 			spec := tm.topo.Store(ts.name)
 			until := int64(0)
-			apply := func(r *kgo.Record) error { return restoreAggregate(ts.ov, r) }
+			// Key-value stores restore into a batch written without the
+			// WAL (changelog.go); window and session stores through
+			// their overlay.
+			bulk := &bulkWriter{}
+			apply := func(r *kgo.Record) error { return restoreAggregate(bulk, r) }
 			switch spec.Kind {
 			case physical.WindowStore:
 				var buf []byte
-				apply = func(r *kgo.Record) error { return restoreWindow(ts.ov, r, &buf) }
+				apply, bulk = func(r *kgo.Record) error { return restoreWindow(ts.ov, r, &buf) }, nil
 			case physical.SessionStore:
 				var buf []byte
-				apply = func(r *kgo.Record) error { return restoreSession(ts.ov, r, &buf) }
+				apply, bulk = func(r *kgo.Record) error { return restoreSession(ts.ov, r, &buf) }, nil
 			}
 			if spec.SourceTopicChangelog {
 				// The table's topic is the changelog: restore up to the
@@ -174,7 +177,8 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 				if err != nil {
 					return err
 				}
-				apply = tableRecordApplier(dec, ts)
+				bulk = &bulkWriter{}
+				apply = tableRecordApplier(dec, bulk)
 			} else {
 				end, err := changelogEnd(ctx, cl, spec.Changelog, t.id.Partition)
 				if err != nil {
@@ -182,7 +186,7 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 				}
 				until = end
 			}
-			rs := &restoration{task: t, store: ts, tp: topicPartition{spec.Changelog, t.id.Partition}, until: until, apply: apply}
+			rs := &restoration{task: t, store: ts, tp: topicPartition{spec.Changelog, t.id.Partition}, until: until, apply: apply, bulk: bulk}
 			done, err := tm.reader.add(rs)
 			if err != nil {
 				return fmt.Errorf("restoring store %s: %w", ts.dir, err)
@@ -356,7 +360,7 @@ func changelogEnd(ctx context.Context, cl *kgo.Client, topic string, p int32) (i
 
 // restoreAggregate applies one changelog record to a store being
 // restored: the record is the group's latest state.
-func restoreAggregate(st state.Store, r *kgo.Record) error {
+func restoreAggregate(st kvWriter, r *kgo.Record) error {
 	if r.Value == nil {
 		return st.Delete(r.Key)
 	}

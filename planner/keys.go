@@ -205,3 +205,53 @@ func PullWindowFilter(q *Query) (lo, hi int64, ok bool) {
 	}
 	return lo, hi, ok
 }
+
+// PointLookup reports whether q, a pull query, reads one row by its key:
+// its WHERE is exactly key = literal (one conjunct, a non-NULL literal of
+// the key's type, or an integer for an integer key) above a chain of single-input nodes. It returns that
+// literal and the Filter holding the comparison, so that a caller
+// preparing q for many keys can make the predicate TRUE in its own copy
+// of the plan and look the key up instead: a lookup by the serialized
+// key matches exactly the rows the comparison keeps.
+func PointLookup(q *Query) (lit *expr.Literal, filter *Filter, ok bool) {
+	for n := q.Root; n != nil; {
+		if fl, isFilter := n.(*Filter); isFilter {
+			if filter != nil {
+				return nil, nil, false // two filters: not the simple shape
+			}
+			filter = fl
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			if len(ch) > 1 {
+				return nil, nil, false
+			}
+			break
+		}
+		n = ch[0]
+	}
+	if filter == nil {
+		return nil, nil, false
+	}
+	keys := filter.Input.Schema().KeyIndexes()
+	if len(keys) != 1 {
+		return nil, nil, false
+	}
+	b, isBinary := filter.Predicate.(*expr.Binary)
+	if !isBinary || b.Op != expr.OpEQ {
+		return nil, nil, false
+	}
+	l, r := b.L, b.R
+	if _, isLit := l.(*expr.Literal); isLit {
+		l, r = r, l
+	}
+	c, isCol := l.(*expr.Column)
+	lit, isLit := r.(*expr.Literal)
+	if !isCol || c.Index != keys[0] || !isLit || lit.V.Null {
+		return nil, nil, false
+	}
+	if kt := filter.Input.Schema().Columns[keys[0]].Type; !lit.T.Equal(kt) && !(lit.T.IsIntegral() && kt.IsIntegral()) {
+		return nil, nil, false
+	}
+	return lit, filter, true
+}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	tidb "github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -180,23 +181,33 @@ func parseTiDBInsert(text string, toks []token) (*ast.InsertStmt, error) {
 	return ins, nil
 }
 
+// tidbParsers holds TiDB parsers for reuse: making one costs about as
+// much as parsing a short statement. The trees a parser returns stay
+// valid after it parses again (TiDB's sessions keep them the same way).
+var tidbParsers = sync.Pool{New: func() any {
+	p := tidb.New()
+	// ksqlDB string literals have no backslash escapes ('' is a quote).
+	p.SetSQLMode(mysql.ModeANSIQuotes | mysql.ModePipesAsConcat | mysql.ModeNoBackslashEscapes)
+	return p
+}}
+
 var tidbErrPos = regexp.MustCompile(`line (\d+) column (\d+) near "((?s).*)"`)
 
 // parseTiDB parses one rewritten statement with TiDB in ANSI_QUOTES mode
 // and turns its errors into ours, positioned in orig, the user's text.
 func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 	text := rw.text
-	p := tidb.New()
-	// ksqlDB string literals have no backslash escapes ('' is a quote).
-	p.SetSQLMode(mysql.ModeANSIQuotes | mysql.ModePipesAsConcat | mysql.ModeNoBackslashEscapes)
+	p := tidbParsers.Get().(*tidb.Parser)
 	// TiDB's literal driver panics on some inputs (a decimal literal of
-	// more than 81 digits); the statement is refused, the server lives on.
+	// more than 81 digits); the statement is refused, the server lives on
+	// (and the parser, in an unknown state, is not reused).
 	defer func() {
 		if r := recover(); r != nil {
 			st, err = nil, Errorf(CodeSyntaxError, "syntax error: the statement cannot be parsed (%v)", r)
 		}
 	}()
 	st, err = p.ParseOneStmt(text, "", "")
+	tidbParsers.Put(p)
 	if err == nil {
 		return st, nil
 	}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sync"
@@ -52,10 +53,15 @@ type Rocks struct {
 	mu     sync.RWMutex // read-held by every call; Close holds it exclusively
 	closed bool
 
-	db   *grocksdb.DB
-	opts *grocksdb.Options
-	ro   *grocksdb.ReadOptions
-	wo   *grocksdb.WriteOptions
+	db     *grocksdb.DB
+	opts   *grocksdb.Options
+	ro     *grocksdb.ReadOptions
+	wo     *grocksdb.WriteOptions
+	woBulk *grocksdb.WriteOptions // without the WAL, for ApplyBatchUnlogged
+
+	// rep is ApplyBatch's reused buffer for RocksDB's batch format.
+	repMu sync.Mutex
+	rep   []byte
 
 	res             *RocksResources
 	ownRes          bool
@@ -92,6 +98,8 @@ func OpenRocks(dir string, opts RocksOptions) (*Rocks, error) {
 	r.wo = grocksdb.NewDefaultWriteOptions()
 	r.wo.SetSync(false)
 	r.wo.DisableWAL(r.walDisabled)
+	r.woBulk = grocksdb.NewDefaultWriteOptions()
+	r.woBulk.DisableWAL(true)
 	return r, nil
 }
 
@@ -179,8 +187,19 @@ func (r *Rocks) Delete(key []byte) error {
 	return nil
 }
 
-// ApplyBatch implements Store with one RocksDB WriteBatch.
+// ApplyBatch implements Store with one RocksDB WriteBatch, built in
+// RocksDB's batch format in Go and handed over in one call.
 func (r *Rocks) ApplyBatch(b *Batch) error {
+	return r.applyBatch(b, r.wo)
+}
+
+// ApplyBatchUnlogged implements BulkWriter: ApplyBatch without the
+// write-ahead log.
+func (r *Rocks) ApplyBatchUnlogged(b *Batch) error {
+	return r.applyBatch(b, r.woBulk)
+}
+
+func (r *Rocks) applyBatch(b *Batch, wo *grocksdb.WriteOptions) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -189,18 +208,60 @@ func (r *Rocks) ApplyBatch(b *Batch) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
-	wb := grocksdb.NewWriteBatch()
+	r.repMu.Lock()
+	r.rep = appendBatchRep(r.rep[:0], b)
+	wb := grocksdb.WriteBatchFrom(r.rep) // copies rep
+	r.repMu.Unlock()
 	defer wb.Destroy()
+	if err := r.db.Write(wo, wb); err != nil {
+		return fmt.Errorf("state: rocks write batch: %w", err)
+	}
+	return nil
+}
+
+// RocksDB's write batch format (db/write_batch.cc): a 12-byte header, the
+// sequence number (fixed64, filled in by the write) and the count
+// (fixed32), then per operation a tag and varint32-prefixed key and value.
+const (
+	repHeader   = 12
+	repDeletion = 0x0
+	repValue    = 0x1
+)
+
+// appendBatchRep appends b in RocksDB's write batch format.
+func appendBatchRep(dst []byte, b *Batch) []byte {
+	dst = append(dst, make([]byte, repHeader)...)
+	binary.LittleEndian.PutUint32(dst[len(dst)-4:], uint32(len(b.ops)))
 	for i := range b.ops {
 		op := &b.ops[i]
 		if op.del {
-			wb.Delete(op.key)
-		} else {
-			wb.Put(op.key, op.value)
+			dst = append(dst, repDeletion)
+			dst = binary.AppendUvarint(dst, uint64(len(op.key)))
+			dst = append(dst, op.key...)
+			continue
 		}
+		dst = append(dst, repValue)
+		dst = binary.AppendUvarint(dst, uint64(len(op.key)))
+		dst = append(dst, op.key...)
+		dst = binary.AppendUvarint(dst, uint64(len(op.value)))
+		dst = append(dst, op.value...)
 	}
-	if err := r.db.Write(r.wo, wb); err != nil {
-		return fmt.Errorf("state: rocks write batch: %w", err)
+	return dst
+}
+
+// FlushMemtables implements BulkWriter: it writes the memtables to SST
+// files and waits, so writes made without the WAL survive a crash.
+func (r *Rocks) FlushMemtables() error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return ErrClosed
+	}
+	fo := grocksdb.NewDefaultFlushOptions()
+	defer fo.Destroy()
+	fo.SetWait(true)
+	if err := r.db.Flush(fo); err != nil {
+		return fmt.Errorf("state: rocks flush: %w", err)
 	}
 	return nil
 }
@@ -296,9 +357,10 @@ func (r *Rocks) Close() error {
 	r.res.release(r) // before the database closes; see rebalanceLocked
 	r.ro.Destroy()
 	r.wo.Destroy()
+	r.woBulk.Destroy()
 	r.db.Close()
 	r.opts.Destroy()
-	r.db, r.opts, r.ro, r.wo = nil, nil, nil, nil
+	r.db, r.opts, r.ro, r.wo, r.woBulk = nil, nil, nil, nil, nil
 	if r.ownRes {
 		r.res.Close()
 	}

@@ -94,6 +94,18 @@ type Flusher interface {
 	Flush() error
 }
 
+// BulkWriter is implemented by stores that can take writes without their
+// write-ahead log, for restoring from a changelog, where a crash only
+// means replaying it again from the last checkpoint (Rocks).
+type BulkWriter interface {
+	// ApplyBatchUnlogged is ApplyBatch without the write-ahead log: a
+	// crash loses what no FlushMemtables has covered since (a prefix
+	// of the writes survives, in order).
+	ApplyBatchUnlogged(b *Batch) error
+	// FlushMemtables makes every write applied before it durable.
+	FlushMemtables() error
+}
+
 // Batch is an ordered list of puts and deletes for Store.ApplyBatch, to be
 // applied atomically. A later operation on a key overrides an earlier one.
 // Put and Delete copy their arguments. The zero value is an empty batch;

@@ -43,6 +43,15 @@ type prepared struct {
 
 	described bool           // cols holds the description
 	cols      []types.Column // nil when the statement returns no rows
+
+	// The engine's plan of a pull query (pull.go): made at the first
+	// Bind of a named statement or the second of the unnamed one
+	// (pullTried), nil when the statement does not qualify; pullKey when
+	// $1 is the key it looks up.
+	pull      *engine.Pull
+	pullTried bool
+	pullKey   bool
+	binds     int
 }
 
 // portal is a statement bound by Bind, ready to execute.
@@ -53,6 +62,9 @@ type portal struct {
 
 	described bool           // cols holds the description of text
 	cols      []types.Column // when the statement has parameters
+
+	pull *engine.Pull // the statement's plan, when it has one (pull.go)
+	key  types.Datum  // the key to look up, when the plan takes one
 
 	cur  *cursor // the statement, suspended after a row-limited Execute
 	done bool    // ran to completion; a second Execute does not run it again
@@ -126,6 +138,18 @@ func (c *conn) bind(m *pgproto3.Bind) {
 	pt := &portal{stmt: p, text: text, codes: slices.Clone(m.ResultFormatCodes)}
 	if len(p.params.oids) == 0 {
 		pt.described, pt.cols = p.described, p.cols
+	}
+	if pl := c.pullPlan(p); pl != nil {
+		ok := true
+		if p.pullKey {
+			pt.key, ok = pullKey(p.params.oids[0], m.ParameterFormatCodes, m.Parameters[0])
+		}
+		if ok {
+			pt.pull = pl
+			if !pt.described {
+				pt.described, pt.cols = true, pl.Columns()
+			}
+		}
 	}
 	if pt.described {
 		if _, err := resolveFormats(nil, m.ResultFormatCodes, len(pt.cols)); err != nil {
@@ -270,6 +294,9 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	}
 	if pt.cur != nil {
 		c.fetch(pt, m.MaxRows)
+		return
+	}
+	if pt.pull != nil && m.MaxRows == 0 && c.runPull(pt) {
 		return
 	}
 	l := c.intercept(pt.text)

@@ -314,6 +314,12 @@ func (w *writer) writeLocked() error {
 	if w.err != nil || len(w.buf) == 0 {
 		return w.err
 	}
+	// Nothing will be left unwritten: disarm the flush timer, so that a
+	// statement answered at Sync does not cost a timer firing (a
+	// goroutine) 2ms later. When Stop is too late, onTimer disarms it.
+	if w.armed && w.timer.Stop() {
+		w.armed = false
+	}
 	_, err := w.nc.Write(w.buf)
 	if err != nil {
 		w.err = err

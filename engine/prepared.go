@@ -1,0 +1,245 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/exec"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// PullPreparer is implemented by executors that plan a pull query once
+// and run it many times (*Engine); servers use it for prepared
+// statements.
+type PullPreparer interface {
+	// PreparePull parses, binds and plans text, which must be a pull
+	// query over a materialized table; any other statement, or one that
+	// would fail, returns an error (run it with Execute to report that
+	// error as usual).
+	PreparePull(s *Session, text string) (*Pull, error)
+}
+
+var _ PullPreparer = (*Engine)(nil)
+
+// ErrNotPull is returned by PreparePull for a statement that is not a pull
+// query.
+var ErrNotPull = errors.New("engine: not a pull query")
+
+// ErrStale is returned by a Pull whose table was dropped or replaced
+// since it was prepared; prepare it again (or Execute its text).
+var ErrStale = errors.New("engine: the table of a prepared pull query has changed since it was prepared")
+
+// Pull is a pull query parsed, bound, planned and built once, to be run
+// many times with Run, or, when it reads one row by key (WHERE key =
+// literal, see PointKey), with RunKey for any key: a lookup of the key's
+// serialized bytes in the table's store, with no parsing, planning or
+// topology building per execution. It sees the table's committed state
+// at each run, as Execute does. A Pull keeps reusable buffers, so it is
+// used by one goroutine at a time.
+type Pull struct {
+	e      *Engine
+	src    *catalog.Source
+	cols   []types.Column
+	runner *exec.PullRunner
+	sel    exec.KeySelection
+
+	point       bool
+	keyLit      types.Datum
+	keyType     types.Type
+	keyIdx      int
+	pointRunner *exec.PullRunner // the chain with the key comparison made TRUE
+	enc         types.Encoder
+	row         types.Row
+	keys        [][]byte // one reused key
+
+	w      ResultWriter // during a run
+	n      int
+	emitFn func(types.Row) error // p.emit, bound once
+}
+
+// PreparePull plans text, a pull query, for many runs; see Pull.
+func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
+	st, err := sql.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	sel, ok := st.(*sql.Select)
+	if !ok {
+		return nil, ErrNotPull
+	}
+	q, err := sql.BindSelect(sel, e.cat)
+	if err != nil {
+		return nil, err
+	}
+	if q.Emit != "" {
+		return nil, ErrNotPull
+	}
+	src := planner.Sources(q.Root)[0]
+	if src.Kind == catalog.Stream {
+		return nil, ErrNotPull
+	}
+	mat, err := e.materializer(src)
+	if err != nil {
+		return nil, err
+	}
+	topo, err := physical.BuildPush(q)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := keySelection(q, src)
+	if err != nil {
+		return nil, err
+	}
+	runner, err := exec.NewPullRunner(topo)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pull{e: e, src: src, cols: q.Root.Schema().Columns, runner: runner, sel: ks}
+	p.emitFn = p.emit
+	if err := p.preparePoint(q, src, mat); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// preparePoint sets up RunKey when q reads one row by key from a store
+// kept under the table's serialized keys. It changes q's plan.
+func (p *Pull) preparePoint(q *planner.Query, src *catalog.Source, mat *exec.Query) error {
+	lit, filter, ok := planner.PointLookup(q)
+	if !ok || src.Windowed() || src.KeyFormat != types.FormatKafka || !mat.PointLookups(src.Name) {
+		return nil
+	}
+	keys := src.Schema.KeyIndexes()
+	if len(keys) != 1 {
+		return nil
+	}
+	kt := src.Schema.Columns[keys[0]].Type
+	if kt.Kind != types.Int && kt.Kind != types.Bigint && kt.Kind != types.String {
+		return nil
+	}
+	enc, err := types.NewEncoderOpts(src.KeyFormat, src.Schema, keys, src.KeyOptions)
+	if err != nil {
+		return err
+	}
+	// The lookup by key does what the comparison did.
+	filter.Predicate = &expr.Literal{V: types.BoolDatum(true), T: types.BooleanType}
+	topo, err := physical.BuildPush(q)
+	if err != nil {
+		return err
+	}
+	r, err := exec.NewPullRunner(topo)
+	if err != nil {
+		return err
+	}
+	p.point, p.keyLit, p.keyType, p.keyIdx = true, lit.V.Clone(), kt, keys[0]
+	p.pointRunner, p.enc = r, enc
+	p.row = make(types.Row, len(src.Schema.Columns))
+	p.keys = make([][]byte, 1)
+	return nil
+}
+
+// materializer returns the running query that materializes src.
+func (e *Engine) materializer(src *catalog.Source) (*exec.Query, error) {
+	e.mu.Lock()
+	mat := e.running[src.MaterializedBy]
+	e.mu.Unlock()
+	if src.MaterializedBy == "" || mat == nil {
+		return nil, sql.Errorf(sql.CodeFeatureNotSupport, "table %s is not materialized, so it cannot answer pull queries", src.Name)
+	}
+	return mat, nil
+}
+
+// Columns returns the columns the query returns.
+func (p *Pull) Columns() []types.Column { return p.cols }
+
+// PointKey reports whether the query reads one row by key, and if so the
+// key's type and the key value the statement was prepared with.
+func (p *Pull) PointKey() (key types.Datum, t types.Type, ok bool) {
+	return p.keyLit, p.keyType, p.point
+}
+
+// Run runs the query as prepared.
+func (p *Pull) Run(ctx context.Context, w ResultWriter) (Result, error) {
+	return p.run(ctx, p.runner, p.sel, w)
+}
+
+// RunKey runs a point query (PointKey) for key instead of the key it was
+// prepared with. key is a datum of the key's type (an integer for an
+// integer key; an INT key out of its range matches nothing); NULL
+// matches nothing.
+func (p *Pull) RunKey(ctx context.Context, key types.Datum, w ResultWriter) (Result, error) {
+	if !p.point {
+		return Result{}, errors.New("engine: RunKey on a pull query that does not read one key")
+	}
+	none := key.Null || p.keyType.Kind == types.Int && (key.I < math.MinInt32 || key.I > math.MaxInt32)
+	if none {
+		if _, err := p.current(); err != nil {
+			return Result{}, err
+		}
+		if err := w.Columns(p.cols); err != nil {
+			return Result{}, err
+		}
+		return Result{Tag: "SELECT 0"}, nil
+	}
+	p.row[p.keyIdx] = key
+	b, err := p.enc.Encode(p.keys[0][:0], p.row)
+	p.row[p.keyIdx] = types.Datum{}
+	if err != nil {
+		return Result{}, err
+	}
+	p.keys[0] = b
+	return p.run(ctx, p.pointRunner, exec.KeySelection{Keys: p.keys, Partitions: p.src.Partitions}, w)
+}
+
+// current returns the query materializing the table, or ErrStale when the
+// table is no longer the one prepared.
+func (p *Pull) current() (*exec.Query, error) {
+	if src, ok := p.e.cat.Source(p.src.Name); !ok || src != p.src {
+		return nil, ErrStale
+	}
+	mat, err := p.e.materializer(p.src)
+	if err != nil {
+		return nil, ErrStale
+	}
+	return mat, nil
+}
+
+func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelection, w ResultWriter) (Result, error) {
+	mat, err := p.current()
+	if err != nil {
+		return Result{}, err
+	}
+	if err := w.Columns(p.cols); err != nil {
+		return Result{}, err
+	}
+	p.w, p.n = w, 0
+	err = mat.PullWith(ctx, r, p.src.Name, sel, p.emitFn)
+	p.w = nil
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Tag: selectTag(p.n)}, nil
+}
+
+func (p *Pull) emit(row types.Row) error {
+	p.n++
+	return p.w.Row(row)
+}
+
+// selectTag is "SELECT n", without allocating for the usual 0 and 1.
+func selectTag(n int) string {
+	switch n {
+	case 0:
+		return "SELECT 0"
+	case 1:
+		return "SELECT 1"
+	}
+	return "SELECT " + strconv.Itoa(n)
+}

@@ -1,0 +1,191 @@
+package pgwire
+
+// This file runs prepared pull queries from a plan the engine made once
+// per prepared statement (engine.Pull), instead of substituting the
+// parameters into the text and executing that.
+//
+// A statement qualifies when the engine can plan it as a pull query over
+// a materialized table and pgwire does not answer it itself, and either
+// it has no parameters (the plan runs as prepared), or it has one
+// parameter, used once, that is the key in WHERE key = $1 (the plan looks
+// up the bound key). The second is verified by preparing the statement
+// with two different stand-in values for $1 and checking that each is the
+// key the plan looks up. Anything else, a cursor (Execute with a row
+// limit), or a plan whose table was dropped or replaced since, runs the
+// substituted text as before; errors are reported by that path, so they
+// are the same as without plans.
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// pullPlan returns p's engine plan, making it the first time; nil when p
+// does not qualify.
+func (c *conn) pullPlan(p *prepared) *engine.Pull {
+	if p.pullTried {
+		return p.pull
+	}
+	if p.binds++; p.name == "" && p.binds < 2 {
+		// A one-shot unnamed statement would pay for planning twice.
+		return nil
+	}
+	p.pullTried = true
+	pp, ok := c.srv.exec.(engine.PullPreparer)
+	if !ok || p.stmt == "" {
+		return nil
+	}
+	switch len(p.params.oids) {
+	case 0:
+		if c.intercept(p.stmt) != nil {
+			return nil
+		}
+		pl, err := pp.PreparePull(c.sess, p.stmt)
+		if err != nil {
+			return nil
+		}
+		p.pull = pl
+	case 1:
+		if len(p.params.slots) != 1 {
+			return nil
+		}
+		var first *engine.Pull
+		for i := 1; i <= 2; i++ {
+			lit, want, ok := probe(p.params.oids[0], i)
+			if !ok {
+				return nil
+			}
+			text := substitute(p.stmt, p.params, func(int) string { return lit })
+			if c.intercept(text) != nil {
+				return nil
+			}
+			pl, err := pp.PreparePull(c.sess, text)
+			if err != nil {
+				return nil
+			}
+			key, kt, ok := pl.PointKey()
+			if !ok || !keyFits(p.params.oids[0], kt) || !sameKey(key, want, kt) {
+				return nil
+			}
+			if first == nil {
+				first = pl
+			}
+		}
+		p.pull, p.pullKey = first, true
+	}
+	return p.pull
+}
+
+// probe returns the i-th stand-in literal for a parameter of type oid and
+// the key it must become; false for types that are not keys of point
+// plans.
+func probe(oid uint32, i int) (lit string, key types.Datum, ok bool) {
+	switch oid {
+	case oidInt2, oidInt4, oidInt8:
+		v := int64(20000 + i)
+		return strconv.FormatInt(v, 10), types.IntDatum(v), true
+	case 0, oidText, oidVarchar, oidUnknown:
+		s := "sqlstreams-probe-" + strconv.Itoa(i)
+		return "'" + s + "'", types.StringDatum(s), true
+	}
+	return "", types.Datum{}, false
+}
+
+// keyFits reports whether a parameter of type oid is a key of type t.
+func keyFits(oid uint32, t types.Type) bool {
+	switch oid {
+	case oidInt2, oidInt4, oidInt8:
+		return t.IsIntegral()
+	default:
+		return t.Kind == types.String
+	}
+}
+
+func sameKey(a, b types.Datum, t types.Type) bool {
+	if a.Null || b.Null {
+		return false
+	}
+	if t.Kind == types.String {
+		return string(a.B) == string(b.B)
+	}
+	return a.I == b.I
+}
+
+// pullKey decodes the value Bind gave for a point plan's parameter into
+// the key datum; false when it cannot (the text path then runs).
+// bindParams has validated it already.
+func pullKey(oid uint32, formats []int16, v []byte) (types.Datum, bool) {
+	if v == nil {
+		return types.NullDatum, true
+	}
+	f := formatText
+	if len(formats) > 0 {
+		f = formats[0]
+	}
+	s := string(v)
+	if f == formatBinary {
+		var err error
+		if s, err = decodeBinary(v, oid); err != nil {
+			return types.Datum{}, false
+		}
+	} else if f != formatText {
+		return types.Datum{}, false
+	}
+	switch oid {
+	case oidInt2, oidInt4, oidInt8:
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return types.Datum{}, false
+		}
+		return types.IntDatum(n), true
+	}
+	return types.Datum{B: []byte(s)}, true
+}
+
+// runPull executes a portal bound to an engine plan. It reports false,
+// having sent nothing, when the plan is stale; the caller then runs the
+// text.
+func (c *conn) runPull(pt *portal) bool {
+	if err := c.checkTxState(nil); err != nil {
+		c.extendedError(err, "", -1)
+		return true
+	}
+	rw := &c.rw
+	rw.reset(false, pt.codes, pt.cols, pt.described)
+	err := c.run(func(ctx context.Context) error {
+		var res engine.Result
+		var err error
+		if pt.stmt.pullKey {
+			res, err = pt.pull.RunKey(ctx, pt.key, rw)
+		} else {
+			res, err = pt.pull.Run(ctx, rw)
+		}
+		if rw.err != nil {
+			return rw.err
+		}
+		pt.tag = rw.tag(res)
+		return err
+	})
+	if errors.Is(err, engine.ErrStale) {
+		p := pt.stmt
+		p.pull, p.pullTried, p.pullKey = nil, false, false
+		pt.pull = nil
+		return false
+	}
+	c.srv.cfg.metrics.CountStatement("pgwire", err == nil)
+	if err != nil {
+		c.extendedError(err, pt.stmt.query, pt.stmt.off)
+		return true
+	}
+	pt.done, pt.rows = true, rw.started
+	c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(pt.tag)})
+	c.afterStatement()
+	return true
+}
