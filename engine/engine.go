@@ -32,6 +32,11 @@ type Config struct {
 	// Settings are the server's settings and where each came from, for
 	// SHOW PROPERTIES.
 	Settings []Setting
+	// ProcessingLogOmitRows leaves the skipped records' keys and values
+	// out of the processing log (ksqlDB's
+	// ksql.logging.processing.rows.include=false); by default they are
+	// in it, base64-encoded.
+	ProcessingLogOmitRows bool
 	// ServiceID names this sqlstreams cluster: it prefixes query
 	// application IDs and names the command topic (default "sqlstreams").
 	ServiceID string
@@ -129,6 +134,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 				return nil, fmt.Errorf("queries file: %q: %w", text, err)
 			}
 		}
+		e.declareProcessingLog()
 		e.log.Info("headless: catalog made from the queries file", "statements", len(cfg.Headless),
 			"streams", len(e.cat.Sources()), "queries", len(e.running))
 		return e, nil
@@ -147,6 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("replaying %s: %w", cmds.Topic(), err)
 	}
+	e.declareProcessingLog()
 	e.log.Info("catalog restored from the command topic", "commands", n,
 		"streams", len(e.cat.Sources()), "queries", len(e.running))
 	return e, nil

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -66,13 +67,16 @@ type Config struct {
 	extraNodes func(*physical.Node, Processor) (Processor, error)
 }
 
-// BadRecord describes a record a query skipped.
+// BadRecord describes a record a query skipped, or (Offset -1, no topic)
+// a failure of the query itself.
 type BadRecord struct {
 	Query     string
 	Topic     string
 	Partition int32
 	Offset    int64
 	Err       error
+	// Key and Value are copies of the record's bytes.
+	Key, Value []byte
 }
 
 func (c *Config) defaults() {
@@ -156,6 +160,8 @@ type Query struct {
 	lastErr error
 	// since is when the query entered its current state.
 	since time.Time
+	// badLogged is when a bad record was last logged.
+	badLogged time.Time
 	// stores holds each store's committed state per partition, for pull
 	// queries (guarded by mu).
 	stores map[string]map[int32]state.Store
@@ -309,6 +315,11 @@ func (q *Query) runThread(ctx context.Context, n int) {
 		}
 		q.setErr(err)
 		q.log.Error("stream thread failed; restarting", "thread", n, "err", err, "backoff", backoff)
+		if q.cfg.BadRecord != nil {
+			// A query failure goes to the processing log too, as an entry
+			// without a record (partition and offset -1).
+			q.cfg.BadRecord(BadRecord{Query: q.id, Partition: -1, Offset: -1, Err: err})
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -329,10 +340,25 @@ func (q *Query) thread(ctx context.Context, n int) error {
 }
 
 // badRecord counts and logs a record that could not be processed.
+//
+// The server log gets the first bad record and then at most a line every
+// 10 s per query with the count since; every one goes to cfg.BadRecord
+// (the processing log).
 func (q *Query) badRecord(r *kgo.Record, err error) {
-	q.bad.Add(1)
-	q.log.Warn("skipping bad record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
+	n := q.bad.Add(1)
+	q.mu.Lock()
+	now := time.Now()
+	logIt := now.Sub(q.badLogged) >= 10*time.Second
+	if logIt {
+		q.badLogged = now
+	}
+	q.mu.Unlock()
+	if logIt {
+		q.log.Warn("skipping bad record (all of them go to the processing log; this line at most every 10 s)",
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err, "bad records so far", n)
+	}
 	if q.cfg.BadRecord != nil {
-		q.cfg.BadRecord(BadRecord{Query: q.id, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
+		q.cfg.BadRecord(BadRecord{Query: q.id, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err,
+			Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)})
 	}
 }

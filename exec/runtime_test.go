@@ -159,7 +159,13 @@ func TestPanicFailsQuery(t *testing.T) {
 	}}
 	g := physical.NewGraph("app")
 	g.Add("PROBE", p, g.Add("SOURCE-BIDS", &physical.Source{Topic: "bids", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Out: bidSchema}))
-	q, err := Start("Q", g.Topology(), Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, extraNodes: buildProbe})
+	var logged atomic.Pointer[BadRecord]
+	q, err := Start("Q", g.Topology(), Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, extraNodes: buildProbe,
+		BadRecord: func(b BadRecord) {
+			if b.Offset < 0 {
+				logged.Store(&b)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +176,10 @@ func TestPanicFailsQuery(t *testing.T) {
 		if st.State == StateFailed && st.Restarts >= 1 {
 			if !strings.Contains(st.Err, "panic") || !strings.Contains(st.Err, "bidder 13") {
 				t.Fatalf("status error %q does not name the panic", st.Err)
+			}
+			// The failure is in the processing log too.
+			if b := logged.Load(); b == nil || b.Query != "Q" || !strings.Contains(b.Err.Error(), "bidder 13") {
+				t.Fatalf("processing log entry for the failure: %+v", b)
 			}
 			break
 		}

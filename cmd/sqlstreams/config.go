@@ -20,13 +20,14 @@ import (
 
 // configKeys maps ksqlDB server property names to the flags they set.
 var configKeys = map[string]string{
-	"listeners":                       "http-addr",
-	"ksql.service.id":                 "service-id",
-	"bootstrap.servers":               "bootstrap-servers",
-	"ksql.streams.bootstrap.servers":  "bootstrap-servers",
-	"ksql.streams.num.stream.threads": "num-stream-threads",
-	"ksql.schema.registry.url":        "schema-registry-url",
-	"ksql.queries.file":               "queries-file",
+	"listeners":                            "http-addr",
+	"ksql.service.id":                      "service-id",
+	"bootstrap.servers":                    "bootstrap-servers",
+	"ksql.streams.bootstrap.servers":       "bootstrap-servers",
+	"ksql.streams.num.stream.threads":      "num-stream-threads",
+	"ksql.schema.registry.url":             "schema-registry-url",
+	"ksql.queries.file":                    "queries-file",
+	"ksql.logging.processing.rows.include": "processing-log-rows",
 }
 
 // configValue is a setting read from the config file.

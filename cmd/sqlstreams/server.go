@@ -41,6 +41,7 @@ func runServer(args []string) int {
 	writeBuffers := stringFlag(fs, "rocksdb-write-buffers", "64MiB", "RocksDB write-buffer (memtable) budget shared by all state stores")
 	valueCache := stringFlag(fs, "state-value-cache", "64MiB", "cache of committed state values in front of RocksDB, shared by all state stores")
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
+	logRows := boolFlag(fs, "processing-log-rows", true, "write skipped records' keys and values (base64) to the processing log (ksqlDB's ksql.logging.processing.rows.include)")
 	restFlags := addRESTFlags(fs)
 	regFlags := addRegistryFlags(fs)
 	pgFlags := definePgFlags(fs)
@@ -115,7 +116,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
-		registry: regSettings, settings: settings,
+		registry: regSettings, settings: settings, omitLogRows: !*logRows,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -133,6 +134,7 @@ type serverConfig struct {
 	threads                                                                int
 	registry                                                               registrySettings
 	settings                                                               []engine.Setting
+	omitLogRows                                                            bool
 	kafkaFsync                                                             broker.Sync
 }
 
@@ -178,7 +180,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	eng, err := engine.Open(openCtx, engine.Config{
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
-		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings,
+		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows,
 	})
 	cancel()
 	if err != nil {

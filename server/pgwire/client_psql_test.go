@@ -34,11 +34,14 @@ func TestRealPsqlDescribe(t *testing.T) {
 	}
 	for _, want := range []string{
 		"List of relations",
-		" Schema |    Name     |  Type  |   Owner    ",
+		" Schema | Name | Type | Owner ",
 		" public | PSQL_ORDERS | stream | sqlstreams",
-		" public | PSQL_USERS  | table  | sqlstreams",
+		" public | PSQL_USERS | table | sqlstreams",
+		" public | PROCESSING_LOG | stream | sqlstreams",
 	} {
-		if !strings.Contains(out, want) {
+		// psql pads columns to the longest name: compare with the padding
+		// folded.
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("\\dt output lacks %q:\n%s", want, out)
 		}
 	}
@@ -71,15 +74,15 @@ func TestRealPsqlDescribe(t *testing.T) {
 
 	out, _ = s.psql(t, nil, "-c", `\d`, "-c", `\d+`, "-c", `\l`, "-c", `\dn`, "-c", `\d nosuch`, "-c", `\dv`)
 	for _, want := range []string{
-		" public | PSQL_USERS  | table  | sqlstreams",
+		" public | PSQL_USERS | table | sqlstreams",
 		"Kafka topic psql_orders, KAFKA keys, JSON values",
 		"List of databases",
-		" db   | sqlstreams | UTF8",
+		" db | sqlstreams | UTF8",
 		"List of schemas",
 		`Did not find any relation named "nosuch".`,
 		"Did not find any relations.",
 	} {
-		if !strings.Contains(out, want) {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("psql output lacks %q:\n%s", want, out)
 		}
 	}

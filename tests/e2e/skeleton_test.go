@@ -92,8 +92,9 @@ func TestWalkingSkeleton(t *testing.T) {
 		t.Fatalf("push query columns: %+v", got)
 	}
 
-	if got := rows(t, ctx, conn, "SHOW STREAMS"); len(got) != 2 ||
-		got[0] != "CARTVIEWS|CARTVIEWS|KAFKA|JSON|false" || got[1] != "PAGEVIEWS|pageviews|KAFKA|JSON|false" {
+	if got := rows(t, ctx, conn, "SHOW STREAMS"); len(got) != 3 ||
+		got[0] != "CARTVIEWS|CARTVIEWS|KAFKA|JSON|false" || got[1] != "PAGEVIEWS|pageviews|KAFKA|JSON|false" ||
+		got[2] != "PROCESSING_LOG|_sqlstreams_processing_log|NONE|JSON|false" {
 		t.Fatalf("SHOW STREAMS: %q", got)
 	}
 	queries := rows(t, ctx, conn, "SHOW QUERIES")
@@ -125,7 +126,7 @@ func TestWalkingSkeleton(t *testing.T) {
 			t.Fatalf("%s: got code %s position %d message %q; want code %s, a position, %q", c.sql, pe.Code, pe.Position, pe.Message, c.code, c.msg)
 		}
 	}
-	if got := rows(t, ctx, conn, "SHOW STREAMS"); len(got) != 2 {
+	if got := rows(t, ctx, conn, "SHOW STREAMS"); len(got) != 3 {
 		t.Fatalf("failed statements created something: %q", got)
 	}
 
