@@ -62,6 +62,9 @@ type Task struct {
 	lock       *dirLock
 	// restoring counts the task's stores still being restored.
 	restoring int
+	// aheadSince is since when the task has waited for a changelog whose
+	// last stable offset is behind its store's checkpoint (zero: not).
+	aheadSince time.Time
 }
 
 // TaskContext is what a processor's Init sees of its task.

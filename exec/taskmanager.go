@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -150,6 +151,10 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 			continue
 		}
 		t.state = taskRestoring
+		if tm.changelogBehind(ctx, cl, t) {
+			// Released; tried again at the next loop.
+			continue
+		}
 		for _, ts := range t.stores {
 			spec := tm.topo.Store(ts.name)
 			until := int64(0)
@@ -342,6 +347,46 @@ func (tm *taskManager) closeAll() {
 		tm.closeTask(t)
 	}
 	tm.reader.close()
+}
+
+// aheadWait bounds how long a task waits for a changelog whose last
+// stable offset is behind its store's checkpoint before it takes the
+// store as lost and restores it from the changelog's start: longer than a
+// transaction may stay open (transaction.timeout.ms, 10 s).
+const aheadWait = 30 * time.Second
+
+// changelogBehind reports whether a changelog of t's stores ends (by its
+// last stable offset) before the offset the store's checkpoint says it
+// applied, committed. That happens while another producer's transaction
+// that began earlier is still open (a thread that had the task, failing
+// to end its transaction): the checkpointed offsets are committed but not
+// yet stable. The task is then released and waits, up to aheadWait;
+// restoring now would take the store for ahead of its changelog and wipe
+// it, losing every update past the open transaction.
+func (tm *taskManager) changelogBehind(ctx context.Context, cl *kgo.Client, t *Task) bool {
+	if !t.aheadSince.IsZero() && time.Since(t.aheadSince) > aheadWait {
+		return false // waited enough: a lost changelog; restore from the start
+	}
+	for _, ts := range t.stores {
+		spec := tm.topo.Store(ts.name)
+		if spec.SourceTopicChangelog || ts.checkpoint < 0 {
+			continue
+		}
+		end, err := changelogEnd(ctx, cl, spec.Changelog, t.id.Partition)
+		if err != nil || ts.checkpoint <= end {
+			continue
+		}
+		if t.aheadSince.IsZero() {
+			t.aheadSince = time.Now()
+			tm.q.log.Info("task waits: its changelog's last stable offset is behind its store's checkpoint (a transaction is still open)",
+				"thread", tm.thread, "task", t.id.String(), "store", ts.name, "checkpoint", ts.checkpoint, "stable", end)
+		}
+		tm.release(t)
+		t.state = taskCreated
+		return true
+	}
+	t.aheadSince = time.Time{}
+	return false
 }
 
 // changelogEnd returns the last stable offset of a changelog partition:
