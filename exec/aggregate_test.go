@@ -333,3 +333,71 @@ func TestTaskStoresShareValueCache(t *testing.T) {
 	}
 	stores[0].close()
 }
+
+// TestRestoreWaitsForAnOpenTransaction: a store's checkpoint past its
+// changelog's last stable offset, because another producer's transaction
+// that began earlier is still open, is not a lost changelog: the task
+// waits for the transaction to end instead of wiping the store (which
+// would lose every update committed after the open transaction began).
+func TestRestoreWaitsForAnOpenTransaction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	topo := aggTopology(t, "app", "AUCTION")
+	_, brokers := startAggCluster(t, topo)
+	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
+	q, err := Start("CTAS_OUT_1", topo, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceAggBids(t, ctx, brokers, 0, 300)
+	waitCommitted(t, ctx, brokers, "app", "bids")
+
+	// Another producer opens a transaction on every changelog partition
+	// and leaves it open; the query commits more after it.
+	changelog := "app-AGGREGATE-changelog"
+	x, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("zombie"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := x.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 3; p++ {
+		if err := x.ProduceSync(ctx, &kgo.Record{Topic: changelog, Partition: p, Key: []byte("zombie"), Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceAggBids(t, ctx, brokers, 300, 600)
+	waitCommitted(t, ctx, brokers, "app", "bids")
+	q.Stop() // checkpoints past the open transaction
+
+	// Restart; end the open transaction a few seconds later.
+	if q, err = Start("CTAS_OUT_1", topo, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop()
+	time.Sleep(2 * time.Second)
+	if err := x.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	produceAggBids(t, ctx, brokers, 600, 900)
+	waitCommitted(t, ctx, brokers, "app", "bids")
+	want := map[int64][2]int64{}
+	for i := 0; i < 900; i++ {
+		g := int64(i % 17)
+		w := want[g]
+		want[g] = [2]int64{w[0] + 1, w[1] + int64(i%10)}
+	}
+	for {
+		got := lastValues(t, ctx, brokers)
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("result %v\nwant %v", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
