@@ -240,15 +240,10 @@ func (w *windowing) flushSessions(a *aggregateOp) error {
 			if err != nil {
 				return err
 			}
-			if len(v) < tsLen {
+			if v == nil {
 				return fmt.Errorf("%s: session %x has no state", a.name, k)
 			}
-			a.key = append(a.key[:0], k...)
-			if err := a.keyDec.Decode(k[1:len(k)-16], a.row); err != nil {
-				return fmt.Errorf("%s: stored key %x: %w", a.name, k, err)
-			}
-			a.ts = int64(binary.BigEndian.Uint64(v))
-			if err := a.emit(v[tsLen:]); err != nil {
+			if err := a.emitStored(k, v); err != nil {
 				return err
 			}
 		}

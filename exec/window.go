@@ -66,6 +66,8 @@ type windowing struct {
 	starts, ends []int64
 	gkey, mark   []byte
 	session      sessionScratch
+	// markGroup writes the mark to the changelog like a group.
+	markGroup group
 }
 
 // markKey is the window store's key for its progress mark: shorter than
@@ -279,17 +281,8 @@ func (w *windowing) flush(a *aggregateOp) error {
 			return err
 		}
 		if a.out != nil {
-			rec := a.out.record()
-			start := len(a.out.arena)
-			a.out.arena = append(a.out.arena, markKey...)
-			mid := len(a.out.arena)
-			a.out.arena = append(a.out.arena, w.mark...)
-			buf := a.out.arena
-			rec.Key, rec.Value = buf[start:mid:mid], buf[mid:len(buf):len(buf)]
-			rec.Topic, rec.Partition = a.changelog, w.store.partition
-			rec.Timestamp = time.UnixMilli(max(w.streamTime, 0))
-			w.store.last = rec
-			a.out.produce(rec)
+			w.markGroup.key, w.markGroup.state, w.markGroup.ts = markKey, w.mark, max(w.streamTime, 0)
+			a.writeChangelog(&w.markGroup)
 		}
 		w.marked = m
 	}
@@ -323,13 +316,7 @@ func (w *windowing) emitClosed(a *aggregateOp) error {
 		if len(v) < tsLen {
 			return fmt.Errorf("%s: corrupt stored state for key %x", a.name, k)
 		}
-		// k is the iterator's: keep a copy while the row is emitted.
-		a.key = append(a.key[:0], k...)
-		if err := a.keyDec.Decode(a.key[8:], a.row); err != nil {
-			return fmt.Errorf("%s: stored key %x: %w", a.name, k, err)
-		}
-		a.ts = int64(binary.BigEndian.Uint64(v))
-		if err := a.emit(v[tsLen:]); err != nil {
+		if err := a.emitStored(k, v); err != nil {
 			return err
 		}
 		w.emitted = start

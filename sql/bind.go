@@ -444,7 +444,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		// they must be named otherwise, as in ksqlDB.
 		for _, c := range proj.Schema().Columns {
 			if c.Name == types.WindowStart || c.Name == types.WindowEnd {
-				return nil, b0(ca).errAt(c.Name, CodeDuplicateObject, "reserved column name in select: %s; remove or alias the column (AS)", c.Name)
+				return nil, createAsBinder(ca).errAt(c.Name, CodeDuplicateObject, "reserved column name in select: %s; remove or alias the column (AS)", c.Name)
 			}
 		}
 	}
@@ -521,8 +521,8 @@ func windowedTable(n planner.Node) bool {
 	return false
 }
 
-// b0 is a binder over a CREATE … AS statement's text, for errors.
-func b0(ca *CreateAs) *binder { return &binder{text: ca.text, toks: ca.Select.toks} }
+// createAsBinder is a binder over a CREATE … AS statement's text, for errors.
+func createAsBinder(ca *CreateAs) *binder { return &binder{text: ca.text, toks: ca.Select.toks} }
 
 // applyProps applies WITH properties to a source or sink being created.
 func applyProps(text string, props Props, s *catalog.Source) error {

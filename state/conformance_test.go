@@ -30,6 +30,41 @@ func runConformance(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("IterateAndWrite", func(t *testing.T) { testIterateAndWrite(t, open(t)) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open(t)) })
 	t.Run("RandomModel", func(t *testing.T) { testRandomModel(t, open(t), 3000) })
+	t.Run("DeleteRange", func(t *testing.T) { testDeleteRange(t, open(t)) })
+}
+
+// testDeleteRange: a RangeDeleter deletes exactly [start, end), and
+// reads afterwards (through an overlay's cache too) do not see the keys.
+// An overlay takes it between transactions: its writes are committed
+// first.
+func testDeleteRange(t *testing.T, s Store) {
+	rd, ok := s.(RangeDeleter)
+	if !ok {
+		t.Skip("not a RangeDeleter")
+	}
+	for _, k := range []string{"a", "b", "b\x00", "c", "d"} {
+		put(t, s, k, "v"+k)
+	}
+	commit := func() {
+		if o, ok := s.(interface{ Commit() error }); ok {
+			if err := o.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	commit()
+	wantGet(t, s, "b", "vb") // cached by an overlay
+	if err := rd.DeleteRange(b("b"), b("d")); err != nil {
+		t.Fatal(err)
+	}
+	wantAbsent(t, s, "b")
+	wantAbsent(t, s, "b\x00")
+	wantAbsent(t, s, "c")
+	wantScan(t, s, nil, nil, kv{"a", "va"}, kv{"d", "vd"})
+	if err := rd.DeleteRange(b("x"), b("a")); err != nil { // empty range
+		t.Fatal(err)
+	}
+	wantScan(t, s, nil, nil, kv{"a", "va"}, kv{"d", "vd"})
 }
 
 type kv struct{ k, v string }
