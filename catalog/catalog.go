@@ -83,6 +83,9 @@ type Query struct {
 	SQL     string
 	Sink    string
 	Sources []string
+	// Props are the session properties it was created with
+	// (auto.offset.reset, threads …), for a restart such as RESET QUERY.
+	Props map[string]string
 	// Paused marks a query PAUSEd (until RESUME): it keeps its group
 	// membership and state and processes nothing.
 	Paused bool

@@ -217,6 +217,8 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 			cmd.KeySchemaID, cmd.ValueSchemaID = inf.KeySchemaID, inf.ValueSchemaID
 		}
 		return e.apply(ctx, st, cmd, true)
+	case *sql.ResetQuery:
+		return e.resetQuery(ctx, st)
 	case *sql.InsertValues:
 		return e.insertValues(ctx, st)
 	case *sql.Select:
@@ -382,7 +384,7 @@ func (e *Engine) materialize(ctx context.Context, src *catalog.Source, cmd catal
 	if err := e.cat.AddSource(src, true); err != nil {
 		return err
 	}
-	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sources: []string{src.Name}})
+	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sources: []string{src.Name}, Props: cmd.Props})
 	return e.start(id, topo, "earliest", cmd.Props)
 }
 
@@ -619,7 +621,7 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	for _, s := range planner.Sources(sink.Input) {
 		sources = append(sources, s.Name)
 	}
-	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sink: sink.Target.Name, Sources: sources})
+	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sink: sink.Target.Name, Sources: sources, Props: cmd.Props})
 	reset := "earliest"
 	if v := cmd.Props["auto.offset.reset"]; v != "" {
 		reset = v

@@ -17,6 +17,8 @@ const (
 	CodeUndefinedObject   = "42704"
 	CodeInternal          = "XX000"
 	CodeQueryCanceled     = "57014"
+	CodeNotInState        = "55000" // object_not_in_prerequisite_state
+	CodeAdminShutdown     = "57P01"
 )
 
 // Error is a statement error with its SQLSTATE and, when it concerns the

@@ -133,12 +133,14 @@ func (p *parser) statement() (Statement, error) {
 		return p.terminate()
 	case t.is("PAUSE"), t.is("RESUME"):
 		return p.pause()
+	case t.is("RESET"):
+		return p.reset()
 	case t.is("PRINT"):
 		return p.print()
 	case t.kind == tEOF:
 		return nil, p.errorf(t, "empty statement")
 	}
-	return nil, p.unexpected(t, "a statement (CREATE, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE, PAUSE, RESUME, PRINT)")
+	return nil, p.unexpected(t, "a statement (CREATE, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE, PAUSE, RESUME, RESET, PRINT)")
 }
 
 func (p *parser) kind() (catalog.Kind, error) {
@@ -608,6 +610,23 @@ func (p *parser) pause() (Statement, error) {
 		}
 		t.QueryID, t.namePos = id, it.pos
 	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (p *parser) reset() (Statement, error) {
+	p.next() // RESET
+	if err := p.expect("QUERY"); err != nil {
+		return nil, err
+	}
+	t := &ResetQuery{base: base{text: p.text, namePos: -1}}
+	id, it, err := p.ident("a query ID")
+	if err != nil {
+		return nil, err
+	}
+	t.QueryID, t.namePos = id, it.pos
 	if err := p.end(); err != nil {
 		return nil, err
 	}

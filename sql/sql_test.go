@@ -219,6 +219,8 @@ func summary(st Statement) string {
 		return fmt.Sprintf("Pause %s all=%v resume=%v\n", st.QueryID, st.All, st.Resume)
 	case *Terminate:
 		return fmt.Sprintf("Terminate %q all=%v\n", st.QueryID, st.All)
+	case *ResetQuery:
+		return "ResetQuery " + st.QueryID + "\n"
 	case *InsertSelect:
 		return "InsertSelect " + st.Target + "\n"
 	}

@@ -177,6 +177,16 @@ type Pause struct {
 	Resume  bool
 }
 
+// ResetQuery is RESET QUERY query_id: the query starts over, as Kafka's
+// application reset tool would leave it (internal topics, local state
+// and committed offsets deleted; input read again from
+// auto.offset.reset). It is not recorded in the command topic: it
+// changes no catalog entry.
+type ResetQuery struct {
+	base
+	QueryID string
+}
+
 // Print is PRINT topic [FROM BEGINNING] [INTERVAL n] [LIMIT n].
 type Print struct {
 	base

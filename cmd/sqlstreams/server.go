@@ -41,6 +41,7 @@ func runServer(args []string) int {
 	writeBuffers := stringFlag(fs, "rocksdb-write-buffers", "64MiB", "RocksDB write-buffer (memtable) budget shared by all state stores")
 	valueCache := stringFlag(fs, "state-value-cache", "64MiB", "cache of committed state values in front of RocksDB, shared by all state stores")
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
+	drainTimeout := stringFlag(fs, "drain-timeout", "30s", "after SIGTERM or SIGINT, how long the server may take to drain (end sessions, commit every query, leave its groups) before it exits anyway; a second signal exits at once")
 	logRows := boolFlag(fs, "processing-log-rows", true, "write skipped records' keys and values (base64) to the processing log (ksqlDB's ksql.logging.processing.rows.include)")
 	restFlags := addRESTFlags(fs)
 	regFlags := addRegistryFlags(fs)
@@ -107,6 +108,11 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --embedded-kafka-fsync: %v\n", err)
 		return 2
 	}
+	drain, err := time.ParseDuration(*drainTimeout)
+	if err != nil || drain <= 0 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --drain-timeout: %q is not a positive duration such as 30s\n", *drainTimeout)
+		return 2
+	}
 	if *threads < 1 {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --num-stream-threads must be at least 1, not %d\n", *threads)
 		return 2
@@ -116,7 +122,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
-		registry: regSettings, settings: settings, omitLogRows: !*logRows,
+		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -136,6 +142,7 @@ type serverConfig struct {
 	settings                                                               []engine.Setting
 	omitLogRows                                                            bool
 	kafkaFsync                                                             broker.Sync
+	drainTimeout                                                           time.Duration
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -250,7 +257,28 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down")
+		// The drain: no new connections or statements; push queries and
+		// sessions end with a message saying why; then (the deferred
+		// closes) every query commits what it processed and leaves its
+		// group, and the broker stops.
+		exitOnSecondSignal(log, cfg.drainTimeout)
+		log.Info("shutting down: draining", "bound", cfg.drainTimeout)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			restSrv.Close()
+			sctx, cancel := context.WithTimeout(context.Background(), sessionDrain)
+			defer cancel()
+			if err := hs.Shutdown(sctx); err != nil {
+				hs.Close()
+			}
+		})
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), sessionDrain)
+			defer cancel()
+			pg.Shutdown(sctx)
+		})
+		wg.Wait()
+		log.Info("sessions ended; stopping the queries")
 		return nil
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
@@ -258,6 +286,29 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		}
 		return err
 	}
+}
+
+// sessionDrain bounds how long pgwire and REST sessions have to end once
+// the server drains.
+const sessionDrain = 5 * time.Second
+
+// exitOnSecondSignal makes the process exit at once, with status 1, on a
+// second SIGTERM or SIGINT or when the drain has taken longer than bound.
+// Nothing committed is lost by that: stream threads commit in Kafka
+// transactions, so an exit mid-drain only aborts open ones, whose records
+// are processed again after the restart.
+func exitOnSecondSignal(log *slog.Logger, bound time.Duration) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sig:
+			log.Warn("second signal: exiting now, without finishing the drain", "signal", s.String())
+		case <-time.After(bound):
+			log.Error("the drain took longer than its bound: exiting now", "bound", bound)
+		}
+		os.Exit(1)
+	}()
 }
 
 // stableInstanceID returns an instance ID kept in the data directory, so

@@ -85,6 +85,7 @@ type conn struct {
 	inBatch        bool // extended-protocol messages since the last Sync
 	skipUntilSync  bool // an extended-protocol error: discard until Sync
 	rw             resultWriter
+	ended          bool // a FATAL error was sent: the session is over
 	cursors        sync.WaitGroup // goroutines of suspended statements
 }
 
@@ -196,18 +197,31 @@ func (c *conn) loop() {
 		idle = time.NewTimer(d)
 		defer idle.Stop()
 	}
+	var idleC <-chan time.Time
+	if idle != nil {
+		idleC = idle.C
+	}
+	// ctx ends when the client leaves (its last message is still to come
+	// on c.in) or when the server shuts down.
+	ended := c.ctx.Done()
 	for {
+		if c.ended {
+			return
+		}
 		var in inbound
-		if idle == nil {
-			in = <-c.in
-		} else {
-			select {
-			case in = <-c.in:
-			case <-idle.C:
-				c.log.Info("pgwire: closing idle connection", "pid", c.pid, "idle", c.srv.cfg.idleTimeout)
-				c.fatal(sql.Errorf(codeIdleTimeout, "terminating connection due to idle-session timeout"))
+		select {
+		case in = <-c.in:
+		case <-idleC:
+			c.log.Info("pgwire: closing idle connection", "pid", c.pid, "idle", c.srv.cfg.idleTimeout)
+			c.fatal(sql.Errorf(codeIdleTimeout, "terminating connection due to idle-session timeout"))
+			return
+		case <-ended:
+			if c.srv.shutdown.Load() {
+				c.fatal(errAdminShutdown)
 				return
 			}
+			ended = nil
+			continue
 		}
 		if in.err != nil {
 			var pe *protocolError
@@ -331,7 +345,7 @@ func (c *conn) run(f func(ctx context.Context) error) error {
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && c.ctx.Err() == nil:
 		return errStatementTimeout
 	case err != nil && c.ctx.Err() != nil && c.srv.ctx.Err() != nil:
-		return sql.Errorf(codeAdminShutdown, "terminating connection due to administrator command")
+		return errAdminShutdown
 	}
 	return err
 }
@@ -356,8 +370,19 @@ func (c *conn) sendError(err error, query string, stmtOff int) {
 	if c.txStatus == txBlock {
 		c.txStatus = txFailed
 	}
+	if err == errAdminShutdown {
+		// The server shuts down: the session ends here, as Postgres
+		// ends it, with no ReadyForQuery after.
+		c.fatal(err)
+		c.ended = true
+		return
+	}
 	c.w.send(errorResponse("ERROR", err, query, stmtOff))
 }
+
+// errAdminShutdown ends a session's running statement, and the session,
+// when the server shuts down.
+var errAdminShutdown = sql.Errorf(codeAdminShutdown, "terminating connection due to administrator command")
 
 // fatal sends a FATAL ErrorResponse and flushes it; the caller then closes
 // the connection.
@@ -369,6 +394,9 @@ func (c *conn) fatal(err error) {
 // readyForQuery tells the client the server awaits a new query, with the
 // transaction status (see intercept.go), and flushes.
 func (c *conn) readyForQuery() {
+	if c.ended {
+		return
+	}
 	c.w.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
 	c.w.flush()
 }

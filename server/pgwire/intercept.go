@@ -338,9 +338,12 @@ func setValue(toks []token) (string, bool, bool) {
 	return strings.Join(parts, ", "), false, len(parts) > 0
 }
 
-// resetStatement handles RESET name and RESET ALL.
+// resetStatement handles RESET name and RESET ALL. RESET QUERY id is the
+// engine's statement (Postgres has no parameter named query).
 func (c *conn) resetStatement(toks []token) *local {
 	switch {
+	case len(toks) >= 2 && toks[1].kind == tokIdent && strings.EqualFold(toks[1].val, "QUERY"):
+		return nil
 	case words(toks, "RESET", "ALL") && len(toks) == 2:
 		return command(func() (string, error) {
 			for _, p := range pgParams {

@@ -446,3 +446,53 @@ func TestStartupTimeout(t *testing.T) {
 		t.Fatalf("server did not hang up: %v", err)
 	}
 }
+
+// TestShutdownEndsSessionsWithFatal57P01: Shutdown ends a running push
+// query and an idle session each with one FATAL 57P01 and closes them,
+// refuses new connections, and returns once they are gone.
+func TestShutdownEndsSessionsWithFatal57P01(t *testing.T) {
+	fx := newFake()
+	s, addr := startServer(t, fx, false)
+	push, _ := startRaw(t, addr)
+	idle, _ := startRaw(t, addr)
+	push.send(&pgproto3.Query{String: "PUSH"})
+	for {
+		if _, ok := push.recv().(*pgproto3.DataRow); ok {
+			break // the push query runs
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Shutdown waited for its deadline: a session did not end")
+	}
+	if err := waitPushEnd(t, fx, 5*time.Second); err == nil {
+		t.Error("the push query ended without its context cancelled")
+	}
+	for name, c := range map[string]*rawClient{"push": push, "idle": idle} {
+		var last pgproto3.BackendMessage
+		for {
+			m, err := c.fe.Receive()
+			if err != nil {
+				break // the server closed the connection
+			}
+			if _, ok := m.(*pgproto3.DataRow); ok {
+				continue
+			}
+			if last != nil {
+				t.Errorf("%s session: %s after %s", name, describeMsg(m), describeMsg(last))
+			}
+			last = m
+		}
+		if last == nil || describeMsg(last) != "Error(FATAL 57P01)" {
+			t.Errorf("%s session ended with %v, want one Error(FATAL 57P01)", name, last)
+		}
+	}
+	if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		nc.Close()
+		t.Error("a new connection was accepted after Shutdown")
+	}
+}

@@ -33,6 +33,8 @@ type Server struct {
 	ctx    context.Context // cancelled by Close; parent of every connection's
 	cancel context.CancelFunc
 
+	shutdown atomic.Bool // Shutdown began: sessions end with FATAL 57P01
+
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
@@ -132,6 +134,44 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.serve()
 		}()
 	}
+}
+
+// Shutdown stops the server as Postgres' fast shutdown does: it closes the
+// listeners (no new connections), cancels running statements — a push
+// query among them — and ends every session with FATAL 57P01
+// "terminating connection due to administrator command", so clients
+// learn why. It waits for the connections to end until ctx is done, then
+// closes those left, as Close does.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	var err error
+	if !s.closed {
+		s.closed = true
+		s.shutdown.Store(true)
+		for ln := range s.listeners {
+			if e := ln.Close(); e != nil && err == nil && !errors.Is(e, net.ErrClosed) {
+				err = e
+			}
+		}
+		s.cancel()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return err
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	left := len(s.conns)
+	for c := range s.conns {
+		c.abort()
+	}
+	s.mu.Unlock()
+	s.log.Warn("pgwire: connections still open at the end of the shutdown; closed them", "connections", left)
+	<-done
+	return err
 }
 
 // Close stops the server: it closes the listeners, cancels running

@@ -307,6 +307,11 @@ func (s *Server) runStatement(ctx context.Context, sess *engine.Session, text st
 			verb, msg = "resume", "Query resumed."
 		}
 		return s.command(text, verb+"/"+id+"/execute", msg, ""), nil
+	case *sql.ResetQuery:
+		if err := run(); err != nil {
+			return nil, err
+		}
+		return s.command(text, "reset/"+st.QueryID+"/execute", "Query reset.", ""), nil
 	case *sql.Show:
 		return s.show(ctx, sess, st, text)
 	case *sql.Describe:

@@ -160,8 +160,12 @@ func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.S
 		out.Columns(nil)
 		out.stopFlusher()
 		out.finish(limited)
+	case push && s.ctx.Err() != nil && r.Context().Err() == nil:
+		// Ended by Close (the server drains): the client learns why.
+		out.fail(&apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+			msg: "the server is shutting down: the push query ended; run it again on another instance or after the restart"})
 	case err == nil, ctx.Err() != nil:
-		// LIMIT reached, or ended by the client, /close-query or Close.
+		// LIMIT reached, or ended by the client or /close-query.
 		out.finish(limited && err == nil)
 	default:
 		s.logFailure(r, text, err)

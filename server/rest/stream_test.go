@@ -371,3 +371,28 @@ func TestPushQueryLimit(t *testing.T) {
 		t.Errorf("a push query over the limit: %s %s", resp.Status, body)
 	}
 }
+
+// TestPushQueryEndsWithAMessageOnClose: when the server drains (Close), a
+// running push query's response ends with an error element saying so,
+// not as a completed query.
+func TestPushQueryEndsWithAMessageOnClose(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE STREAM QD_SRC (ID INT KEY, V STRING) WITH (KAFKA_TOPIC='qd_src', VALUE_FORMAT='JSON', PARTITIONS=1);
+		INSERT INTO QD_SRC (ID, V) VALUES (1, 'a');`, nil)
+	s := f.openStream("/query-stream", map[string]any{"sql": "SELECT * FROM QD_SRC EMIT CHANGES;", "properties": earliest})
+	defer s.close()
+	s.line(10 * time.Second) // header
+	if got := s.line(15 * time.Second); got != `[1,"a"]` {
+		t.Fatalf("row %s", got)
+	}
+	f.srv.Close()
+	var last struct {
+		Type      string `json:"@type"`
+		ErrorCode int    `json:"error_code"`
+		Message   string `json:"message"`
+	}
+	line := s.line(10 * time.Second)
+	if err := json.Unmarshal([]byte(line), &last); err != nil || last.ErrorCode != 50300 || !strings.Contains(last.Message, "shutting down") {
+		t.Fatalf("last element %q (%v), want a 50300 error saying the server is shutting down", line, err)
+	}
+}

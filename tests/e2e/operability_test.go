@@ -1,0 +1,354 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	osexec "os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/tests/testserver"
+)
+
+// TestGracefulDrain: SIGTERM ends a pgwire push query with FATAL 57P01,
+// commits the persistent query's work, leaves its consumer group (no
+// member is left waiting for a session timeout) and exits with status 0;
+// after a restart every input record is in the output exactly once.
+func TestGracefulDrain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := startServer(t)
+	conn := connect(t, ctx, s)
+	exec1(t, ctx, conn, `CREATE STREAM drain_in (id INT KEY, v INT) WITH (KAFKA_TOPIC='drain_in', VALUE_FORMAT='JSON', PARTITIONS=2)`)
+	exec1(t, ctx, conn, `CREATE STREAM drain_out AS SELECT id, v * 2 AS v2 FROM drain_in`)
+	insertRange(t, ctx, conn, "drain_in", 0, 40)
+	waitCommitted(t, ctx, s.KafkaAddr, "DRAIN_OUT", 40)
+
+	push := connect(t, ctx, s)
+	exec1(t, ctx, push, `SET 'auto.offset.reset' = 'earliest'`)
+	pushErr := make(chan error, 1)
+	go func() {
+		rs, err := push.Query(ctx, `SELECT * FROM drain_in EMIT CHANGES`)
+		if err == nil {
+			for rs.Next() {
+			}
+			rs.Close()
+			err = rs.Err()
+		}
+		pushErr <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the push query is running
+
+	if err := s.Stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ExitErr(); err != nil {
+		t.Fatalf("the server exited with %v after SIGTERM, want status 0", err)
+	}
+	if !strings.Contains(s.Log(), "sqlstreams stopped cleanly") {
+		t.Error("the log does not say the server stopped cleanly")
+	}
+	select {
+	case err := <-pushErr:
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "57P01" || pe.Severity != "FATAL" {
+			t.Errorf("the push query ended with %v, want FATAL 57P01", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the push query did not end with the server")
+	}
+
+	restart(t, s)
+	conn = connect(t, ctx, s)
+	insertRange(t, ctx, conn, "drain_in", 40, 60)
+	got := waitCommitted(t, ctx, s.KafkaAddr, "DRAIN_OUT", 60)
+	checkOnce(t, got, 60)
+}
+
+// TestDrainLeavesTheGroup: a server that drains leaves its queries'
+// consumer groups, so the group is empty at once, not after the session
+// timeout. The broker runs in another server process here, so the group
+// can be looked at after the engine has gone.
+func TestDrainLeavesTheGroup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := startServer(t) // its broker serves both
+	s := startServer(t, "--bootstrap-servers", b.KafkaAddr, "--service-id", "drainsvc")
+	conn := connect(t, ctx, s)
+	exec1(t, ctx, conn, `CREATE STREAM leave_in (id INT KEY, v INT) WITH (KAFKA_TOPIC='leave_in', VALUE_FORMAT='JSON', PARTITIONS=2)`)
+	exec1(t, ctx, conn, `CREATE STREAM leave_out AS SELECT id, v FROM leave_in`)
+	insertRange(t, ctx, conn, "leave_in", 0, 10)
+	waitCommitted(t, ctx, b.KafkaAddr, "LEAVE_OUT", 10)
+	group := "drainsvc_query_CSAS_LEAVE_OUT_1"
+	if n := groupMembers(t, ctx, b.KafkaAddr, group); n == 0 {
+		t.Fatalf("group %s has no members while the query runs", group)
+	}
+	if err := s.Stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if n := groupMembers(t, ctx, b.KafkaAddr, group); n != 0 {
+		t.Errorf("group %s still has %d members right after the drain, want 0 (it left)", group, n)
+	}
+}
+
+// TestSecondSignalExitsAtOnce: a second SIGTERM during the drain (kept
+// busy by an HTTP request whose body never comes) ends the process at
+// once with status 1; the work committed before is all there after a
+// restart, each record once.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := startServer(t)
+	conn := connect(t, ctx, s)
+	exec1(t, ctx, conn, `CREATE STREAM sig_in (id INT KEY, v INT) WITH (KAFKA_TOPIC='sig_in', VALUE_FORMAT='JSON', PARTITIONS=2)`)
+	exec1(t, ctx, conn, `CREATE STREAM sig_out AS SELECT id, v * 2 AS v2 FROM sig_in`)
+	insertRange(t, ctx, conn, "sig_in", 0, 30)
+	waitCommitted(t, ctx, s.KafkaAddr, "SIG_OUT", 30)
+
+	// A request that holds the REST server's drain: headers sent, body
+	// promised but never sent.
+	nc, err := net.Dial("tcp", s.HTTPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fmt.Fprintf(nc, "POST /ksql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"ksql\":")
+	time.Sleep(200 * time.Millisecond)
+
+	p := s.Pid()
+	if err := syscall.Kill(p, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !s.WaitLog(10*time.Second, "shutting down: draining") {
+		t.Fatal("the server did not start draining")
+	}
+	if err := s.Stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if s.ExitErr() == nil {
+		t.Error("the server exited with status 0 after a second signal, want 1 (the drain was cut short)")
+	}
+	if !strings.Contains(s.Log(), "second signal: exiting now") {
+		t.Error("the log does not say the second signal ended the drain")
+	}
+
+	restart(t, s)
+	conn = connect(t, ctx, s)
+	insertRange(t, ctx, conn, "sig_in", 30, 50)
+	got := waitCommitted(t, ctx, s.KafkaAddr, "SIG_OUT", 50)
+	checkOnce(t, got, 50)
+}
+
+// TestResetQuery: RESET QUERY deletes a GROUP BY query's committed
+// offsets, internal topics and state, and starts it again from the
+// earliest input: the table's counts are those of one pass over the input
+// (not two), the repartition topic holds one pass too, and the output
+// topic got the results again. While another member is in the query's
+// group, the reset is refused and the query goes on.
+func TestResetQuery(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := startServer(t)
+	conn := connect(t, ctx, s)
+	exec1(t, ctx, conn, `CREATE STREAM rs_in (id INT KEY, region STRING) WITH (KAFKA_TOPIC='rs_in', VALUE_FORMAT='JSON', PARTITIONS=2)`)
+	exec1(t, ctx, conn, `CREATE TABLE rs_counts AS SELECT region, COUNT(*) AS n FROM rs_in GROUP BY region`)
+	for i := range 20 {
+		exec1(t, ctx, conn, fmt.Sprintf(`INSERT INTO rs_in (id, region) VALUES (%d, 'r%d')`, i, i%4))
+	}
+	want := []string{"r0|5", "r1|5", "r2|5", "r3|5"}
+	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
+	const group = "sqlstreams_query_CTAS_RS_COUNTS_1"
+	waitCaughtUp(t, ctx, s.KafkaAddr, group, "rs_in")
+	outBefore := len(readCommittedValues(t, ctx, s.KafkaAddr, "RS_COUNTS"))
+	repartition := internalTopic(t, ctx, s.KafkaAddr, group, "-repartition")
+	if n := len(readCommittedValues(t, ctx, s.KafkaAddr, repartition)); n != 20 {
+		t.Fatalf("repartition topic %s holds %d records before the reset, want 20", repartition, n)
+	}
+
+	// Refused while another member is in the group.
+	intruder, err := kgo.NewClient(kgo.SeedBrokers(s.KafkaAddr), kgo.ConsumerGroup(group), kgo.ConsumeTopics("rs_in"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ictx, icancel := context.WithCancel(ctx)
+	idone := make(chan struct{})
+	go func() {
+		defer close(idone)
+		for ictx.Err() == nil {
+			intruder.PollFetches(ictx)
+		}
+	}()
+	if !testserver.WaitFor(30*time.Second, func() bool { return groupMembers(t, ctx, s.KafkaAddr, group) >= 2 }) {
+		t.Fatal("the intruder never joined the query's group")
+	}
+	_, err = conn.Exec(ctx, `RESET QUERY CTAS_RS_COUNTS_1`)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "55006" || !strings.Contains(pe.Message, "runs on other instances") {
+		t.Errorf("RESET QUERY with another member in the group: %v, want 55006 naming the other instances", err)
+	}
+	icancel()
+	<-idone
+	intruder.Close()
+	exec1(t, ctx, conn, `INSERT INTO rs_in (id, region) VALUES (20, 'r0')`)
+	want[0] = "r0|6"
+	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
+	waitCaughtUp(t, ctx, s.KafkaAddr, group, "rs_in")
+	outBefore = len(readCommittedValues(t, ctx, s.KafkaAddr, "RS_COUNTS"))
+
+	// The reset.
+	exec1(t, ctx, conn, `RESET QUERY CTAS_RS_COUNTS_1`)
+	waitCaughtUp(t, ctx, s.KafkaAddr, group, "rs_in")
+	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
+	if n := len(readCommittedValues(t, ctx, s.KafkaAddr, repartition)); n != 21 {
+		t.Errorf("repartition topic holds %d records after the reset, want 21 (one pass over the input)", n)
+	}
+	if n := len(readCommittedValues(t, ctx, s.KafkaAddr, "RS_COUNTS")); n <= outBefore {
+		t.Errorf("the output topic has %d records after the reset, %d before: the input was not processed again", n, outBefore)
+	}
+	if !strings.Contains(s.Log(), "query reset") {
+		t.Error("the log does not record the reset")
+	}
+
+	// A reset query survives a restart with its new state.
+	stopAndRestart(t, s)
+	conn = connect(t, ctx, s)
+	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
+
+	// The command-line form: the same reset, asked of the server.
+	out, err := osexec.Command(testserver.Binary(t), "reset", "--server", s.PGAddr, "--query", "ctas_rs_counts_1").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "CTAS_RS_COUNTS_1 reset") {
+		t.Errorf("sqlstreams reset: %v: %s", err, out)
+	}
+	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
+	out, err = osexec.Command(testserver.Binary(t), "reset", "--server", s.PGAddr, "--query", "NO_SUCH").CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "query NO_SUCH does not exist") {
+		t.Errorf("sqlstreams reset of a missing query: exit %d: %s", code, out)
+	}
+
+	for _, bad := range []struct{ stmt, code string }{
+		{`RESET QUERY NO_SUCH_QUERY`, "42704"},
+		{`RESET QUERY`, "42601"},
+	} {
+		_, err := conn.Exec(ctx, bad.stmt)
+		if !errors.As(err, &pe) || pe.Code != bad.code {
+			t.Errorf("%s: %v, want SQLSTATE %s", bad.stmt, err, bad.code)
+		}
+	}
+}
+
+// insertRange inserts rows id = v = from … to-1 into stream.
+func insertRange(t *testing.T, ctx context.Context, conn *pgx.Conn, stream string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if _, err := conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (id, v) VALUES (%d, %d)`, stream, i, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitCommitted waits until topic has at least n committed records and
+// returns their values.
+func waitCommitted(t *testing.T, ctx context.Context, addr, topic string, n int) []string {
+	t.Helper()
+	var got []string
+	ok := testserver.WaitFor(90*time.Second, func() bool {
+		got = got[:0]
+		for _, r := range readCommittedValues(t, ctx, addr, topic) {
+			got = append(got, string(r.value))
+		}
+		return len(got) >= n
+	})
+	if !ok {
+		t.Fatalf("%s has %d committed records, want %d", topic, len(got), n)
+	}
+	return got
+}
+
+// checkOnce checks that values are n distinct records.
+func checkOnce(t *testing.T, values []string, n int) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, v := range values {
+		seen[v]++
+	}
+	for v, c := range seen {
+		if c > 1 {
+			t.Errorf("%s is in the output %d times", v, c)
+		}
+	}
+	if len(values) != n || len(seen) != n {
+		t.Errorf("%d output records (%d distinct), want %d", len(values), len(seen), n)
+	}
+}
+
+// waitTable waits until a pull query's rows, sorted, are want.
+func waitTable(t *testing.T, ctx context.Context, conn *pgx.Conn, q string, want []string) {
+	t.Helper()
+	var got []string
+	if !testserver.WaitFor(60*time.Second, func() bool {
+		got = rows(t, ctx, conn, q)
+		sort.Strings(got)
+		return strings.Join(got, ",") == strings.Join(want, ",")
+	}) {
+		t.Fatalf("%s: %v, want %v", q, got, want)
+	}
+}
+
+// groupMembers returns how many members group has.
+func groupMembers(t *testing.T, ctx context.Context, addr, group string) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	d, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(d[group].Members)
+}
+
+// internalTopic returns the topic of the query's application ID ending in
+// suffix.
+func internalTopic(t *testing.T, ctx context.Context, addr, appID, suffix string) string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topics, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range topics.Names() {
+		if strings.HasPrefix(name, appID) && strings.HasSuffix(name, suffix) {
+			return name
+		}
+	}
+	t.Fatalf("no topic %s…%s among %v", appID, suffix, topics.Names())
+	return ""
+}
+
+// exitCode is the exit status in err from exec.Cmd (0 for nil).
+func exitCode(err error) int {
+	var ee *osexec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
