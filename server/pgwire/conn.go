@@ -85,7 +85,7 @@ type conn struct {
 	inBatch        bool // extended-protocol messages since the last Sync
 	skipUntilSync  bool // an extended-protocol error: discard until Sync
 	rw             resultWriter
-	ended          bool // a FATAL error was sent: the session is over
+	ended          bool           // a FATAL error was sent: the session is over
 	cursors        sync.WaitGroup // goroutines of suspended statements
 }
 
