@@ -37,6 +37,9 @@ type Config struct {
 	// ksql.logging.processing.rows.include=false); by default they are
 	// in it, base64-encoded.
 	ProcessingLogOmitRows bool
+	// ProcessingLog names and sizes the processing log's topic and
+	// stream (ksqlDB's ksql.logging.processing.topic.* and .stream.*).
+	ProcessingLog ProcessingLogConfig
 	// ServiceID names this sqlstreams cluster: it prefixes query
 	// application IDs and names the command topic (default "sqlstreams").
 	ServiceID string
@@ -83,6 +86,11 @@ type Engine struct {
 	cmds *catalog.CommandLog
 	cl   *kgo.Client // INSERT VALUES producer and admin
 	adm  *kadm.Client
+
+	// plogPartitions is the processing log topic's partition count;
+	// plogMissing says it does not exist (and was not to be created).
+	plogPartitions int32
+	plogMissing    bool
 
 	mu      sync.Mutex // serializes catalog changes
 	running map[string]*exec.Query

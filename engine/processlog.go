@@ -33,23 +33,61 @@ type processingLogEntry struct {
 }
 
 // ProcessingLogStream is the stream over the processing log topic that
-// every server declares (ksqlDB's KSQL_PROCESSING_LOG), so that users can
-// query the records their queries skipped:
+// every server declares by default (ksqlDB's KSQL_PROCESSING_LOG), so that
+// users can query the records their queries skipped:
 //
 //	SELECT query, topic, error FROM processing_log EMIT CHANGES;
 const ProcessingLogStream = "PROCESSING_LOG"
 
-// declareProcessingLog adds the PROCESSING_LOG stream to the catalog,
-// unless a stream or table of that name exists. It is not a command: every
-// server declares it at start.
+// ProcessingLogConfig is ksqlDB's ksql.logging.processing.topic.* and
+// ksql.logging.processing.stream.* settings. The zero value is the
+// default: topic ProcessingLogTopic(service ID) with one partition and the
+// broker's replication factor, created when missing; the stream
+// PROCESSING_LOG over it, declared at start.
+type ProcessingLogConfig struct {
+	// Topic is the topic's name (ksql.logging.processing.topic.name).
+	Topic string
+	// Partitions and Replication size the topic when it is created
+	// (….topic.partitions, ….topic.replication.factor; 0 for the
+	// defaults: 1 and the broker's).
+	Partitions  int32
+	Replication int16
+	// NoTopicCreate leaves a missing topic missing
+	// (….topic.auto.create=false): entries then go to the server log
+	// only.
+	NoTopicCreate bool
+	// Stream is the stream's name (ksql.logging.processing.stream.name).
+	Stream string
+	// NoStream declares no stream (….stream.auto.create=false).
+	NoStream bool
+}
+
+// processingLogTopic returns the processing log topic's name.
+func (e *Engine) processingLogTopic() string {
+	if t := e.cfg.ProcessingLog.Topic; t != "" {
+		return t
+	}
+	return ProcessingLogTopic(e.cfg.ServiceID)
+}
+
+// declareProcessingLog adds the processing log stream to the catalog,
+// unless it is turned off or a stream or table of that name exists. It is
+// not a command: every server declares it at start.
 func (e *Engine) declareProcessingLog() {
-	if _, ok := e.cat.Source(ProcessingLogStream); ok {
+	name := e.cfg.ProcessingLog.Stream
+	if name == "" {
+		name = ProcessingLogStream
+	}
+	if e.cfg.ProcessingLog.NoStream || e.plogMissing {
+		return
+	}
+	if _, ok := e.cat.Source(name); ok {
 		return
 	}
 	col := func(name string, t types.Type) types.Column { return types.Column{Name: name, Type: t} }
 	_ = e.cat.AddSource(&catalog.Source{
-		Name: ProcessingLogStream, Kind: catalog.Stream, Topic: ProcessingLogTopic(e.cfg.ServiceID),
-		KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON, Partitions: 1, IsSource: true,
+		Name: name, Kind: catalog.Stream, Topic: e.processingLogTopic(),
+		KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON, Partitions: e.plogPartitions, IsSource: true,
 		SQL: "(declared by the server: the records persistent queries skipped)",
 		Schema: types.Schema{Columns: []types.Column{
 			col("TIME", types.StringType), col("QUERY", types.StringType), col("TOPIC", types.StringType),
@@ -59,15 +97,36 @@ func (e *Engine) declareProcessingLog() {
 	}, false)
 }
 
-// openProcessingLog creates the processing log topic when it is missing.
+// openProcessingLog creates the processing log topic when it is missing
+// (unless told not to) and learns its partition count.
 func (e *Engine) openProcessingLog(ctx context.Context) error {
-	resp, err := e.adm.CreateTopic(ctx, 1, -1, nil, ProcessingLogTopic(e.cfg.ServiceID))
+	pc := e.cfg.ProcessingLog
+	topic := e.processingLogTopic()
+	details, err := e.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return err
+	}
+	if d, ok := details[topic]; ok && d.Err == nil {
+		e.plogPartitions = int32(len(d.Partitions))
+		return nil
+	}
+	if pc.NoTopicCreate {
+		e.plogMissing = true
+		e.log.Warn("the processing log topic does not exist and ksql.logging.processing.topic.auto.create is false: skipped records are reported in the server log only", "topic", topic)
+		return nil
+	}
+	parts, repl := max(pc.Partitions, 1), pc.Replication
+	if repl == 0 {
+		repl = -1
+	}
+	resp, err := e.adm.CreateTopic(ctx, parts, repl, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return err
 	}
+	e.plogPartitions = parts
 	return nil
 }
 
@@ -75,6 +134,9 @@ func (e *Engine) openProcessingLog(ctx context.Context) error {
 // log topic, without waiting (it must not slow the stream thread; a lost
 // entry is still in the server log).
 func (e *Engine) logBadRecord(b exec.BadRecord) {
+	if e.plogMissing {
+		return
+	}
 	entry := processingLogEntry{
 		Time: time.Now().UTC(), Query: b.Query, Topic: b.Topic,
 		Partition: b.Partition, Offset: b.Offset, Error: b.Err.Error(),
@@ -86,7 +148,7 @@ func (e *Engine) logBadRecord(b exec.BadRecord) {
 	if err != nil {
 		return
 	}
-	e.cl.Produce(context.Background(), &kgo.Record{Topic: ProcessingLogTopic(e.cfg.ServiceID), Key: []byte(b.Query), Value: v}, func(_ *kgo.Record, err error) {
+	e.cl.Produce(context.Background(), &kgo.Record{Topic: e.processingLogTopic(), Key: []byte(b.Query), Value: v}, func(_ *kgo.Record, err error) {
 		if err != nil {
 			e.log.Warn("writing the processing log", "err", err)
 		}

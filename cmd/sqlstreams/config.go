@@ -20,14 +20,20 @@ import (
 
 // configKeys maps ksqlDB server property names to the flags they set.
 var configKeys = map[string]string{
-	"listeners":                            "http-addr",
-	"ksql.service.id":                      "service-id",
-	"bootstrap.servers":                    "bootstrap-servers",
-	"ksql.streams.bootstrap.servers":       "bootstrap-servers",
-	"ksql.streams.num.stream.threads":      "num-stream-threads",
-	"ksql.schema.registry.url":             "schema-registry-url",
-	"ksql.queries.file":                    "queries-file",
-	"ksql.logging.processing.rows.include": "processing-log-rows",
+	"listeners":                                        "http-addr",
+	"ksql.service.id":                                  "service-id",
+	"bootstrap.servers":                                "bootstrap-servers",
+	"ksql.streams.bootstrap.servers":                   "bootstrap-servers",
+	"ksql.streams.num.stream.threads":                  "num-stream-threads",
+	"ksql.schema.registry.url":                         "schema-registry-url",
+	"ksql.queries.file":                                "queries-file",
+	"ksql.logging.processing.rows.include":             "processing-log-rows",
+	"ksql.logging.processing.topic.name":               "processing-log-topic",
+	"ksql.logging.processing.topic.partitions":         "processing-log-topic-partitions",
+	"ksql.logging.processing.topic.replication.factor": "processing-log-topic-replication",
+	"ksql.logging.processing.topic.auto.create":        "processing-log-topic-auto-create",
+	"ksql.logging.processing.stream.name":              "processing-log-stream",
+	"ksql.logging.processing.stream.auto.create":       "processing-log-stream-auto-create",
 }
 
 // configValue is a setting read from the config file.

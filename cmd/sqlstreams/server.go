@@ -43,6 +43,12 @@ func runServer(args []string) int {
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
 	drainTimeout := stringFlag(fs, "drain-timeout", "30s", "after SIGTERM or SIGINT, how long the server may take to drain (end sessions, commit every query, leave its groups) before it exits anyway; a second signal exits at once")
 	logRows := boolFlag(fs, "processing-log-rows", true, "write skipped records' keys and values (base64) to the processing log (ksqlDB's ksql.logging.processing.rows.include)")
+	plogTopic := stringFlag(fs, "processing-log-topic", "", "the processing log's topic (ksqlDB's ksql.logging.processing.topic.name; default _<service-id>_processing_log)")
+	plogParts := intFlag(fs, "processing-log-topic-partitions", 1, "partitions of the processing log's topic when the server creates it (ksql.logging.processing.topic.partitions)")
+	plogRepl := intFlag(fs, "processing-log-topic-replication", -1, "replication factor of the processing log's topic when the server creates it; -1 is the broker's default (ksql.logging.processing.topic.replication.factor)")
+	plogCreate := boolFlag(fs, "processing-log-topic-auto-create", true, "create the processing log's topic when it is missing (ksql.logging.processing.topic.auto.create)")
+	plogStream := stringFlag(fs, "processing-log-stream", engine.ProcessingLogStream, "the stream the server declares over the processing log (ksql.logging.processing.stream.name)")
+	plogDeclare := boolFlag(fs, "processing-log-stream-auto-create", true, "declare the processing log stream at start (ksql.logging.processing.stream.auto.create)")
 	restFlags := addRESTFlags(fs)
 	regFlags := addRegistryFlags(fs)
 	pgFlags := definePgFlags(fs)
@@ -113,6 +119,14 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --drain-timeout: %q is not a positive duration such as 30s\n", *drainTimeout)
 		return 2
 	}
+	if *plogParts < 1 || *plogRepl < -1 || *plogRepl == 0 || *plogRepl > 1<<15-1 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: the processing log topic needs at least 1 partition and a replication factor of -1 or at least 1, not %d and %d\n", *plogParts, *plogRepl)
+		return 2
+	}
+	plog := engine.ProcessingLogConfig{
+		Topic: *plogTopic, Partitions: int32(*plogParts), Replication: int16(*plogRepl),
+		NoTopicCreate: !*plogCreate, Stream: strings.ToUpper(*plogStream), NoStream: !*plogDeclare,
+	}
 	if *threads < 1 {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --num-stream-threads must be at least 1, not %d\n", *threads)
 		return 2
@@ -122,7 +136,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
-		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain,
+		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -143,6 +157,7 @@ type serverConfig struct {
 	omitLogRows                                                            bool
 	kafkaFsync                                                             broker.Sync
 	drainTimeout                                                           time.Duration
+	processingLog                                                          engine.ProcessingLogConfig
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -187,7 +202,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	eng, err := engine.Open(openCtx, engine.Config{
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
-		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows,
+		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog,
 	})
 	cancel()
 	if err != nil {

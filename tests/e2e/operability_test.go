@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -351,4 +353,71 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// TestProcessingLogSettings: ksqlDB's ksql.logging.processing.topic.* and
+// .stream.* keys in a --config file name and size the processing log's
+// topic and stream; a skipped record lands there.
+func TestProcessingLogSettings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(cfg, []byte(strings.Join([]string{
+		"ksql.logging.processing.topic.name=ops_plog",
+		"ksql.logging.processing.topic.partitions=2",
+		"ksql.logging.processing.topic.replication.factor=1",
+		"ksql.logging.processing.stream.name=ops_log",
+		"ksql.logging.processing.rows.include=false",
+	}, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "--config", cfg)
+	conn := connect(t, ctx, s)
+	if got := strings.Join(rows(t, ctx, conn, "SHOW STREAMS"), ";"); got != "OPS_LOG|ops_plog|NONE|JSON|false" {
+		t.Fatalf("SHOW STREAMS: %q, want the processing log stream OPS_LOG over ops_plog", got)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, "ops_plog")
+	if err != nil || len(topics["ops_plog"].Partitions) != 2 {
+		t.Fatalf("topic ops_plog: %v, %v; want 2 partitions", topics["ops_plog"], err)
+	}
+	exec1(t, ctx, conn, `CREATE STREAM pl_in (id INT KEY, v INT) WITH (KAFKA_TOPIC='pl_in', VALUE_FORMAT='JSON', PARTITIONS=1)`)
+	exec1(t, ctx, conn, `CREATE STREAM pl_out AS SELECT id, v FROM pl_in`)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "pl_in", Value: []byte("not json")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	exec1(t, ctx, conn, `SET 'auto.offset.reset' = 'earliest'`)
+	got := rows(t, ctx, conn, `SELECT query, topic, record_value FROM ops_log EMIT CHANGES LIMIT 1`)
+	if len(got) != 1 || got[0] != "CSAS_PL_OUT_1|pl_in|<nil>" {
+		t.Errorf("processing log entries %q, want one for CSAS_PL_OUT_1 without the record (rows.include=false)", got)
+	}
+
+	// stream.auto.create=false declares no stream.
+	s2 := startServer(t, "--processing-log-stream-auto-create=false", "--service-id", "other")
+	conn2 := connect(t, ctx, s2)
+	if got := rows(t, ctx, conn2, "SHOW STREAMS"); len(got) != 0 {
+		t.Errorf("SHOW STREAMS with the stream turned off: %q, want none", got)
+	}
+	// topic.auto.create=false leaves a missing topic missing, and then
+	// there is no stream over it either.
+	s3 := startServer(t, "--processing-log-topic-auto-create=false", "--service-id", "third")
+	conn3 := connect(t, ctx, s3)
+	if got := rows(t, ctx, conn3, "SHOW STREAMS"); len(got) != 0 {
+		t.Errorf("SHOW STREAMS without the processing log topic: %q, want none", got)
+	}
+	cl3, err := kgo.NewClient(kgo.SeedBrokers(s3.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl3.Close()
+	if topics, err := kadm.NewClient(cl3).ListTopics(ctx); err != nil || topics.Has("_third_processing_log") {
+		t.Errorf("topics %v (%v): the processing log topic was created although auto.create is false", topics.Names(), err)
+	}
+	if !strings.Contains(s3.Log(), "processing log topic does not exist") {
+		t.Error("the server log does not say the processing log topic is missing")
+	}
 }
