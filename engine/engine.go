@@ -37,6 +37,10 @@ type Config struct {
 	// ksql.logging.processing.rows.include=false); by default they are
 	// in it, base64-encoded.
 	ProcessingLogOmitRows bool
+	// FetchMaxBytes bounds each stream thread's fetches (see
+	// exec.Config.FetchMaxBytes; MemoryBudget sets it); 0 is the client's
+	// default.
+	FetchMaxBytes int32
 	// ProcessingLog names and sizes the processing log's topic and
 	// stream (ksqlDB's ksql.logging.processing.topic.* and .stream.*).
 	ProcessingLog ProcessingLogConfig
@@ -490,6 +494,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		Logger:            e.log,
 		StateDir:          e.cfg.StateDir,
 		RocksResources:    e.cfg.RocksResources,
+		FetchMaxBytes:     e.cfg.FetchMaxBytes,
 		BadRecord:         e.logBadRecord,
 	})
 	if err != nil {

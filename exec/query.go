@@ -53,6 +53,10 @@ type Config struct {
 	// record delayed by more than this plus the grace period is dropped
 	// as late.
 	WindowIdleAdvance time.Duration
+	// FetchMaxBytes bounds what each stream thread's client fetches in one
+	// request (and so what it buffers); 0 is franz-go's default (50 MiB).
+	// A server with a memory limit sets it from its budget.
+	FetchMaxBytes int32
 	// Paused starts the query paused (see Query.SetPaused).
 	Paused bool
 	// BadRecord, when set, also receives each bad record (after it is

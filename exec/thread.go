@@ -83,6 +83,10 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 			}
 		}
 	}
+	opts := q.cfg.clientOpts
+	if n := q.cfg.FetchMaxBytes; n > 0 {
+		opts = append([]kgo.Opt{kgo.FetchMaxBytes(n)}, opts...)
+	}
 	sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{
 		kgo.SeedBrokers(q.cfg.Brokers...),
 		kgo.ConsumerGroup(q.topo.AppID),
@@ -100,7 +104,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		kgo.OnPartitionsAssigned(note(&t.assigned, true)),
 		kgo.OnPartitionsRevoked(note(&t.revoked, false)),
 		kgo.OnPartitionsLost(note(&t.revoked, false)),
-	}, q.cfg.clientOpts...)...)
+	}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

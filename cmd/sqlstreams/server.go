@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +41,7 @@ func runServer(args []string) int {
 	blockCache := stringFlag(fs, "rocksdb-block-cache", "64MiB", "RocksDB block cache shared by all state stores of this server")
 	writeBuffers := stringFlag(fs, "rocksdb-write-buffers", "64MiB", "RocksDB write-buffer (memtable) budget shared by all state stores")
 	valueCache := stringFlag(fs, "state-value-cache", "64MiB", "cache of committed state values in front of RocksDB, shared by all state stores")
+	memoryLimit := stringFlag(fs, "memory-limit", "", "one memory budget for the server, e.g. 2GiB: sets the Go runtime's soft limit and sizes the RocksDB block cache, memtables and the state value cache inside it (those flags, when given, still win); empty: no limit, the caches at their own defaults")
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
 	drainTimeout := stringFlag(fs, "drain-timeout", "30s", "after SIGTERM or SIGINT, how long the server may take to drain (end sessions, commit every query, leave its groups) before it exits anyway; a second signal exits at once")
 	logRows := boolFlag(fs, "processing-log-rows", true, "write skipped records' keys and values (base64) to the processing log (ksqlDB's ksql.logging.processing.rows.include)")
@@ -109,6 +111,39 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
 	}
+	var fetchMax int32
+	if *memoryLimit != "" {
+		limit, err := parseBytes(*memoryLimit)
+		var budget engine.MemoryBudget
+		if err == nil {
+			budget, err = engine.NewMemoryBudget(limit)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sqlstreams: --memory-limit: %v\n", err)
+			return 2
+		}
+		// The caches the user did not size take their share of the limit.
+		for _, c := range []struct {
+			name string
+			size *int64
+			v    int64
+		}{
+			{"rocksdb-block-cache", &cacheBytes, budget.BlockCache},
+			{"rocksdb-write-buffers", &bufferBytes, budget.WriteBuffers},
+			{"state-value-cache", &valueBytes, budget.ValueCache},
+		} {
+			for i := range settings {
+				if settings[i].Name == c.name && settings[i].Source == "default" {
+					*c.size = c.v
+					settings[i].Value, settings[i].Source = fmt.Sprintf("%dMiB", c.v>>20), "--memory-limit"
+				}
+			}
+		}
+		debug.SetMemoryLimit(budget.GoSoftLimit)
+		fetchMax = budget.FetchMaxBytes
+		log.Info("memory limit", "limit", *memoryLimit, "go_soft_limit_mib", budget.GoSoftLimit>>20, "block_cache_mib", cacheBytes>>20,
+			"memtables_mib", bufferBytes>>20, "value_cache_mib", valueBytes>>20, "fetch_max_kib", fetchMax>>10)
+	}
 	fsyncMode, err := broker.ParseSync(*kafkaFsync)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --embedded-kafka-fsync: %v\n", err)
@@ -136,7 +171,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
-		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog,
+		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -158,6 +193,7 @@ type serverConfig struct {
 	kafkaFsync                                                             broker.Sync
 	drainTimeout                                                           time.Duration
 	processingLog                                                          engine.ProcessingLogConfig
+	fetchMaxBytes                                                          int32
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -202,7 +238,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	eng, err := engine.Open(openCtx, engine.Config{
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
-		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog,
+		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes,
 	})
 	cancel()
 	if err != nil {

@@ -421,3 +421,34 @@ func TestProcessingLogSettings(t *testing.T) {
 		t.Error("the server log does not say the processing log topic is missing")
 	}
 }
+
+// TestMemoryLimit: --memory-limit sizes the caches not given their own
+// flag, and SHOW PROPERTIES says so; a limit below the minimum is refused.
+func TestMemoryLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := startServer(t, "--memory-limit", "1GiB", "--rocksdb-block-cache", "100MiB")
+	conn := connect(t, ctx, s)
+	props := map[string]string{}
+	for _, r := range rows(t, ctx, conn, "SHOW PROPERTIES") {
+		parts := strings.Split(r, "|")
+		props[parts[0]] = strings.Join(parts[1:], "|")
+	}
+	for name, want := range map[string]string{
+		"server.memory-limit":          "1GiB|flag --memory-limit",
+		"server.rocksdb-block-cache":   "100MiB|flag --rocksdb-block-cache",
+		"server.rocksdb-write-buffers": "128MiB|--memory-limit",
+		"server.state-value-cache":     "128MiB|--memory-limit",
+	} {
+		if got := props[name]; got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	if !s.WaitLog(time.Second, "memory limit", "go_soft_limit_mib=576", "fetch_max_kib=4096") {
+		t.Error("the log does not give the memory budget")
+	}
+	out, err := osexec.Command(testserver.Binary(t), "server", "--memory-limit", "10MiB", "--data-dir", t.TempDir()).CombinedOutput()
+	if exitCode(err) != 2 || !strings.Contains(string(out), "below the minimum of 256 MiB") {
+		t.Errorf("--memory-limit 10MiB: exit %d: %s", exitCode(err), out)
+	}
+}
