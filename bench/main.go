@@ -58,7 +58,7 @@ type run struct {
 var (
 	quick           = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
 	jsonOut         = flag.Bool("json", false, "print one JSON object instead of the markdown table")
-	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro and pull run only when named)")
+	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro, pull and memory run only when named)")
 	records         = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
 	repeats         = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
 	memory          = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
@@ -94,6 +94,18 @@ func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	todo := scenarios
 	if *scenario != "" {
+		if *scenario == "memory" {
+			if *records == 0 {
+				n = 1_000_000 // the figure: 1M groups per query
+				if *quick {
+					n = 100_000
+				}
+			}
+			if err := runMemory(n); err != nil {
+				fatal(fmt.Errorf("memory: %w", err))
+			}
+			return
+		}
 		if *scenario == "pull" {
 			if err := runPull(reps); err != nil {
 				fatal(fmt.Errorf("pull: %w", err))
@@ -536,13 +548,17 @@ func resetPeakRSS() bool {
 	return err == nil
 }
 
-func peakRSSMB() float64 {
+func peakRSSMB() float64 { return procStatusMB("VmHWM:") }
+
+// procStatusMB returns a kB field of /proc/self/status (VmHWM:, VmRSS:)
+// in MiB, or 0.
+func procStatusMB(field string) float64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			f := strings.Fields(rest)
 			if len(f) > 0 {
 				kb, _ := strconv.ParseFloat(f[0], 64)

@@ -41,6 +41,10 @@ type Config struct {
 	// exec.Config.FetchMaxBytes; MemoryBudget sets it); 0 is the client's
 	// default.
 	FetchMaxBytes int32
+	// MaxTxnRecords bounds the records in one transaction of a stream
+	// thread (see exec.Config.MaxTxnRecords; MemoryBudget sets it); 0 is
+	// no bound but the commit interval.
+	MaxTxnRecords int
 	// ProcessingLog names and sizes the processing log's topic and
 	// stream (ksqlDB's ksql.logging.processing.topic.* and .stream.*).
 	ProcessingLog ProcessingLogConfig
@@ -495,6 +499,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		StateDir:          e.cfg.StateDir,
 		RocksResources:    e.cfg.RocksResources,
 		FetchMaxBytes:     e.cfg.FetchMaxBytes,
+		MaxTxnRecords:     e.cfg.MaxTxnRecords,
 		BadRecord:         e.logBadRecord,
 	})
 	if err != nil {

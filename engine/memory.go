@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // MinMemoryLimit is the smallest memory limit a server accepts.
 const MinMemoryLimit = 256 << 20
@@ -24,13 +28,17 @@ type MemoryBudget struct {
 	GoSoftLimit  int64 // for debug.SetMemoryLimit
 	// FetchMaxBytes bounds one fetch of each stream thread's client.
 	FetchMaxBytes int32
+	// MaxTxnRecords bounds the records of one transaction of a stream
+	// thread, and so the buffers it holds (about 1 KiB a record: its
+	// output and changelog records and changed groups).
+	MaxTxnRecords int
 }
 
 // NewMemoryBudget shares limit out: a quarter for the block cache, an
 // eighth each for memtables and the value cache, a sixteenth for RocksDB's
 // other native memory, and the Go heap's soft limit at the rest (9/16 of
 // the limit, the value cache included). Each stream thread fetches at most
-// limit/256 bytes at a time (between 1 MiB and 50 MiB).
+// limit/1024 bytes at a time (between 1 MiB and 50 MiB; a fetch of small records decodes into many more bytes of records).
 func NewMemoryBudget(limit int64) (MemoryBudget, error) {
 	if limit < MinMemoryLimit {
 		return MemoryBudget{}, fmt.Errorf("a memory limit of %d bytes is below the minimum of %d MiB", limit, MinMemoryLimit>>20)
@@ -43,6 +51,29 @@ func NewMemoryBudget(limit int64) (MemoryBudget, error) {
 		ValueCache:   limit / 8,
 	}
 	b.GoSoftLimit = limit - b.BlockCache - b.WriteBuffers - b.NativeSlack
-	b.FetchMaxBytes = int32(min(max(limit/256, 1<<20), 50<<20))
+	b.FetchMaxBytes = int32(min(max(limit/1024, 1<<20), 50<<20))
+	b.MaxTxnRecords = int(limit >> 16)
 	return b, nil
+}
+
+// ParseBytes reads a size such as 64MiB, 512KiB, 1GiB or a plain number of
+// bytes.
+func ParseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}}
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(strings.ToUpper(t), strings.ToUpper(u.suffix)) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad size %q (want e.g. 64MiB)", s)
+	}
+	return n * mult, nil
 }

@@ -16,6 +16,9 @@ func TestNewMemoryBudget(t *testing.T) {
 		if b.ValueCache >= b.GoSoftLimit/2 {
 			t.Errorf("limit %d: value cache %d leaves too little of the Go heap's %d", limit, b.ValueCache, b.GoSoftLimit)
 		}
+		if b.MaxTxnRecords < 4096 {
+			t.Errorf("limit %d: transactions of at most %d records", limit, b.MaxTxnRecords)
+		}
 		if b.FetchMaxBytes < 1<<20 || b.FetchMaxBytes > 50<<20 {
 			t.Errorf("limit %d: fetch max %d outside [1 MiB, 50 MiB]", limit, b.FetchMaxBytes)
 		}

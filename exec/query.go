@@ -57,6 +57,13 @@ type Config struct {
 	// request (and so what it buffers); 0 is franz-go's default (50 MiB).
 	// A server with a memory limit sets it from its budget.
 	FetchMaxBytes int32
+	// MaxTxnRecords, when positive, bounds the records each stream thread
+	// polls into one transaction: it commits when that many were polled,
+	// before the commit interval is up. The buffers a transaction holds
+	// (its output and changelog records, changed groups) grow with its
+	// records, so a server with a memory limit sets it; 0 bounds a
+	// transaction by the commit interval only.
+	MaxTxnRecords int
 	// Paused starts the query paused (see Query.SetPaused).
 	Paused bool
 	// BadRecord, when set, also receives each bad record (after it is

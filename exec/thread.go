@@ -41,6 +41,7 @@ type streamThread struct {
 
 	inTxn    bool
 	txnStart time.Time
+	txnRecs  int // records polled into the open transaction
 	// The session counts records as consumed when PollFetches returns
 	// them, and End commits their offsets: a transaction may commit only
 	// once every polled record has been processed. unprocessed is set
@@ -205,7 +206,12 @@ func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool) {
 		wait = 5 * time.Millisecond
 	}
 	pctx, cancel := context.WithTimeout(ctx, wait)
-	fetches := t.sess.PollFetches(pctx)
+	var fetches kgo.Fetches
+	if limit := t.q.cfg.MaxTxnRecords; limit > 0 {
+		fetches = t.sess.PollRecords(pctx, max(limit-t.txnRecs, 1))
+	} else {
+		fetches = t.sess.PollFetches(pctx)
+	}
 	cancel()
 	stopping, polled := ctx.Err() != nil, fetches.NumRecords() > 0
 	if stopping && !polled {
@@ -292,6 +298,7 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 		return t.end(ctx, kgo.TryAbort)
 	}
 	t.q.in.Add(int64(polled))
+	t.txnRecs += polled
 	for i, task := range ready {
 		ready[i] = nil
 		if _, err := task.process(t.q.badRecord); err != nil {
@@ -331,7 +338,8 @@ func (t *streamThread) punctuate() error {
 // maybeCommit commits the open transaction once it is a commit interval
 // old.
 func (t *streamThread) maybeCommit(ctx context.Context) error {
-	if !t.inTxn || time.Since(t.txnStart) < t.q.cfg.CommitInterval {
+	full := t.q.cfg.MaxTxnRecords > 0 && t.txnRecs >= t.q.cfg.MaxTxnRecords
+	if !t.inTxn || !full && time.Since(t.txnStart) < t.q.cfg.CommitInterval {
 		return nil
 	}
 	if err := t.end(ctx, kgo.TryCommit); err != nil {
@@ -373,7 +381,7 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 	if q.cfg.Metrics != nil && committed && err == nil {
 		q.cfg.Metrics.ObserveCommit(time.Since(began))
 	}
-	t.inTxn = false
+	t.inTxn, t.txnRecs = false, 0
 	// (Offsets of the changelog records are known here; the outbox is
 	// reset after.)
 	for _, task := range t.tm.tasks {

@@ -104,16 +104,17 @@ func runServer(args []string) int {
 		}
 		headless = append([]string{}, sql.Split(string(b))...)
 	}
-	cacheBytes, err1 := parseBytes(*blockCache)
-	bufferBytes, err2 := parseBytes(*writeBuffers)
-	valueBytes, err3 := parseBytes(*valueCache)
+	cacheBytes, err1 := engine.ParseBytes(*blockCache)
+	bufferBytes, err2 := engine.ParseBytes(*writeBuffers)
+	valueBytes, err3 := engine.ParseBytes(*valueCache)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
 	}
 	var fetchMax int32
+	var maxTxn int
 	if *memoryLimit != "" {
-		limit, err := parseBytes(*memoryLimit)
+		limit, err := engine.ParseBytes(*memoryLimit)
 		var budget engine.MemoryBudget
 		if err == nil {
 			budget, err = engine.NewMemoryBudget(limit)
@@ -140,9 +141,9 @@ func runServer(args []string) int {
 			}
 		}
 		debug.SetMemoryLimit(budget.GoSoftLimit)
-		fetchMax = budget.FetchMaxBytes
+		fetchMax, maxTxn = budget.FetchMaxBytes, budget.MaxTxnRecords
 		log.Info("memory limit", "limit", *memoryLimit, "go_soft_limit_mib", budget.GoSoftLimit>>20, "block_cache_mib", cacheBytes>>20,
-			"memtables_mib", bufferBytes>>20, "value_cache_mib", valueBytes>>20, "fetch_max_kib", fetchMax>>10)
+			"memtables_mib", bufferBytes>>20, "value_cache_mib", valueBytes>>20, "fetch_max_kib", fetchMax>>10, "max_txn_records", maxTxn)
 	}
 	fsyncMode, err := broker.ParseSync(*kafkaFsync)
 	if err != nil {
@@ -171,7 +172,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
-		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax,
+		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -194,6 +195,7 @@ type serverConfig struct {
 	drainTimeout                                                           time.Duration
 	processingLog                                                          engine.ProcessingLogConfig
 	fetchMaxBytes                                                          int32
+	maxTxnRecords                                                          int
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -238,7 +240,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	eng, err := engine.Open(openCtx, engine.Config{
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
-		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes,
+		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
 	})
 	cancel()
 	if err != nil {

@@ -444,7 +444,7 @@ func TestMemoryLimit(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, got, want)
 		}
 	}
-	if !s.WaitLog(time.Second, "memory limit", "go_soft_limit_mib=576", "fetch_max_kib=4096") {
+	if !s.WaitLog(time.Second, "memory limit", "go_soft_limit_mib=576", "fetch_max_kib=1024") {
 		t.Error("the log does not give the memory budget")
 	}
 	out, err := osexec.Command(testserver.Binary(t), "server", "--memory-limit", "10MiB", "--data-dir", t.TempDir()).CombinedOutput()
