@@ -164,4 +164,3 @@ func preloadKeys(ctx context.Context, brokers []string, topic string, n int) err
 		return nil
 	}
 }
-

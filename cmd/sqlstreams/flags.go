@@ -20,4 +20,3 @@ func stringFlag(fs *flag.FlagSet, name, def, usage string) *string {
 	}
 	return fs.String(name, def, usage+" (env "+envName(name)+")")
 }
-
