@@ -58,7 +58,7 @@ type run struct {
 var (
 	quick           = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
 	jsonOut         = flag.Bool("json", false, "print one JSON object instead of the markdown table")
-	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro, pull and memory run only when named)")
+	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro, pull, memory and latency run only when named)")
 	records         = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
 	repeats         = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
 	memory          = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
@@ -103,6 +103,15 @@ func main() {
 			}
 			if err := runMemory(n); err != nil {
 				fatal(fmt.Errorf("memory: %w", err))
+			}
+			return
+		}
+		if *scenario == "latency" {
+			if *repeats == 0 {
+				reps = 3
+			}
+			if err := runLatency(reps); err != nil {
+				fatal(fmt.Errorf("latency: %w", err))
 			}
 			return
 		}

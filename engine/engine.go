@@ -55,6 +55,10 @@ type Config struct {
 	// name). It is part of stream threads' transactional IDs, so it must
 	// be stable across restarts.
 	InstanceID string
+	// AtLeastOnce runs persistent queries at-least-once unless they ask
+	// for exactly-once (processing.guarantee); the default is
+	// exactly-once.
+	AtLeastOnce bool
 	// CommitInterval is how often persistent queries commit (default 100 ms).
 	CommitInterval time.Duration
 	// Threads is the number of stream threads of each persistent query
@@ -485,6 +489,14 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	if err != nil {
 		return err
 	}
+	alos, err := e.queryAtLeastOnce(props)
+	if err != nil {
+		return err
+	}
+	interval, err := e.queryCommitInterval(props)
+	if err != nil {
+		return err
+	}
 	cq, _ := e.cat.Query(id)
 	q, err := exec.Start(id, topo, exec.Config{
 		Paused:            cq != nil && cq.Paused,
@@ -493,7 +505,8 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		Brokers:           e.cfg.Brokers,
 		InstanceID:        e.cfg.InstanceID,
 		Threads:           threads,
-		CommitInterval:    e.cfg.CommitInterval,
+		CommitInterval:    interval,
+		AtLeastOnce:       alos,
 		OffsetReset:       reset,
 		Logger:            e.log,
 		StateDir:          e.cfg.StateDir,
@@ -599,6 +612,12 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		return err
 	}
 	if _, err := queryIdleAdvance(cmd.Props); err != nil {
+		return err
+	}
+	if _, err := e.queryAtLeastOnce(cmd.Props); err != nil {
+		return err
+	}
+	if _, err := e.queryCommitInterval(cmd.Props); err != nil {
 		return err
 	}
 	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)

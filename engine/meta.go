@@ -101,7 +101,7 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 	case "PROPERTIES":
 		props := map[string]string{
 			"auto.offset.reset":    "latest (push queries), earliest (persistent queries)",
-			"processing.guarantee": "exactly_once_v2",
+			"processing.guarantee": e.guarantee(),
 			"commit.interval.ms":   strconv.FormatInt(e.commitInterval().Milliseconds(), 10),
 			"ksql.service.id":      e.cfg.ServiceID,
 			"num.stream.threads":   strconv.Itoa(max(e.cfg.Threads, 1)),

@@ -57,6 +57,11 @@ type Config struct {
 	// request (and so what it buffers); 0 is franz-go's default (50 MiB).
 	// A server with a memory limit sets it from its budget.
 	FetchMaxBytes int32
+	// AtLeastOnce runs the query under processing.guarantee=at_least_once
+	// (see atLeastOnce): no transactions, output visible as soon as it is
+	// written, records processed again after a failure. The default is
+	// exactly-once.
+	AtLeastOnce bool
 	// MaxTxnRecords, when positive, bounds the records each stream thread
 	// polls into one transaction: it commits when that many were polled,
 	// before the commit interval is up. The buffers a transaction holds

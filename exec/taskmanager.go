@@ -104,6 +104,28 @@ func (tm *taskManager) handleAssignment(ctx context.Context, cl *kgo.Client, ass
 	return tm.initialize(ctx, cl, created)
 }
 
+// abortLeaving drops the uncommitted state of the running tasks all of
+// whose partitions are in revoked (at-least-once: the thread goes on
+// without aborting, and those tasks close).
+func (tm *taskManager) abortLeaving(revoked []topicPartition) {
+	gone := map[topicPartition]bool{}
+	for _, tp := range revoked {
+		gone[tp] = true
+	}
+	for _, t := range tm.tasks {
+		if t.graph == nil || t.state != taskRunning {
+			continue
+		}
+		all := len(t.queues) > 0
+		for _, q := range t.queues {
+			all = all && gone[q.tp]
+		}
+		if all {
+			t.abort()
+		}
+	}
+}
+
 // initialize builds created tasks: it locks their state directories,
 // opens their stores and starts restoring them. A task whose directory
 // another thread still holds stays created and is tried again at the

@@ -23,7 +23,7 @@ import (
 type streamThread struct {
 	q    *Query
 	n    int
-	sess *kgo.GroupTransactSession
+	sess txnSession
 	cl   *kgo.Client
 	tm   *taskManager
 	out  *outbox
@@ -88,24 +88,35 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 	if n := q.cfg.FetchMaxBytes; n > 0 {
 		opts = append([]kgo.Opt{kgo.FetchMaxBytes(n)}, opts...)
 	}
-	sess, err := kgo.NewGroupTransactSession(append([]kgo.Opt{
+	opts = append([]kgo.Opt{
 		kgo.SeedBrokers(q.cfg.Brokers...),
 		kgo.ConsumerGroup(q.topo.AppID),
 		kgo.ConsumeTopics(q.topo.SourceTopics()...),
-		kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", q.topo.AppID, q.cfg.InstanceID, n)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(10 * time.Second),
-		kgo.TransactionTimeout(60 * time.Second),
 		kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, windowed: windowed, def: kgo.StickyKeyPartitioner(nil)}),
 		kgo.WithPools(&recordPool{}),
 		kgo.OnPartitionsAssigned(note(&t.assigned, true)),
 		kgo.OnPartitionsRevoked(note(&t.revoked, false)),
 		kgo.OnPartitionsLost(note(&t.revoked, false)),
-	}, opts...)...)
+	}, opts...)
+	var sess txnSession
+	var err error
+	if q.cfg.AtLeastOnce {
+		var a *atLeastOnce
+		if a, err = newAtLeastOnce(opts...); err == nil {
+			a.produceFailed = func() bool { return t.produceErr.Load() != nil }
+			sess = a
+		}
+	} else {
+		sess, err = kgo.NewGroupTransactSession(append(opts,
+			kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", q.topo.AppID, q.cfg.InstanceID, n)),
+			kgo.TransactionTimeout(60*time.Second))...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +250,13 @@ func (t *streamThread) handleRebalance(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	aborted := false
-	if t.inTxn && len(gone) > 0 {
+	switch {
+	case t.inTxn && len(gone) > 0 && t.q.cfg.AtLeastOnce:
+		// Nothing to abort: what was produced is out. A task that goes
+		// drops its uncommitted state; the partitions' new owner
+		// processes their uncommitted records again.
+		t.tm.abortLeaving(gone)
+	case t.inTxn && len(gone) > 0:
 		if err := t.end(ctx, kgo.TryAbort); err != nil {
 			return false, err
 		}
@@ -271,7 +288,17 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 		}
 		task := t.tm.inputs[topicPartition{fp.Topic, fp.Partition}]
 		if task == nil || task.state != taskRunning {
-			orphans = true
+			if t.q.cfg.AtLeastOnce {
+				// No abort to rewind with: fetch a partition still ours
+				// again from its first dropped record; one no longer
+				// ours goes to its new owner from its committed offset.
+				if task != nil {
+					first := fp.Records[0]
+					t.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{fp.Topic: {fp.Partition: {Epoch: first.LeaderEpoch, Offset: first.Offset}}})
+				}
+			} else {
+				orphans = true
+			}
 			for _, r := range fp.Records {
 				r.Recycle()
 			}

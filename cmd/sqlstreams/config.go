@@ -25,6 +25,8 @@ var configKeys = map[string]string{
 	"bootstrap.servers":                                "bootstrap-servers",
 	"ksql.streams.bootstrap.servers":                   "bootstrap-servers",
 	"ksql.streams.num.stream.threads":                  "num-stream-threads",
+	"ksql.streams.processing.guarantee":                "processing-guarantee",
+	"ksql.streams.commit.interval.ms":                  "commit-interval-ms",
 	"ksql.schema.registry.url":                         "schema-registry-url",
 	"ksql.queries.file":                                "queries-file",
 	"ksql.logging.processing.rows.include":             "processing-log-rows",

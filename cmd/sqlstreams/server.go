@@ -43,6 +43,8 @@ func runServer(args []string) int {
 	valueCache := stringFlag(fs, "state-value-cache", "64MiB", "cache of committed state values in front of RocksDB, shared by all state stores")
 	memoryLimit := stringFlag(fs, "memory-limit", "", "one memory budget for the server, e.g. 2GiB: sets the Go runtime's soft limit and sizes the RocksDB block cache, memtables and the state value cache inside it (those flags, when given, still win); empty: no limit, the caches at their own defaults")
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
+	guarantee := stringFlag(fs, "processing-guarantee", "exactly_once_v2", "persistent queries' default processing guarantee: exactly_once_v2, or at_least_once (no transactions: lower latency, records may be processed twice after a failure); a query's SET 'processing.guarantee' overrides it")
+	commitMs := intFlag(fs, "commit-interval-ms", 100, "how often persistent queries commit, in ms (Kafka Streams' commit.interval.ms); a query's SET 'commit.interval.ms' overrides it")
 	drainTimeout := stringFlag(fs, "drain-timeout", "30s", "after SIGTERM or SIGINT, how long the server may take to drain (end sessions, commit every query, leave its groups) before it exits anyway; a second signal exits at once")
 	logRows := boolFlag(fs, "processing-log-rows", true, "write skipped records' keys and values (base64) to the processing log (ksqlDB's ksql.logging.processing.rows.include)")
 	plogTopic := stringFlag(fs, "processing-log-topic", "", "the processing log's topic (ksqlDB's ksql.logging.processing.topic.name; default _<service-id>_processing_log)")
@@ -163,6 +165,19 @@ func runServer(args []string) int {
 		Topic: *plogTopic, Partitions: int32(*plogParts), Replication: int16(*plogRepl),
 		NoTopicCreate: !*plogCreate, Stream: strings.ToUpper(*plogStream), NoStream: !*plogDeclare,
 	}
+	var atLeastOnce bool
+	switch strings.ToLower(*guarantee) {
+	case "exactly_once_v2", "exactly_once":
+	case "at_least_once":
+		atLeastOnce = true
+	default:
+		fmt.Fprintf(os.Stderr, "sqlstreams: --processing-guarantee must be exactly_once_v2 or at_least_once, not %q\n", *guarantee)
+		return 2
+	}
+	if *commitMs < 1 || *commitMs > 3600*1000 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --commit-interval-ms must be from 1 to 3600000, not %d\n", *commitMs)
+		return 2
+	}
 	if *threads < 1 {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --num-stream-threads must be at least 1, not %d\n", *threads)
 		return 2
@@ -172,7 +187,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
-		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn,
+		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -196,6 +211,8 @@ type serverConfig struct {
 	processingLog                                                          engine.ProcessingLogConfig
 	fetchMaxBytes                                                          int32
 	maxTxnRecords                                                          int
+	atLeastOnce                                                            bool
+	commitInterval                                                         time.Duration
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -241,6 +258,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
+		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval,
 	})
 	cancel()
 	if err != nil {

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/sql"
+)
+
+// The processing guarantees a query may ask for with
+// SET 'processing.guarantee' before its CREATE … AS (ksqlDB's names;
+// exactly_once is taken as exactly_once_v2, as Kafka Streams 3 does).
+const (
+	ExactlyOnce = "exactly_once_v2"
+	AtLeastOnce = "at_least_once"
+)
+
+// queryAtLeastOnce reports whether a query with props runs at-least-once.
+func (e *Engine) queryAtLeastOnce(props map[string]string) (bool, error) {
+	v, ok := props["processing.guarantee"]
+	if !ok {
+		return e.cfg.AtLeastOnce, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case ExactlyOnce, "exactly_once", "exactly_once_beta":
+		return false, nil
+	case AtLeastOnce:
+		return true, nil
+	}
+	return false, sql.Errorf(sql.CodeInvalidParameter, "processing.guarantee must be %s or %s, not %q", ExactlyOnce, AtLeastOnce, v)
+}
+
+// guarantee names the server's default processing guarantee.
+func (e *Engine) guarantee() string {
+	if e.cfg.AtLeastOnce {
+		return AtLeastOnce
+	}
+	return ExactlyOnce
+}
+
+// queryCommitInterval returns the commit interval of a query with props
+// (commit.interval.ms, as ksqlDB users set it), else the server's.
+func (e *Engine) queryCommitInterval(props map[string]string) (time.Duration, error) {
+	for _, name := range []string{"commit.interval.ms", "ksql.streams.commit.interval.ms"} {
+		v, ok := props[name]
+		if !ok {
+			continue
+		}
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || ms < 1 || ms > 3600*1000 {
+			return 0, sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number of milliseconds from 1 to 3600000, not %q", name, v)
+		}
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	return e.commitInterval(), nil
+}
