@@ -108,7 +108,7 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 	}
 	defer sess.Close()
 
-	const interval = 100 * time.Millisecond
+	interval := time.Duration(*commitMs) * time.Millisecond
 	var produceErr atomic.Pointer[error]
 	promise := func(_ *kgo.Record, err error) {
 		if err != nil {
