@@ -91,7 +91,7 @@ func TestDrainLeavesTheGroup(t *testing.T) {
 	exec1(t, ctx, conn, `CREATE STREAM leave_out AS SELECT id, v FROM leave_in`)
 	insertRange(t, ctx, conn, "leave_in", 0, 10)
 	waitCommitted(t, ctx, b.KafkaAddr, "LEAVE_OUT", 10)
-	group := "drainsvc_query_CSAS_LEAVE_OUT_1"
+	group := "drainsvc_query_" + queryID(t, ctx, conn, "LEAVE_OUT")
 	if n := groupMembers(t, ctx, b.KafkaAddr, group); n == 0 {
 		t.Fatalf("group %s has no members while the query runs", group)
 	}
@@ -169,7 +169,8 @@ func TestResetQuery(t *testing.T) {
 	}
 	want := []string{"r0|5", "r1|5", "r2|5", "r3|5"}
 	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
-	const group = "sqlstreams_query_CTAS_RS_COUNTS_1"
+	id := queryID(t, ctx, conn, "RS_COUNTS")
+	group := "sqlstreams_query_" + id
 	waitCaughtUp(t, ctx, s.KafkaAddr, group, "rs_in")
 	outBefore := len(readCommittedValues(t, ctx, s.KafkaAddr, "RS_COUNTS"))
 	repartition := internalTopic(t, ctx, s.KafkaAddr, group, "-repartition")
@@ -193,7 +194,7 @@ func TestResetQuery(t *testing.T) {
 	if !testserver.WaitFor(30*time.Second, func() bool { return groupMembers(t, ctx, s.KafkaAddr, group) >= 2 }) {
 		t.Fatal("the intruder never joined the query's group")
 	}
-	_, err = conn.Exec(ctx, `RESET QUERY CTAS_RS_COUNTS_1`)
+	_, err = conn.Exec(ctx, `RESET QUERY `+id)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "55006" || !strings.Contains(pe.Message, "runs on other instances") {
 		t.Errorf("RESET QUERY with another member in the group: %v, want 55006 naming the other instances", err)
@@ -208,7 +209,7 @@ func TestResetQuery(t *testing.T) {
 	outBefore = len(readCommittedValues(t, ctx, s.KafkaAddr, "RS_COUNTS"))
 
 	// The reset.
-	exec1(t, ctx, conn, `RESET QUERY CTAS_RS_COUNTS_1`)
+	exec1(t, ctx, conn, `RESET QUERY `+id)
 	waitCaughtUp(t, ctx, s.KafkaAddr, group, "rs_in")
 	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
 	if n := len(readCommittedValues(t, ctx, s.KafkaAddr, repartition)); n != 21 {
@@ -227,8 +228,8 @@ func TestResetQuery(t *testing.T) {
 	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
 
 	// The command-line form: the same reset, asked of the server.
-	out, err := osexec.Command(testserver.Binary(t), "reset", "--server", s.PGAddr, "--query", "ctas_rs_counts_1").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "CTAS_RS_COUNTS_1 reset") {
+	out, err := osexec.Command(testserver.Binary(t), "reset", "--server", s.PGAddr, "--query", strings.ToLower(id)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), id+" reset") {
 		t.Errorf("sqlstreams reset: %v: %s", err, out)
 	}
 	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
@@ -392,8 +393,8 @@ func TestProcessingLogSettings(t *testing.T) {
 	}
 	exec1(t, ctx, conn, `SET 'auto.offset.reset' = 'earliest'`)
 	got := rows(t, ctx, conn, `SELECT query, topic, record_value FROM ops_log EMIT CHANGES LIMIT 1`)
-	if len(got) != 1 || got[0] != "CSAS_PL_OUT_1|pl_in|<nil>" {
-		t.Errorf("processing log entries %q, want one for CSAS_PL_OUT_1 without the record (rows.include=false)", got)
+	if id := queryID(t, ctx, conn, "PL_OUT"); len(got) != 1 || got[0] != id+"|pl_in|<nil>" {
+		t.Errorf("processing log entries %q, want one for %s without the record (rows.include=false)", got, id)
 	}
 
 	// stream.auto.create=false declares no stream.
@@ -451,4 +452,18 @@ func TestMemoryLimit(t *testing.T) {
 	if exitCode(err) != 2 || !strings.Contains(string(out), "below the minimum of 256 MiB") {
 		t.Errorf("--memory-limit 10MiB: exit %d: %s", exitCode(err), out)
 	}
+}
+
+// queryID returns the ID of the persistent query writing sink, from SHOW
+// QUERIES (IDs are numbered by the server).
+func queryID(t *testing.T, ctx context.Context, conn *pgx.Conn, sink string) string {
+	t.Helper()
+	for _, r := range rows(t, ctx, conn, "SHOW QUERIES") {
+		f := strings.Split(r, "|")
+		if len(f) > 3 && f[3] == sink {
+			return f[0]
+		}
+	}
+	t.Fatalf("no query writes %s", sink)
+	return ""
 }
