@@ -26,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -67,11 +68,12 @@ type conn struct {
 
 	in         chan inbound
 	done       chan struct{} // closed when the handler leaves
-	readerDone chan struct{} // closed when the reader leaves; nil if never started
+	readerDone chan struct{} // closed when the reader leaves; nil if never started (guarded by mu)
 
 	mu         sync.Mutex
 	stmtCancel context.CancelFunc // the running statement's, or nil
 	cancelled  bool               // a CancelRequest hit the running statement
+	running    bool               // a statement runs (run); see lendReader
 
 	// Handler-goroutine state.
 	user, database string
@@ -125,10 +127,68 @@ func (c *conn) serve() {
 	if !c.startup() {
 		return
 	}
-	c.readerDone = make(chan struct{})
-	go c.readLoop()
+	// The connection's goroutine reads the client's messages itself, one
+	// wake-up per request, until a statement runs for longer than
+	// lendAfter (a push query): then a reader goroutine takes over the
+	// socket for good, so that the client leaving or sending Terminate
+	// cancels the running statement (readLoop). A read blocked when the
+	// connection's context ends (Server.Close, Shutdown) is woken by an
+	// expired deadline.
+	defer context.AfterFunc(c.ctx, func() { c.nc.SetReadDeadline(time.Unix(1, 0)) })()
 	c.loop()
 }
+
+// lendAfter is how long a statement runs before the connection hands its
+// socket to a reader goroutine.
+const lendAfter = 20 * time.Millisecond
+
+// lendReader starts the reader goroutine if a statement is running and
+// none was started.
+func (c *conn) lendReader() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.running || c.readerDone != nil {
+		return
+	}
+	c.readerDone = make(chan struct{})
+	go c.readLoop()
+}
+
+// readerStarted reports whether the reader goroutine reads the socket.
+func (c *conn) readerStarted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readerDone != nil
+}
+
+// readDirect reads the next message on the connection's goroutine, with
+// the idle timeout as the read deadline. It reports the end of the
+// connection as readMessage does; a deadline that expired becomes
+// errIdle, or the context's end.
+func (c *conn) readDirect() inbound {
+	d := c.srv.cfg.idleTimeout
+	if d > 0 && c.ctx.Err() == nil {
+		c.nc.SetReadDeadline(time.Now().Add(d))
+	}
+	msg, err := c.readMessage()
+	if d > 0 && c.ctx.Err() == nil {
+		c.nc.SetReadDeadline(time.Time{})
+	}
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		if c.ctx.Err() != nil {
+			err = errConnEnded
+		} else {
+			err = errIdle
+		}
+	}
+	return inbound{msg: msg, err: err}
+}
+
+// Ends of a direct read (readDirect).
+var (
+	errIdle      = errors.New("idle timeout")
+	errConnEnded = errors.New("connection ended by the server")
+)
 
 // abort cancels the connection's statements and closes its socket, which
 // ends both goroutines. Server.Close uses it.
@@ -149,8 +209,11 @@ func (c *conn) close() {
 	c.w.flush()
 	c.nc.Close()
 	c.w.stop()
-	if c.readerDone != nil {
-		<-c.readerDone
+	c.mu.Lock()
+	reader := c.readerDone
+	c.mu.Unlock()
+	if reader != nil {
+		<-reader
 	}
 	c.log.Debug("pgwire: connection closed", "pid", c.pid)
 }
@@ -209,19 +272,31 @@ func (c *conn) loop() {
 			return
 		}
 		var in inbound
-		select {
-		case in = <-c.in:
-		case <-idleC:
+		if !c.readerStarted() {
+			in = c.readDirect()
+		} else {
+			select {
+			case in = <-c.in:
+			case <-idleC:
+				in.err = errIdle
+			case <-ended:
+				if !c.srv.shutdown.Load() {
+					ended = nil
+					continue
+				}
+				in.err = errConnEnded
+			}
+		}
+		switch {
+		case in.err == errIdle:
 			c.log.Info("pgwire: closing idle connection", "pid", c.pid, "idle", c.srv.cfg.idleTimeout)
 			c.fatal(sql.Errorf(codeIdleTimeout, "terminating connection due to idle-session timeout"))
 			return
-		case <-ended:
+		case in.err == errConnEnded || in.err != nil && c.srv.shutdown.Load():
 			if c.srv.shutdown.Load() {
 				c.fatal(errAdminShutdown)
-				return
 			}
-			ended = nil
-			continue
+			return
 		}
 		if in.err != nil {
 			var pe *protocolError
@@ -330,14 +405,22 @@ func (c *conn) run(f func(ctx context.Context) error) error {
 		defer cancelT()
 	}
 	c.mu.Lock()
-	c.stmtCancel, c.cancelled = cancel, false
+	c.stmtCancel, c.cancelled, c.running = cancel, false, true
+	lend := c.readerDone == nil
 	c.mu.Unlock()
+	var lendTimer *time.Timer
+	if lend {
+		lendTimer = time.AfterFunc(lendAfter, c.lendReader)
+	}
 
 	err := f(ctx)
 
+	if lendTimer != nil {
+		lendTimer.Stop()
+	}
 	c.mu.Lock()
 	cancelled := c.cancelled
-	c.stmtCancel, c.cancelled = nil, false
+	c.stmtCancel, c.cancelled, c.running = nil, false, false
 	c.mu.Unlock()
 	switch {
 	case cancelled && (err != nil || ctx.Err() != nil):
