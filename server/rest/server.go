@@ -13,20 +13,22 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
-	"github.com/sqlstreams/sqlstreams/exec"
 	"github.com/sqlstreams/sqlstreams/metrics"
 )
 
 // Engine is what the REST server needs of the engine. *engine.Engine
-// implements it. (exec is imported only for the exec.Status type that
-// (*engine.Engine).QueryStatus returns.)
+// implements it.
 type Engine interface {
 	engine.Executor
-	// Catalog returns the streams, tables and queries, for DESCRIBE,
-	// EXPLAIN and /inserts-stream targets.
+	// Catalog returns the streams, tables and queries, for CREATE, DROP
+	// and /inserts-stream targets.
 	Catalog() *catalog.Catalog
 	// QueryStatus returns a persistent query's runtime status.
-	QueryStatus(id string) (exec.Status, bool)
+	QueryStatus(id string) (engine.QueryStatus, bool)
+	// DescribeSource and ExplainQuery give the typed results of
+	// DESCRIBE EXTENDED and EXPLAIN, for SHOW … EXTENDED.
+	DescribeSource(name string, extended bool) (*engine.SourceDescription, bool)
+	ExplainQuery(id string) (*engine.Plan, bool)
 }
 
 var _ Engine = (*engine.Engine)(nil)
