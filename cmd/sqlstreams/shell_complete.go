@@ -18,32 +18,17 @@ import (
 	"unicode"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlstreams/sqlstreams/engine"
 )
 
-// completionKeywords are the ksqlDB words offered at any position.
-var completionKeywords = []string{
-	"SELECT", "FROM", "WHERE", "GROUP", "BY", "GROUP BY", "HAVING", "EMIT", "CHANGES", "EMIT CHANGES",
-	"FINAL", "EMIT FINAL", "LIMIT", "PARTITION", "PARTITION BY", "ORDER", "AS", "AND", "OR", "NOT",
-	"IS", "NULL", "IN", "LIKE", "BETWEEN", "CASE", "WHEN", "THEN", "ELSE", "END", "CAST", "DISTINCT",
-	"JOIN", "LEFT", "RIGHT", "FULL", "OUTER", "INNER", "ON", "WITHIN", "GRACE", "PERIOD",
-	"WINDOW", "TUMBLING", "HOPPING", "SESSION", "SIZE", "ADVANCE", "RETENTION",
-	"SECOND", "SECONDS", "MINUTE", "MINUTES", "HOUR", "HOURS", "DAY", "DAYS", "MILLISECONDS",
-	"CREATE", "STREAM", "TABLE", "CREATE STREAM", "CREATE TABLE", "CREATE OR REPLACE", "REPLACE",
-	"SOURCE", "IF", "EXISTS", "IF NOT EXISTS", "IF EXISTS", "DROP", "DROP STREAM", "DROP TABLE",
-	"DELETE", "TOPIC", "INSERT", "INTO", "INSERT INTO", "VALUES", "WITH", "KEY", "PRIMARY", "PRIMARY KEY",
-	"HEADERS", "HEADER", "KAFKA_TOPIC", "VALUE_FORMAT", "KEY_FORMAT", "FORMAT", "PARTITIONS", "REPLICAS",
-	"TIMESTAMP", "TIMESTAMP_FORMAT", "WRAP_SINGLE_VALUE", "VALUE_DELIMITER", "KEY_DELIMITER",
-	"SHOW", "LIST", "STREAMS", "TABLES", "QUERIES", "TOPICS", "FUNCTIONS", "PROPERTIES", "EXTENDED",
-	"DESCRIBE", "FUNCTION", "EXPLAIN", "TERMINATE", "PAUSE", "RESUME", "ALL", "PRINT", "SET", "UNSET", "RUN", "SCRIPT",
-	"RUN SCRIPT", "BEGINNING", "INTERVAL", "TRUE", "FALSE",
-	"BOOLEAN", "INT", "INTEGER", "BIGINT", "DOUBLE", "DECIMAL", "VARCHAR", "STRING", "BYTES",
-	"ARRAY", "MAP", "STRUCT", "DATE", "TIME",
-	"JSON", "AVRO", "PROTOBUF", "DELIMITED", "KAFKA", "NONE",
-}
+// completionKeywords are the ksqlDB words offered at any position; the
+// console's completion endpoint offers the same ones.
+var completionKeywords = engine.CompletionKeywords
 
 // completionProperties are the property names offered inside quotes, as
 // in SET 'auto.offset.reset'='earliest'.
-var completionProperties = []string{"auto.offset.reset", "commit.interval.ms", "processing.guarantee"}
+var completionProperties = engine.CompletionProperties
 
 // sourceWords are the words after which a stream or table name comes.
 var sourceWords = map[string]bool{
