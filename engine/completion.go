@@ -1,6 +1,11 @@
 package engine
 
-import "strings"
+import (
+	"sort"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+)
 
 // CompletionKeywords are the ksqlDB words a client offers to complete at
 // any position (the shell and the console).
@@ -49,12 +54,19 @@ type CompletionSource struct {
 func (e *Engine) Completions() Completions {
 	c := Completions{Keywords: CompletionKeywords, Properties: CompletionProperties, Functions: []string{}, Sources: []CompletionSource{}}
 	seen := map[string]bool{}
-	for _, f := range e.Functions() {
-		if !seen[f.Name] {
-			seen[f.Name] = true
-			c.Functions = append(c.Functions, f.Name)
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			c.Functions = append(c.Functions, name)
 		}
 	}
+	for _, f := range e.Functions() {
+		add(f.Name)
+	}
+	for _, f := range expr.Aggregates() {
+		add(f.Name)
+	}
+	sort.Strings(c.Functions)
 	for _, src := range e.cat.Sources() {
 		cs := CompletionSource{Name: src.Name, Kind: strings.ToUpper(src.Kind.String()), Columns: []string{}}
 		for _, col := range src.Schema.Columns {
