@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
 )
@@ -60,12 +61,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	step := 0
 	shot := func(name string) {
 		t.Helper()
-		buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+		buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
 		step++
-		if err := os.WriteFile(filepath.Join(shots, fmt.Sprintf("%02d-%s.jpg", step, name)), buf, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(shots, fmt.Sprintf("%02d-%s.png", step, name)), buf, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,6 +107,13 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	run("opening the console", chromedp.Navigate(testURL+"/"), chromedp.WaitVisible(chromedp.CSS("#sql")))
 	shot("editor")
+
+	// Keyboard only: typing opens the completions, Tab takes one.
+	run("typing a keyword", chromedp.Focus(chromedp.CSS("#sql")), chromedp.KeyEvent("sel"))
+	waitJS("the completions", `!document.querySelector('#completions').hidden`)
+	shot("completion")
+	run("taking a completion", chromedp.KeyEvent(kb.Tab))
+	waitJS("the completed word", `document.querySelector('#sql').value === 'select'`)
 
 	// A statement error is shown at its line:column in the editor.
 	runSQL("SHOW STREAMS;\nSELECT * FROM\n  no_such_stream EMIT CHANGES;")
@@ -155,12 +163,58 @@ CREATE STREAM web_big AS SELECT user_id, url, n * 2 AS n2 FROM web_clicks WHERE 
 	waitJS("the topology drawn", `document.querySelectorAll('svg.topology .vertex').length >= 5`)
 	shot("topology")
 
+	// A join, a window and a GROUP BY on another column: a repartition
+	// topic between two sub-topologies, stores with changelogs. The
+	// picture has no overlapping boxes.
+	runSQL(`CREATE TABLE web_users (user_id VARCHAR PRIMARY KEY, region VARCHAR)
+  WITH (KAFKA_TOPIC='web_users', VALUE_FORMAT='JSON', PARTITIONS=1);
+CREATE STREAM web_enriched AS SELECT c.user_id AS user_id, u.region AS region, c.n AS n
+  FROM web_clicks c JOIN web_users u ON c.user_id = u.user_id EMIT CHANGES;
+CREATE TABLE web_regions AS SELECT region, COUNT(*) AS c FROM web_enriched
+  WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY region EMIT CHANGES;`)
+	waitJS("the join and window queries", `(document.querySelector('#results').textContent.match(/Created query with ID/g) || []).length === 2 || !document.querySelector('#error').hidden`)
+	if msg := evalString(ctx, t, `document.querySelector('#error').hidden ? '' : document.querySelector('#error').textContent`); msg != "" {
+		t.Fatalf("creating the join query: %s", msg)
+	}
+	run("the queries tab", chromedp.Navigate(testURL+"/#queries"))
+	waitJS("the join query's card", `[...document.querySelectorAll('[data-query]')].some(c => c.textContent.includes('WEB_REGIONS'))`)
+	for _, sink := range []string{"WEB_ENRICHED", "WEB_REGIONS"} {
+		run("the topology of "+sink, chromedp.Click(chromedp.JSPath(`[...document.querySelectorAll('[data-query]')].find(c => c.querySelector('dd').textContent.startsWith('`+sink+` ')).querySelector('[data-act=plan]')`)))
+	}
+	waitJS("the join topology drawn", `[...document.querySelectorAll('svg.topology')].some(s => [...s.querySelectorAll('.vkind')].some(t => t.textContent === 'StreamTableJoin') && s.querySelector('.store'))`)
+	waitJS("the window topology drawn", `[...document.querySelectorAll('svg.topology')].some(s => s.querySelectorAll('.subtopology').length >= 2 && s.querySelector('.repartition') && s.querySelector('.store'))`)
+	overlaps := evalString(ctx, t, `(() => {
+		const out = [];
+		for (const svg of document.querySelectorAll('svg.topology')) {
+			const rs = [...svg.querySelectorAll('.vertex rect')].map(r => r.getBBox());
+			for (let i = 0; i < rs.length; i++) for (let j = i + 1; j < rs.length; j++) {
+				const a = rs[i], b = rs[j];
+				if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) out.push(i + '/' + j);
+			}
+		}
+		return out.join(' ');
+	})()`)
+	if overlaps != "" {
+		t.Errorf("topology boxes overlap: %s", overlaps)
+	}
+	shot("join-topology")
+
+	// A bad record is counted and shows in the query's processing log.
+	produceRaw(t, "web_clicks", "u1", "{not json")
+	card := `[...document.querySelectorAll('[data-query]')].find(c => c.querySelector('dd').textContent.startsWith('WEB_BIG '))`
+	waitJS("the bad record counted", card+`.querySelector('.now').textContent.includes(', 1 bad records')`)
+	run("the processing log", chromedp.Click(chromedp.JSPath(card+`.querySelector('[data-act=log]')`)))
+	waitJS("the processing log entry", card+`.querySelectorAll('.log-box tbody tr').length >= 1`)
+	shot("processing-log")
+	checkContrast(ctx, t, "queries")
+
 	// A push query's rows move; Esc stops it.
 	runSQL("SELECT * FROM web_big EMIT CHANGES;")
 	waitJS("the push query's first rows", `document.querySelectorAll('#results tbody tr').length >= 3`)
 	before := eval("counting rows", `document.querySelectorAll('#results tbody tr').length`)
 	waitJS("more rows", fmt.Sprintf(`document.querySelectorAll('#results tbody tr').length > %d`, before+2))
 	shot("push")
+	checkContrast(ctx, t, "editor")
 	run("pressing Esc", chromedp.Focus(chromedp.CSS("#sql")), chromedp.KeyEvent(kb.Escape))
 	waitJS("the push query stopped", `document.querySelector('#run-status').textContent.startsWith('Stopped') && document.querySelector('#stop').disabled`)
 	after := eval("counting rows", `document.querySelectorAll('#results tbody tr').length`)
@@ -176,6 +230,7 @@ CREATE STREAM web_big AS SELECT user_id, url, n * 2 AS n2 FROM web_clicks WHERE 
 	run("printing the topic", chromedp.Click(chromedp.CSS(`#print`)))
 	waitJS("PRINT lines", `document.querySelectorAll('#print-out .log div').length >= 2`)
 	shot("catalog")
+	checkContrast(ctx, t, "catalog")
 	run("stop printing", chromedp.Click(chromedp.CSS(`#print-stop`)))
 
 	// A phone-width screen: nothing wider than the screen.
@@ -189,12 +244,13 @@ CREATE STREAM web_big AS SELECT user_id, url, n * 2 AS n2 FROM web_clicks WHERE 
 	run("desktop width", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(testURL+"/#queries"))
 
 	// TERMINATE with confirmation.
-	waitJS("the query card", `document.querySelector('[data-query] [data-act=terminate]') !== null`)
-	run("terminate", chromedp.Click(chromedp.CSS(`[data-query] [data-act=terminate]`)))
+	big := `[...document.querySelectorAll('[data-query]')].find(c => c.querySelector('dd').textContent.startsWith('WEB_BIG '))`
+	waitJS("the query card", big+` !== undefined`)
+	run("terminate", chromedp.Click(chromedp.JSPath(big+`.querySelector('[data-act=terminate]')`)))
 	waitJS("the dialog", `document.querySelector('#confirm').open`)
 	shot("confirm")
 	run("confirming", chromedp.Click(chromedp.CSS(`#confirm-ok`)))
-	waitJS("the query gone", `document.querySelector('#query-list').textContent.includes('No persistent queries')`)
+	waitJS("the query gone", big+` === undefined`)
 	shot("terminated")
 	if produced.Load() == 0 {
 		t.Error("no records were produced")
@@ -203,5 +259,67 @@ CREATE STREAM web_big AS SELECT user_id, url, n * 2 AS n2 FROM web_clicks WHERE 
 		if strings.Contains(q.SQL, "web_big") || q.Sink == "WEB_BIG" {
 			t.Errorf("query %s still in the catalog after TERMINATE", q.ID)
 		}
+	}
+}
+
+func evalString(ctx context.Context, t *testing.T, expr string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return s
+}
+
+// checkContrast fails the test for visible text whose contrast with its
+// background is below WCAG AA (4.5:1, 3:1 for large text).
+func checkContrast(ctx context.Context, t *testing.T, page string) {
+	t.Helper()
+	bad := evalString(ctx, t, `(() => {
+		const rgb = (c) => c.match(/[\d.]+/g).map(Number);
+		const lum = (c) => {
+			const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+			const [r, g, b] = rgb(c);
+			return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+		};
+		const bg = (el) => {
+			for (; el; el = el.parentElement) {
+				const m = rgb(getComputedStyle(el).backgroundColor);
+				if (m.length < 4 || m[3] > 0.5) return getComputedStyle(el).backgroundColor;
+			}
+			return 'rgb(255, 255, 255)';
+		};
+		const out = [];
+		for (const el of document.querySelectorAll('body *')) {
+			if (el.closest('svg') || el.closest('[hidden]') || el.offsetParent === null || el.disabled) continue;
+			if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+			const cs = getComputedStyle(el);
+			if (rgb(cs.color).length === 4 && rgb(cs.color)[3] === 0) continue; // the editor's transparent textarea
+			const a = lum(cs.color), b = lum(bg(el));
+			const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+			const size = parseFloat(cs.fontSize), bold = +cs.fontWeight >= 700;
+			if (ratio < (size >= 24 || (size >= 18.66 && bold) ? 3 : 4.5)) {
+				out.push(el.tagName + '.' + el.className + ' ' + ratio.toFixed(2) + ' "' + el.textContent.trim().slice(0, 30) + '"');
+			}
+		}
+		return out.join('; ');
+	})()`)
+	if bad != "" {
+		t.Errorf("%s: text below WCAG AA contrast: %s", page, bad)
+	}
+}
+
+// produceRaw writes one record with these key and value bytes.
+func produceRaw(t *testing.T, topic, key, value string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testBroker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -28,6 +28,7 @@ var (
 	testEngine *engine.Engine
 	testURL    string
 	testHist   *metrics.History
+	testBroker string
 )
 
 func TestMain(m *testing.M) {
@@ -62,7 +63,7 @@ func TestMain(m *testing.M) {
 	srv := rest.New(eng, rest.WithLogger(quiet), rest.WithMetrics(reg),
 		rest.WithHandler(console.Index, false, web), rest.WithHandler(console.Prefix, true, web))
 	hs := httptest.NewServer(srv)
-	testEngine, testURL = eng, hs.URL
+	testEngine, testURL, testBroker = eng, hs.URL, b.Addr()
 	code := m.Run()
 	srv.Close()
 	hs.Close()
@@ -224,4 +225,36 @@ func TestCatalogQueriesPlanAndCompletions(t *testing.T) {
 		t.Errorf("completions lack API_CLICKS and its columns: %+v", words.Sources)
 	}
 	exec(t, "TERMINATE "+id)
+}
+
+func TestConsoleNeedsTheAPIsCredentials(t *testing.T) {
+	users, err := rest.ParseUsers(strings.NewReader("ann:secret\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := console.New(testEngine, testHist)
+	srv := rest.New(testEngine, rest.WithUsers(users),
+		rest.WithHandler(console.Index, false, web), rest.WithHandler(console.Prefix, true, web))
+	defer srv.Close()
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	for _, path := range []string{"/", "/console/assets/app.js", "/console/api/catalog"} {
+		resp, err := http.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("GET %s without credentials = %d", path, resp.StatusCode)
+		}
+		req, _ := http.NewRequest(http.MethodGet, hs.URL+path, nil)
+		req.SetBasicAuth("ann", "secret")
+		if resp, err = http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s with credentials = %d", path, resp.StatusCode)
+		}
+	}
 }

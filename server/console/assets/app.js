@@ -75,7 +75,9 @@ function showError(stmt, err) {
     for (let l = 1; l < line; l++) off = editor.value.indexOf('\n', off) + 1;
     editor.markError(off + col - 1, line);
   }
-  box.textContent = where + (err.message || String(err));
+  // The server's message starts with the statement's own line:column.
+  const msg = (err.message || String(err)).replace(/^line \d+:\d+: /, '');
+  box.textContent = where + msg;
   box.hidden = false;
 }
 
@@ -488,7 +490,7 @@ async function start() {
   try {
     const info = await (await fetch('/info')).json();
     const si = info.KsqlServerInfo || {};
-    $('#server').textContent = `${si.version || ''} · service ${si.ksqlServiceId || ''}`;
+    $('#server').textContent = [si.version, si.ksqlServiceId && `service ${si.ksqlServiceId}`].filter(Boolean).join(' · ');
   } catch { /* no info */ }
   setInterval(() => { if (current === 'queries' && !document.hidden) loadQueries(); }, 2000);
 }

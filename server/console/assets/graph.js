@@ -126,7 +126,8 @@ export function draw(graph, title) {
   }
   for (const [id, b] of subs) {
     svg.appendChild(el('rect', { x: b.x1 - 10, y: b.y1 - 22, width: b.x2 - b.x1 + 20, height: b.y2 - b.y1 + 32, rx: 8, class: 'subtopology' }));
-    svg.appendChild(el('text', { x: b.x1 - 4, y: b.y1 - 8, class: 'sublabel' }, `Sub-topology ${id}`));
+    // Right-aligned: the edges run down the middle of the nodes.
+    svg.appendChild(el('text', { x: b.x2 + 4, y: b.y1 - 8, 'text-anchor': 'end', class: 'sublabel' }, `Sub-topology ${id}`));
   }
   for (const [a, b, dashed] of g.edges) {
     const va = g.vs.get(a);
