@@ -148,8 +148,20 @@ CREATE STREAM web_big AS SELECT user_id, url, n * 2 AS n2 FROM web_clicks WHERE 
 	}()
 	defer func() { close(stop); <-done }()
 
-	// The query is RUNNING and its throughput chart moves.
-	run("the queries tab", chromedp.Navigate(testURL+"/#queries"))
+	// The query is RUNNING and its throughput chart moves. The queries
+	// tab is reached with the keyboard: Tab from the top, then Enter.
+	evalString(ctx, t, `document.activeElement.blur(), window.getSelection().removeAllRanges(), ''`)
+	for i := 0; ; i++ {
+		if i == 8 {
+			t.Fatal("Tab did not reach the Queries link")
+		}
+		run("pressing Tab", chromedp.KeyEvent(kb.Tab))
+		if evalString(ctx, t, `document.activeElement.id`) == "tab-queries" {
+			break
+		}
+	}
+	run("pressing Enter", chromedp.KeyEvent(kb.Enter))
+	waitJS("the queries tab", `location.hash === '#queries' && !document.querySelector('#queries').hidden`)
 	waitJS("the query RUNNING", `[...document.querySelectorAll('[data-query] .badge')].some(b => b.textContent === 'RUNNING')`)
 	waitJS("the chart moving", `(() => {
 		const c = document.querySelector('[data-query] .charts');

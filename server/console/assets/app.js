@@ -42,7 +42,8 @@ function showTab(name) {
   if (!tabs.includes(name)) name = 'editor';
   for (const t of tabs) {
     $(`#${t}`).hidden = t !== name;
-    $(`#tab-${t}`).setAttribute('aria-selected', String(t === name));
+    if (t === name) $(`#tab-${t}`).setAttribute('aria-current', 'page');
+    else $(`#tab-${t}`).removeAttribute('aria-current');
   }
   if (name === 'catalog') loadCatalog();
   if (name === 'queries') loadQueries();
