@@ -245,13 +245,32 @@ CREATE TABLE web_regions AS SELECT region, COUNT(*) AS c FROM web_enriched
 	checkContrast(ctx, t, "catalog")
 	run("stop printing", chromedp.Click(chromedp.CSS(`#print-stop`)))
 
-	// A phone-width screen: nothing wider than the screen.
-	run("phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(testURL+"/#queries"))
-	waitJS("the queries at phone width", `document.querySelector('[data-query] .badge') !== null`)
-	overflow := eval("checking overflow", `document.documentElement.scrollWidth - window.innerWidth`)
-	shot("phone")
-	if overflow > 1 {
-		t.Errorf("the queries page is wider than a 390 px screen")
+	// A pull query's result is a table.
+	runSQL("INSERT INTO web_users (user_id, region) VALUES ('u1', 'emea');")
+	waitJS("the insert", `document.querySelector('#run-status').textContent === 'Done.'`)
+	for i := 0; ; i++ {
+		runSQL("SELECT * FROM web_users WHERE user_id = 'u1';")
+		waitJS("the pull query", `/^\d+ rows\.$/.test(document.querySelector('#run-status').textContent) || !document.querySelector('#error').hidden`)
+		if evalString(ctx, t, `[...document.querySelectorAll('#results td')].map(td => td.textContent).join(',')`) == "u1,emea" {
+			break
+		}
+		if i == 50 {
+			shot("failed")
+			t.Fatal("the pull query never returned the inserted row")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	shot("pull")
+
+	// A phone-width screen: nothing wider than the screen on any page.
+	run("phone width", chromedp.EmulateViewport(390, 844))
+	for _, page := range []string{"editor", "catalog", "queries"} {
+		run("the "+page+" at phone width", chromedp.Navigate(testURL+"/#"+page))
+		waitJS("the "+page+" at phone width", `!document.querySelector('#`+page+`').hidden && (location.hash !== '#queries' || document.querySelector('[data-query] .badge') !== null)`)
+		if overflow := eval("checking overflow", `document.documentElement.scrollWidth - window.innerWidth`); overflow > 1 {
+			t.Errorf("the %s page is %d px wider than a 390 px screen", page, overflow)
+		}
+		shot("phone-" + page)
 	}
 	run("desktop width", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(testURL+"/#queries"))
 

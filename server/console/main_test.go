@@ -29,6 +29,7 @@ var (
 	testURL    string
 	testHist   *metrics.History
 	testBroker string
+	testReg    *metrics.Registry
 )
 
 func TestMain(m *testing.M) {
@@ -63,7 +64,7 @@ func TestMain(m *testing.M) {
 	srv := rest.New(eng, rest.WithLogger(quiet), rest.WithMetrics(reg),
 		rest.WithHandler(console.Index, false, web), rest.WithHandler(console.Prefix, true, web))
 	hs := httptest.NewServer(srv)
-	testEngine, testURL, testBroker = eng, hs.URL, b.Addr()
+	testEngine, testURL, testBroker, testReg = eng, hs.URL, b.Addr(), reg
 	code := m.Run()
 	srv.Close()
 	hs.Close()
@@ -184,6 +185,23 @@ func TestCatalogQueriesPlanAndCompletions(t *testing.T) {
 	if id == "" {
 		t.Fatalf("queries lack the one writing API_COUNTS: %+v", qs)
 	}
+	// A store being restored shows the query RESTORING with its progress.
+	testReg.Query(id).SetRestore("console-test-store", 99, 5, 10)
+	testHist.Sample(time.Now())
+	var restoring []struct {
+		ID     string         `json:"id"`
+		State  string         `json:"state"`
+		Latest *metrics.Point `json:"latest"`
+	}
+	get(t, "/console/api/queries", &restoring)
+	for _, q := range restoring {
+		if q.ID == id && (q.State != "RESTORING" || q.Latest == nil || q.Latest.RestoreTotal-q.Latest.Restored != 5) {
+			t.Errorf("query %s while restoring: %s %+v", id, q.State, q.Latest)
+		}
+	}
+	testReg.Query(id).SetRestore("console-test-store", 99, 10, 10)
+	testHist.Sample(time.Now())
+
 	var plan struct {
 		Graph engine.Graph `json:"graph"`
 		Text  string       `json:"text"`

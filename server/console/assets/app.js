@@ -224,7 +224,8 @@ async function runQuery(stmt) {
       $('.rows-count', out).textContent = `${count} row${count === 1 ? '' : 's'}`;
     });
     if (failure) throw failure;
-    status(push ? `Stopped after ${count} rows.` : `${count} rows.`);
+    const rows = `${count} row${count === 1 ? '' : 's'}`;
+    status(push ? `Stopped after ${rows}.` : `${rows}.`);
   } catch (err) {
     if (err.name === 'AbortError') { status('Stopped.'); return; }
     throw err;
