@@ -221,8 +221,13 @@ CREATE TABLE web_regions AS SELECT region, COUNT(*) AS c FROM web_enriched
 	checkContrast(ctx, t, "queries")
 
 	// A push query's rows move; Esc stops it.
-	runSQL("SELECT * FROM web_big EMIT CHANGES;")
+	// SET applies to the statements after it: this one reads from the
+	// beginning.
+	runSQL("SET 'auto.offset.reset' = 'earliest';\nSELECT * FROM web_big EMIT CHANGES;")
 	waitJS("the push query's first rows", `document.querySelectorAll('#results tbody tr').length >= 3`)
+	if first := evalString(ctx, t, `document.querySelector('#results tbody tr td:nth-child(2)').textContent`); first != "/p1" {
+		t.Errorf("the push query after SET 'auto.offset.reset'='earliest' began at %q, not /p1", first)
+	}
 	before := eval("counting rows", `document.querySelectorAll('#results tbody tr').length`)
 	waitJS("more rows", fmt.Sprintf(`document.querySelectorAll('#results tbody tr').length > %d`, before+2))
 	shot("push")

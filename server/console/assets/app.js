@@ -18,11 +18,15 @@ async function api(name) {
   return r.json();
 }
 
+// props are the properties SET in the editor: sent with every statement,
+// as ksqlDB's CLI does (each REST request is a session of its own).
+const props = {};
+
 async function ksql(text) {
   const r = await fetch('/ksql', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-    body: JSON.stringify({ ksql: text + ';' }),
+    body: JSON.stringify({ ksql: text + ';', streamsProperties: props }),
   });
   const body = await r.json();
   if (!r.ok) throw Object.assign(new Error(body.message || r.statusText), body);
@@ -97,6 +101,7 @@ async function runAll() {
       else {
         await runStatement(stmt);
         changed = changed || ['CREATE', 'DROP', 'TERMINATE', 'INSERT'].includes(w1);
+        remember(stmt.text, w1);
       }
     } catch (err) {
       showError(stmt, err);
@@ -105,6 +110,17 @@ async function runAll() {
     }
   }
   if (changed) refreshWords();
+}
+
+// remember keeps a SET or UNSET that succeeded for the next statements.
+function remember(text, verb) {
+  const m = text.match(/^\s*(?:SET|UNSET)\s+'([^']+)'(?:\s*=\s*'((?:[^']|'')*)')?/i);
+  if (!m) return;
+  if (verb === 'SET' && m[2] !== undefined) props[m[1]] = m[2].replace(/''/g, "'");
+  else if (verb === 'UNSET') delete props[m[1]];
+  if (m[1] === 'auto.offset.reset' && props[m[1]]) $('#offset').value = props[m[1]];
+  const n = Object.keys(props).length;
+  $('#props').textContent = n ? `Session: ${Object.entries(props).map(([k, v]) => `${k}=${v}`).join(', ')}` : '';
 }
 
 function addResult(title) {
@@ -186,13 +202,13 @@ async function runQuery(stmt) {
   setRunning({ controller, queryId: null });
   status(push ? 'Streaming… (Esc stops)' : 'Running…');
   const out = addResult(stmt.text);
-  const props = push ? { 'auto.offset.reset': $('#offset').value } : {};
+  const qprops = push ? { ...props, 'auto.offset.reset': $('#offset').value } : { ...props };
   let resp;
   try {
     resp = await fetch('/query-stream', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Accept: 'application/vnd.ksqlapi.delimited.v1' },
-      body: JSON.stringify({ sql: stmt.text + ';', properties: props }),
+      body: JSON.stringify({ sql: stmt.text + ';', properties: qprops }),
       signal: controller.signal,
     });
     if (!resp.ok) {
@@ -253,7 +269,7 @@ function startPrint(text, out) {
     const resp = await fetch('/query', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ ksql: text + ';' }),
+      body: JSON.stringify({ ksql: text + ';', streamsProperties: props }),
       signal: controller.signal,
     });
     if (!resp.ok) {
@@ -401,7 +417,11 @@ async function loadQueries() {
     if (openPlans.has(q.id) && !$('.plan-box', card).childElementCount) showPlan(q.id, card);
   }
   for (const card of [...box.querySelectorAll('[data-query]')]) {
-    if (!seen.has(card.dataset.query)) card.remove();
+    if (seen.has(card.dataset.query)) continue;
+    const id = card.dataset.query;
+    if (logs.has(id)) { logs.get(id).stop(); logs.delete(id); }
+    openPlans.delete(id);
+    card.remove();
   }
 }
 

@@ -153,6 +153,11 @@ export class Editor {
       const w = lower && (this.words.keywords || []).includes(c) ? c.toLowerCase() : c;
       return `<li role="option" id="cmp-${i}" data-word="${esc(w)}">${esc(w)}</li>`;
     }).join('');
+    // Under the caret's line (CSSOM, which the page's CSP allows).
+    const line = this.area.value.slice(0, this.area.selectionStart).split('\n').length;
+    const lh = parseFloat(getComputedStyle(this.area).lineHeight) || 21;
+    const top = Math.min(10 + line * lh - this.area.scrollTop, this.area.clientHeight);
+    this.list.style.top = `${Math.max(top, 0) + 4}px`;
     this.list.hidden = false;
     this.area.setAttribute('aria-expanded', 'true');
     this.select(0);
