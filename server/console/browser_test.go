@@ -211,6 +211,46 @@ CREATE TABLE web_regions AS SELECT region, COUNT(*) AS c FROM web_enriched
 	}
 	shot("join-topology")
 
+	// Two sub-topologies side by side (both sides of a join repartitioned,
+	// as a stream-stream join on other columns would be): the layout
+	// keeps their frames and boxes apart.
+	layout, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {
+		const m = await import('/console/assets/graph.js');
+		const n = (id, kind, inputs, extra = {}) => ({ id, name: kind.toUpperCase() + '-' + id, kind, detail: kind, inputs, stores: [], ...extra });
+		const graph = { appId: 'x', stores: [{ name: 'L', kind: 'window', changelog: 'x-L-changelog' }, { name: 'R', kind: 'window', changelog: 'x-R-changelog' }],
+			subTopologies: [
+				{ id: 0, nodes: [n(0, 'Source', [], { readsTopic: 'left' }), n(1, 'Rekey', [0]), n(11, 'FlatMap', [0]), n(2, 'Repartition', [1, 11], { writesTopic: 'x-L-repartition', repartition: true })] },
+				{ id: 1, nodes: [n(3, 'Source', [], { readsTopic: 'right' }), n(4, 'Filter', [3]), n(5, 'Rekey', [4]), n(6, 'Repartition', [5], { writesTopic: 'x-R-repartition', repartition: true })] },
+				{ id: 2, nodes: [n(7, 'Source', [], { readsTopic: 'x-L-repartition', repartition: true }), n(8, 'Source', [], { readsTopic: 'x-R-repartition', repartition: true }),
+					n(9, 'StreamStreamJoin', [7, 8], { stores: ['L', 'R'] }), n(10, 'Sink', [9], { writesTopic: 'out' })] },
+			] };
+		const g = m.build(graph);
+		m.layout(g);
+		const vs = [...g.vs.values()];
+		const out = [];
+		const hit = (a, b) => a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
+		const box = (v) => ({ x1: v.x, y1: v.y, x2: v.x + 200, y2: v.y + 44 });
+		for (let i = 0; i < vs.length; i++) for (let j = i + 1; j < vs.length; j++) if (hit(box(vs[i]), box(vs[j]))) out.push(vs[i].label + '/' + vs[j].label);
+		const frames = new Map();
+		for (const v of vs) {
+			if (v.sub < 0) continue;
+			const f = frames.get(v.sub) || { x1: Infinity, y1: Infinity, x2: -Infinity, y2: -Infinity };
+			const b = box(v);
+			frames.set(v.sub, { x1: Math.min(f.x1, b.x1), y1: Math.min(f.y1, b.y1), x2: Math.max(f.x2, b.x2), y2: Math.max(f.y2, b.y2) });
+		}
+		const fs = [...frames.entries()];
+		for (let i = 0; i < fs.length; i++) for (let j = i + 1; j < fs.length; j++) if (hit(fs[i][1], fs[j][1])) out.push('sub-topologies ' + fs[i][0] + '/' + fs[j][0]);
+		const join = vs.find((v) => v.label === 'STREAMSTREAMJOIN-9');
+		if (!(join.layer > vs.find((v) => v.label === 'x-L-repartition').layer)) out.push('the join is not below its repartition topic');
+		return out.join(', ');
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("laying out a synthetic graph: %v", err)
+	}
+	if layout != "" {
+		t.Errorf("the layout of two parallel sub-topologies overlaps: %s", layout)
+	}
+
 	// A bad record is counted and shows in the query's processing log.
 	produceRaw(t, "web_clicks", "u1", "{not json")
 	card := `[...document.querySelectorAll('[data-query]')].find(c => c.querySelector('dd').textContent.startsWith('WEB_BIG '))`

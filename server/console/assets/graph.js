@@ -1,9 +1,6 @@
 // Draws a query's topology (engine.Graph: sub-topologies of processor
 // nodes, stores with their changelogs, the topics between them) as an SVG
-// with a layered layout: every vertex sits one layer below the deepest of
-// its predecessors, vertices within a layer are ordered by sub-topology,
-// then by the mean position of their predecessors (two sweeps), and each
-// sub-topology gets a frame around its nodes.
+// with a layered layout (see layout), each sub-topology framed.
 
 const NS = 'http://www.w3.org/2000/svg';
 const NODE_W = 200;
@@ -50,10 +47,19 @@ export function build(graph) {
   return { vs, edges };
 }
 
-// layout places the vertices: it sets layer, x and y on each.
+// layout places the vertices: it sets layer, x and y on each. Layers
+// come from the longest path to a vertex. Each sub-topology gets a band of
+// columns as wide as its widest layer, to the right of the bands of the
+// sub-topologies that share layers with it, so that frames never overlap;
+// within a band, a layer's vertices are ordered by the mean column of
+// their predecessors. Topics sit at the mean column of their neighbours,
+// moved right until they collide with nothing.
 export function layout({ vs, edges }) {
   const preds = new Map([...vs.keys()].map((k) => [k, []]));
-  for (const [a, b] of edges) if (preds.has(b) && vs.has(a)) preds.get(b).push(a);
+  const succs = new Map([...vs.keys()].map((k) => [k, []]));
+  for (const [a, b] of edges) {
+    if (vs.has(a) && vs.has(b)) { preds.get(b).push(a); succs.get(a).push(b); }
+  }
   const layer = new Map();
   const depth = (k, seen = new Set()) => {
     if (layer.has(k)) return layer.get(k);
@@ -65,42 +71,72 @@ export function layout({ vs, edges }) {
     return d;
   };
   for (const k of vs.keys()) depth(k);
-  const layers = [];
-  for (const [k, d] of layer) (layers[d] = layers[d] || []).push(k);
-  const pos = new Map();
-  const order = (l) => {
-    l.forEach((k, i) => pos.set(k, i));
-  };
-  layers.forEach((l) => order(l));
-  for (let sweep = 0; sweep < 2; sweep++) {
-    for (const l of layers) {
-      const bary = (k) => {
-        const ps = preds.get(k);
-        return ps.length ? ps.reduce((s, p) => s + pos.get(p), 0) / ps.length : pos.get(k);
-      };
-      l.sort((a, b) => {
-        const sa = vs.get(a).sub;
-        const sb = vs.get(b).sub;
-        // Topics between sub-topologies sort by what they connect.
-        if (sa !== sb && sa >= 0 && sb >= 0) return sa - sb;
-        return bary(a) - bary(b);
-      });
-      order(l);
+  for (const [k, d] of layer) vs.get(k).layer = d;
+
+  // Sub-topology bands.
+  const subs = new Map(); // id → {min, max, perLayer: Map(layer → [keys])}
+  for (const v of vs.values()) {
+    if (v.sub < 0) continue;
+    const s = subs.get(v.sub) || { min: Infinity, max: -Infinity, perLayer: new Map() };
+    s.min = Math.min(s.min, v.layer); s.max = Math.max(s.max, v.layer);
+    if (!s.perLayer.has(v.layer)) s.perLayer.set(v.layer, []);
+    s.perLayer.get(v.layer).push(v.key);
+    subs.set(v.sub, s);
+  }
+  const placed = [];
+  const col = new Map();
+  for (const id of [...subs.keys()].sort((a, b) => a - b)) {
+    const s = subs.get(id);
+    s.width = Math.max(...[...s.perLayer.values()].map((l) => l.length));
+    s.start = 0;
+    for (const o of placed) {
+      if (o.min <= s.max && s.min <= o.max) s.start = Math.max(s.start, o.start + o.width);
+    }
+    placed.push(s);
+    const layers = [...s.perLayer.keys()].sort((a, b) => a - b);
+    const place = (l) => {
+      const keys = s.perLayer.get(l);
+      keys.forEach((k, i) => col.set(k, s.start + (s.width - keys.length) / 2 + i));
+    };
+    layers.forEach(place);
+    for (let sweep = 0; sweep < 2; sweep++) {
+      for (const l of layers) {
+        const mean = (k) => {
+          const ps = preds.get(k).filter((p) => col.has(p));
+          return ps.length ? ps.reduce((sum, p) => sum + col.get(p), 0) / ps.length : col.get(k);
+        };
+        s.perLayer.get(l).sort((a, b) => mean(a) - mean(b));
+        place(l);
+      }
     }
   }
-  const widest = Math.max(...layers.map((l) => l.length));
-  layers.forEach((l, d) => {
-    const offset = ((widest - l.length) * (NODE_W + GAP_X)) / 2;
-    l.forEach((k, i) => {
-      const v = vs.get(k);
-      v.layer = d;
-      v.x = MARGIN + offset + i * (NODE_W + GAP_X);
-      v.y = MARGIN + 20 + d * (NODE_H + GAP_Y);
-    });
-  });
+  // Topics, in layer order so that a topic's predecessors have columns.
+  const topics = [...vs.values()].filter((v) => v.sub < 0).sort((a, b) => a.layer - b.layer);
+  for (const t of topics) {
+    const near = [...preds.get(t.key), ...succs.get(t.key)].filter((k) => col.has(k));
+    let c = near.length ? near.reduce((sum, k) => sum + col.get(k), 0) / near.length : 0;
+    const taken = [...vs.values()].filter((v) => v !== t && v.layer === t.layer && col.has(v.key)).map((v) => col.get(v.key));
+    for (let moved = true; moved;) {
+      moved = false;
+      for (const o of taken) {
+        if (Math.abs(o - c) < 1) { c = o + 1; moved = true; }
+      }
+    }
+    col.set(t.key, c);
+  }
+  const min = Math.min(...col.values());
+  let widest = 0;
+  let deepest = 0;
+  for (const v of vs.values()) {
+    const c = col.get(v.key) - min;
+    widest = Math.max(widest, c + 1);
+    deepest = Math.max(deepest, v.layer + 1);
+    v.x = MARGIN + c * (NODE_W + GAP_X);
+    v.y = MARGIN + 20 + v.layer * (NODE_H + GAP_Y);
+  }
   return {
-    width: MARGIN * 2 + widest * (NODE_W + GAP_X) - GAP_X,
-    height: MARGIN * 2 + 20 + layers.length * (NODE_H + GAP_Y) - GAP_Y,
+    width: MARGIN * 2 + widest * (NODE_W + GAP_X) - GAP_X + 20,
+    height: MARGIN * 2 + 20 + deepest * (NODE_H + GAP_Y) - GAP_Y,
   };
 }
 
