@@ -48,3 +48,25 @@ func TestHistoryRatesLagAndRing(t *testing.T) {
 		t.Fatal("a terminated query's history is kept")
 	}
 }
+
+// BenchmarkHistorySample samples a registry with 100 queries of 4 input
+// partitions each: the cost of one 5-second tick.
+func BenchmarkHistorySample(b *testing.B) {
+	r := New()
+	stats := make([]QueryStats, 100)
+	for i := range stats {
+		id := "Q_" + string(rune('A'+i%26)) + string(rune('A'+i/26))
+		stats[i] = QueryStats{ID: id, State: "RUNNING", RecordsIn: int64(i), RecordsOut: int64(i)}
+		q := r.Query(id)
+		for p := int32(0); p < 4; p++ {
+			q.SetLag("in", p, 10)
+		}
+	}
+	r.WatchQueries(func() []QueryStats { return stats })
+	h := NewHistory(r, 0, 0)
+	now := time.Now()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		h.Sample(now.Add(time.Duration(i) * DefaultSampleInterval))
+	}
+}
