@@ -122,8 +122,10 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	runSQL(`CREATE STREAM web_clicks (user_id VARCHAR KEY, url VARCHAR, n INT)
   WITH (KAFKA_TOPIC='web_clicks', VALUE_FORMAT='JSON', PARTITIONS=1);
-CREATE STREAM web_big AS SELECT user_id, url, n * 2 AS n2 FROM web_clicks WHERE n > 0 EMIT CHANGES;`)
+CREATE STREAM web_big AS SELECT user_id, url, n * 2 AS n2 FROM web_clicks WHERE n > 0 EMIT CHANGES;
+DESCRIBE web_big;`)
 	waitJS("the CSAS", `document.querySelector('#results').textContent.includes('Created query with ID')`)
+	waitJS("DESCRIBE", `[...document.querySelectorAll('#results td')].some(td => td.textContent === 'USER_ID (key)')`)
 	shot("created")
 
 	// Records flow in the background until the test ends.

@@ -161,7 +161,7 @@ function renderEntity(e) {
     case 'sourceDescription': {
       const d = e.sourceDescription;
       return `<dl class="facts"><dt>Type</dt><dd>${esc(d.type)}</dd><dt>Topic</dt><dd>${esc(d.topic)}</dd><dt>Formats</dt><dd>${esc(d.keyFormat)} / ${esc(d.valueFormat)}</dd></dl>` +
-        table(['Column', 'Type'], d.fields.map((f) => [f.name + (f.type && f.type.type === 'KEY' ? ' (key)' : ''), f.schema ? f.schema.type : '']));
+        table(['Column', 'Type'], d.fields.map((f) => [f.name + (f.type === 'KEY' ? ' (key)' : ''), f.schema ? f.schema.type : '']));
     }
     case 'queryDescription':
       return `<pre class="plan">${esc(e.queryDescription.executionPlan)}</pre>`;
