@@ -50,9 +50,9 @@ const (
 	Prefix = "/console"
 )
 
-// Console serves the web console. It is an http.Handler for Index and
+// Handler serves the web console. It is an http.Handler for Index and
 // everything under Prefix.
-type Console struct {
+type Handler struct {
 	eng    Engine
 	hist   *metrics.History
 	static http.Handler
@@ -61,7 +61,7 @@ type Console struct {
 
 // New returns the console over eng. hist is the metrics history the
 // charts show (nil: no charts).
-func New(eng Engine, hist *metrics.History) *Console {
+func New(eng Engine, hist *metrics.History) *Handler {
 	sub, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree always has assets/
@@ -70,11 +70,11 @@ func New(eng Engine, hist *metrics.History) *Console {
 	if err != nil {
 		panic(err)
 	}
-	return &Console{eng: eng, hist: hist, static: http.StripPrefix(Prefix+"/assets/", http.FileServer(http.FS(sub))), index: index}
+	return &Handler{eng: eng, hist: hist, static: http.StripPrefix(Prefix+"/assets/", http.FileServer(http.FS(sub))), index: index}
 }
 
 // ServeHTTP serves the page, its assets and the console's API.
-func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (c *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == Index || p == Prefix || p == Prefix+"/":
@@ -111,7 +111,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-func (c *Console) api(w http.ResponseWriter, r *http.Request, name string) {
+func (c *Handler) api(w http.ResponseWriter, r *http.Request, name string) {
 	switch name {
 	case "catalog":
 		writeJSON(w, http.StatusOK, c.catalog())
@@ -193,7 +193,7 @@ func source(d *engine.SourceDescription) sourceJSON {
 	return s
 }
 
-func (c *Console) catalog() []sourceJSON {
+func (c *Handler) catalog() []sourceJSON {
 	out := []sourceJSON{}
 	for _, kind := range []catalog.Kind{catalog.Stream, catalog.Table} {
 		for _, info := range c.eng.Sources(kind) {
@@ -214,7 +214,7 @@ type queryJSON struct {
 	Latest *metrics.Point `json:"latest"`
 }
 
-func (c *Console) queries() []queryJSON {
+func (c *Handler) queries() []queryJSON {
 	out := []queryJSON{}
 	for _, q := range c.eng.Queries() {
 		qj := queryJSON{QueryInfo: q, State: q.State()}

@@ -296,6 +296,11 @@ async function runPrint(text, out) {
 
 $('#run').addEventListener('click', runAll);
 $('#stop').addEventListener('click', stop);
+// Esc stops a running query from anywhere on the page (the editor handles
+// its own Esc: it first closes the completion list).
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && running && e.target !== $('#sql') && !$('#confirm').open) stop();
+});
 
 // ---------------------------------------------------------------- catalog
 
