@@ -242,8 +242,10 @@ type SourceDescription struct {
 	WindowSizeMs int64
 	IsSource     bool
 	Statement    string
-	// Writer is the query that writes the source, nil when none;
-	// Readers are the other queries that read it.
+	// Writer is the query that made the source (CREATE … AS SELECT),
+	// nil when none; Readers are the other queries that use it, in ID
+	// order: those reading it, and INSERT INTO … SELECT queries writing
+	// it (their Sink is the source).
 	Writer  *QueryInfo
 	Readers []QueryInfo
 }

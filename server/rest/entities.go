@@ -7,6 +7,7 @@ package rest
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
@@ -275,11 +276,20 @@ func describeSource(src *engine.SourceDescription) sourceDescription {
 		w := string(src.WindowType)
 		d.WindowType = &w
 	}
+	// The queries that use the source, in ID order: those that write it
+	// (its CREATE … AS SELECT and any INSERT INTO … SELECT) and those
+	// that read it.
+	users := append([]engine.QueryInfo{}, src.Readers...)
 	if src.Writer != nil {
-		d.WriteQueries = append(d.WriteQueries, toRunningQuery(src.Writer))
+		users = append(users, *src.Writer)
 	}
-	for i := range src.Readers {
-		d.ReadQueries = append(d.ReadQueries, toRunningQuery(&src.Readers[i]))
+	sort.Slice(users, func(i, j int) bool { return users[i].ID < users[j].ID })
+	for i := range users {
+		if users[i].Sink == src.Source.Name {
+			d.WriteQueries = append(d.WriteQueries, toRunningQuery(&users[i]))
+		} else {
+			d.ReadQueries = append(d.ReadQueries, toRunningQuery(&users[i]))
+		}
 	}
 	if src.Extended && src.Writer != nil && src.Writer.Status != nil {
 		st := src.Writer.Status
