@@ -35,10 +35,15 @@ var assets embed.FS
 // Engine is what the console needs of the engine. *engine.Engine
 // implements it.
 type Engine interface {
+	// Sources lists the streams or the tables (SHOW STREAMS|TABLES).
 	Sources(kind catalog.Kind) []engine.SourceInfo
+	// Queries lists the persistent queries with their status.
 	Queries() []engine.QueryInfo
+	// DescribeSource is DESCRIBE [EXTENDED] name.
 	DescribeSource(name string, extended bool) (*engine.SourceDescription, bool)
+	// ExplainQuery is EXPLAIN query_id, with the topology as a graph.
 	ExplainQuery(id string) (*engine.Plan, bool)
+	// Completions are the words the editor completes.
 	Completions() engine.Completions
 }
 
