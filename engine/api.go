@@ -21,6 +21,12 @@ type ResultWriter interface {
 type Result struct {
 	// Tag is the Postgres command tag: "SELECT 3", "CREATE STREAM", "INSERT 0 1", …
 	Tag string
+	// Value is the typed result of SHOW, DESCRIBE and EXPLAIN (one of
+	// *SourceList, *QueryList, *TopicList, *PropertyList, *FunctionList,
+	// *FunctionDescription, *SourceDescription, *Plan; see results.go),
+	// the same data the rows sent to the ResultWriter render; nil for
+	// other statements.
+	Value Tabular
 }
 
 // Session is one client's state: the properties SET on it. A session is

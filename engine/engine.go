@@ -201,14 +201,14 @@ func (e *Engine) Close() {
 func (e *Engine) Catalog() *catalog.Catalog { return e.cat }
 
 // QueryStatus returns the runtime status of a persistent query.
-func (e *Engine) QueryStatus(id string) (exec.Status, bool) {
+func (e *Engine) QueryStatus(id string) (QueryStatus, bool) {
 	e.mu.Lock()
 	q, ok := e.running[id]
 	e.mu.Unlock()
 	if !ok {
-		return exec.Status{}, false
+		return QueryStatus{}, false
 	}
-	return q.Status(), true
+	return statusOf(q.Status()), true
 }
 
 var _ Executor = (*Engine)(nil)

@@ -54,50 +54,86 @@ func writeTable(w ResultWriter, cols []types.Column, rows [][]string) (Result, e
 	return Result{Tag: "SELECT " + strconv.Itoa(len(rows))}, nil
 }
 
+// writeTyped sends a typed result's table and returns the result with it.
+func writeTyped(w ResultWriter, v Tabular) (Result, error) {
+	cols, rows := v.Table()
+	res, err := writeTable(w, cols, rows)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Value = v
+	return res, nil
+}
+
+// Sources returns the streams (kind catalog.Stream) or tables in the
+// catalog, as SHOW STREAMS|TABLES lists them.
+func (e *Engine) Sources(kind catalog.Kind) []SourceInfo {
+	out := []SourceInfo{}
+	for _, src := range e.cat.Sources() {
+		if src.Kind == kind {
+			out = append(out, sourceInfo(src))
+		}
+	}
+	return out
+}
+
+// Queries returns every persistent query in the catalog with this
+// server's status of it, as SHOW QUERIES lists them.
+func (e *Engine) Queries() []QueryInfo {
+	out := []QueryInfo{}
+	for _, q := range e.cat.Queries() {
+		out = append(out, e.queryInfo(q))
+	}
+	return out
+}
+
+func (e *Engine) queryInfo(q *catalog.Query) QueryInfo {
+	qi := QueryInfo{ID: q.ID, Type: "PERSISTENT", Sink: q.Sink, Sources: append([]string{}, q.Sources...), SQL: q.SQL}
+	if qs, ok := e.QueryStatus(q.ID); ok {
+		qi.Status = &qs
+	}
+	if src, ok := e.cat.Source(q.Sink); ok {
+		qi.SinkTopic = src.Topic
+	}
+	return qi
+}
+
+// Functions returns the scalar and table functions, sorted by name.
+func (e *Engine) Functions() []FunctionInfo {
+	var out []FunctionInfo
+	for _, f := range expr.Functions() {
+		out = append(out, FunctionInfo{Name: f.Name, Type: "SCALAR", Description: f.Description})
+	}
+	for _, f := range expr.TableFunctions() {
+		out = append(out, FunctionInfo{Name: f.Name, Type: "TABLE", Description: f.Description})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
 func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWriter) (Result, error) {
 	switch st.What {
 	case "STREAMS", "TABLES":
-		kind, cols := catalog.Stream, streamsCols
+		kind := catalog.Stream
 		if st.What == "TABLES" {
-			kind, cols = catalog.Table, tablesCols
+			kind = catalog.Table
 		}
-		var rows [][]string
-		for _, src := range e.cat.Sources() {
-			if src.Kind == kind {
-				rows = append(rows, []string{src.Name, src.Topic, src.KeyFormat, src.ValueFormat, strconv.FormatBool(src.Windowed())})
-			}
-		}
-		return writeTable(w, cols, rows)
+		return writeTyped(w, &SourceList{Kind: kind, Extended: st.Extended, Sources: e.Sources(kind)})
 	case "QUERIES":
-		var rows [][]string
-		for _, q := range e.cat.Queries() {
-			status := "UNKNOWN"
-			if qs, ok := e.QueryStatus(q.ID); ok {
-				status = qs.State
-				if qs.Err != "" {
-					status += ": " + qs.Err
-				}
-			}
-			topic := ""
-			if src, ok := e.cat.Source(q.Sink); ok {
-				topic = src.Topic
-			}
-			rows = append(rows, []string{q.ID, "PERSISTENT", status, q.Sink, topic, q.SQL})
-		}
-		return writeTable(w, queriesCols, rows)
+		return writeTyped(w, &QueryList{Extended: st.Extended, Queries: e.Queries()})
 	case "TOPICS":
 		details, err := e.adm.ListTopics(ctx)
 		if err != nil {
 			return Result{}, err
 		}
-		var rows [][]string
+		l := &TopicList{Topics: []TopicInfo{}}
 		for _, name := range details.Names() {
 			if strings.HasPrefix(name, "_") && !st.Extended {
 				continue
 			}
-			rows = append(rows, []string{name, strconv.Itoa(len(details[name].Partitions))})
+			l.Topics = append(l.Topics, TopicInfo{Name: name, Partitions: len(details[name].Partitions)})
 		}
-		return writeTable(w, topicsCols, rows)
+		return writeTyped(w, l)
 	case "PROPERTIES":
 		props := map[string]string{
 			"auto.offset.reset":    "latest (push queries), earliest (persistent queries)",
@@ -119,25 +155,18 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		rows := make([][]string, 0, len(keys)+len(e.cfg.Settings))
+		l := &PropertyList{Properties: make([]Property, 0, len(keys)+len(e.cfg.Settings))}
 		for _, k := range keys {
-			rows = append(rows, []string{k, props[k], source[k]})
+			_, set := s.Props[k]
+			l.Properties = append(l.Properties, Property{Name: k, Value: props[k], Source: source[k], Overridden: set})
 		}
 		// The server's own settings, as sqlstreams server took them.
 		for _, st := range e.cfg.Settings {
-			rows = append(rows, []string{"server." + st.Name, st.Value, st.Source})
+			l.Properties = append(l.Properties, Property{Name: "server." + st.Name, Value: st.Value, Source: st.Source})
 		}
-		return writeTable(w, propertiesCols, rows)
+		return writeTyped(w, l)
 	case "FUNCTIONS":
-		var rows [][]string
-		for _, f := range expr.Functions() {
-			rows = append(rows, []string{f.Name, "SCALAR", f.Description})
-		}
-		for _, f := range expr.TableFunctions() {
-			rows = append(rows, []string{f.Name, "TABLE", f.Description})
-		}
-		sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
-		return writeTable(w, functionsCols, rows)
+		return writeTyped(w, &FunctionList{Functions: e.Functions()})
 	}
 	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "SHOW %s is not supported yet", st.What)
 }
@@ -149,163 +178,169 @@ func (e *Engine) commitInterval() time.Duration {
 	return defaultCommitInterval
 }
 
-func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
-	if st.Function {
-		var name, desc string
-		var sigs []string
-		if fn, ok := expr.Lookup(st.Name); ok {
-			name, desc, sigs = fn.Name, fn.Description, fn.Signatures
-		} else if tf, ok := expr.LookupTable(st.Name); ok {
-			name, desc, sigs = tf.Name, tf.Description, tf.Signatures
-		} else {
-			return Result{}, sql.NameError(st, sql.CodeUndefinedFunction, "function %s does not exist", st.Name)
-		}
-		var rows [][]string
-		for _, sig := range sigs {
-			rows = append(rows, []string{name, sig, desc})
-		}
-		return writeTable(w, describeFnCols, rows)
+// DescribeFunction returns DESCRIBE FUNCTION name's result; ok is false
+// when no such function exists.
+func (e *Engine) DescribeFunction(name string) (*FunctionDescription, bool) {
+	if fn, ok := expr.Lookup(name); ok {
+		return &FunctionDescription{Name: fn.Name, Type: "SCALAR", Description: fn.Description, Signatures: fn.Signatures}, true
 	}
-	src, ok := e.cat.Source(st.Name)
+	if tf, ok := expr.LookupTable(name); ok {
+		return &FunctionDescription{Name: tf.Name, Type: "TABLE", Description: tf.Description, Signatures: tf.Signatures}, true
+	}
+	return nil, false
+}
+
+// DescribeSource returns DESCRIBE [EXTENDED] name's result; ok is false
+// when no stream or table has that name.
+func (e *Engine) DescribeSource(name string, extended bool) (*SourceDescription, bool) {
+	src, ok := e.cat.Source(name)
 	if !ok {
-		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "stream or table %s does not exist", st.Name)
+		return nil, false
 	}
-	var rows [][]string
-	for _, c := range src.Schema.Columns {
-		t := c.Type.String()
-		if c.Key {
-			if src.Kind == catalog.Table {
-				t += " (primary key)"
-			} else {
-				t += " (key)"
-			}
-			if src.Windowed() {
-				t += " (window type: " + windowDesc(src) + ")"
-			}
-		}
-		rows = append(rows, []string{c.Name, t})
+	d := &SourceDescription{
+		Source: sourceInfo(src), Extended: extended,
+		Columns:         append([]types.Column{}, src.Schema.Columns...),
+		TimestampColumn: src.TimestampColumn, WindowType: src.WindowType, WindowSizeMs: src.WindowSizeMs,
+		IsSource: src.IsSource, Statement: src.SQL, Readers: []QueryInfo{},
 	}
-	if !st.Extended {
-		return writeTable(w, describeCols, rows)
-	}
-	// EXTENDED: the columns, then the source's properties and the queries
-	// that write and read it, as "Property | Value" rows.
-	for i := range rows {
-		rows[i][0] = "column " + rows[i][0]
-	}
-	rows = append([][]string{
-		{"name", src.Name},
-		{"type", src.Kind.String()},
-		{"kafka topic", src.Topic},
-		{"partitions", strconv.Itoa(int(src.Partitions))},
-		{"key format", src.KeyFormat},
-		{"value format", src.ValueFormat},
-		{"source (read-only)", strconv.FormatBool(src.IsSource)},
-		{"windowed", windowDesc(src)},
-		{"statement", src.SQL},
-	}, rows...)
 	if src.WriterQuery != "" {
-		rows = append(rows, []string{"written by query", src.WriterQuery})
-		if qs, ok := e.QueryStatus(src.WriterQuery); ok {
-			rows = append(rows,
-				[]string{"query status", qs.State},
-				[]string{"query status since", qs.Since.UTC().Format(time.RFC3339)},
-				[]string{"records in", strconv.FormatInt(qs.RecordsIn, 10)},
-				[]string{"records out", strconv.FormatInt(qs.RecordsOut, 10)},
-				[]string{"bad records", strconv.FormatInt(qs.BadRecords, 10)},
-				[]string{"restarts", strconv.FormatInt(qs.Restarts, 10)},
-				[]string{"late records dropped", strconv.FormatInt(qs.LateRecords, 10)})
-			if qs.Err != "" {
-				rows = append(rows, []string{"query error", qs.Err})
+		if q, ok := e.cat.Query(src.WriterQuery); ok {
+			qi := e.queryInfo(q)
+			d.Writer = &qi
+		} else {
+			d.Writer = &QueryInfo{ID: src.WriterQuery, Type: "PERSISTENT", Sink: src.Name, SinkTopic: src.Topic}
+			if qs, ok := e.QueryStatus(src.WriterQuery); ok {
+				d.Writer.Status = &qs
 			}
 		}
 	}
 	for _, id := range e.cat.Users(src.Name) {
-		if id != src.WriterQuery {
-			rows = append(rows, []string{"read by query", id})
+		if id == src.WriterQuery {
+			continue
+		}
+		if q, ok := e.cat.Query(id); ok {
+			d.Readers = append(d.Readers, e.queryInfo(q))
+		} else {
+			d.Readers = append(d.Readers, QueryInfo{ID: id, Type: "PERSISTENT"})
 		}
 	}
-	return writeTable(w, describeExtCols, rows)
+	return d, true
+}
+
+func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {
+	if st.Function {
+		d, ok := e.DescribeFunction(st.Name)
+		if !ok {
+			return Result{}, sql.NameError(st, sql.CodeUndefinedFunction, "function %s does not exist", st.Name)
+		}
+		return writeTyped(w, d)
+	}
+	d, ok := e.DescribeSource(st.Name, st.Extended)
+	if !ok {
+		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "stream or table %s does not exist", st.Name)
+	}
+	return writeTyped(w, d)
+}
+
+// ExplainQuery returns EXPLAIN query_id's result; ok is false when no
+// query has that ID.
+func (e *Engine) ExplainQuery(id string) (*Plan, bool) {
+	q, ok := e.cat.Query(id)
+	if !ok {
+		return nil, false
+	}
+	e.mu.Lock()
+	rq := e.running[q.ID]
+	e.mu.Unlock()
+	p := &Plan{QueryID: q.ID, SQL: q.SQL, Type: "PERSISTENT", Sink: q.Sink, Sources: append([]string{}, q.Sources...)}
+	if src, ok := e.cat.Source(q.Sink); ok {
+		p.Columns = append([]types.Column{}, src.Schema.Columns...)
+	}
+	var b strings.Builder
+	b.WriteString("Query ID: " + q.ID + "\n")
+	b.WriteString("SQL: " + q.SQL + "\n")
+	if rq != nil {
+		status := statusOf(rq.Status())
+		p.Status = &status
+		topo := rq.Topology()
+		p.AppID, p.Fingerprint, p.Graph = topo.AppID, topo.Fingerprint(), graphOf(topo)
+		b.WriteString("Status: " + status.State + "\n")
+		if status.Err != "" {
+			b.WriteString("Error: " + status.Err + "\n")
+		}
+		b.WriteString("Application ID: " + topo.AppID + "\n")
+		b.WriteString("Fingerprint: " + p.Fingerprint + "\n")
+		b.WriteString("Records in/out/bad: " + strconv.FormatInt(status.RecordsIn, 10) + "/" +
+			strconv.FormatInt(status.RecordsOut, 10) + "/" + strconv.FormatInt(status.BadRecords, 10) + "\n")
+		b.WriteString("Topology:\n")
+		b.WriteString(topo.String())
+	}
+	p.Text = b.String()
+	return p, true
 }
 
 func (e *Engine) explain(st *sql.Explain, w ResultWriter) (Result, error) {
-	var text string
-	switch {
-	case st.QueryID != "":
-		q, ok := e.cat.Query(st.QueryID)
+	if st.QueryID != "" {
+		p, ok := e.ExplainQuery(st.QueryID)
 		if !ok {
 			return Result{}, sql.NameError(st, sql.CodeUndefinedObject, "query %s does not exist", st.QueryID)
 		}
-		e.mu.Lock()
-		rq := e.running[q.ID]
-		e.mu.Unlock()
-		var b strings.Builder
-		b.WriteString("Query ID: " + q.ID + "\n")
-		b.WriteString("SQL: " + q.SQL + "\n")
-		if rq != nil {
-			status := rq.Status()
-			b.WriteString("Status: " + status.State + "\n")
-			if status.Err != "" {
-				b.WriteString("Error: " + status.Err + "\n")
-			}
-			b.WriteString("Application ID: " + rq.Topology().AppID + "\n")
-			b.WriteString("Fingerprint: " + rq.Topology().Fingerprint() + "\n")
-			b.WriteString("Records in/out/bad: " + strconv.FormatInt(status.RecordsIn, 10) + "/" +
-				strconv.FormatInt(status.RecordsOut, 10) + "/" + strconv.FormatInt(status.BadRecords, 10) + "\n")
-			b.WriteString("Topology:\n")
-			b.WriteString(rq.Topology().String())
-		}
-		text = b.String()
-	default:
-		var err error
-		if text, err = e.explainStatement(st.Stmt); err != nil {
-			return Result{}, err
-		}
+		return writeTyped(w, p)
 	}
-	var rows [][]string
-	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-		rows = append(rows, []string{line})
+	p, err := e.explainStatement(st.Stmt)
+	if err != nil {
+		return Result{}, err
 	}
-	return writeTable(w, explainCols, rows)
+	return writeTyped(w, p)
 }
 
 // explainStatement plans a statement without running it and renders its
 // logical plan and topology.
-func (e *Engine) explainStatement(st sql.Statement) (string, error) {
+func (e *Engine) explainStatement(st sql.Statement) (*Plan, error) {
 	var b strings.Builder
+	p := &Plan{}
 	switch st := st.(type) {
 	case *sql.CreateAs:
 		sink, err := sql.BindCreateAs(st, e.cat)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, "CSAS_"+st.Name+"_0"), sink)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
+		p.Type, p.Sink, p.Logical, p.Graph = "PERSISTENT", st.Name, planner.Explain(sink), graphOf(topo)
+		p.AppID, p.Fingerprint = topo.AppID, topo.Fingerprint()
 		b.WriteString("Logical plan:\n")
-		b.WriteString(planner.Explain(sink))
+		b.WriteString(p.Logical)
 		b.WriteString("Physical plan:\n")
 		b.WriteString(topo.String())
 	case *sql.Select:
 		q, err := sql.BindSelect(st, e.cat)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
+		p.Type, p.Logical, p.Columns = "PULL", planner.Explain(q.Root), q.Root.Schema().Columns
 		b.WriteString("Logical plan:\n")
-		b.WriteString(planner.Explain(q.Root))
+		b.WriteString(p.Logical)
 		if q.Emit != "" {
 			topo, err := physical.BuildPush(q)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
+			p.Type, p.Graph = "PUSH", graphOf(topo)
 			b.WriteString("Physical plan:\n")
 			b.WriteString(topo.String())
 		}
 	default:
-		return "", sql.Errorf(sql.CodeFeatureNotSupport, "EXPLAIN of this statement is not supported yet")
+		return nil, sql.Errorf(sql.CodeFeatureNotSupport, "EXPLAIN of this statement is not supported yet")
 	}
-	return b.String(), nil
+	p.SQL = strings.TrimSpace(st.Text())
+	if len(p.SQL) > 7 && strings.EqualFold(p.SQL[:7], "EXPLAIN") {
+		p.SQL = strings.TrimSpace(p.SQL[7:])
+	}
+	p.Text = b.String()
+	return p, nil
 }
 
 // Describe returns the columns a statement would return, without running

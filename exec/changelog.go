@@ -30,6 +30,7 @@ type restoration struct {
 	// offset of the table's topic.
 	until int64
 	next  int64 // offset after the last one read
+	from  int64 // where the restore began, for its progress
 	// open holds transactional records until their producer's marker:
 	// applied on commit, dropped on abort.
 	open  map[int64][]*kgo.Record
@@ -97,6 +98,8 @@ func (r *changelogReader) add(rs *restoration) (bool, error) {
 		start = kgo.NewOffset().At(ts.checkpoint)
 	}
 	rs.next = max(ts.checkpoint, 0)
+	rs.from = rs.next
+	r.progress(rs)
 	rs.open = map[int64][]*kgo.Record{}
 	rs.began = time.Now()
 	if r.active == nil {
@@ -195,6 +198,9 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 					rs.pending++
 				}
 			}
+			if rs.next < rs.until {
+				r.progress(rs)
+			}
 			if rs.pending >= restoreBatch || rs.next >= rs.until {
 				// Without RocksDB's WAL: finish flushes the memtables
 				// before the checkpoint; a crash before it replays the
@@ -218,6 +224,14 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 		}
 	}
 	return done, nil
+}
+
+// progress reports how far a restoration is, in changelog offsets, to
+// the metrics (the console shows it); finish reports the end.
+func (r *changelogReader) progress(rs *restoration) {
+	if r.q.cfg.Metrics != nil {
+		r.q.cfg.Metrics.SetRestore(filepath.Base(rs.store.dir), rs.store.partition, rs.next-rs.from, rs.until-rs.from)
+	}
 }
 
 // finish ends a restoration that reached its end: the store has applied

@@ -18,6 +18,11 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 /usr/bin/python3 -c 'import confluent_kafka.avro' >/dev/null 2>&1 || need+=(python3-confluent-kafka python3-avro python3-requests)
 /usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || need+=(python3-jsonschema)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+# Headless Chromium for the web console's browser test; only the test
+# command asks for it (scripts/test sets SQLSTREAMS_TEST_DEPS=1).
+if [ "${SQLSTREAMS_TEST_DEPS:-}" = 1 ]; then
+  command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   SUDO=""

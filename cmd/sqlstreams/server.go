@@ -20,6 +20,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/metrics"
+	"github.com/sqlstreams/sqlstreams/server/console"
 	"github.com/sqlstreams/sqlstreams/server/pgwire"
 	"github.com/sqlstreams/sqlstreams/server/rest"
 	"github.com/sqlstreams/sqlstreams/sql"
@@ -280,6 +281,14 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
+	// The web console, on the REST address behind the same
+	// authentication and TLS; its charts sample the metrics every 5 s.
+	hist := metrics.NewHistory(reg, 0, 0)
+	histCtx, stopHist := context.WithCancel(ctx)
+	defer stopHist()
+	go hist.Run(histCtx)
+	web := console.New(eng, hist)
+	restOpts = append(restOpts, rest.WithHandler(console.Index, false, web), rest.WithHandler(console.Prefix, true, web))
 	restSrv := rest.New(eng, restOpts...)
 	// HTTP/1.1, HTTP/2 over TLS, and HTTP/2 cleartext with prior
 	// knowledge (how ksqlDB's Java client calls /query-stream).

@@ -54,6 +54,7 @@ func runShell(args []string) int {
 	fs := flag.NewFlagSet("sqlstreams shell", flag.ContinueOnError)
 	server := stringFlag(fs, "server", "127.0.0.1:5433", "server's Postgres wire protocol address, host:port")
 	file := fs.String("f", "", "run the statements in `file` and exit; stops at the first error")
+	httpAddr := stringFlag(fs, "http", "", "server's REST address (host:port or URL) to fetch completion words from, as the web console does; empty fetches them over the Postgres connection")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -62,7 +63,7 @@ func runShell(args []string) int {
 		return 2
 	}
 
-	sh := &shell{addr: *server, out: os.Stdout, errw: os.Stderr, sigc: make(chan os.Signal, 1)}
+	sh := &shell{addr: *server, http: *httpAddr, out: os.Stdout, errw: os.Stderr, sigc: make(chan os.Signal, 1)}
 	// Ctrl-C belongs to the running statement, never to the shell; at the
 	// prompt readline sees it as a key.
 	signal.Notify(sh.sigc, os.Interrupt)
@@ -92,6 +93,7 @@ func runShell(args []string) int {
 // shell is one connection to the server and where its output goes.
 type shell struct {
 	addr      string
+	http      string    // REST address for completion words, or ""
 	conn      *pgx.Conn // nil or closed after a lost connection
 	lastUsed  time.Time // when conn last ran a statement or was opened
 	out, errw io.Writer
@@ -137,7 +139,7 @@ func (sh *shell) close() {
 
 // interactive reads statements at a readline prompt until Ctrl-D.
 func (sh *shell) interactive() int {
-	sh.comp = &completer{}
+	sh.comp = &completer{http: sh.http}
 	history := ""
 	if home, err := os.UserHomeDir(); err == nil {
 		history = filepath.Join(home, ".sqlstreams_history")

@@ -10,6 +10,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -18,32 +21,17 @@ import (
 	"unicode"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlstreams/sqlstreams/engine"
 )
 
-// completionKeywords are the ksqlDB words offered at any position.
-var completionKeywords = []string{
-	"SELECT", "FROM", "WHERE", "GROUP", "BY", "GROUP BY", "HAVING", "EMIT", "CHANGES", "EMIT CHANGES",
-	"FINAL", "EMIT FINAL", "LIMIT", "PARTITION", "PARTITION BY", "ORDER", "AS", "AND", "OR", "NOT",
-	"IS", "NULL", "IN", "LIKE", "BETWEEN", "CASE", "WHEN", "THEN", "ELSE", "END", "CAST", "DISTINCT",
-	"JOIN", "LEFT", "RIGHT", "FULL", "OUTER", "INNER", "ON", "WITHIN", "GRACE", "PERIOD",
-	"WINDOW", "TUMBLING", "HOPPING", "SESSION", "SIZE", "ADVANCE", "RETENTION",
-	"SECOND", "SECONDS", "MINUTE", "MINUTES", "HOUR", "HOURS", "DAY", "DAYS", "MILLISECONDS",
-	"CREATE", "STREAM", "TABLE", "CREATE STREAM", "CREATE TABLE", "CREATE OR REPLACE", "REPLACE",
-	"SOURCE", "IF", "EXISTS", "IF NOT EXISTS", "IF EXISTS", "DROP", "DROP STREAM", "DROP TABLE",
-	"DELETE", "TOPIC", "INSERT", "INTO", "INSERT INTO", "VALUES", "WITH", "KEY", "PRIMARY", "PRIMARY KEY",
-	"HEADERS", "HEADER", "KAFKA_TOPIC", "VALUE_FORMAT", "KEY_FORMAT", "FORMAT", "PARTITIONS", "REPLICAS",
-	"TIMESTAMP", "TIMESTAMP_FORMAT", "WRAP_SINGLE_VALUE", "VALUE_DELIMITER", "KEY_DELIMITER",
-	"SHOW", "LIST", "STREAMS", "TABLES", "QUERIES", "TOPICS", "FUNCTIONS", "PROPERTIES", "EXTENDED",
-	"DESCRIBE", "FUNCTION", "EXPLAIN", "TERMINATE", "PAUSE", "RESUME", "ALL", "PRINT", "SET", "UNSET", "RUN", "SCRIPT",
-	"RUN SCRIPT", "BEGINNING", "INTERVAL", "TRUE", "FALSE",
-	"BOOLEAN", "INT", "INTEGER", "BIGINT", "DOUBLE", "DECIMAL", "VARCHAR", "STRING", "BYTES",
-	"ARRAY", "MAP", "STRUCT", "DATE", "TIME",
-	"JSON", "AVRO", "PROTOBUF", "DELIMITED", "KAFKA", "NONE",
-}
+// completionKeywords are the ksqlDB words offered at any position; the
+// console's completion endpoint offers the same ones.
+var completionKeywords = engine.CompletionKeywords
 
 // completionProperties are the property names offered inside quotes, as
 // in SET 'auto.offset.reset'='earliest'.
-var completionProperties = []string{"auto.offset.reset", "commit.interval.ms", "processing.guarantee"}
+var completionProperties = engine.CompletionProperties
 
 // sourceWords are the words after which a stream or table name comes.
 var sourceWords = map[string]bool{
@@ -143,6 +131,11 @@ type completer struct {
 
 	functionsOf *pgx.Conn // the connection functions were fetched on
 	stale       bool      // sources must be fetched again
+
+	// http, when set, is the server's REST address: the words come from
+	// its completion endpoint (the one the web console uses) in one
+	// request; on failure they come over the Postgres connection.
+	http string
 }
 
 // Do implements readline.AutoCompleter: it returns what to append to the
@@ -180,6 +173,14 @@ func (c *completer) refresh(conn *pgx.Conn) {
 	c.mu.Lock()
 	newConn, stale := c.functionsOf != conn, c.stale
 	c.mu.Unlock()
+	if c.http != "" && (newConn || stale) {
+		if cat, err := fetchCompletions(c.http); err == nil {
+			c.mu.Lock()
+			c.cat, c.functionsOf, c.stale = cat, conn, false
+			c.mu.Unlock()
+			return
+		}
+	}
 	if newConn {
 		if fns, err := column(conn, "SHOW FUNCTIONS", "Name"); err == nil {
 			c.mu.Lock()
@@ -207,6 +208,42 @@ func (c *completer) refresh(conn *pgx.Conn) {
 	c.mu.Lock()
 	c.cat.sources, c.cat.columns, c.stale = sources, columns, false
 	c.mu.Unlock()
+}
+
+// completionsPath is the server's completion endpoint (server/console).
+const completionsPath = "/console/api/completions"
+
+// fetchCompletions reads the words to complete from the server's REST
+// address (host:port, or a URL with its scheme).
+func fetchCompletions(addr string) (catalogSnapshot, error) {
+	base := addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+completionsPath, nil)
+	if err != nil {
+		return catalogSnapshot{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return catalogSnapshot{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return catalogSnapshot{}, fmt.Errorf("%s: %s", completionsPath, resp.Status)
+	}
+	var words engine.Completions
+	if err := json.NewDecoder(resp.Body).Decode(&words); err != nil {
+		return catalogSnapshot{}, fmt.Errorf("%s: %w", completionsPath, err)
+	}
+	cat := catalogSnapshot{functions: words.Functions, columns: map[string][]string{}}
+	for _, s := range words.Sources {
+		cat.sources = append(cat.sources, s.Name)
+		cat.columns[strings.ToUpper(s.Name)] = s.Columns
+	}
+	return cat, nil
 }
 
 // invalidate marks the sources stale after a statement that may have

@@ -29,7 +29,8 @@ func TestShellUnderTmux(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := testserver.Binary(t)
-	pgAddr := testserver.Start(t).PGAddr
+	srv := testserver.Start(t)
+	pgAddr := srv.PGAddr
 
 	// A server of its own for tmux, so the test neither sees nor touches
 	// any other tmux session.
@@ -43,7 +44,7 @@ func TestShellUnderTmux(t *testing.T) {
 	if err := os.WriteFile(script, []byte("INSERT INTO pageviews (userid, pageid, viewtime)\n  VALUES ('u2', 'script', 2);\nSHOW STREAMS;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmdline := fmt.Sprintf("env HOME=%s TERM=xterm %s shell --server %s; echo SHELL-EXITED $?; sleep 30", home, bin, pgAddr)
+	cmdline := fmt.Sprintf("env HOME=%s TERM=xterm %s shell --server %s --http %s; echo SHELL-EXITED $?; sleep 30", home, bin, pgAddr, srv.HTTPAddr)
 	tm.run("new-session", "-d", "-s", tm.name, "-x", "200", "-y", "50", cmdline)
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("SQLSTREAMS_SHELL_SCREEN") != "" {
@@ -70,6 +71,13 @@ func TestShellUnderTmux(t *testing.T) {
 	tm.waitFor("DESCRIBE PAGEVIEWS", nil)
 	tm.send(";", "Enter")
 	tm.waitFor("VIEWTIME", nil)
+
+	// The words come from the server's completion endpoint (--http),
+	// aggregates included.
+	tm.send("SELECT HISTOG")
+	tm.send("Tab")
+	tm.waitFor("SELECT HISTOGRAM", nil)
+	tm.send("C-c")
 
 	// A push query prints its row as it arrives; Ctrl-C ends the query,
 	// not the shell.

@@ -1,18 +1,19 @@
 package rest
 
 // This file holds the ksqlDB entities /ksql answers with for SHOW,
-// DESCRIBE and EXPLAIN, and builds them from the engine's result rows and
-// the catalog.
+// DESCRIBE and EXPLAIN, and builds them from the engine's typed results
+// (engine.Result.Value).
 
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"sort"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // sourceInfo is ksqlDB's SourceInfo (an entry of SHOW STREAMS|TABLES).
@@ -97,143 +98,124 @@ type queryDescriptionList struct {
 	QueryDescriptions []queryDescription `json:"queryDescriptions"`
 }
 
-// state is a query state without the error text SHOW QUERIES appends.
-func state(status string) string {
-	st, _, _ := strings.Cut(status, ":")
-	if st = strings.TrimSpace(st); st == "" {
-		return "UNKNOWN"
-	}
-	return st
-}
-
-// show turns a SHOW statement's rows into its entity.
-func (s *Server) show(ctx context.Context, sess *engine.Session, st *sql.Show, text string) (any, error) {
-	t, err := s.collect(ctx, sess, text)
+// typed runs a SHOW, DESCRIBE or EXPLAIN statement and returns the
+// engine's typed result.
+func (s *Server) typed(ctx context.Context, sess *engine.Session, text string) (engine.Tabular, error) {
+	res, err := s.eng.Execute(ctx, sess, text, discard{})
 	if err != nil {
 		return nil, err
 	}
-	cat := s.eng.Catalog()
-	switch st.What {
-	case "STREAMS", "TABLES":
-		kind := catalog.Stream
-		if st.What == "TABLES" {
-			kind = catalog.Table
-		}
-		if st.Extended {
+	if res.Value == nil {
+		return nil, fmt.Errorf("the engine returned no result for %q", text)
+	}
+	return res.Value, nil
+}
+
+// discard is a ResultWriter that drops the rows: REST builds its
+// entities from the typed result.
+type discard struct{}
+
+func (discard) Columns([]types.Column) error { return nil }
+func (discard) Row(types.Row) error          { return nil }
+
+// show turns a SHOW statement's typed result into its entity.
+func (s *Server) show(ctx context.Context, sess *engine.Session, st *sql.Show, text string) (any, error) {
+	v, err := s.typed(ctx, sess, text)
+	if err != nil {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case *engine.SourceList:
+		if v.Extended {
 			l := sourceDescriptionList{entityBase: base("source_descriptions", text), SourceDescriptions: []sourceDescription{}}
-			for _, src := range cat.Sources() {
-				if src.Kind == kind {
-					l.SourceDescriptions = append(l.SourceDescriptions, s.describeSource(src, true))
+			for _, src := range v.Sources {
+				if d, ok := s.eng.DescribeSource(src.Name, true); ok {
+					l.SourceDescriptions = append(l.SourceDescriptions, describeSource(d))
 				}
 			}
 			return l, nil
 		}
-		infos := make([]sourceInfo, len(t.rows))
-		for i := range t.rows {
+		infos := make([]sourceInfo, len(v.Sources))
+		for i, src := range v.Sources {
 			infos[i] = sourceInfo{
-				Type: kind.String(), Name: t.rows[i][0], Topic: t.get(i, "Kafka Topic"),
-				KeyFormat: t.get(i, "Key Format"), ValueFormat: t.get(i, "Value Format"),
-				Format: t.get(i, "Value Format"), IsWindowed: t.get(i, "Windowed") == "true",
+				Type: v.Kind.String(), Name: src.Name, Topic: src.Topic,
+				KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat,
+				Format: src.ValueFormat, IsWindowed: src.Windowed,
 			}
 		}
-		if kind == catalog.Table {
+		if v.Kind == catalog.Table {
 			return tablesList{entityBase: base("tables", text), Tables: infos}, nil
 		}
 		return streamsList{entityBase: base("streams", text), Streams: infos}, nil
-	case "QUERIES":
-		if st.Extended {
+	case *engine.QueryList:
+		if v.Extended {
 			l := queryDescriptionList{entityBase: base("query_descriptions", text), QueryDescriptions: []queryDescription{}}
-			for _, q := range cat.Queries() {
-				plan, err := s.collect(ctx, sess, "EXPLAIN "+q.ID)
-				if err != nil {
+			for _, q := range v.Queries {
+				p, ok := s.eng.ExplainQuery(q.ID)
+				if !ok {
 					continue // terminated meanwhile
 				}
-				l.QueryDescriptions = append(l.QueryDescriptions, s.describeQuery(q, plan.lines()))
+				l.QueryDescriptions = append(l.QueryDescriptions, describeQuery(p))
 			}
 			return l, nil
 		}
-		qs := make([]runningQuery, len(t.rows))
-		for i := range t.rows {
-			st := state(t.get(i, "Status"))
-			qs[i] = runningQuery{
-				QueryString: t.get(i, "Query String"), ID: t.get(i, "Query ID"),
-				Sinks: list(t.get(i, "Sink Name")), SinkKafkaTopics: list(t.get(i, "Sink Kafka Topic")),
-				StatusCount: map[string]int{st: 1}, QueryType: orDefault(t.get(i, "Query Type"), "PERSISTENT"), State: st,
-			}
+		qs := make([]runningQuery, len(v.Queries))
+		for i := range v.Queries {
+			qs[i] = toRunningQuery(&v.Queries[i])
 		}
 		return queriesList{entityBase: base("queries", text), Queries: qs}, nil
-	case "TOPICS":
-		topics := make([]kafkaTopic, len(t.rows))
-		for i := range t.rows {
-			n, _ := strconv.Atoi(t.get(i, "Partitions"))
-			replicas := make([]int, n)
+	case *engine.TopicList:
+		topics := make([]kafkaTopic, len(v.Topics))
+		for i, t := range v.Topics {
+			replicas := make([]int, t.Partitions)
 			for j := range replicas {
 				replicas[j] = 1 // replicas per partition are not reported; one is the embedded broker's
 			}
-			topics[i] = kafkaTopic{Name: t.get(i, "Kafka Topic"), ReplicaInfo: replicas}
+			topics[i] = kafkaTopic{Name: t.Name, ReplicaInfo: replicas}
 		}
 		return kafkaTopicsList{entityBase: base("kafka_topics", text), Topics: topics}, nil
-	case "PROPERTIES":
+	case *engine.PropertyList:
 		l := propertiesList{entityBase: base("properties", text), Properties: []property{}, OverwrittenProperties: []string{}, DefaultProperties: []string{}}
-		for i := range t.rows {
-			name := t.get(i, "Property")
+		for _, p := range v.Properties {
 			scope := "STREAMS"
-			if strings.HasPrefix(name, "ksql.") {
+			if strings.HasPrefix(p.Name, "ksql.") {
 				scope = "KSQL"
 			}
-			l.Properties = append(l.Properties, property{Name: name, Scope: scope, Value: t.get(i, "Value")})
-			if _, set := sess.Props[name]; set {
-				l.OverwrittenProperties = append(l.OverwrittenProperties, name)
+			l.Properties = append(l.Properties, property{Name: p.Name, Scope: scope, Value: p.Value})
+			if p.Overridden {
+				l.OverwrittenProperties = append(l.OverwrittenProperties, p.Name)
 			} else {
-				l.DefaultProperties = append(l.DefaultProperties, name)
+				l.DefaultProperties = append(l.DefaultProperties, p.Name)
 			}
 		}
 		return l, nil
-	case "FUNCTIONS":
-		fns := make([]simpleFunction, len(t.rows))
-		for i := range t.rows {
-			fns[i] = simpleFunction{Name: t.get(i, "Name"), Type: t.get(i, "Type"), Category: ""}
+	case *engine.FunctionList:
+		fns := make([]simpleFunction, len(v.Functions))
+		for i, f := range v.Functions {
+			fns[i] = simpleFunction{Name: f.Name, Type: f.Type, Category: ""}
 		}
 		return functionNames{entityBase: base("function_names", text), Functions: fns}, nil
 	}
-	return s.tableEntity(t, text), nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
+	return tableEntity(v, text), nil
 }
 
 // tableEntity is the answer for a statement that returns rows this server
 // has no ksqlDB entity for: sqlstreams' own "table" entity.
-func (s *Server) tableEntity(t *table, text string) any {
+func tableEntity(v engine.Tabular, text string) any {
 	type tableEntity struct {
 		entityBase
 		ColumnNames []string   `json:"columnNames"`
 		Rows        [][]string `json:"rows"`
 	}
-	e := tableEntity{entityBase: base("table", text), ColumnNames: []string{}, Rows: t.rows}
-	for _, c := range t.cols {
+	cols, rows := v.Table()
+	e := tableEntity{entityBase: base("table", text), ColumnNames: []string{}, Rows: rows}
+	for _, c := range cols {
 		e.ColumnNames = append(e.ColumnNames, c.Name)
 	}
 	if e.Rows == nil {
 		e.Rows = [][]string{}
 	}
 	return e
-}
-
-// lines returns a one-column result (EXPLAIN's) as text.
-func (t *table) lines() string {
-	var b strings.Builder
-	for _, r := range t.rows {
-		if len(r) > 0 {
-			b.WriteString(r[0])
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // sourceDescription is ksqlDB's SourceDescription.
@@ -267,72 +249,72 @@ type sourceDescriptionEntity struct {
 
 // describe answers DESCRIBE [EXTENDED] source and DESCRIBE FUNCTION f.
 func (s *Server) describe(ctx context.Context, sess *engine.Session, st *sql.Describe, text string) (any, error) {
-	t, err := s.collect(ctx, sess, text)
+	v, err := s.typed(ctx, sess, text)
 	if err != nil {
 		return nil, err
 	}
-	if st.Function {
-		return s.describeFunction(ctx, sess, t, text), nil
+	switch v := v.(type) {
+	case *engine.FunctionDescription:
+		return describeFunction(v, text), nil
+	case *engine.SourceDescription:
+		return sourceDescriptionEntity{entityBase: base("sourceDescription", text), SourceDescription: describeSource(v)}, nil
 	}
-	src, ok := s.eng.Catalog().Source(st.Name)
-	if !ok {
-		return nil, sql.NameError(st, sql.CodeUndefinedTable, "stream or table %s does not exist", st.Name)
-	}
-	return sourceDescriptionEntity{entityBase: base("sourceDescription", text), SourceDescription: s.describeSource(src, st.Extended)}, nil
+	return tableEntity(v, text), nil
 }
 
-// describeSource builds a source's description from the catalog and, for
-// its queries, the engine's status.
-func (s *Server) describeSource(src *catalog.Source, extended bool) sourceDescription {
-	cat := s.eng.Catalog()
+// describeSource builds ksqlDB's SourceDescription from the engine's.
+func describeSource(src *engine.SourceDescription) sourceDescription {
 	d := sourceDescription{
-		Name: src.Name, ReadQueries: []runningQuery{}, WriteQueries: []runningQuery{},
-		Fields: fieldInfos(src.Schema.Columns), Type: src.Kind.String(), Timestamp: src.TimestampColumn,
-		StatisticsMap: map[string]any{}, ErrorStatsMap: map[string]any{}, Extended: extended,
-		KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat, Topic: src.Topic,
-		Partitions: int(src.Partitions), Replication: 1, Statement: src.SQL,
+		Name: src.Source.Name, ReadQueries: []runningQuery{}, WriteQueries: []runningQuery{},
+		Fields: fieldInfos(src.Columns), Type: src.Source.Kind.String(), Timestamp: src.TimestampColumn,
+		StatisticsMap: map[string]any{}, ErrorStatsMap: map[string]any{}, Extended: src.Extended,
+		KeyFormat: src.Source.KeyFormat, ValueFormat: src.Source.ValueFormat, Topic: src.Source.Topic,
+		Partitions: int(src.Source.Partitions), Replication: 1, Statement: src.Statement,
 		QueryOffsetSummaries: []any{}, SourceConstraints: []string{},
 	}
-	if src.Windowed() {
+	if src.Source.Windowed {
 		w := string(src.WindowType)
 		d.WindowType = &w
 	}
-	for _, id := range cat.Users(src.Name) {
-		q, ok := cat.Query(id)
-		if !ok {
-			continue
-		}
-		if q.Sink == src.Name {
-			d.WriteQueries = append(d.WriteQueries, s.runningQuery(q))
+	// The queries that use the source, in ID order: those that write it
+	// (its CREATE … AS SELECT and any INSERT INTO … SELECT) and those
+	// that read it.
+	users := append([]engine.QueryInfo{}, src.Readers...)
+	if src.Writer != nil {
+		users = append(users, *src.Writer)
+	}
+	sort.Slice(users, func(i, j int) bool { return users[i].ID < users[j].ID })
+	for i := range users {
+		if users[i].Sink == src.Source.Name {
+			d.WriteQueries = append(d.WriteQueries, toRunningQuery(&users[i]))
 		} else {
-			d.ReadQueries = append(d.ReadQueries, s.runningQuery(q))
+			d.ReadQueries = append(d.ReadQueries, toRunningQuery(&users[i]))
 		}
 	}
-	if extended && src.WriterQuery != "" {
-		if st, ok := s.eng.QueryStatus(src.WriterQuery); ok {
-			d.Statistics = fmt.Sprintf("records-in: %d records-out: %d commits: %d", st.RecordsIn, st.RecordsOut, st.Commits)
-			d.ErrorStats = fmt.Sprintf("bad-records: %d aborts: %d", st.BadRecords, st.Aborts)
-			d.StatisticsMap = map[string]any{"records-in": st.RecordsIn, "records-out": st.RecordsOut, "commits": st.Commits}
-			d.ErrorStatsMap = map[string]any{"bad-records": st.BadRecords, "aborts": st.Aborts}
-		}
+	if src.Extended && src.Writer != nil && src.Writer.Status != nil {
+		st := src.Writer.Status
+		d.Statistics = fmt.Sprintf("records-in: %d records-out: %d commits: %d", st.RecordsIn, st.RecordsOut, st.Commits)
+		d.ErrorStats = fmt.Sprintf("bad-records: %d aborts: %d", st.BadRecords, st.Aborts)
+		d.StatisticsMap = map[string]any{"records-in": st.RecordsIn, "records-out": st.RecordsOut, "commits": st.Commits}
+		d.ErrorStatsMap = map[string]any{"bad-records": st.BadRecords, "aborts": st.Aborts}
 	}
 	return d
 }
 
-// runningQuery describes a persistent query as SHOW QUERIES lists it.
-func (s *Server) runningQuery(q *catalog.Query) runningQuery {
-	st := "UNKNOWN"
-	if qs, ok := s.eng.QueryStatus(q.ID); ok {
-		st = qs.State
-	}
-	topic := ""
-	if src, ok := s.eng.Catalog().Source(q.Sink); ok {
-		topic = src.Topic
-	}
+// toRunningQuery describes a persistent query as SHOW QUERIES lists it.
+func toRunningQuery(q *engine.QueryInfo) runningQuery {
+	st := q.State()
 	return runningQuery{
-		QueryString: q.SQL, Sinks: list(q.Sink), SinkKafkaTopics: list(topic), ID: q.ID,
-		StatusCount: map[string]int{st: 1}, QueryType: "PERSISTENT", State: st,
+		QueryString: q.SQL, Sinks: list(q.Sink), SinkKafkaTopics: list(q.SinkTopic), ID: q.ID,
+		StatusCount: map[string]int{st: 1}, QueryType: orDefault(q.Type, "PERSISTENT"), State: st,
 	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // list returns [s], or [] when s is empty (a query that materializes a
@@ -366,29 +348,15 @@ type queryDescriptionEntity struct {
 	QueryDescription queryDescription `json:"queryDescription"`
 }
 
-// topologyOf returns the part of an EXPLAIN text after its "Topology:" or
-// "Physical plan:" line.
-func topologyOf(plan string) string {
-	for _, marker := range []string{"Topology:\n", "Physical plan:\n"} {
-		if _, after, ok := strings.Cut(plan, marker); ok {
-			return after
-		}
-	}
-	return ""
-}
-
-// describeQuery builds a running query's description.
-func (s *Server) describeQuery(q *catalog.Query, plan string) queryDescription {
+// describeQuery builds ksqlDB's QueryDescription from the engine's plan.
+func describeQuery(p *engine.Plan) queryDescription {
 	d := queryDescription{
-		ID: q.ID, StatementText: q.SQL, Fields: []fieldInfo{}, Sources: append([]string{}, q.Sources...),
-		Sinks: list(q.Sink), Topology: topologyOf(plan), ExecutionPlan: plan,
+		ID: p.QueryID, StatementText: p.SQL, Fields: fieldInfos(p.Columns), Sources: append([]string{}, p.Sources...),
+		Sinks: list(p.Sink), Topology: p.Topology(), ExecutionPlan: p.Text,
 		OverriddenProperties: map[string]any{}, KsqlHostQueryStatus: map[string]string{},
-		QueryType: "PERSISTENT", QueryErrors: []any{},
+		QueryType: p.Type, QueryErrors: []any{},
 	}
-	if src, ok := s.eng.Catalog().Source(q.Sink); ok {
-		d.Fields = fieldInfos(src.Schema.Columns)
-	}
-	if st, ok := s.eng.QueryStatus(q.ID); ok {
+	if st := p.Status; st != nil {
 		d.State = st.State
 		if st.Err != "" {
 			d.QueryErrors = append(d.QueryErrors, map[string]any{"errorMessage": st.Err, "type": "UNKNOWN"})
@@ -399,41 +367,15 @@ func (s *Server) describeQuery(q *catalog.Query, plan string) queryDescription {
 
 // explain answers EXPLAIN query_id and EXPLAIN statement.
 func (s *Server) explain(ctx context.Context, sess *engine.Session, st *sql.Explain, text string) (any, error) {
-	t, err := s.collect(ctx, sess, text)
+	v, err := s.typed(ctx, sess, text)
 	if err != nil {
 		return nil, err
 	}
-	plan := t.lines()
-	if st.QueryID != "" {
-		q, ok := s.eng.Catalog().Query(st.QueryID)
-		if !ok {
-			return nil, sql.NameError(st, sql.CodeUndefinedObject, "query %s does not exist", st.QueryID)
-		}
-		return queryDescriptionEntity{entityBase: base("queryDescription", text), QueryDescription: s.describeQuery(q, plan)}, nil
+	p, ok := v.(*engine.Plan)
+	if !ok {
+		return tableEntity(v, text), nil
 	}
-	inner := st.Stmt.Text()
-	if len(inner) > 7 && strings.EqualFold(inner[:7], "EXPLAIN") {
-		inner = strings.TrimSpace(inner[7:])
-	}
-	d := queryDescription{
-		StatementText: inner, Fields: []fieldInfo{}, Sources: []string{}, Sinks: []string{},
-		Topology: topologyOf(plan), ExecutionPlan: plan,
-		OverriddenProperties: map[string]any{}, KsqlHostQueryStatus: map[string]string{},
-		QueryType: "PUSH", QueryErrors: []any{},
-	}
-	switch stmt := st.Stmt.(type) {
-	case *sql.Select:
-		if cols, err := s.eng.Describe(ctx, sess, inner); err == nil {
-			d.Fields = fieldInfos(cols)
-		}
-		if stmt.Emit == "" {
-			d.QueryType = "PULL"
-		}
-	case *sql.CreateAs:
-		d.QueryType = "PERSISTENT"
-		d.Sinks = []string{stmt.Name}
-	}
-	return queryDescriptionEntity{entityBase: base("queryDescription", text), QueryDescription: d}, nil
+	return queryDescriptionEntity{entityBase: base("queryDescription", text), QueryDescription: describeQuery(p)}, nil
 }
 
 // argumentInfo is ksqlDB's ArgumentInfo.
@@ -463,25 +405,17 @@ type functionDescription struct {
 	Type        string         `json:"type"`
 }
 
-// describeFunction builds DESCRIBE FUNCTION's entity from the engine's
-// "Name | Signature | Description" rows.
-func (s *Server) describeFunction(ctx context.Context, sess *engine.Session, t *table, text string) any {
-	d := functionDescription{entityBase: base("describe_function", text), Author: "sqlstreams", Version: "", Path: "internal", Functions: []functionInfo{}, Type: "SCALAR"}
-	for i := range t.rows {
-		d.Name, d.Description = t.get(i, "Name"), t.get(i, "Description")
-		args, ret := parseSignature(t.get(i, "Signature"))
-		fi := functionInfo{Arguments: args, ReturnType: ret, Description: d.Description, ArgumentTypes: []string{}}
+// describeFunction builds DESCRIBE FUNCTION's entity.
+func describeFunction(f *engine.FunctionDescription, text string) any {
+	d := functionDescription{entityBase: base("describe_function", text), Name: f.Name, Description: f.Description,
+		Author: "sqlstreams", Version: "", Path: "internal", Functions: []functionInfo{}, Type: f.Type}
+	for _, sig := range f.Signatures {
+		args, ret := parseSignature(sig)
+		fi := functionInfo{Arguments: args, ReturnType: ret, Description: f.Description, ArgumentTypes: []string{}}
 		for _, a := range args {
 			fi.ArgumentTypes = append(fi.ArgumentTypes, a.Type)
 		}
 		d.Functions = append(d.Functions, fi)
-	}
-	if fns, err := s.collect(ctx, sess, "SHOW FUNCTIONS"); err == nil {
-		for i := range fns.rows {
-			if fns.get(i, "Name") == d.Name {
-				d.Type = fns.get(i, "Type")
-			}
-		}
 	}
 	return d
 }

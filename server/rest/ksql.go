@@ -156,23 +156,6 @@ func (t *table) Row(row types.Row) error {
 	return nil
 }
 
-// get returns row i's value of the column named col, or "".
-func (t *table) get(i int, col string) string {
-	for j, c := range t.cols {
-		if c.Name == col && j < len(t.rows[i]) {
-			return t.rows[i][j]
-		}
-	}
-	return ""
-}
-
-// collect runs a statement and returns its result.
-func (s *Server) collect(ctx context.Context, sess *engine.Session, text string) (*table, error) {
-	t := &table{}
-	_, err := s.eng.Execute(ctx, sess, text, t)
-	return t, err
-}
-
 // entityBase holds the fields every ksqlDB entity has.
 type entityBase struct {
 	Type          string    `json:"@type"`

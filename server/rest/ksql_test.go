@@ -146,6 +146,26 @@ func TestKSQLStatementEntities(t *testing.T) {
 	}
 }
 
+// TestDescribeListsInsertQueriesAsWriters: a source's writeQueries are
+// every query that writes it, its CREATE … AS SELECT and INSERT INTO …
+// SELECT alike.
+func TestDescribeListsInsertQueriesAsWriters(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE STREAM IW_SRC (ID INT KEY, V INT) WITH (KAFKA_TOPIC='iw_src', VALUE_FORMAT='JSON', PARTITIONS=1);
+		CREATE STREAM IW_DST AS SELECT * FROM IW_SRC;
+		INSERT INTO IW_DST SELECT * FROM IW_SRC;`, nil)
+	sd := f.ksql("DESCRIBE IW_DST;", nil)[0]["sourceDescription"]
+	w, _ := get(sd, "writeQueries").([]any)
+	r, _ := get(sd, "readQueries").([]any)
+	if len(w) != 2 || len(r) != 0 {
+		t.Errorf("DESCRIBE IW_DST: writeQueries %v, readQueries %v; want 2 and none", w, r)
+	}
+	src := f.ksql("DESCRIBE IW_SRC;", nil)[0]["sourceDescription"]
+	if r, _ := get(src, "readQueries").([]any); len(r) != 2 {
+		t.Errorf("DESCRIBE IW_SRC: readQueries %v, want 2", r)
+	}
+}
+
 func TestKSQLErrors(t *testing.T) {
 	f := newFixture(t)
 	// The second statement fails: the answer is a statement error with its

@@ -13,20 +13,22 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
-	"github.com/sqlstreams/sqlstreams/exec"
 	"github.com/sqlstreams/sqlstreams/metrics"
 )
 
 // Engine is what the REST server needs of the engine. *engine.Engine
-// implements it. (exec is imported only for the exec.Status type that
-// (*engine.Engine).QueryStatus returns.)
+// implements it.
 type Engine interface {
 	engine.Executor
-	// Catalog returns the streams, tables and queries, for DESCRIBE,
-	// EXPLAIN and /inserts-stream targets.
+	// Catalog returns the streams, tables and queries, for CREATE, DROP
+	// and /inserts-stream targets.
 	Catalog() *catalog.Catalog
 	// QueryStatus returns a persistent query's runtime status.
-	QueryStatus(id string) (exec.Status, bool)
+	QueryStatus(id string) (engine.QueryStatus, bool)
+	// DescribeSource and ExplainQuery give the typed results of
+	// DESCRIBE EXTENDED and EXPLAIN, for SHOW … EXTENDED.
+	DescribeSource(name string, extended bool) (*engine.SourceDescription, bool)
+	ExplainQuery(id string) (*engine.Plan, bool)
 }
 
 var _ Engine = (*engine.Engine)(nil)
@@ -66,6 +68,14 @@ type config struct {
 	users          *Users
 	maxBody        int64
 	maxPushQueries int
+	pages          []page
+}
+
+// page is a handler served beside the API (the web console).
+type page struct {
+	path   string
+	prefix bool
+	h      http.Handler
 }
 
 // WithLogger sets the logger for request failures (default slog.Default()).
@@ -92,6 +102,13 @@ func WithMaxBodyBytes(n int64) Opt { return func(c *config) { c.maxBody = n } }
 // WithMaxPushQueries bounds the push queries running at once over REST
 // (default DefaultMaxPushQueries); one more is refused with error 40003.
 func WithMaxPushQueries(n int) Opt { return func(c *config) { c.maxPushQueries = n } }
+
+// WithHandler serves h at path (and, with prefix, everything under
+// path/) beside the API, behind the same authentication; GET and POST
+// reach it. The web console is mounted this way at "/" and "/console".
+func WithHandler(path string, prefix bool, h http.Handler) Opt {
+	return func(c *config) { c.pages = append(c.pages, page{path: path, prefix: prefix, h: h}) }
+}
 
 // Server is the REST API over one engine. It is an http.Handler; serve it
 // with net/http (HTTP/1.1, optionally TLS). Close it before the engine.
@@ -156,6 +173,11 @@ func New(eng Engine, opts ...Opt) *Server {
 		"/healthcheck":    {method: http.MethodGet, handler: s.handleHealthcheck, public: true},
 		"/status":         {method: http.MethodGet, handler: s.handleStatus, prefix: true},
 		"/metrics":        {method: http.MethodGet, handler: s.metrics.Handler().ServeHTTP},
+	}
+	for _, p := range cfg.pages {
+		if _, taken := s.routes[p.path]; !taken {
+			s.routes[p.path] = route{prefix: p.prefix, handler: p.h.ServeHTTP}
+		}
 	}
 	s.metrics.WatchQueries(s.queryStats)
 	s.metrics.DeclareServer("rest")

@@ -34,7 +34,8 @@ var allowed = map[string][]string{
 	"sql":              {"types", "expr", "catalog", "planner"},
 	"engine":           {"types", "expr", "catalog", "planner", "physical", "exec", "state", "sql", "metrics"},
 	"server/pgwire":    {"types", "catalog", "engine", "sql", "metrics"},
-	"server/rest":      {"types", "catalog", "engine", "exec", "sql", "metrics"},
+	"server/rest":      {"types", "catalog", "engine", "sql", "metrics"},
+	"server/console":   {"types", "catalog", "engine", "metrics"},
 	"metrics":          {},
 	"tests/testserver": {},
 }
