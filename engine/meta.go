@@ -20,6 +20,7 @@ var (
 	streamsCols     = textCols("Stream Name", "Kafka Topic", "Key Format", "Value Format", "Windowed")
 	tablesCols      = textCols("Table Name", "Kafka Topic", "Key Format", "Value Format", "Windowed")
 	queriesCols     = textCols("Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String")
+	queriesExtCols  = textCols("Query ID", "Query Type", "Status", "Since", "Restarts", "Last Error", "Records In", "Records Out", "Bad Records", "Sink Name", "Sink Kafka Topic", "Query String")
 	topicsCols      = textCols("Kafka Topic", "Partitions")
 	propertiesCols  = textCols("Property", "Value", "Source")
 	functionsCols   = textCols("Name", "Type", "Description")
@@ -364,6 +365,9 @@ func (e *Engine) Describe(ctx context.Context, s *Session, text string) ([]types
 		case "TABLES":
 			return tablesCols, nil
 		case "QUERIES":
+			if st.Extended {
+				return queriesExtCols, nil
+			}
 			return queriesCols, nil
 		case "TOPICS":
 			return topicsCols, nil

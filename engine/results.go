@@ -43,6 +43,10 @@ type QueryStatus struct {
 	Err string `json:"error,omitempty"`
 	// Since is when the query entered State.
 	Since time.Time `json:"since"`
+	// LastErr is the latest failure (kept after the query recovered) and
+	// LastErrAt when it came; "" when none.
+	LastErr   string    `json:"lastError,omitempty"`
+	LastErrAt time.Time `json:"lastErrorAt,omitzero"`
 	// Counters since the query started in this process.
 	RecordsIn   int64 `json:"recordsIn"`
 	RecordsOut  int64 `json:"recordsOut"`
@@ -56,7 +60,7 @@ type QueryStatus struct {
 
 func statusOf(s exec.Status) QueryStatus {
 	return QueryStatus{
-		State: s.State, Err: s.Err, Since: s.Since,
+		State: s.State, Err: s.Err, Since: s.Since, LastErr: s.LastErr, LastErrAt: s.LastErrAt,
 		RecordsIn: s.RecordsIn, RecordsOut: s.RecordsOut, BadRecords: s.BadRecords,
 		Commits: s.Commits, Aborts: s.Aborts, Restored: s.Restored, Restarts: s.Restarts,
 		LateRecords: s.LateRecords,
@@ -133,6 +137,22 @@ type QueryList struct {
 // Table implements Tabular.
 func (l *QueryList) Table() ([]types.Column, [][]string) {
 	rows := make([][]string, len(l.Queries))
+	if l.Extended {
+		// The state, since when, restarts and the latest failure.
+		for i, q := range l.Queries {
+			since, restarts, lastErr, in, out, bad := "", "", "", "", "", ""
+			if st := q.Status; st != nil {
+				since = st.Since.UTC().Format(time.RFC3339)
+				restarts = strconv.FormatInt(st.Restarts, 10)
+				if st.LastErr != "" {
+					lastErr = st.LastErrAt.UTC().Format(time.RFC3339) + " " + st.LastErr
+				}
+				in, out, bad = strconv.FormatInt(st.RecordsIn, 10), strconv.FormatInt(st.RecordsOut, 10), strconv.FormatInt(st.BadRecords, 10)
+			}
+			rows[i] = []string{q.ID, q.Type, q.State(), since, restarts, lastErr, in, out, bad, q.Sink, q.SinkTopic, q.SQL}
+		}
+		return queriesExtCols, rows
+	}
 	for i, q := range l.Queries {
 		status := q.State()
 		if q.Status != nil && q.Status.Err != "" {
@@ -298,6 +318,9 @@ func (d *SourceDescription) Table() ([]types.Column, [][]string) {
 				[]string{"late records dropped", strconv.FormatInt(qs.LateRecords, 10)})
 			if qs.Err != "" {
 				rows = append(rows, []string{"query error", qs.Err})
+			}
+			if qs.LastErr != "" {
+				rows = append(rows, []string{"last error", qs.LastErrAt.UTC().Format(time.RFC3339) + " " + qs.LastErr})
 			}
 		}
 	}

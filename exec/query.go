@@ -154,6 +154,10 @@ type Status struct {
 	// Since is when the query entered State (started, failed, recovered,
 	// paused or resumed).
 	Since time.Time
+	// LastErr and LastErrAt are the latest failure of a stream thread and
+	// when it came, kept after the query recovers; "" when none.
+	LastErr   string
+	LastErrAt time.Time
 	Stats
 }
 
@@ -174,6 +178,9 @@ type Query struct {
 
 	mu      sync.Mutex
 	lastErr error
+	// everErr is the latest failure, and when, kept after a recovery.
+	everErr   string
+	everErrAt time.Time
 	// since is when the query entered its current state.
 	since time.Time
 	// badLogged is when a bad record was last logged.
@@ -233,6 +240,7 @@ func (q *Query) Status() Status {
 		s.State, s.Err = StateFailed, q.lastErr.Error()
 	}
 	s.Since = q.since
+	s.LastErr, s.LastErrAt = q.everErr, q.everErrAt
 	return s
 }
 
@@ -305,6 +313,9 @@ func (q *Query) setErr(err error) {
 		q.since = time.Now()
 	}
 	q.lastErr = err
+	if err != nil {
+		q.everErr, q.everErrAt = err.Error(), time.Now()
+	}
 	q.mu.Unlock()
 }
 

@@ -150,9 +150,10 @@ func TestPanicFailsQuery(t *testing.T) {
 	defer cancel()
 	brokers := bidCluster(t).ListenAddrs()
 	var seen atomic.Int64
+	var panicked atomic.Bool
 	p := &probe{Out: bidSchema, onChange: func(c *Change) error {
 		seen.Add(1)
-		if c.New[1].I == 13 {
+		if c.New[1].I == 13 && !panicked.Swap(true) {
 			panic("bidder 13")
 		}
 		return nil
@@ -171,6 +172,7 @@ func TestPanicFailsQuery(t *testing.T) {
 	}
 	defer q.Stop()
 	produceBids(t, ctx, brokers, 0, 100)
+	var failedAt time.Time
 	for {
 		st := q.Status()
 		if st.State == StateFailed && st.Restarts >= 1 {
@@ -181,10 +183,27 @@ func TestPanicFailsQuery(t *testing.T) {
 			if b := logged.Load(); b == nil || b.Query != "Q" || !strings.Contains(b.Err.Error(), "bidder 13") {
 				t.Fatalf("processing log entry for the failure: %+v", b)
 			}
+			failedAt = st.Since
 			break
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("query never failed and restarted: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The restarted thread gets past the record (it panics once): the
+	// query runs again, since later, and keeps the failure as its last
+	// error.
+	for {
+		st := q.Status()
+		if st.State == StateRunning {
+			if !st.Since.After(failedAt) || !strings.Contains(st.LastErr, "bidder 13") || st.LastErrAt.IsZero() {
+				t.Fatalf("recovered status %+v: want since after %v and the panic as the last error", st, failedAt)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("query never recovered: %+v", st)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

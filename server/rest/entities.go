@@ -8,7 +8,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
@@ -47,6 +49,12 @@ type runningQuery struct {
 	StatusCount     map[string]int `json:"statusCount"`
 	QueryType       string         `json:"queryType"`
 	State           string         `json:"state"`
+	// sqlstreams' additions (ksqlDB's clients ignore unknown fields):
+	// since when the query is in State, its restarts and latest failure.
+	StateSince  string `json:"stateSince,omitempty"`
+	Restarts    int64  `json:"restarts"`
+	LastError   string `json:"lastError,omitempty"`
+	LastErrorAt string `json:"lastErrorAt,omitempty"`
 }
 
 type queriesList struct {
@@ -295,8 +303,14 @@ func describeSource(src *engine.SourceDescription) sourceDescription {
 		st := src.Writer.Status
 		d.Statistics = fmt.Sprintf("records-in: %d records-out: %d commits: %d", st.RecordsIn, st.RecordsOut, st.Commits)
 		d.ErrorStats = fmt.Sprintf("bad-records: %d aborts: %d", st.BadRecords, st.Aborts)
-		d.StatisticsMap = map[string]any{"records-in": st.RecordsIn, "records-out": st.RecordsOut, "commits": st.Commits}
-		d.ErrorStatsMap = map[string]any{"bad-records": st.BadRecords, "aborts": st.Aborts}
+		d.StatisticsMap = map[string]any{"records-in": st.RecordsIn, "records-out": st.RecordsOut, "commits": st.Commits,
+			"state": st.State, "state-since": st.Since.UTC().Format(time.RFC3339Nano)}
+		d.ErrorStatsMap = map[string]any{"bad-records": st.BadRecords, "aborts": st.Aborts, "restarts": st.Restarts, "late-records": st.LateRecords}
+		if st.LastErr != "" {
+			d.ErrorStatsMap["last-error"] = st.LastErr
+			d.ErrorStatsMap["last-error-at"] = st.LastErrAt.UTC().Format(time.RFC3339Nano)
+			d.ErrorStats += " restarts: " + strconv.FormatInt(st.Restarts, 10) + " last-error: " + st.LastErr
+		}
 	}
 	return d
 }
@@ -304,10 +318,17 @@ func describeSource(src *engine.SourceDescription) sourceDescription {
 // toRunningQuery describes a persistent query as SHOW QUERIES lists it.
 func toRunningQuery(q *engine.QueryInfo) runningQuery {
 	st := q.State()
-	return runningQuery{
+	r := runningQuery{
 		QueryString: q.SQL, Sinks: list(q.Sink), SinkKafkaTopics: list(q.SinkTopic), ID: q.ID,
 		StatusCount: map[string]int{st: 1}, QueryType: orDefault(q.Type, "PERSISTENT"), State: st,
 	}
+	if s := q.Status; s != nil {
+		r.StateSince, r.Restarts = s.Since.UTC().Format(time.RFC3339Nano), s.Restarts
+		if s.LastErr != "" {
+			r.LastError, r.LastErrorAt = s.LastErr, s.LastErrAt.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	return r
 }
 
 func orDefault(s, def string) string {
@@ -358,8 +379,10 @@ func describeQuery(p *engine.Plan) queryDescription {
 	}
 	if st := p.Status; st != nil {
 		d.State = st.State
-		if st.Err != "" {
-			d.QueryErrors = append(d.QueryErrors, map[string]any{"errorMessage": st.Err, "type": "UNKNOWN"})
+		if st.LastErr != "" {
+			// ksqlDB's QueryError: the latest failure, kept after a
+			// recovery.
+			d.QueryErrors = append(d.QueryErrors, map[string]any{"timestamp": st.LastErrAt.UnixMilli(), "errorMessage": st.LastErr, "type": "UNKNOWN"})
 		}
 	}
 	return d
