@@ -103,8 +103,8 @@ func (e *Engine) resetQuery(ctx context.Context, st *sql.ResetQuery) (Result, er
 }
 
 // emptyGroup deletes the consumer group group (its committed offsets).
-// Static members of this instance that stayed in the group are removed
-// first; when members of other instances remain, it deletes nothing and
+// Static members of this instance (group.instance.id
+// <instance>-<thread>) that stayed in the group are removed first; when members of other instances remain, it deletes nothing and
 // returns them.
 func (e *Engine) emptyGroup(ctx context.Context, group string) ([]string, error) {
 	described, err := e.adm.DescribeGroups(ctx, group)
@@ -118,7 +118,7 @@ func (e *Engine) emptyGroup(ctx context.Context, group string) ([]string, error)
 	var others []string
 	var ours []string
 	for _, m := range g.Members {
-		if m.InstanceID != nil && strings.Contains(*m.InstanceID, e.cfg.InstanceID) {
+		if m.InstanceID != nil && strings.HasPrefix(*m.InstanceID, e.cfg.InstanceID+"-") {
 			ours = append(ours, *m.InstanceID)
 			continue
 		}
