@@ -67,18 +67,11 @@ func runLatency(reps int) error {
 		}
 		rates = append(rates, r)
 	}
-	dir, err := os.MkdirTemp("", "sqlstreams-bench-latency-")
+	dir, brokers, stop, err := startTempBroker(ctx, "latency")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	b, err := startBroker(ctx, dir+"/broker")
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	theBroker = b
-	brokers := []string{b.addr}
+	defer stop()
 	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(10*time.Millisecond))
 	if err != nil {
 		return err
@@ -207,7 +200,7 @@ func latencyOnce(ctx context.Context, admin *kadm.Client, brokers []string, dir,
 			fs.EachRecord(func(r *kgo.Record) {
 				if !from.IsZero() && !r.Timestamp.Before(from) {
 					latencies = append(latencies, now.Sub(r.Timestamp))
-					if os.Getenv("LATDEBUG") != "" {
+					if *verbose {
 						dbg = append(dbg, [2]time.Duration{r.Timestamp.Sub(from), now.Sub(r.Timestamp)})
 					}
 				}
@@ -280,7 +273,7 @@ func latencyOnce(ctx context.Context, admin *kadm.Client, brokers []string, dir,
 	if len(latencies) == 0 {
 		return run, fmt.Errorf("no output records were measured")
 	}
-	if os.Getenv("LATDEBUG") != "" {
+	if *verbose {
 		buckets := map[int]time.Duration{}
 		for _, d := range dbg {
 			b := int(d[0] / (100 * time.Millisecond))
@@ -317,15 +310,7 @@ func startLatencySystem(ctx context.Context, admin *kadm.Client, brokers []strin
 		if _, err := admin.CreateTopic(ctx, 4, -1, nil, output); err != nil {
 			return nil, err
 		}
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- runHand(rctx, cfg, proc) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				fmt.Fprintln(os.Stderr, "bench: handwritten:", err)
-			}
-		}, nil
+		return startHand(ctx, cfg, proc), nil
 	}
 	stateDir := dir + "/state-" + id
 	rocks := state.NewRocksResources(0, 0, 0)

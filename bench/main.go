@@ -493,15 +493,7 @@ func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, s
 		}
 	}
 	r, err := measure(ctx, admin, sc+".handwritten."+strings.TrimPrefix(id, sc+"_r"), func() string { return cfg.group }, ends, func() (func(), error) {
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- runHand(rctx, cfg, proc) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				fmt.Fprintln(os.Stderr, "bench: handwritten:", err)
-			}
-		}, nil
+		return startHand(ctx, cfg, proc), nil
 	})
 	if err != nil {
 		return r, err
@@ -514,6 +506,37 @@ func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, s
 	}
 	deleteTopics(ctx, admin, cfg.group, cfg.output)
 	return r, nil
+}
+
+// startHand runs the hand-written pipeline in a goroutine and returns the
+// function that stops it.
+func startHand(ctx context.Context, cfg handConfig, proc processor) func() {
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- runHand(rctx, cfg, proc) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "bench: handwritten:", err)
+		}
+	}
+}
+
+// startTempBroker starts a scenario's broker on a temporary data
+// directory (also given to the scenario for its state) and sets
+// theBroker; stop stops it and removes the directory.
+func startTempBroker(ctx context.Context, name string) (dir string, brokers []string, stop func(), err error) {
+	dir, err = os.MkdirTemp("", "sqlstreams-bench-"+name+"-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	b, err := startBroker(ctx, dir+"/broker")
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	theBroker = b
+	return dir, []string{b.addr}, func() { b.Close(); os.RemoveAll(dir) }, nil
 }
 
 // deleteTopics drops a finished run's output, changelog and internal topics

@@ -10,7 +10,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -40,18 +39,11 @@ func runMemory(n int) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "sqlstreams-bench-memory-")
+	dir, brokers, stop, err := startTempBroker(ctx, "memory")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	b, err := startBroker(ctx, dir+"/broker")
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	theBroker = b
-	brokers := []string{b.addr}
+	defer stop()
 	const input = "groups_in"
 	began := time.Now()
 	if err := preloadKeys(ctx, brokers, input, n); err != nil {
