@@ -298,12 +298,15 @@ func checkOnce(t *testing.T, values []string, n int) {
 func waitTable(t *testing.T, ctx context.Context, conn *pgx.Conn, q string, want []string) {
 	t.Helper()
 	var got []string
+	var err error
 	if !testserver.WaitFor(60*time.Second, func() bool {
-		got = rows(t, ctx, conn, q)
+		// A partition still being restored is an error, not a partial
+		// answer: ask again.
+		got, err = tryRows(ctx, conn, q)
 		sort.Strings(got)
-		return strings.Join(got, ",") == strings.Join(want, ",")
+		return err == nil && strings.Join(got, ",") == strings.Join(want, ",")
 	}) {
-		t.Fatalf("%s: %v, want %v", q, got, want)
+		t.Fatalf("%s: %v (%v), want %v", q, got, err, want)
 	}
 }
 
@@ -488,4 +491,27 @@ func queryID(t *testing.T, ctx context.Context, conn *pgx.Conn, sink string) str
 	}
 	t.Fatalf("no query writes %s", sink)
 	return ""
+}
+
+// tryRows runs a query and returns its rows as text, "|"-joined, or its
+// error.
+func tryRows(ctx context.Context, conn *pgx.Conn, q string) ([]string, error) {
+	rs, err := conn.Query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		vals, err := rs.Values()
+		if err != nil {
+			return nil, err
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	return out, rs.Err()
 }
