@@ -20,24 +20,8 @@ import (
 // rows runs a query and returns its rows as text, "|"-joined.
 func rows(t *testing.T, ctx context.Context, conn *pgx.Conn, q string) []string {
 	t.Helper()
-	rs, err := conn.Query(ctx, q)
+	out, err := tryRows(ctx, conn, q)
 	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rs.Close()
-	var out []string
-	for rs.Next() {
-		vals, err := rs.Values()
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			parts[i] = fmt.Sprint(v)
-		}
-		out = append(out, strings.Join(parts, "|"))
-	}
-	if err := rs.Err(); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return out
