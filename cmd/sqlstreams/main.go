@@ -23,14 +23,16 @@ func main() {
 	switch cmd {
 	case "server":
 		code = runServer(args)
+	case "broker":
+		code = runBroker(args)
 	case "shell":
 		code = runShell(args)
 	case "datagen":
 		code = runDatagen(args)
 	case "help":
-		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags]")
+		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams broker [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags]")
 	default:
-		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, shell or datagen)\n", cmd)
+		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, broker, shell or datagen)\n", cmd)
 		code = 2
 	}
 	os.Exit(code)
