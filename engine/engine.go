@@ -450,17 +450,6 @@ func queryIdleAdvance(props map[string]string) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// coPartitioned reports whether a sub-topology of topo reads several
-// topics (a join's inputs), whose partition p must go to one task.
-func coPartitioned(topo *physical.Topology) bool {
-	for _, st := range topo.SubTopologies {
-		if len(st.Sources) > 1 {
-			return true
-		}
-	}
-	return false
-}
-
 // start runs a persistent query's topology.
 func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string) error {
 	var mq *metrics.Query
@@ -470,14 +459,6 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	threads, err := e.queryThreads(props)
 	if err != nil {
 		return err
-	}
-	if threads > 1 && coPartitioned(topo) {
-		// The group's balancer (cooperative-sticky) does not keep
-		// partition p of every input of a task on one member, which a
-		// join needs: such a query runs on one thread until the
-		// task-aware balancer exists.
-		e.log.Info("query reads co-partitioned topics: it runs on one stream thread", "query", id, "asked", threads)
-		threads = 1
 	}
 	idle, err := queryIdleAdvance(props)
 	if err != nil {

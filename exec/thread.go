@@ -91,7 +91,10 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.Balancers(newTaskBalancer(q.topo, func() MemberInfo {
+			return MemberInfo{Instance: q.cfg.InstanceID, Thread: n, Endpoint: q.cfg.Endpoint,
+				Offsets: localOffsets(q.cfg.StateDir, q.topo.AppID)}
+		})),
 		kgo.SessionTimeout(10 * time.Second),
 		kgo.TransactionTimeout(60 * time.Second),
 		kgo.ProducerLinger(0),
