@@ -88,6 +88,11 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		kgo.ConsumerGroup(q.topo.AppID),
 		kgo.ConsumeTopics(q.topo.SourceTopics()...),
 		kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", q.topo.AppID, q.cfg.InstanceID, n)),
+		// Static membership (KIP-345): a thread restarted within the
+		// session timeout takes its place back with no rebalance, and a
+		// clean stop does not leave the group (kgo leaves only a static
+		// member that owes a rejoin), so a rolling restart moves no task.
+		kgo.InstanceID(fmt.Sprintf("%s-%d", q.cfg.InstanceID, n)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
