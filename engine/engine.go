@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -46,6 +47,11 @@ type Config struct {
 	InstanceID string
 	// CommitInterval is how often persistent queries commit (default 100 ms).
 	CommitInterval time.Duration
+	// Endpoint is this instance's REST address (host:port) as other
+	// instances reach it: published in the query groups' member metadata
+	// so that pull queries asked elsewhere are forwarded here for the
+	// partitions this instance owns. Empty: none are.
+	Endpoint string
 	// Threads is the number of stream threads of each persistent query
 	// (default 1); a query's num.stream.threads property (SET before
 	// its CREATE) overrides it.
@@ -98,6 +104,8 @@ type Engine struct {
 	waiting    map[int64]*applyResult
 	stopFollow context.CancelFunc
 	followDone chan struct{}
+
+	route router // pull queries' routing to partition owners
 }
 
 // Open connects to Kafka, replays the command topic and starts every
@@ -130,6 +138,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds,
 		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, nextID: 1,
 		appliedCh: make(chan struct{}), waiting: map[int64]*applyResult{},
+		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[string]pullStore{}, client: &http.Client{}},
 	}
 	if err := e.openProcessingLog(ctx); err != nil {
 		e.Close()
@@ -471,6 +480,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		Metrics:           mq,
 		Brokers:           e.cfg.Brokers,
 		InstanceID:        e.cfg.InstanceID,
+		Endpoint:          e.cfg.Endpoint,
 		Threads:           threads,
 		CommitInterval:    e.cfg.CommitInterval,
 		OffsetReset:       reset,

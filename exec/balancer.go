@@ -235,11 +235,24 @@ func assignTasks(members []balanceMember, tasks []TaskID, owner []int) []int {
 	n, m := len(tasks), len(members)
 	ceil := (n + m - 1) / m
 	floor := n / m
-	load := newLoadHeap(m)
+	load := newLoadHeap(m, tasks)
+	// Tasks are taken partition by partition across sub-topologies, so
+	// that a member keeping or getting a share gets a share of each.
+	order := make([]int, len(tasks))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ta, tb := tasks[order[a]], tasks[order[b]]
+		if ta.Partition != tb.Partition {
+			return ta.Partition < tb.Partition
+		}
+		return ta.Sub < tb.Sub
+	})
 	// Sticky: a task stays with its owner while the owner is under its
 	// fair share.
 	var free []int
-	for i := range tasks {
+	for _, i := range order {
 		if o := owner[i]; o >= 0 && load.count[o] < ceil {
 			out[i] = o
 			load.add(o, i, true)
@@ -283,7 +296,21 @@ func assignTasks(members []balanceMember, tasks []TaskID, owner []int) []int {
 			}
 		}
 		if to < 0 {
-			to = load.min()
+			// The member with the fewest tasks of this sub-topology,
+			// then the fewest tasks, under its fair share.
+			sub := tasks[i].Sub
+			for c := range members {
+				if load.count[c] >= ceil {
+					continue
+				}
+				if to < 0 || load.perSub(c, sub) < load.perSub(to, sub) ||
+					load.perSub(c, sub) == load.perSub(to, sub) && load.count[c] < load.count[to] {
+					to = c
+				}
+			}
+			if to < 0 {
+				to = load.min()
+			}
 		}
 		out[i] = to
 		load.add(to, i, false)
@@ -298,7 +325,7 @@ func assignTasks(members []balanceMember, tasks []TaskID, owner []int) []int {
 		if load.count[hi] <= floor || load.count[hi]-load.count[lo] <= 1 {
 			break
 		}
-		t := load.take(hi)
+		t := load.take(hi, lo, tasks)
 		out[t] = lo
 		load.add(lo, t, false)
 	}
@@ -311,11 +338,14 @@ type loadHeap struct {
 	// tasks of each member: moved ones first taken from the end, so a
 	// member gives away tasks it was newly given before sticky ones.
 	sticky, fresh [][]int
-	h             memberHeap
+	// subs counts each member's tasks per sub-topology.
+	subs  [][]int
+	tasks []TaskID
+	h     memberHeap
 }
 
-func newLoadHeap(m int) *loadHeap {
-	l := &loadHeap{count: make([]int, m), sticky: make([][]int, m), fresh: make([][]int, m)}
+func newLoadHeap(m int, tasks []TaskID) *loadHeap {
+	l := &loadHeap{count: make([]int, m), sticky: make([][]int, m), fresh: make([][]int, m), subs: make([][]int, m), tasks: tasks}
 	l.h = memberHeap{count: l.count, pos: make([]int, m)}
 	for i := range m {
 		l.h.idx = append(l.h.idx, i)
@@ -325,7 +355,20 @@ func newLoadHeap(m int) *loadHeap {
 	return l
 }
 
+// perSub returns how many tasks of sub-topology sub member has.
+func (l *loadHeap) perSub(member, sub int) int {
+	if sub < len(l.subs[member]) {
+		return l.subs[member][sub]
+	}
+	return 0
+}
+
 func (l *loadHeap) add(member, task int, sticky bool) {
+	sub := l.tasks[task].Sub
+	for len(l.subs[member]) <= sub {
+		l.subs[member] = append(l.subs[member], 0)
+	}
+	l.subs[member][sub]++
 	if sticky {
 		l.sticky[member] = append(l.sticky[member], task)
 	} else {
@@ -335,15 +378,26 @@ func (l *loadHeap) add(member, task int, sticky bool) {
 	heap.Fix(&l.h, l.h.pos[member])
 }
 
-// take removes a task from member: a fresh one if it has any.
-func (l *loadHeap) take(member int) int {
-	var t int
-	if f := l.fresh[member]; len(f) > 0 {
-		t, l.fresh[member] = f[len(f)-1], f[:len(f)-1]
-	} else {
-		s := l.sticky[member]
-		t, l.sticky[member] = s[len(s)-1], s[:len(s)-1]
+// take removes a task from member to give it to another, to: a fresh
+// one if member has any, else a sticky one; of those, one of the
+// sub-topology member has the most tasks of and to the fewest, so that
+// each member runs a share of every sub-topology (the tasks of one
+// sub-topology differ in cost).
+func (l *loadHeap) take(member, to int, tasks []TaskID) int {
+	list := &l.fresh[member]
+	if len(*list) == 0 {
+		list = &l.sticky[member]
 	}
+	best, bestScore := len(*list)-1, -1<<30
+	for i := len(*list) - 1; i >= 0; i-- {
+		sub := tasks[(*list)[i]].Sub
+		if score := l.perSub(member, sub) - l.perSub(to, sub); score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	t := (*list)[best]
+	*list = append((*list)[:best], (*list)[best+1:]...)
+	l.subs[member][tasks[t].Sub]--
 	l.count[member]--
 	heap.Fix(&l.h, l.h.pos[member])
 	return t

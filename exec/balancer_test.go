@@ -255,3 +255,49 @@ func BenchmarkTaskBalancer100x10000(b *testing.B) {
 		runBalance(b, tb, members, topics)
 	}
 }
+
+// TestTaskBalancerSpreadsSubTopologies: when a member joins a group whose
+// one member has every task, it takes a share of each sub-topology, not
+// all of one (their tasks differ in cost: a repartition's reader and an
+// aggregate).
+func TestTaskBalancerSpreadsSubTopologies(t *testing.T) {
+	b := &taskBalancer{subs: map[string]int{"in": 0, "repart": 1}}
+	topics := map[string]int32{"in": 6, "repart": 6}
+	members := []*simMember{{id: "a", instance: "ia"}}
+	settle(t, b, members, topics)
+	members = append(members, &simMember{id: "b", instance: "ib"})
+	settle(t, b, members, topics)
+	per := map[string]map[int]int{}
+	for id, m := range taskOwners(t, b, members) {
+		if per[m] == nil {
+			per[m] = map[int]int{}
+		}
+		per[m][id.Sub]++
+	}
+	for _, m := range []string{"a", "b"} {
+		if per[m][0] != 3 || per[m][1] != 3 {
+			t.Errorf("member %s has %d tasks of sub-topology 0 and %d of 1, want 3 and 3", m, per[m][0], per[m][1])
+		}
+	}
+}
+
+// TestTaskBalancerSpreadsNewGroup: members joining a new group at once
+// get a share of each sub-topology too.
+func TestTaskBalancerSpreadsNewGroup(t *testing.T) {
+	b := &taskBalancer{subs: map[string]int{"in": 0, "repart": 1}}
+	topics := map[string]int32{"in": 4, "repart": 4}
+	members := []*simMember{{id: "a", instance: "ia"}, {id: "b", instance: "ib"}}
+	settle(t, b, members, topics)
+	per := map[string]map[int]int{}
+	for id, m := range taskOwners(t, b, members) {
+		if per[m] == nil {
+			per[m] = map[int]int{}
+		}
+		per[m][id.Sub]++
+	}
+	for _, m := range []string{"a", "b"} {
+		if per[m][0] != 2 || per[m][1] != 2 {
+			t.Errorf("member %s has %d tasks of sub-topology 0 and %d of 1, want 2 and 2", m, per[m][0], per[m][1])
+		}
+	}
+}

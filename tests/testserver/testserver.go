@@ -380,7 +380,8 @@ func (s *Server) Pid() int {
 
 // Stop sends sig (syscall.SIGTERM for a clean stop) and waits for the
 // process to end. If it has not ended after 30s, Stop kills it and returns
-// an error saying so. It does nothing if the server is not running. It
+// an error saying so (after SIGQUIT, so that the log has every goroutine's
+// stack). It does nothing if the server is not running. It
 // does not judge the exit status; see ExitErr.
 func (s *Server) Stop(sig os.Signal) error {
 	if !s.Running() {
@@ -393,8 +394,15 @@ func (s *Server) Stop(sig os.Signal) error {
 	case <-s.exited:
 		return nil
 	case <-time.After(stopTimeout):
+		// SIGQUIT first: the Go runtime writes every goroutine's stack
+		// to the log, which shows where the stop hung.
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.exited:
+		case <-time.After(2 * time.Second):
+		}
 		s.Kill()
-		return fmt.Errorf("the server still ran %v after %v; killed it", stopTimeout, sig)
+		return fmt.Errorf("the server still ran %v after %v; killed it (its goroutines' stacks are in the log)", stopTimeout, sig)
 	}
 }
 
