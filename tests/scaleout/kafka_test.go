@@ -78,7 +78,8 @@ func assignment(ctx context.Context, addr, group, topic string, n int) string {
 func latestCommitted(t *testing.T, ctx context.Context, addr, topic string) map[string]map[string]any {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.KeepControlRecords()) // markers move the position to the end
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +107,9 @@ func latestCommitted(t *testing.T, ctx context.Context, addr, topic string) map[
 		cancel()
 		fs.EachRecord(func(r *kgo.Record) {
 			got[r.Partition] = r.Offset
+			if r.Attrs.IsControl() {
+				return
+			}
 			if r.Value == nil {
 				delete(out, string(r.Key))
 				return

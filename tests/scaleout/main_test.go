@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -17,7 +19,15 @@ func TestMain(m *testing.M) { os.Exit(testserver.Main(m)) }
 // cluster is a standalone broker and the servers sharing it.
 type cluster struct {
 	broker  *testserver.Server
+	mu      sync.Mutex // guards servers (add runs while others watch)
 	servers []*testserver.Server
+}
+
+// list returns the servers started so far.
+func (c *cluster) list() []*testserver.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.servers)
 }
 
 // startCluster starts `sqlstreams broker` and n servers of one service
@@ -37,7 +47,9 @@ func (c *cluster) add(t *testing.T, instance string, extra ...string) *testserve
 	t.Helper()
 	args := append([]string{"--instance-id", instance}, extra...)
 	s := testserver.Start(t, testserver.Bootstrap(c.broker.KafkaAddr), testserver.Args(args...))
+	c.mu.Lock()
 	c.servers = append(c.servers, s)
+	c.mu.Unlock()
 	return s
 }
 
