@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -67,6 +68,7 @@ var (
 	memprofile      = flag.String("memprofile", "", "write a heap profile at the end of each measured run to PREFIX.<scenario>.<system>.<run>")
 	verbose         = flag.Bool("v", false, "log progress and engine warnings to stderr")
 	threads         = flag.Int("threads", 1, "sqlstreams' stream threads per query (num.stream.threads); the hand-written pipeline stays one")
+	instances       = flag.Int("instances", 1, "sqlstreams instances (engines of one service, each its own state dir and group members) sharing the queries, all in this process")
 )
 
 var scenarios = []string{"stateless", "aggregate", "hopping", "tumbling"}
@@ -396,6 +398,24 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 			eng.Close()
 		}
 	}()
+	// More instances of the service: they follow the command topic and
+	// join every query's group.
+	var others []*engine.Engine
+	defer func() {
+		for _, o := range others {
+			o.Close()
+		}
+	}()
+	for i := 2; i <= *instances; i++ {
+		ocfg := cfg
+		ocfg.InstanceID = fmt.Sprintf("bench%d", i)
+		ocfg.StateDir = filepath.Join(stateDir, ocfg.InstanceID)
+		o, err := engine.Open(ctx, ocfg)
+		if err != nil {
+			return run{}, err
+		}
+		others = append(others, o)
+	}
 	exec := func(stmt string) error {
 		_, err := eng.Execute(ctx, engine.NewSession(), stmt, nopWriter{})
 		if err != nil {
@@ -449,6 +469,10 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 	}
 	eng.Close()
 	closed = true
+	for _, o := range others {
+		o.Close()
+	}
+	others = nil
 	if *verify {
 		if r.out, err = readOutput(ctx, brokers, out); err != nil {
 			return r, err

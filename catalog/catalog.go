@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -91,102 +93,91 @@ type Query struct {
 	Paused bool
 }
 
-// Catalog holds the sources and queries. It is safe for concurrent use.
+// Catalog holds the sources and queries. Readers see immutable
+// snapshots: a change builds a new snapshot and publishes it at once, so
+// a reader (a pull query, SHOW, DESCRIBE) never sees a half-updated
+// source. The *Source and *Query values it hands out are shared and must
+// not be modified; change them through UpdateSource and UpdateQuery.
+// It is safe for concurrent use; changes are serialized.
 type Catalog struct {
-	mu      sync.RWMutex
+	mu  sync.Mutex // serializes writers
+	cur atomic.Pointer[Snapshot]
+}
+
+// Snapshot is the catalog at one moment. It never changes.
+type Snapshot struct {
 	sources map[string]*Source
 	queries map[string]*Query
 }
 
 // New returns an empty catalog.
 func New() *Catalog {
-	return &Catalog{sources: map[string]*Source{}, queries: map[string]*Query{}}
+	c := &Catalog{}
+	c.cur.Store(&Snapshot{sources: map[string]*Source{}, queries: map[string]*Query{}})
+	return c
 }
+
+// Snapshot returns the catalog as it is now; later changes do not show
+// in it.
+func (c *Catalog) Snapshot() *Snapshot { return c.cur.Load() }
 
 // Source returns the source named name (exact match; the sql package
 // normalizes names).
-func (c *Catalog) Source(name string) (*Source, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	s, ok := c.sources[name]
-	return s, ok
+func (c *Catalog) Source(name string) (*Source, bool) { return c.Snapshot().Source(name) }
+
+// Sources returns all sources sorted by name.
+func (c *Catalog) Sources() []*Source { return c.Snapshot().Sources() }
+
+// Query returns the query with id.
+func (c *Catalog) Query(id string) (*Query, bool) { return c.Snapshot().Query(id) }
+
+// Queries returns all queries sorted by ID.
+func (c *Catalog) Queries() []*Query { return c.Snapshot().Queries() }
+
+// Users returns the IDs of the queries that read or write the source
+// named name, sorted.
+func (c *Catalog) Users(name string) []string { return c.Snapshot().Users(name) }
+
+// Source returns the source named name.
+func (s *Snapshot) Source(name string) (*Source, bool) {
+	src, ok := s.sources[name]
+	return src, ok
 }
 
 // Sources returns all sources sorted by name.
-func (c *Catalog) Sources() []*Source {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]*Source, 0, len(c.sources))
-	for _, s := range c.sources {
-		out = append(out, s)
+func (s *Snapshot) Sources() []*Source {
+	out := make([]*Source, 0, len(s.sources))
+	for _, src := range s.sources {
+		out = append(out, src)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// AddSource adds s, or replaces the source of the same name when replace
-// is set.
-func (c *Catalog) AddSource(s *Source, replace bool) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.sources[s.Name]; ok && !replace {
-		return fmt.Errorf("%s %s already exists", s.Kind, s.Name)
-	}
-	c.sources[s.Name] = s
-	return nil
-}
-
-// DropSource removes the source named name.
-func (c *Catalog) DropSource(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.sources, name)
-}
-
 // Query returns the query with id.
-func (c *Catalog) Query(id string) (*Query, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	q, ok := c.queries[id]
+func (s *Snapshot) Query(id string) (*Query, bool) {
+	q, ok := s.queries[id]
 	return q, ok
 }
 
 // Queries returns all queries sorted by ID.
-func (c *Catalog) Queries() []*Query {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]*Query, 0, len(c.queries))
-	for _, q := range c.queries {
+func (s *Snapshot) Queries() []*Query {
+	out := make([]*Query, 0, len(s.queries))
+	for _, q := range s.queries {
 		out = append(out, q)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
-// AddQuery records a persistent query.
-func (c *Catalog) AddQuery(q *Query) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.queries[q.ID] = q
-}
-
-// DropQuery forgets a persistent query.
-func (c *Catalog) DropQuery(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.queries, id)
-}
-
 // Users returns the IDs of the queries that read or write the source
 // named name, sorted.
-func (c *Catalog) Users(name string) []string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+func (s *Snapshot) Users(name string) []string {
 	var out []string
-	for _, q := range c.queries {
+	for _, q := range s.queries {
 		uses := q.Sink == name
-		for _, s := range q.Sources {
-			uses = uses || s == name
+		for _, src := range q.Sources {
+			uses = uses || src == name
 		}
 		if uses {
 			out = append(out, q.ID)
@@ -194,4 +185,77 @@ func (c *Catalog) Users(name string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// change publishes the snapshot fn makes from a copy of the current one.
+func (c *Catalog) change(fn func(next *Snapshot) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.cur.Load()
+	next := &Snapshot{sources: maps.Clone(cur.sources), queries: maps.Clone(cur.queries)}
+	if err := fn(next); err != nil {
+		return err
+	}
+	c.cur.Store(next)
+	return nil
+}
+
+// AddSource adds s, or replaces the source of the same name when replace
+// is set. The catalog keeps s: the caller must not modify it afterwards.
+func (c *Catalog) AddSource(s *Source, replace bool) error {
+	return c.change(func(next *Snapshot) error {
+		if _, ok := next.sources[s.Name]; ok && !replace {
+			return fmt.Errorf("%s %s already exists", s.Kind, s.Name)
+		}
+		next.sources[s.Name] = s
+		return nil
+	})
+}
+
+// UpdateSource replaces the source named name by a copy changed by fn,
+// and reports whether there was one.
+func (c *Catalog) UpdateSource(name string, fn func(*Source)) bool {
+	found := false
+	_ = c.change(func(next *Snapshot) error {
+		if old, ok := next.sources[name]; ok {
+			cp := *old
+			fn(&cp)
+			next.sources[name] = &cp
+			found = true
+		}
+		return nil
+	})
+	return found
+}
+
+// DropSource removes the source named name.
+func (c *Catalog) DropSource(name string) {
+	_ = c.change(func(next *Snapshot) error { delete(next.sources, name); return nil })
+}
+
+// AddQuery records a persistent query. The catalog keeps q: the caller
+// must not modify it afterwards.
+func (c *Catalog) AddQuery(q *Query) {
+	_ = c.change(func(next *Snapshot) error { next.queries[q.ID] = q; return nil })
+}
+
+// UpdateQuery replaces the query with id by a copy changed by fn, and
+// reports whether there was one.
+func (c *Catalog) UpdateQuery(id string, fn func(*Query)) bool {
+	found := false
+	_ = c.change(func(next *Snapshot) error {
+		if old, ok := next.queries[id]; ok {
+			cp := *old
+			fn(&cp)
+			next.queries[id] = &cp
+			found = true
+		}
+		return nil
+	})
+	return found
+}
+
+// DropQuery forgets a persistent query.
+func (c *Catalog) DropQuery(id string) {
+	_ = c.change(func(next *Snapshot) error { delete(next.queries, id); return nil })
 }

@@ -16,8 +16,12 @@ import (
 type Command struct {
 	// Statement is the statement text as the user wrote it.
 	Statement string `json:"statement"`
-	// QueryID is the ID assigned to the persistent query the statement
-	// starts, so that replay assigns the same one.
+	// QueryID is the ID of the persistent query the statement starts when
+	// the command names it: commands written before query IDs derived
+	// from the command's offset carry theirs, so that their queries keep
+	// their names (application IDs, internal topics) after an upgrade;
+	// CREATE OR REPLACE carries the ID it replaces. Other commands leave
+	// it empty and the query is named after the command's offset.
 	QueryID string `json:"queryId,omitempty"`
 	// Props are the session properties in force when it ran (they decide,
 	// e.g., where a new query starts reading).
@@ -32,25 +36,51 @@ type Command struct {
 // CommandTopic returns the command topic's name for a service ID.
 func CommandTopic(serviceID string) string { return "_" + serviceID + "_command_topic" }
 
-// CommandLog appends commands to the command topic and replays them. It
-// writes with a transactional producer, so a command is either wholly in
-// the log or not at all, and reads read_committed.
+// CommandTransactionalID is the transactional ID instance instanceID
+// writes the command topic with. Each instance has its own, so that one
+// instance starting does not fence another's catalog writes; a restarted
+// instance fences its own zombie.
+func CommandTransactionalID(serviceID, instanceID string) string {
+	return CommandTopic(serviceID) + "_producer_" + instanceID
+}
+
+// Entry is a command read from the command topic, at its offset.
+type Entry struct {
+	Offset  int64
+	Command Command
+	// Err is set when the record is not a command (no sqlstreams wrote
+	// it): every instance skips it alike.
+	Err error
+}
+
+// CommandLog appends commands to the command topic and reads them back.
+// It writes with a transactional producer, so a command is either wholly
+// in the log or not at all, and reads read_committed. Every instance of a
+// service writes the one partition; the topic's order is the catalog's.
+//
+// Append may be called concurrently with Read; Read must not be called
+// concurrently with itself.
 type CommandLog struct {
 	topic string
-	cl    *kgo.Client
+	cl    *kgo.Client // transactional producer and admin
 	adm   *kadm.Client
-	next  int64 // offset after the last command replayed or appended
+	rd    *kgo.Client // read_committed reader, control records kept
+	pos   int64       // the reader's position: offset after the last record it returned
 }
 
 // OpenCommandLog connects to the brokers and creates the command topic
-// (one partition, infinite retention) when it is missing.
-func OpenCommandLog(ctx context.Context, brokers []string, serviceID string) (*CommandLog, error) {
+// (one partition, infinite retention) when it is missing. instanceID
+// names this instance's transactional producer (see
+// [CommandTransactionalID]).
+func OpenCommandLog(ctx context.Context, brokers []string, serviceID, instanceID string) (*CommandLog, error) {
 	topic := CommandTopic(serviceID)
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
-		kgo.TransactionalID(topic+"_producer"),
+		kgo.TransactionalID(CommandTransactionalID(serviceID, instanceID)),
+		kgo.TransactionTimeout(10*time.Second),
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0),
 	)
 	if err != nil {
 		return nil, err
@@ -67,7 +97,21 @@ func OpenCommandLog(ctx context.Context, brokers []string, serviceID string) (*C
 		cl.Close()
 		return nil, fmt.Errorf("creating command topic %s: %w", topic, err)
 	}
-	return &CommandLog{topic: topic, cl: cl, adm: adm}, nil
+	// Control records (commit and abort markers) come too, so the reader
+	// knows its position even when the topic ends in markers or aborted
+	// commands: replay ends at the end offset, not at a quiet poll.
+	rd, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+	)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return &CommandLog{topic: topic, cl: cl, adm: adm, rd: rd}, nil
 }
 
 func ptr(s string) *string { return &s }
@@ -75,66 +119,73 @@ func ptr(s string) *string { return &s }
 // Topic returns the command topic's name.
 func (l *CommandLog) Topic() string { return l.topic }
 
-// Replay reads every committed command from the start of the topic up to
-// its last stable offset and calls apply for each in order. An apply error
-// is returned with the command's offset; replay stops there.
-func (l *CommandLog) Replay(ctx context.Context, apply func(offset int64, c Command) error) error {
+// EndOffset returns the command topic's last stable offset: every
+// command below it is decided (committed or aborted).
+func (l *CommandLog) EndOffset(ctx context.Context) (int64, error) {
 	offs, err := l.adm.ListCommittedOffsets(ctx, l.topic)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	o, ok := offs.Lookup(l.topic, 0)
-	if !ok || o.Err != nil {
-		return fmt.Errorf("last stable offset of %s: %v", l.topic, o.Err)
+	if !ok {
+		return 0, fmt.Errorf("last stable offset of %s: partition 0 missing", l.topic)
 	}
-	stable := o.Offset
-	if stable == 0 {
-		return nil
+	if o.Err != nil {
+		return 0, fmt.Errorf("last stable offset of %s: %w", l.topic, o.Err)
 	}
-	rd, err := kgo.NewClient(
-		kgo.SeedBrokers(l.cl.OptValue(kgo.SeedBrokers).([]string)...),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.topic: {0: kgo.NewOffset().AtStart()}}),
-	)
-	if err != nil {
-		return err
+	return o.Offset, nil
+}
+
+// Position returns the offset after the last record Read returned.
+func (l *CommandLog) Position() int64 { return l.pos }
+
+// Read waits for the next committed commands (until ctx ends) and returns
+// them in order, with the reader's new position. It returns no entries and
+// a higher position when only markers came.
+func (l *CommandLog) Read(ctx context.Context) ([]Entry, int64, error) {
+	fs := l.rd.PollFetches(ctx)
+	if fs.IsClientClosed() {
+		return nil, l.pos, kgo.ErrClientClosed
 	}
-	defer rd.Close()
-	// Each command is its own transaction, so the offset after the last
-	// committed command is at most stable-1 (its commit marker takes one
-	// offset). When the tail holds aborted commands, no record reaches
-	// that point; a quiet poll then ends the replay.
-	for l.next < stable-1 {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := rd.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
+	var ferr error
+	fs.EachError(func(_ string, _ int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			ferr = err
+		}
+	})
+	if ferr != nil {
+		return nil, l.pos, ferr
+	}
+	var out []Entry
+	for _, r := range fs.Records() {
+		if r.Offset+1 > l.pos {
+			l.pos = r.Offset + 1
+		}
+		if r.Attrs.IsControl() {
+			continue
+		}
+		e := Entry{Offset: r.Offset}
+		if err := json.Unmarshal(r.Value, &e.Command); err != nil {
+			e.Err = fmt.Errorf("command at offset %d is not a command: %w", r.Offset, err)
+		}
+		out = append(out, e)
+	}
+	return out, l.pos, ctx.Err()
+}
+
+// ReadTo reads the commands up to offset end (exclusive; an EndOffset
+// answer) and calls apply for each in order. An apply error stops it and
+// is returned with the command's offset.
+func (l *CommandLog) ReadTo(ctx context.Context, end int64, apply func(Entry) error) error {
+	for l.pos < end {
+		es, _, err := l.Read(ctx)
+		for _, e := range es {
+			if aerr := apply(e); aerr != nil {
+				return fmt.Errorf("command at offset %d (%q): %w", e.Offset, e.Command.Statement, aerr)
+			}
+		}
+		if err != nil {
 			return err
-		}
-		if fs.Empty() {
-			break
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				ferr = err
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		for _, r := range fs.Records() {
-			if r.Offset >= stable {
-				break
-			}
-			var c Command
-			if err := json.Unmarshal(r.Value, &c); err != nil {
-				return fmt.Errorf("command at offset %d: %w", r.Offset, err)
-			}
-			if err := apply(r.Offset, c); err != nil {
-				return fmt.Errorf("command at offset %d (%q): %w", r.Offset, c.Statement, err)
-			}
-			l.next = r.Offset + 1
 		}
 	}
 	return nil
@@ -159,9 +210,11 @@ func (l *CommandLog) Append(ctx context.Context, c Command) (int64, error) {
 	if perr != nil {
 		return 0, fmt.Errorf("writing command: %w", perr)
 	}
-	l.next = rec.Offset + 1
 	return rec.Offset, nil
 }
 
 // Close releases the log's clients.
-func (l *CommandLog) Close() { l.cl.Close() }
+func (l *CommandLog) Close() {
+	l.rd.Close()
+	l.cl.Close()
+}

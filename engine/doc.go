@@ -5,10 +5,17 @@
 //
 //	pgwire, rest, shell ─▶ Engine.Execute(stmt)
 //	                          ├─ sql.Parse / Bind  ─▶ planner ─▶ physical
-//	                          ├─ catalog changes: CommandLog.Append, then apply
+//	                          ├─ catalog changes: catch up, CommandLog.Append, then apply
 //	                          ├─ persistent queries: exec.Start / Stop
+//	                          ├─ pull queries: local stores + forwarded to owners (route.go)
 //	                          └─ push queries: exec.RunPush, rows to the writer
 //
-// At Open the engine replays the command topic, so a restart recreates
-// every stream, table and query, which resume from their committed offsets.
+//	command topic ─▶ follower (follow.go) ─▶ apply, in the topic's order
+//
+// At Open the engine replays the command topic to its end offset, so a
+// restart recreates every stream, table and query, which resume from their
+// committed offsets; then it follows the topic, applying what other
+// instances of the service write. Query IDs come from their command's
+// offset. Several instances share every query's consumer group; a pull
+// query asked of any of them is answered for the whole table.
 package engine

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -61,6 +62,11 @@ type Config struct {
 	AtLeastOnce bool
 	// CommitInterval is how often persistent queries commit (default 100 ms).
 	CommitInterval time.Duration
+	// Endpoint is this instance's REST address (host:port) as other
+	// instances reach it: published in the query groups' member metadata
+	// so that pull queries asked elsewhere are forwarded here for the
+	// partitions this instance owns. Empty: none are.
+	Endpoint string
 	// Threads is the number of stream threads of each persistent query
 	// (default 1); a query's num.stream.threads property (SET before
 	// its CREATE) overrides it.
@@ -106,7 +112,20 @@ type Engine struct {
 
 	mu      sync.Mutex // serializes catalog changes
 	running map[string]*exec.Query
-	nextID  int
+	nextID  int // headless mode's query numbers
+
+	// The command topic's follower (see follow.go). applied is the
+	// offset up to which commands have been applied (control records
+	// included); appliedCh is closed and replaced each time it grows.
+	// waiting holds the results of this instance's own commands that
+	// another instance's command overtook (see errOvertaken).
+	applied    int64
+	appliedCh  chan struct{}
+	waiting    map[int64]*applyResult
+	stopFollow context.CancelFunc
+	followDone chan struct{}
+
+	route router // pull queries' routing to partition owners
 }
 
 // Open connects to Kafka, replays the command topic and starts every
@@ -130,7 +149,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	var cmds *catalog.CommandLog
 	if cfg.Headless == nil {
-		if cmds, err = catalog.OpenCommandLog(ctx, cfg.Brokers, cfg.ServiceID); err != nil {
+		if cmds, err = catalog.OpenCommandLog(ctx, cfg.Brokers, cfg.ServiceID, cfg.InstanceID); err != nil {
 			cl.Close()
 			return nil, err
 		}
@@ -138,6 +157,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds,
 		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, nextID: 1,
+		appliedCh: make(chan struct{}), waiting: map[int64]*applyResult{},
+		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[string]pullStore{}, client: &http.Client{}},
 	}
 	if err := e.openProcessingLog(ctx); err != nil {
 		e.Close()
@@ -147,7 +168,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		for _, text := range cfg.Headless {
 			st, err := sql.Parse(text)
 			if err == nil {
-				_, err = e.apply(ctx, st, catalog.Command{Statement: text}, false)
+				_, err = e.apply(ctx, st, catalog.Command{Statement: text}, -1, false)
 			}
 			if err != nil {
 				e.Close()
@@ -159,20 +180,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			"streams", len(e.cat.Sources()), "queries", len(e.running))
 		return e, nil
 	}
-	n := 0
-	err = cmds.Replay(ctx, func(_ int64, c catalog.Command) error {
-		n++
-		st, err := sql.Parse(c.Statement)
-		if err != nil {
-			return err
-		}
-		_, err = e.apply(ctx, st, c, false)
-		return err
-	})
+	n, err := e.replay(ctx)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("replaying %s: %w", cmds.Topic(), err)
 	}
+	e.startFollowing()
 	e.declareProcessingLog()
 	e.log.Info("catalog restored from the command topic", "commands", n,
 		"streams", len(e.cat.Sources()), "queries", len(e.running))
@@ -182,6 +195,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 // Close stops every persistent query (committing their work) and closes
 // the engine's clients.
 func (e *Engine) Close() {
+	if e.stopFollow != nil {
+		e.stopFollow()
+		<-e.followDone
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var wg sync.WaitGroup
@@ -226,6 +243,11 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
+		// Statements are validated against a catalog that has every
+		// command written so far, whichever instance wrote it.
+		if err := e.catchUp(ctx); err != nil {
+			return Result{}, err
+		}
 		cmd := catalog.Command{Statement: text, Props: copyProps(s.Props)}
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			// Columns inferred from the registry are recorded by
@@ -236,7 +258,14 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 			}
 			cmd.KeySchemaID, cmd.ValueSchemaID = inf.KeySchemaID, inf.ValueSchemaID
 		}
-		return e.apply(ctx, st, cmd, true)
+		res, err := e.apply(ctx, st, cmd, -1, true)
+		var ot *errOvertaken
+		if errors.As(err, &ot) {
+			// Another instance's command came first: ours is applied
+			// after it, in the topic's order, by the follower.
+			return e.awaitOwn(ctx, ot.offset)
+		}
+		return res, err
 	case *sql.ResetQuery:
 		return e.resetQuery(ctx, st)
 	case *sql.InsertValues:
@@ -272,36 +301,40 @@ func copyProps(p map[string]string) map[string]string {
 	return out
 }
 
+// recorder records a validated command before the catalog changes and
+// returns its offset in the command topic (-1 in headless mode).
+type recorder func(catalog.Command) (int64, error)
+
 // apply validates and carries out a catalog-changing statement. Live
 // statements are appended to the command topic after validation and
-// before the catalog changes; replayed ones are not appended again. The
-// caller holds e.mu.
-func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Command, live bool) (Result, error) {
-	record := func() error {
+// before the catalog changes; replayed ones (and those of other
+// instances) are not appended again, and off is their offset (-1 in
+// headless mode). The caller holds e.mu.
+func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Command, off int64, live bool) (Result, error) {
+	record := func(c catalog.Command) (int64, error) {
 		if !live {
-			return nil
+			return off, nil
 		}
-		_, err := e.cmds.Append(ctx, cmd)
-		return err
+		return e.append(ctx, c)
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
-		return e.createSource(ctx, st, cmd, live, record)
+		return e.createSource(ctx, st, cmd, record)
 	case *sql.CreateAs:
 		return e.createAs(ctx, st, cmd, live, record)
 	case *sql.Drop:
-		return e.drop(ctx, st, record)
+		return e.drop(ctx, st, cmd, live, record)
 	case *sql.Terminate:
-		return e.terminate(st, record)
+		return e.terminate(st, cmd, record)
 	case *sql.Pause:
-		return e.pause(st, record)
+		return e.pause(st, cmd, record)
 	case *sql.InsertSelect:
-		return e.insertSelect(ctx, st, cmd, live)
+		return e.insertSelect(ctx, st, cmd, record)
 	}
 	return Result{}, fmt.Errorf("statement %T does not change the catalog", st)
 }
 
-func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd catalog.Command, live bool, record func() error) (Result, error) {
+func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd catalog.Command, record recorder) (Result, error) {
 	tag := Result{Tag: "CREATE " + st.Kind.String()}
 	if old, ok := e.cat.Source(st.Name); ok {
 		switch {
@@ -346,13 +379,13 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 		if old, ok := e.cat.Source(st.Name); ok && old.MaterializedBy != "" {
 			src.MaterializedBy = old.MaterializedBy // OR REPLACE keeps it
 		} else {
-			if err := e.materialize(ctx, src, cmd, live); err != nil {
+			if err := e.materialize(ctx, src, cmd, record); err != nil {
 				return Result{}, err
 			}
 			return tag, nil
 		}
 	}
-	if err := record(); err != nil {
+	if _, err := record(cmd); err != nil {
 		return Result{}, err
 	}
 	if err := e.cat.AddSource(src, true); err != nil {
@@ -385,21 +418,13 @@ func (e *Engine) useSchemas(src *catalog.Source) {
 // materialize registers a source table and starts the query that keeps
 // its latest rows in a state store, CST_<NAME>_<n> as in ksqlDB. The
 // table's topic is the store's changelog.
-func (e *Engine) materialize(ctx context.Context, src *catalog.Source, cmd catalog.Command, live bool) error {
-	id := cmd.QueryID
-	if id == "" {
-		id = fmt.Sprintf("CST_%s_%d", src.Name, e.nextID)
+func (e *Engine) materialize(ctx context.Context, src *catalog.Source, cmd catalog.Command, record recorder) error {
+	off, err := record(cmd)
+	if err != nil {
+		return err
 	}
-	if n := queryNumber(id); n >= e.nextID {
-		e.nextID = n + 1
-	}
+	id := e.queryID("CST_"+src.Name, cmd, off)
 	topo := physical.BuildTable(physical.AppID(e.cfg.ServiceID, id), planner.NewScan(src))
-	if live {
-		cmd.QueryID = id
-		if _, err := e.cmds.Append(ctx, cmd); err != nil {
-			return err
-		}
-	}
 	src.MaterializedBy = id
 	if err := e.cat.AddSource(src, true); err != nil {
 		return err
@@ -456,17 +481,6 @@ func queryIdleAdvance(props map[string]string) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// coPartitioned reports whether a sub-topology of topo reads several
-// topics (a join's inputs), whose partition p must go to one task.
-func coPartitioned(topo *physical.Topology) bool {
-	for _, st := range topo.SubTopologies {
-		if len(st.Sources) > 1 {
-			return true
-		}
-	}
-	return false
-}
-
 // start runs a persistent query's topology.
 func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string) error {
 	var mq *metrics.Query
@@ -476,14 +490,6 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	threads, err := e.queryThreads(props)
 	if err != nil {
 		return err
-	}
-	if threads > 1 && coPartitioned(topo) {
-		// The group's balancer (cooperative-sticky) does not keep
-		// partition p of every input of a task on one member, which a
-		// join needs: such a query runs on one thread until the
-		// task-aware balancer exists.
-		e.log.Info("query reads co-partitioned topics: it runs on one stream thread", "query", id, "asked", threads)
-		threads = 1
 	}
 	idle, err := queryIdleAdvance(props)
 	if err != nil {
@@ -504,6 +510,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		Metrics:           mq,
 		Brokers:           e.cfg.Brokers,
 		InstanceID:        e.cfg.InstanceID,
+		Endpoint:          e.cfg.Endpoint,
 		Threads:           threads,
 		CommitInterval:    interval,
 		AtLeastOnce:       alos,
@@ -533,6 +540,13 @@ func (e *Engine) ensureTopic(ctx context.Context, topic string, partitions int32
 // ensureTopicConfig is ensureTopic with topic configs for a new topic.
 func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions int32, configs map[string]*string) (int32, error) {
 	details, err := e.adm.ListTopics(ctx, topic)
+	if d, ok := details[topic]; err == nil && (!ok || d.Err != nil) {
+		// kadm answers from metadata cached for MetadataMinAge: a topic
+		// created (here, or by another instance) a moment ago may be
+		// missing from it. Ask the broker.
+		e.cl.PurgeTopicsFromClient(topic)
+		details, err = e.adm.ListTopics(ctx, topic)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("looking up topic %s: %w", topic, err)
 	}
@@ -556,14 +570,14 @@ func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions
 	return partitions, nil
 }
 
-func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Command, live bool, record func() error) (Result, error) {
+func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Command, live bool, record recorder) (Result, error) {
 	tag := Result{Tag: "CREATE " + st.Kind.String()}
 	if old, ok := e.cat.Source(st.Name); ok {
 		switch {
 		case st.IfNotExists:
 			return tag, nil
 		case st.OrReplace:
-			if err := e.replaceQuery(ctx, st, old, cmd, live); err != nil {
+			if err := e.replaceQuery(ctx, st, old, cmd, record); err != nil {
 				return Result{}, err
 			}
 			return tag, nil
@@ -579,35 +593,28 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	if st.Kind == catalog.Table {
 		prefix = "CTAS_"
 	}
-	if err := e.startPersistent(ctx, prefix+st.Name, sink, cmd, live, true); err != nil {
+	if err := e.startPersistent(ctx, prefix+st.Name, sink, cmd, record, true); err != nil {
 		return Result{}, err
 	}
 	return tag, nil
 }
 
-func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd catalog.Command, live bool) (Result, error) {
+func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd catalog.Command, record recorder) (Result, error) {
 	sink, err := sql.BindInsertSelect(st, e.cat)
 	if err != nil {
 		return Result{}, err
 	}
-	if err := e.startPersistent(ctx, "INSERTQUERY", sink, cmd, live, false); err != nil {
+	if err := e.startPersistent(ctx, "INSERTQUERY", sink, cmd, record, false); err != nil {
 		return Result{}, err
 	}
 	return Result{Tag: "INSERT 0 0"}, nil
 }
 
-// startPersistent assigns a query ID (prefix_N, or the one the replayed
-// command carries), records a live command, registers the query (and its
-// sink, when newSink) in the catalog and starts it.
-func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, live, newSink bool) error {
+// startPersistent records the command, assigns the query its ID
+// (prefix_<command offset>, or the one the command carries), registers
+// the query (and its sink, when newSink) in the catalog and starts it.
+func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, record recorder, newSink bool) error {
 	e.useSchemas(sink.Target)
-	id := cmd.QueryID
-	if id == "" {
-		id = fmt.Sprintf("%s_%d", prefix, e.nextID)
-	}
-	if n := queryNumber(id); n >= e.nextID {
-		e.nextID = n + 1
-	}
 	if _, err := e.queryThreads(cmd.Props); err != nil {
 		return err
 	}
@@ -620,14 +627,24 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if _, err := e.queryCommitInterval(cmd.Props); err != nil {
 		return err
 	}
-	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
-	if err != nil {
+	// Built once under a stand-in ID to validate before the command is
+	// recorded, and again under the query's ID.
+	if _, err := physical.Build(physical.AppID(e.cfg.ServiceID, prefix+"_0"), sink); err != nil {
 		return err
 	}
 	if newSink {
 		if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
 			return err
 		}
+	}
+	off, err := record(cmd)
+	if err != nil {
+		return err
+	}
+	id := e.queryID(prefix, cmd, off)
+	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
+	if err != nil {
+		return err
 	}
 	// Internal topics have as many partitions as the query's input, so
 	// task p of every sub-topology reads and writes partition p.
@@ -642,14 +659,20 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 			return err
 		}
 	}
-	if live {
-		cmd.QueryID = id
-		if _, err := e.cmds.Append(ctx, cmd); err != nil {
-			return err
+	materialized := ""
+	if newSink && sink.Target.Kind == catalog.Table {
+		// The result of an aggregation answers pull queries from the
+		// query's own aggregate store, as in ksqlDB; another result
+		// table from a materialization of its topic (read_committed,
+		// so only committed results).
+		materialized = id + "_MATERIALIZE"
+		if exec.MaterializesResult(topo) {
+			materialized = id
 		}
 	}
 	if newSink {
 		sink.Target.WriterQuery = id
+		sink.Target.MaterializedBy = materialized
 		if err := e.cat.AddSource(sink.Target, false); err != nil {
 			return err
 		}
@@ -666,19 +689,8 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if err := e.start(id, topo, reset, cmd.Props); err != nil {
 		return err
 	}
-	if newSink && sink.Target.Kind == catalog.Table && exec.MaterializesResult(topo) {
-		// The result of an aggregation answers pull queries from the
-		// query's own aggregate store, as in ksqlDB.
-		sink.Target.MaterializedBy = id
-		return nil
-	}
-	if newSink && sink.Target.Kind == catalog.Table {
-		// Another result table answers pull queries from a
-		// materialization of its topic (read_committed, so only committed
-		// results).
-		matID := id + "_MATERIALIZE"
-		sink.Target.MaterializedBy = matID
-		return e.start(matID, physical.BuildTable(physical.AppID(e.cfg.ServiceID, matID), planner.NewScan(sink.Target)), "earliest", cmd.Props)
+	if materialized != "" && materialized != id {
+		return e.start(materialized, physical.BuildTable(physical.AppID(e.cfg.ServiceID, materialized), planner.NewScan(sink.Target)), "earliest", cmd.Props)
 	}
 	return nil
 }
@@ -688,7 +700,7 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 // topics, stores, sink) and keep the sink's columns (new value columns may
 // be added at the end). It then replaces the running query in place: same
 // query ID and application ID, so it resumes from the old one's offsets.
-func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalog.Source, cmd catalog.Command, live bool) error {
+func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalog.Source, cmd catalog.Command, record recorder) error {
 	refuse := func(format string, args ...any) error {
 		return sql.NameError(st, sql.CodeFeatureNotSupport, "cannot replace %s: "+format, append([]any{st.Name}, args...)...)
 	}
@@ -718,22 +730,21 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 	if err := compatibleSchema(old.Schema, sink.Target.Schema); err != nil {
 		return refuse("%v", err)
 	}
-	if live {
-		cmd.QueryID = id
-		if _, err := e.cmds.Append(ctx, cmd); err != nil {
-			return err
-		}
+	cmd.QueryID = id
+	if _, err := record(cmd); err != nil {
+		return err
 	}
 	oldQuery.Stop()
 	delete(e.running, id)
 	sink.Target.WriterQuery = id
 	sink.Target.Topic = old.Topic
+	sink.Target.MaterializedBy = old.MaterializedBy
 	if err := e.cat.AddSource(sink.Target, true); err != nil {
 		return err
 	}
-	cmd.QueryID = id
 	// startPersistent registers the query again under the same ID.
-	return e.startPersistent(ctx, "", sink, cmd, false, false)
+	noRecord := func(catalog.Command) (int64, error) { return -1, nil }
+	return e.startPersistent(ctx, "", sink, cmd, noRecord, false)
 }
 
 // compatibleSchema checks that next can replace prev as a sink's schema:
@@ -757,6 +768,26 @@ func compatibleSchema(prev, next types.Schema) error {
 	return nil
 }
 
+// queryID returns the ID of the query a command starts: the one the
+// command carries (commands written before IDs came from offsets, and
+// CREATE OR REPLACE), else prefix_<offset> as in ksqlDB, so that queries
+// two instances create at once never share an ID. Headless mode, which
+// has no command topic (off < 0), numbers queries in order.
+func (e *Engine) queryID(prefix string, cmd catalog.Command, off int64) string {
+	id := cmd.QueryID
+	if id == "" {
+		n := off
+		if n < 0 {
+			n = int64(e.nextID)
+		}
+		id = fmt.Sprintf("%s_%d", prefix, n)
+	}
+	if n := queryNumber(id); n >= e.nextID {
+		e.nextID = n + 1
+	}
+	return id
+}
+
 // queryNumber returns the trailing number of a query ID like CSAS_X_7.
 func queryNumber(id string) int {
 	i := strings.LastIndexByte(id, '_')
@@ -764,7 +795,7 @@ func queryNumber(id string) int {
 	return n
 }
 
-func (e *Engine) drop(ctx context.Context, st *sql.Drop, record func() error) (Result, error) {
+func (e *Engine) drop(ctx context.Context, st *sql.Drop, cmd catalog.Command, live bool, record recorder) (Result, error) {
 	tag := Result{Tag: "DROP " + st.Kind.String()}
 	src, ok := e.cat.Source(st.Name)
 	if !ok {
@@ -785,14 +816,16 @@ func (e *Engine) drop(ctx context.Context, st *sql.Drop, record func() error) (R
 	if len(users) > 0 {
 		return Result{}, sql.NameError(st, sql.CodeObjectInUse, "cannot drop %s: queries %s read or write it; TERMINATE them first", st.Name, strings.Join(users, ", "))
 	}
-	if err := record(); err != nil {
+	if _, err := record(cmd); err != nil {
 		return Result{}, err
 	}
 	if id := src.MaterializedBy; id != "" {
 		e.stopQuery(id)
 	}
 	e.cat.DropSource(st.Name)
-	if st.DeleteTopic {
+	// Only the instance the user asked deletes the topic: a replay or
+	// another instance must not delete one created again since.
+	if st.DeleteTopic && live {
 		if _, err := e.adm.DeleteTopics(ctx, src.Topic); err != nil {
 			e.log.Warn("deleting topic", "topic", src.Topic, "err", err)
 		}
@@ -800,7 +833,7 @@ func (e *Engine) drop(ctx context.Context, st *sql.Drop, record func() error) (R
 	return tag, nil
 }
 
-func (e *Engine) terminate(st *sql.Terminate, record func() error) (Result, error) {
+func (e *Engine) terminate(st *sql.Terminate, cmd catalog.Command, record recorder) (Result, error) {
 	var ids []string
 	if st.All {
 		for _, q := range e.cat.Queries() {
@@ -812,7 +845,7 @@ func (e *Engine) terminate(st *sql.Terminate, record func() error) (Result, erro
 		}
 		ids = []string{st.QueryID}
 	}
-	if err := record(); err != nil {
+	if _, err := record(cmd); err != nil {
 		return Result{}, err
 	}
 	for _, id := range ids {
@@ -823,7 +856,7 @@ func (e *Engine) terminate(st *sql.Terminate, record func() error) (Result, erro
 
 // pause pauses (or resumes) queries: recorded, so that every instance
 // and every restart keeps them so until RESUME.
-func (e *Engine) pause(st *sql.Pause, record func() error) (Result, error) {
+func (e *Engine) pause(st *sql.Pause, cmd catalog.Command, record recorder) (Result, error) {
 	var ids []string
 	if st.All {
 		for _, q := range e.cat.Queries() {
@@ -835,13 +868,11 @@ func (e *Engine) pause(st *sql.Pause, record func() error) (Result, error) {
 		}
 		ids = []string{st.QueryID}
 	}
-	if err := record(); err != nil {
+	if _, err := record(cmd); err != nil {
 		return Result{}, err
 	}
 	for _, id := range ids {
-		if q, ok := e.cat.Query(id); ok {
-			q.Paused = !st.Resume
-		}
+		e.cat.UpdateQuery(id, func(q *catalog.Query) { q.Paused = !st.Resume })
 		if q := e.running[id]; q != nil {
 			q.SetPaused(!st.Resume)
 		}
@@ -863,14 +894,16 @@ func (e *Engine) stopQuery(id string) {
 	}
 	if q, ok := e.cat.Query(id); ok {
 		if s, ok := e.cat.Source(q.Sink); ok && s.WriterQuery == id {
-			s.WriterQuery = ""
-			if s.MaterializedBy == id {
-				s.MaterializedBy = "" // its aggregate store goes with it
-			}
+			e.cat.UpdateSource(q.Sink, func(s *catalog.Source) {
+				s.WriterQuery = ""
+				if s.MaterializedBy == id {
+					s.MaterializedBy = "" // its aggregate store goes with it
+				}
+			})
 		}
 		for _, name := range q.Sources {
 			if s, ok := e.cat.Source(name); ok && s.MaterializedBy == id {
-				s.MaterializedBy = ""
+				e.cat.UpdateSource(name, func(s *catalog.Source) { s.MaterializedBy = "" })
 			}
 		}
 	}

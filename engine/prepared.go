@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
@@ -57,11 +58,21 @@ type Pull struct {
 	pointRunner *exec.PullRunner // the chain with the key comparison made TRUE
 	enc         types.Encoder
 	row         types.Row
-	keys        [][]byte // one reused key
+	keys        [][]byte    // one reused key
+	runKey      types.Datum // RunKey's key
+	byKey       bool        // during RunKey
 
 	w      ResultWriter // during a run
 	n      int
 	emitFn func(types.Row) error // p.emit, bound once
+
+	// For forwarding to the owners of partitions elsewhere: the text,
+	// the session's properties when prepared, the LIMIT (-1: none).
+	text  string
+	props map[string]string
+	limit int64
+	// only, during a forwarded run, is the partitions to read here.
+	only []int32
 }
 
 // PreparePull plans text, a pull query, for many runs; see Pull.
@@ -101,7 +112,8 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pull{e: e, src: src, cols: q.Root.Schema().Columns, runner: runner, sel: ks}
+	p := &Pull{e: e, src: src, cols: q.Root.Schema().Columns, runner: runner, sel: ks,
+		text: text, props: copyProps(s.Props), limit: topo.Limit}
 	p.emitFn = p.emit
 	if err := p.preparePoint(q, src, mat); err != nil {
 		return nil, err
@@ -189,12 +201,15 @@ func (p *Pull) RunKey(ctx context.Context, key types.Datum, w ResultWriter) (Res
 		return Result{Tag: "SELECT 0"}, nil
 	}
 	p.row[p.keyIdx] = key
+	p.runKey = key
 	b, err := p.enc.Encode(p.keys[0][:0], p.row)
 	p.row[p.keyIdx] = types.Datum{}
 	if err != nil {
 		return Result{}, err
 	}
 	p.keys[0] = b
+	p.byKey = true
+	defer func() { p.byKey = false }()
 	return p.run(ctx, p.pointRunner, exec.KeySelection{Keys: p.keys, Partitions: p.src.Partitions}, w)
 }
 
@@ -219,16 +234,56 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 	if err := w.Columns(p.cols); err != nil {
 		return Result{}, err
 	}
+	var plan pullPlan
+	if p.only != nil {
+		if err := p.e.checkHere(mat, p.src, p.only); err != nil {
+			return Result{}, err
+		}
+		sel.Only = p.only
+	} else {
+		var keys [][]byte
+		if sel.Partitions > 0 {
+			keys = sel.Keys
+		}
+		if plan, err = p.e.planPull(ctx, mat, p.src, keys); err != nil {
+			return Result{}, err
+		}
+		sel.Except = plan.except
+	}
 	p.w, p.n = w, 0
 	err = mat.PullWith(ctx, r, p.src.Name, sel, p.emitFn)
+	if err == nil && len(plan.remote) > 0 {
+		err = p.forward(ctx, mat, plan, sel)
+	}
 	p.w = nil
-	if err != nil {
+	if err != nil && !errors.Is(err, errLimitReached) {
 		return Result{}, err
 	}
 	return Result{Tag: selectTag(p.n)}, nil
 }
 
+// forward asks the owners of the plan's remote partitions: the prepared
+// text, with the key of a RunKey.
+func (p *Pull) forward(ctx context.Context, mat *exec.Query, plan pullPlan, sel exec.KeySelection) error {
+	var key json.RawMessage
+	if p.byKey {
+		c, err := newRowCodec([]types.Column{{Name: "K", Type: p.keyType}})
+		if err != nil {
+			return err
+		}
+		vals, err := c.encode(types.Row{p.runKey})
+		if err != nil {
+			return err
+		}
+		key = vals[0]
+	}
+	return p.e.forwardKey(ctx, mat, p.text, p.props, key, p.cols, plan, p.emitFn)
+}
+
 func (p *Pull) emit(row types.Row) error {
+	if p.limit >= 0 && int64(p.n) >= p.limit {
+		return errLimitReached
+	}
 	p.n++
 	return p.w.Row(row)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
@@ -14,13 +15,28 @@ import (
 )
 
 // pull answers a pull query from a table's materialized state: only what
-// committed transactions wrote, read from the stores of this instance.
-func (e *Engine) pull(ctx context.Context, st *sql.Select, q *planner.Query, src *catalog.Source, w ResultWriter) (Result, error) {
-	e.mu.Lock()
-	mat := e.running[src.MaterializedBy]
-	e.mu.Unlock()
-	if src.MaterializedBy == "" || mat == nil {
-		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "table %s is not materialized, so it cannot answer pull queries", src.Name)
+// committed transactions wrote, read from this instance's stores and,
+// for the partitions other instances own, from theirs (see route.go).
+func (e *Engine) pull(ctx context.Context, s *Session, st *sql.Select, q *planner.Query, src *catalog.Source, w ResultWriter) (Result, error) {
+	return e.runPull(ctx, s.Props, st.Text(), q, src, w, nil)
+}
+
+// pullPartitions answers a forwarded pull query from the partitions
+// parts of this instance's stores, each of which must be here.
+func (e *Engine) pullPartitions(ctx context.Context, q *planner.Query, text string, w ResultWriter, parts []int32) (Result, error) {
+	src := planner.Sources(q.Root)[0]
+	if src.Kind == catalog.Stream {
+		return Result{}, ErrNotPull
+	}
+	return e.runPull(ctx, nil, text, q, src, w, parts)
+}
+
+// runPull runs a pull query: routed to every partition's owner when
+// only is nil, else over the partitions only of this instance.
+func (e *Engine) runPull(ctx context.Context, props map[string]string, text string, q *planner.Query, src *catalog.Source, w ResultWriter, only []int32) (Result, error) {
+	mat, err := e.materializer(src)
+	if err != nil {
+		return Result{}, err
 	}
 	topo, err := physical.BuildPush(q)
 	if err != nil {
@@ -30,15 +46,38 @@ func (e *Engine) pull(ctx context.Context, st *sql.Select, q *planner.Query, src
 	if err != nil {
 		return Result{}, err
 	}
+	var plan pullPlan
+	if only != nil {
+		if err := e.checkHere(mat, src, only); err != nil {
+			return Result{}, err
+		}
+		sel.Only = only
+	} else {
+		var keys [][]byte
+		if sel.Partitions > 0 {
+			keys = sel.Keys
+		}
+		if plan, err = e.planPull(ctx, mat, src, keys); err != nil {
+			return Result{}, err
+		}
+		sel.Except = plan.except
+	}
 	if err := w.Columns(q.Root.Schema().Columns); err != nil {
 		return Result{}, err
 	}
 	n := 0
-	err = mat.Pull(ctx, topo, src.Name, sel, func(row types.Row) error {
+	emit := func(row types.Row) error {
+		if topo.Limit >= 0 && int64(n) >= topo.Limit {
+			return errLimitReached
+		}
 		n++
 		return w.Row(row)
-	})
-	if err != nil {
+	}
+	err = mat.Pull(ctx, topo, src.Name, sel, emit)
+	if err == nil {
+		err = e.forward(ctx, mat, text, props, q.Root.Schema().Columns, plan, emit)
+	}
+	if err != nil && !errors.Is(err, errLimitReached) {
 		return Result{}, err
 	}
 	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil

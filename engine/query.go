@@ -29,7 +29,7 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport,
 				"pull queries on streams are not supported: %s is a stream; add EMIT CHANGES for a push query", src.Name)
 		}
-		return e.pull(ctx, st, q, src, w)
+		return e.pull(ctx, s, st, q, src, w)
 	}
 	if q.Emit != "" && hasAggregate(q.Root) {
 		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "push queries with GROUP BY are not supported yet; CREATE TABLE … AS SELECT and query the table")

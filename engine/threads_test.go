@@ -72,7 +72,7 @@ func TestNumStreamThreads(t *testing.T) {
 		}
 		return len(gs[group].Members)
 	}
-	for group, want := range map[string]int{"sqlstreams_query_CSAS_ONE_1": 1, "sqlstreams_query_CSAS_TWO_2": 2} {
+	for group, want := range map[string]int{"sqlstreams_query_CSAS_ONE_2": 1, "sqlstreams_query_CSAS_TWO_4": 2} {
 		for members(group) != want {
 			if ctx.Err() != nil {
 				gs, _ := adm.ListGroups(ctx)

@@ -8,6 +8,9 @@
 //	    producer per thread, offsets committed in the transaction with
 //	    live group metadata, read_committed). Loop:
 //	    poll → handle rebalance → restore → process → punctuate → maybe commit
+//	    Members join as static members (<instance>-<thread>) and are
+//	    balanced by taskBalancer (balancer.go): all partitions of a task
+//	    to one member, sticky, state-aware, cooperative.
 //	     ├─ taskManager (taskmanager.go): creates tasks for assigned
 //	     │  partitions, locks their state directories (lock.go), opens
 //	     │  their stores (store.go) and closes them on revocation

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -55,6 +56,72 @@ type KeySelection struct {
 	Windowed             bool
 	WindowFrom, WindowTo int64
 	Partitions           int32
+	// Only, when non-nil, limits the pull to these partitions of the
+	// store (a pull query forwarded by another instance asks for the
+	// partitions this one owns).
+	Only []int32
+	// Except are partitions not to read here (those asked of the
+	// instances that own them).
+	Except []int32
+}
+
+// only keeps the partitions sel.Only names and drops those of
+// sel.Except.
+func (sel KeySelection) only(parts []Partition) []Partition {
+	if sel.Only == nil && sel.Except == nil {
+		return parts
+	}
+	var out []Partition
+	for _, p := range parts {
+		if (sel.Only == nil || slices.Contains(sel.Only, p.ID)) && !slices.Contains(sel.Except, p.ID) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PullStore returns the store a pull query over table reads (see
+// PullWith) and the input topics of its sub-topology: partition p of the
+// store is task p's, which owns partition p of those topics.
+func (q *Query) PullStore(table string) (store string, topics []string) {
+	store = table
+	if len(q.Stores(table)) == 0 && q.topo.Store(table) == nil {
+		if _, _, agg, _ := resultAggregate(q.topo); agg != nil {
+			store = agg.Store.Name
+		}
+	}
+	for _, st := range q.topo.SubTopologies {
+		for _, n := range st.Nodes {
+			for _, spec := range physical.StoresOf(n) {
+				if spec.Name == store {
+					for _, src := range st.Sources {
+						topics = append(topics, src.Op.(*physical.Source).Topic)
+					}
+					return store, topics
+				}
+			}
+		}
+	}
+	return store, nil
+}
+
+// LocalPartitions returns the partitions of store this instance can
+// answer from now (its running tasks'), sorted.
+func (q *Query) LocalPartitions(store string) []int32 {
+	var out []int32
+	for _, p := range q.Stores(store) {
+		out = append(out, p.ID)
+	}
+	return out
+}
+
+// HasPartition reports whether this instance can answer from partition
+// p of store now, and how many partitions of it it can.
+func (q *Query) HasPartition(store string, p int32) (has bool, count int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, has = q.stores[store][p]
+	return has, len(q.stores[store])
 }
 
 // RunPull answers a pull query: it runs the topology's chain over the
@@ -285,7 +352,7 @@ func (q *Query) PointLookups(table string) bool {
 // pull query's); r is used by one goroutine at a time.
 func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel KeySelection, emit func(types.Row) error) error {
 	if parts := q.Stores(table); len(parts) > 0 {
-		return r.Run(ctx, parts, sel, emit)
+		return r.Run(ctx, sel.only(parts), sel, emit)
 	}
 	st, aggNode, agg, sink := resultAggregate(q.topo)
 	if agg == nil {
@@ -300,6 +367,7 @@ func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel K
 		return err
 	}
 	view := g.procs[aggNode.ID].(*aggregateOp)
+	parts := sel.only(q.Stores(agg.Store.Name))
 	sel.Partitions = 0 // the aggregate's partitions are its input's
 	switch {
 	case agg.Window != nil && agg.Window.Type != types.Session && sel.Windowed:
@@ -318,7 +386,7 @@ func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel K
 		// start with the key): scan, and let the WHERE pick the rows.
 		sel = KeySelection{}
 	}
-	return r.run(ctx, q.Stores(agg.Store.Name), sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
+	return r.run(ctx, parts, sel, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
 		rows.reset()
 		rec = kgo.Record{}
 		err := view.emitStored(k, v)

@@ -23,6 +23,10 @@ type Config struct {
 	// InstanceID names this server among the instances running the query;
 	// it is part of each stream thread's transactional ID.
 	InstanceID string
+	// Endpoint is this instance's internal REST address (host:port),
+	// published to the query's group in each member's metadata so that
+	// any instance can route a pull query to a partition's owner.
+	Endpoint string
 	// Threads is the number of stream threads (default 1).
 	Threads int
 	// CommitInterval is how often open transactions commit (default

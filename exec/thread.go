@@ -92,11 +92,22 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		kgo.SeedBrokers(q.cfg.Brokers...),
 		kgo.ConsumerGroup(q.topo.AppID),
 		kgo.ConsumeTopics(q.topo.SourceTopics()...),
+		// Static membership (KIP-345): a thread restarted within the
+		// session timeout takes its place back with no rebalance, and a
+		// clean stop does not leave the group (kgo leaves only a static
+		// member that owes a rejoin), so a rolling restart moves no task.
+		kgo.InstanceID(fmt.Sprintf("%s-%d", q.cfg.InstanceID, n)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.Balancers(newTaskBalancer(q.topo, func() MemberInfo {
+			return MemberInfo{Instance: q.cfg.InstanceID, Thread: n, Endpoint: q.cfg.Endpoint,
+				Offsets: localOffsets(q.cfg.StateDir, q.topo.AppID)}
+		})),
 		kgo.SessionTimeout(10 * time.Second),
+		// How long a rebalance waits for members to rejoin, a static
+		// member that is down included (default 60 s).
+		kgo.RebalanceTimeout(20 * time.Second),
 		kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, windowed: windowed, def: kgo.StickyKeyPartitioner(nil)}),
 		kgo.WithPools(&recordPool{}),
@@ -139,7 +150,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 // run is the thread's loop, until ctx ends (nil) or the thread fails.
 func (t *streamThread) run(ctx context.Context) error {
 	defer t.q.threadStates[t.n].Store(threadStopped)
-	defer t.sess.Close()
+	defer t.close()
 	defer t.tm.closeAll()
 	defer t.endOnExit()
 	for {
@@ -181,6 +192,27 @@ func (t *streamThread) run(ctx context.Context) error {
 			}
 			return err
 		}
+	}
+}
+
+// closeWait bounds how long a stopping thread waits for its client to
+// close. A static member in the middle of a rebalance that waits for
+// another static member (down, not left) cannot close until the broker
+// ends that round (the rebalance timeout); the thread's transaction is
+// already ended by then, so it does not wait for that.
+const closeWait = 5 * time.Second
+
+// close closes the thread's client, waiting at most closeWait.
+func (t *streamThread) close() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t.sess.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+		t.q.log.Warn("stream thread's client still closing (its group is in a rebalance that waits for another member); leaving it to finish", "thread", t.n)
 	}
 }
 

@@ -13,6 +13,8 @@ command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
 /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+# The batch oracle of the scale-out fault tests.
+command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 # Confluent's Python Avro serializer and JSON Schema deserializer, and
 # Google's protoc, for the registry formats' end-to-end tests.
 /usr/bin/python3 -c 'import confluent_kafka.avro' >/dev/null 2>&1 || need+=(python3-confluent-kafka python3-avro python3-requests)

@@ -24,6 +24,8 @@ func main() {
 	switch cmd {
 	case "server":
 		code = runServer(args)
+	case "broker":
+		code = runBroker(args)
 	case "shell":
 		code = runShell(args)
 	case "datagen":
@@ -31,9 +33,9 @@ func main() {
 	case "reset":
 		code = runReset(args)
 	case "help":
-		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags] | sqlstreams reset --query ID [flags]")
+		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams broker [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags] | sqlstreams reset --query ID [flags]")
 	default:
-		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, shell, datagen or reset)\n", cmd)
+		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, broker, shell, datagen or reset)\n", cmd)
 		code = 2
 	}
 	os.Exit(code)

@@ -32,6 +32,7 @@ func runServer(args []string) int {
 	dataDir := stringFlag(fs, "data-dir", "./data", "directory for the embedded broker's data and local state")
 	pgAddr := stringFlag(fs, "pg-addr", "127.0.0.1:5433", "Postgres wire protocol listen address")
 	httpAddr := stringFlag(fs, "http-addr", "127.0.0.1:8088", "REST API listen address")
+	advertisedHTTP := stringFlag(fs, "advertised-http-addr", "", "host:port other instances of the service reach this one's REST API at, to forward pull queries for the partitions it owns (default: --http-addr)")
 	bootstrap := stringFlag(fs, "bootstrap-servers", "", "Kafka bootstrap servers, comma-separated; empty starts the embedded broker")
 	kafkaAddr := stringFlag(fs, "embedded-kafka-addr", "127.0.0.1:9092", "embedded broker listen address")
 	kafkaFsync := stringFlag(fs, "embedded-kafka-fsync", string(broker.SyncInterval), "when the embedded broker forces records to disk: never (the OS writes back; a power loss loses up to ~30 s), interval (every second; a power loss loses up to ~1 s) or always (before acknowledging; an acknowledged record survives a power loss)")
@@ -184,7 +185,7 @@ func runServer(args []string) int {
 		return 2
 	}
 	if err := serve(ctx, log, serverConfig{
-		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, bootstrap: *bootstrap,
+		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, advertisedHTTP: *advertisedHTTP, bootstrap: *bootstrap,
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
@@ -199,6 +200,7 @@ func runServer(args []string) int {
 
 type serverConfig struct {
 	dataDir, pgAddr, httpAddr, bootstrap, kafkaAddr, serviceID, instanceID string
+	advertisedHTTP                                                         string
 	blockCache, writeBuffers, valueCache                                   int64
 	rest                                                                   restSettings
 	pgOpts                                                                 []pgwire.Option
@@ -260,6 +262,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
 		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval,
+		Endpoint: advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr),
 	})
 	cancel()
 	if err != nil {
@@ -403,4 +406,23 @@ func stableInstanceID(dataDir string) string {
 	id := fmt.Sprintf("%s-%d", h, time.Now().UnixNano()%1_000_000)
 	_ = os.WriteFile(path, []byte(id+"\n"), 0o644)
 	return id
+}
+
+// advertisedEndpoint is the REST address other instances forward pull
+// queries to: --advertised-http-addr, else --http-addr with a wildcard
+// host made the host name.
+func advertisedEndpoint(advertised, listen string) string {
+	if advertised != "" {
+		return advertised
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, port)
 }

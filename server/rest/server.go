@@ -174,6 +174,13 @@ func New(eng Engine, opts ...Opt) *Server {
 		"/status":         {method: http.MethodGet, handler: s.handleStatus, prefix: true},
 		"/metrics":        {method: http.MethodGet, handler: s.metrics.Handler().ServeHTTP},
 	}
+	if ip, ok := eng.(interface {
+		ServeInternalPull(http.ResponseWriter, *http.Request)
+	}); ok {
+		// Pull queries other instances of the service forward here for
+		// the partitions this one owns.
+		s.routes[engine.InternalPullPath] = route{method: http.MethodPost, handler: ip.ServeInternalPull}
+	}
 	for _, p := range cfg.pages {
 		if _, taken := s.routes[p.path]; !taken {
 			s.routes[p.path] = route{prefix: p.prefix, handler: p.h.ServeHTTP}

@@ -82,14 +82,14 @@ func TestWalkingSkeleton(t *testing.T) {
 		t.Fatalf("SHOW STREAMS: %q", got)
 	}
 	queries := rows(t, ctx, conn, "SHOW QUERIES")
-	if len(queries) != 1 || !strings.HasPrefix(queries[0], "CSAS_CARTVIEWS_1|PERSISTENT|RUNNING|CARTVIEWS|CARTVIEWS|") {
+	if len(queries) != 1 || !strings.HasPrefix(queries[0], "CSAS_CARTVIEWS_2|PERSISTENT|RUNNING|CARTVIEWS|CARTVIEWS|") {
 		t.Fatalf("SHOW QUERIES: %q", queries)
 	}
 	if got := rows(t, ctx, conn, "DESCRIBE cartviews"); strings.Join(got, ";") != "USERID|STRING (key);PAGEID|STRING;T10|BIGINT" {
 		t.Fatalf("DESCRIBE: %q", got)
 	}
-	explain := strings.Join(rows(t, ctx, conn, "EXPLAIN CSAS_CARTVIEWS_1"), "\n")
-	for _, want := range []string{"sqlstreams_query_CSAS_CARTVIEWS_1", "SOURCE-PAGEVIEWS (topic: pageviews", "Filter: (PAGEID = 'cart')", "SINK-CARTVIEWS (topic: CARTVIEWS"} {
+	explain := strings.Join(rows(t, ctx, conn, "EXPLAIN CSAS_CARTVIEWS_2"), "\n")
+	for _, want := range []string{"sqlstreams_query_CSAS_CARTVIEWS_2", "SOURCE-PAGEVIEWS (topic: pageviews", "Filter: (PAGEID = 'cart')", "SINK-CARTVIEWS (topic: CARTVIEWS"} {
 		if !strings.Contains(explain, want) {
 			t.Fatalf("EXPLAIN lacks %q:\n%s", want, explain)
 		}
@@ -155,7 +155,7 @@ func TestWalkingSkeleton(t *testing.T) {
 	stopAndRestart(t, s)
 	produce(5000)
 
-	waitCaughtUp(t, ctx, s.KafkaAddr, "sqlstreams_query_CSAS_CARTVIEWS_1", "pageviews")
+	waitCaughtUp(t, ctx, s.KafkaAddr, "sqlstreams_query_CSAS_CARTVIEWS_2", "pageviews")
 	got := readCommitted(t, ctx, s.KafkaAddr, "CARTVIEWS")
 	// The input holds each produced record once (the embedded broker
 	// keeps idempotent-producer state across the crash, so the client's
@@ -219,7 +219,7 @@ func TestWalkingSkeleton(t *testing.T) {
 		if err := json.Unmarshal(v, &entry); err != nil {
 			t.Fatalf("processing log entry %s: %v", v, err)
 		}
-		if entry.Query == "CSAS_CARTVIEWS_1" && entry.Topic == "pageviews" && strings.Contains(entry.Error, "bad record") {
+		if entry.Query == "CSAS_CARTVIEWS_2" && entry.Topic == "pageviews" && strings.Contains(entry.Error, "bad record") {
 			logged++
 		}
 	}
@@ -240,9 +240,9 @@ func TestWalkingSkeleton(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`sqlstreams_query_records_in_total{query_id="CSAS_CARTVIEWS_1"}`,
-		`sqlstreams_query_bad_records_total{query_id="CSAS_CARTVIEWS_1"}`,
-		`sqlstreams_query_commit_latency_seconds_count{query_id="CSAS_CARTVIEWS_1"}`,
+		`sqlstreams_query_records_in_total{query_id="CSAS_CARTVIEWS_2"}`,
+		`sqlstreams_query_bad_records_total{query_id="CSAS_CARTVIEWS_2"}`,
+		`sqlstreams_query_commit_latency_seconds_count{query_id="CSAS_CARTVIEWS_2"}`,
 		`sqlstreams_query_consumer_lag{partition=`,
 		`sqlstreams_connections{server="pgwire"}`,
 		`sqlstreams_statements_total{outcome="ok",server="pgwire"}`,

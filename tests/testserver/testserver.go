@@ -44,6 +44,8 @@ import (
 const (
 	// readyLine is what the server logs once it accepts pgwire clients.
 	readyLine = "Postgres wire protocol listening"
+	// brokerReadyLine is what `sqlstreams broker` logs once it serves.
+	brokerReadyLine = "Kafka broker listening"
 	// startTimeout bounds a start, replay of the command topic included.
 	startTimeout = 90 * time.Second
 	// stopTimeout is how long Stop waits after its signal before SIGKILL.
@@ -172,6 +174,9 @@ type Server struct {
 
 	bin  string
 	args []string
+	// brokerOnly runs `sqlstreams broker` (StartBroker) instead of a
+	// server; KafkaAddr is then its address.
+	brokerOnly bool
 
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed once cmd has ended and its output is in the log
@@ -201,6 +206,21 @@ func Start(tb testing.TB, opts ...Option) *Server {
 		}
 	})
 	return s
+}
+
+// StartBroker starts `sqlstreams broker`, the embedded broker alone, with
+// its data under DataDir/kafka, and waits until it serves, as Start does
+// for a server (same cleanup). KafkaAddr is its address and RegistryAddr
+// its schema registry's; servers share it with Bootstrap(b.KafkaAddr).
+func StartBroker(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	return Start(tb, append([]Option{func(s *Server) { s.brokerOnly = true }}, opts...)...)
+}
+
+// Bootstrap makes the server use the Kafka cluster at addr (a StartBroker
+// broker) instead of starting its embedded broker.
+func Bootstrap(addr string) Option {
+	return Args("--bootstrap-servers", addr)
 }
 
 // Launch starts a server like Start but without a test: nothing stops it
@@ -267,6 +287,15 @@ func (s *Server) Restart() error {
 		"--embedded-kafka-addr", s.KafkaAddr,
 		"--schema-registry-addr", s.RegistryAddr,
 	}, s.args...)
+	ready := readyLine
+	if s.brokerOnly {
+		args = append([]string{"broker",
+			"--data-dir", filepath.Join(s.DataDir, "kafka"),
+			"--addr", s.KafkaAddr,
+			"--schema-registry-addr", s.RegistryAddr,
+		}, s.args...)
+		ready = brokerReadyLine
+	}
 	fmt.Fprintf(logf, "=== testserver: starting %s %s at %s\n", s.bin, strings.Join(args, " "), time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout = logf
@@ -282,7 +311,7 @@ func (s *Server) Restart() error {
 	exited := make(chan struct{})
 	s.cmd, s.exited, s.exitErr = cmd, exited, nil
 
-	ready := make(chan struct{})
+	readyc := make(chan struct{})
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -291,9 +320,9 @@ func (s *Server) Restart() error {
 		signalled := false
 		for sc.Scan() {
 			fmt.Fprintln(logf, sc.Text())
-			if !signalled && strings.Contains(sc.Text(), readyLine) {
+			if !signalled && strings.Contains(sc.Text(), ready) {
 				signalled = true
-				close(ready)
+				close(readyc)
 			}
 		}
 		io.Copy(logf, stderr) // after an over-long line: keep the rest anyway
@@ -308,7 +337,7 @@ func (s *Server) Restart() error {
 	}()
 
 	select {
-	case <-ready:
+	case <-readyc:
 		return nil
 	case <-exited:
 		return fmt.Errorf("the server exited before it was ready (%v); log:\n%s", s.exitErr, s.LogTail(40))
@@ -351,7 +380,8 @@ func (s *Server) Pid() int {
 
 // Stop sends sig (syscall.SIGTERM for a clean stop) and waits for the
 // process to end. If it has not ended after 30s, Stop kills it and returns
-// an error saying so. It does nothing if the server is not running. It
+// an error saying so (after SIGQUIT, so that the log has every goroutine's
+// stack). It does nothing if the server is not running. It
 // does not judge the exit status; see ExitErr.
 func (s *Server) Stop(sig os.Signal) error {
 	if !s.Running() {
@@ -364,8 +394,15 @@ func (s *Server) Stop(sig os.Signal) error {
 	case <-s.exited:
 		return nil
 	case <-time.After(stopTimeout):
+		// SIGQUIT first: the Go runtime writes every goroutine's stack
+		// to the log, which shows where the stop hung.
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.exited:
+		case <-time.After(2 * time.Second):
+		}
 		s.Kill()
-		return fmt.Errorf("the server still ran %v after %v; killed it", stopTimeout, sig)
+		return fmt.Errorf("the server still ran %v after %v; killed it (its goroutines' stacks are in the log)", stopTimeout, sig)
 	}
 }
 

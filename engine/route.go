@@ -1,0 +1,495 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/exec"
+	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Pull queries from any instance. A table's state is spread over the
+// instances running its materializing query: partition p of the store is
+// kept by the member that owns task p. A pull query asked of one instance
+// reads the partitions it owns and forwards the query, with the
+// partitions wanted, to the owners of the others over the internal REST
+// endpoint (InternalPullPath); their rows are merged. A key lookup goes
+// only to the owner of the key's partition (the partitioner the sink
+// uses). Owners and their endpoints come from the query's group (its
+// members' assignments and metadata, see exec.MemberInfo). A partition no
+// live member owns, or whose owner does not answer, fails the query with
+// an error that says so: never a partial answer.
+
+// InternalPullPath is the REST path of the internal pull endpoint.
+const InternalPullPath = "/internal/pull"
+
+// codeUnavailable is the SQLSTATE of a pull query some of whose
+// partitions have no owner that can answer now (cannot_connect_now).
+const codeUnavailable = "57P03"
+
+// ownersTTL is how long a group's owners are reused.
+const ownersTTL = time.Second
+
+// forwardTimeout bounds one forwarded pull query.
+const forwardTimeout = 10 * time.Second
+
+// router keeps what routing needs between pull queries.
+type router struct {
+	mu     sync.Mutex
+	parts  map[string]int32       // topic → partitions
+	owners map[string]ownersEntry // app ID → owners
+	stores map[string]pullStore   // app ID and table → its store
+	client *http.Client
+}
+
+type ownersEntry struct {
+	at     time.Time
+	owners map[int32]exec.MemberInfo
+}
+
+// partitionCount returns the partitions of a store's input topics.
+func (e *Engine) partitionCount(ctx context.Context, topics []string) (int32, error) {
+	e.route.mu.Lock()
+	n, ok := e.route.parts[topics[0]]
+	e.route.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	details, err := e.adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range topics {
+		if d, ok := details[t]; ok && d.Err == nil {
+			n = max(n, int32(len(d.Partitions)))
+		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("topics %v have no partitions", topics)
+	}
+	e.route.mu.Lock()
+	e.route.parts[topics[0]] = n
+	e.route.mu.Unlock()
+	return n, nil
+}
+
+// groupOwners returns, per partition of topics, the member of the
+// query's group that owns it.
+func (e *Engine) groupOwners(ctx context.Context, appID string, topics []string, fresh bool) (map[int32]exec.MemberInfo, error) {
+	e.route.mu.Lock()
+	ent, ok := e.route.owners[appID]
+	e.route.mu.Unlock()
+	if ok && !fresh && time.Since(ent.at) < ownersTTL {
+		return ent.owners, nil
+	}
+	gs, err := e.adm.DescribeGroups(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	g := gs[appID]
+	if g.Err != nil {
+		return nil, g.Err
+	}
+	owners := map[int32]exec.MemberInfo{}
+	for _, m := range g.Members {
+		meta, ok1 := m.Join.AsConsumer()
+		asg, ok2 := m.Assigned.AsConsumer()
+		if !ok1 || !ok2 {
+			continue
+		}
+		mi, err := exec.DecodeMemberInfo(meta.UserData)
+		if err != nil {
+			continue
+		}
+		for _, t := range asg.Topics {
+			if !slices.Contains(topics, t.Topic) {
+				continue
+			}
+			for _, p := range t.Partitions {
+				owners[p] = mi
+			}
+		}
+	}
+	e.route.mu.Lock()
+	e.route.owners[appID] = ownersEntry{at: time.Now(), owners: owners}
+	e.route.mu.Unlock()
+	return owners, nil
+}
+
+// pullPlan is where a pull query's partitions are read: every one this
+// instance has here, the others by their owners' endpoints (none of which
+// is here).
+type pullPlan struct {
+	remote map[string][]int32
+	except []int32 // every remote partition
+}
+
+// checkHere fails unless this instance has every partition of only (a
+// forwarded pull query's) of the store a pull over src reads.
+func (e *Engine) checkHere(mat *exec.Query, src *catalog.Source, only []int32) error {
+	store, _ := mat.PullStore(src.Name)
+	for _, p := range only {
+		if has, _ := mat.HasPartition(store, p); !has {
+			return sql.Errorf(codeUnavailable, "partition %d of %s is not served by this instance (%s) now", p, src.Name, e.cfg.InstanceID)
+		}
+	}
+	return nil
+}
+
+// pullStore is what routing needs of a table's store.
+type pullStore struct {
+	store  string
+	topics []string
+	n      int32
+}
+
+// storeOf returns the store a pull over src reads, its input topics and
+// their partitions.
+func (e *Engine) storeOf(ctx context.Context, mat *exec.Query, src *catalog.Source) (pullStore, error) {
+	key := mat.Topology().AppID + "\x00" + src.Name
+	e.route.mu.Lock()
+	ps, ok := e.route.stores[key]
+	e.route.mu.Unlock()
+	if ok {
+		return ps, nil
+	}
+	ps.store, ps.topics = mat.PullStore(src.Name)
+	if len(ps.topics) == 0 {
+		return ps, nil
+	}
+	n, err := e.partitionCount(ctx, ps.topics)
+	if err != nil {
+		return ps, fmt.Errorf("partitions of %s: %w", src.Name, err)
+	}
+	ps.n = n
+	e.route.mu.Lock()
+	e.route.stores[key] = ps
+	e.route.mu.Unlock()
+	return ps, nil
+}
+
+// planPull routes a pull query over src, materialized by mat, reading
+// keys (nil: a scan). With every partition here (one instance), it costs
+// a few map lookups.
+func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Source, keys [][]byte) (pullPlan, error) {
+	ps, err := e.storeOf(ctx, mat, src)
+	if err != nil || ps.n == 0 {
+		return pullPlan{}, err
+	}
+	var missing []int32
+	if keys != nil && ps.store == src.Name && src.Partitions == ps.n {
+		// The table's own store, partitioned as its topic: a key is in
+		// the partition the sink's partitioner gives it.
+		for _, k := range keys {
+			p := exec.DefaultPartition(k, ps.n)
+			if has, _ := mat.HasPartition(ps.store, p); !has && !slices.Contains(missing, p) {
+				missing = append(missing, p)
+			}
+		}
+	} else {
+		if _, count := mat.HasPartition(ps.store, -1); int32(count) == ps.n {
+			return pullPlan{}, nil // everything is here: the usual case with one instance
+		}
+		for p := range ps.n {
+			if has, _ := mat.HasPartition(ps.store, p); !has {
+				missing = append(missing, p)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return pullPlan{}, nil
+	}
+	owners, err := e.groupOwners(ctx, mat.Topology().AppID, ps.topics, false)
+	if err != nil {
+		return pullPlan{}, sql.Errorf(codeUnavailable, "pull query over %s: finding the owners of its partitions: %v", src.Name, err)
+	}
+	plan := pullPlan{remote: map[string][]int32{}}
+	for _, p := range missing {
+		o, ok := owners[p]
+		switch {
+		case !ok:
+			e.forgetOwners(mat)
+			return pullPlan{}, sql.Errorf(codeUnavailable, "partition %d of %s has no live owner (its query's group is rebalancing, or the instance that had it is down); no partial answer is given: try again", p, src.Name)
+		case o.Instance == e.cfg.InstanceID:
+			e.forgetOwners(mat)
+			return pullPlan{}, sql.Errorf(codeUnavailable, "partition %d of %s is being restored on this instance; no partial answer is given: try again", p, src.Name)
+		case o.Endpoint == "":
+			return pullPlan{}, sql.Errorf(codeUnavailable, "partition %d of %s is owned by instance %s, which serves no REST endpoint to forward the query to", p, src.Name, o.Instance)
+		}
+		plan.remote[o.Endpoint] = append(plan.remote[o.Endpoint], p)
+	}
+	plan.except = missing
+	return plan, nil
+}
+
+// forgetOwners drops mat's cached owners.
+func (e *Engine) forgetOwners(mat *exec.Query) {
+	e.route.mu.Lock()
+	delete(e.route.owners, mat.Topology().AppID)
+	e.route.mu.Unlock()
+}
+
+// pullRequest is a forwarded pull query.
+type pullRequest struct {
+	SQL        string            `json:"sql"`
+	Props      map[string]string `json:"props,omitempty"`
+	Partitions []int32           `json:"partitions"`
+	// Key, when set, runs SQL, a point query prepared with another key,
+	// for this key (the JSON value of the key column).
+	Key json.RawMessage `json:"key,omitempty"`
+}
+
+// pullResponse is its answer: rows of JSON values, one per column.
+type pullResponse struct {
+	Rows  [][]json.RawMessage `json:"rows"`
+	Error string              `json:"error,omitempty"`
+}
+
+// forward runs text on the owners of the plan's remote partitions and
+// hands their rows to emit, until emit says stop (errLimitReached).
+func (e *Engine) forward(ctx context.Context, mat *exec.Query, text string, props map[string]string, cols []types.Column, plan pullPlan, emit func(types.Row) error) error {
+	return e.forwardKey(ctx, mat, text, props, nil, cols, plan, emit)
+}
+
+// forwardKey is forward of a prepared point query run for key.
+func (e *Engine) forwardKey(ctx context.Context, mat *exec.Query, text string, props map[string]string, key json.RawMessage, cols []types.Column, plan pullPlan, emit func(types.Row) error) error {
+	if len(plan.remote) == 0 {
+		return nil
+	}
+	codec, err := newRowCodec(cols)
+	if err != nil {
+		return err
+	}
+	endpoints := make([]string, 0, len(plan.remote))
+	for ep := range plan.remote {
+		endpoints = append(endpoints, ep)
+	}
+	sort.Strings(endpoints)
+	row := make(types.Row, len(cols))
+	for _, ep := range endpoints {
+		parts := plan.remote[ep]
+		resp, err := e.forwardOne(ctx, ep, pullRequest{SQL: text, Props: props, Partitions: parts, Key: key})
+		if err != nil {
+			e.forgetOwners(mat)
+			return sql.Errorf(codeUnavailable, "partitions %v are owned by the instance at %s, which did not answer the forwarded pull query: %v; no partial answer is given", parts, ep, err)
+		}
+		for _, r := range resp.Rows {
+			if err := codec.decode(r, row); err != nil {
+				return fmt.Errorf("a row forwarded by %s: %w", ep, err)
+			}
+			if err := emit(row); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) forwardOne(ctx context.Context, endpoint string, req pullRequest) (*pullResponse, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+endpoint+InternalPullPath, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	res, err := e.route.client.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
+	if err != nil {
+		return nil, err
+	}
+	var pr pullResponse
+	if err := json.Unmarshal(b, &pr); err != nil {
+		return nil, fmt.Errorf("HTTP %d: %s", res.StatusCode, strings.TrimSpace(string(b[:min(len(b), 200)])))
+	}
+	if pr.Error != "" || res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d: %s", res.StatusCode, pr.Error)
+	}
+	return &pr, nil
+}
+
+// ServeInternalPull answers a pull query another instance forwarded:
+// from this instance's stores of the partitions asked for, each of which
+// must be here. It is the handler of InternalPullPath.
+func (e *Engine) ServeInternalPull(w http.ResponseWriter, r *http.Request) {
+	reply := func(code int, pr pullResponse) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(pr)
+	}
+	var req pullRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		reply(http.StatusBadRequest, pullResponse{Error: "bad forwarded pull query: " + err.Error()})
+		return
+	}
+	s := NewSession()
+	for k, v := range req.Props {
+		s.Props[k] = v
+	}
+	rw := &forwardWriter{}
+	var err error
+	if req.Key != nil {
+		err = e.pullKeyHere(r.Context(), s, req.SQL, req.Key, req.Partitions, rw)
+	} else {
+		_, err = e.pullHere(r.Context(), s, req.SQL, req.Partitions, rw)
+	}
+	if err != nil {
+		reply(http.StatusServiceUnavailable, pullResponse{Error: err.Error()})
+		return
+	}
+	if rw.err != nil {
+		reply(http.StatusInternalServerError, pullResponse{Error: rw.err.Error()})
+		return
+	}
+	reply(http.StatusOK, pullResponse{Rows: rw.rows})
+}
+
+// forwardWriter collects rows for a forwarded pull query's answer.
+type forwardWriter struct {
+	codec *rowCodec
+	rows  [][]json.RawMessage
+	err   error
+}
+
+func (f *forwardWriter) Columns(cols []types.Column) error {
+	c, err := newRowCodec(cols)
+	f.codec = c
+	return err
+}
+
+func (f *forwardWriter) Row(row types.Row) error {
+	r, err := f.codec.encode(row)
+	if err != nil {
+		f.err = err
+		return err
+	}
+	f.rows = append(f.rows, r)
+	return nil
+}
+
+// pullHere runs a pull query over the given partitions of this
+// instance's stores only.
+func (e *Engine) pullHere(ctx context.Context, s *Session, text string, parts []int32, w ResultWriter) (Result, error) {
+	st, err := sql.Parse(text)
+	if err != nil {
+		return Result{}, err
+	}
+	sel, ok := st.(*sql.Select)
+	if !ok {
+		return Result{}, ErrNotPull
+	}
+	q, err := sql.BindSelect(sel, e.cat)
+	if err != nil {
+		return Result{}, err
+	}
+	if q.Emit != "" {
+		return Result{}, ErrNotPull
+	}
+	return e.pullPartitions(ctx, q, text, w, parts)
+}
+
+// pullKeyHere runs text, a point query, for key over the partitions
+// parts of this instance's stores.
+func (e *Engine) pullKeyHere(ctx context.Context, s *Session, text string, key json.RawMessage, parts []int32, w ResultWriter) error {
+	p, err := e.PreparePull(s, text)
+	if err != nil {
+		return err
+	}
+	if !p.point {
+		return fmt.Errorf("forwarded key for a pull query that does not read one key: %s", text)
+	}
+	c, err := newRowCodec([]types.Column{{Name: "K", Type: p.keyType}})
+	if err != nil {
+		return err
+	}
+	k := make(types.Row, 1)
+	if err := c.decode([]json.RawMessage{key}, k); err != nil {
+		return err
+	}
+	if parts == nil {
+		parts = []int32{}
+	}
+	p.only = parts
+	_, err = p.RunKey(ctx, k[0], w)
+	return err
+}
+
+// rowCodec turns a result row into JSON values, one per column, and
+// back, with the JSON format's codecs of the columns' types.
+type rowCodec struct {
+	enc []types.Encoder
+	dec []types.Decoder
+	one types.Row
+}
+
+func newRowCodec(cols []types.Column) (*rowCodec, error) {
+	c := &rowCodec{one: make(types.Row, 1)}
+	unwrapped := false
+	for _, col := range cols {
+		s := types.Schema{Columns: []types.Column{{Name: "V", Type: col.Type}}}
+		o := types.FormatOptions{WrapSingleValue: &unwrapped}
+		enc, err := types.NewEncoderOpts(types.FormatJSON, s, []int{0}, o)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", col.Name, err)
+		}
+		dec, err := types.NewDecoderOpts(types.FormatJSON, s, []int{0}, o)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", col.Name, err)
+		}
+		c.enc, c.dec = append(c.enc, enc), append(c.dec, dec)
+	}
+	return c, nil
+}
+
+func (c *rowCodec) encode(row types.Row) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(c.enc))
+	for i, enc := range c.enc {
+		c.one[0] = row[i]
+		b, err := enc.Encode(nil, c.one)
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			b = []byte("null")
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+func (c *rowCodec) decode(vals []json.RawMessage, row types.Row) error {
+	if len(vals) != len(c.dec) {
+		return fmt.Errorf("%d values for %d columns", len(vals), len(c.dec))
+	}
+	for i, dec := range c.dec {
+		c.one[0] = types.Datum{}
+		if err := dec.Decode(vals[i], c.one); err != nil {
+			return err
+		}
+		row[i] = c.one[0]
+	}
+	return nil
+}
+
+// errLimitReached stops merging rows at a pull query's LIMIT.
+var errLimitReached = errors.New("limit reached")
