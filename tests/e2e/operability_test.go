@@ -77,29 +77,36 @@ func TestGracefulDrain(t *testing.T) {
 	checkOnce(t, got, 60)
 }
 
-// TestDrainLeavesTheGroup: a server that drains leaves its queries'
-// consumer groups, so the group is empty at once, not after the session
-// timeout. The broker runs in another server process here, so the group
-// can be looked at after the engine has gone.
-func TestDrainLeavesTheGroup(t *testing.T) {
+// TestDrainKeepsStaticMembership: the stream threads of a server that
+// drains are static members of their queries' groups (group.instance.id
+// <instance>-<thread>), and they stay in the group when it stops: a
+// restart within the session timeout takes its tasks back without a
+// rebalance (tests/scaleout's TestRollingRestartMovesNoTask). The broker
+// runs in its own process, so the group can be looked at after the
+// engine has gone.
+func TestDrainKeepsStaticMembership(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b := startServer(t) // its broker serves both
-	s := startServer(t, "--bootstrap-servers", b.KafkaAddr, "--service-id", "drainsvc")
+	kafka := testserver.StartBroker(t).KafkaAddr
+	s := startServer(t, "--bootstrap-servers", kafka, "--service-id", "drainsvc", "--instance-id", "drainer")
 	conn := connect(t, ctx, s)
 	exec1(t, ctx, conn, `CREATE STREAM leave_in (id INT KEY, v INT) WITH (KAFKA_TOPIC='leave_in', VALUE_FORMAT='JSON', PARTITIONS=2)`)
 	exec1(t, ctx, conn, `CREATE STREAM leave_out AS SELECT id, v FROM leave_in`)
 	insertRange(t, ctx, conn, "leave_in", 0, 10)
-	waitCommitted(t, ctx, b.KafkaAddr, "LEAVE_OUT", 10)
+	waitCommitted(t, ctx, kafka, "LEAVE_OUT", 10)
 	group := "drainsvc_query_" + queryID(t, ctx, conn, "LEAVE_OUT")
-	if n := groupMembers(t, ctx, b.KafkaAddr, group); n == 0 {
+	before := groupMembers(t, ctx, kafka, group)
+	if before == 0 {
 		t.Fatalf("group %s has no members while the query runs", group)
 	}
 	if err := s.Stop(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if n := dynamicMembers(t, ctx, b.KafkaAddr, group); n != 0 {
-		t.Errorf("group %s still has %d dynamic members right after the drain, want 0 (they left; static members stay for a restart)", group, n)
+	if err := s.ExitErr(); err != nil {
+		t.Fatalf("the drain ended with %v, want status 0", err)
+	}
+	if n, dyn := groupMembers(t, ctx, kafka, group), dynamicMembers(t, ctx, kafka, group); n != before || dyn != 0 {
+		t.Errorf("group %s has %d members (%d dynamic) right after the drain, want its %d static members still there", group, n, dyn, before)
 	}
 }
 
@@ -160,7 +167,8 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 func TestResetQuery(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	s := startServer(t)
+	kafka := testserver.StartBroker(t).KafkaAddr
+	s := startServer(t, "--bootstrap-servers", kafka)
 	conn := connect(t, ctx, s)
 	exec1(t, ctx, conn, `CREATE STREAM rs_in (id INT KEY, region STRING) WITH (KAFKA_TOPIC='rs_in', VALUE_FORMAT='JSON', PARTITIONS=2)`)
 	exec1(t, ctx, conn, `CREATE TABLE rs_counts AS SELECT region, COUNT(*) AS n FROM rs_in GROUP BY region`)
@@ -171,51 +179,47 @@ func TestResetQuery(t *testing.T) {
 	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
 	id := queryID(t, ctx, conn, "RS_COUNTS")
 	group := "sqlstreams_query_" + id
-	waitCaughtUp(t, ctx, s.KafkaAddr, group, "rs_in")
-	outBefore := len(readCommittedValues(t, ctx, s.KafkaAddr, "RS_COUNTS"))
-	repartition := internalTopic(t, ctx, s.KafkaAddr, group, "-repartition")
-	if n := len(readCommittedValues(t, ctx, s.KafkaAddr, repartition)); n != 20 {
+	waitCaughtUp(t, ctx, kafka, group, "rs_in")
+	repartition := internalTopic(t, ctx, kafka, group, "-repartition")
+	if n := len(readCommittedValues(t, ctx, kafka, repartition)); n != 20 {
 		t.Fatalf("repartition topic %s holds %d records before the reset, want 20", repartition, n)
 	}
 
-	// Refused while another member is in the group.
-	intruder, err := kgo.NewClient(kgo.SeedBrokers(s.KafkaAddr), kgo.ConsumerGroup(group), kgo.ConsumeTopics("rs_in"), kgo.DisableAutoCommit())
-	if err != nil {
-		t.Fatal(err)
+	// Refused while the query runs on another instance too.
+	members := groupMembers(t, ctx, kafka, group)
+	other := startServer(t, "--bootstrap-servers", kafka)
+	if !testserver.WaitFor(60*time.Second, func() bool { return groupMembers(t, ctx, kafka, group) > members }) {
+		t.Fatal("the second instance never joined the query's group")
 	}
-	ictx, icancel := context.WithCancel(ctx)
-	idone := make(chan struct{})
-	go func() {
-		defer close(idone)
-		for ictx.Err() == nil {
-			intruder.PollFetches(ictx)
-		}
-	}()
-	if !testserver.WaitFor(30*time.Second, func() bool { return groupMembers(t, ctx, s.KafkaAddr, group) >= 2 }) {
-		t.Fatal("the intruder never joined the query's group")
-	}
-	_, err = conn.Exec(ctx, `RESET QUERY `+id)
+	_, err := conn.Exec(ctx, `RESET QUERY `+id)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "55006" || !strings.Contains(pe.Message, "runs on other instances") {
-		t.Errorf("RESET QUERY with another member in the group: %v, want 55006 naming the other instances", err)
+		t.Errorf("RESET QUERY with another instance in the group: %v, want 55006 naming the other instances", err)
 	}
-	icancel()
-	<-idone
-	intruder.Close()
+	// The query went on: it counts a new row. Then the other instance
+	// stops, and its static members leave the group at their session
+	// timeout.
 	exec1(t, ctx, conn, `INSERT INTO rs_in (id, region) VALUES (20, 'r0')`)
 	want[0] = "r0|6"
 	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
-	waitCaughtUp(t, ctx, s.KafkaAddr, group, "rs_in")
-	outBefore = len(readCommittedValues(t, ctx, s.KafkaAddr, "RS_COUNTS"))
+	if err := other.Stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !testserver.WaitFor(60*time.Second, func() bool { return groupMembers(t, ctx, kafka, group) <= members }) {
+		t.Fatal("the stopped instance's members never left the query's group")
+	}
+	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
+	waitCaughtUp(t, ctx, kafka, group, "rs_in")
+	outBefore := len(readCommittedValues(t, ctx, kafka, "RS_COUNTS"))
 
 	// The reset.
 	exec1(t, ctx, conn, `RESET QUERY `+id)
-	waitCaughtUp(t, ctx, s.KafkaAddr, group, "rs_in")
+	waitCaughtUp(t, ctx, kafka, group, "rs_in")
 	waitTable(t, ctx, conn, `SELECT region, n FROM rs_counts`, want)
-	if n := len(readCommittedValues(t, ctx, s.KafkaAddr, repartition)); n != 21 {
+	if n := len(readCommittedValues(t, ctx, kafka, repartition)); n != 21 {
 		t.Errorf("repartition topic holds %d records after the reset, want 21 (one pass over the input)", n)
 	}
-	if n := len(readCommittedValues(t, ctx, s.KafkaAddr, "RS_COUNTS")); n <= outBefore {
+	if n := len(readCommittedValues(t, ctx, kafka, "RS_COUNTS")); n <= outBefore {
 		t.Errorf("the output topic has %d records after the reset, %d before: the input was not processed again", n, outBefore)
 	}
 	if !strings.Contains(s.Log(), "query reset") {
