@@ -81,7 +81,9 @@ func TestRealPgxPreparedPull(t *testing.T) {
 	}
 	// Cached statements (named, binary parameters), described
 	// statements, and the text format.
-	modes := []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec, pgx.QueryExecModeExec}
+	// The simple protocol: the statement's one literal is the key of a
+	// plan made once per connection (simplepull.go).
+	modes := []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol}
 	for _, mode := range modes {
 		for i := -3; i < keys+10; i++ {
 			if i >= 0 && i < keys {
@@ -105,6 +107,44 @@ func TestRealPgxPreparedPull(t *testing.T) {
 		expect("after the update", mode, 6, "", 0)
 		expect("after the update", mode, 500, "new", 1)
 		expect("after the update", mode, 7, "v7", 21)
+	}
+
+	// Simple-protocol statements the cached plan must answer exactly as
+	// the text path does (an unnamed statement bound once, pgx's Exec
+	// mode, runs the text).
+	fresh := s.pgxConn(t, ctx)
+	for _, q := range []string{
+		"SELECT v, n FROM pgx_pull WHERE id = 7",
+		"SELECT v, n FROM pgx_pull WHERE id = 8",
+		"SELECT v, n FROM pgx_pull WHERE id = 5000000000",
+		"SELECT v, n FROM pgx_pull WHERE id = '7'",
+		"SELECT v, n FROM pgx_pull WHERE id = 7 AND n = 21",
+		"SELECT v, n FROM pgx_pull WHERE id = 7 AND n = 22",
+		"SELECT v, n FROM pgx_pull WHERE id = -3",
+		"SELECT v FROM pgx_pull WHERE v = 'v9'",
+	} {
+		text := func(c *pgx.Conn, mode pgx.QueryExecMode) string {
+			rs, err := c.Query(ctx, q, mode)
+			if err != nil {
+				return "error " + err.Error()
+			}
+			defer rs.Close()
+			var out []string
+			for rs.Next() {
+				vals, _ := rs.Values()
+				out = append(out, fmt.Sprint(vals))
+			}
+			if rs.Err() != nil {
+				return "error " + rs.Err().Error()
+			}
+			return fmt.Sprint(out)
+		}
+		want := text(fresh, pgx.QueryExecModeExec)
+		for i := 0; i < 2; i++ {
+			if got := text(fresh, pgx.QueryExecModeSimpleProtocol); got != want {
+				t.Errorf("%s: %s over the simple protocol (run %d), %s from the text", q, got, i, want)
+			}
+		}
 	}
 
 	// A parameter that is not an integer: a clear error, and the prepared

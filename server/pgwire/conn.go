@@ -83,6 +83,7 @@ type conn struct {
 	txStatus       byte              // txIdle, txBlock or txFailed (intercept.go)
 	discardAll     bool              // DISCARD ALL ran: reset after the statement
 	stmts          map[string]*prepared
+	simplePlans    map[string]simplePlan // simplepull.go
 	portals        map[string]*portal
 	inBatch        bool // extended-protocol messages since the last Sync
 	skipUntilSync  bool // an extended-protocol error: discard until Sync
@@ -493,6 +494,7 @@ func (c *conn) afterStatement() {
 	c.discardAll = false
 	c.closePortals()
 	clear(c.stmts)
+	clear(c.simplePlans)
 	for _, p := range pgParams {
 		if !p.readOnly {
 			c.setParam(p.name, "", true)

@@ -52,6 +52,12 @@ func (c *conn) execSimple(stmt string) error {
 	if err := c.checkTxState(l); err != nil {
 		return err
 	}
+	if l == nil {
+		if handled, err := c.trySimplePull(stmt); handled {
+			c.srv.cfg.metrics.CountStatement("pgwire", err == nil)
+			return err
+		}
+	}
 	rw := &c.rw
 	rw.reset(true, nil, nil, false)
 	var tag string
