@@ -149,6 +149,9 @@ type PullRunner struct {
 	// record turns a stored entry into the table's record; tableRecord
 	// by default.
 	record func(p int32, k, v []byte) (*kgo.Record, error)
+	// shared is set during Run: stored values may come from the stores'
+	// shared read caches.
+	shared bool
 }
 
 // NewPullRunner builds topo's chain. topo must have one sub-topology.
@@ -184,6 +187,10 @@ func (r *PullRunner) tableRecord(p int32, k, v []byte) (*kgo.Record, error) {
 // Run answers the pull query over the stores of a materialized table;
 // see RunPull.
 func (r *PullRunner) Run(ctx context.Context, parts []Partition, sel KeySelection, emit func(types.Row) error) error {
+	// A table's stored rows are only decoded: key lookups may read them
+	// through the stores' shared read caches.
+	r.shared = true
+	defer func() { r.shared = false }()
 	return r.run(ctx, parts, sel, emit, r.record)
 }
 
@@ -237,7 +244,7 @@ func (r *PullRunner) lookup(ctx context.Context, parts []Partition, sel KeySelec
 			}
 		}
 		if first >= 0 {
-			v, err := parts[first].Store.Get(k)
+			v, err := r.get(parts[first].Store, k)
 			if err != nil {
 				return err
 			}
@@ -252,7 +259,7 @@ func (r *PullRunner) lookup(ctx context.Context, parts []Partition, sel KeySelec
 			if i == first {
 				continue
 			}
-			v, err := part.Store.Get(k)
+			v, err := r.get(part.Store, k)
 			if err != nil {
 				return err
 			}
@@ -264,6 +271,15 @@ func (r *PullRunner) lookup(ctx context.Context, parts []Partition, sel KeySelec
 		}
 	}
 	return nil
+}
+
+// get reads key from a committed store: through its shared read cache
+// when it has one and r.shared says the chain only decodes the value.
+func (r *PullRunner) get(s state.Store, key []byte) ([]byte, error) {
+	if sg, ok := s.(state.SharedGetter); ok && r.shared {
+		return sg.GetShared(key)
+	}
+	return s.Get(key)
 }
 
 // DefaultPartition is the partition Kafka's default partitioner picks for

@@ -70,6 +70,10 @@ type Rocks struct {
 
 	itersMu sync.Mutex
 	iters   map[*rocksIter]struct{}
+
+	// reads caches values for GetShared (pull queries); every write
+	// advances its generation.
+	reads readCache
 }
 
 // OpenRocks opens the RocksDB store in dir, creating dir and the database
@@ -161,6 +165,13 @@ func (r *Rocks) Get(key []byte) ([]byte, error) {
 	return v, nil
 }
 
+// GetShared implements SharedGetter: Get through a cache of the values
+// readers got since the last write. The result is shared: do not modify
+// it.
+func (r *Rocks) GetShared(key []byte) ([]byte, error) {
+	return r.reads.get(key, r.Get)
+}
+
 // Put implements Store.
 func (r *Rocks) Put(key, value []byte) error {
 	r.mu.RLock()
@@ -168,6 +179,7 @@ func (r *Rocks) Put(key, value []byte) error {
 	if r.closed {
 		return ErrClosed
 	}
+	defer r.reads.wrote()
 	if err := r.db.Put(r.wo, key, value); err != nil {
 		return fmt.Errorf("state: rocks put: %w", err)
 	}
@@ -181,6 +193,7 @@ func (r *Rocks) Delete(key []byte) error {
 	if r.closed {
 		return ErrClosed
 	}
+	defer r.reads.wrote()
 	if err := r.db.Delete(r.wo, key); err != nil {
 		return fmt.Errorf("state: rocks delete: %w", err)
 	}
@@ -208,6 +221,7 @@ func (r *Rocks) applyBatch(b *Batch, wo *grocksdb.WriteOptions) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
+	defer r.reads.wrote()
 	r.repMu.Lock()
 	r.rep = appendBatchRep(r.rep[:0], b)
 	wb := grocksdb.WriteBatchFrom(r.rep) // copies rep
@@ -276,6 +290,7 @@ func (r *Rocks) DeleteRange(start, end []byte) error {
 	if emptyRange(start, end) {
 		return nil
 	}
+	defer r.reads.wrote()
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
 	wb.DeleteRange(start, end)
