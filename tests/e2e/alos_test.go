@@ -14,9 +14,9 @@ import (
 )
 
 // TestAtLeastOnceSurvivesKill: a query under
-// processing.guarantee=at_least_once, SIGKILLed while records stream in,
-// has every input record in its output after the restart (duplicates
-// allowed, none missing).
+// processing.guarantee=at_least_once, SIGKILLed once part of its input is
+// out, has every input record in its output after the restart and more
+// input (duplicates allowed, none missing).
 func TestAtLeastOnceSurvivesKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -55,9 +55,9 @@ func TestAtLeastOnceSurvivesKill(t *testing.T) {
 	}) {
 		t.Fatal("the query wrote nothing")
 	}
-	s.Kill()
-	produce(n/2, n)
+	s.Kill() // the embedded broker goes with it
 	restart(t, s)
+	produce(n/2, n)
 
 	seen := map[int]int{}
 	if !testserver.WaitFor(90*time.Second, func() bool {
