@@ -183,7 +183,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows,
-		Endpoint: advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr),
+		Endpoint: advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr), PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
 	})
 	cancel()
 	if err != nil {
