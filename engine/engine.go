@@ -67,6 +67,9 @@ type Config struct {
 	// so that pull queries asked elsewhere are forwarded here for the
 	// partitions this instance owns. Empty: none are.
 	Endpoint string
+	// PGEndpoint is this instance's Postgres wire address as clients
+	// reach it, published beside Endpoint.
+	PGEndpoint string
 	// Threads is the number of stream threads of each persistent query
 	// (default 1); a query's num.stream.threads property (SET before
 	// its CREATE) overrides it.
@@ -511,6 +514,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		Brokers:           e.cfg.Brokers,
 		InstanceID:        e.cfg.InstanceID,
 		Endpoint:          e.cfg.Endpoint,
+		PGEndpoint:        e.cfg.PGEndpoint,
 		Threads:           threads,
 		CommitInterval:    interval,
 		AtLeastOnce:       alos,

@@ -40,6 +40,9 @@ type MemberInfo struct {
 	// pull queries routed to the owner of a partition; empty when the
 	// instance serves none.
 	Endpoint string `json:"e,omitempty"`
+	// PG is the instance's Postgres wire address, for clients to find
+	// the instance that owns a partition; empty when unknown.
+	PG string `json:"pg,omitempty"`
 	// Offsets maps a task ("<sub>_<partition>") whose state the instance
 	// keeps to the sum of its stores' changelog offsets (caughtUp for a
 	// task this member runs).

@@ -267,13 +267,7 @@ func TestTaskBalancerSpreadsSubTopologies(t *testing.T) {
 	settle(t, b, members, topics)
 	members = append(members, &simMember{id: "b", instance: "ib"})
 	settle(t, b, members, topics)
-	per := map[string]map[int]int{}
-	for id, m := range taskOwners(t, b, members) {
-		if per[m] == nil {
-			per[m] = map[int]int{}
-		}
-		per[m][id.Sub]++
-	}
+	per := perSub(taskOwners(t, b, members))
 	for _, m := range []string{"a", "b"} {
 		if per[m][0] != 3 || per[m][1] != 3 {
 			t.Errorf("member %s has %d tasks of sub-topology 0 and %d of 1, want 3 and 3", m, per[m][0], per[m][1])
@@ -288,16 +282,22 @@ func TestTaskBalancerSpreadsNewGroup(t *testing.T) {
 	topics := map[string]int32{"in": 4, "repart": 4}
 	members := []*simMember{{id: "a", instance: "ia"}, {id: "b", instance: "ib"}}
 	settle(t, b, members, topics)
-	per := map[string]map[int]int{}
-	for id, m := range taskOwners(t, b, members) {
-		if per[m] == nil {
-			per[m] = map[int]int{}
-		}
-		per[m][id.Sub]++
-	}
+	per := perSub(taskOwners(t, b, members))
 	for _, m := range []string{"a", "b"} {
 		if per[m][0] != 2 || per[m][1] != 2 {
 			t.Errorf("member %s has %d tasks of sub-topology 0 and %d of 1, want 2 and 2", m, per[m][0], per[m][1])
 		}
 	}
+}
+
+// perSub counts each member's tasks per sub-topology.
+func perSub(owner map[TaskID]string) map[string]map[int]int {
+	per := map[string]map[int]int{}
+	for id, m := range owner {
+		if per[m] == nil {
+			per[m] = map[int]int{}
+		}
+		per[m][id.Sub]++
+	}
+	return per
 }

@@ -27,6 +27,9 @@ type Config struct {
 	// published to the query's group in each member's metadata so that
 	// any instance can route a pull query to a partition's owner.
 	Endpoint string
+	// PGEndpoint is this instance's Postgres wire address, published
+	// beside Endpoint.
+	PGEndpoint string
 	// Threads is the number of stream threads (default 1).
 	Threads int
 	// CommitInterval is how often open transactions commit (default

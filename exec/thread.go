@@ -101,7 +101,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
 		kgo.Balancers(newTaskBalancer(q.topo, func() MemberInfo {
-			return MemberInfo{Instance: q.cfg.InstanceID, Thread: n, Endpoint: q.cfg.Endpoint,
+			return MemberInfo{Instance: q.cfg.InstanceID, Thread: n, Endpoint: q.cfg.Endpoint, PG: q.cfg.PGEndpoint,
 				Offsets: localOffsets(q.cfg.StateDir, q.topo.AppID)}
 		})),
 		kgo.SessionTimeout(10 * time.Second),

@@ -262,7 +262,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
 		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval,
-		Endpoint: advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr),
+		Endpoint: advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr), PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
 	})
 	cancel()
 	if err != nil {

@@ -217,7 +217,9 @@ func TestWindowsDifferential(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		produce(6000)
 		for i, q := range queries {
-			waitCaughtUp(t, ctx, s.KafkaAddr, fmt.Sprintf("sqlstreams_query_CTAS_%s_%d", q.table, i+1), "ev")
+			// Query IDs end in their command's offset: CREATE STREAM
+			// ev is at 0, each command a record and a commit marker.
+			waitCaughtUp(t, ctx, s.KafkaAddr, fmt.Sprintf("sqlstreams_query_CTAS_%s_%d", q.table, 2*(i+1)), "ev")
 		}
 		// More input, trickled in, so that the kill finds work under way.
 		done := make(chan struct{})

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
@@ -245,50 +244,17 @@ func countsOf(m map[string]map[string]any) []string {
 // "id|k|n", in no order.
 func allCommitted(t *testing.T, ctx context.Context, addr, topic string) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.KeepControlRecords()) // markers move the position to the end
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
-	got := map[int32]int64{}
 	var out []string
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		done := true
-		for p, end := range want {
-			if end > 0 && got[p] < end-1 {
-				done = false
-			}
+	readCommitted(t, ctx, addr, topic, func(r *kgo.Record) {
+		var v struct {
+			K string
+			N int64
 		}
-		if done {
-			break
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Errorf("%s: value %q: %v", topic, r.Value, err)
 		}
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		fs.EachRecord(func(r *kgo.Record) {
-			got[r.Partition] = r.Offset
-			if r.Attrs.IsControl() {
-				return
-			}
-			var v struct {
-				K string
-				N int64
-			}
-			if err := json.Unmarshal(r.Value, &v); err != nil {
-				t.Errorf("%s: value %q: %v", topic, r.Value, err)
-			}
-			out = append(out, fmt.Sprintf("%s|%s|%d", r.Key, v.K, v.N))
-		})
-	}
+		out = append(out, fmt.Sprintf("%s|%s|%d", r.Key, v.K, v.N))
+	})
 	return out
 }
 

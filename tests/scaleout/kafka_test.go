@@ -73,9 +73,9 @@ func assignment(ctx context.Context, addr, group, topic string, n int) string {
 	return strings.Join(lines, " ")
 }
 
-// latestCommitted reads topic with read_committed to its end and returns
-// each key's last value decoded as JSON.
-func latestCommitted(t *testing.T, ctx context.Context, addr, topic string) map[string]map[string]any {
+// readCommitted reads topic with read_committed from its start to its
+// end (as of the call), handing each data record to fn.
+func readCommitted(t *testing.T, ctx context.Context, addr, topic string, fn func(*kgo.Record)) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -91,7 +91,6 @@ func latestCommitted(t *testing.T, ctx context.Context, addr, topic string) map[
 	want := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
 	got := map[int32]int64{}
-	out := map[string]map[string]any{}
 	done := func() bool {
 		for p, end := range want {
 			if got[p] < end-1 && end > 0 {
@@ -100,26 +99,35 @@ func latestCommitted(t *testing.T, ctx context.Context, addr, topic string) map[
 		}
 		return true
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !done() && time.Now().Before(deadline) {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		fs.EachRecord(func(r *kgo.Record) {
 			got[r.Partition] = r.Offset
-			if r.Attrs.IsControl() {
-				return
+			if !r.Attrs.IsControl() {
+				fn(r)
 			}
-			if r.Value == nil {
-				delete(out, string(r.Key))
-				return
-			}
-			var v map[string]any
-			if err := json.Unmarshal(r.Value, &v); err != nil {
-				t.Errorf("value %q: %v", r.Value, err)
-			}
-			out[string(r.Key)] = v
 		})
 	}
+}
+
+// latestCommitted reads topic with read_committed to its end and returns
+// each key's last value decoded as JSON.
+func latestCommitted(t *testing.T, ctx context.Context, addr, topic string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	readCommitted(t, ctx, addr, topic, func(r *kgo.Record) {
+		if r.Value == nil {
+			delete(out, string(r.Key))
+			return
+		}
+		var v map[string]any
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Errorf("value %q: %v", r.Value, err)
+		}
+		out[string(r.Key)] = v
+	})
 	return out
 }
