@@ -29,6 +29,9 @@ type streamThread struct {
 	out  *outbox
 
 	produceErr atomic.Pointer[error]
+	// produceFails counts the transactions in a row whose records could
+	// not all be written.
+	produceFails int
 
 	// The group callbacks run outside the loop; they only note the
 	// partitions (and pause those of stateful tasks, which resume when
@@ -425,15 +428,35 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 			}
 		}
 	}
+	if try == kgo.TryCommit {
+		t.out.flush()
+		// Every record must be written before the offsets commit with
+		// them: a record that failed (its topic deleted, a delivery
+		// timeout) aborts the transaction, whatever the session would
+		// make of it, so that its input comes again.
+		// A record that cannot be written (its topic deleted: franz-go
+		// may hold it waiting for the topic) is given up after
+		// flushTimeout, well inside the transaction timeout. (Not
+		// kgo.RecordDeliveryTimeout: it counts from the record's
+		// timestamp, which is its input's, so reprocessing old input
+		// would time out at once.)
+		fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+		err := t.cl.Flush(fctx)
+		cancel()
+		if err != nil {
+			e := fmt.Errorf("records not written within %v: %w", flushTimeout, err)
+			t.produceErr.CompareAndSwap(nil, &e)
+		}
+		if t.produceErr.Load() != nil {
+			try = kgo.TryAbort
+		}
+	}
 	if try != kgo.TryCommit {
 		for _, task := range t.tm.tasks {
 			if task.graph != nil {
 				task.abort()
 			}
 		}
-	}
-	if try == kgo.TryCommit {
-		t.out.flush()
 	}
 	began := time.Now()
 	committed, err := t.sess.End(ctx, try)
@@ -472,9 +495,26 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 	}
 	if pe := t.produceErr.Swap(nil); pe != nil {
 		q.log.Warn("produce failed; transaction aborted", "thread", t.n, "err", *pe)
+		// A produce that keeps failing (its topic deleted, say) fails
+		// the thread, so the query shows FAILED with the error and
+		// restarts with backoff, instead of aborting forever.
+		if t.produceFails++; t.produceFails >= maxProduceFailures {
+			t.produceFails = 0
+			return fmt.Errorf("writing records failed in %d transactions in a row: %w", maxProduceFailures, *pe)
+		}
+	} else if committed {
+		t.produceFails = 0
 	}
 	return nil
 }
+
+// maxProduceFailures is how many transactions in a row may fail to write
+// their records before the stream thread fails.
+const maxProduceFailures = 3
+
+// flushTimeout bounds how long a commit waits for its records to be
+// written.
+const flushTimeout = 20 * time.Second
 
 // endOnExit ends a transaction still open as the thread leaves:
 // committed when everything polled was processed, aborted otherwise.

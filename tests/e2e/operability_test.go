@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -518,4 +520,80 @@ func tryRows(ctx context.Context, conn *pgx.Conn, q string) ([]string, error) {
 		out = append(out, strings.Join(parts, "|"))
 	}
 	return out, rs.Err()
+}
+
+// TestQueryFailsAndRecovers: a query whose output topic is deleted
+// under it fails (its writes keep failing), shows FAILED with the error
+// over pgwire and REST, restarts with backoff, and once the topic is back
+// runs again, keeping the failure as its last error.
+func TestQueryFailsAndRecovers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := startServer(t)
+	conn := connect(t, ctx, s)
+	exec1(t, ctx, conn, `CREATE STREAM fq_in (id INT KEY, v INT) WITH (KAFKA_TOPIC='fq_in', VALUE_FORMAT='JSON', PARTITIONS=1)`)
+	exec1(t, ctx, conn, `CREATE STREAM fq_out AS SELECT id, v FROM fq_in`)
+	insertRange(t, ctx, conn, "fq_in", 0, 1)
+	waitCommitted(t, ctx, s.KafkaAddr, "FQ_OUT", 1)
+	id := queryID(t, ctx, conn, "FQ_OUT")
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.DeleteTopics(ctx, "FQ_OUT"); err != nil {
+		t.Fatal(err)
+	}
+	insertRange(t, ctx, conn, "fq_in", 1, 2)
+
+	// status returns SHOW QUERIES EXTENDED's state, restarts and last
+	// error of the query.
+	status := func() (state, restarts, lastErr string) {
+		for _, r := range rows(t, ctx, conn, "SHOW QUERIES EXTENDED") {
+			f := strings.Split(r, "|")
+			if f[0] == id {
+				return f[2], f[4], f[5]
+			}
+		}
+		t.Fatalf("SHOW QUERIES EXTENDED lists no %s", id)
+		return
+	}
+	var state, restarts, lastErr string
+	if !testserver.WaitFor(90*time.Second, func() bool {
+		state, restarts, lastErr = status()
+		return state == "FAILED"
+	}) {
+		t.Fatalf("the query is %s (last error %q) with its output topic deleted, want FAILED", state, lastErr)
+	}
+	if !strings.Contains(lastErr, "writing records failed") {
+		t.Errorf("last error %q does not say the writes failed", lastErr)
+	}
+	// The same over REST.
+	resp, err := http.Post("http://"+s.HTTPAddr+"/ksql", "application/json", strings.NewReader(`{"ksql":"SHOW QUERIES;"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"state":"FAILED"`) || !strings.Contains(string(body), `"lastError":"`) {
+		t.Errorf("REST SHOW QUERIES %s: want the query FAILED with its last error", body)
+	}
+
+	// The topic back: the query restarts into RUNNING, its last error
+	// kept, and writes what it could not.
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "FQ_OUT"); err != nil {
+		t.Fatal(err)
+	}
+	if !testserver.WaitFor(90*time.Second, func() bool {
+		state, restarts, lastErr = status()
+		return state == "RUNNING"
+	}) {
+		t.Fatalf("the query is %s after its topic came back, want RUNNING", state)
+	}
+	if restarts == "0" || !strings.Contains(lastErr, "writing records failed") {
+		t.Errorf("after the recovery: restarts %s, last error %q; want at least one restart and the failure kept", restarts, lastErr)
+	}
+	waitCommitted(t, ctx, s.KafkaAddr, "FQ_OUT", 1)
 }
