@@ -3,6 +3,7 @@ package physical
 import (
 	"fmt"
 
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -251,11 +252,16 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	if !ok {
 		return nil, fmt.Errorf("a join's right side must be a table")
 	}
-	left, err := chain(g, j.Left, false)
-	if err != nil {
+	src := tscan.Source
+	var left *Node
+	var err error
+	if j.Repartition {
+		if left, err = joinRepartition(g, j, tscan); err != nil {
+			return nil, err
+		}
+	} else if left, err = chain(g, j.Left, false); err != nil {
 		return nil, err
 	}
-	src := tscan.Source
 	source := scanSource(tscan)
 	source.Table = true
 	in := g.Add("SOURCE-"+src.Name, source)
@@ -273,4 +279,42 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
 	return g.Add("JOIN-"+src.Name, &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
 		Store: store, Out: j.Schema()}, left, mat), nil
+}
+
+// joinRepartition adds the sub-topology that repartitions a join's
+// stream by the join expression — its source, a REKEY-JOIN-<table> node
+// computing the expression when it is not a plain column, and
+// REPARTITION-JOIN-<table> writing <appid>-JOIN-<table>-repartition,
+// keyed like the table (its key format, its partition count) so that
+// the default partitioner sends a row to the partition of the table's
+// row of its key — and returns the source that reads the topic back, in
+// the join's sub-topology. These names are pinned by
+// testdata/topologies.
+func joinRepartition(g *Graph, j *planner.Join, tscan *planner.Scan) (*Node, error) {
+	table := tscan.Source
+	rk, ok := j.Left.(*planner.Rekey)
+	if !ok || len(rk.Exprs) != 1 {
+		return nil, fmt.Errorf("a repartitioned join's left side must be rekeyed by the join expression")
+	}
+	in, err := chain(g, rk.Input, false)
+	if err != nil {
+		return nil, err
+	}
+	schema := rk.Schema()
+	if c, ok := rk.Exprs[0].(*expr.Column); !ok || c.Index != rk.Keys[0] {
+		in = g.Add("REKEY-JOIN-"+table.Name, &Rekey{Exprs: rk.Exprs, Keys: rk.Keys, Out: schema}, in)
+	}
+	tkey := table.Schema.Columns[table.Schema.KeyIndexes()[0]]
+	topic := g.t.AppID + "-JOIN-" + table.Name + "-repartition"
+	g.Add("REPARTITION-JOIN-"+table.Name, &Repartition{Topic: topic, KeyExprs: []expr.Expr{j.LeftKey},
+		KeySchema: types.Schema{Columns: []types.Column{tkey}}, KeyFormat: table.KeyFormat, KeyOptions: table.KeyOptions,
+		In: schema, Partitions: table.Partitions, NullKeys: true}, in)
+	// The join reads every column from the value, in the same layout.
+	cols := make([]types.Column, len(schema.Columns))
+	copy(cols, schema.Columns)
+	for i := range cols {
+		cols[i].Key = false
+	}
+	return g.Add("SOURCE-JOIN-"+table.Name+"-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
+		Out: types.Schema{Columns: cols}}), nil
 }

@@ -292,6 +292,13 @@ type Repartition struct {
 	KeyFormat  string
 	KeyOptions types.FormatOptions // the sink's: a registry format's schema source and subject
 	In         types.Schema
+	// Partitions is the topic's partition count; 0 for the query's
+	// input's. A join's repartition topic has the table's.
+	Partitions int32
+	// NullKeys writes rows whose key is NULL with a null record key (a
+	// LEFT join still emits them) instead of dropping them as bad (GROUP
+	// BY).
+	NullKeys bool
 }
 
 func (r *Repartition) Schema() types.Schema { return r.In }
@@ -302,7 +309,9 @@ func (r *Repartition) Explain(name string) string {
 	}
 	return fmt.Sprintf("  --> %s (topic: %s, key: %s BY %s, value: JSON)\n", name, r.Topic, r.KeyFormat, strings.Join(keys, ", "))
 }
-func (r *Repartition) internalTopic() InternalTopic { return InternalTopic{Name: r.Topic} }
+func (r *Repartition) internalTopic() InternalTopic {
+	return InternalTopic{Name: r.Topic, Partitions: r.Partitions}
+}
 func (r *Repartition) shape() string {
 	return fmt.Sprintf("repartition %s key %s", r.Topic, r.KeySchema)
 }

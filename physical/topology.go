@@ -205,6 +205,9 @@ type InternalTopic struct {
 	Name string
 	// Compact marks changelogs (cleanup.policy=compact).
 	Compact bool
+	// Partitions is its partition count; 0 for as many as the query's
+	// input has.
+	Partitions int32
 }
 
 // InternalTopics returns the topics the topology needs created: its

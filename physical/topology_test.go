@@ -104,6 +104,10 @@ func stores(t *physical.Topology) string {
 	for _, s := range t.Stores {
 		fmt.Fprintf(&b, "store %s (%s, changelog %s, source topic as changelog: %v, schema: %s)\n", s.Name, s.Kind, s.Changelog, s.SourceTopicChangelog, s.Schema)
 	}
-	fmt.Fprintf(&b, "internal topics: %v\n", t.InternalTopics())
+	var topics []string
+	for _, it := range t.InternalTopics() {
+		topics = append(topics, fmt.Sprintf("%s (compact: %v, partitions: %d)", it.Name, it.Compact, it.Partitions))
+	}
+	fmt.Fprintf(&b, "internal topics: [%s]\n", strings.Join(topics, ", "))
 	return b.String()
 }

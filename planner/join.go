@@ -29,8 +29,11 @@ const (
 // key columns stay key columns, the right's become value columns. The
 // timestamp of an output row is the stream row's.
 //
-// Today the inputs must be co-partitioned (no repartition): LeftKey is
-// the left's key column and the two topics have as many partitions.
+// When Repartition is set, the left is a Rekey by the join expression
+// and its rows are written to a repartition topic keyed like the table
+// (its key format, its partition count) before the join reads them;
+// otherwise LeftKey is the left's key column and the inputs are
+// co-partitioned.
 type Join struct {
 	Type        JoinType
 	Left, Right Node
@@ -42,7 +45,10 @@ type Join struct {
 	// rows.
 	LeftKey  expr.Expr
 	RightKey int
-	out      types.Schema
+	// Repartition marks a left side that must be repartitioned by
+	// LeftKey (its key column after the Rekey) to meet the right's rows.
+	Repartition bool
+	out         types.Schema
 }
 
 // NewJoin joins left to right on leftKey = right's column rightKey,

@@ -206,6 +206,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		if err != nil {
 			return nil, err
 		}
+		if b.join != nil {
+			e = b.joinKeyColumn(e)
+		}
 		// A projected PARTITION BY expression is the new key column. A
 		// plain column is that column already; a pseudo column is an
 		// expression, with a key column of its own.
@@ -464,6 +467,11 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		if p, ok := ca.Props[name]; ok {
 			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "%s is set by the query's WINDOW clause, not in WITH", name)
 		}
+	}
+	if join != nil && target.KeyFormat == types.FormatNone {
+		// A keyless stream joined on a column: the result is keyed by
+		// it, in ksqlDB's default key format.
+		target.KeyFormat = types.FormatKafka
 	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err

@@ -29,6 +29,9 @@ type joinScope struct {
 	sides [2]joinSide
 	// on is set while binding the ON condition (for ksqlDB's errors).
 	on bool
+	// rekey is set when the stream is repartitioned by the join
+	// expression: its rows are the left side's.
+	rekey *planner.Rekey
 }
 
 // side returns the side whose columns include position i of the join's
@@ -125,9 +128,10 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The ON's table side must be the table's primary key; its stream
-	// side must be the stream's key column, for now: any other
-	// expression needs the stream repartitioned by it first.
+	// The ON's table side must be the table's primary key. Its stream
+	// side may be any expression: unless it is the stream's key column
+	// (in the table's key format), the stream is repartitioned by it
+	// first, into as many partitions as the table has.
 	rkc, isCol := rk.(*expr.Column)
 	if tkeys := right.src.Schema.KeyIndexes(); !isCol || len(tkeys) != 1 || rkc.Index != right.offset+tkeys[0] {
 		return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: stream-table joins require to join on the table's primary key. Got %s = %s.", b.show(lk), b.show(rk))
@@ -135,21 +139,41 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	if lt, rt := lk.Type(), rk.Type(); !lt.Equal(rt) {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
 	}
-	lkc, isCol := lk.(*expr.Column)
-	if skeys := left.src.Schema.KeyIndexes(); !isCol || len(skeys) != 1 || lkc.Index != skeys[0] {
-		return nil, b.errAt("ON", CodeFeatureNotSupport, "joining %s on %s needs a repartition, which is not supported yet: the stream's side of ON must be its key column; PARTITION BY %s in a CREATE STREAM … AS SELECT first", left.src.Name, b.show(lk), b.show(lk))
-	}
-	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
-			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
-	}
-	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s), and joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
-	}
 	switch f := right.src.KeyFormat; f {
 	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
 	default:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins on %s keys are not supported yet", f)
+	}
+	lkc, isCol := lk.(*expr.Column)
+	skeys := left.src.Schema.KeyIndexes()
+	keyJoin := isCol && len(skeys) == 1 && lkc.Index == skeys[0]
+	repartition := !keyJoin || left.src.KeyFormat != right.src.KeyFormat
+	if lp, rp := left.src.Partitions, right.src.Partitions; !repartition && lp > 0 && rp > 0 && lp != rp {
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
+	}
+	var leftNode planner.Node = planner.NewScan(left.src)
+	if repartition {
+		// The stream's rows get the join expression as their key column
+		// (a new column unless it is one already); the join's rows then
+		// start with those rows, so ON is bound again over them.
+		rekey, err := planner.NewRekey(leftNode, []expr.Expr{lk})
+		if err != nil {
+			return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
+		}
+		leftNode, js.rekey = rekey, rekey
+		left.schema = rekey.Schema()
+		right.offset = left.schema.Len()
+		b.schema = planner.JoinSchema(left.schema, right.schema, left.name, right.name)
+		js.on = true
+		_, rk, err = b.joinCondition(j.On.Expr)
+		js.on = false
+		if err != nil {
+			return nil, err
+		}
+		rkc = rk.(*expr.Column)
+		k := rekey.Keys[0]
+		lk = &expr.Column{Index: k, Name: b.schema.Columns[k].Name, T: lk.Type()}
 	}
 	jt := planner.InnerJoin
 	if typ == "LEFT" {
@@ -157,10 +181,11 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	}
 	// The key expression is over the stream's rows, which start the
 	// join's rows: its column positions hold.
-	join, err := planner.NewJoin(jt, planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, lk, rkc.Index-right.offset)
+	join, err := planner.NewJoin(jt, leftNode, planner.NewScan(right.src), left.name, right.name, lk, rkc.Index-right.offset)
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
+	join.Repartition = repartition
 	return join, nil
 }
 
@@ -367,7 +392,7 @@ func (b *binder) onText() string {
 // table row).
 func (b *binder) joinKeyAsKey(exprs []expr.Expr) {
 	js := b.join
-	skeys := js.sides[0].src.Schema.KeyIndexes()
+	skeys := js.sides[0].schema.KeyIndexes()
 	tkeys := js.sides[1].src.Schema.KeyIndexes()
 	if len(skeys) != 1 || len(tkeys) != 1 {
 		return
@@ -385,4 +410,23 @@ func (b *binder) joinKeyAsKey(exprs []expr.Expr) {
 			return
 		}
 	}
+}
+
+// joinKeyColumn returns the join's key column for a SELECT expression
+// that is the expression the stream was repartitioned by (ksqlDB lets the
+// projection name the join expression to select the key); e otherwise.
+func (b *binder) joinKeyColumn(e expr.Expr) expr.Expr {
+	rk := b.join.rekey
+	if rk == nil {
+		return e
+	}
+	ke, k := rk.Exprs[0], rk.Keys[0]
+	if c, ok := ke.(*expr.Column); ok && c.Index == k {
+		return e // a plain column is the key already
+	}
+	if ke.String() != e.String() {
+		return e
+	}
+	c := b.schema.Columns[k]
+	return &expr.Column{Index: k, Name: c.Name, T: c.Type}
 }
