@@ -196,11 +196,17 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 				KeyOptions: source.KeyOptions, ValueOptions: source.ValueOptions, Schema: source.Out}}, last)
 		}
 	case *planner.Join:
-		if changes {
-			return nil, fmt.Errorf("a join's changes are not supported yet")
-		}
 		var err error
-		if last, err = streamTableJoin(g, base); err != nil {
+		switch {
+		case base.Tables:
+			// Its rows are changes already.
+			last, err = tableTableJoin(g, base)
+		case changes:
+			return nil, fmt.Errorf("a join's changes are not supported yet")
+		default:
+			last, err = streamTableJoin(g, base)
+		}
+		if err != nil {
 			return nil, err
 		}
 	default:
@@ -317,4 +323,32 @@ func joinRepartition(g *Graph, j *planner.Join, tscan *planner.Scan) (*Node, err
 	}
 	return g.Add("SOURCE-JOIN-"+table.Name+"-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
 		Out: types.Schema{Columns: cols}}), nil
+}
+
+// tableTableJoin adds a join of two tables on their primary keys: each
+// table's source, its records turned into changes by TABLE-CHANGES-<table>
+// over a store of the table (its topic as the changelog, so no internal
+// topic), and JOIN-<right> reading both changes. Both topics are in one
+// sub-topology: task p holds partition p of each.
+func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
+	var changes [2]*Node
+	var stores [2]*Store
+	for i, n := range []planner.Node{j.Left, j.Right} {
+		scan, ok := n.(*planner.Scan)
+		if !ok {
+			return nil, fmt.Errorf("a table join's sides must be tables")
+		}
+		src := scan.Source
+		source := scanSource(scan)
+		source.Table = true
+		in := g.Add("SOURCE-"+src.Name, source)
+		stores[i] = &Store{Name: src.Name, Kind: KeyValue, Changelog: src.Topic, SourceTopicChangelog: true,
+			KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat, KeyOptions: src.KeyOptions, ValueOptions: src.ValueOptions,
+			Schema: scan.Schema()}
+		changes[i] = g.Add("TABLE-CHANGES-"+src.Name, &TableChanges{Out: source.Out, Store: stores[i]}, in)
+	}
+	lk := j.LeftKey.(*expr.Column).Index
+	return g.Add("JOIN-"+j.Right.(*planner.Scan).Source.Name, &TableTableJoin{Type: j.Type,
+		Left: j.Left.(*planner.Scan).Source.Name, Right: j.Right.(*planner.Scan).Source.Name,
+		LeftKey: lk, RightKey: j.RightKey, LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}, changes[0], changes[1]), nil
 }

@@ -20,6 +20,7 @@ var (
 	_ Op = (*Aggregate)(nil)
 	_ Op = (*Materialize)(nil)
 	_ Op = (*StreamTableJoin)(nil)
+	_ Op = (*TableTableJoin)(nil)
 	_ Op = (*Repartition)(nil)
 	_ Op = (*Sink)(nil)
 )
@@ -271,6 +272,48 @@ func (j *StreamTableJoin) typ() planner.JoinType {
 func (j *StreamTableJoin) markRead(read []bool) bool {
 	expr.MarkColumns(j.LeftKey, read)
 	return false
+}
+
+// JoinType says which rows a join emits (planner.JoinType), for exec.
+type JoinType = planner.JoinType
+
+// The join types, as planner defines them.
+const (
+	InnerJoin = planner.InnerJoin
+	LeftJoin  = planner.LeftJoin
+	RightJoin = planner.RightJoin
+	FullJoin  = planner.FullJoin
+)
+
+// TableTableJoin joins two tables on their primary keys. Its inputs are
+// the TableChanges nodes of the left and the right table (in that
+// order), whose stores (LeftStore, RightStore: each table's rows,
+// restored from its own topic) it reads to find the other side's row of
+// a changed key. Each change emits the joined row's old and new values as
+// Kafka Streams' KTable–KTable joins do (INNER: both sides; LEFT: the
+// left's rows; RIGHT: the right's; FULL: either's), a missing new value
+// being the joined row's deletion. A row's timestamp is the later of
+// its two sides'. The left's key column holds the join key whenever a
+// row is emitted (RIGHT: also when the left has none); a FULL join's
+// rows end in a synthetic key column holding it.
+type TableTableJoin struct {
+	Type        JoinType
+	Left, Right string // the tables' names, for EXPLAIN
+	// LeftKey and RightKey are the positions of the tables' key columns
+	// in their rows.
+	LeftKey, RightKey     int
+	LeftStore, RightStore *Store
+	Out                   types.Schema
+}
+
+func (j *TableTableJoin) Schema() types.Schema { return j.Out }
+func (j *TableTableJoin) Explain(name string) string {
+	return fmt.Sprintf("  --> %s  TableTableJoin: %s JOIN %s ON %s.%s = %s.%s (stores: %s, %s)\n", name, j.Type, j.Right,
+		j.Left, j.LeftStore.Schema.Columns[j.LeftKey].Name, j.Right, j.RightStore.Schema.Columns[j.RightKey].Name, j.LeftStore.Name, j.RightStore.Name)
+}
+func (j *TableTableJoin) stores() []*Store { return []*Store{j.LeftStore, j.RightStore} }
+func (j *TableTableJoin) shape() string {
+	return fmt.Sprintf("table join %s %s %s", j.Type, j.Left, j.Right)
 }
 
 // UndoHeader names the record header that marks, on a repartition topic,

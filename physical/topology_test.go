@@ -34,6 +34,13 @@ func TestTopologies(t *testing.T) {
 			{Name: "LEVEL", Type: types.IntType},
 		}},
 	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "LEVELS", Kind: catalog.Table, Topic: "levels", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "TITLE", Type: types.StringType},
+		}},
+	}, false)
 	datadriven.RunTest(t, "testdata/topologies", func(t *testing.T, d *datadriven.TestData) string {
 		st, err := sql.Parse(d.Input)
 		if err != nil {

@@ -19,6 +19,14 @@ const (
 	// LeftJoin emits every left row, with the right's columns NULL when
 	// nothing matches.
 	LeftJoin JoinType = "LEFT"
+	// RightJoin emits every right row, with the left's columns NULL
+	// (but its key column, the join key) when nothing matches
+	// (table–table joins).
+	RightJoin JoinType = "RIGHT"
+	// FullJoin emits every row of either side, with the other side's
+	// columns NULL when nothing matches; its rows end in a synthetic key
+	// column holding the join key (table–table joins).
+	FullJoin JoinType = "FULL"
 )
 
 // Join is a stream–table join on the table's primary key, as ksqlDB
@@ -48,7 +56,34 @@ type Join struct {
 	// Repartition marks a left side that must be repartitioned by
 	// LeftKey (its key column after the Rekey) to meet the right's rows.
 	Repartition bool
-	out         types.Schema
+	// Tables marks a table–table join on both primary keys: LeftKey is
+	// the left's key column, both inputs are changes of co-partitioned
+	// tables, and the join emits the joined row's changes (see
+	// NewTableJoin).
+	Tables bool
+	out    types.Schema
+}
+
+// NewTableJoin joins two tables, left and right, on their primary keys
+// (positions leftKey and rightKey in their rows), as ksqlDB does: a
+// change on either side emits the joined row's new value or its
+// deletion. Its rows are JoinSchema's; a FULL join's rows end in a
+// synthetic key column named synthKey (the left's key column becomes a
+// value column, NULL when the left has no row), which holds the join
+// key whichever side has a row.
+func NewTableJoin(typ JoinType, left, right *Scan, leftName, rightName string, leftKey, rightKey int, synthKey string) (*Join, error) {
+	ls, rs := left.Schema(), right.Schema()
+	lt, rt := ls.Columns[leftKey].Type, rs.Columns[rightKey].Type
+	if !lt.Equal(rt) {
+		return nil, fmt.Errorf("types don't match: %s.%s is %s, %s.%s is %s", leftName, ls.Columns[leftKey].Name, lt, rightName, rs.Columns[rightKey].Name, rt)
+	}
+	out := JoinSchema(ls, rs, leftName, rightName)
+	if typ == FullJoin {
+		out.Columns[leftKey].Key = false
+		out.Columns = append(out.Columns, types.Column{Name: synthKey, Type: lt, Key: true})
+	}
+	return &Join{Type: typ, Left: left, Right: right, LeftName: leftName, RightName: rightName, Tables: true,
+		LeftKey: &expr.Column{Index: leftKey, Name: out.Columns[leftKey].Name, T: lt}, RightKey: rightKey, out: out}, nil
 }
 
 // NewJoin joins left to right on leftKey = right's column rightKey,

@@ -408,8 +408,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		fromTable = fromTable || s.Kind == catalog.Table
 	}
 	if join != nil {
-		// A stream–table join's result is a stream.
-		fromTable = false
+		// A stream–table join's result is a stream; a table–table
+		// join's, a table.
+		fromTable = join.Tables
 	}
 	switch {
 	case aggregate && ca.Kind == catalog.Stream:
@@ -418,13 +419,15 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, NameError(ca, CodeFeatureNotSupport, "KSQL does not support persistent queries on windowed tables.")
 	case !aggregate && fromTable && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "the query reads a table, so it produces a table: use CREATE TABLE … AS SELECT")
-	case !aggregate && fromTable:
+	case !aggregate && fromTable && join == nil:
 		return nil, NameError(ca, CodeFeatureNotSupport, "CREATE TABLE AS SELECT without GROUP BY is not supported yet")
-	case !aggregate && ca.Kind == catalog.Table:
+	case !aggregate && !fromTable && ca.Kind == catalog.Table:
 		return nil, NameError(ca, CodeFeatureNotSupport, "a query over a stream without GROUP BY produces a stream: use CREATE STREAM … AS SELECT")
 	}
 	proj := q.Root.(*planner.Project)
-	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil {
+	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.Type == planner.FullJoin && join.Tables {
+		return nil, Errorf(CodeSyntaxError, "Key missing from projection (ie, SELECT). The query used to build %s must include the join expression %s in its projection (eg, SELECT %s …)", ca.Name, missing[0], missing[0])
+	} else if len(missing) > 0 && join != nil {
 		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name
 		tkey := join.RightName + "." + join.Right.Schema().Columns[join.RightKey].Name
 		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the join expressions %s or %s in its projection (eg, SELECT %s …)", ca.Name, key, tkey, key)

@@ -32,6 +32,12 @@ type joinScope struct {
 	// rekey is set when the stream is repartitioned by the join
 	// expression: its rows are the left side's.
 	rekey *planner.Rekey
+	// swapped is set when ON names the right side first.
+	swapped bool
+	// synth is the position of a FULL table join's synthetic key column
+	// in the join's rows (-1: none), named synthName.
+	synth     int
+	synthName string
 }
 
 // side returns the side whose columns include position i of the join's
@@ -62,7 +68,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	if _, nested := j.Right.(*ast.Join); nested {
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are not supported yet")
 	}
-	js := &joinScope{}
+	js := &joinScope{synth: -1}
 	for i, rs := range []ast.ResultSetNode{j.Left, j.Right} {
 		ts, ok := rs.(*ast.TableSource)
 		if !ok {
@@ -106,7 +112,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. (Stream-stream joins are not supported yet.)")
 	case left.src.Kind == catalog.Table:
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins are not supported yet")
+		return b.bindTableJoin(j, js, typ)
 	case typ == "FULL":
 		return nil, errorAt(b.text, sel.fullJoin, CodeFeatureNotSupport, "Invalid join type: full-outer join not supported for stream-table join. Got %s.", got)
 	case typ == "RIGHT":
@@ -247,6 +253,7 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 	if ls == rs {
 		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: each side of the join comparison must reference a different source. Got %s = %s.", b.show(l), b.show(r))
 	}
+	js.swapped = ls == 1
 	if ls == 1 {
 		l, r = r, l
 	}
@@ -283,6 +290,9 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			side, i = &js.sides[0], l
 		case r >= 0:
 			side, i = &js.sides[1], r
+		case js.synth >= 0 && name == js.synthName:
+			c := b.schema.Columns[js.synth]
+			return &expr.Column{Index: js.synth, Name: c.Name, T: c.Type}, nil
 		case js.on:
 			return nil, b.errAt(name, CodeUndefinedColumn, "JOIN ON column '%s' cannot be resolved.", name)
 		default:
@@ -392,6 +402,9 @@ func (b *binder) onText() string {
 // table row).
 func (b *binder) joinKeyAsKey(exprs []expr.Expr) {
 	js := b.join
+	if js.synth >= 0 {
+		return // a FULL join's key is its synthetic column
+	}
 	skeys := js.sides[0].schema.KeyIndexes()
 	tkeys := js.sides[1].src.Schema.KeyIndexes()
 	if len(skeys) != 1 || len(tkeys) != 1 {
