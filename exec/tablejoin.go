@@ -30,18 +30,18 @@ var _ multiInput = (*tableJoinOp)(nil)
 // timestamp is the later of the change's and the other side's row's.
 // Nothing here allocates per record: rows and keys are reused.
 type tableJoinOp struct {
-	name       string
-	typ        physical.JoinType
-	sides      [2]tableJoinSide
-	nLeft      int // the left's columns in the joined row
-	leftKey    int // the left's key column in the joined row
-	synth      int // a FULL join's synthetic key column, or -1
-	copies     []datumCopy
-	outNew     types.Row
-	outOld     types.Row
-	change     Change
-	next       Processor
-	inputs     [2]Processor
+	name    string
+	typ     physical.JoinType
+	sides   [2]tableJoinSide
+	nLeft   int // the left's columns in the joined row
+	leftKey int // the left's key column in the joined row
+	synth   int // a FULL join's synthetic key column, or -1
+	copies  []datumCopy
+	outNew  types.Row
+	outOld  types.Row
+	change  Change
+	next    Processor
+	inputs  [2]Processor
 }
 
 // tableJoinSide is one table of a table join: its store, the decoder of
