@@ -599,6 +599,10 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		if it.Compact {
 			configs = map[string]*string{"cleanup.policy": &compact}
 		}
+		if it.RetentionMs > 0 {
+			policy, retention := "compact,delete", strconv.FormatInt(it.RetentionMs, 10)
+			configs = map[string]*string{"cleanup.policy": &policy, "retention.ms": &retention}
+		}
 		parts := inputParts
 		if it.Partitions > 0 {
 			parts = it.Partitions // a join's repartition topic: the table's

@@ -238,6 +238,28 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 			}
 		}
 		return newTableJoin(n.Name, op, sources, stores, next)
+	case *physical.StreamStreamJoin:
+		var stores [3]*taskStore
+		for i, spec := range []*physical.Store{op.LeftStore, op.RightStore, op.OuterStore} {
+			if spec == nil {
+				continue
+			}
+			st, err := env.store(n, spec)
+			if err != nil {
+				return nil, err
+			}
+			stores[i] = st
+		}
+		var sources [2]*physical.Source
+		for i := range sources {
+			if len(n.Inputs) == 2 {
+				sources[i], _ = n.Inputs[i].Op.(*physical.Source)
+			}
+			if sources[i] == nil {
+				return nil, fmt.Errorf("%s must read two stream sources", n.Name)
+			}
+		}
+		return newStreamJoin(n.Name, op, sources, stores, env.out, next)
 	case *physical.Repartition:
 		return newRepartition(n.Name, op, env.out)
 	case *physical.Sink:

@@ -201,6 +201,8 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 		case base.Tables:
 			// Its rows are changes already.
 			last, err = tableTableJoin(g, base)
+		case base.Window != nil && !changes:
+			last, err = streamStreamJoin(g, base)
 		case changes:
 			return nil, fmt.Errorf("a join's changes are not supported yet")
 		default:
@@ -351,4 +353,37 @@ func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	return g.Add("JOIN-"+j.Right.(*planner.Scan).Source.Name, &TableTableJoin{Type: j.Type,
 		Left: j.Left.(*planner.Scan).Source.Name, Right: j.Right.(*planner.Scan).Source.Name,
 		LeftKey: lk, RightKey: j.RightKey, LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}, changes[0], changes[1]), nil
+}
+
+// streamStreamJoin adds a join of two streams within a window: both
+// sources in one sub-topology (task p holds partition p of each) and
+// JOIN-<right> over them, with its window stores JOIN-<right>-LEFT and
+// JOIN-<right>-RIGHT and (outer joins with a grace period) the buffer of
+// unmatched rows JOIN-<right>-OUTER, each with its changelog
+// <appid>-<store>-changelog. These names are pinned by
+// testdata/topologies.
+func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
+	var ins [2]*Node
+	var stores [2]*Store
+	names := [2]string{"LEFT", "RIGHT"}
+	right := j.Right.(*planner.Scan).Source.Name
+	for i, n := range []planner.Node{j.Left, j.Right} {
+		scan, ok := n.(*planner.Scan)
+		if !ok {
+			return nil, fmt.Errorf("a stream join's sides must be streams")
+		}
+		ins[i] = g.Add("SOURCE-"+scan.Source.Name, scanSource(scan))
+		name := "JOIN-" + right + "-" + names[i]
+		stores[i] = &Store{Name: name, Kind: JoinWindowStore, Changelog: g.t.AppID + "-" + name + "-changelog",
+			KeyFormat: "JOIN-WINDOW", ValueFormat: scan.Source.ValueFormat, Schema: scan.Schema(), RetentionMs: j.Window.RetentionMs()}
+	}
+	op := &StreamStreamJoin{Type: j.Type, Left: j.Left.(*planner.Scan).Source.Name, Right: right,
+		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
+		LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}
+	if !j.Window.Legacy && j.Type != planner.InnerJoin {
+		name := "JOIN-" + right + "-OUTER"
+		op.OuterStore = &Store{Name: name, Kind: TimeOrderedBuffer, Changelog: g.t.AppID + "-" + name + "-changelog",
+			KeyFormat: "JOIN-OUTER", ValueFormat: "RECORD", RetentionMs: j.Window.RetentionMs()}
+	}
+	return g.Add("JOIN-"+right, op, ins[0], ins[1]), nil
 }

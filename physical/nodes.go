@@ -21,6 +21,7 @@ var (
 	_ Op = (*Materialize)(nil)
 	_ Op = (*StreamTableJoin)(nil)
 	_ Op = (*TableTableJoin)(nil)
+	_ Op = (*StreamStreamJoin)(nil)
 	_ Op = (*Repartition)(nil)
 	_ Op = (*Sink)(nil)
 )
@@ -314,6 +315,45 @@ func (j *TableTableJoin) Explain(name string) string {
 func (j *TableTableJoin) stores() []*Store { return []*Store{j.LeftStore, j.RightStore} }
 func (j *TableTableJoin) shape() string {
 	return fmt.Sprintf("table join %s %s %s", j.Type, j.Left, j.Right)
+}
+
+// StreamStreamJoin joins two streams on their key columns within a time
+// window. Its inputs are the left's and the right's sources (in that
+// order). Each row is kept in its side's window store (LeftStore,
+// RightStore) for Window's retention, and joins the other side's rows of
+// its key within the window; the output row's timestamp is the later of
+// the two. Rows without a match (LEFT: the left's, RIGHT: the right's,
+// FULL: both) are emitted with the other side's columns NULL: at once
+// under a legacy window, or once their window closes with no match,
+// from OuterStore (a time-ordered buffer; nil for INNER and legacy
+// joins). The left's key column, and a FULL join's synthetic key
+// column, hold the join key.
+type StreamStreamJoin struct {
+	Type                              JoinType
+	Left, Right                       string // the streams' names, for EXPLAIN
+	LeftKey, RightKey                 int
+	Window                            planner.JoinWindow
+	LeftStore, RightStore, OuterStore *Store
+	Out                               types.Schema
+}
+
+func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }
+func (j *StreamStreamJoin) Explain(name string) string {
+	stores := j.LeftStore.Name + ", " + j.RightStore.Name
+	if j.OuterStore != nil {
+		stores += ", " + j.OuterStore.Name
+	}
+	return fmt.Sprintf("  --> %s  StreamStreamJoin: %s JOIN %s %s ON %s = %s (stores: %s)\n", name, j.Type, j.Right, j.Window.String(),
+		j.Left+"."+j.LeftStore.Schema.Columns[j.LeftKey].Name, j.Right+"."+j.RightStore.Schema.Columns[j.RightKey].Name, stores)
+}
+func (j *StreamStreamJoin) stores() []*Store {
+	if j.OuterStore != nil {
+		return []*Store{j.LeftStore, j.RightStore, j.OuterStore}
+	}
+	return []*Store{j.LeftStore, j.RightStore}
+}
+func (j *StreamStreamJoin) shape() string {
+	return fmt.Sprintf("stream join %s %s %s", j.Type, j.Left, j.Right)
 }
 
 // UndoHeader names the record header that marks, on a repartition topic,

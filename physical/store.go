@@ -20,6 +20,10 @@ const (
 	// TimeOrderedBuffer keeps records by time until they are emitted
 	// (EMIT FINAL, outer stream joins).
 	TimeOrderedBuffer StoreKind = "time-ordered-buffer"
+	// JoinWindowStore keeps a stream–stream join side's rows per key and
+	// time, duplicates included, in time segments so that retention
+	// drops whole segments. Its changelog holds its own keys.
+	JoinWindowStore StoreKind = "join-window"
 )
 
 // Store is a state store of a topology.

@@ -208,6 +208,10 @@ type InternalTopic struct {
 	// Partitions is its partition count; 0 for as many as the query's
 	// input has.
 	Partitions int32
+	// RetentionMs, when set, also deletes the changelog's records older
+	// than it (cleanup.policy=compact,delete), as Kafka Streams does for
+	// window stores whose keys never repeat.
+	RetentionMs int64
 }
 
 // InternalTopics returns the topics the topology needs created: its
@@ -222,7 +226,12 @@ func (t *Topology) InternalTopics() []InternalTopic {
 	}
 	for _, s := range t.Stores {
 		if !s.SourceTopicChangelog {
-			out = append(out, InternalTopic{Name: s.Changelog, Compact: true})
+			it := InternalTopic{Name: s.Changelog, Compact: true}
+			if s.Kind == JoinWindowStore {
+				// Kafka Streams' window changelogs keep a day more.
+				it.RetentionMs = s.RetentionMs + 24*3600*1000
+			}
+			out = append(out, it)
 		}
 	}
 	return out

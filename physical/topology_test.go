@@ -41,6 +41,13 @@ func TestTopologies(t *testing.T) {
 			{Name: "TITLE", Type: types.StringType},
 		}},
 	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "CLICKS", Kind: catalog.Stream, Topic: "clicks", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "URL", Type: types.StringType},
+		}},
+	}, false)
 	datadriven.RunTest(t, "testdata/topologies", func(t *testing.T, d *datadriven.TestData) string {
 		st, err := sql.Parse(d.Input)
 		if err != nil {

@@ -61,6 +61,9 @@ type Join struct {
 	// tables, and the join emits the joined row's changes (see
 	// NewTableJoin).
 	Tables bool
+	// Window, when set, makes this a stream–stream join of two streams
+	// on their key columns (LeftKey is the left's key column).
+	Window *JoinWindow
 	out    types.Schema
 }
 
@@ -72,6 +75,59 @@ type Join struct {
 // value column, NULL when the left has no row), which holds the join
 // key whichever side has a row.
 func NewTableJoin(typ JoinType, left, right *Scan, leftName, rightName string, leftKey, rightKey int, synthKey string) (*Join, error) {
+	j, err := newKeyJoin(typ, left, right, leftName, rightName, leftKey, rightKey, synthKey)
+	if err != nil {
+		return nil, err
+	}
+	j.Tables = true
+	return j, nil
+}
+
+// JoinWindow is a stream–stream join's WITHIN: a left row at time t
+// joins the right rows of its key from t - BeforeMs to t + AfterMs. A
+// side's rows are kept for BeforeMs + AfterMs + GraceMs after stream
+// time passes them.
+//
+// With a GRACE PERIOD (Legacy false), a LEFT, RIGHT or FULL join emits
+// a row without a match only once its window has closed (its time +
+// the window's reach on its side + GraceMs ≤ stream time) with no match,
+// as Kafka Streams does since KIP-633 (no spurious outer rows). Without
+// one (Legacy), it emits such a row as soon as the row arrives without
+// a match — and the joined rows when matches come later — with a grace
+// period of 24 hours, as ksqlDB's JoinWindows.of did.
+type JoinWindow struct {
+	BeforeMs, AfterMs, GraceMs int64
+	Legacy                     bool
+}
+
+// LegacyJoinGraceMs is the grace period of a WITHIN without GRACE PERIOD.
+const LegacyJoinGraceMs = 24 * 3600 * 1000
+
+// RetentionMs is how long a side's rows are kept behind stream time.
+func (w *JoinWindow) RetentionMs() int64 { return w.BeforeMs + w.AfterMs + w.GraceMs }
+
+func (w *JoinWindow) String() string {
+	s := "WITHIN (" + FormatDuration(w.BeforeMs) + ", " + FormatDuration(w.AfterMs) + ")"
+	if !w.Legacy {
+		s += " GRACE PERIOD " + FormatDuration(w.GraceMs)
+	}
+	return s
+}
+
+// NewStreamJoin joins two streams on their key columns (positions
+// leftKey and rightKey in their rows) within window, any of INNER, LEFT,
+// RIGHT and FULL OUTER; its rows are laid out as NewTableJoin's.
+func NewStreamJoin(typ JoinType, left, right Node, leftName, rightName string, leftKey, rightKey int, synthKey string, window JoinWindow) (*Join, error) {
+	j, err := newKeyJoin(typ, left, right, leftName, rightName, leftKey, rightKey, synthKey)
+	if err != nil {
+		return nil, err
+	}
+	j.Window = &window
+	return j, nil
+}
+
+// newKeyJoin joins two inputs on their key columns.
+func newKeyJoin(typ JoinType, left, right Node, leftName, rightName string, leftKey, rightKey int, synthKey string) (*Join, error) {
 	ls, rs := left.Schema(), right.Schema()
 	lt, rt := ls.Columns[leftKey].Type, rs.Columns[rightKey].Type
 	if !lt.Equal(rt) {
@@ -82,7 +138,7 @@ func NewTableJoin(typ JoinType, left, right *Scan, leftName, rightName string, l
 		out.Columns[leftKey].Key = false
 		out.Columns = append(out.Columns, types.Column{Name: synthKey, Type: lt, Key: true})
 	}
-	return &Join{Type: typ, Left: left, Right: right, LeftName: leftName, RightName: rightName, Tables: true,
+	return &Join{Type: typ, Left: left, Right: right, LeftName: leftName, RightName: rightName,
 		LeftKey: &expr.Column{Index: leftKey, Name: out.Columns[leftKey].Name, T: lt}, RightKey: rightKey, out: out}, nil
 }
 
@@ -122,7 +178,11 @@ func (j *Join) Schema() types.Schema { return j.out }
 func (j *Join) Children() []Node     { return []Node{j.Left, j.Right} }
 func (j *Join) String() string {
 	rs := j.Right.Schema()
-	return fmt.Sprintf("Join %s %s ON %s = %s.%s", j.Type, j.RightName, j.LeftKey, j.RightName, rs.Columns[j.RightKey].Name)
+	w := ""
+	if j.Window != nil {
+		w = " " + j.Window.String()
+	}
+	return fmt.Sprintf("Join %s %s%s ON %s = %s.%s", j.Type, j.RightName, w, j.LeftKey, j.RightName, rs.Columns[j.RightKey].Name)
 }
 
 // RightOffset is the position of the right's first column in the join's

@@ -425,7 +425,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, NameError(ca, CodeFeatureNotSupport, "a query over a stream without GROUP BY produces a stream: use CREATE STREAM … AS SELECT")
 	}
 	proj := q.Root.(*planner.Project)
-	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.Type == planner.FullJoin && join.Tables {
+	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.Type == planner.FullJoin {
 		return nil, Errorf(CodeSyntaxError, "Key missing from projection (ie, SELECT). The query used to build %s must include the join expression %s in its projection (eg, SELECT %s …)", ca.Name, missing[0], missing[0])
 	} else if len(missing) > 0 && join != nil {
 		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name

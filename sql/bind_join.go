@@ -109,8 +109,12 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		return nil, b.errAt("JOIN", CodeDuplicateObject, "the two sides of a join need different names: both are %s; give one an alias", left.name)
 	case left.src.Kind == catalog.Table && right.src.Kind == catalog.Stream:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Invalid join order: table-stream joins are not supported; only stream-table joins. Got %s.", got)
+	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && sel.within == nil:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. To learn about how to specify a WITHIN clause with a stream-stream join, please visit: https://docs.confluent.io/current/ksql/docs/syntax-reference.html#create-stream-as-select")
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream:
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. (Stream-stream joins are not supported yet.)")
+		return b.bindStreamJoin(j, js, typ, sel.within)
+	case sel.within != nil:
+		return nil, errorAt(b.text, sel.within.pos, CodeFeatureNotSupport, "A window definition was provided for a Stream-Table or Table-Table join. These joins are not windowed. Got %s.", got)
 	case left.src.Kind == catalog.Table:
 		return b.bindTableJoin(j, js, typ)
 	case typ == "FULL":
