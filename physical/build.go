@@ -148,6 +148,17 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 	}
 	if agg.NeedsRepartition() {
 		schema := agg.Input.Schema()
+		if schema.Index(types.RowTime) < 0 {
+			// A join's rows: each side's pseudo columns are values here
+			// (the repartition carries them), and the rows read back get
+			// pseudo columns of their own after them.
+			cols := make([]types.Column, len(schema.Columns))
+			copy(cols, schema.Columns)
+			for i := range cols {
+				cols[i].Pseudo = false
+			}
+			schema = types.Schema{Columns: cols}
+		}
 		topic := appID + "-GROUPBY-repartition"
 		g.Add("REPARTITION-GROUPBY", &Repartition{Topic: topic, KeyExprs: agg.GroupBy,
 			KeySchema: types.Schema{Columns: agg.Schema().Columns[:len(agg.GroupBy)]}, KeyFormat: keyFormat, KeyOptions: keyOptions, In: schema}, in)
@@ -157,6 +168,9 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		copy(cols, schema.Columns)
 		for i := range cols {
 			cols[i].Key = false
+		}
+		if schema.Index(types.RowTime) < 0 {
+			cols = append(cols, types.PseudoColumns...)
 		}
 		in = g.Add("SOURCE-GROUPBY-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
 			Out: types.Schema{Columns: cols}, Repartitioned: agg.FromTable})

@@ -75,8 +75,6 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		node = join
 		switch {
-		case s.GroupBy != nil || s.Having != nil || hasAggregate(s) || sel.window != nil:
-			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "aggregations over joins are not supported yet: CREATE STREAM … AS SELECT the join, then aggregate that stream")
 		case len(sel.partitionExprs) > 0:
 			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a join is not supported yet")
 		}
