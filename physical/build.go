@@ -314,9 +314,30 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 // testdata/topologies.
 func joinRepartition(g *Graph, j *planner.Join, tscan *planner.Scan) (*Node, error) {
 	table := tscan.Source
-	rk, ok := j.Left.(*planner.Rekey)
+	tkey := table.Schema.Columns[table.Schema.KeyIndexes()[0]]
+	return repartitionSide(g, j.Left, j.LeftKey, keyLayout{column: tkey, format: table.KeyFormat, options: table.KeyOptions, partitions: table.Partitions},
+		"JOIN-"+table.Name, "JOIN-"+table.Name)
+}
+
+// keyLayout is how a join's repartition topic keys its rows: the key
+// column (its name and type), its format, and the topic's partitions.
+type keyLayout struct {
+	column     types.Column
+	format     string
+	options    types.FormatOptions
+	partitions int32
+}
+
+// repartitionSide adds the sub-topology that repartitions a join's side
+// n (a Rekey by the join expression) by key (a column of its rows) — its
+// source, REKEY-<name> computing the expression when it is not a plain
+// column, and REPARTITION-<name> writing <appid>-<topic>-repartition
+// keyed by layout — and returns SOURCE-<topic>-repartition, which reads
+// the topic back in the join's sub-topology.
+func repartitionSide(g *Graph, n planner.Node, key expr.Expr, layout keyLayout, name, topic string) (*Node, error) {
+	rk, ok := n.(*planner.Rekey)
 	if !ok || len(rk.Exprs) != 1 {
-		return nil, fmt.Errorf("a repartitioned join's left side must be rekeyed by the join expression")
+		return nil, fmt.Errorf("a repartitioned join's side must be rekeyed by the join expression")
 	}
 	in, err := chain(g, rk.Input, false)
 	if err != nil {
@@ -324,20 +345,19 @@ func joinRepartition(g *Graph, j *planner.Join, tscan *planner.Scan) (*Node, err
 	}
 	schema := rk.Schema()
 	if c, ok := rk.Exprs[0].(*expr.Column); !ok || c.Index != rk.Keys[0] {
-		in = g.Add("REKEY-JOIN-"+table.Name, &Rekey{Exprs: rk.Exprs, Keys: rk.Keys, Out: schema}, in)
+		in = g.Add("REKEY-"+name, &Rekey{Exprs: rk.Exprs, Keys: rk.Keys, Out: schema}, in)
 	}
-	tkey := table.Schema.Columns[table.Schema.KeyIndexes()[0]]
-	topic := g.t.AppID + "-JOIN-" + table.Name + "-repartition"
-	g.Add("REPARTITION-JOIN-"+table.Name, &Repartition{Topic: topic, KeyExprs: []expr.Expr{j.LeftKey},
-		KeySchema: types.Schema{Columns: []types.Column{tkey}}, KeyFormat: table.KeyFormat, KeyOptions: table.KeyOptions,
-		In: schema, Partitions: table.Partitions, NullKeys: true}, in)
+	full := g.t.AppID + "-" + topic + "-repartition"
+	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: []expr.Expr{key},
+		KeySchema: types.Schema{Columns: []types.Column{layout.column}}, KeyFormat: layout.format, KeyOptions: layout.options,
+		In: schema, Partitions: layout.partitions, NullKeys: true}, in)
 	// The join reads every column from the value, in the same layout.
 	cols := make([]types.Column, len(schema.Columns))
 	copy(cols, schema.Columns)
 	for i := range cols {
 		cols[i].Key = false
 	}
-	return g.Add("SOURCE-JOIN-"+table.Name+"-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
+	return g.Add("SOURCE-"+topic+"-repartition", &Source{Topic: full, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
 		Out: types.Schema{Columns: cols}}), nil
 }
 
@@ -380,18 +400,47 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	var ins [2]*Node
 	var stores [2]*Store
 	names := [2]string{"LEFT", "RIGHT"}
-	right := j.Right.(*planner.Scan).Source.Name
-	for i, n := range []planner.Node{j.Left, j.Right} {
-		scan, ok := n.(*planner.Scan)
-		if !ok {
-			return nil, fmt.Errorf("a stream join's sides must be streams")
-		}
-		ins[i] = g.Add("SOURCE-"+scan.Source.Name, scanSource(scan))
-		name := "JOIN-" + right + "-" + names[i]
-		stores[i] = &Store{Name: name, Kind: JoinWindowStore, Changelog: g.t.AppID + "-" + name + "-changelog",
-			KeyFormat: "JOIN-WINDOW", ValueFormat: scan.Source.ValueFormat, Schema: scan.Schema(), RetentionMs: j.Window.RetentionMs()}
+	scans := [2]*planner.Scan{sideScan(j.Left), sideScan(j.Right)}
+	if scans[0] == nil || scans[1] == nil {
+		return nil, fmt.Errorf("a stream join's sides must be streams")
 	}
-	op := &StreamStreamJoin{Type: j.Type, Left: j.Left.(*planner.Scan).Source.Name, Right: right,
+	right := scans[1].Source.Name
+	// Repartitioned sides are keyed like the side that is not (its
+	// format and partitions), or both like the left (KAFKA for a
+	// keyless one).
+	rep := [2]bool{j.Repartition, j.RepartitionRight}
+	keys := [2]expr.Expr{j.LeftKey, &expr.Column{Index: j.RightKey, Name: j.Right.Schema().Columns[j.RightKey].Name, T: j.LeftKey.Type()}}
+	layout := keyLayout{column: types.Column{Name: "K", Type: j.LeftKey.Type(), Key: true}}
+	by := scans[0].Source
+	if rep[0] && !rep[1] {
+		by = scans[1].Source
+	}
+	layout.format, layout.options, layout.partitions = by.KeyFormat, by.KeyOptions, by.Partitions
+	if ks := by.Schema.KeyIndexes(); len(ks) == 1 && !(rep[0] && rep[1]) {
+		layout.column = by.Schema.Columns[ks[0]] // encoded as that side's keys are
+	}
+	if layout.format == types.FormatNone {
+		layout.format, layout.options = types.FormatKafka, types.FormatOptions{}
+	}
+	for i, n := range []planner.Node{j.Left, j.Right} {
+		scan := scans[i]
+		name := "JOIN-" + right + "-" + names[i]
+		var err error
+		if rep[i] {
+			ins[i], err = repartitionSide(g, n, keys[i], layout, name, name)
+		} else {
+			ins[i] = g.Add("SOURCE-"+scan.Source.Name, scanSource(scan))
+		}
+		if err != nil {
+			return nil, err
+		}
+		stores[i] = &Store{Name: name, Kind: JoinWindowStore, Changelog: g.t.AppID + "-" + name + "-changelog",
+			KeyFormat: "JOIN-WINDOW", ValueFormat: scan.Source.ValueFormat, Schema: n.Schema(), RetentionMs: j.Window.RetentionMs()}
+		if rep[i] {
+			stores[i].ValueFormat = types.FormatJSON
+		}
+	}
+	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
 		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
 		LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}
 	if !j.Window.Legacy && j.Type != planner.InnerJoin {
@@ -400,4 +449,14 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 			KeyFormat: "JOIN-OUTER", ValueFormat: "RECORD", RetentionMs: j.Window.RetentionMs()}
 	}
 	return g.Add("JOIN-"+right, op, ins[0], ins[1]), nil
+}
+
+// sideScan returns the scan a join's side reads: n, or the scan under a
+// Rekey; nil for anything else.
+func sideScan(n planner.Node) *planner.Scan {
+	if rk, ok := n.(*planner.Rekey); ok {
+		n = rk.Input
+	}
+	s, _ := n.(*planner.Scan)
+	return s
 }

@@ -56,6 +56,9 @@ type Join struct {
 	// Repartition marks a left side that must be repartitioned by
 	// LeftKey (its key column after the Rekey) to meet the right's rows.
 	Repartition bool
+	// RepartitionRight marks, in a stream–stream join, a right side
+	// that must be repartitioned by its key column after a Rekey.
+	RepartitionRight bool
 	// Tables marks a table–table join on both primary keys: LeftKey is
 	// the left's key column, both inputs are changes of co-partitioned
 	// tables, and the join emits the joined row's changes (see

@@ -447,3 +447,20 @@ func (b *binder) joinKeyColumn(e expr.Expr) expr.Expr {
 	c := b.schema.Columns[k]
 	return &expr.Column{Index: k, Name: c.Name, T: c.Type}
 }
+
+// onSides returns the ON condition's two operands as written, the left
+// side's first (after joinCondition has bound it).
+func (b *binder) onSides(on ast.ExprNode) (left, right ast.ExprNode) {
+	for {
+		p, ok := on.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		on = p.Expr
+	}
+	bin := on.(*ast.BinaryOperationExpr)
+	if b.join.swapped {
+		return bin.R, bin.L
+	}
+	return bin.L, bin.R
+}

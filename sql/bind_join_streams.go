@@ -11,8 +11,9 @@ import (
 )
 
 // bindStreamJoin binds a join of two streams WITHIN a window, on their
-// key columns, any of INNER, LEFT, RIGHT and FULL OUTER. Joins on other
-// columns (which need both sides repartitioned) are refused for now.
+// key columns, any of INNER, LEFT, RIGHT and FULL OUTER. A side joined on
+// anything but its key column is repartitioned by its ON expression
+// first (keyed like the other side, or like the left when both are).
 func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withinClause) (*planner.Join, error) {
 	left, right := &js.sides[0], &js.sides[1]
 	switch {
@@ -39,20 +40,61 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	lkeys, rkeys := left.src.Schema.KeyIndexes(), right.src.Schema.KeyIndexes()
 	lkc, lok := lk.(*expr.Column)
 	rkc, rok := rk.(*expr.Column)
-	if !lok || !rok || len(lkeys) != 1 || len(rkeys) != 1 || lkc.Index != lkeys[0] || rkc.Index != right.offset+rkeys[0] {
-		return nil, b.errAt("ON", CodeFeatureNotSupport, "stream-stream joins on anything but both streams' key columns (which needs both repartitioned) are not supported yet. Got %s = %s; PARTITION BY the join expressions in CREATE STREAM … AS SELECT first", b.show(lk), b.show(rk))
+	// A side whose ON expression is not its key column is repartitioned
+	// by it; so is the right when the key formats differ.
+	lrep := !lok || len(lkeys) != 1 || lkc.Index != lkeys[0]
+	rrep := !rok || len(rkeys) != 1 || rkc.Index != right.offset+rkeys[0]
+	if !lrep && !rrep && left.src.KeyFormat != right.src.KeyFormat {
+		rrep = true
 	}
-	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
+	if lp, rp := left.src.Partitions, right.src.Partitions; !lrep && !rrep && lp > 0 && rp > 0 && lp != rp {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
-	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); stream-stream joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
+	for _, s := range []*joinSide{left, right} {
+		switch f := s.src.KeyFormat; f {
+		case types.FormatKafka, types.FormatJSON, types.FormatDelimited, types.FormatNone:
+		default:
+			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "stream-stream joins on %s keys are not supported yet", f)
+		}
 	}
-	switch f := right.src.KeyFormat; f {
-	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
-	default:
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "stream-stream joins on %s keys are not supported yet", f)
+	var leftNode, rightNode planner.Node = planner.NewScan(left.src), planner.NewScan(right.src)
+	leftKey, rightKey := 0, 0
+	if !lrep {
+		leftKey = lkeys[0]
+	}
+	if !rrep {
+		rightKey = rkeys[0]
+	}
+	if lrep || rrep {
+		_, rAST := b.onSides(j.On.Expr)
+		if lrep {
+			rekey, err := planner.NewRekey(leftNode, []expr.Expr{lk})
+			if err != nil {
+				return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
+			}
+			leftNode, leftKey, left.schema = rekey, rekey.Keys[0], rekey.Schema()
+			js.rekey = rekey
+		}
+		if rrep {
+			// The right's expression over the right's own rows.
+			join, src, alias, schema := b.join, b.src, b.alias, b.schema
+			b.join, b.src, b.alias, b.schema = nil, right.src, right.alias, right.src.RowSchema()
+			if b.alias == "" {
+				b.alias = right.name
+			}
+			re, err := b.expr(rAST)
+			b.join, b.src, b.alias, b.schema = join, src, alias, schema
+			if err != nil {
+				return nil, err
+			}
+			rekey, err := planner.NewRekey(rightNode, []expr.Expr{re})
+			if err != nil {
+				return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
+			}
+			rightNode, rightKey, right.schema = rekey, rekey.Keys[0], rekey.Schema()
+		}
+		right.offset = left.schema.Len()
 	}
 	win := planner.JoinWindow{BeforeMs: w.before, AfterMs: w.after, GraceMs: w.grace}
 	if w.grace < 0 {
@@ -66,10 +108,11 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 			synth = "ROWKEY_" + strconv.Itoa(n)
 		}
 	}
-	join, err := planner.NewStreamJoin(jt, planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, lkeys[0], rkeys[0], synth, win)
+	join, err := planner.NewStreamJoin(jt, leftNode, rightNode, left.name, right.name, leftKey, rightKey, synth, win)
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
+	join.Repartition, join.RepartitionRight = lrep, rrep
 	if synth != "" {
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}
