@@ -46,4 +46,7 @@ type Store struct {
 	// RetentionMs bounds how long window and session stores keep a
 	// window after it ends; 0 keeps everything (key-value stores).
 	RetentionMs int64
+	// Partitions is the changelog's partition count: its sub-topology's
+	// (a join's repartition topic's); 0 for the query input's.
+	Partitions int32
 }
