@@ -347,6 +347,18 @@ func repartitionSide(g *Graph, n planner.Node, key expr.Expr, layout keyLayout, 
 	if c, ok := rk.Exprs[0].(*expr.Column); !ok || c.Index != rk.Keys[0] {
 		in = g.Add("REKEY-"+name, &Rekey{Exprs: rk.Exprs, Keys: rk.Keys, Out: schema}, in)
 	}
+	joined := schema.Index(types.RowTime) < 0
+	if joined {
+		// An earlier join's rows: each side's pseudo columns are values
+		// here, and the rows read back get pseudo columns of their own
+		// after them (past the columns the join reads).
+		cols := make([]types.Column, len(schema.Columns))
+		copy(cols, schema.Columns)
+		for i := range cols {
+			cols[i].Pseudo = false
+		}
+		schema = types.Schema{Columns: cols}
+	}
 	full := g.t.AppID + "-" + topic + "-repartition"
 	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: []expr.Expr{key},
 		KeySchema: types.Schema{Columns: []types.Column{layout.column}}, KeyFormat: layout.format, KeyOptions: layout.options,
@@ -356,6 +368,9 @@ func repartitionSide(g *Graph, n planner.Node, key expr.Expr, layout keyLayout, 
 	copy(cols, schema.Columns)
 	for i := range cols {
 		cols[i].Key = false
+	}
+	if joined {
+		cols = append(cols, types.PseudoColumns...)
 	}
 	return g.Add("SOURCE-"+topic+"-repartition", &Source{Topic: full, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
 		Out: types.Schema{Columns: cols}}), nil

@@ -175,7 +175,14 @@ func JoinSchema(left, right types.Schema, leftName, rightName string) types.Sche
 
 // JoinColumnName is the name of a side's column in a join's rows, as
 // ksqlDB generates it: <source alias>_<column>.
-func JoinColumnName(source, column string) string { return source + "_" + column }
+// An empty source (the left of an N-way join, whose columns are named
+// already) keeps the column's name.
+func JoinColumnName(source, column string) string {
+	if source == "" {
+		return column
+	}
+	return source + "_" + column
+}
 
 func (j *Join) Schema() types.Schema { return j.out }
 func (j *Join) Children() []Node     { return []Node{j.Left, j.Right} }

@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"strings"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 
@@ -19,6 +21,19 @@ type joinSide struct {
 	alias, name string
 	schema      types.Schema // the source's rows
 	offset      int          // position of its first column in the join's rows
+	// node and inner are set for the left side of an N-way join: the
+	// join of the sides before it (its plan and its scope); src is then
+	// a stand-in describing its rows (their key, format, partitions).
+	node  planner.Node
+	inner *joinScope
+}
+
+// plan returns what the side reads: its source, or the join before it.
+func (s *joinSide) plan() planner.Node {
+	if s.node != nil {
+		return s.node
+	}
+	return planner.NewScan(s.src)
 }
 
 // is reports whether qualifier q names the side.
@@ -27,6 +42,10 @@ func (s *joinSide) is(q string) bool { return q == s.name || q == s.src.Name }
 // joinScope is what names resolve against in a join's SELECT.
 type joinScope struct {
 	sides [2]joinSide
+	// leaves are the sources of the join's rows in order, each with its
+	// offset in them: the two sides, or for an N-way join the sources of
+	// the join on its left, then its right. Names resolve against them.
+	leaves []*joinSide
 	// on is set while binding the ON condition (for ksqlDB's errors).
 	on bool
 	// rekey is set when the stream is repartitioned by the join
@@ -43,10 +62,19 @@ type joinScope struct {
 // side returns the side whose columns include position i of the join's
 // rows.
 func (js *joinScope) side(i int) *joinSide {
-	if i >= js.sides[1].offset {
-		return &js.sides[1]
+	for k := len(js.leaves) - 1; k > 0; k-- {
+		if i >= js.leaves[k].offset {
+			return js.leaves[k]
+		}
 	}
-	return &js.sides[0]
+	return js.leaves[0]
+}
+
+// end is the position after the last source's columns in the join's
+// rows (a FULL join's synthetic key, a table function's columns follow).
+func (js *joinScope) end() int {
+	last := js.leaves[len(js.leaves)-1]
+	return last.offset + last.schema.Len()
 }
 
 // bindJoin binds FROM left [INNER|LEFT] JOIN right ON … into a Join of a
@@ -62,14 +90,21 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		}
 		j.Left = l.Left
 	}
-	if _, nested := j.Left.(*ast.Join); nested {
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are not supported yet")
-	}
 	if _, nested := j.Right.(*ast.Join); nested {
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are not supported yet")
 	}
 	js := &joinScope{synth: -1}
+	if l, nested := j.Left.(*ast.Join); nested {
+		// a JOIN b … JOIN c …: the join of a and b is the left side,
+		// planned first, as ksqlDB plans joins from left to right.
+		if err := b.nestedLeft(sel, l, js); err != nil {
+			return nil, err
+		}
+	}
 	for i, rs := range []ast.ResultSetNode{j.Left, j.Right} {
+		if i == 0 && js.sides[0].inner != nil {
+			continue
+		}
 		ts, ok := rs.(*ast.TableSource)
 		if !ok {
 			return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")
@@ -90,6 +125,19 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	}
 	left, right := &js.sides[0], &js.sides[1]
 	right.offset = left.schema.Len()
+	if left.inner != nil {
+		js.leaves = append(append(js.leaves, left.inner.leaves...), right)
+		for _, l := range left.inner.leaves {
+			if l.src.Name == right.src.Name {
+				return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join '%s' to '%s': self joins are not yet supported.", l.src.Name, right.src.Name)
+			}
+			if l.name == right.name {
+				return nil, b.errAt("JOIN", CodeDuplicateObject, "the sides of a join need different names: two are %s; give one an alias", right.name)
+			}
+		}
+	} else {
+		js.leaves = []*joinSide{left, right}
+	}
 	typ := "INNER"
 	switch {
 	case sel.fullJoin >= 0:
@@ -162,7 +210,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
-	var leftNode planner.Node = planner.NewScan(left.src)
+	leftNode := left.plan()
 	if repartition {
 		// The stream's rows get the join expression as their key column
 		// (a new column unless it is one already); the join's rows then
@@ -271,9 +319,9 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 	var side *joinSide
 	i := -1
 	if q != "" {
-		for k := range js.sides {
-			if js.sides[k].is(q) {
-				side = &js.sides[k]
+		for _, l := range js.leaves {
+			if l.is(q) {
+				side = l
 			}
 		}
 		if side == nil {
@@ -286,21 +334,28 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			return nil, b.qualErr(q, name, CodeUndefinedColumn, "column %s.%s does not exist: %s has no column %s", q, name, side.src.Name, name)
 		}
 	} else {
-		l, r := js.sides[0].schema.Index(name), js.sides[1].schema.Index(name)
+		var found []*joinSide
+		for _, l := range js.leaves {
+			if k := l.schema.Index(name); k >= 0 {
+				found = append(found, l)
+				side, i = l, k
+			}
+		}
 		switch {
-		case l >= 0 && r >= 0:
-			return nil, b.errAt(name, CodeSyntaxError, "Column '%s' is ambiguous. Could be %s.%s or %s.%s.", name, js.sides[0].name, name, js.sides[1].name, name)
-		case l >= 0:
-			side, i = &js.sides[0], l
-		case r >= 0:
-			side, i = &js.sides[1], r
+		case len(found) > 1:
+			return nil, b.errAt(name, CodeSyntaxError, "Column '%s' is ambiguous. Could be %s.%s or %s.%s.", name, found[0].name, name, found[1].name, name)
+		case len(found) == 1:
 		case js.synth >= 0 && name == js.synthName:
 			c := b.schema.Columns[js.synth]
 			return &expr.Column{Index: js.synth, Name: c.Name, T: c.Type}, nil
 		case js.on:
 			return nil, b.errAt(name, CodeUndefinedColumn, "JOIN ON column '%s' cannot be resolved.", name)
 		default:
-			return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s or %s", name, js.sides[0].src.Name, js.sides[1].src.Name)
+			names := make([]string, len(js.leaves))
+			for k, l := range js.leaves {
+				names[k] = l.src.Name
+			}
+			return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, strings.Join(names, " or "))
 		}
 	}
 	c := b.schema.Columns[side.offset+i]
@@ -312,17 +367,15 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 // sides have a column of that name.
 func (b *binder) joinName(c *expr.Column) string {
 	js := b.join
-	if c.Index >= js.sides[1].offset+js.sides[1].schema.Len() {
+	if c.Index >= js.end() {
 		return c.Name // a column added after the join (a table function's)
 	}
 	side := js.side(c.Index)
-	other := &js.sides[0]
-	if side == other {
-		other = &js.sides[1]
-	}
 	col := side.schema.Columns[c.Index-side.offset].Name
-	if other.schema.Index(col) >= 0 {
-		return c.Name
+	for _, l := range js.leaves {
+		if l != side && l.schema.Index(col) >= 0 {
+			return c.Name
+		}
 	}
 	return col
 }
@@ -330,7 +383,7 @@ func (b *binder) joinName(c *expr.Column) string {
 // show renders a bound expression of a join for errors: a column as
 // side.COLUMN, as the user wrote it.
 func (b *binder) show(e expr.Expr) string {
-	if c, ok := e.(*expr.Column); ok && b.join != nil && c.Index < b.join.sides[1].offset+b.join.sides[1].schema.Len() {
+	if c, ok := e.(*expr.Column); ok && b.join != nil && c.Index < b.join.end() {
 		side := b.join.side(c.Index)
 		return side.name + "." + side.schema.Columns[c.Index-side.offset].Name
 	}
@@ -340,8 +393,7 @@ func (b *binder) show(e expr.Expr) string {
 // sideColumns returns the positions of the columns SELECT q.* gives in a
 // join: the visible columns of the side q names.
 func (b *binder) sideColumns(q string) ([]int, error) {
-	for k := range b.join.sides {
-		s := &b.join.sides[k]
+	for _, s := range b.join.leaves {
 		if s.is(q) {
 			var out []int
 			for _, i := range s.schema.Visible() {
@@ -463,4 +515,35 @@ func (b *binder) onSides(on ast.ExprNode) (left, right ast.ExprNode) {
 		return bin.R, bin.L
 	}
 	return bin.L, bin.R
+}
+
+// nestedLeft binds the join on the left of a JOIN (a JOIN b … in a JOIN b
+// … JOIN c …) and makes it js's left side: its rows, with the names of
+// its sources. The left join must give a stream (this release joins its
+// result to tables only).
+func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
+	if sel.within != nil || sel.fullJoin >= 0 {
+		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with WITHIN or FULL OUTER JOIN are not supported yet")
+	}
+	inner, err := b.bindJoin(sel, l)
+	if err != nil {
+		return err
+	}
+	if inner.Tables || inner.Window != nil {
+		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are supported for a stream joined to tables, one after the other; not yet after a table–table or stream–stream join")
+	}
+	scope := b.join
+	first := scope.leaves[0].src
+	rows := inner.Schema()
+	// The stand-in for the left join's rows: a stream keyed by the join
+	// key, in the format and partitions of the topic it was joined on.
+	stand := &catalog.Source{Name: first.Name, Kind: catalog.Stream, KeyFormat: first.KeyFormat, KeyOptions: first.KeyOptions,
+		Partitions: first.Partitions, Schema: rows}
+	if inner.Repartition {
+		t := inner.Right.(*planner.Scan).Source
+		stand.KeyFormat, stand.KeyOptions, stand.Partitions = t.KeyFormat, t.KeyOptions, t.Partitions
+	}
+	left := &js.sides[0]
+	left.src, left.schema, left.node, left.inner = stand, rows, inner, scope
+	return nil
 }
