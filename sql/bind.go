@@ -50,6 +50,11 @@ func (b *binder) identPos(name string) int {
 }
 
 func (b *binder) errAt(name, code, format string, args ...any) *Error {
+	if name == "ON" && b.join != nil {
+		if pos := b.onPos(); pos >= 0 {
+			return errorAt(b.text, pos, code, format, args...) // this join's ON, in an N-way join
+		}
+	}
 	if pos := b.identPos(name); pos >= 0 {
 		return errorAt(b.text, pos, code, format, args...)
 	}

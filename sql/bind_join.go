@@ -547,3 +547,20 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	left.src, left.schema, left.node, left.inner = stand, rows, inner, scope
 	return nil
 }
+
+// onPos returns the position of the ON of the join being bound (the
+// n-th ON of an N-way join), or -1.
+func (b *binder) onPos() int {
+	n := len(b.join.leaves) - 1
+	if n < 1 {
+		return -1
+	}
+	for _, t := range b.toks {
+		if t.kind == tIdent && t.is("ON") {
+			if n--; n == 0 {
+				return t.pos
+			}
+		}
+	}
+	return -1
+}
