@@ -192,6 +192,8 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 				if cols, err = b.sideColumns(q); err != nil {
 					return nil, err
 				}
+			} else if b.join != nil {
+				cols = keysFirst(b.schema, cols) // a join's key (repartitioned, synthetic) first, as ksqlDB lists it
 			}
 			for _, c := range cols {
 				col := b.schema.Columns[c]

@@ -564,3 +564,20 @@ func (b *binder) onPos() int {
 	}
 	return -1
 }
+
+// keysFirst returns cols with the key columns first, the others after
+// them, each in their order.
+func keysFirst(schema types.Schema, cols []int) []int {
+	out := make([]int, 0, len(cols))
+	for _, c := range cols {
+		if schema.Columns[c].Key {
+			out = append(out, c)
+		}
+	}
+	for _, c := range cols {
+		if !schema.Columns[c].Key {
+			out = append(out, c)
+		}
+	}
+	return out
+}
