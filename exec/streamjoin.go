@@ -69,6 +69,10 @@ type streamJoinOp struct {
 	dels                 [][]byte
 }
 
+// errNullJoinKey marks a stream–stream join's row whose key is NULL: it
+// joins nothing, and is skipped and logged.
+var errNullJoinKey = fmt.Errorf("%w: a stream-stream join's row needs a join key; this one is NULL", types.ErrBadRecord)
+
 // streamJoinSide is one stream of a stream join.
 type streamJoinSide struct {
 	store     *taskStore
@@ -148,7 +152,8 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 	}
 	r := c.Record
 	if row[j.sides[s].key].Null || r.Key == nil {
-		return nil // a row without a key joins nothing (Kafka Streams drops it)
+		// Kafka Streams drops it too; it is logged as skipped.
+		return errNullJoinKey
 	}
 	ts := c.Timestamp
 	before, after := j.before, j.after
