@@ -138,6 +138,12 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	} else {
 		js.leaves = []*joinSide{left, right}
 	}
+	// The WITHIN clause, when it is this join's (between its JOIN and its
+	// ON in an N-way join).
+	within := sel.within
+	if n := len(js.leaves) - 1; within != nil && (within.pos < b.nthOn(n-1) || within.pos > b.nthOn(n)) {
+		within = nil
+	}
 	typ := "INNER"
 	switch {
 	case sel.fullJoin >= 0:
@@ -157,12 +163,14 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		return nil, b.errAt("JOIN", CodeDuplicateObject, "the two sides of a join need different names: both are %s; give one an alias", left.name)
 	case left.src.Kind == catalog.Table && right.src.Kind == catalog.Stream:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Invalid join order: table-stream joins are not supported; only stream-table joins. Got %s.", got)
-	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && sel.within == nil:
+	case left.inner != nil && right.src.Kind == catalog.Stream:
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "joining %s to the result of another join is not supported yet: a stream–stream join must come first in a join of more than two sources", right.src.Name)
+	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && within == nil:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. To learn about how to specify a WITHIN clause with a stream-stream join, please visit: https://docs.confluent.io/current/ksql/docs/syntax-reference.html#create-stream-as-select")
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream:
-		return b.bindStreamJoin(j, js, typ, sel.within)
-	case sel.within != nil:
-		return nil, errorAt(b.text, sel.within.pos, CodeFeatureNotSupport, "A window definition was provided for a Stream-Table or Table-Table join. These joins are not windowed. Got %s.", got)
+		return b.bindStreamJoin(j, js, typ, within)
+	case within != nil:
+		return nil, errorAt(b.text, within.pos, CodeFeatureNotSupport, "A window definition was provided for a Stream-Table or Table-Table join. These joins are not windowed. Got %s.", got)
 	case left.src.Kind == catalog.Table:
 		return b.bindTableJoin(j, js, typ)
 	case typ == "FULL":
@@ -519,28 +527,36 @@ func (b *binder) onSides(on ast.ExprNode) (left, right ast.ExprNode) {
 
 // nestedLeft binds the join on the left of a JOIN (a JOIN b … in a JOIN b
 // … JOIN c …) and makes it js's left side: its rows, with the names of
-// its sources. The left join must give a stream (this release joins its
-// result to tables only).
+// its sources, keyed by its join key. The left join must give a stream
+// (a stream–table or stream–stream join).
 func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
-	if sel.within != nil || sel.fullJoin >= 0 {
-		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with WITHIN or FULL OUTER JOIN are not supported yet")
+	if sel.fullJoin >= 0 {
+		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with FULL OUTER JOIN are not supported yet")
 	}
 	inner, err := b.bindJoin(sel, l)
 	if err != nil {
 		return err
 	}
-	if inner.Tables || inner.Window != nil {
-		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are supported for a stream joined to tables, one after the other; not yet after a table–table or stream–stream join")
+	if inner.Tables {
+		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are supported for streams joined to tables (or first to one stream), one after the other; not yet after a table–table join")
 	}
 	scope := b.join
-	first := scope.leaves[0].src
+	first := scope.sides[0].src // the inner join's left: a source, or its own stand-in
 	rows := inner.Schema()
 	// The stand-in for the left join's rows: a stream keyed by the join
 	// key, in the format and partitions of the topic it was joined on.
 	stand := &catalog.Source{Name: first.Name, Kind: catalog.Stream, KeyFormat: first.KeyFormat, KeyOptions: first.KeyOptions,
 		Partitions: first.Partitions, Schema: rows}
-	if inner.Repartition {
-		t := inner.Right.(*planner.Scan).Source
+	switch {
+	case inner.Window != nil && inner.Repartition && inner.RepartitionRight:
+		// Both streams were repartitioned, keyed like the left (KAFKA
+		// for a keyless one).
+		if stand.KeyFormat == types.FormatNone {
+			stand.KeyFormat, stand.KeyOptions = types.FormatKafka, types.FormatOptions{}
+		}
+	case inner.Repartition:
+		// Keyed like the right side it was repartitioned to meet.
+		t := scope.leaves[len(scope.leaves)-1].src
 		stand.KeyFormat, stand.KeyOptions, stand.Partitions = t.KeyFormat, t.KeyOptions, t.Partitions
 	}
 	left := &js.sides[0]
@@ -580,4 +596,20 @@ func keysFirst(schema types.Schema, cols []int) []int {
 		}
 	}
 	return out
+}
+
+// nthOn returns the position of the statement's n-th ON (-1 for n < 1,
+// the text's end when there are fewer).
+func (b *binder) nthOn(n int) int {
+	if n < 1 {
+		return -1
+	}
+	for _, t := range b.toks {
+		if t.kind == tIdent && t.is("ON") {
+			if n--; n == 0 {
+				return t.pos
+			}
+		}
+	}
+	return len(b.text)
 }
