@@ -29,13 +29,16 @@ const (
 	FullJoin JoinType = "FULL"
 )
 
-// Join is a stream–table join on the table's primary key, as ksqlDB
-// defines it: each row of the left (a stream) looks up the right (a
-// table) by LeftKey; the table's changes only update what later stream
-// rows find. Its rows are the left's columns then the right's, each
-// named <alias>_<column> (the source's alias, or its name); the left's
-// key columns stay key columns, the right's become value columns. The
-// timestamp of an output row is the stream row's.
+// Join joins two inputs as ksqlDB defines it. By default it is a
+// stream–table join on the table's primary key: each row of the left (a
+// stream, or an earlier join's rows) looks up the right (a table) by
+// LeftKey; the table's changes only update what later stream rows find,
+// and an output row's timestamp is the stream row's. Tables and Window
+// make it a table–table or a stream–stream join (see NewTableJoin,
+// NewStreamJoin). Its rows are the left's columns then the right's, each
+// named <alias>_<column> (the source's alias, or its name; the columns of
+// an earlier join keep their names); the left's key columns stay key
+// columns, the right's become value columns.
 //
 // When Repartition is set, the left is a Rekey by the join expression
 // and its rows are written to a repartition topic keyed like the table

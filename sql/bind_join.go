@@ -77,10 +77,12 @@ func (js *joinScope) end() int {
 	return last.offset + last.schema.Len()
 }
 
-// bindJoin binds FROM left [INNER|LEFT] JOIN right ON … into a Join of a
-// stream with a table on the table's primary key. What this release does
-// not run (other join kinds, joins that need a repartition) is refused
-// with ksqlDB's error where it has one.
+// bindJoin binds FROM left [INNER|LEFT|RIGHT|FULL] JOIN right [WITHIN …]
+// ON … into a Join: stream–table (here), table–table (bindTableJoin) or
+// stream–stream (bindStreamJoin); a left that is itself a join (a JOIN b
+// … JOIN c …) is bound first (nestedLeft). What this release does not
+// run (foreign-key joins, some N-way shapes) is refused with ksqlDB's
+// error where it has one.
 func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	// FROM a, b nests the first source in a join of its own.
 	for {
