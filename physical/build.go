@@ -299,8 +299,12 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		Schema:               tscan.Schema(),
 	}
 	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
-	return g.Add("JOIN-"+src.Name, &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
-		Store: store, Out: j.Schema()}, left, mat), nil
+	op := &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
+		Store: store, Out: j.Schema()}
+	if len(j.LeftKeys) > 1 {
+		op.LeftKeys, op.TableKeys = j.LeftKeys, j.RightKeys
+	}
+	return g.Add("JOIN-"+src.Name, op, left, mat), nil
 }
 
 // joinRepartition adds the sub-topology that repartitions a join's
@@ -314,15 +318,22 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 // testdata/topologies.
 func joinRepartition(g *Graph, j *planner.Join, tscan *planner.Scan) (*Node, error) {
 	table := tscan.Source
-	tkey := table.Schema.Columns[table.Schema.KeyIndexes()[0]]
-	return repartitionSide(g, j.Left, j.LeftKey, keyLayout{column: tkey, format: table.KeyFormat, options: table.KeyOptions, partitions: table.Partitions},
-		"JOIN-"+table.Name, "JOIN-"+table.Name)
+	keys, rights := []expr.Expr{j.LeftKey}, []int{j.RightKey}
+	if len(j.LeftKeys) > 1 {
+		keys, rights = j.LeftKeys, j.RightKeys
+	}
+	layout := keyLayout{format: table.KeyFormat, options: table.KeyOptions, partitions: table.Partitions}
+	rs := j.Right.Schema()
+	for _, r := range rights {
+		layout.columns = append(layout.columns, rs.Columns[r])
+	}
+	return repartitionSide(g, j.Left, keys, layout, "JOIN-"+table.Name, "JOIN-"+table.Name)
 }
 
 // keyLayout is how a join's repartition topic keys its rows: the key
 // column (its name and type), its format, and the topic's partitions.
 type keyLayout struct {
-	column     types.Column
+	columns    []types.Column
 	format     string
 	options    types.FormatOptions
 	partitions int32
@@ -334,9 +345,9 @@ type keyLayout struct {
 // column, and REPARTITION-<name> writing <appid>-<topic>-repartition
 // keyed by layout — and returns SOURCE-<topic>-repartition, which reads
 // the topic back in the join's sub-topology.
-func repartitionSide(g *Graph, n planner.Node, key expr.Expr, layout keyLayout, name, topic string) (*Node, error) {
+func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayout, name, topic string) (*Node, error) {
 	rk, ok := n.(*planner.Rekey)
-	if !ok || len(rk.Exprs) != 1 {
+	if !ok || len(rk.Exprs) != len(keys) {
 		return nil, fmt.Errorf("a repartitioned join's side must be rekeyed by the join expression")
 	}
 	in, err := chain(g, rk.Input, false)
@@ -344,8 +355,11 @@ func repartitionSide(g *Graph, n planner.Node, key expr.Expr, layout keyLayout, 
 		return nil, err
 	}
 	schema := rk.Schema()
-	if c, ok := rk.Exprs[0].(*expr.Column); !ok || c.Index != rk.Keys[0] {
-		in = g.Add("REKEY-"+name, &Rekey{Exprs: rk.Exprs, Keys: rk.Keys, Out: schema}, in)
+	for i, e := range rk.Exprs {
+		if c, ok := e.(*expr.Column); !ok || c.Index != rk.Keys[i] {
+			in = g.Add("REKEY-"+name, &Rekey{Exprs: rk.Exprs, Keys: rk.Keys, Out: schema}, in)
+			break
+		}
 	}
 	joined := schema.Index(types.RowTime) < 0
 	if joined {
@@ -360,8 +374,8 @@ func repartitionSide(g *Graph, n planner.Node, key expr.Expr, layout keyLayout, 
 		schema = types.Schema{Columns: cols}
 	}
 	full := g.t.AppID + "-" + topic + "-repartition"
-	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: []expr.Expr{key},
-		KeySchema: types.Schema{Columns: []types.Column{layout.column}}, KeyFormat: layout.format, KeyOptions: layout.options,
+	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: keys,
+		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: layout.options,
 		In: schema, Partitions: layout.partitions, NullKeys: true}, in)
 	// The join reads every column from the value, in the same layout.
 	cols := make([]types.Column, len(schema.Columns))
@@ -425,14 +439,14 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	// keyless one).
 	rep := [2]bool{j.Repartition, j.RepartitionRight}
 	keys := [2]expr.Expr{j.LeftKey, &expr.Column{Index: j.RightKey, Name: j.Right.Schema().Columns[j.RightKey].Name, T: j.LeftKey.Type()}}
-	layout := keyLayout{column: types.Column{Name: "K", Type: j.LeftKey.Type(), Key: true}}
+	layout := keyLayout{columns: []types.Column{{Name: "K", Type: j.LeftKey.Type(), Key: true}}}
 	by := scans[0].Source
 	if rep[0] && !rep[1] {
 		by = scans[1].Source
 	}
 	layout.format, layout.options, layout.partitions = by.KeyFormat, by.KeyOptions, by.Partitions
 	if ks := by.Schema.KeyIndexes(); len(ks) == 1 && !(rep[0] && rep[1]) {
-		layout.column = by.Schema.Columns[ks[0]] // encoded as that side's keys are
+		layout.columns = []types.Column{by.Schema.Columns[ks[0]]} // encoded as that side's keys are
 	}
 	if layout.format == types.FormatNone {
 		layout.format, layout.options = types.FormatKafka, types.FormatOptions{}
@@ -442,7 +456,7 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		name := "JOIN-" + right + "-" + names[i]
 		var err error
 		if rep[i] {
-			ins[i], err = repartitionSide(g, n, keys[i], layout, name, name)
+			ins[i], err = repartitionSide(g, n, []expr.Expr{keys[i]}, layout, name, name)
 		} else {
 			ins[i] = g.Add("SOURCE-"+scan.Source.Name, scanSource(scan))
 		}

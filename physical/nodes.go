@@ -248,14 +248,32 @@ type StreamTableJoin struct {
 	// the position of the table's key column in its rows.
 	LeftKey  expr.Expr
 	TableKey int
-	Store    *Store
-	Out      types.Schema
+	// LeftKeys and TableKeys are all the key pairs of a table with
+	// several key columns (LeftKey and TableKey are their first); nil
+	// for one.
+	LeftKeys  []expr.Expr
+	TableKeys []int
+	Store     *Store
+	Out       types.Schema
 }
 
 func (j *StreamTableJoin) Schema() types.Schema { return j.Out }
 func (j *StreamTableJoin) Explain(name string) string {
-	return fmt.Sprintf("  --> %s  StreamTableJoin: %s JOIN %s ON %s = %s.%s (store: %s, changelog: %s)\n", name, j.typ(), j.Table,
-		j.LeftKey, j.Table, j.Store.Schema.Columns[j.TableKey].Name, j.Store.Name, j.Store.Changelog)
+	on := fmt.Sprintf("%s = %s.%s", j.LeftKey, j.Table, j.Store.Schema.Columns[j.TableKey].Name)
+	for i := 1; i < len(j.LeftKeys); i++ {
+		on += fmt.Sprintf(" AND %s = %s.%s", j.LeftKeys[i], j.Table, j.Store.Schema.Columns[j.TableKeys[i]].Name)
+	}
+	return fmt.Sprintf("  --> %s  StreamTableJoin: %s JOIN %s ON %s (store: %s, changelog: %s)\n", name, j.typ(), j.Table,
+		on, j.Store.Name, j.Store.Changelog)
+}
+
+// Keys returns the join's key pairs: the stream's expressions and the
+// positions of the table's key columns.
+func (j *StreamTableJoin) Keys() ([]expr.Expr, []int) {
+	if len(j.LeftKeys) > 0 {
+		return j.LeftKeys, j.TableKeys
+	}
+	return []expr.Expr{j.LeftKey}, []int{j.TableKey}
 }
 func (j *StreamTableJoin) stores() []*Store { return []*Store{j.Store} }
 func (j *StreamTableJoin) shape() string {
@@ -271,7 +289,10 @@ func (j *StreamTableJoin) typ() planner.JoinType {
 // markRead marks the stream's columns the join reads (its key); the
 // stream's columns keep their positions in the joined row, which goes on.
 func (j *StreamTableJoin) markRead(read []bool) bool {
-	expr.MarkColumns(j.LeftKey, read)
+	keys, _ := j.Keys()
+	for _, k := range keys {
+		expr.MarkColumns(k, read)
+	}
 	return false
 }
 

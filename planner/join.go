@@ -56,6 +56,11 @@ type Join struct {
 	// rows.
 	LeftKey  expr.Expr
 	RightKey int
+	// LeftKeys and RightKeys are all the key pairs of a stream–table
+	// join on a table with several key columns (LeftKey and RightKey
+	// are their first); nil for the other joins.
+	LeftKeys  []expr.Expr
+	RightKeys []int
 	// Repartition marks a left side that must be repartitioned by
 	// LeftKey (its key column after the Rekey) to meet the right's rows.
 	Repartition bool
@@ -151,12 +156,22 @@ func newKeyJoin(typ JoinType, left, right Node, leftName, rightName string, left
 // NewJoin joins left to right on leftKey = right's column rightKey,
 // naming the sides' columns with leftName and rightName.
 func NewJoin(typ JoinType, left, right Node, leftName, rightName string, leftKey expr.Expr, rightKey int) (*Join, error) {
+	return NewJoinKeys(typ, left, right, leftName, rightName, []expr.Expr{leftKey}, []int{rightKey})
+}
+
+// NewJoinKeys is NewJoin on several key columns of the right (a table
+// with a composite primary key): leftKeys[i] = right's column
+// rightKeys[i].
+func NewJoinKeys(typ JoinType, left, right Node, leftName, rightName string, leftKeys []expr.Expr, rightKeys []int) (*Join, error) {
 	ls, rs := left.Schema(), right.Schema()
-	if lt, rt := leftKey.Type(), rs.Columns[rightKey].Type; !lt.Equal(rt) {
-		return nil, fmt.Errorf("types don't match: %s is %s, %s.%s is %s", leftKey, lt, rightName, rs.Columns[rightKey].Name, rt)
+	for i, lk := range leftKeys {
+		if lt, rt := lk.Type(), rs.Columns[rightKeys[i]].Type; !lt.Equal(rt) {
+			return nil, fmt.Errorf("types don't match: %s is %s, %s.%s is %s", lk, lt, rightName, rs.Columns[rightKeys[i]].Name, rt)
+		}
 	}
 	return &Join{Type: typ, Left: left, Right: right, LeftName: leftName, RightName: rightName,
-		LeftKey: leftKey, RightKey: rightKey, out: JoinSchema(ls, rs, leftName, rightName)}, nil
+		LeftKey: leftKeys[0], RightKey: rightKeys[0], LeftKeys: leftKeys, RightKeys: rightKeys,
+		out: JoinSchema(ls, rs, leftName, rightName)}, nil
 }
 
 // JoinSchema is the layout of a join's rows: the left's columns, then
@@ -195,7 +210,11 @@ func (j *Join) String() string {
 	if j.Window != nil {
 		w = " " + j.Window.String()
 	}
-	return fmt.Sprintf("Join %s %s%s ON %s = %s.%s", j.Type, j.RightName, w, j.LeftKey, j.RightName, rs.Columns[j.RightKey].Name)
+	on := fmt.Sprintf("%s = %s.%s", j.LeftKey, j.RightName, rs.Columns[j.RightKey].Name)
+	for i := 1; i < len(j.LeftKeys); i++ {
+		on += fmt.Sprintf(" AND %s = %s.%s", j.LeftKeys[i], j.RightName, rs.Columns[j.RightKeys[i]].Name)
+	}
+	return fmt.Sprintf("Join %s %s%s ON %s", j.Type, j.RightName, w, on)
 }
 
 // RightOffset is the position of the right's first column in the join's

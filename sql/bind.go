@@ -481,6 +481,13 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		// it, in ksqlDB's default key format.
 		target.KeyFormat = types.FormatKafka
 	}
+	if join != nil && target.KeyFormat == types.FormatKafka && len(target.Schema.KeyIndexes()) > 1 {
+		// Keyed by a table's composite key, in its key format.
+		target.KeyFormat = types.FormatJSON
+		if rs, ok := join.Right.(*planner.Scan); ok && rs.Source.KeyFormat != types.FormatKafka {
+			target.KeyFormat = rs.Source.KeyFormat
+		}
+	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
 	}

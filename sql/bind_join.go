@@ -190,31 +190,57 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	}
 	b.join = js
 	b.schema = planner.JoinSchema(left.schema, right.schema, left.name, right.name)
-	js.on = true
-	lk, rk, err := b.joinCondition(j.On.Expr)
-	js.on = false
+	// ON: one equality per key column of the table (several, ANDed, for
+	// a table with several key columns), in the table's key order.
+	tkeys := right.src.Schema.KeyIndexes()
+	bindOn := func() (lks []expr.Expr, rks []int, err error) {
+		js.on = true
+		ls, rs, err := b.joinConditions(j.On.Expr)
+		js.on = false
+		if err != nil {
+			return nil, nil, err
+		}
+		lks, rks = make([]expr.Expr, len(tkeys)), make([]int, len(tkeys))
+		for k, rk := range rs {
+			lk := ls[k]
+			rkc, isCol := rk.(*expr.Column)
+			at := -1
+			for n, tk := range tkeys {
+				if isCol && rkc.Index == right.offset+tk && lks[n] == nil {
+					at = n
+				}
+			}
+			if at < 0 || len(rs) != len(tkeys) {
+				return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: stream-table joins require to join on the table's primary key. Got %s = %s.", b.show(lk), b.show(rk))
+			}
+			if lt, rt := lk.Type(), rk.Type(); !lt.Equal(rt) {
+				return nil, nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
+			}
+			lks[at], rks[at] = lk, tkeys[at]
+		}
+		return lks, rks, nil
+	}
+	lks, rks, err := bindOn()
 	if err != nil {
 		return nil, err
 	}
-	// The ON's table side must be the table's primary key. Its stream
-	// side may be any expression: unless it is the stream's key column
-	// (in the table's key format), the stream is repartitioned by it
-	// first, into as many partitions as the table has.
-	rkc, isCol := rk.(*expr.Column)
-	if tkeys := right.src.Schema.KeyIndexes(); !isCol || len(tkeys) != 1 || rkc.Index != right.offset+tkeys[0] {
-		return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: stream-table joins require to join on the table's primary key. Got %s = %s.", b.show(lk), b.show(rk))
-	}
-	if lt, rt := lk.Type(), rk.Type(); !lt.Equal(rt) {
-		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
-	}
+	// Unless the ON's stream side is the stream's key columns (in the
+	// table's key format), the stream is repartitioned by it first, into
+	// as many partitions as the table has.
 	switch f := right.src.KeyFormat; f {
 	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
 	default:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins on %s keys are not supported yet", f)
 	}
-	lkc, isCol := lk.(*expr.Column)
 	skeys := left.src.Schema.KeyIndexes()
-	keyJoin := isCol && len(skeys) == 1 && lkc.Index == skeys[0]
+	keyJoin := len(skeys) == len(lks)
+	for n, lk := range lks {
+		lkc, isCol := lk.(*expr.Column)
+		keyJoin = keyJoin && isCol && lkc.Index == skeys[n]
+		// Several key columns are fields of one key: the same bytes only
+		// under the same names.
+		keyJoin = keyJoin && (len(lks) == 1 || left.schema.Columns[skeys[n]].Name == right.schema.Columns[tkeys[n]].Name)
+	}
 	repartition := !keyJoin || left.src.KeyFormat != right.src.KeyFormat
 	if lp, rp := left.src.Partitions, right.src.Partitions; !repartition && lp > 0 && rp > 0 && lp != rp {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
@@ -222,10 +248,11 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	}
 	leftNode := left.plan()
 	if repartition {
-		// The stream's rows get the join expression as their key column
-		// (a new column unless it is one already); the join's rows then
-		// start with those rows, so ON is bound again over them.
-		rekey, err := planner.NewRekey(leftNode, []expr.Expr{lk})
+		// The stream's rows get the join expressions as their key
+		// columns (new columns unless they are columns already); the
+		// join's rows then start with those rows, so ON is bound again
+		// over them.
+		rekey, err := planner.NewRekey(leftNode, append([]expr.Expr(nil), lks...))
 		if err != nil {
 			return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 		}
@@ -233,23 +260,24 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		left.schema = rekey.Schema()
 		right.offset = left.schema.Len()
 		b.schema = planner.JoinSchema(left.schema, right.schema, left.name, right.name)
-		js.on = true
-		_, rk, err = b.joinCondition(j.On.Expr)
-		js.on = false
-		if err != nil {
+		kts := make([]types.Type, len(lks))
+		for n, lk := range lks {
+			kts[n] = lk.Type()
+		}
+		if _, rks, err = bindOn(); err != nil {
 			return nil, err
 		}
-		rkc = rk.(*expr.Column)
-		k := rekey.Keys[0]
-		lk = &expr.Column{Index: k, Name: b.schema.Columns[k].Name, T: lk.Type()}
+		for n, k := range rekey.Keys {
+			lks[n] = &expr.Column{Index: k, Name: b.schema.Columns[k].Name, T: kts[n]}
+		}
 	}
 	jt := planner.InnerJoin
 	if typ == "LEFT" {
 		jt = planner.LeftJoin
 	}
-	// The key expression is over the stream's rows, which start the
-	// join's rows: its column positions hold.
-	join, err := planner.NewJoin(jt, leftNode, planner.NewScan(right.src), left.name, right.name, lk, rkc.Index-right.offset)
+	// The key expressions are over the stream's rows, which start the
+	// join's rows: their column positions hold.
+	join, err := planner.NewJoinKeys(jt, leftNode, planner.NewScan(right.src), left.name, right.name, lks, rks)
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
@@ -273,7 +301,7 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins on multiple conditions are not yet supported. Got %s.", b.onText())
 	}
 	if !ok || bin.Op != opcode.EQ {
-		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join takes one equality, left_expression = right_expression. Got %s.", b.onText())
+		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join's condition is left_expression = right_expression (ANDed, for a table with several key columns). Got %s.", b.onText())
 	}
 	l, err := b.expr(bin.L)
 	if err != nil {
@@ -499,15 +527,17 @@ func (b *binder) joinKeyColumn(e expr.Expr) expr.Expr {
 	if rk == nil {
 		return e
 	}
-	ke, k := rk.Exprs[0], rk.Keys[0]
-	if c, ok := ke.(*expr.Column); ok && c.Index == k {
-		return e // a plain column is the key already
+	for n, ke := range rk.Exprs {
+		k := rk.Keys[n]
+		if c, ok := ke.(*expr.Column); ok && c.Index == k {
+			continue // a plain column is the key already
+		}
+		if ke.String() == e.String() {
+			c := b.schema.Columns[k]
+			return &expr.Column{Index: k, Name: c.Name, T: c.Type}
+		}
 	}
-	if ke.String() != e.String() {
-		return e
-	}
-	c := b.schema.Columns[k]
-	return &expr.Column{Index: k, Name: c.Name, T: c.Type}
+	return e
 }
 
 // onSides returns the ON condition's two operands as written, the left
@@ -614,4 +644,32 @@ func (b *binder) nthOn(n int) int {
 		}
 	}
 	return len(b.text)
+}
+
+// joinConditions binds ON's a = b [AND c = d …] and returns each
+// equality's stream side and table side, in the order written.
+func (b *binder) joinConditions(on ast.ExprNode) (left, right []expr.Expr, err error) {
+	for {
+		p, ok := on.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		on = p.Expr
+	}
+	if bin, ok := on.(*ast.BinaryOperationExpr); ok && bin.Op == opcode.LogicAnd {
+		l1, r1, err := b.joinConditions(bin.L)
+		if err != nil {
+			return nil, nil, err
+		}
+		l2, r2, err := b.joinConditions(bin.R)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(l1, l2...), append(r1, r2...), nil
+	}
+	l, r, err := b.joinCondition(on)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []expr.Expr{l}, []expr.Expr{r}, nil
 }
