@@ -80,8 +80,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		node = join
 		switch {
-		case len(sel.partitionExprs) > 0:
-			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a join is not supported yet")
+		case len(sel.partitionExprs) > 0 && join.Tables:
+			// ksqlDB's rule for tables: their key is the primary key.
+			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a table–table join is not supported: a table's key is its primary key")
 		}
 	} else {
 		ts, ok := j.Left.(*ast.TableSource)
