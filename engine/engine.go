@@ -659,7 +659,15 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		if it.Compact {
 			configs = map[string]*string{"cleanup.policy": &compact}
 		}
-		if _, err := e.ensureTopicConfig(ctx, it.Name, inputParts, configs); err != nil {
+		if it.RetentionMs > 0 {
+			policy, retention := "compact,delete", strconv.FormatInt(it.RetentionMs, 10)
+			configs = map[string]*string{"cleanup.policy": &policy, "retention.ms": &retention}
+		}
+		parts := inputParts
+		if it.Partitions > 0 {
+			parts = it.Partitions // a join's repartition topic: the table's
+		}
+		if _, err := e.ensureTopicConfig(ctx, it.Name, parts, configs); err != nil {
 			return err
 		}
 	}

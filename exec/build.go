@@ -55,11 +55,11 @@ func buildGraph(topo *physical.Topology, st *physical.SubTopology, env *taskEnv)
 				next = nop{}
 			}
 		case 1:
-			next = g.procs[o[0].ID]
+			next = inputOf(g.procs[o[0].ID], o[0], n)
 		default:
 			f := make(fanout, len(o))
 			for j, on := range o {
-				f[j] = g.procs[on.ID]
+				f[j] = inputOf(g.procs[on.ID], on, n)
 			}
 			next = f
 		}
@@ -85,6 +85,22 @@ func buildGraph(topo *physical.Topology, st *physical.SubTopology, env *taskEnv)
 		}
 	}
 	return g, nil
+}
+
+// inputOf returns the processor that node in's changes go to in p, the
+// processor of node n: p itself, or for a processor that tells its
+// inputs apart (a table join), the one for in's place among n's inputs.
+func inputOf(p Processor, n, in *physical.Node) Processor {
+	mi, ok := p.(multiInput)
+	if !ok {
+		return p
+	}
+	for i, x := range n.Inputs {
+		if x == in {
+			return mi.input(i)
+		}
+	}
+	return p
 }
 
 // store returns the task's open store named by s.
@@ -204,6 +220,46 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 			return nil, fmt.Errorf("%s must read a stream and a materialized table source", n.Name)
 		}
 		return newStreamTableJoin(n.Name, op, table, store, next)
+	case *physical.TableTableJoin:
+		var stores [2]*taskStore
+		var sources [2]*physical.Source
+		for i, spec := range []*physical.Store{op.LeftStore, op.RightStore} {
+			st, err := env.store(n, spec)
+			if err != nil {
+				return nil, err
+			}
+			stores[i] = st
+			// Each input is a TableChanges over its table's source.
+			if len(n.Inputs) == 2 && len(n.Inputs[i].Inputs) == 1 {
+				sources[i], _ = n.Inputs[i].Inputs[0].Op.(*physical.Source)
+			}
+			if sources[i] == nil {
+				return nil, fmt.Errorf("%s must read the changes of two table sources", n.Name)
+			}
+		}
+		return newTableJoin(n.Name, op, sources, stores, next)
+	case *physical.StreamStreamJoin:
+		var stores [3]*taskStore
+		for i, spec := range []*physical.Store{op.LeftStore, op.RightStore, op.OuterStore} {
+			if spec == nil {
+				continue
+			}
+			st, err := env.store(n, spec)
+			if err != nil {
+				return nil, err
+			}
+			stores[i] = st
+		}
+		var sources [2]*physical.Source
+		for i := range sources {
+			if len(n.Inputs) == 2 {
+				sources[i], _ = n.Inputs[i].Op.(*physical.Source)
+			}
+			if sources[i] == nil {
+				return nil, fmt.Errorf("%s must read two stream sources", n.Name)
+			}
+		}
+		return newStreamJoin(n.Name, op, sources, stores, env.out, next)
 	case *physical.Repartition:
 		return newRepartition(n.Name, op, env.out)
 	case *physical.Sink:

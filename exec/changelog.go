@@ -175,10 +175,15 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 				if rec.Offset < rs.next {
 					continue
 				}
-				if rec.Offset >= rs.until {
-					rs.next = rs.until
+				past := rec.Offset >= rs.until
+				if past && len(rs.open) == 0 {
+					rs.next = max(rs.next, rs.until)
 					break
 				}
+				// Past the end, only the markers of transactions still
+				// open are read: a source table's topic restores up to
+				// the group's committed offset, which a transaction's
+				// last records can reach before its marker.
 				rs.next = rec.Offset + 1
 				switch {
 				case rec.Attrs.IsControl():
@@ -190,6 +195,7 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 						}
 					}
 					delete(rs.open, rec.ProducerID)
+				case past:
 				case rec.Attrs.IsTransactional():
 					rs.open[rec.ProducerID] = append(rs.open[rec.ProducerID], rec)
 				default:
@@ -198,10 +204,11 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 					rs.pending++
 				}
 			}
-			if rs.next < rs.until {
+			end := rs.next >= rs.until && len(rs.open) == 0
+			if !end {
 				r.progress(rs)
 			}
-			if rs.pending >= restoreBatch || rs.next >= rs.until {
+			if rs.pending >= restoreBatch || end {
 				// Without RocksDB's WAL: finish flushes the memtables
 				// before the checkpoint; a crash before it replays the
 				// changelog from the previous checkpoint.
@@ -211,7 +218,7 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 				}
 				rs.pending = 0
 			}
-			if rs.next >= rs.until {
+			if end {
 				if err := r.finish(rs); err != nil {
 					aerr = err
 					return

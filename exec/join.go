@@ -26,12 +26,14 @@ type streamTableJoinOp struct {
 	name  string
 	left  bool // LEFT join: emit with NULL table columns when no row matches
 	store *taskStore
-	key   expr.Evaluator // the join key over the stream's rows
+	// keys are the join key's expressions over the stream's rows, one
+	// per key column of the table (keyCols).
+	keys    []expr.Evaluator
+	keyCols []int
 	// keyRow is laid out by the table's schema, with only the key column
 	// set, for keyEnc (the table's key format): store keys are table
 	// record keys.
 	keyRow  types.Row
-	keyCol  int
 	keyEnc  types.Encoder
 	keyBuf  []byte
 	dec     *recordDecoder // the table's rows
@@ -44,9 +46,14 @@ type streamTableJoinOp struct {
 }
 
 func newStreamTableJoin(name string, op *physical.StreamTableJoin, table *physical.Source, store *taskStore, next Processor) (*streamTableJoinOp, error) {
-	key, err := expr.Compile(op.LeftKey)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	lks, tks := op.Keys()
+	var keys []expr.Evaluator
+	for _, lk := range lks {
+		key, err := expr.Compile(lk)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		keys = append(keys, key)
 	}
 	ts := op.Store.Schema
 	enc, err := types.NewEncoderOpts(op.Store.KeyFormat, ts, ts.KeyIndexes(), op.Store.KeyOptions)
@@ -57,8 +64,8 @@ func newStreamTableJoin(name string, op *physical.StreamTableJoin, table *physic
 	if err != nil {
 		return nil, err
 	}
-	j := &streamTableJoinOp{name: name, left: op.Left, store: store, key: key,
-		keyRow: make(types.Row, ts.Len()), keyCol: op.TableKey, keyEnc: enc, dec: dec,
+	j := &streamTableJoinOp{name: name, left: op.Left, store: store, keys: keys, keyCols: tks,
+		keyRow: make(types.Row, ts.Len()), keyEnc: enc, dec: dec,
 		nStream: op.Out.Len() - ts.Len(), out: make(types.Row, op.Out.Len()), next: next}
 	for i := range j.keyRow {
 		j.keyRow[i] = types.NullDatum
@@ -74,13 +81,19 @@ func (j *streamTableJoinOp) Process(c *Change) error {
 		return nil // streams only add rows
 	}
 	row := c.New
-	k, err := j.key(row)
-	if err != nil {
-		return &evalError{node: j.name, err: err}
+	null := false
+	for i, key := range j.keys {
+		k, err := key(row)
+		if err != nil {
+			return &evalError{node: j.name, err: err}
+		}
+		j.keyRow[j.keyCols[i]] = k
+		null = null || k.Null
 	}
 	var table types.Row
-	if !k.Null {
-		if table, err = j.lookup(k, c.Record.Partition); err != nil {
+	if !null {
+		var err error
+		if table, err = j.lookup(c.Record.Partition); err != nil {
 			return err
 		}
 	}
@@ -104,10 +117,9 @@ func (j *streamTableJoinOp) Process(c *Change) error {
 	return j.next.Process(ch)
 }
 
-// lookup returns the table's row of key k, or nil when the table has
-// none. The row is valid until the next lookup.
-func (j *streamTableJoinOp) lookup(k types.Datum, partition int32) (types.Row, error) {
-	j.keyRow[j.keyCol] = k
+// lookup returns the table's row of the key in j.keyRow, or nil when the
+// table has none. The row is valid until the next lookup.
+func (j *streamTableJoinOp) lookup(partition int32) (types.Row, error) {
 	key, err := j.keyEnc.Encode(j.keyBuf[:0], j.keyRow)
 	if err != nil {
 		return nil, &evalError{node: j.name, err: fmt.Errorf("join key: %w", err)}

@@ -378,7 +378,7 @@ func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel K
 	// stored groups, and its sink hands each record here.
 	var rec kgo.Record
 	rows := &outbox{send: func(r *kgo.Record) { rec = *r }}
-	g, err := buildGraph(q.topo, st, &taskEnv{out: rows})
+	g, err := buildGraph(q.topo, downstream(q.topo, st, aggNode), &taskEnv{out: rows})
 	if err != nil {
 		return err
 	}
@@ -472,4 +472,23 @@ func stopErr(err error) error {
 		return nil
 	}
 	return err
+}
+
+// downstream returns the part of st from node n on: n and the nodes fed
+// by it, in st's order. What feeds n (sources, a join and its stores) a
+// view of n's stored state does not need.
+func downstream(t *physical.Topology, st *physical.SubTopology, n *physical.Node) *physical.SubTopology {
+	outs := t.Outputs()
+	keep := map[int]bool{n.ID: true}
+	var nodes []*physical.Node
+	for _, x := range st.Nodes {
+		if !keep[x.ID] {
+			continue
+		}
+		nodes = append(nodes, x)
+		for _, o := range outs[x.ID] {
+			keep[o.ID] = true
+		}
+	}
+	return &physical.SubTopology{ID: st.ID, Nodes: nodes}
 }

@@ -22,11 +22,13 @@ type repartitionOp struct {
 	keyRow types.Row
 	key    types.Encoder
 	value  types.Encoder
-	out    *outbox
+	// nullKeys writes a row whose key is NULL with a null record key.
+	nullKeys bool
+	out      *outbox
 }
 
 func newRepartition(name string, r *physical.Repartition, out *outbox) (*repartitionOp, error) {
-	op := &repartitionOp{name: name, topic: r.Topic, keyRow: make(types.Row, len(r.KeyExprs)), out: out}
+	op := &repartitionOp{name: name, topic: r.Topic, keyRow: make(types.Row, len(r.KeyExprs)), nullKeys: r.NullKeys, out: out}
 	for _, e := range r.KeyExprs {
 		ev, err := expr.Compile(e)
 		if err != nil {
@@ -77,15 +79,18 @@ func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 		}
 		r.keyRow[i] = d
 	}
-	if allNullRow(r.keyRow) {
+	nullKey := allNullRow(r.keyRow)
+	if nullKey && !r.nullKeys {
 		// ksqlDB drops rows whose GROUP BY key is NULL.
 		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
 	}
 	rec := r.out.record()
 	start := len(r.out.arena)
 	var err error
-	if r.out.arena, err = r.key.Encode(r.out.arena, r.keyRow); err != nil {
-		return err
+	if !nullKey {
+		if r.out.arena, err = r.key.Encode(r.out.arena, r.keyRow); err != nil {
+			return err
+		}
 	}
 	keyEnd := len(r.out.arena)
 	if r.out.arena, err = r.value.Encode(r.out.arena, row); err != nil {
@@ -93,6 +98,9 @@ func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 	}
 	a := r.out.arena
 	rec.Key = a[start:keyEnd:keyEnd]
+	if nullKey {
+		rec.Key = nil
+	}
 	rec.Value = a[keyEnd:len(a):len(a)]
 	rec.Topic = r.topic
 	rec.Timestamp = time.UnixMilli(ts)

@@ -3,6 +3,7 @@ package physical
 import (
 	"fmt"
 
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -147,6 +148,17 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 	}
 	if agg.NeedsRepartition() {
 		schema := agg.Input.Schema()
+		if schema.Index(types.RowTime) < 0 {
+			// A join's rows: each side's pseudo columns are values here
+			// (the repartition carries them), and the rows read back get
+			// pseudo columns of their own after them.
+			cols := make([]types.Column, len(schema.Columns))
+			copy(cols, schema.Columns)
+			for i := range cols {
+				cols[i].Pseudo = false
+			}
+			schema = types.Schema{Columns: cols}
+		}
 		topic := appID + "-GROUPBY-repartition"
 		g.Add("REPARTITION-GROUPBY", &Repartition{Topic: topic, KeyExprs: agg.GroupBy,
 			KeySchema: types.Schema{Columns: agg.Schema().Columns[:len(agg.GroupBy)]}, KeyFormat: keyFormat, KeyOptions: keyOptions, In: schema}, in)
@@ -156,6 +168,9 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		copy(cols, schema.Columns)
 		for i := range cols {
 			cols[i].Key = false
+		}
+		if schema.Index(types.RowTime) < 0 {
+			cols = append(cols, types.PseudoColumns...)
 		}
 		in = g.Add("SOURCE-GROUPBY-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
 			Out: types.Schema{Columns: cols}, Repartitioned: agg.FromTable})
@@ -195,11 +210,19 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 				KeyOptions: source.KeyOptions, ValueOptions: source.ValueOptions, Schema: source.Out}}, last)
 		}
 	case *planner.Join:
-		if changes {
-			return nil, fmt.Errorf("a join's changes are not supported yet")
-		}
 		var err error
-		if last, err = streamTableJoin(g, base); err != nil {
+		switch {
+		case base.Tables:
+			// Its rows are changes already.
+			last, err = tableTableJoin(g, base)
+		case base.Window != nil && !changes:
+			last, err = streamStreamJoin(g, base)
+		case changes:
+			return nil, fmt.Errorf("a join's changes are not supported yet")
+		default:
+			last, err = streamTableJoin(g, base)
+		}
+		if err != nil {
 			return nil, err
 		}
 	default:
@@ -251,11 +274,16 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	if !ok {
 		return nil, fmt.Errorf("a join's right side must be a table")
 	}
-	left, err := chain(g, j.Left, false)
-	if err != nil {
+	src := tscan.Source
+	var left *Node
+	var err error
+	if j.Repartition {
+		if left, err = joinRepartition(g, j, tscan); err != nil {
+			return nil, err
+		}
+	} else if left, err = chain(g, j.Left, false); err != nil {
 		return nil, err
 	}
-	src := tscan.Source
 	source := scanSource(tscan)
 	source.Table = true
 	in := g.Add("SOURCE-"+src.Name, source)
@@ -271,6 +299,193 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		Schema:               tscan.Schema(),
 	}
 	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
-	return g.Add("JOIN-"+src.Name, &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
-		Store: store, Out: j.Schema()}, left, mat), nil
+	op := &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
+		Store: store, Out: j.Schema()}
+	if len(j.LeftKeys) > 1 {
+		op.LeftKeys, op.TableKeys = j.LeftKeys, j.RightKeys
+	}
+	return g.Add("JOIN-"+src.Name, op, left, mat), nil
+}
+
+// joinRepartition adds the sub-topology that repartitions a join's
+// stream by the join expression — its source, a REKEY-JOIN-<table> node
+// computing the expression when it is not a plain column, and
+// REPARTITION-JOIN-<table> writing <appid>-JOIN-<table>-repartition,
+// keyed like the table (its key format, its partition count) so that
+// the default partitioner sends a row to the partition of the table's
+// row of its key — and returns the source that reads the topic back, in
+// the join's sub-topology. These names are pinned by
+// testdata/topologies.
+func joinRepartition(g *Graph, j *planner.Join, tscan *planner.Scan) (*Node, error) {
+	table := tscan.Source
+	keys, rights := []expr.Expr{j.LeftKey}, []int{j.RightKey}
+	if len(j.LeftKeys) > 1 {
+		keys, rights = j.LeftKeys, j.RightKeys
+	}
+	layout := keyLayout{format: table.KeyFormat, options: table.KeyOptions, partitions: table.Partitions}
+	rs := j.Right.Schema()
+	for _, r := range rights {
+		layout.columns = append(layout.columns, rs.Columns[r])
+	}
+	return repartitionSide(g, j.Left, keys, layout, "JOIN-"+table.Name, "JOIN-"+table.Name)
+}
+
+// keyLayout is how a join's repartition topic keys its rows: the key
+// column (its name and type), its format, and the topic's partitions.
+type keyLayout struct {
+	columns    []types.Column
+	format     string
+	options    types.FormatOptions
+	partitions int32
+}
+
+// repartitionSide adds the sub-topology that repartitions a join's side
+// n (a Rekey by the join expression) by key (a column of its rows) — its
+// source, REKEY-<name> computing the expression when it is not a plain
+// column, and REPARTITION-<name> writing <appid>-<topic>-repartition
+// keyed by layout — and returns SOURCE-<topic>-repartition, which reads
+// the topic back in the join's sub-topology.
+func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayout, name, topic string) (*Node, error) {
+	rk, ok := n.(*planner.Rekey)
+	if !ok || len(rk.Exprs) != len(keys) {
+		return nil, fmt.Errorf("a repartitioned join's side must be rekeyed by the join expression")
+	}
+	in, err := chain(g, rk.Input, false)
+	if err != nil {
+		return nil, err
+	}
+	schema := rk.Schema()
+	for i, e := range rk.Exprs {
+		if c, ok := e.(*expr.Column); !ok || c.Index != rk.Keys[i] {
+			in = g.Add("REKEY-"+name, &Rekey{Exprs: rk.Exprs, Keys: rk.Keys, Out: schema}, in)
+			break
+		}
+	}
+	joined := schema.Index(types.RowTime) < 0
+	if joined {
+		// An earlier join's rows: each side's pseudo columns are values
+		// here, and the rows read back get pseudo columns of their own
+		// after them (past the columns the join reads).
+		cols := make([]types.Column, len(schema.Columns))
+		copy(cols, schema.Columns)
+		for i := range cols {
+			cols[i].Pseudo = false
+		}
+		schema = types.Schema{Columns: cols}
+	}
+	full := g.t.AppID + "-" + topic + "-repartition"
+	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: keys,
+		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: layout.options,
+		In: schema, Partitions: layout.partitions, NullKeys: true}, in)
+	// The join reads every column from the value, in the same layout.
+	cols := make([]types.Column, len(schema.Columns))
+	copy(cols, schema.Columns)
+	for i := range cols {
+		cols[i].Key = false
+	}
+	if joined {
+		cols = append(cols, types.PseudoColumns...)
+	}
+	return g.Add("SOURCE-"+topic+"-repartition", &Source{Topic: full, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
+		Out: types.Schema{Columns: cols}}), nil
+}
+
+// tableTableJoin adds a join of two tables on their primary keys: each
+// table's source, its records turned into changes by TABLE-CHANGES-<table>
+// over a store of the table (its topic as the changelog, so no internal
+// topic), and JOIN-<right> reading both changes. Both topics are in one
+// sub-topology: task p holds partition p of each.
+func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
+	var changes [2]*Node
+	var stores [2]*Store
+	for i, n := range []planner.Node{j.Left, j.Right} {
+		scan, ok := n.(*planner.Scan)
+		if !ok {
+			return nil, fmt.Errorf("a table join's sides must be tables")
+		}
+		src := scan.Source
+		source := scanSource(scan)
+		source.Table = true
+		in := g.Add("SOURCE-"+src.Name, source)
+		stores[i] = &Store{Name: src.Name, Kind: KeyValue, Changelog: src.Topic, SourceTopicChangelog: true,
+			KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat, KeyOptions: src.KeyOptions, ValueOptions: src.ValueOptions,
+			Schema: scan.Schema()}
+		changes[i] = g.Add("TABLE-CHANGES-"+src.Name, &TableChanges{Out: source.Out, Store: stores[i]}, in)
+	}
+	lk := j.LeftKey.(*expr.Column).Index
+	return g.Add("JOIN-"+j.Right.(*planner.Scan).Source.Name, &TableTableJoin{Type: j.Type,
+		Left: j.Left.(*planner.Scan).Source.Name, Right: j.Right.(*planner.Scan).Source.Name,
+		LeftKey: lk, RightKey: j.RightKey, LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}, changes[0], changes[1]), nil
+}
+
+// streamStreamJoin adds a join of two streams within a window: both
+// sources in one sub-topology (task p holds partition p of each) and
+// JOIN-<right> over them, with its window stores JOIN-<right>-LEFT and
+// JOIN-<right>-RIGHT and (outer joins with a grace period) the buffer of
+// unmatched rows JOIN-<right>-OUTER, each with its changelog
+// <appid>-<store>-changelog. These names are pinned by
+// testdata/topologies.
+func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
+	var ins [2]*Node
+	var stores [2]*Store
+	names := [2]string{"LEFT", "RIGHT"}
+	scans := [2]*planner.Scan{sideScan(j.Left), sideScan(j.Right)}
+	if scans[0] == nil || scans[1] == nil {
+		return nil, fmt.Errorf("a stream join's sides must be streams")
+	}
+	right := scans[1].Source.Name
+	// Repartitioned sides are keyed like the side that is not (its
+	// format and partitions), or both like the left (KAFKA for a
+	// keyless one).
+	rep := [2]bool{j.Repartition, j.RepartitionRight}
+	keys := [2]expr.Expr{j.LeftKey, &expr.Column{Index: j.RightKey, Name: j.Right.Schema().Columns[j.RightKey].Name, T: j.LeftKey.Type()}}
+	layout := keyLayout{columns: []types.Column{{Name: "K", Type: j.LeftKey.Type(), Key: true}}}
+	by := scans[0].Source
+	if rep[0] && !rep[1] {
+		by = scans[1].Source
+	}
+	layout.format, layout.options, layout.partitions = by.KeyFormat, by.KeyOptions, by.Partitions
+	if ks := by.Schema.KeyIndexes(); len(ks) == 1 && !(rep[0] && rep[1]) {
+		layout.columns = []types.Column{by.Schema.Columns[ks[0]]} // encoded as that side's keys are
+	}
+	if layout.format == types.FormatNone {
+		layout.format, layout.options = types.FormatKafka, types.FormatOptions{}
+	}
+	for i, n := range []planner.Node{j.Left, j.Right} {
+		scan := scans[i]
+		name := "JOIN-" + right + "-" + names[i]
+		var err error
+		if rep[i] {
+			ins[i], err = repartitionSide(g, n, []expr.Expr{keys[i]}, layout, name, name)
+		} else {
+			ins[i] = g.Add("SOURCE-"+scan.Source.Name, scanSource(scan))
+		}
+		if err != nil {
+			return nil, err
+		}
+		stores[i] = &Store{Name: name, Kind: JoinWindowStore, Changelog: g.t.AppID + "-" + name + "-changelog",
+			KeyFormat: "JOIN-WINDOW", ValueFormat: scan.Source.ValueFormat, Schema: n.Schema(), RetentionMs: j.Window.RetentionMs()}
+		if rep[i] {
+			stores[i].ValueFormat = types.FormatJSON
+		}
+	}
+	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
+		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
+		LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}
+	if !j.Window.Legacy && j.Type != planner.InnerJoin {
+		name := "JOIN-" + right + "-OUTER"
+		op.OuterStore = &Store{Name: name, Kind: TimeOrderedBuffer, Changelog: g.t.AppID + "-" + name + "-changelog",
+			KeyFormat: "JOIN-OUTER", ValueFormat: "RECORD", RetentionMs: j.Window.RetentionMs()}
+	}
+	return g.Add("JOIN-"+right, op, ins[0], ins[1]), nil
+}
+
+// sideScan returns the scan a join's side reads: n, or the scan under a
+// Rekey; nil for anything else.
+func sideScan(n planner.Node) *planner.Scan {
+	if rk, ok := n.(*planner.Rekey); ok {
+		n = rk.Input
+	}
+	s, _ := n.(*planner.Scan)
+	return s
 }

@@ -20,6 +20,8 @@ var (
 	_ Op = (*Aggregate)(nil)
 	_ Op = (*Materialize)(nil)
 	_ Op = (*StreamTableJoin)(nil)
+	_ Op = (*TableTableJoin)(nil)
+	_ Op = (*StreamStreamJoin)(nil)
 	_ Op = (*Repartition)(nil)
 	_ Op = (*Sink)(nil)
 )
@@ -246,14 +248,32 @@ type StreamTableJoin struct {
 	// the position of the table's key column in its rows.
 	LeftKey  expr.Expr
 	TableKey int
-	Store    *Store
-	Out      types.Schema
+	// LeftKeys and TableKeys are all the key pairs of a table with
+	// several key columns (LeftKey and TableKey are their first); nil
+	// for one.
+	LeftKeys  []expr.Expr
+	TableKeys []int
+	Store     *Store
+	Out       types.Schema
 }
 
 func (j *StreamTableJoin) Schema() types.Schema { return j.Out }
 func (j *StreamTableJoin) Explain(name string) string {
-	return fmt.Sprintf("  --> %s  StreamTableJoin: %s JOIN %s ON %s = %s.%s (store: %s, changelog: %s)\n", name, j.typ(), j.Table,
-		j.LeftKey, j.Table, j.Store.Schema.Columns[j.TableKey].Name, j.Store.Name, j.Store.Changelog)
+	on := fmt.Sprintf("%s = %s.%s", j.LeftKey, j.Table, j.Store.Schema.Columns[j.TableKey].Name)
+	for i := 1; i < len(j.LeftKeys); i++ {
+		on += fmt.Sprintf(" AND %s = %s.%s", j.LeftKeys[i], j.Table, j.Store.Schema.Columns[j.TableKeys[i]].Name)
+	}
+	return fmt.Sprintf("  --> %s  StreamTableJoin: %s JOIN %s ON %s (store: %s, changelog: %s)\n", name, j.typ(), j.Table,
+		on, j.Store.Name, j.Store.Changelog)
+}
+
+// Keys returns the join's key pairs: the stream's expressions and the
+// positions of the table's key columns.
+func (j *StreamTableJoin) Keys() ([]expr.Expr, []int) {
+	if len(j.LeftKeys) > 0 {
+		return j.LeftKeys, j.TableKeys
+	}
+	return []expr.Expr{j.LeftKey}, []int{j.TableKey}
 }
 func (j *StreamTableJoin) stores() []*Store { return []*Store{j.Store} }
 func (j *StreamTableJoin) shape() string {
@@ -269,8 +289,92 @@ func (j *StreamTableJoin) typ() planner.JoinType {
 // markRead marks the stream's columns the join reads (its key); the
 // stream's columns keep their positions in the joined row, which goes on.
 func (j *StreamTableJoin) markRead(read []bool) bool {
-	expr.MarkColumns(j.LeftKey, read)
+	keys, _ := j.Keys()
+	for _, k := range keys {
+		expr.MarkColumns(k, read)
+	}
 	return false
+}
+
+// JoinType says which rows a join emits (planner.JoinType), for exec.
+type JoinType = planner.JoinType
+
+// The join types, as planner defines them.
+const (
+	InnerJoin = planner.InnerJoin
+	LeftJoin  = planner.LeftJoin
+	RightJoin = planner.RightJoin
+	FullJoin  = planner.FullJoin
+)
+
+// TableTableJoin joins two tables on their primary keys. Its inputs are
+// the TableChanges nodes of the left and the right table (in that
+// order), whose stores (LeftStore, RightStore: each table's rows,
+// restored from its own topic) it reads to find the other side's row of
+// a changed key. Each change emits the joined row's old and new values as
+// Kafka Streams' KTable–KTable joins do (INNER: both sides; LEFT: the
+// left's rows; RIGHT: the right's; FULL: either's), a missing new value
+// being the joined row's deletion. A row's timestamp is the later of
+// its two sides'. The left's key column holds the join key whenever a
+// row is emitted (RIGHT: also when the left has none); a FULL join's
+// rows end in a synthetic key column holding it.
+type TableTableJoin struct {
+	Type        JoinType
+	Left, Right string // the tables' names, for EXPLAIN
+	// LeftKey and RightKey are the positions of the tables' key columns
+	// in their rows.
+	LeftKey, RightKey     int
+	LeftStore, RightStore *Store
+	Out                   types.Schema
+}
+
+func (j *TableTableJoin) Schema() types.Schema { return j.Out }
+func (j *TableTableJoin) Explain(name string) string {
+	return fmt.Sprintf("  --> %s  TableTableJoin: %s JOIN %s ON %s.%s = %s.%s (stores: %s, %s)\n", name, j.Type, j.Right,
+		j.Left, j.LeftStore.Schema.Columns[j.LeftKey].Name, j.Right, j.RightStore.Schema.Columns[j.RightKey].Name, j.LeftStore.Name, j.RightStore.Name)
+}
+func (j *TableTableJoin) stores() []*Store { return []*Store{j.LeftStore, j.RightStore} }
+func (j *TableTableJoin) shape() string {
+	return fmt.Sprintf("table join %s %s %s", j.Type, j.Left, j.Right)
+}
+
+// StreamStreamJoin joins two streams on their key columns within a time
+// window. Its inputs are the left's and the right's sources (in that
+// order). Each row is kept in its side's window store (LeftStore,
+// RightStore) for Window's retention, and joins the other side's rows of
+// its key within the window; the output row's timestamp is the later of
+// the two. Rows without a match (LEFT: the left's, RIGHT: the right's,
+// FULL: both) are emitted with the other side's columns NULL: at once
+// under a legacy window, or once their window closes with no match,
+// from OuterStore (a time-ordered buffer; nil for INNER and legacy
+// joins). The left's key column, and a FULL join's synthetic key
+// column, hold the join key.
+type StreamStreamJoin struct {
+	Type                              JoinType
+	Left, Right                       string // the streams' names, for EXPLAIN
+	LeftKey, RightKey                 int
+	Window                            planner.JoinWindow
+	LeftStore, RightStore, OuterStore *Store
+	Out                               types.Schema
+}
+
+func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }
+func (j *StreamStreamJoin) Explain(name string) string {
+	stores := j.LeftStore.Name + ", " + j.RightStore.Name
+	if j.OuterStore != nil {
+		stores += ", " + j.OuterStore.Name
+	}
+	return fmt.Sprintf("  --> %s  StreamStreamJoin: %s JOIN %s %s ON %s = %s (stores: %s)\n", name, j.Type, j.Right, j.Window.String(),
+		j.Left+"."+j.LeftStore.Schema.Columns[j.LeftKey].Name, j.Right+"."+j.RightStore.Schema.Columns[j.RightKey].Name, stores)
+}
+func (j *StreamStreamJoin) stores() []*Store {
+	if j.OuterStore != nil {
+		return []*Store{j.LeftStore, j.RightStore, j.OuterStore}
+	}
+	return []*Store{j.LeftStore, j.RightStore}
+}
+func (j *StreamStreamJoin) shape() string {
+	return fmt.Sprintf("stream join %s %s %s", j.Type, j.Left, j.Right)
 }
 
 // UndoHeader names the record header that marks, on a repartition topic,
@@ -292,6 +396,13 @@ type Repartition struct {
 	KeyFormat  string
 	KeyOptions types.FormatOptions // the sink's: a registry format's schema source and subject
 	In         types.Schema
+	// Partitions is the topic's partition count; 0 for the query's
+	// input's. A join's repartition topic has the table's.
+	Partitions int32
+	// NullKeys writes rows whose key is NULL with a null record key (a
+	// LEFT join still emits them) instead of dropping them as bad (GROUP
+	// BY).
+	NullKeys bool
 }
 
 func (r *Repartition) Schema() types.Schema { return r.In }
@@ -302,7 +413,9 @@ func (r *Repartition) Explain(name string) string {
 	}
 	return fmt.Sprintf("  --> %s (topic: %s, key: %s BY %s, value: JSON)\n", name, r.Topic, r.KeyFormat, strings.Join(keys, ", "))
 }
-func (r *Repartition) internalTopic() InternalTopic { return InternalTopic{Name: r.Topic} }
+func (r *Repartition) internalTopic() InternalTopic {
+	return InternalTopic{Name: r.Topic, Partitions: r.Partitions}
+}
 func (r *Repartition) shape() string {
 	return fmt.Sprintf("repartition %s key %s", r.Topic, r.KeySchema)
 }

@@ -20,6 +20,10 @@ const (
 	// TimeOrderedBuffer keeps records by time until they are emitted
 	// (EMIT FINAL, outer stream joins).
 	TimeOrderedBuffer StoreKind = "time-ordered-buffer"
+	// JoinWindowStore keeps a stream–stream join side's rows per key and
+	// time, duplicates included, in time segments so that retention
+	// drops whole segments. Its changelog holds its own keys.
+	JoinWindowStore StoreKind = "join-window"
 )
 
 // Store is a state store of a topology.
@@ -42,4 +46,7 @@ type Store struct {
 	// RetentionMs bounds how long window and session stores keep a
 	// window after it ends; 0 keeps everything (key-value stores).
 	RetentionMs int64
+	// Partitions is the changelog's partition count: its sub-topology's
+	// (a join's repartition topic's); 0 for the query input's.
+	Partitions int32
 }

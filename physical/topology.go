@@ -114,7 +114,36 @@ func (g *Graph) Add(name string, op Op, inputs ...*Node) *Node {
 func (g *Graph) Topology() *Topology {
 	g.t.SubTopologies = derive(g.t.Nodes)
 	g.t.readColumns()
+	g.t.storePartitions()
 	return g.t
+}
+
+// storePartitions gives the changelogs of the stores of a sub-topology
+// that reads a repartition topic of its own partition count (a join's)
+// that count, so that each of its tasks has its changelog partition.
+func (t *Topology) storePartitions() {
+	parts := map[string]int32{}
+	for _, n := range t.Nodes {
+		if r, ok := n.Op.(*Repartition); ok && r.Partitions > 0 {
+			parts[r.Topic] = r.Partitions
+		}
+	}
+	for _, st := range t.SubTopologies {
+		var p int32
+		for _, s := range st.Sources {
+			p = max(p, parts[s.Op.(*Source).Topic])
+		}
+		if p == 0 {
+			continue
+		}
+		for _, n := range st.Nodes {
+			for _, s := range StoresOf(n) {
+				if !s.SourceTopicChangelog {
+					s.Partitions = p
+				}
+			}
+		}
+	}
 }
 
 // StoresOf returns the stores the node's op keeps state in.
@@ -205,6 +234,13 @@ type InternalTopic struct {
 	Name string
 	// Compact marks changelogs (cleanup.policy=compact).
 	Compact bool
+	// Partitions is its partition count; 0 for as many as the query's
+	// input has.
+	Partitions int32
+	// RetentionMs, when set, also deletes the changelog's records older
+	// than it (cleanup.policy=compact,delete), as Kafka Streams does for
+	// window stores whose keys never repeat.
+	RetentionMs int64
 }
 
 // InternalTopics returns the topics the topology needs created: its
@@ -219,7 +255,12 @@ func (t *Topology) InternalTopics() []InternalTopic {
 	}
 	for _, s := range t.Stores {
 		if !s.SourceTopicChangelog {
-			out = append(out, InternalTopic{Name: s.Changelog, Compact: true})
+			it := InternalTopic{Name: s.Changelog, Compact: true, Partitions: s.Partitions}
+			if s.Kind == JoinWindowStore {
+				// Kafka Streams' window changelogs keep a day more.
+				it.RetentionMs = s.RetentionMs + 24*3600*1000
+			}
+			out = append(out, it)
 		}
 	}
 	return out

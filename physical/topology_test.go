@@ -34,6 +34,20 @@ func TestTopologies(t *testing.T) {
 			{Name: "LEVEL", Type: types.IntType},
 		}},
 	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "LEVELS", Kind: catalog.Table, Topic: "levels", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "TITLE", Type: types.StringType},
+		}},
+	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "CLICKS", Kind: catalog.Stream, Topic: "clicks", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "URL", Type: types.StringType},
+		}},
+	}, false)
 	datadriven.RunTest(t, "testdata/topologies", func(t *testing.T, d *datadriven.TestData) string {
 		st, err := sql.Parse(d.Input)
 		if err != nil {
@@ -104,6 +118,10 @@ func stores(t *physical.Topology) string {
 	for _, s := range t.Stores {
 		fmt.Fprintf(&b, "store %s (%s, changelog %s, source topic as changelog: %v, schema: %s)\n", s.Name, s.Kind, s.Changelog, s.SourceTopicChangelog, s.Schema)
 	}
-	fmt.Fprintf(&b, "internal topics: %v\n", t.InternalTopics())
+	var topics []string
+	for _, it := range t.InternalTopics() {
+		topics = append(topics, fmt.Sprintf("%s (compact: %v, partitions: %d)", it.Name, it.Compact, it.Partitions))
+	}
+	fmt.Fprintf(&b, "internal topics: [%s]\n", strings.Join(topics, ", "))
 	return b.String()
 }

@@ -19,18 +19,32 @@ const (
 	// LeftJoin emits every left row, with the right's columns NULL when
 	// nothing matches.
 	LeftJoin JoinType = "LEFT"
+	// RightJoin emits every right row, with the left's columns NULL
+	// (but its key column, the join key) when nothing matches
+	// (table–table joins).
+	RightJoin JoinType = "RIGHT"
+	// FullJoin emits every row of either side, with the other side's
+	// columns NULL when nothing matches; its rows end in a synthetic key
+	// column holding the join key (table–table joins).
+	FullJoin JoinType = "FULL"
 )
 
-// Join is a stream–table join on the table's primary key, as ksqlDB
-// defines it: each row of the left (a stream) looks up the right (a
-// table) by LeftKey; the table's changes only update what later stream
-// rows find. Its rows are the left's columns then the right's, each
-// named <alias>_<column> (the source's alias, or its name); the left's
-// key columns stay key columns, the right's become value columns. The
-// timestamp of an output row is the stream row's.
+// Join joins two inputs as ksqlDB defines it. By default it is a
+// stream–table join on the table's primary key: each row of the left (a
+// stream, or an earlier join's rows) looks up the right (a table) by
+// LeftKey; the table's changes only update what later stream rows find,
+// and an output row's timestamp is the stream row's. Tables and Window
+// make it a table–table or a stream–stream join (see NewTableJoin,
+// NewStreamJoin). Its rows are the left's columns then the right's, each
+// named <alias>_<column> (the source's alias, or its name; the columns of
+// an earlier join keep their names); the left's key columns stay key
+// columns, the right's become value columns.
 //
-// Today the inputs must be co-partitioned (no repartition): LeftKey is
-// the left's key column and the two topics have as many partitions.
+// When Repartition is set, the left is a Rekey by the join expression
+// and its rows are written to a repartition topic keyed like the table
+// (its key format, its partition count) before the join reads them;
+// otherwise LeftKey is the left's key column and the inputs are
+// co-partitioned.
 type Join struct {
 	Type        JoinType
 	Left, Right Node
@@ -42,18 +56,122 @@ type Join struct {
 	// rows.
 	LeftKey  expr.Expr
 	RightKey int
-	out      types.Schema
+	// LeftKeys and RightKeys are all the key pairs of a stream–table
+	// join on a table with several key columns (LeftKey and RightKey
+	// are their first); nil for the other joins.
+	LeftKeys  []expr.Expr
+	RightKeys []int
+	// Repartition marks a left side that must be repartitioned by
+	// LeftKey (its key column after the Rekey) to meet the right's rows.
+	Repartition bool
+	// RepartitionRight marks, in a stream–stream join, a right side
+	// that must be repartitioned by its key column after a Rekey.
+	RepartitionRight bool
+	// Tables marks a table–table join on both primary keys: LeftKey is
+	// the left's key column, both inputs are changes of co-partitioned
+	// tables, and the join emits the joined row's changes (see
+	// NewTableJoin).
+	Tables bool
+	// Window, when set, makes this a stream–stream join of two streams
+	// on their key columns (LeftKey is the left's key column).
+	Window *JoinWindow
+	out    types.Schema
+}
+
+// NewTableJoin joins two tables, left and right, on their primary keys
+// (positions leftKey and rightKey in their rows), as ksqlDB does: a
+// change on either side emits the joined row's new value or its
+// deletion. Its rows are JoinSchema's; a FULL join's rows end in a
+// synthetic key column named synthKey (the left's key column becomes a
+// value column, NULL when the left has no row), which holds the join
+// key whichever side has a row.
+func NewTableJoin(typ JoinType, left, right *Scan, leftName, rightName string, leftKey, rightKey int, synthKey string) (*Join, error) {
+	j, err := newKeyJoin(typ, left, right, leftName, rightName, leftKey, rightKey, synthKey)
+	if err != nil {
+		return nil, err
+	}
+	j.Tables = true
+	return j, nil
+}
+
+// JoinWindow is a stream–stream join's WITHIN: a left row at time t
+// joins the right rows of its key from t - BeforeMs to t + AfterMs. A
+// side's rows are kept for BeforeMs + AfterMs + GraceMs after stream
+// time passes them.
+//
+// With a GRACE PERIOD (Legacy false), a LEFT, RIGHT or FULL join emits
+// a row without a match only once its window has closed (its time +
+// the window's reach on its side + GraceMs ≤ stream time) with no match,
+// as Kafka Streams does since KIP-633 (no spurious outer rows). Without
+// one (Legacy), it emits such a row as soon as the row arrives without
+// a match — and the joined rows when matches come later — with a grace
+// period of 24 hours, as ksqlDB's JoinWindows.of did.
+type JoinWindow struct {
+	BeforeMs, AfterMs, GraceMs int64
+	Legacy                     bool
+}
+
+// LegacyJoinGraceMs is the grace period of a WITHIN without GRACE PERIOD.
+const LegacyJoinGraceMs = 24 * 3600 * 1000
+
+// RetentionMs is how long a side's rows are kept behind stream time.
+func (w *JoinWindow) RetentionMs() int64 { return w.BeforeMs + w.AfterMs + w.GraceMs }
+
+func (w *JoinWindow) String() string {
+	s := "WITHIN (" + FormatDuration(w.BeforeMs) + ", " + FormatDuration(w.AfterMs) + ")"
+	if !w.Legacy {
+		s += " GRACE PERIOD " + FormatDuration(w.GraceMs)
+	}
+	return s
+}
+
+// NewStreamJoin joins two streams on their key columns (positions
+// leftKey and rightKey in their rows) within window, any of INNER, LEFT,
+// RIGHT and FULL OUTER; its rows are laid out as NewTableJoin's.
+func NewStreamJoin(typ JoinType, left, right Node, leftName, rightName string, leftKey, rightKey int, synthKey string, window JoinWindow) (*Join, error) {
+	j, err := newKeyJoin(typ, left, right, leftName, rightName, leftKey, rightKey, synthKey)
+	if err != nil {
+		return nil, err
+	}
+	j.Window = &window
+	return j, nil
+}
+
+// newKeyJoin joins two inputs on their key columns.
+func newKeyJoin(typ JoinType, left, right Node, leftName, rightName string, leftKey, rightKey int, synthKey string) (*Join, error) {
+	ls, rs := left.Schema(), right.Schema()
+	lt, rt := ls.Columns[leftKey].Type, rs.Columns[rightKey].Type
+	if !lt.Equal(rt) {
+		return nil, fmt.Errorf("types don't match: %s.%s is %s, %s.%s is %s", leftName, ls.Columns[leftKey].Name, lt, rightName, rs.Columns[rightKey].Name, rt)
+	}
+	out := JoinSchema(ls, rs, leftName, rightName)
+	if typ == FullJoin {
+		out.Columns[leftKey].Key = false
+		out.Columns = append(out.Columns, types.Column{Name: synthKey, Type: lt, Key: true})
+	}
+	return &Join{Type: typ, Left: left, Right: right, LeftName: leftName, RightName: rightName,
+		LeftKey: &expr.Column{Index: leftKey, Name: out.Columns[leftKey].Name, T: lt}, RightKey: rightKey, out: out}, nil
 }
 
 // NewJoin joins left to right on leftKey = right's column rightKey,
 // naming the sides' columns with leftName and rightName.
 func NewJoin(typ JoinType, left, right Node, leftName, rightName string, leftKey expr.Expr, rightKey int) (*Join, error) {
+	return NewJoinKeys(typ, left, right, leftName, rightName, []expr.Expr{leftKey}, []int{rightKey})
+}
+
+// NewJoinKeys is NewJoin on several key columns of the right (a table
+// with a composite primary key): leftKeys[i] = right's column
+// rightKeys[i].
+func NewJoinKeys(typ JoinType, left, right Node, leftName, rightName string, leftKeys []expr.Expr, rightKeys []int) (*Join, error) {
 	ls, rs := left.Schema(), right.Schema()
-	if lt, rt := leftKey.Type(), rs.Columns[rightKey].Type; !lt.Equal(rt) {
-		return nil, fmt.Errorf("types don't match: %s is %s, %s.%s is %s", leftKey, lt, rightName, rs.Columns[rightKey].Name, rt)
+	for i, lk := range leftKeys {
+		if lt, rt := lk.Type(), rs.Columns[rightKeys[i]].Type; !lt.Equal(rt) {
+			return nil, fmt.Errorf("types don't match: %s is %s, %s.%s is %s", lk, lt, rightName, rs.Columns[rightKeys[i]].Name, rt)
+		}
 	}
 	return &Join{Type: typ, Left: left, Right: right, LeftName: leftName, RightName: rightName,
-		LeftKey: leftKey, RightKey: rightKey, out: JoinSchema(ls, rs, leftName, rightName)}, nil
+		LeftKey: leftKeys[0], RightKey: rightKeys[0], LeftKeys: leftKeys, RightKeys: rightKeys,
+		out: JoinSchema(ls, rs, leftName, rightName)}, nil
 }
 
 // JoinSchema is the layout of a join's rows: the left's columns, then
@@ -75,13 +193,28 @@ func JoinSchema(left, right types.Schema, leftName, rightName string) types.Sche
 
 // JoinColumnName is the name of a side's column in a join's rows, as
 // ksqlDB generates it: <source alias>_<column>.
-func JoinColumnName(source, column string) string { return source + "_" + column }
+// An empty source (the left of an N-way join, whose columns are named
+// already) keeps the column's name.
+func JoinColumnName(source, column string) string {
+	if source == "" {
+		return column
+	}
+	return source + "_" + column
+}
 
 func (j *Join) Schema() types.Schema { return j.out }
 func (j *Join) Children() []Node     { return []Node{j.Left, j.Right} }
 func (j *Join) String() string {
 	rs := j.Right.Schema()
-	return fmt.Sprintf("Join %s %s ON %s = %s.%s", j.Type, j.RightName, j.LeftKey, j.RightName, rs.Columns[j.RightKey].Name)
+	w := ""
+	if j.Window != nil {
+		w = " " + j.Window.String()
+	}
+	on := fmt.Sprintf("%s = %s.%s", j.LeftKey, j.RightName, rs.Columns[j.RightKey].Name)
+	for i := 1; i < len(j.LeftKeys); i++ {
+		on += fmt.Sprintf(" AND %s = %s.%s", j.LeftKeys[i], j.RightName, rs.Columns[j.RightKeys[i]].Name)
+	}
+	return fmt.Sprintf("Join %s %s%s ON %s", j.Type, j.RightName, w, on)
 }
 
 // RightOffset is the position of the right's first column in the join's

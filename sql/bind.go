@@ -50,6 +50,11 @@ func (b *binder) identPos(name string) int {
 }
 
 func (b *binder) errAt(name, code, format string, args ...any) *Error {
+	if name == "ON" && b.join != nil {
+		if pos := b.onPos(); pos >= 0 {
+			return errorAt(b.text, pos, code, format, args...) // this join's ON, in an N-way join
+		}
+	}
 	if pos := b.identPos(name); pos >= 0 {
 		return errorAt(b.text, pos, code, format, args...)
 	}
@@ -75,10 +80,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		node = join
 		switch {
-		case s.GroupBy != nil || s.Having != nil || hasAggregate(s) || sel.window != nil:
-			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "aggregations over joins are not supported yet: CREATE STREAM … AS SELECT the join, then aggregate that stream")
-		case len(sel.partitionExprs) > 0:
-			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a join is not supported yet")
+		case len(sel.partitionExprs) > 0 && join.Tables:
+			// ksqlDB's rule for tables: their key is the primary key.
+			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a table–table join is not supported: a table's key is its primary key")
 		}
 	} else {
 		ts, ok := j.Left.(*ast.TableSource)
@@ -189,6 +193,8 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 				if cols, err = b.sideColumns(q); err != nil {
 					return nil, err
 				}
+			} else if b.join != nil {
+				cols = keysFirst(b.schema, cols) // a join's key (repartitioned, synthetic) first, as ksqlDB lists it
 			}
 			for _, c := range cols {
 				col := b.schema.Columns[c]
@@ -205,6 +211,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		e, err := b.expr(f.Expr)
 		if err != nil {
 			return nil, err
+		}
+		if b.join != nil {
+			e = b.joinKeyColumn(e)
 		}
 		// A projected PARTITION BY expression is the new key column. A
 		// plain column is that column already; a pseudo column is an
@@ -405,8 +414,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		fromTable = fromTable || s.Kind == catalog.Table
 	}
 	if join != nil {
-		// A stream–table join's result is a stream.
-		fromTable = false
+		// A stream–table join's result is a stream; a table–table
+		// join's, a table.
+		fromTable = join.Tables
 	}
 	switch {
 	case aggregate && ca.Kind == catalog.Stream:
@@ -415,13 +425,15 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, NameError(ca, CodeFeatureNotSupport, "KSQL does not support persistent queries on windowed tables.")
 	case !aggregate && fromTable && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "the query reads a table, so it produces a table: use CREATE TABLE … AS SELECT")
-	case !aggregate && fromTable:
+	case !aggregate && fromTable && join == nil:
 		return nil, NameError(ca, CodeFeatureNotSupport, "CREATE TABLE AS SELECT without GROUP BY is not supported yet")
-	case !aggregate && ca.Kind == catalog.Table:
+	case !aggregate && !fromTable && ca.Kind == catalog.Table:
 		return nil, NameError(ca, CodeFeatureNotSupport, "a query over a stream without GROUP BY produces a stream: use CREATE STREAM … AS SELECT")
 	}
 	proj := q.Root.(*planner.Project)
-	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil {
+	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.Type == planner.FullJoin {
+		return nil, Errorf(CodeSyntaxError, "Key missing from projection (ie, SELECT). The query used to build %s must include the join expression %s in its projection (eg, SELECT %s …)", ca.Name, missing[0], missing[0])
+	} else if len(missing) > 0 && join != nil {
 		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name
 		tkey := join.RightName + "." + join.Right.Schema().Columns[join.RightKey].Name
 		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the join expressions %s or %s in its projection (eg, SELECT %s …)", ca.Name, key, tkey, key)
@@ -463,6 +475,18 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	for _, name := range []string{"WINDOW_TYPE", "WINDOW_SIZE"} {
 		if p, ok := ca.Props[name]; ok {
 			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "%s is set by the query's WINDOW clause, not in WITH", name)
+		}
+	}
+	if join != nil && target.KeyFormat == types.FormatNone {
+		// A keyless stream joined on a column: the result is keyed by
+		// it, in ksqlDB's default key format.
+		target.KeyFormat = types.FormatKafka
+	}
+	if join != nil && target.KeyFormat == types.FormatKafka && len(target.Schema.KeyIndexes()) > 1 {
+		// Keyed by a table's composite key, in its key format.
+		target.KeyFormat = types.FormatJSON
+		if rs, ok := join.Right.(*planner.Scan); ok && rs.Source.KeyFormat != types.FormatKafka {
+			target.KeyFormat = rs.Source.KeyFormat
 		}
 	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {

@@ -68,10 +68,19 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	if len(sel.partitionExprs) > 0 {
 		return nil, b.errAt("PARTITION", CodeFeatureNotSupport, "PARTITION BY cannot be combined with GROUP BY")
 	}
+	// What the aggregation reads: a source, or a join (of tables: a
+	// table's changes).
+	fromTable, srcName := false, ""
+	if b.src != nil {
+		fromTable, srcName = b.src.Kind == catalog.Table, b.src.Name
+	}
+	if j := findJoin(node); j != nil {
+		fromTable, srcName = j.Tables, j.LeftName+" JOIN "+j.RightName
+	}
 	var window *planner.WindowSpec
 	if w := sel.window; w != nil {
-		if b.src.Kind == catalog.Table {
-			return nil, errorAt(sel.text, w.pos, CodeFeatureNotSupport, "windowed aggregations read streams: %s is a table", b.src.Name)
+		if fromTable {
+			return nil, errorAt(sel.text, w.pos, CodeFeatureNotSupport, "windowed aggregations read streams: %s is a table", srcName)
 		}
 		ws, err := planner.NewWindowSpec(w.typ, w.size, w.advance, w.retention, w.grace, w.zone)
 		if err != nil {
@@ -91,6 +100,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		name := "KSQL_COL_" + strconv.Itoa(i)
 		if c, ok := g.(*expr.Column); ok {
 			name = c.Name
+			if b.join != nil {
+				name = b.joinName(c)
+			}
 		}
 		groupBy = append(groupBy, g)
 		scope.groupText = append(scope.groupText, restore(item.Expr))
@@ -134,7 +146,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	if err != nil {
 		return nil, b.errAt("GROUP", CodeDatatypeMismatch, "%v", err)
 	}
-	if b.src.Kind == catalog.Table {
+	if fromTable {
 		// A changed row leaves its old group: the aggregates must be able
 		// to take a row back out.
 		for _, c := range scope.aggs {

@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"strings"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 
@@ -19,6 +21,19 @@ type joinSide struct {
 	alias, name string
 	schema      types.Schema // the source's rows
 	offset      int          // position of its first column in the join's rows
+	// node and inner are set for the left side of an N-way join: the
+	// join of the sides before it (its plan and its scope); src is then
+	// a stand-in describing its rows (their key, format, partitions).
+	node  planner.Node
+	inner *joinScope
+}
+
+// plan returns what the side reads: its source, or the join before it.
+func (s *joinSide) plan() planner.Node {
+	if s.node != nil {
+		return s.node
+	}
+	return planner.NewScan(s.src)
 }
 
 // is reports whether qualifier q names the side.
@@ -27,23 +42,47 @@ func (s *joinSide) is(q string) bool { return q == s.name || q == s.src.Name }
 // joinScope is what names resolve against in a join's SELECT.
 type joinScope struct {
 	sides [2]joinSide
+	// leaves are the sources of the join's rows in order, each with its
+	// offset in them: the two sides, or for an N-way join the sources of
+	// the join on its left, then its right. Names resolve against them.
+	leaves []*joinSide
 	// on is set while binding the ON condition (for ksqlDB's errors).
 	on bool
+	// rekey is set when the stream is repartitioned by the join
+	// expression: its rows are the left side's.
+	rekey *planner.Rekey
+	// swapped is set when ON names the right side first.
+	swapped bool
+	// synth is the position of a FULL table join's synthetic key column
+	// in the join's rows (-1: none), named synthName.
+	synth     int
+	synthName string
 }
 
 // side returns the side whose columns include position i of the join's
 // rows.
 func (js *joinScope) side(i int) *joinSide {
-	if i >= js.sides[1].offset {
-		return &js.sides[1]
+	for k := len(js.leaves) - 1; k > 0; k-- {
+		if i >= js.leaves[k].offset {
+			return js.leaves[k]
+		}
 	}
-	return &js.sides[0]
+	return js.leaves[0]
 }
 
-// bindJoin binds FROM left [INNER|LEFT] JOIN right ON … into a Join of a
-// stream with a table on the table's primary key. What this release does
-// not run (other join kinds, joins that need a repartition) is refused
-// with ksqlDB's error where it has one.
+// end is the position after the last source's columns in the join's
+// rows (a FULL join's synthetic key, a table function's columns follow).
+func (js *joinScope) end() int {
+	last := js.leaves[len(js.leaves)-1]
+	return last.offset + last.schema.Len()
+}
+
+// bindJoin binds FROM left [INNER|LEFT|RIGHT|FULL] JOIN right [WITHIN …]
+// ON … into a Join: stream–table (here), table–table (bindTableJoin) or
+// stream–stream (bindStreamJoin); a left that is itself a join (a JOIN b
+// … JOIN c …) is bound first (nestedLeft). What this release does not
+// run (foreign-key joins, some N-way shapes) is refused with ksqlDB's
+// error where it has one.
 func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	// FROM a, b nests the first source in a join of its own.
 	for {
@@ -53,14 +92,21 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		}
 		j.Left = l.Left
 	}
-	if _, nested := j.Left.(*ast.Join); nested {
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are not supported yet")
-	}
 	if _, nested := j.Right.(*ast.Join); nested {
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are not supported yet")
 	}
-	js := &joinScope{}
+	js := &joinScope{synth: -1}
+	if l, nested := j.Left.(*ast.Join); nested {
+		// a JOIN b … JOIN c …: the join of a and b is the left side,
+		// planned first, as ksqlDB plans joins from left to right.
+		if err := b.nestedLeft(sel, l, js); err != nil {
+			return nil, err
+		}
+	}
 	for i, rs := range []ast.ResultSetNode{j.Left, j.Right} {
+		if i == 0 && js.sides[0].inner != nil {
+			continue
+		}
 		ts, ok := rs.(*ast.TableSource)
 		if !ok {
 			return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")
@@ -81,6 +127,25 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	}
 	left, right := &js.sides[0], &js.sides[1]
 	right.offset = left.schema.Len()
+	if left.inner != nil {
+		js.leaves = append(append(js.leaves, left.inner.leaves...), right)
+		for _, l := range left.inner.leaves {
+			if l.src.Name == right.src.Name {
+				return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join '%s' to '%s': self joins are not yet supported.", l.src.Name, right.src.Name)
+			}
+			if l.name == right.name {
+				return nil, b.errAt("JOIN", CodeDuplicateObject, "the sides of a join need different names: two are %s; give one an alias", right.name)
+			}
+		}
+	} else {
+		js.leaves = []*joinSide{left, right}
+	}
+	// The WITHIN clause, when it is this join's (between its JOIN and its
+	// ON in an N-way join).
+	within := sel.within
+	if n := len(js.leaves) - 1; within != nil && (within.pos < b.nthOn(n-1) || within.pos > b.nthOn(n)) {
+		within = nil
+	}
 	typ := "INNER"
 	switch {
 	case sel.fullJoin >= 0:
@@ -100,10 +165,16 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		return nil, b.errAt("JOIN", CodeDuplicateObject, "the two sides of a join need different names: both are %s; give one an alias", left.name)
 	case left.src.Kind == catalog.Table && right.src.Kind == catalog.Stream:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Invalid join order: table-stream joins are not supported; only stream-table joins. Got %s.", got)
+	case left.inner != nil && right.src.Kind == catalog.Stream:
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "joining %s to the result of another join is not supported yet: a stream–stream join must come first in a join of more than two sources", right.src.Name)
+	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && within == nil:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. To learn about how to specify a WITHIN clause with a stream-stream join, please visit: https://docs.confluent.io/current/ksql/docs/syntax-reference.html#create-stream-as-select")
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream:
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. (Stream-stream joins are not supported yet.)")
+		return b.bindStreamJoin(j, js, typ, within)
+	case within != nil:
+		return nil, errorAt(b.text, within.pos, CodeFeatureNotSupport, "A window definition was provided for a Stream-Table or Table-Table join. These joins are not windowed. Got %s.", got)
 	case left.src.Kind == catalog.Table:
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins are not supported yet")
+		return b.bindTableJoin(j, js, typ)
 	case typ == "FULL":
 		return nil, errorAt(b.text, sel.fullJoin, CodeFeatureNotSupport, "Invalid join type: full-outer join not supported for stream-table join. Got %s.", got)
 	case typ == "RIGHT":
@@ -119,48 +190,98 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	}
 	b.join = js
 	b.schema = planner.JoinSchema(left.schema, right.schema, left.name, right.name)
-	js.on = true
-	lk, rk, err := b.joinCondition(j.On.Expr)
-	js.on = false
+	// ON: one equality per key column of the table (several, ANDed, for
+	// a table with several key columns), in the table's key order.
+	tkeys := right.src.Schema.KeyIndexes()
+	bindOn := func() (lks []expr.Expr, rks []int, err error) {
+		js.on = true
+		ls, rs, err := b.joinConditions(j.On.Expr)
+		js.on = false
+		if err != nil {
+			return nil, nil, err
+		}
+		lks, rks = make([]expr.Expr, len(tkeys)), make([]int, len(tkeys))
+		for k, rk := range rs {
+			lk := ls[k]
+			rkc, isCol := rk.(*expr.Column)
+			at := -1
+			for n, tk := range tkeys {
+				if isCol && rkc.Index == right.offset+tk && lks[n] == nil {
+					at = n
+				}
+			}
+			if at < 0 || len(rs) != len(tkeys) {
+				return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: stream-table joins require to join on the table's primary key. Got %s = %s.", b.show(lk), b.show(rk))
+			}
+			if lt, rt := lk.Type(), rk.Type(); !lt.Equal(rt) {
+				return nil, nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
+			}
+			lks[at], rks[at] = lk, tkeys[at]
+		}
+		return lks, rks, nil
+	}
+	lks, rks, err := bindOn()
 	if err != nil {
 		return nil, err
 	}
-	// The ON's table side must be the table's primary key; its stream
-	// side must be the stream's key column, for now: any other
-	// expression needs the stream repartitioned by it first.
-	rkc, isCol := rk.(*expr.Column)
-	if tkeys := right.src.Schema.KeyIndexes(); !isCol || len(tkeys) != 1 || rkc.Index != right.offset+tkeys[0] {
-		return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: stream-table joins require to join on the table's primary key. Got %s = %s.", b.show(lk), b.show(rk))
-	}
-	if lt, rt := lk.Type(), rk.Type(); !lt.Equal(rt) {
-		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
-	}
-	lkc, isCol := lk.(*expr.Column)
-	if skeys := left.src.Schema.KeyIndexes(); !isCol || len(skeys) != 1 || lkc.Index != skeys[0] {
-		return nil, b.errAt("ON", CodeFeatureNotSupport, "joining %s on %s needs a repartition, which is not supported yet: the stream's side of ON must be its key column; PARTITION BY %s in a CREATE STREAM … AS SELECT first", left.src.Name, b.show(lk), b.show(lk))
-	}
-	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
-			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
-	}
-	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s), and joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
-	}
+	// Unless the ON's stream side is the stream's key columns (in the
+	// table's key format), the stream is repartitioned by it first, into
+	// as many partitions as the table has.
 	switch f := right.src.KeyFormat; f {
 	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
 	default:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins on %s keys are not supported yet", f)
 	}
+	skeys := left.src.Schema.KeyIndexes()
+	keyJoin := len(skeys) == len(lks)
+	for n, lk := range lks {
+		lkc, isCol := lk.(*expr.Column)
+		keyJoin = keyJoin && isCol && lkc.Index == skeys[n]
+		// Several key columns are fields of one key: the same bytes only
+		// under the same names.
+		keyJoin = keyJoin && (len(lks) == 1 || left.schema.Columns[skeys[n]].Name == right.schema.Columns[tkeys[n]].Name)
+	}
+	repartition := !keyJoin || left.src.KeyFormat != right.src.KeyFormat
+	if lp, rp := left.src.Partitions, right.src.Partitions; !repartition && lp > 0 && rp > 0 && lp != rp {
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
+	}
+	leftNode := left.plan()
+	if repartition {
+		// The stream's rows get the join expressions as their key
+		// columns (new columns unless they are columns already); the
+		// join's rows then start with those rows, so ON is bound again
+		// over them.
+		rekey, err := planner.NewRekey(leftNode, append([]expr.Expr(nil), lks...))
+		if err != nil {
+			return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
+		}
+		leftNode, js.rekey = rekey, rekey
+		left.schema = rekey.Schema()
+		right.offset = left.schema.Len()
+		b.schema = planner.JoinSchema(left.schema, right.schema, left.name, right.name)
+		kts := make([]types.Type, len(lks))
+		for n, lk := range lks {
+			kts[n] = lk.Type()
+		}
+		if _, rks, err = bindOn(); err != nil {
+			return nil, err
+		}
+		for n, k := range rekey.Keys {
+			lks[n] = &expr.Column{Index: k, Name: b.schema.Columns[k].Name, T: kts[n]}
+		}
+	}
 	jt := planner.InnerJoin
 	if typ == "LEFT" {
 		jt = planner.LeftJoin
 	}
-	// The key expression is over the stream's rows, which start the
-	// join's rows: its column positions hold.
-	join, err := planner.NewJoin(jt, planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, lk, rkc.Index-right.offset)
+	// The key expressions are over the stream's rows, which start the
+	// join's rows: their column positions hold.
+	join, err := planner.NewJoinKeys(jt, leftNode, planner.NewScan(right.src), left.name, right.name, lks, rks)
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
+	join.Repartition = repartition
 	return join, nil
 }
 
@@ -180,7 +301,7 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins on multiple conditions are not yet supported. Got %s.", b.onText())
 	}
 	if !ok || bin.Op != opcode.EQ {
-		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join takes one equality, left_expression = right_expression. Got %s.", b.onText())
+		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join's condition is left_expression = right_expression (ANDed, for a table with several key columns). Got %s.", b.onText())
 	}
 	l, err := b.expr(bin.L)
 	if err != nil {
@@ -222,6 +343,7 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 	if ls == rs {
 		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: each side of the join comparison must reference a different source. Got %s = %s.", b.show(l), b.show(r))
 	}
+	js.swapped = ls == 1
 	if ls == 1 {
 		l, r = r, l
 	}
@@ -235,9 +357,9 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 	var side *joinSide
 	i := -1
 	if q != "" {
-		for k := range js.sides {
-			if js.sides[k].is(q) {
-				side = &js.sides[k]
+		for _, l := range js.leaves {
+			if l.is(q) {
+				side = l
 			}
 		}
 		if side == nil {
@@ -250,18 +372,28 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			return nil, b.qualErr(q, name, CodeUndefinedColumn, "column %s.%s does not exist: %s has no column %s", q, name, side.src.Name, name)
 		}
 	} else {
-		l, r := js.sides[0].schema.Index(name), js.sides[1].schema.Index(name)
+		var found []*joinSide
+		for _, l := range js.leaves {
+			if k := l.schema.Index(name); k >= 0 {
+				found = append(found, l)
+				side, i = l, k
+			}
+		}
 		switch {
-		case l >= 0 && r >= 0:
-			return nil, b.errAt(name, CodeSyntaxError, "Column '%s' is ambiguous. Could be %s.%s or %s.%s.", name, js.sides[0].name, name, js.sides[1].name, name)
-		case l >= 0:
-			side, i = &js.sides[0], l
-		case r >= 0:
-			side, i = &js.sides[1], r
+		case len(found) > 1:
+			return nil, b.errAt(name, CodeSyntaxError, "Column '%s' is ambiguous. Could be %s.%s or %s.%s.", name, found[0].name, name, found[1].name, name)
+		case len(found) == 1:
+		case js.synth >= 0 && name == js.synthName:
+			c := b.schema.Columns[js.synth]
+			return &expr.Column{Index: js.synth, Name: c.Name, T: c.Type}, nil
 		case js.on:
 			return nil, b.errAt(name, CodeUndefinedColumn, "JOIN ON column '%s' cannot be resolved.", name)
 		default:
-			return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s or %s", name, js.sides[0].src.Name, js.sides[1].src.Name)
+			names := make([]string, len(js.leaves))
+			for k, l := range js.leaves {
+				names[k] = l.src.Name
+			}
+			return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, strings.Join(names, " or "))
 		}
 	}
 	c := b.schema.Columns[side.offset+i]
@@ -273,17 +405,15 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 // sides have a column of that name.
 func (b *binder) joinName(c *expr.Column) string {
 	js := b.join
-	if c.Index >= js.sides[1].offset+js.sides[1].schema.Len() {
+	if c.Index >= js.end() {
 		return c.Name // a column added after the join (a table function's)
 	}
 	side := js.side(c.Index)
-	other := &js.sides[0]
-	if side == other {
-		other = &js.sides[1]
-	}
 	col := side.schema.Columns[c.Index-side.offset].Name
-	if other.schema.Index(col) >= 0 {
-		return c.Name
+	for _, l := range js.leaves {
+		if l != side && l.schema.Index(col) >= 0 {
+			return c.Name
+		}
 	}
 	return col
 }
@@ -291,7 +421,7 @@ func (b *binder) joinName(c *expr.Column) string {
 // show renders a bound expression of a join for errors: a column as
 // side.COLUMN, as the user wrote it.
 func (b *binder) show(e expr.Expr) string {
-	if c, ok := e.(*expr.Column); ok && b.join != nil && c.Index < b.join.sides[1].offset+b.join.sides[1].schema.Len() {
+	if c, ok := e.(*expr.Column); ok && b.join != nil && c.Index < b.join.end() {
 		side := b.join.side(c.Index)
 		return side.name + "." + side.schema.Columns[c.Index-side.offset].Name
 	}
@@ -301,8 +431,7 @@ func (b *binder) show(e expr.Expr) string {
 // sideColumns returns the positions of the columns SELECT q.* gives in a
 // join: the visible columns of the side q names.
 func (b *binder) sideColumns(q string) ([]int, error) {
-	for k := range b.join.sides {
-		s := &b.join.sides[k]
+	for _, s := range b.join.leaves {
 		if s.is(q) {
 			var out []int
 			for _, i := range s.schema.Visible() {
@@ -367,7 +496,10 @@ func (b *binder) onText() string {
 // table row).
 func (b *binder) joinKeyAsKey(exprs []expr.Expr) {
 	js := b.join
-	skeys := js.sides[0].src.Schema.KeyIndexes()
+	if js.synth >= 0 {
+		return // a FULL join's key is its synthetic column
+	}
+	skeys := js.sides[0].schema.KeyIndexes()
 	tkeys := js.sides[1].src.Schema.KeyIndexes()
 	if len(skeys) != 1 || len(tkeys) != 1 {
 		return
@@ -385,4 +517,159 @@ func (b *binder) joinKeyAsKey(exprs []expr.Expr) {
 			return
 		}
 	}
+}
+
+// joinKeyColumn returns the join's key column for a SELECT expression
+// that is the expression the stream was repartitioned by (ksqlDB lets the
+// projection name the join expression to select the key); e otherwise.
+func (b *binder) joinKeyColumn(e expr.Expr) expr.Expr {
+	rk := b.join.rekey
+	if rk == nil {
+		return e
+	}
+	for n, ke := range rk.Exprs {
+		k := rk.Keys[n]
+		if c, ok := ke.(*expr.Column); ok && c.Index == k {
+			continue // a plain column is the key already
+		}
+		if ke.String() == e.String() {
+			c := b.schema.Columns[k]
+			return &expr.Column{Index: k, Name: c.Name, T: c.Type}
+		}
+	}
+	return e
+}
+
+// onSides returns the ON condition's two operands as written, the left
+// side's first (after joinCondition has bound it).
+func (b *binder) onSides(on ast.ExprNode) (left, right ast.ExprNode) {
+	for {
+		p, ok := on.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		on = p.Expr
+	}
+	bin := on.(*ast.BinaryOperationExpr)
+	if b.join.swapped {
+		return bin.R, bin.L
+	}
+	return bin.L, bin.R
+}
+
+// nestedLeft binds the join on the left of a JOIN (a JOIN b … in a JOIN b
+// … JOIN c …) and makes it js's left side: its rows, with the names of
+// its sources, keyed by its join key. The left join must give a stream
+// (a stream–table or stream–stream join).
+func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
+	if sel.fullJoin >= 0 {
+		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with FULL OUTER JOIN are not supported yet")
+	}
+	inner, err := b.bindJoin(sel, l)
+	if err != nil {
+		return err
+	}
+	if inner.Tables {
+		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are supported for streams joined to tables (or first to one stream), one after the other; not yet after a table–table join")
+	}
+	scope := b.join
+	first := scope.sides[0].src // the inner join's left: a source, or its own stand-in
+	rows := inner.Schema()
+	// The stand-in for the left join's rows: a stream keyed by the join
+	// key, in the format and partitions of the topic it was joined on.
+	stand := &catalog.Source{Name: first.Name, Kind: catalog.Stream, KeyFormat: first.KeyFormat, KeyOptions: first.KeyOptions,
+		Partitions: first.Partitions, Schema: rows}
+	switch {
+	case inner.Window != nil && inner.Repartition && inner.RepartitionRight:
+		// Both streams were repartitioned, keyed like the left (KAFKA
+		// for a keyless one).
+		if stand.KeyFormat == types.FormatNone {
+			stand.KeyFormat, stand.KeyOptions = types.FormatKafka, types.FormatOptions{}
+		}
+	case inner.Repartition:
+		// Keyed like the right side it was repartitioned to meet.
+		t := scope.leaves[len(scope.leaves)-1].src
+		stand.KeyFormat, stand.KeyOptions, stand.Partitions = t.KeyFormat, t.KeyOptions, t.Partitions
+	}
+	left := &js.sides[0]
+	left.src, left.schema, left.node, left.inner = stand, rows, inner, scope
+	return nil
+}
+
+// onPos returns the position of the ON of the join being bound (the
+// n-th ON of an N-way join), or -1.
+func (b *binder) onPos() int {
+	n := len(b.join.leaves) - 1
+	if n < 1 {
+		return -1
+	}
+	for _, t := range b.toks {
+		if t.kind == tIdent && t.is("ON") {
+			if n--; n == 0 {
+				return t.pos
+			}
+		}
+	}
+	return -1
+}
+
+// keysFirst returns cols with the key columns first, the others after
+// them, each in their order.
+func keysFirst(schema types.Schema, cols []int) []int {
+	out := make([]int, 0, len(cols))
+	for _, c := range cols {
+		if schema.Columns[c].Key {
+			out = append(out, c)
+		}
+	}
+	for _, c := range cols {
+		if !schema.Columns[c].Key {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// nthOn returns the position of the statement's n-th ON (-1 for n < 1,
+// the text's end when there are fewer).
+func (b *binder) nthOn(n int) int {
+	if n < 1 {
+		return -1
+	}
+	for _, t := range b.toks {
+		if t.kind == tIdent && t.is("ON") {
+			if n--; n == 0 {
+				return t.pos
+			}
+		}
+	}
+	return len(b.text)
+}
+
+// joinConditions binds ON's a = b [AND c = d …] and returns each
+// equality's stream side and table side, in the order written.
+func (b *binder) joinConditions(on ast.ExprNode) (left, right []expr.Expr, err error) {
+	for {
+		p, ok := on.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		on = p.Expr
+	}
+	if bin, ok := on.(*ast.BinaryOperationExpr); ok && bin.Op == opcode.LogicAnd {
+		l1, r1, err := b.joinConditions(bin.L)
+		if err != nil {
+			return nil, nil, err
+		}
+		l2, r2, err := b.joinConditions(bin.R)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(l1, l2...), append(r1, r2...), nil
+	}
+	l, r, err := b.joinCondition(on)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []expr.Expr{l}, []expr.Expr{r}, nil
 }

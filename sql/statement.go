@@ -99,6 +99,8 @@ type Select struct {
 	Limit int64
 	// window is the WINDOW clause, or nil.
 	window *windowClause
+	// within is a stream–stream join's WITHIN clause, or nil.
+	within *withinClause
 	// persistent marks the SELECT of a CREATE … AS (set when binding it).
 	persistent bool
 	// unsupported names a clause that parses but is planned by a later

@@ -72,14 +72,15 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 				clause = 2
 			}
 		case t.is("WITHIN"):
-			markUnsupported("stream-stream joins (WITHIN)", t)
-			j := i + 1
-			if isPunct(toks[j], "(") {
-				j = skipParens(toks, j)
-			} else {
-				j += 2 // a number and a unit
+			if sel.within != nil {
+				markUnsupported("joins of more than two streams (a second WITHIN)", t)
 			}
-			clause = min(j, len(toks)-1) - i
+			w, end, err := parseWithin(p.text, toks, i)
+			if err != nil {
+				return nil, err
+			}
+			sel.within = w
+			clause = end - i
 		case t.is("PARTITION") && toks[i+1].is("BY"):
 			sel.partitionBy = i + 2
 			j := i + 2

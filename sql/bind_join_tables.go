@@ -1,0 +1,84 @@
+package sql
+
+import (
+	"strconv"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// bindTableJoin binds a join of two tables on their primary keys, any
+// of INNER, LEFT, RIGHT and FULL OUTER, with ksqlDB's errors. A join on
+// a left column that is not its key is a foreign-key join, which this
+// release refuses.
+func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner.Join, error) {
+	left, right := &js.sides[0], &js.sides[1]
+	switch {
+	case j.NaturalJoin || j.Using != nil:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins take ON left_expression = right_expression; NATURAL and USING are not supported")
+	case j.On == nil:
+		return nil, b.errAt("JOIN", CodeSyntaxError, "a join needs ON left_expression = right_expression")
+	case left.src.Windowed() || right.src.Windowed():
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of windowed sources are not supported yet")
+	case left.src.Topic == right.src.Topic:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join '%s' to '%s': both read topic %s", left.src.Name, right.src.Name, left.src.Topic)
+	}
+	b.join = js
+	b.schema = planner.JoinSchema(left.schema, right.schema, left.name, right.name)
+	js.on = true
+	lk, rk, err := b.joinCondition(j.On.Expr)
+	js.on = false
+	if err != nil {
+		return nil, err
+	}
+	got := b.show(lk) + " = " + b.show(rk)
+	if js.swapped {
+		got = b.show(rk) + " = " + b.show(lk)
+	}
+	lkeys, rkeys := left.src.Schema.KeyIndexes(), right.src.Schema.KeyIndexes()
+	rkc, isCol := rk.(*expr.Column)
+	if !isCol || len(rkeys) != 1 || rkc.Index != right.offset+rkeys[0] {
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: table-table joins require to join on the primary key of the right input table. Got %s.", got)
+	}
+	if lt, rt := lk.Type(), rk.Type(); !lt.Equal(rt) {
+		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
+	}
+	lkc, isCol := lk.(*expr.Column)
+	if !isCol || len(lkeys) != 1 || lkc.Index != lkeys[0] {
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: %s is not the primary key of %s: foreign-key table-table joins are not supported yet. Got %s.", b.show(lk), left.src.Name, got)
+	}
+	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
+	}
+	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); table-table joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
+	}
+	switch f := right.src.KeyFormat; f {
+	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
+	default:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins on %s keys are not supported yet", f)
+	}
+	jt := planner.JoinType(typ)
+	synth := ""
+	if jt == planner.FullJoin {
+		// ksqlDB's synthetic key column: ROWKEY, or ROWKEY_<n> when a
+		// side has a column of that name.
+		synth = "ROWKEY"
+		for n := 1; left.schema.Index(synth) >= 0 || right.schema.Index(synth) >= 0; n++ {
+			synth = "ROWKEY_" + strconv.Itoa(n)
+		}
+	}
+	join, err := planner.NewTableJoin(jt, planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, lkeys[0], rkeys[0], synth)
+	if err != nil {
+		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
+	}
+	if synth != "" {
+		js.synth, js.synthName = join.Schema().Len()-1, synth
+	}
+	b.schema = join.Schema()
+	return join, nil
+}
