@@ -1,6 +1,7 @@
 // Command sqlstreams runs the sqlstreams server (the default, or
 // "sqlstreams server"), its interactive shell ("sqlstreams shell") or
-// the demo data generator ("sqlstreams datagen").
+// the demo data generator ("sqlstreams datagen"), or runs ksqlDB test
+// files against an in-process broker and engine ("sqlstreams test").
 //
 // The server serves the Postgres wire protocol and the REST API and, when
 // no --bootstrap-servers is given, starts an embedded Kafka-protocol broker
@@ -27,10 +28,12 @@ func main() {
 		code = runShell(args)
 	case "datagen":
 		code = runDatagen(args)
+	case "test":
+		code = runTest(args)
 	case "help":
-		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags]")
+		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags] | sqlstreams test [flags]")
 	default:
-		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, shell or datagen)\n", cmd)
+		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, shell, datagen or test)\n", cmd)
 		code = 2
 	}
 	os.Exit(code)

@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"server/rest":      {"types", "catalog", "engine", "exec", "sql", "metrics"},
 	"metrics":          {},
 	"tests/testserver": {},
+	"conformance":      {"types", "catalog", "engine", "sql", "broker", "registry"},
 }
 
 type pkg struct {
