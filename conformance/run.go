@@ -411,11 +411,11 @@ func (e *env) produce(ctx context.Context, c *Case) error {
 	cat := e.eng.Catalog()
 	for i, r := range c.Inputs {
 		src := sourceFor(cat, r.Topic, false)
-		k, err := encode(src, true, r.Key)
+		k, err := encode(src, true, r.Key, e.registered(r.Topic+"-key"))
 		if err != nil {
 			return fmt.Errorf("input %d key: %w", i+1, err)
 		}
-		v, err := encode(src, false, r.Value)
+		v, err := encode(src, false, r.Value, e.registered(r.Topic+"-value"))
 		if err != nil {
 			return fmt.Errorf("input %d value: %w", i+1, err)
 		}
@@ -435,6 +435,20 @@ func (e *env) produce(ctx context.Context, c *Case) error {
 		}
 	}
 	return nil
+}
+
+// registered returns the ID of the latest schema registered under
+// subject, or 0: input records are written with the schema the test
+// registered for their topic, as ksqlDB's runner writes them.
+func (e *env) registered(subject string) int {
+	if e.schemas == nil {
+		return 0
+	}
+	id, _, err := e.schemas.Latest(subject)
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // verify reads every topic the case expects records on and compares.

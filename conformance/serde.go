@@ -22,7 +22,11 @@ import (
 // formats go through the topic's columns and this repository's codecs.
 
 // encode serializes one side (key or value) of a spec record for src.
-func encode(src *catalog.Source, key bool, spec any) ([]byte, error) {
+//
+// A single column given as an object holding it ({"F1": 1} for column
+// F1) is that column's value when the format wraps it (PROTOBUF always
+// does; ksqlDB's files write such keys so).
+func encode(src *catalog.Source, key bool, spec any, schemaID int) ([]byte, error) {
 	if spec == nil {
 		return nil, nil
 	}
@@ -45,7 +49,13 @@ func encode(src *catalog.Source, key bool, spec any) ([]byte, error) {
 	for i := range row {
 		row[i] = types.NullDatum
 	}
-	if len(cols) == 1 && !wrapped(format, opts, key) {
+	if len(cols) == 1 {
+		if m, ok := spec.(map[string]any); ok && len(m) == 1 {
+			col := src.Schema.Columns[cols[0]]
+			if v, ok := lookupFold(m, col.Name); ok && (col.Type.Kind != types.Struct || !hasField(col.Type, col.Name)) {
+				spec = v
+			}
+		}
 		d, err := specDatum(spec, src.Schema.Columns[cols[0]].Type)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", src.Schema.Columns[cols[0]].Name, err)
@@ -65,18 +75,37 @@ func encode(src *catalog.Source, key bool, spec any) ([]byte, error) {
 			row[c] = d
 		}
 	}
+	if schemaID != 0 {
+		opts.SchemaID = schemaID
+	}
 	enc, err := types.NewEncoderOpts(format, src.Schema, cols, opts)
 	if err != nil {
 		return nil, err
 	}
-	return enc.Encode(nil, row)
+	b, err := enc.Encode(nil, row)
+	if b == nil && err == nil {
+		b = []byte{} // an empty STRING key is not a null key
+	}
+	return b, err
+}
+
+func hasField(t types.Type, name string) bool {
+	for _, f := range t.Fields {
+		if strings.EqualFold(f.Name, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // wrapped reports whether a single column is written inside a record
 // (a JSON object, an Avro record) rather than alone.
 func wrapped(format string, opts types.FormatOptions, key bool) bool {
-	if format == types.FormatKafka {
+	switch format {
+	case types.FormatKafka:
 		return false
+	case types.FormatProtobuf, types.FormatProtobufNoSR:
+		return true
 	}
 	if opts.WrapSingleValue != nil {
 		return *opts.WrapSingleValue

@@ -8,11 +8,8 @@ import (
 // Skips name what a later issue will remove; a case is skipped only for
 // one of these reasons.
 const (
-	reasonJoins       = "joins (issue 15)"
-	reasonTestUDF     = "UDF from ksqlDB's test jar"
-	reasonProtoNoSR   = "format PROTOBUF_NOSR not supported"
-	reasonFormat      = "format not supported"
-	reasonVersionOnly = "checks ksqlDB's topology or schema pins"
+	reasonJoins   = "joins (issue 15)"
+	reasonTestUDF = "UDF from ksqlDB's test jar"
 )
 
 // testJarFunctions are the UDFs, UDAFs and UDTFs ksqlDB's functional tests
@@ -24,9 +21,6 @@ func staticSkip(c *Case) string {
 	for _, s := range c.Statements {
 		if testJarFunctions.MatchString(s) {
 			return reasonTestUDF
-		}
-		if strings.Contains(strings.ToUpper(s), "PROTOBUF_NOSR") {
-			return reasonProtoNoSR
 		}
 	}
 	return ""

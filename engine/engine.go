@@ -207,6 +207,10 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		cmd := catalog.Command{Statement: text, Props: copyProps(s.Props)}
+		if cmd.Props == nil {
+			cmd.Props = map[string]string{}
+		}
+		cmd.Props[aliasesProp] = aliasesKsql
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			// Columns inferred from the registry are recorded by
 			// schema ID: a replay must get the same ones.
@@ -239,6 +243,15 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "statement is not supported yet")
 }
 
+// aliasesProp, recorded with every catalog command, says how the
+// statement's unnamed expressions are named: aliasesKsql is ksqlDB's
+// numbering. Commands recorded without it name them by position
+// (sql.Select.PositionalAliases), so their queries keep their columns.
+const (
+	aliasesProp = "sqlstreams.generated.aliases"
+	aliasesKsql = "ksql"
+)
+
 func copyProps(p map[string]string) map[string]string {
 	if len(p) == 0 {
 		return nil
@@ -261,6 +274,13 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		}
 		_, err := e.cmds.Append(ctx, cmd)
 		return err
+	}
+	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
+	switch st := st.(type) {
+	case *sql.CreateAs:
+		st.Select.PositionalAliases = positional
+	case *sql.InsertSelect:
+		st.Select.PositionalAliases = positional
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

@@ -76,6 +76,8 @@ func (s *sinkOp) Process(c *Change) error {
 	a := s.out.arena
 	if keyEnd > start {
 		rec.Key = a[start:keyEnd:keyEnd]
+	} else if !allNull(row, s.keys) && len(s.keys) > 0 {
+		rec.Key = emptyKey // an empty STRING key is not a null key
 	}
 	rec.Value = a[keyEnd:len(a):len(a)]
 	rec.Topic = s.topic
@@ -99,6 +101,9 @@ func (s *sinkOp) appendWindow(c *Change) error {
 	s.out.arena = s.window.AppendWindowKey(s.out.arena, c.WindowStart, c.WindowEnd)
 	return nil
 }
+
+// emptyKey is a key of zero bytes, which Kafka tells from a null key.
+var emptyKey = []byte{}
 
 // tombstone writes a deletion of the old row's key.
 func (s *sinkOp) tombstone(c *Change) error {

@@ -214,7 +214,7 @@ func TestRekeySchema(t *testing.T) {
 		{"userid", []string{"USERID"}, []string{"PAGEID", "VIEWTIME"}},
 		{"UCASE(pageid)", []string{"KSQL_COL_0"}, []string{"USERID", "PAGEID", "VIEWTIME"}},
 		{"viewtime, pageid", []string{"VIEWTIME", "PAGEID"}, []string{"USERID"}},
-		{"pageid, viewtime * 2", []string{"PAGEID", "KSQL_COL_1"}, []string{"USERID", "VIEWTIME"}},
+		{"pageid, viewtime * 2", []string{"PAGEID", "KSQL_COL_0"}, []string{"USERID", "VIEWTIME"}},
 		{"LCASE(userid), UCASE(pageid)", []string{"KSQL_COL_0", "KSQL_COL_1"}, []string{"USERID", "PAGEID", "VIEWTIME"}},
 		// A pseudo column is not a key column: it is an expression.
 		{"ROWTIME", []string{"KSQL_COL_0"}, []string{"USERID", "PAGEID", "VIEWTIME"}},

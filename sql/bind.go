@@ -112,14 +112,21 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	if len(sel.partitionExprs) > 0 {
 		var keys []expr.Expr
-		for _, n := range sel.partitionExprs {
+		var keyNames []string
+		gen := b.newAliasGen(sel)
+		for i, n := range sel.partitionExprs {
 			e, err := b.expr(n)
 			if err != nil {
 				return nil, err
 			}
 			keys = append(keys, e)
+			if _, isCol := e.(*expr.Column); isCol {
+				keyNames = append(keyNames, "")
+			} else {
+				keyNames = append(keyNames, gen.forExpr(n, i))
+			}
 		}
-		rk, err := planner.NewRekey(node, keys)
+		rk, err := planner.NewRekey(node, keys, keyNames)
 		if err != nil {
 			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeDatatypeMismatch, "%v", err)
 		}
@@ -170,13 +177,14 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	var exprs []expr.Expr
 	var names []string
+	gen := b.newAliasGen(sel)
 	for i, f := range s.Fields.Fields {
 		if k, ok := tcol[f]; ok {
 			idx := len(b.schema.Columns) - len(tfns) + k
 			c := b.schema.Columns[idx]
 			name := f.AsName.O
 			if name == "" {
-				name = "KSQL_COL_" + strconv.Itoa(i)
+				name = gen.forExpr(f.Expr, i)
 			}
 			exprs = append(exprs, &expr.Column{Index: idx, Name: c.Name, T: c.Type})
 			names = append(names, name)
@@ -225,7 +233,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 					name = b.joinName(c)
 				}
 			} else {
-				name = "KSQL_COL_" + strconv.Itoa(i)
+				name = gen.forExpr(f.Expr, i)
 			}
 		}
 		exprs = append(exprs, e)
@@ -415,9 +423,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, NameError(ca, CodeFeatureNotSupport, "KSQL does not support persistent queries on windowed tables.")
 	case !aggregate && fromTable && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "the query reads a table, so it produces a table: use CREATE TABLE … AS SELECT")
-	case !aggregate && fromTable:
-		return nil, NameError(ca, CodeFeatureNotSupport, "CREATE TABLE AS SELECT without GROUP BY is not supported yet")
-	case !aggregate && ca.Kind == catalog.Table:
+	case !aggregate && !fromTable && ca.Kind == catalog.Table:
 		return nil, NameError(ca, CodeFeatureNotSupport, "a query over a stream without GROUP BY produces a stream: use CREATE STREAM … AS SELECT")
 	}
 	proj := q.Root.(*planner.Project)

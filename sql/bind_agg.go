@@ -82,15 +82,45 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		return nil, b.errAt("FINAL", CodeFeatureNotSupport, "EMIT FINAL is only supported for windowed aggregations")
 	}
 	scope := &aggScope{input: b.schema, windowed: window != nil}
+	// The SELECT list's unnamed expressions are named first, in order, as
+	// ksqlDB does; a GROUP BY expression the list repeats takes its name
+	// there, another one a name of its own.
+	gen := b.newAliasGen(sel)
+	aliases := make([]string, len(s.Fields.Fields))
+	for i, f := range s.Fields.Fields {
+		switch {
+		case f.AsName.O != "":
+			aliases[i] = f.AsName.O
+		case f.WildCard != nil:
+		default:
+			if _, isCol := unparen(f.Expr).(*ast.ColumnNameExpr); !isCol {
+				aliases[i] = gen.forExpr(f.Expr, i)
+			}
+		}
+	}
 	var groupBy []expr.Expr
 	for i, item := range s.GroupBy.Items {
 		g, err := b.expr(item.Expr)
 		if err != nil {
 			return nil, err
 		}
-		name := "KSQL_COL_" + strconv.Itoa(i)
+		name := ""
 		if c, ok := g.(*expr.Column); ok {
 			name = c.Name
+		} else {
+			text := restore(item.Expr)
+			for j, f := range s.Fields.Fields {
+				if sel.PositionalAliases {
+					break
+				}
+				if f.WildCard == nil && aliases[j] != "" && restore(f.Expr) == text {
+					name = aliases[j]
+					break
+				}
+			}
+			if name == "" {
+				name = b.newAliasGen(sel).forExpr(item.Expr, i)
+			}
 		}
 		groupBy = append(groupBy, g)
 		scope.groupText = append(scope.groupText, restore(item.Expr))
@@ -112,8 +142,10 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		if name == "" {
 			if c, ok := e.(*expr.Column); ok && (c.Index < len(groupBy) || scope.windowed && c.Index < len(groupBy)+len(types.WindowColumns)) {
 				name = c.Name
+			} else if aliases[i] != "" {
+				name = aliases[i]
 			} else {
-				name = "KSQL_COL_" + strconv.Itoa(i)
+				name = gen.forExpr(f.Expr, i)
 			}
 		}
 		exprs, names = append(exprs, e), append(names, name)

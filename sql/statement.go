@@ -97,6 +97,12 @@ type Select struct {
 	Emit string
 	// Limit is the row limit, or -1.
 	Limit int64
+	// PositionalAliases names unnamed expressions KSQL_COL_<position in
+	// the list>, as sqlstreams did before it numbered them as ksqlDB does
+	// (KSQL_COL_0, KSQL_COL_1, … in order; s->f named F). The engine sets
+	// it for queries replayed from commands recorded before, so that
+	// their output columns keep their names.
+	PositionalAliases bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// persistent marks the SELECT of a CREATE … AS (set when binding it).

@@ -41,13 +41,24 @@ func runTest(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: sqlstreams test --sql-file q.sql --input-file in.json --output-file out.json\n       sqlstreams test --qtt FILE.json|DIR [FILE.json …] [--filter REGEX] [--json-report r.json]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	// Flags may follow the file arguments (--qtt a.json b.json --filter x).
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		args = fs.Args()
+		for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			files, args = append(files, args[0]), args[1:]
+		}
+		if len(args) == 0 {
+			break
+		}
 	}
 	var cases []conformance.Case
 	switch {
 	case *sqlFile != "":
-		if *qtt != "" || fs.NArg() > 0 {
+		if *qtt != "" || len(files) > 0 {
 			fmt.Fprintln(os.Stderr, "sqlstreams test: give either --sql-file or --qtt, not both")
 			return 2
 		}
@@ -58,7 +69,7 @@ func runTest(args []string) int {
 		}
 		cases = []conformance.Case{c}
 	case *qtt != "":
-		files, err := qttFiles(append([]string{*qtt}, fs.Args()...))
+		files, err := qttFiles(append([]string{*qtt}, files...))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "sqlstreams test: %v\n", err)
 			return 2
