@@ -58,8 +58,9 @@ func (s *sinkOp) Process(c *Change) error {
 	rec := s.out.record()
 	var err error
 	start := len(s.out.arena)
-	// A key whose columns are all NULL is a Kafka null key.
-	if !allNull(row, s.keys) {
+	// A key of one NULL column is a Kafka null key; several columns are
+	// written even when all are NULL, as ksqlDB writes them.
+	if !s.nullKey(row) {
 		if s.out.arena, err = s.key.Encode(s.out.arena, row); err != nil {
 			return err
 		}
@@ -68,18 +69,22 @@ func (s *sinkOp) Process(c *Change) error {
 		}
 	}
 	keyEnd := len(s.out.arena)
-	if s.out.arena, err = s.value.Encode(s.out.arena, row); err != nil {
-		return err
+	if !c.NullValue {
+		if s.out.arena, err = s.value.Encode(s.out.arena, row); err != nil {
+			return err
+		}
 	}
 	// Slices of the arena stay valid when a later append grows it: the
 	// old backing array lives on until the records are reset.
 	a := s.out.arena
 	if keyEnd > start {
 		rec.Key = a[start:keyEnd:keyEnd]
-	} else if !allNull(row, s.keys) && len(s.keys) > 0 {
+	} else if !s.nullKey(row) && len(s.keys) > 0 {
 		rec.Key = emptyKey // an empty STRING key is not a null key
 	}
-	rec.Value = a[keyEnd:len(a):len(a)]
+	if !c.NullValue {
+		rec.Value = a[keyEnd:len(a):len(a)]
+	}
 	rec.Topic = s.topic
 	rec.Timestamp = time.UnixMilli(c.Timestamp)
 	if s.tsCol >= 0 && !row[s.tsCol].Null {
@@ -102,13 +107,19 @@ func (s *sinkOp) appendWindow(c *Change) error {
 	return nil
 }
 
+// nullKey reports whether row's key is a Kafka null key: no key
+// columns, or one that is NULL.
+func (s *sinkOp) nullKey(row types.Row) bool {
+	return len(s.keys) <= 1 && allNull(row, s.keys)
+}
+
 // emptyKey is a key of zero bytes, which Kafka tells from a null key.
 var emptyKey = []byte{}
 
 // tombstone writes a deletion of the old row's key.
 func (s *sinkOp) tombstone(c *Change) error {
 	row := c.Old
-	if allNull(row, s.keys) {
+	if s.nullKey(row) {
 		return nil
 	}
 	rec := s.out.record()

@@ -49,7 +49,8 @@ type Aggregate struct {
 	Aggs    []*AggCall
 	// FromTable marks the aggregation of a table: a changed row's old
 	// value is taken back out of its group (every aggregate is an
-	// expr.Undoer) and a group whose rows are all gone is deleted.
+	// expr.Undoer); a group whose rows are all gone stays, with the
+	// aggregates of no rows (COUNT 0), as in ksqlDB.
 	FromTable bool
 	// Window, when set, aggregates per group and window: the rows carry
 	// WINDOWSTART and WINDOWEND after the group key columns, and the

@@ -198,6 +198,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 					return nil, err
 				}
 			}
+			if rk, ok := node.(*planner.Rekey); ok && !sel.PositionalAliases {
+				cols = rekeyedOrder(rk, cols)
+			}
 			for _, c := range cols {
 				col := b.schema.Columns[c]
 				if col.Window && sel.persistent {
@@ -247,6 +250,35 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 	}
 	return &planner.Query{Root: proj, Emit: sel.Emit, Limit: sel.Limit}, nil
+}
+
+// rekeyedOrder orders the columns SELECT * reads after PARTITION BY as
+// ksqlDB does: the new key columns in PARTITION BY order, the input's
+// value columns, then its old key columns.
+func rekeyedOrder(rk *planner.Rekey, cols []int) []int {
+	in := rk.Input.Schema().Columns
+	isNewKey := map[int]bool{}
+	for _, k := range rk.Keys {
+		isNewKey[k] = true
+	}
+	visible := map[int]bool{}
+	for _, c := range cols {
+		visible[c] = true
+	}
+	out := make([]int, 0, len(cols))
+	for _, k := range rk.Keys {
+		if visible[k] {
+			out = append(out, k)
+		}
+	}
+	for _, oldKey := range []bool{false, true} {
+		for _, c := range cols {
+			if !isNewKey[c] && (c < len(in) && in[c].Key) == oldKey {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // expr binds a TiDB expression.
