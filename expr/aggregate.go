@@ -56,6 +56,10 @@ var aggregates = func() map[string]*AggregateFunction {
 	for _, f := range moreAggregates() {
 		m[f.Name] = f
 	}
+	// STDDEV_SAMPLE is ksqlDB's other name for STDDEV_SAMP.
+	alias := *m["STDDEV_SAMP"]
+	alias.Name = "STDDEV_SAMPLE"
+	m[alias.Name] = &alias
 	return m
 }()
 

@@ -590,13 +590,14 @@ func topkAgg(name string, distinct bool) *AggregateFunction {
 	return &AggregateFunction{
 		Name:        name,
 		Description: "The k greatest " + map[bool]string{true: "distinct ", false: ""}[distinct] + "values, greatest first.",
-		Signatures:  []string{name + "(T, INTEGER k) -> ARRAY<T> for numeric or STRING T"},
+		Signatures:  []string{name + "(T, INTEGER k) -> ARRAY<T> for numeric, STRING, BYTES, DATE, TIME or TIMESTAMP T"},
 		Check: func(args []types.Type) (types.Type, error) {
 			if len(args) != 2 || !args[1].IsIntegral() {
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
 			}
 			switch args[0].Kind {
-			case types.Int, types.Bigint, types.Double, types.Decimal, types.String:
+			case types.Int, types.Bigint, types.Double, types.Decimal, types.String, types.Bytes,
+				types.Date, types.Time, types.Timestamp:
 			default:
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
 			}
@@ -619,7 +620,7 @@ func (k *topkAcc) less(a, b types.Datum) bool {
 	switch k.t.Kind {
 	case types.Double:
 		return a.F < b.F
-	case types.String:
+	case types.String, types.Bytes:
 		return bytes.Compare(a.B, b.B) < 0
 	}
 	return a.I < b.I
@@ -775,8 +776,11 @@ func (m *momentsAcc) Result(st []byte) types.Datum {
 	m.load(st)
 	f := m.f
 	if len(m.ts) == 1 {
-		if f[0] < 2 {
+		switch {
+		case f[0] < 1:
 			return types.NullDatum
+		case f[0] < 2:
+			return types.DoubleDatum(0) // one value: ksqlDB answers 0.0
 		}
 		return types.DoubleDatum(math.Sqrt(f[2] / (f[0] - 1)))
 	}

@@ -503,6 +503,19 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "%s is set by the query's WINDOW clause, not in WITH", name)
 		}
 	}
+	if keys := target.Schema.KeyIndexes(); target.KeyFormat == types.FormatNone && len(keys) > 0 {
+		// A result with key columns from a source without them: KAFKA,
+		// ksqlDB's default key format, when it can hold them, else the
+		// value format's kind.
+		target.KeyFormat = types.FormatKafka
+		if _, err := types.NewEncoderOpts(types.FormatKafka, target.Schema, keys, types.FormatOptions{}); err != nil {
+			target.KeyFormat = types.FormatJSON
+			switch in.ValueFormat {
+			case types.FormatAvro, types.FormatProtobuf, types.FormatJSONSR, types.FormatDelimited:
+				target.KeyFormat = in.ValueFormat
+			}
+		}
+	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
 	}
