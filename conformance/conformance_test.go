@@ -31,7 +31,7 @@ func TestFixtures(t *testing.T) {
 	defer cancel()
 	results := Run(ctx, cases, Options{Parallel: 2, Timeout: 60 * time.Second})
 	for _, r := range results {
-		if r.Status != Pass {
+		if r.Status != Pass || r.MessageDiffers {
 			t.Errorf("%s: %s: %s (%s)\n%s", r.File, r.Name, r.Status, r.Reason, r.Detail)
 		}
 	}

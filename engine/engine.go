@@ -211,6 +211,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 			cmd.Props = map[string]string{}
 		}
 		cmd.Props[aliasesProp] = aliasesKsql
+		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			// Columns inferred from the registry are recorded by
 			// schema ID: a replay must get the same ones.
@@ -252,6 +253,27 @@ const (
 	aliasesKsql = "ksql"
 )
 
+// defaultFormats gives a CREATE STREAM|TABLE without formats the ones
+// ksql.persistence.default.format.key and .value name (SET before it, or
+// recorded with its command), as ksqlDB does.
+func defaultFormats(st sql.Statement, props map[string]string) {
+	cs, ok := st.(*sql.CreateSource)
+	if !ok || cs.Props == nil {
+		return
+	}
+	if _, ok := cs.Props["FORMAT"]; ok {
+		return
+	}
+	for prop, name := range map[string]string{
+		"ksql.persistence.default.format.value": "VALUE_FORMAT",
+		"ksql.persistence.default.format.key":   "KEY_FORMAT",
+	} {
+		if _, given := cs.Props[name]; !given && props[prop] != "" {
+			cs.Props[name] = sql.Property{Value: props[prop], Pos: len(cs.Text())}
+		}
+	}
+}
+
 func copyProps(p map[string]string) map[string]string {
 	if len(p) == 0 {
 		return nil
@@ -275,6 +297,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		_, err := e.cmds.Append(ctx, cmd)
 		return err
 	}
+	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	switch st := st.(type) {
 	case *sql.CreateAs:

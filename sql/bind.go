@@ -742,7 +742,7 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	}
 	if _, ok := cs.Props["VALUE_FORMAT"]; !ok {
 		if _, ok := cs.Props["FORMAT"]; !ok {
-			return nil, Errorf(CodeInvalidParameter, "missing required property VALUE_FORMAT in WITH (…)")
+			return nil, Errorf(CodeInvalidParameter, "Statement is missing the 'VALUE_FORMAT' property from the WITH clause. Either provide one or set a default via the 'ksql.persistence.default.format.value' config.")
 		}
 	}
 	if err := applyProps(cs.text, cs.Props, s); err != nil {
