@@ -300,6 +300,8 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	switch st := st.(type) {
+	case *sql.CreateSource:
+		st.OriginalFieldNames = positional
 	case *sql.CreateAs:
 		st.Select.PositionalAliases = positional
 	case *sql.InsertSelect:

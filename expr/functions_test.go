@@ -566,9 +566,24 @@ func TestConstantArgumentErrors(t *testing.T) {
 	}
 }
 
+func TestCubeCombinations(t *testing.T) {
+	arr := types.Datum{L: []types.Datum{types.IntDatum(1), types.NullDatum, types.IntDatum(3)}}
+	var got []string
+	for _, d := range CubeCombinations(arr) {
+		got = append(got, types.Text(d, types.Type{Kind: types.Array, Elem: &types.IntType}))
+	}
+	want := "[null,null,null] [null,null,3] [1,null,null] [1,null,3]"
+	if strings.Join(got, " ") != want {
+		t.Errorf("CUBE_EXPLODE([1, NULL, 3]) = %s, want %s", strings.Join(got, " "), want)
+	}
+	if CubeCombinations(types.NullDatum) != nil {
+		t.Error("CUBE_EXPLODE(NULL) gave rows")
+	}
+}
+
 func TestTableFunctions(t *testing.T) {
 	tf, ok := LookupTable("explode")
-	if !ok || len(TableFunctions()) != 1 || tf.Description == "" {
+	if !ok || len(TableFunctions()) != 2 || tf.Description == "" {
 		t.Fatal("EXPLODE is not registered")
 	}
 	et, err := tf.Check([]types.Type{tArrStr})

@@ -62,6 +62,11 @@ type CreateSource struct {
 	Source      bool
 	Columns     []ColumnDef
 	Props       Props
+	// OriginalFieldNames keeps the names of columns (and STRUCT fields)
+	// inferred from the schema registry as the schema writes them;
+	// without it they are upper-cased, as ksqlDB does. The engine sets
+	// it for statements replayed from commands recorded before.
+	OriginalFieldNames bool
 }
 
 // CreateAs is CREATE [OR REPLACE] STREAM|TABLE name [WITH (…)] AS SELECT ….
