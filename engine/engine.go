@@ -334,6 +334,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
 		case old.Kind != st.Kind:
 			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s is a %s, not a %s", st.Name, old.Kind, st.Kind)
+		case old.IsSource || st.Source:
+			kind := strings.ToLower(st.Kind.String())
+			return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot add %s '%s': CREATE OR REPLACE is not supported on source %ss.", kind, st.Name, kind)
 		}
 	}
 	if _, err := sql.InferColumns(st, e.cfg.Schemas, sql.Inferred{KeySchemaID: cmd.KeySchemaID, ValueSchemaID: cmd.ValueSchemaID}); err != nil {
@@ -781,6 +784,9 @@ func (e *Engine) drop(ctx context.Context, st *sql.Drop, record func() error) (R
 	}
 	if src.Kind != st.Kind {
 		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "%s is a %s, not a %s", st.Name, src.Kind, st.Kind)
+	}
+	if src.IsSource && st.DeleteTopic {
+		return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot delete topic for read-only source: %s", st.Name)
 	}
 	var users []string
 	for _, id := range e.cat.Users(st.Name) {

@@ -459,6 +459,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, NameError(ca, CodeFeatureNotSupport, "a query over a stream without GROUP BY produces a stream: use CREATE STREAM … AS SELECT")
 	}
 	proj := q.Root.(*planner.Project)
+	if err := checkProjection(ca, proj, join != nil); err != nil {
+		return nil, err
+	}
 	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil {
 		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name
 		tkey := join.RightName + "." + join.Right.Schema().Columns[join.RightKey].Name
@@ -530,6 +533,53 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
+}
+
+// checkProjection refuses what ksqlDB refuses in a persistent query's
+// projection: a pseudo column's name as an output column (selected as is
+// outside a join, or given as an alias), a result without value columns,
+// and key columns whose types hold a MAP.
+func checkProjection(ca *CreateAs, proj *planner.Project, join bool) error {
+	b := createAsBinder(ca)
+	reserved := func(name string) bool {
+		return name == types.RowTime || name == types.RowPartition || name == types.RowOffset
+	}
+	for _, f := range ca.Select.stmt.Fields.Fields {
+		if a := strings.ToUpper(f.AsName.O); f.AsName.O != "" && reserved(a) {
+			return b.errAt(a, CodeDuplicateObject, "`%s` is a reserved column name. You cannot use it as an alias for a column.", a)
+		}
+	}
+	values := 0
+	for _, c := range proj.Schema().Columns {
+		if reserved(c.Name) && !join {
+			return b.errAt(c.Name, CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", c.Name)
+		}
+		if !c.Key {
+			values++
+		} else if holdsMap(c.Type) {
+			return Errorf(CodeFeatureNotSupport, "Map keys, including types that contain maps, are not supported as they may lead to unexpected behavior due to inconsistent serialization. Key column name: `%s`. Column type: %s.", c.Name, c.Type)
+		}
+	}
+	if values == 0 {
+		return Errorf(CodeSyntaxError, "The projection contains no value columns.")
+	}
+	return nil
+}
+
+func holdsMap(t types.Type) bool {
+	switch t.Kind {
+	case types.Map:
+		return true
+	case types.Array:
+		return holdsMap(*t.Elem)
+	case types.Struct:
+		for _, f := range t.Fields {
+			if holdsMap(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // findAggregate returns the aggregation in a linear plan, or nil.
