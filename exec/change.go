@@ -35,6 +35,10 @@ type Change struct {
 	// and a sink writes it with a null value. Sources send such changes
 	// only into graphs of those nodes (see passesNullValues).
 	NullValue bool
+	// NewKey marks a row whose key columns PARTITION BY computed: a sink
+	// writes their key even when all are NULL (several columns), where a
+	// key passed through unchanged stays the record's (null) key.
+	NewKey bool
 }
 
 // Processor is a node of a task's graph: it receives changes one at a

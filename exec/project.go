@@ -24,7 +24,7 @@ func (p *projectOp) Process(c *Change) error {
 	out := &p.change
 	out.Timestamp, out.Record, out.New, out.Old = c.Timestamp, c.Record, nil, nil
 	out.Windowed, out.WindowStart, out.WindowEnd = c.Windowed, c.WindowStart, c.WindowEnd
-	out.NullValue = c.NullValue
+	out.NullValue, out.NewKey = c.NullValue, c.NewKey
 	// The old row first: evaluators reuse their buffers, so its values
 	// are copied before the new row's evaluation reuses them.
 	if c.Old != nil {

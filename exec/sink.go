@@ -58,9 +58,8 @@ func (s *sinkOp) Process(c *Change) error {
 	rec := s.out.record()
 	var err error
 	start := len(s.out.arena)
-	// A key of one NULL column is a Kafka null key; several columns are
-	// written even when all are NULL, as ksqlDB writes them.
-	if !s.nullKey(row) {
+	// An all-NULL key is a Kafka null key (see nullKey).
+	if !s.nullKey(c, row) {
 		if s.out.arena, err = s.key.Encode(s.out.arena, row); err != nil {
 			return err
 		}
@@ -79,7 +78,7 @@ func (s *sinkOp) Process(c *Change) error {
 	a := s.out.arena
 	if keyEnd > start {
 		rec.Key = a[start:keyEnd:keyEnd]
-	} else if !s.nullKey(row) && len(s.keys) > 0 {
+	} else if !s.nullKey(c, row) && len(s.keys) > 0 {
 		rec.Key = emptyKey // an empty STRING key is not a null key
 	}
 	if !c.NullValue {
@@ -107,10 +106,11 @@ func (s *sinkOp) appendWindow(c *Change) error {
 	return nil
 }
 
-// nullKey reports whether row's key is a Kafka null key: no key
-// columns, or one that is NULL.
-func (s *sinkOp) nullKey(row types.Row) bool {
-	return len(s.keys) <= 1 && allNull(row, s.keys)
+// nullKey reports whether row's key is a Kafka null key: its key
+// columns are all NULL, unless there are several and PARTITION BY
+// computed them (ksqlDB writes those).
+func (s *sinkOp) nullKey(c *Change, row types.Row) bool {
+	return (len(s.keys) <= 1 || !c.NewKey) && allNull(row, s.keys)
 }
 
 // emptyKey is a key of zero bytes, which Kafka tells from a null key.
@@ -119,7 +119,7 @@ var emptyKey = []byte{}
 // tombstone writes a deletion of the old row's key.
 func (s *sinkOp) tombstone(c *Change) error {
 	row := c.Old
-	if s.nullKey(row) {
+	if s.nullKey(c, row) {
 		return nil
 	}
 	rec := s.out.record()

@@ -506,18 +506,11 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "%s is set by the query's WINDOW clause, not in WITH", name)
 		}
 	}
-	if keys := target.Schema.KeyIndexes(); target.KeyFormat == types.FormatNone && len(keys) > 0 {
-		// A result with key columns from a source without them: KAFKA,
-		// ksqlDB's default key format, when it can hold them, else the
-		// value format's kind.
-		target.KeyFormat = types.FormatKafka
-		if _, err := types.NewEncoderOpts(types.FormatKafka, target.Schema, keys, types.FormatOptions{}); err != nil {
-			target.KeyFormat = types.FormatJSON
-			switch in.ValueFormat {
-			case types.FormatAvro, types.FormatProtobuf, types.FormatJSONSR, types.FormatDelimited:
-				target.KeyFormat = in.ValueFormat
-			}
-		}
+	if target.KeyFormat == types.FormatNone && len(target.Schema.KeyIndexes()) > 0 {
+		// A result with key columns from a source without them: the key
+		// format the source was declared with (its KEY_FORMAT or FORMAT,
+		// else KAFKA), as ksqlDB keeps it.
+		target.KeyFormat = declaredKeyFormat(in)
 	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
@@ -533,6 +526,24 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
+}
+
+// declaredKeyFormat is the key format src's CREATE statement named
+// (KEY_FORMAT, else FORMAT), or KAFKA: a source without key columns holds
+// NONE instead.
+func declaredKeyFormat(src *catalog.Source) string {
+	if st, err := Parse(src.SQL); err == nil {
+		if cs, ok := st.(*CreateSource); ok {
+			for _, name := range []string{"KEY_FORMAT", "FORMAT"} {
+				if p, ok := cs.Props[name]; ok {
+					if f, err := types.NormalizeFormat(p.Value); err == nil {
+						return f
+					}
+				}
+			}
+		}
+	}
+	return types.FormatKafka
 }
 
 // checkProjection refuses what ksqlDB refuses in a persistent query's
