@@ -70,11 +70,14 @@ type aggregateOp struct {
 	// grouping key did not change.
 	quiet  bool
 	oldKey []byte
-	key    []byte
-	state  []byte
-	part   []byte
-	parts  [][]byte
-	next   Processor
+	// prevOut says whether the group's row before this change passed
+	// HAVING (was in the result).
+	prevOut bool
+	key     []byte
+	state   []byte
+	part    []byte
+	parts   [][]byte
+	next    Processor
 
 	// The groups this transaction changed, with their latest state: reads
 	// find them here first, and they reach the store's overlay and the
@@ -227,7 +230,7 @@ func (a *aggregateOp) update(row types.Row, undo bool) error {
 		}
 		a.copies[i].set(&a.row[i], &d)
 	}
-	if allNullRow(a.row[:g]) {
+	if anyNullRow(a.row[:g]) {
 		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
 	}
 	for j, evs := range a.args {
@@ -284,6 +287,18 @@ func (a *aggregateOp) fold(undo bool) error {
 	}
 	if err := splitState(prev, a.parts); err != nil {
 		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
+	}
+	if a.having != nil {
+		// A group failing HAVING is deleted from the result only if its
+		// previous row was in it, as ksqlDB's filter of the aggregate's
+		// changes does.
+		a.prevOut = false
+		if len(prev) > 0 && (a.win == nil || !a.win.final) {
+			var err error
+			if a.prevOut, err = a.passes(); err != nil {
+				return err
+			}
+		}
 	}
 	a.state = binary.BigEndian.AppendUint64(a.state[:0], uint64(ts))
 	if a.fromTable {
@@ -399,12 +414,33 @@ func (a *aggregateOp) emit(st []byte) error {
 			return &evalError{node: a.name, err: err}
 		}
 		if !d.Bool() {
+			if !a.prevOut {
+				return nil
+			}
 			return a.emitDeletion()
 		}
 	}
 	out := &a.change
 	out.Old, out.New, out.Timestamp = nil, a.row, a.ts
 	return a.next.Process(out)
+}
+
+// passes reports whether the group state split into a.parts gives a row
+// HAVING keeps.
+func (a *aggregateOp) passes() (bool, error) {
+	g := a.aggAt
+	for j, acc := range a.accs {
+		d := acc.Result(a.parts[j])
+		a.copies[g+j].set(&a.row[g+j], &d)
+	}
+	if a.win != nil {
+		a.win.setBounds(a)
+	}
+	d, err := a.having(a.row)
+	if err != nil {
+		return false, &evalError{node: a.name, err: err}
+	}
+	return d.Bool(), nil
 }
 
 // emitDeletion passes on the deletion of the group whose key columns are

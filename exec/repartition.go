@@ -84,14 +84,14 @@ func (r *repartitionOp) Process(c *Change) error {
 
 // sameKey reports whether two rows go under the same non-NULL key.
 func (r *repartitionOp) sameKey(x, y types.Row) (bool, error) {
-	if err := r.evalKey(x); err != nil || allNullRow(r.keyRow) {
+	if err := r.evalKey(x); err != nil || anyNullRow(r.keyRow) {
 		return false, nil // written as before: x's removal is skipped
 	}
 	var err error
 	if r.oldKey, err = r.key.Encode(r.oldKey[:0], r.keyRow); err != nil {
 		return false, err
 	}
-	if err := r.evalKey(y); err != nil || allNullRow(r.keyRow) {
+	if err := r.evalKey(y); err != nil || anyNullRow(r.keyRow) {
 		return false, nil
 	}
 	if r.newKey, err = r.key.Encode(r.newKey[:0], r.keyRow); err != nil {
@@ -144,8 +144,8 @@ func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 		}
 		r.keyRow[i] = d
 	}
-	if allNullRow(r.keyRow) {
-		// ksqlDB drops rows whose GROUP BY key is NULL.
+	if anyNullRow(r.keyRow) {
+		// ksqlDB drops rows whose GROUP BY key has a NULL.
 		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
 	}
 	rec := r.out.record()
@@ -170,11 +170,13 @@ func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 	return nil
 }
 
-func allNullRow(r types.Row) bool {
+// anyNullRow reports whether a GROUP BY key has a NULL column: ksqlDB
+// drops such rows.
+func anyNullRow(r types.Row) bool {
 	for _, d := range r {
-		if !d.Null {
-			return false
+		if d.Null {
+			return true
 		}
 	}
-	return true
+	return false
 }

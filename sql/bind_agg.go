@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -100,6 +101,11 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	}
 	var groupBy []expr.Expr
 	for i, item := range s.GroupBy.Items {
+		if p, ok := item.Expr.(*ast.PositionExpr); ok && p.P == nil {
+			// TiDB reads GROUP BY 1 as a position (MySQL); in ksqlDB it
+			// is the constant.
+			item.Expr = ast.NewValueExpr(int64(p.N), "", "")
+		}
 		g, err := b.expr(item.Expr)
 		if err != nil {
 			return nil, err
@@ -193,6 +199,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		}
 		node = f
 	}
+	if !sel.PositionalAliases {
+		exprs, names = groupKeysFirst(exprs, names, len(groupBy))
+	}
 	proj, err := planner.NewProject(node, exprs, names)
 	if err != nil {
 		return nil, Errorf(CodeDatatypeMismatch, "%v", err)
@@ -279,6 +288,29 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	}
 	sc.aggs, sc.aggText = append(sc.aggs, call), append(sc.aggText, key)
 	return aggColumn(sc, len(sc.aggs)-1), true, nil
+}
+
+// groupKeysFirst orders a grouped projection as ksqlDB's result: the
+// GROUP BY columns it selects in GROUP BY order (the key columns' order in
+// the record key), then the other items in SELECT order.
+func groupKeysFirst(exprs []expr.Expr, names []string, groups int) ([]expr.Expr, []string) {
+	type item struct {
+		e    expr.Expr
+		name string
+		key  int
+	}
+	items := make([]item, len(exprs))
+	for i, e := range exprs {
+		items[i] = item{e, names[i], groups}
+		if c, ok := e.(*expr.Column); ok && c.Index < groups {
+			items[i].key = c.Index
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].key < items[j].key })
+	for i, it := range items {
+		exprs[i], names[i] = it.e, it.name
+	}
+	return exprs, names
 }
 
 func aggColumn(sc *aggScope, i int) expr.Expr {

@@ -289,6 +289,10 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 				return err
 			}
 			i = end
+		case t.kind == tIdent && t.text == "COUNT" && isPunct(next, "(") && i+2 < len(toks) && isPunct(toks[i+2], ")"):
+			// COUNT() is ksqlDB's COUNT(*).
+			r.insert(next.end, "*")
+			i += 2
 		case t.kind == tIdent && t.text == "ARRAY" && isPunct(next, "["):
 			end := match(toks, i+1)
 			if end < 0 {
