@@ -190,6 +190,24 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			names = append(names, name)
 			continue
 		}
+		if call, ok := unparen(f.Expr).(*ast.FuncCallExpr); ok && strings.EqualFold(call.FnName.O, "__FIELDS") && len(call.Args) == 1 {
+			// s->*: one column per field of the struct, named after it.
+			x, err := b.expr(call.Args[0])
+			if err != nil {
+				return nil, err
+			}
+			if x.Type().Kind != types.Struct {
+				return nil, b.errAt("*", CodeDatatypeMismatch, "%s->* needs a STRUCT, not %s", x, x.Type())
+			}
+			for _, fd := range x.Type().Fields {
+				e, err := expr.NewField(x, fd.Name)
+				if err != nil {
+					return nil, err
+				}
+				exprs, names = append(exprs, e), append(names, fd.Name)
+			}
+			continue
+		}
 		if f.WildCard != nil {
 			cols := b.schema.Visible()
 			if q := f.WildCard.Table.O; q != "" && b.join != nil {

@@ -335,6 +335,16 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 			r.insert(toks[start].pos, "__SUBSCRIPT(")
 			r.replace(t.pos, t.end, ", ")
 			r.replace(toks[end].pos, toks[end].end, ")")
+		case isPunct(t, "->") && isPunct(next, "*"):
+			// s->* selects every field of s: __FIELDS(s), expanded in the
+			// SELECT list.
+			start := operandStart(toks, i-1)
+			if start >= i {
+				return errorAt(r.text, t.pos, CodeSyntaxError, "syntax error at or near \"->\"")
+			}
+			r.insert(toks[start].pos, "__FIELDS(")
+			r.replace(t.pos, next.end, ")")
+			i++
 		case isPunct(t, "->"):
 			if next.kind != tIdent && next.kind != tQuoted {
 				return errorAt(r.text, next.pos, CodeSyntaxError, "syntax error: expected a field name after ->")
