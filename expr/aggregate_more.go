@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
+	"strconv"
 
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -592,7 +593,7 @@ func topkAgg(name string, distinct bool) *AggregateFunction {
 		Description: "The k greatest " + map[bool]string{true: "distinct ", false: ""}[distinct] + "values, greatest first.",
 		Signatures:  []string{name + "(T, INTEGER k) -> ARRAY<T> for numeric, STRING, BYTES, DATE, TIME or TIMESTAMP T"},
 		Check: func(args []types.Type) (types.Type, error) {
-			if len(args) != 2 || !args[1].IsIntegral() {
+			if len(args) < 2 || !args[len(args)-1].IsIntegral() || (distinct && len(args) != 2) {
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
 			}
 			switch args[0].Kind {
@@ -601,11 +602,85 @@ func topkAgg(name string, distinct bool) *AggregateFunction {
 			default:
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
 			}
+			if len(args) > 2 {
+				for _, a := range args[1 : len(args)-1] {
+					if !stateValue(a) {
+						return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
+					}
+				}
+				t := topkEntry(args)
+				return types.Type{Kind: types.Array, Elem: &t}, nil
+			}
 			t := args[0]
 			return types.Type{Kind: types.Array, Elem: &t}, nil
 		},
-		New: func(args []types.Type) Accumulator { return &topkAcc{t: args[0], distinct: distinct} },
+		New: func(args []types.Type) Accumulator {
+			if len(args) > 2 {
+				return &topkStructAcc{sort: args[0], entry: topkEntry(args)}
+			}
+			return &topkAcc{t: args[0], distinct: distinct}
+		},
 	}
+}
+
+// topkEntry is the element type of TOPK(sort, col0, …, k): a STRUCT of
+// sort_col and the other columns, named as ksqlDB names them.
+func topkEntry(args []types.Type) types.Type {
+	fields := []types.Field{{Name: "sort_col", Type: args[0]}}
+	for i, a := range args[1 : len(args)-1] {
+		fields = append(fields, types.Field{Name: "col" + strconv.Itoa(i), Type: a})
+	}
+	return types.Type{Kind: types.Struct, Fields: fields}
+}
+
+// topkStructAcc is TOPK(sort, col0, …, k): the k rows with the greatest
+// sort values, greatest first (ties in arrival order), each a STRUCT of
+// sort_col and the other columns. State: the entries, encoded.
+type topkStructAcc struct {
+	sort, entry types.Type
+	less        topkAcc
+	vals        []types.Datum
+	out         []types.Datum
+}
+
+func (k *topkStructAcc) read(st []byte) {
+	k.vals = k.vals[:0]
+	for b := st; len(b) > 0; {
+		var d types.Datum
+		if d, b = readValue(b, k.entry); b == nil {
+			return
+		}
+		k.vals = append(k.vals, d)
+	}
+}
+
+func (k *topkStructAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	kd := args[len(args)-1]
+	n := int(min(kd.I, CollectLimit))
+	if args[0].Null || kd.Null || n <= 0 {
+		return append(dst, st...)
+	}
+	k.less.t = k.sort
+	k.read(st)
+	// After the entries whose sort value is greater or equal.
+	i := sort.Search(len(k.vals), func(i int) bool { return k.less.less(k.vals[i].L[0], args[0]) })
+	entry := types.Datum{L: append([]types.Datum{}, args[:len(args)-1]...)}
+	k.vals = append(k.vals, types.Datum{})
+	copy(k.vals[i+1:], k.vals[i:])
+	k.vals[i] = entry
+	if len(k.vals) > n {
+		k.vals = k.vals[:n]
+	}
+	for _, d := range k.vals {
+		dst = appendValue(dst, d, k.entry)
+	}
+	return dst
+}
+
+func (k *topkStructAcc) Result(st []byte) types.Datum {
+	k.read(st)
+	k.out = append(k.out[:0], k.vals...)
+	return types.Datum{L: k.out}
 }
 
 // topkAcc: state is up to k values, greatest first.
