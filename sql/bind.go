@@ -329,6 +329,12 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		if !ok {
 			return nil, Errorf(CodeFeatureNotSupport, "operator %s is not supported yet", n.Op)
 		}
+		switch op {
+		case expr.OpEQ, expr.OpNE, expr.OpLT, expr.OpLE, expr.OpGT, expr.OpGE:
+			if l, r, err = timeLiterals(l, r); err != nil {
+				return nil, err
+			}
+		}
 		e, err := expr.NewBinary(op, l, r)
 		if err != nil {
 			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
