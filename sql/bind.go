@@ -530,6 +530,14 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "%s is set by the query's WINDOW clause, not in WITH", name)
 		}
 	}
+	// A DELIMITED result keeps its source's delimiters unless WITH
+	// names its own, as ksqlDB's does.
+	if in.ValueFormat == types.FormatDelimited {
+		target.ValueOptions.Delimiter = in.ValueOptions.Delimiter
+	}
+	if in.KeyFormat == types.FormatDelimited {
+		target.KeyOptions.Delimiter = in.KeyOptions.Delimiter
+	}
 	if target.KeyFormat == types.FormatNone && len(target.Schema.KeyIndexes()) > 0 {
 		// A result with key columns from a source without them: the key
 		// format the source was declared with (its KEY_FORMAT or FORMAT,
@@ -540,6 +548,12 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, err
 	}
 	setSubjects(target)
+	if _, given := ca.Props["VALUE_DELIMITER"]; !given && target.ValueFormat != types.FormatDelimited {
+		target.ValueOptions.Delimiter = 0 // inherited for a DELIMITED value only
+	}
+	if _, given := ca.Props["KEY_DELIMITER"]; !given && target.KeyFormat != types.FormatDelimited {
+		target.KeyOptions.Delimiter = 0
+	}
 	if len(target.Schema.KeyIndexes()) == 0 {
 		target.KeyFormat = types.FormatNone
 	}
