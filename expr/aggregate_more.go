@@ -780,6 +780,67 @@ func (h *histogramAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	return dst
 }
 
+var (
+	_ Undoer = (*histogramAcc)(nil)
+	_ Merger = (*histogramAcc)(nil)
+)
+
+// Undo takes one occurrence of a value out: its count drops, and the
+// value goes when it reaches 0.
+func (h *histogramAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	if args[0].Null {
+		return append(dst, st...)
+	}
+	for b := st; len(b) > 0; {
+		s, rest := readValue(b, types.StringType)
+		if len(rest) < 8 {
+			break
+		}
+		c := binary.BigEndian.Uint64(rest)
+		if bytes.Equal(s.B, args[0].B) {
+			c--
+		}
+		if c > 0 {
+			dst = appendValue(dst, s, types.StringType)
+			dst = binary.BigEndian.AppendUint64(dst, c)
+		}
+		b = rest[8:]
+	}
+	return dst
+}
+
+// Merge adds two histograms' counts: both are sorted by value.
+func (h *histogramAcc) Merge(dst, a, b []byte) []byte {
+	next := func(st []byte) (types.Datum, uint64, []byte, bool) {
+		s, rest := readValue(st, types.StringType)
+		if len(st) == 0 || len(rest) < 8 {
+			return s, 0, nil, false
+		}
+		return s, binary.BigEndian.Uint64(rest), rest[8:], true
+	}
+	put := func(s types.Datum, c uint64) {
+		dst = appendValue(dst, s, types.StringType)
+		dst = binary.BigEndian.AppendUint64(dst, c)
+	}
+	sa, ca, ra, oka := next(a)
+	sb, cb, rb, okb := next(b)
+	for oka || okb {
+		switch cmp := bytes.Compare(sa.B, sb.B); {
+		case oka && (!okb || cmp < 0):
+			put(sa, ca)
+			sa, ca, ra, oka = next(ra)
+		case okb && (!oka || cmp > 0):
+			put(sb, cb)
+			sb, cb, rb, okb = next(rb)
+		default:
+			put(sa, ca+cb)
+			sa, ca, ra, oka = next(ra)
+			sb, cb, rb, okb = next(rb)
+		}
+	}
+	return dst
+}
+
 func (h *histogramAcc) Result(st []byte) types.Datum {
 	h.out = h.out[:0]
 	for b := st; len(b) > 0; {

@@ -151,3 +151,19 @@ func TestMerge(t *testing.T) {
 		}
 	}
 }
+
+func TestHistogramUndoMerge(t *testing.T) {
+	h := &histogramAcc{}
+	add := func(st []byte, v string) []byte { return h.Add(nil, st, []types.Datum{types.StringDatum(v)}) }
+	a := add(add(add(nil, "x"), "y"), "x")
+	b := add(add(nil, "z"), "x")
+	show := func(st []byte) string {
+		return types.Text(h.Result(st), types.Type{Kind: types.Map, KeyType: &types.StringType, Elem: &types.BigintType})
+	}
+	if got := show(h.Merge(nil, a, b)); got != `{"x":3,"y":1,"z":1}` {
+		t.Errorf("merge: %s", got)
+	}
+	if got := show(h.Undo(nil, a, []types.Datum{types.StringDatum("y")})); got != `{"x":2}` {
+		t.Errorf("undo: %s", got)
+	}
+}
