@@ -42,6 +42,18 @@ func moreAggregates() []*AggregateFunction {
 			New: func(args []types.Type) Accumulator { return &setAcc{t: args[0], limit: 1_000_000, count: true} },
 		},
 		{
+			Name:        "ATTR",
+			Description: "The value all rows of the group share (NULL included), or NULL when they differ.",
+			Signatures:  []string{"ATTR(T) -> T"},
+			Check: func(args []types.Type) (types.Type, error) {
+				if len(args) != 1 || !stateValue(args[0]) {
+					return types.Type{}, typeErrorf("function ATTR does not accept %s", describeArgs(args))
+				}
+				return args[0], nil
+			},
+			New: func(args []types.Type) Accumulator { return &attrAcc{t: args[0]} },
+		},
+		{
 			Name:        "HISTOGRAM",
 			Description: "Counts each distinct STRING value: a MAP from value to count.",
 			Signatures:  []string{"HISTOGRAM(STRING) -> MAP<STRING, BIGINT>"},
@@ -927,4 +939,97 @@ func (m *momentsAcc) Result(st []byte) types.Datum {
 		return types.NullDatum
 	}
 	return types.DoubleDatum(cov / math.Sqrt(vx*vy))
+}
+
+// attrAcc is ATTR: state is the distinct values seen (NULL included), each
+// as 0 (NULL) or 1 and the value, then an 8-byte count of the rows that
+// hold it; the result is the value when there is one, else NULL.
+type attrAcc struct {
+	t   types.Type
+	enc []byte
+}
+
+var (
+	_ Undoer = (*attrAcc)(nil)
+	_ Merger = (*attrAcc)(nil)
+)
+
+func (a *attrAcc) encode(d types.Datum) []byte {
+	if d.Null {
+		return append(a.enc[:0], 0)
+	}
+	a.enc = appendValue(append(a.enc[:0], 1), d, a.t)
+	return a.enc
+}
+
+// entry reads one entry: its encoded value, its count and the rest.
+func (a *attrAcc) entry(b []byte) (v []byte, n uint64, rest []byte, ok bool) {
+	if len(b) == 0 {
+		return nil, 0, nil, false
+	}
+	end := 1
+	if b[0] == 1 {
+		_, r := readValue(b[1:], a.t)
+		if r == nil {
+			return nil, 0, nil, false
+		}
+		end = len(b) - len(r)
+	}
+	if len(b) < end+8 {
+		return nil, 0, nil, false
+	}
+	return b[:end], binary.BigEndian.Uint64(b[end:]), b[end+8:], true
+}
+
+// adjust adds delta to the count of the encoded value v.
+func (a *attrAcc) adjust(dst, st, v []byte, delta int64) []byte {
+	found := false
+	for b := st; ; {
+		e, n, rest, ok := a.entry(b)
+		if !ok {
+			break
+		}
+		if bytes.Equal(e, v) {
+			found = true
+			n = uint64(int64(n) + delta)
+		}
+		if n > 0 {
+			dst = binary.BigEndian.AppendUint64(append(dst, e...), n)
+		}
+		b = rest
+	}
+	if !found && delta > 0 {
+		dst = binary.BigEndian.AppendUint64(append(dst, v...), uint64(delta))
+	}
+	return dst
+}
+
+func (a *attrAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	return a.adjust(dst, st, a.encode(args[0]), 1)
+}
+
+func (a *attrAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	return a.adjust(dst, st, a.encode(args[0]), -1)
+}
+
+func (a *attrAcc) Merge(dst, x, y []byte) []byte {
+	out := append([]byte{}, x...)
+	for b := y; ; {
+		e, n, rest, ok := a.entry(b)
+		if !ok {
+			break
+		}
+		out = a.adjust(nil, out, append([]byte{}, e...), int64(n))
+		b = rest
+	}
+	return append(dst, out...)
+}
+
+func (a *attrAcc) Result(st []byte) types.Datum {
+	e, _, rest, ok := a.entry(st)
+	if !ok || len(rest) > 0 || e[0] == 0 {
+		return types.NullDatum
+	}
+	d, _ := readValue(e[1:], a.t)
+	return d
 }
