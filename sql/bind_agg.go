@@ -110,6 +110,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		if err != nil {
 			return nil, err
 		}
+		if k := g.Type().Kind; !sel.persistent && (k == types.Array || k == types.Struct) {
+			return nil, errorAt(sel.text, sel.toks[0].pos, CodeFeatureNotSupport, "cannot GROUP BY a value of type %s in a push query; CREATE TABLE … AS SELECT it", g.Type())
+		}
 		name := ""
 		if c, ok := g.(*expr.Column); ok {
 			name = c.Name
