@@ -337,7 +337,15 @@ func (e *env) createTopics(ctx context.Context, c *Case) error {
 			continue
 		}
 		topic, ok := cs.Props["KAFKA_TOPIC"]
-		if _, given := cs.Props["PARTITIONS"]; !ok || given {
+		if !ok {
+			continue
+		}
+		if p, given := cs.Props["PARTITIONS"]; given {
+			// The statement's count wins over the one-partition
+			// default its input records would give the topic.
+			if n, err := strconv.Atoi(p.Value); err == nil && n > 0 {
+				parts[topic.Value] = int32(n)
+			}
 			continue
 		}
 		if _, ok := parts[topic.Value]; !ok {

@@ -634,7 +634,11 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		return err
 	}
 	if newSink {
-		if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
+		// A sink topic that exists keeps its partitions unless the
+		// statement gave PARTITIONS, as in ksqlDB.
+		if n, err := e.ensureTopic(ctx, sink.Target.Topic, 0); err == nil && !sql.GivesPartitions(sink.Target.SQL) {
+			sink.Target.Partitions = n
+		} else if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
 			return err
 		}
 	}
