@@ -304,11 +304,42 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		args[i] = e
 		argTypes = append(argTypes, e.Type())
 	}
+	if name == "GREATEST" || name == "LEAST" {
+		if err := temporalLiterals(args); err != nil {
+			return nil, b.errAt(name, CodeDatatypeMismatch, "%v", err)
+		}
+	}
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
 		return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
 	}
 	return e, nil
+}
+
+// temporalLiterals casts the string literals among arguments of a DATE,
+// TIME or TIMESTAMP type to it, as ksqlDB does for GREATEST('2022-06-14',
+// d).
+func temporalLiterals(args []expr.Expr) error {
+	var t types.Type
+	for _, a := range args {
+		switch k := a.Type().Kind; k {
+		case types.Date, types.Time, types.Timestamp:
+			t = a.Type()
+		}
+	}
+	if t.Kind == types.Unknown {
+		return nil
+	}
+	for i, a := range args {
+		if l, ok := a.(*expr.Literal); ok && !l.V.Null && l.T.Kind == types.String {
+			c, err := expr.NewCast(a, t)
+			if err != nil {
+				return err
+			}
+			args[i] = c
+		}
+	}
+	return nil
 }
 
 // lambda binds __LAMBDA(P1, …, body) as argument pos of fn.
