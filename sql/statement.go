@@ -102,11 +102,13 @@ type Select struct {
 	Emit string
 	// Limit is the row limit, or -1.
 	Limit int64
-	// PositionalAliases names unnamed expressions KSQL_COL_<position in
-	// the list>, as sqlstreams did before it numbered them as ksqlDB does
-	// (KSQL_COL_0, KSQL_COL_1, … in order; s->f named F). The engine sets
-	// it for queries replayed from commands recorded before, so that
-	// their output columns keep their names.
+	// PositionalAliases binds as sqlstreams did before it followed
+	// ksqlDB here: unnamed expressions are KSQL_COL_<position in the list>
+	// (not KSQL_COL_0, KSQL_COL_1, … in order, s->f named F), SELECT *
+	// after PARTITION BY keeps the input's column order, and a grouped
+	// result's key columns follow the SELECT order (not GROUP BY's). The
+	// engine sets it for queries replayed from commands recorded before,
+	// so that their output columns and keys stay as they were.
 	PositionalAliases bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
