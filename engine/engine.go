@@ -252,6 +252,11 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 			return Result{}, err
 		}
 		cmd := catalog.Command{Statement: text, Props: copyProps(s.Props)}
+		if cmd.Props == nil {
+			cmd.Props = map[string]string{}
+		}
+		cmd.Props[aliasesProp] = aliasesKsql
+		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			// Columns inferred from the registry are recorded by
 			// schema ID: a replay must get the same ones.
@@ -293,6 +298,36 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "statement is not supported yet")
 }
 
+// aliasesProp, recorded with every catalog command, says how the
+// statement's unnamed expressions are named: aliasesKsql is ksqlDB's
+// numbering. Commands recorded without it name them by position
+// (sql.Select.PositionalAliases), so their queries keep their columns.
+const (
+	aliasesProp = "sqlstreams.generated.aliases"
+	aliasesKsql = "ksql"
+)
+
+// defaultFormats gives a CREATE STREAM|TABLE without formats the ones
+// ksql.persistence.default.format.key and .value name (SET before it, or
+// recorded with its command), as ksqlDB does.
+func defaultFormats(st sql.Statement, props map[string]string) {
+	cs, ok := st.(*sql.CreateSource)
+	if !ok || cs.Props == nil {
+		return
+	}
+	if _, ok := cs.Props["FORMAT"]; ok {
+		return
+	}
+	for prop, name := range map[string]string{
+		"ksql.persistence.default.format.value": "VALUE_FORMAT",
+		"ksql.persistence.default.format.key":   "KEY_FORMAT",
+	} {
+		if _, given := cs.Props[name]; !given && props[prop] != "" {
+			cs.Props[name] = sql.Property{Value: props[prop], Pos: len(cs.Text())}
+		}
+	}
+}
+
 func copyProps(p map[string]string) map[string]string {
 	if len(p) == 0 {
 		return nil
@@ -319,6 +354,16 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 			return off, nil
 		}
 		return e.append(ctx, c)
+	}
+	defaultFormats(st, cmd.Props)
+	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
+	switch st := st.(type) {
+	case *sql.CreateSource:
+		st.OriginalFieldNames = positional
+	case *sql.CreateAs:
+		st.Select.PositionalAliases = positional
+	case *sql.InsertSelect:
+		st.Select.PositionalAliases = positional
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
@@ -347,6 +392,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
 		case old.Kind != st.Kind:
 			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s is a %s, not a %s", st.Name, old.Kind, st.Kind)
+		case old.IsSource || st.Source:
+			kind := strings.ToLower(st.Kind.String())
+			return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot add %s '%s': CREATE OR REPLACE is not supported on source %ss.", kind, st.Name, kind)
 		}
 	}
 	if _, err := sql.InferColumns(st, e.cfg.Schemas, sql.Inferred{KeySchemaID: cmd.KeySchemaID, ValueSchemaID: cmd.ValueSchemaID}); err != nil {
@@ -637,7 +685,11 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		return err
 	}
 	if newSink {
-		if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
+		// A sink topic that exists keeps its partitions unless the
+		// statement gave PARTITIONS, as in ksqlDB.
+		if n, err := e.ensureTopic(ctx, sink.Target.Topic, 0); err == nil && !sql.GivesPartitions(sink.Target.SQL) {
+			sink.Target.Partitions = n
+		} else if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
 			return err
 		}
 	}
@@ -818,6 +870,9 @@ func (e *Engine) drop(ctx context.Context, st *sql.Drop, cmd catalog.Command, li
 	}
 	if src.Kind != st.Kind {
 		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "%s is a %s, not a %s", st.Name, src.Kind, st.Kind)
+	}
+	if src.IsSource && st.DeleteTopic {
+		return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot delete topic for read-only source: %s", st.Name)
 	}
 	var users []string
 	for _, id := range e.cat.Users(st.Name) {

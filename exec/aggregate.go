@@ -64,11 +64,20 @@ type aggregateOp struct {
 	// out, and a group's state starts with its row count.
 	fromTable bool
 	undoers   []expr.Undoer
-	key       []byte
-	state     []byte
-	part      []byte
-	parts     [][]byte
-	next      Processor
+	// quiet holds back the emission of a fold: a table change that
+	// stays in its group takes its old row out and its new row in, and
+	// the group's row is emitted once, as Kafka Streams does when the
+	// grouping key did not change.
+	quiet  bool
+	oldKey []byte
+	// prevOut says whether the group's row before this change passed
+	// HAVING (was in the result).
+	prevOut bool
+	key     []byte
+	state   []byte
+	part    []byte
+	parts   [][]byte
+	next    Processor
 
 	// The groups this transaction changed, with their latest state: reads
 	// find them here first, and they reach the store's overlay and the
@@ -163,7 +172,17 @@ func (a *aggregateOp) Process(c *Change) error {
 		if !a.fromTable {
 			return fmt.Errorf("%s: a stream's aggregation got a removal", a.name)
 		}
-		if err := a.update(c.Old, true); err != nil {
+		same := false
+		if c.New != nil && a.win == nil {
+			var err error
+			if same, err = a.sameGroup(c.Old, c.New); err != nil {
+				return err
+			}
+		}
+		a.quiet = same
+		err := a.update(c.Old, true)
+		a.quiet = false
+		if err != nil {
 			return err
 		}
 	}
@@ -171,6 +190,33 @@ func (a *aggregateOp) Process(c *Change) error {
 		return a.update(c.New, false)
 	}
 	return nil
+}
+
+// sameGroup reports whether two rows have the same grouping key.
+func (a *aggregateOp) sameGroup(x, y types.Row) (bool, error) {
+	var err error
+	if err = a.groupKey(x); err != nil {
+		return false, err
+	}
+	a.oldKey = append(a.oldKey[:0], a.key...)
+	if err = a.groupKey(y); err != nil {
+		return false, err
+	}
+	return string(a.oldKey) == string(a.key), nil
+}
+
+// groupKey evaluates row's grouping key into a.row and a.key.
+func (a *aggregateOp) groupKey(row types.Row) error {
+	for i, ev := range a.groupBy {
+		d, err := ev(row)
+		if err != nil {
+			return &evalError{node: a.name, err: err}
+		}
+		a.copies[i].set(&a.row[i], &d)
+	}
+	var err error
+	a.key, err = a.keyEnc.Encode(a.key[:0], a.row)
+	return err
 }
 
 // update folds row into its group (undo: takes it back out) and emits
@@ -184,7 +230,7 @@ func (a *aggregateOp) update(row types.Row, undo bool) error {
 		}
 		a.copies[i].set(&a.row[i], &d)
 	}
-	if allNullRow(a.row[:g]) {
+	if anyNullRow(a.row[:g]) {
 		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
 	}
 	for j, evs := range a.args {
@@ -242,6 +288,18 @@ func (a *aggregateOp) fold(undo bool) error {
 	if err := splitState(prev, a.parts); err != nil {
 		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
 	}
+	if a.having != nil {
+		// A group failing HAVING is deleted from the result only if its
+		// previous row was in it, as ksqlDB's filter of the aggregate's
+		// changes does.
+		a.prevOut = false
+		if len(prev) > 0 && (a.win == nil || !a.win.final) {
+			var err error
+			if a.prevOut, err = a.passes(); err != nil {
+				return err
+			}
+		}
+	}
 	a.state = binary.BigEndian.AppendUint64(a.state[:0], uint64(ts))
 	if a.fromTable {
 		if undo {
@@ -249,12 +307,9 @@ func (a *aggregateOp) fold(undo bool) error {
 		} else {
 			rows++
 		}
-		if rows == 0 {
-			// The group's last row left: the group is gone.
-			gr = a.changedGroup(gr)
-			gr.deleted, gr.state = true, gr.state[:0]
-			return a.emitDeletion()
-		}
+		// A group whose last row left stays, with the aggregates of no
+		// rows (COUNT 0), as in ksqlDB (Kafka Streams' table
+		// aggregations never delete a group).
 		a.state = binary.BigEndian.AppendUint64(a.state, rows)
 	}
 	for j, acc := range a.accs {
@@ -272,6 +327,9 @@ func (a *aggregateOp) fold(undo bool) error {
 	gr.deleted, gr.state, gr.ts = false, append(gr.state[:0], a.state...), ts
 	if a.win != nil && a.win.final {
 		return nil // emitted when the window closes
+	}
+	if a.quiet {
+		return nil // the new row's fold emits the group
 	}
 	a.ts = ts
 	return a.emit(a.state[tsLen:])
@@ -356,12 +414,33 @@ func (a *aggregateOp) emit(st []byte) error {
 			return &evalError{node: a.name, err: err}
 		}
 		if !d.Bool() {
+			if !a.prevOut {
+				return nil
+			}
 			return a.emitDeletion()
 		}
 	}
 	out := &a.change
 	out.Old, out.New, out.Timestamp = nil, a.row, a.ts
 	return a.next.Process(out)
+}
+
+// passes reports whether the group state split into a.parts gives a row
+// HAVING keeps.
+func (a *aggregateOp) passes() (bool, error) {
+	g := a.aggAt
+	for j, acc := range a.accs {
+		d := acc.Result(a.parts[j])
+		a.copies[g+j].set(&a.row[g+j], &d)
+	}
+	if a.win != nil {
+		a.win.setBounds(a)
+	}
+	d, err := a.having(a.row)
+	if err != nil {
+		return false, &evalError{node: a.name, err: err}
+	}
+	return d.Bool(), nil
 }
 
 // emitDeletion passes on the deletion of the group whose key columns are

@@ -69,7 +69,9 @@ func buildGraph(topo *physical.Topology, st *physical.SubTopology, env *taskEnv)
 		}
 		g.procs[n.ID] = p
 		if s, ok := p.(*sourceOp); ok {
-			g.sources[n.Op.(*physical.Source).Topic] = s
+			src := n.Op.(*physical.Source)
+			g.sources[src.Topic] = s
+			s.nullValues = !src.Table && !src.Repartitioned && passesNullValues(n, outs)
 		}
 		if h, ok := p.(initializer); ok {
 			g.initers = append(g.initers, h)
@@ -101,6 +103,29 @@ func inputOf(p Processor, n, in *physical.Node) Processor {
 		}
 	}
 	return p
+}
+
+// passesNullValues reports whether the nodes after n pass a stream's
+// null-valued records on as ksqlDB does (Change.NullValue): every path
+// ends in a sink through projections and PARTITION BY, or at a filter,
+// which drops them. Other nodes (aggregations, joins, table functions,
+// a push query's client) never see them.
+func passesNullValues(n *physical.Node, outs [][]*physical.Node) bool {
+	if len(outs[n.ID]) == 0 {
+		return false
+	}
+	for _, o := range outs[n.ID] {
+		switch o.Op.(type) {
+		case *physical.Filter, *physical.Sink:
+		case *physical.Project, *physical.Rekey:
+			if !passesNullValues(o, outs) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // store returns the task's open store named by s.

@@ -29,6 +29,16 @@ type Change struct {
 	// inclusive), which a sink writes after the key columns' bytes.
 	Windowed               bool
 	WindowStart, WindowEnd int64
+	// NullValue marks a stream record whose value was null, as ksqlDB
+	// passes it on: New holds its key columns (the value columns are
+	// NULL); filters drop it, projections and PARTITION BY pass it on,
+	// and a sink writes it with a null value. Sources send such changes
+	// only into graphs of those nodes (see passesNullValues).
+	NullValue bool
+	// NewKey marks a row whose key columns PARTITION BY computed: a sink
+	// writes their key even when all are NULL (several columns), where a
+	// key passed through unchanged stays the record's (null) key.
+	NewKey bool
 }
 
 // Processor is a node of a task's graph: it receives changes one at a

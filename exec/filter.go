@@ -27,6 +27,9 @@ func (f *filterOp) holds(row types.Row) (bool, error) {
 }
 
 func (f *filterOp) Process(c *Change) error {
+	if c.NullValue {
+		return nil // ksqlDB's filters drop null values
+	}
 	if c.Old == nil { // a stream's row, or a row of a new key
 		if c.New == nil {
 			return f.next.Process(c)

@@ -24,6 +24,22 @@ func (p *projectOp) Process(c *Change) error {
 	out := &p.change
 	out.Timestamp, out.Record, out.New, out.Old = c.Timestamp, c.Record, nil, nil
 	out.Windowed, out.WindowStart, out.WindowEnd = c.Windowed, c.WindowStart, c.WindowEnd
+	out.NullValue, out.NewKey = c.NullValue, c.NewKey
+	// The old row first: evaluators reuse their buffers, so its values
+	// are copied before the new row's evaluation reuses them.
+	if c.Old != nil {
+		for i, ev := range p.exprs {
+			d, err := ev(c.Old)
+			if err != nil {
+				return &evalError{node: p.name, err: err}
+			}
+			if c.New != nil {
+				d = d.Clone()
+			}
+			p.outOld[i] = d
+		}
+		out.Old = p.outOld
+	}
 	if c.New != nil {
 		row := c.New
 		for i, ev := range p.exprs {
@@ -38,16 +54,6 @@ func (p *projectOp) Process(c *Change) error {
 			p.copies[i].set(&p.out[i], &d)
 		}
 		out.New = p.out
-	}
-	if c.Old != nil {
-		for i, ev := range p.exprs {
-			d, err := ev(c.Old)
-			if err != nil {
-				return &evalError{node: p.name, err: err}
-			}
-			p.outOld[i] = d
-		}
-		out.Old = p.outOld
 	}
 	return p.next.Process(out)
 }

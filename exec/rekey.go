@@ -35,6 +35,6 @@ func (r *rekeyOp) Process(c *Change) error {
 		r.out[r.slots[i]] = d
 	}
 	out := &r.change
-	*out = Change{New: r.out, Timestamp: c.Timestamp, Record: c.Record}
+	*out = Change{New: r.out, Timestamp: c.Timestamp, Record: c.Record, NullValue: c.NullValue, NewKey: true}
 	return r.next.Process(out)
 }

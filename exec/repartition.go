@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -22,9 +24,12 @@ type repartitionOp struct {
 	keyRow types.Row
 	key    types.Encoder
 	value  types.Encoder
-	// nullKeys writes a row whose key is NULL with a null record key.
+	// nullKeys writes a row whose key has a NULL with a null record
+	// key (a join's); otherwise such a row is dropped (GROUP BY's).
 	nullKeys bool
 	out      *outbox
+	// oldKey and newKey are a change's two keys, encoded.
+	oldKey, newKey []byte
 }
 
 func newRepartition(name string, r *physical.Repartition, out *outbox) (*repartitionOp, error) {
@@ -59,6 +64,15 @@ func newRepartition(name string, r *physical.Repartition, out *outbox) (*reparti
 }
 
 func (r *repartitionOp) Process(c *Change) error {
+	if c.Old != nil && c.New != nil {
+		same, err := r.sameKey(c.Old, c.New)
+		if err != nil {
+			return err
+		}
+		if same {
+			return r.writeBoth(c.Old, c.New, c.Timestamp)
+		}
+	}
 	if c.Old != nil {
 		// An old row that cannot be written (its key is NULL, or does not
 		// evaluate) could not be written when it was new either: there is
@@ -71,6 +85,60 @@ func (r *repartitionOp) Process(c *Change) error {
 	return nil
 }
 
+// sameKey reports whether two rows go under the same non-NULL key.
+func (r *repartitionOp) sameKey(x, y types.Row) (bool, error) {
+	if err := r.evalKey(x); err != nil || anyNullRow(r.keyRow) {
+		return false, nil // written as before: x's removal is skipped
+	}
+	var err error
+	if r.oldKey, err = r.key.Encode(r.oldKey[:0], r.keyRow); err != nil {
+		return false, err
+	}
+	if err := r.evalKey(y); err != nil || anyNullRow(r.keyRow) {
+		return false, nil
+	}
+	if r.newKey, err = r.key.Encode(r.newKey[:0], r.keyRow); err != nil {
+		return false, err
+	}
+	return string(r.oldKey) == string(r.newKey), nil
+}
+
+func (r *repartitionOp) evalKey(row types.Row) error {
+	for i, ev := range r.keys {
+		d, err := ev(row)
+		if err != nil {
+			return &evalError{node: r.name, err: err}
+		}
+		r.keyRow[i] = d
+	}
+	return nil
+}
+
+// writeBoth writes one record with the new row as its value and the old
+// row in physical.OldValueHeader; r.newKey holds their key.
+func (r *repartitionOp) writeBoth(old, row types.Row, ts int64) error {
+	rec := r.out.record()
+	start := len(r.out.arena)
+	r.out.arena = append(r.out.arena, r.newKey...)
+	keyEnd := len(r.out.arena)
+	var err error
+	if r.out.arena, err = r.value.Encode(r.out.arena, row); err != nil {
+		return err
+	}
+	valueEnd := len(r.out.arena)
+	if r.out.arena, err = r.value.Encode(r.out.arena, old); err != nil {
+		return err
+	}
+	a := r.out.arena
+	rec.Key = a[start:keyEnd:keyEnd]
+	rec.Value = a[keyEnd:valueEnd:valueEnd]
+	rec.Headers = []kgo.RecordHeader{{Key: physical.OldValueHeader, Value: a[valueEnd:len(a):len(a)]}}
+	rec.Topic = r.topic
+	rec.Timestamp = time.UnixMilli(ts)
+	r.out.produce(rec)
+	return nil
+}
+
 func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 	for i, ev := range r.keys {
 		d, err := ev(row)
@@ -79,9 +147,9 @@ func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 		}
 		r.keyRow[i] = d
 	}
-	nullKey := allNullRow(r.keyRow)
+	nullKey := anyNullRow(r.keyRow)
 	if nullKey && !r.nullKeys {
-		// ksqlDB drops rows whose GROUP BY key is NULL.
+		// ksqlDB drops rows whose GROUP BY key has a NULL.
 		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
 	}
 	rec := r.out.record()
@@ -111,11 +179,13 @@ func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 	return nil
 }
 
-func allNullRow(r types.Row) bool {
+// anyNullRow reports whether a GROUP BY key has a NULL column: ksqlDB
+// drops such rows.
+func anyNullRow(r types.Row) bool {
 	for _, d := range r {
-		if !d.Null {
-			return false
+		if d.Null {
+			return true
 		}
 	}
-	return true
+	return false
 }

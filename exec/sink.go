@@ -58,8 +58,8 @@ func (s *sinkOp) Process(c *Change) error {
 	rec := s.out.record()
 	var err error
 	start := len(s.out.arena)
-	// A key whose columns are all NULL is a Kafka null key.
-	if !allNull(row, s.keys) {
+	// An all-NULL key is a Kafka null key (see nullKey).
+	if !s.nullKey(c, row) {
 		if s.out.arena, err = s.key.Encode(s.out.arena, row); err != nil {
 			return err
 		}
@@ -68,16 +68,22 @@ func (s *sinkOp) Process(c *Change) error {
 		}
 	}
 	keyEnd := len(s.out.arena)
-	if s.out.arena, err = s.value.Encode(s.out.arena, row); err != nil {
-		return err
+	if !c.NullValue {
+		if s.out.arena, err = s.value.Encode(s.out.arena, row); err != nil {
+			return err
+		}
 	}
 	// Slices of the arena stay valid when a later append grows it: the
 	// old backing array lives on until the records are reset.
 	a := s.out.arena
 	if keyEnd > start {
 		rec.Key = a[start:keyEnd:keyEnd]
+	} else if !s.nullKey(c, row) && len(s.keys) > 0 {
+		rec.Key = emptyKey // an empty STRING key is not a null key
 	}
-	rec.Value = a[keyEnd:len(a):len(a)]
+	if !c.NullValue {
+		rec.Value = a[keyEnd:len(a):len(a)]
+	}
 	rec.Topic = s.topic
 	rec.Timestamp = time.UnixMilli(c.Timestamp)
 	if s.tsCol >= 0 && !row[s.tsCol].Null {
@@ -100,10 +106,20 @@ func (s *sinkOp) appendWindow(c *Change) error {
 	return nil
 }
 
+// nullKey reports whether row's key is a Kafka null key: its key
+// columns are all NULL, unless there are several and PARTITION BY
+// computed them (ksqlDB writes those).
+func (s *sinkOp) nullKey(c *Change, row types.Row) bool {
+	return (len(s.keys) <= 1 || !c.NewKey) && allNull(row, s.keys)
+}
+
+// emptyKey is a key of zero bytes, which Kafka tells from a null key.
+var emptyKey = []byte{}
+
 // tombstone writes a deletion of the old row's key.
 func (s *sinkOp) tombstone(c *Change) error {
 	row := c.Old
-	if allNull(row, s.keys) {
+	if s.nullKey(c, row) {
 		return nil
 	}
 	rec := s.out.record()

@@ -31,6 +31,7 @@ type recordDecoder struct {
 	windowSize       int64
 	winCol           int
 	winStart, winEnd int64
+	valueCols        []int
 }
 
 func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
@@ -48,7 +49,7 @@ func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
 		return nil, fmt.Errorf("%s: schema lacks the pseudo columns", name)
 	}
 	d := &recordDecoder{name: name, key: key, value: value, row: make(types.Row, schema.Len()), rowtime: rt, tsCol: -1,
-		window: s.WindowType, windowSize: s.WindowSizeMs, winCol: schema.WindowIndex()}
+		window: s.WindowType, windowSize: s.WindowSizeMs, winCol: schema.WindowIndex(), valueCols: schema.ValueIndexes()}
 	if d.window != types.NoWindow && d.winCol < 0 {
 		return nil, fmt.Errorf("%s: a windowed source's schema lacks WINDOWSTART and WINDOWEND", name)
 	}
@@ -108,6 +109,34 @@ func (d *recordDecoder) decode(r *kgo.Record) (int64, error) {
 	return rowtime, nil
 }
 
+// decodeKey fills d.row from a record whose value is null: its key
+// columns, NULL value columns and the pseudo columns. A record whose
+// event time is a value column has none: it is bad.
+func (d *recordDecoder) decodeKey(r *kgo.Record) (int64, error) {
+	row := d.row
+	key, err := d.splitWindow(r.Key)
+	if err != nil {
+		return 0, err
+	}
+	if err := d.key.Decode(key, row); err != nil {
+		return 0, fmt.Errorf("key: %w", err)
+	}
+	for _, c := range d.valueCols {
+		row[c] = types.NullDatum
+	}
+	if d.tsCol >= 0 && row[d.tsCol].Null {
+		return 0, fmt.Errorf("%w: timestamp column %s is NULL", types.ErrBadRecord, d.tsName)
+	}
+	rowtime := r.Timestamp.UnixMilli()
+	if d.tsCol >= 0 {
+		rowtime = row[d.tsCol].I // a key column
+	}
+	row[d.rowtime].Null, row[d.rowtime].I = false, rowtime
+	row[d.rowtime+1].Null, row[d.rowtime+1].I = false, int64(r.Partition)
+	row[d.rowtime+2].Null, row[d.rowtime+2].I = false, r.Offset
+	return rowtime, nil
+}
+
 // splitWindow cuts a windowed topic's key into the key columns' bytes
 // and the window, which it puts in the row; other keys pass as they are.
 func (d *recordDecoder) splitWindow(key []byte) ([]byte, error) {
@@ -127,16 +156,20 @@ func (d *recordDecoder) splitWindow(key []byte) ([]byte, error) {
 
 // sourceOp turns the records of one input topic into changes: a
 // stream's record into a new row (a null value carries none and is
-// skipped), a table's into a new row or, for a tombstone, none; a
+// skipped, or passed on as Change.NullValue), a table's into a new row or, for a tombstone, none; a
 // repartitioned table change marked with physical.UndoHeader into an old
 // row.
 type sourceOp struct {
 	dec   *recordDecoder
 	table bool // a table's changelog: tombstones pass, keys are required
 	// undo reads physical.UndoHeader (a repartitioned table's changes).
-	undo   bool
-	change Change
-	next   Processor
+	undo bool
+	// nullValues passes a stream's null-valued records on as
+	// Change.NullValue instead of skipping them.
+	nullValues bool
+	newRow     types.Row // a copy of the new row of a change carried with its old row
+	change     Change
+	next       Processor
 }
 
 // errNullKey marks a table record without a key: skipped and counted.
@@ -156,7 +189,7 @@ func (s *sourceOp) Process(*Change) error { return nil }
 // process runs one record through the task's graph.
 func (s *sourceOp) process(r *kgo.Record) error {
 	c := &s.change
-	c.Record, c.Old, c.New = r, nil, nil
+	c.Record, c.Old, c.New, c.NullValue = r, nil, nil, false
 	if s.table {
 		if r.Key == nil {
 			return errNullKey
@@ -172,7 +205,18 @@ func (s *sourceOp) process(r *kgo.Record) error {
 			return s.next.Process(c) // a deletion
 		}
 	} else if r.Value == nil {
-		return nil
+		if !s.nullValues {
+			return nil
+		}
+		ts, err := s.dec.decodeKey(r)
+		if err != nil {
+			return err
+		}
+		c.Timestamp, c.New, c.NullValue = ts, s.dec.row, true
+		if s.dec.window != types.NoWindow && r.Key != nil {
+			c.Windowed, c.WindowStart, c.WindowEnd = true, s.dec.winStart, s.dec.winEnd
+		}
+		return s.next.Process(c)
 	}
 	ts, err := s.dec.decode(r)
 	if err != nil {
@@ -187,7 +231,32 @@ func (s *sourceOp) process(r *kgo.Record) error {
 	} else {
 		c.New = s.dec.row
 	}
+	if s.undo {
+		if old, ok := oldValue(r); ok {
+			// The new row is decoded; the old one (same key) goes
+			// beside it, copied before the decoder is reused.
+			s.newRow = types.CloneRow(s.dec.row)
+			c.New = s.newRow
+			tmp := *r
+			tmp.Value = old
+			if _, err := s.dec.decode(&tmp); err != nil {
+				return err
+			}
+			c.Old = s.dec.row
+		}
+	}
 	return s.next.Process(c)
+}
+
+// oldValue returns the old row a repartitioned change carries in
+// physical.OldValueHeader.
+func oldValue(r *kgo.Record) ([]byte, bool) {
+	for _, h := range r.Headers {
+		if h.Key == physical.OldValueHeader {
+			return h.Value, true
+		}
+	}
+	return nil, false
 }
 
 func isUndo(r *kgo.Record) bool {

@@ -56,6 +56,10 @@ var aggregates = func() map[string]*AggregateFunction {
 	for _, f := range moreAggregates() {
 		m[f.Name] = f
 	}
+	// STDDEV_SAMPLE is ksqlDB's other name for STDDEV_SAMP.
+	alias := *m["STDDEV_SAMP"]
+	alias.Name = "STDDEV_SAMPLE"
+	m[alias.Name] = &alias
 	return m
 }()
 
@@ -107,13 +111,13 @@ func minMax(name string, sign int) *AggregateFunction {
 	return &AggregateFunction{
 		Name:        name,
 		Description: "The " + strings.ToLower(name) + "imum of the non-NULL values; NULL when there are none.",
-		Signatures:  []string{name + "(T) -> T for numeric, STRING, DATE, TIME and TIMESTAMP T"},
+		Signatures:  []string{name + "(T) -> T for numeric, STRING, BYTES, DATE, TIME and TIMESTAMP T"},
 		Check: func(args []types.Type) (types.Type, error) {
 			if len(args) != 1 {
 				return types.Type{}, typeErrorf("function %s takes one argument", name)
 			}
 			switch args[0].Kind {
-			case types.Int, types.Bigint, types.Double, types.Decimal, types.String, types.Date, types.Time, types.Timestamp:
+			case types.Int, types.Bigint, types.Double, types.Decimal, types.String, types.Bytes, types.Date, types.Time, types.Timestamp:
 				return args[0], nil
 			}
 			return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
@@ -234,7 +238,7 @@ func (m *minMaxAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	if d.Null {
 		return append(dst, st...)
 	}
-	if m.t.Kind == types.String {
+	if m.t.Kind == types.String || m.t.Kind == types.Bytes {
 		if len(st) > 0 && bytes.Compare(d.B, st[1:])*m.sign <= 0 {
 			return append(dst, st...)
 		}
@@ -262,7 +266,7 @@ func (m *minMaxAcc) Result(st []byte) types.Datum {
 	switch {
 	case len(st) == 0:
 		return types.NullDatum
-	case m.t.Kind == types.String:
+	case m.t.Kind == types.String || m.t.Kind == types.Bytes:
 		return types.Datum{B: st[1:]}
 	case m.t.Kind == types.Double:
 		return types.DoubleDatum(math.Float64frombits(binary.BigEndian.Uint64(st)))

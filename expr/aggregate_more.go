@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
+	"strconv"
 
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -39,6 +40,18 @@ func moreAggregates() []*AggregateFunction {
 				return types.BigintType, nil
 			},
 			New: func(args []types.Type) Accumulator { return &setAcc{t: args[0], limit: 1_000_000, count: true} },
+		},
+		{
+			Name:        "ATTR",
+			Description: "The value all rows of the group share (NULL included), or NULL when they differ.",
+			Signatures:  []string{"ATTR(T) -> T"},
+			Check: func(args []types.Type) (types.Type, error) {
+				if len(args) != 1 || !stateValue(args[0]) {
+					return types.Type{}, typeErrorf("function ATTR does not accept %s", describeArgs(args))
+				}
+				return args[0], nil
+			},
+			New: func(args []types.Type) Accumulator { return &attrAcc{t: args[0]} },
 		},
 		{
 			Name:        "HISTOGRAM",
@@ -89,8 +102,50 @@ func scalarState(t types.Type) bool {
 	return false
 }
 
+// stateValue reports whether values of t can be kept in a state:
+// scalars, and ARRAY, MAP and STRUCT of them.
+func stateValue(t types.Type) bool {
+	switch t.Kind {
+	case types.Array, types.Map:
+		return t.Elem != nil && stateValue(*t.Elem) && (t.Kind == types.Array || stateValue(*t.KeyType))
+	case types.Struct:
+		for _, f := range t.Fields {
+			if !stateValue(f.Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return scalarState(t)
+}
+
+// elemType is the type of element i of a composite value of type t.
+func elemType(t types.Type, i int) types.Type {
+	switch t.Kind {
+	case types.Array:
+		return *t.Elem
+	case types.Map:
+		if i%2 == 0 {
+			return *t.KeyType
+		}
+		return *t.Elem
+	}
+	return t.Fields[i].Type
+}
+
 func appendValue(dst []byte, d types.Datum, t types.Type) []byte {
 	switch t.Kind {
+	case types.Array, types.Map, types.Struct:
+		// A count, then each element: 0 for NULL, or 1 and the value.
+		dst = binary.AppendUvarint(dst, uint64(len(d.L)))
+		for i, e := range d.L {
+			if e.Null {
+				dst = append(dst, 0)
+				continue
+			}
+			dst = appendValue(append(dst, 1), e, elemType(t, i))
+		}
+		return dst
 	case types.String, types.Bytes:
 		dst = binary.AppendUvarint(dst, uint64(len(d.B)))
 		return append(dst, d.B...)
@@ -103,6 +158,28 @@ func appendValue(dst []byte, d types.Datum, t types.Type) []byte {
 // readValue decodes one value at the start of b and returns the rest.
 func readValue(b []byte, t types.Type) (types.Datum, []byte) {
 	switch t.Kind {
+	case types.Array, types.Map, types.Struct:
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)) {
+			return types.NullDatum, nil
+		}
+		b = b[w:]
+		d := types.Datum{L: make([]types.Datum, 0, n)}
+		for i := 0; i < int(n); i++ {
+			if len(b) == 0 {
+				return types.NullDatum, nil
+			}
+			if b[0] == 0 {
+				d.L, b = append(d.L, types.NullDatum), b[1:]
+				continue
+			}
+			var e types.Datum
+			if e, b = readValue(b[1:], elemType(t, i)); b == nil {
+				return types.NullDatum, nil
+			}
+			d.L = append(d.L, e)
+		}
+		return d, b
 	case types.String, types.Bytes:
 		n, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w) < n {
@@ -121,39 +198,176 @@ func readValue(b []byte, t types.Type) (types.Datum, []byte) {
 }
 
 func offsetAgg(name string, latest bool) *AggregateFunction {
+	which := map[bool]string{true: "latest", false: "earliest"}[latest]
 	return &AggregateFunction{
-		Name:        name,
-		Description: "The value of the " + map[bool]string{true: "latest", false: "earliest"}[latest] + " record by offset, ignoring NULLs.",
-		Signatures:  []string{name + "(T) -> T for scalar T"},
+		Name: name,
+		Description: "The value of the " + which + " record by offset, ignoring NULLs unless ignoreNulls is false; " +
+			"with n, an ARRAY of the " + which + " n values in offset order.",
+		Signatures: []string{
+			name + "(T) -> T", name + "(T, BOOLEAN ignoreNulls) -> T",
+			name + "(T, INTEGER n) -> ARRAY<T>", name + "(T, INTEGER n, BOOLEAN ignoreNulls) -> ARRAY<T>",
+		},
 		Check: func(args []types.Type) (types.Type, error) {
-			if len(args) != 1 || !scalarState(args[0]) {
+			bad := func() (types.Type, error) {
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
 			}
-			return args[0], nil
+			if len(args) == 0 || len(args) > 3 || !stateValue(args[0]) {
+				return bad()
+			}
+			switch {
+			case len(args) == 1:
+				return args[0], nil
+			case len(args) == 2 && args[1].Kind == types.Boolean:
+				return args[0], nil
+			case args[1].IsIntegral() && (len(args) == 2 || args[2].Kind == types.Boolean):
+				t := args[0]
+				return types.Type{Kind: types.Array, Elem: &t}, nil
+			}
+			return bad()
 		},
-		New: func(args []types.Type) Accumulator { return &offsetAcc{t: args[0], latest: latest} },
+		New: func(args []types.Type) Accumulator {
+			o := &offsetAcc{t: args[0], latest: latest}
+			switch {
+			case len(args) == 2 && args[1].Kind == types.Boolean:
+				o.flagged = true
+			case len(args) >= 2:
+				o.list = true
+			}
+			return o
+		},
 	}
 }
 
-// offsetAcc: state is the kept value, or empty.
+// offsetAcc keeps the earliest or latest value by offset.
+//
+// With one argument the state is the kept value, or empty (NULLs are
+// ignored). With ignoreNulls (a BOOLEAN second argument) it is empty, or
+// 0 for a kept NULL, or 1 and the value. With n (an INTEGER second
+// argument, and an optional ignoreNulls third) it is a count, then each
+// value as 0 (NULL) or 1 and the value, oldest first.
 type offsetAcc struct {
-	t      types.Type
-	latest bool
+	t             types.Type
+	latest        bool
+	flagged, list bool
+	vals          [][]byte
+	out           []types.Datum
 }
 
+var _ Merger = (*offsetAcc)(nil)
+
 func (o *offsetAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	switch {
+	case o.list:
+		return o.addList(dst, st, args)
+	case o.flagged:
+		if (args[0].Null && args[1].Bool()) || (!o.latest && len(st) > 0) {
+			return append(dst, st...)
+		}
+		if args[0].Null {
+			return append(dst, 0)
+		}
+		return appendValue(append(dst, 1), args[0], o.t)
+	}
 	if args[0].Null || (!o.latest && len(st) > 0) {
 		return append(dst, st...)
 	}
 	return appendValue(dst, args[0], o.t)
 }
 
+// split reads a list state's entries.
+func (o *offsetAcc) split(st []byte) {
+	o.vals = o.vals[:0]
+	n, w := binary.Uvarint(st)
+	if w <= 0 {
+		return
+	}
+	b := st[w:]
+	for i := uint64(0); i < n && len(b) > 0; i++ {
+		if b[0] == 0 {
+			o.vals, b = append(o.vals, b[:1]), b[1:]
+			continue
+		}
+		_, rest := readValue(b[1:], o.t)
+		if rest == nil {
+			return
+		}
+		o.vals = append(o.vals, b[:len(b)-len(rest)])
+		b = rest
+	}
+}
+
+func (o *offsetAcc) join(dst []byte, vals [][]byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(vals)))
+	for _, v := range vals {
+		dst = append(dst, v...)
+	}
+	return dst
+}
+
+func (o *offsetAcc) addList(dst, st []byte, args []types.Datum) []byte {
+	n := int(min(args[1].I, CollectLimit))
+	ignore := len(args) < 3 || args[2].Bool()
+	if args[1].Null || n <= 0 || (args[0].Null && ignore) {
+		return append(dst, st...)
+	}
+	o.split(st)
+	if !o.latest && len(o.vals) >= n {
+		return append(dst, st...)
+	}
+	var v []byte
+	if args[0].Null {
+		v = []byte{0}
+	} else {
+		v = appendValue([]byte{1}, args[0], o.t)
+	}
+	vals := append(o.vals, v)
+	if len(vals) > n {
+		vals = vals[len(vals)-n:]
+	}
+	return o.join(dst, vals)
+}
+
 func (o *offsetAcc) Result(st []byte) types.Datum {
+	if o.list {
+		o.split(st)
+		o.out = o.out[:0]
+		for _, v := range o.vals {
+			if v[0] == 0 {
+				o.out = append(o.out, types.NullDatum)
+				continue
+			}
+			d, _ := readValue(v[1:], o.t)
+			o.out = append(o.out, d)
+		}
+		return types.Datum{L: o.out}
+	}
+	if o.flagged {
+		if len(st) == 0 || st[0] == 0 {
+			return types.NullDatum
+		}
+		st = st[1:]
+	}
 	if len(st) == 0 {
 		return types.NullDatum
 	}
 	d, _ := readValue(st, o.t)
 	return d
+}
+
+// Merge joins two sessions' states: a holds the earlier rows.
+func (o *offsetAcc) Merge(dst, a, b []byte) []byte {
+	if !o.list {
+		keep := a
+		if (o.latest && len(b) > 0) || len(a) == 0 {
+			keep = b
+		}
+		return append(dst, keep...)
+	}
+	o.split(a)
+	vals := append([][]byte{}, o.vals...)
+	o.split(b)
+	vals = append(vals, o.vals...)
+	return o.join(dst, vals)
 }
 
 func collectAgg(name string, distinct bool) *AggregateFunction {
@@ -162,7 +376,7 @@ func collectAgg(name string, distinct bool) *AggregateFunction {
 		Description: "Collects the values into an ARRAY (" + map[bool]string{true: "distinct", false: "in order"}[distinct] + ", at most 1,000).",
 		Signatures:  []string{name + "(T) -> ARRAY<T> for scalar T"},
 		Check: func(args []types.Type) (types.Type, error) {
-			if len(args) != 1 || !scalarState(args[0]) {
+			if len(args) != 1 || !stateValue(args[0]) {
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
 			}
 			t := args[0]
@@ -170,7 +384,7 @@ func collectAgg(name string, distinct bool) *AggregateFunction {
 		},
 		New: func(args []types.Type) Accumulator {
 			if distinct {
-				return &setAcc{t: args[0], limit: CollectLimit}
+				return &setAcc{t: args[0], limit: CollectLimit, ordered: true}
 			}
 			return &listAcc{t: args[0]}
 		},
@@ -201,6 +415,65 @@ func (l *listAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	return appendValue(append(dst, 1), args[0], l.t)
 }
 
+// entries splits a list state into its count and encoded entries.
+func (l *listAcc) entries(st []byte) [][]byte {
+	n, w := binary.Uvarint(st)
+	if w <= 0 {
+		return nil
+	}
+	var out [][]byte
+	b := st[w:]
+	for i := uint64(0); i < n && len(b) > 0; i++ {
+		if b[0] == 0 {
+			out, b = append(out, b[:1]), b[1:]
+			continue
+		}
+		_, rest := readValue(b[1:], l.t)
+		if rest == nil {
+			break
+		}
+		out = append(out, b[:len(b)-len(rest)])
+		b = rest
+	}
+	return out
+}
+
+// Undo takes the first occurrence of a value out of the list, as
+// ksqlDB's List.remove does.
+func (l *listAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	var enc []byte
+	if args[0].Null {
+		enc = []byte{0}
+	} else {
+		enc = appendValue([]byte{1}, args[0], l.t)
+	}
+	es := l.entries(st)
+	for i, e := range es {
+		if bytes.Equal(e, enc) {
+			es = append(es[:i:i], es[i+1:]...)
+			dst = binary.AppendUvarint(dst, uint64(len(es)))
+			for _, e := range es {
+				dst = append(dst, e...)
+			}
+			return dst
+		}
+	}
+	return append(dst, st...)
+}
+
+// Merge appends b's values to a's, up to the limit.
+func (l *listAcc) Merge(dst, a, b []byte) []byte {
+	es := append(l.entries(a), l.entries(b)...)
+	if len(es) > CollectLimit {
+		es = es[:CollectLimit]
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(es)))
+	for _, e := range es {
+		dst = append(dst, e...)
+	}
+	return dst
+}
+
 func (l *listAcc) Result(st []byte) types.Datum {
 	n, w := binary.Uvarint(st)
 	l.out = l.out[:0]
@@ -223,13 +496,51 @@ func (l *listAcc) Result(st []byte) types.Datum {
 
 // setAcc: state is the distinct non-NULL values, encoded, sorted by their
 // encoding; it counts them (COUNT_DISTINCT) or returns them (COLLECT_SET).
+//
+// COLLECT_SET keeps them in the order they came instead (ordered), as
+// ksqlDB's does; both are a concatenation of encoded values.
 type setAcc struct {
-	t     types.Type
-	limit int
-	count bool
-	vals  [][]byte
-	enc   []byte
-	out   []types.Datum
+	t       types.Type
+	limit   int
+	count   bool
+	ordered bool
+	vals    [][]byte
+	enc     []byte
+	out     []types.Datum
+}
+
+var (
+	_ Undoer = (*setAcc)(nil)
+	_ Merger = (*setAcc)(nil)
+	_ Undoer = (*listAcc)(nil)
+	_ Merger = (*listAcc)(nil)
+)
+
+// Undo takes a value out of the set.
+func (s *setAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	if args[0].Null {
+		return append(dst, st...)
+	}
+	s.split(st)
+	s.enc = appendValue(s.enc[:0], args[0], s.t)
+	for _, v := range s.vals {
+		if !bytes.Equal(v, s.enc) {
+			dst = append(dst, v...)
+		}
+	}
+	return dst
+}
+
+// Merge is the union of two sets.
+func (s *setAcc) Merge(dst, a, b []byte) []byte {
+	dst = append(dst, a...)
+	s.split(b)
+	for _, v := range append([][]byte{}, s.vals...) {
+		d, _ := readValue(v, s.t)
+		cur := append([]byte{}, dst...)
+		dst = s.Add(dst[:0], cur, []types.Datum{d})
+	}
+	return dst
 }
 
 func (s *setAcc) split(st []byte) {
@@ -250,6 +561,17 @@ func (s *setAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	}
 	s.split(st)
 	s.enc = appendValue(s.enc[:0], args[0], s.t)
+	if s.ordered {
+		for _, v := range s.vals {
+			if bytes.Equal(v, s.enc) {
+				return append(dst, st...)
+			}
+		}
+		if len(s.vals) >= s.limit {
+			return append(dst, st...)
+		}
+		return append(append(dst, st...), s.enc...)
+	}
 	i := sort.Search(len(s.vals), func(i int) bool { return bytes.Compare(s.vals[i], s.enc) >= 0 })
 	if (i < len(s.vals) && bytes.Equal(s.vals[i], s.enc)) || len(s.vals) >= s.limit {
 		return append(dst, st...)
@@ -281,21 +603,96 @@ func topkAgg(name string, distinct bool) *AggregateFunction {
 	return &AggregateFunction{
 		Name:        name,
 		Description: "The k greatest " + map[bool]string{true: "distinct ", false: ""}[distinct] + "values, greatest first.",
-		Signatures:  []string{name + "(T, INTEGER k) -> ARRAY<T> for numeric or STRING T"},
+		Signatures:  []string{name + "(T, INTEGER k) -> ARRAY<T> for numeric, STRING, BYTES, DATE, TIME or TIMESTAMP T"},
 		Check: func(args []types.Type) (types.Type, error) {
-			if len(args) != 2 || !args[1].IsIntegral() {
+			if len(args) < 2 || !args[len(args)-1].IsIntegral() || (distinct && len(args) != 2) {
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
 			}
 			switch args[0].Kind {
-			case types.Int, types.Bigint, types.Double, types.Decimal, types.String:
+			case types.Int, types.Bigint, types.Double, types.Decimal, types.String, types.Bytes,
+				types.Date, types.Time, types.Timestamp:
 			default:
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
+			}
+			if len(args) > 2 {
+				for _, a := range args[1 : len(args)-1] {
+					if !stateValue(a) {
+						return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
+					}
+				}
+				t := topkEntry(args)
+				return types.Type{Kind: types.Array, Elem: &t}, nil
 			}
 			t := args[0]
 			return types.Type{Kind: types.Array, Elem: &t}, nil
 		},
-		New: func(args []types.Type) Accumulator { return &topkAcc{t: args[0], distinct: distinct} },
+		New: func(args []types.Type) Accumulator {
+			if len(args) > 2 {
+				return &topkStructAcc{sort: args[0], entry: topkEntry(args)}
+			}
+			return &topkAcc{t: args[0], distinct: distinct}
+		},
 	}
+}
+
+// topkEntry is the element type of TOPK(sort, col0, …, k): a STRUCT of
+// sort_col and the other columns, named as ksqlDB names them.
+func topkEntry(args []types.Type) types.Type {
+	fields := []types.Field{{Name: "sort_col", Type: args[0]}}
+	for i, a := range args[1 : len(args)-1] {
+		fields = append(fields, types.Field{Name: "col" + strconv.Itoa(i), Type: a})
+	}
+	return types.Type{Kind: types.Struct, Fields: fields}
+}
+
+// topkStructAcc is TOPK(sort, col0, …, k): the k rows with the greatest
+// sort values, greatest first (ties in arrival order), each a STRUCT of
+// sort_col and the other columns. State: the entries, encoded.
+type topkStructAcc struct {
+	sort, entry types.Type
+	less        topkAcc
+	vals        []types.Datum
+	out         []types.Datum
+}
+
+func (k *topkStructAcc) read(st []byte) {
+	k.vals = k.vals[:0]
+	for b := st; len(b) > 0; {
+		var d types.Datum
+		if d, b = readValue(b, k.entry); b == nil {
+			return
+		}
+		k.vals = append(k.vals, d)
+	}
+}
+
+func (k *topkStructAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	kd := args[len(args)-1]
+	n := int(min(kd.I, CollectLimit))
+	if args[0].Null || kd.Null || n <= 0 {
+		return append(dst, st...)
+	}
+	k.less.t = k.sort
+	k.read(st)
+	// After the entries whose sort value is greater or equal.
+	i := sort.Search(len(k.vals), func(i int) bool { return k.less.less(k.vals[i].L[0], args[0]) })
+	entry := types.Datum{L: append([]types.Datum{}, args[:len(args)-1]...)}
+	k.vals = append(k.vals, types.Datum{})
+	copy(k.vals[i+1:], k.vals[i:])
+	k.vals[i] = entry
+	if len(k.vals) > n {
+		k.vals = k.vals[:n]
+	}
+	for _, d := range k.vals {
+		dst = appendValue(dst, d, k.entry)
+	}
+	return dst
+}
+
+func (k *topkStructAcc) Result(st []byte) types.Datum {
+	k.read(st)
+	k.out = append(k.out[:0], k.vals...)
+	return types.Datum{L: k.out}
 }
 
 // topkAcc: state is up to k values, greatest first.
@@ -310,7 +707,7 @@ func (k *topkAcc) less(a, b types.Datum) bool {
 	switch k.t.Kind {
 	case types.Double:
 		return a.F < b.F
-	case types.String:
+	case types.String, types.Bytes:
 		return bytes.Compare(a.B, b.B) < 0
 	}
 	return a.I < b.I
@@ -395,6 +792,67 @@ func (h *histogramAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	return dst
 }
 
+var (
+	_ Undoer = (*histogramAcc)(nil)
+	_ Merger = (*histogramAcc)(nil)
+)
+
+// Undo takes one occurrence of a value out: its count drops, and the
+// value goes when it reaches 0.
+func (h *histogramAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	if args[0].Null {
+		return append(dst, st...)
+	}
+	for b := st; len(b) > 0; {
+		s, rest := readValue(b, types.StringType)
+		if len(rest) < 8 {
+			break
+		}
+		c := binary.BigEndian.Uint64(rest)
+		if bytes.Equal(s.B, args[0].B) {
+			c--
+		}
+		if c > 0 {
+			dst = appendValue(dst, s, types.StringType)
+			dst = binary.BigEndian.AppendUint64(dst, c)
+		}
+		b = rest[8:]
+	}
+	return dst
+}
+
+// Merge adds two histograms' counts: both are sorted by value.
+func (h *histogramAcc) Merge(dst, a, b []byte) []byte {
+	next := func(st []byte) (types.Datum, uint64, []byte, bool) {
+		s, rest := readValue(st, types.StringType)
+		if len(st) == 0 || len(rest) < 8 {
+			return s, 0, nil, false
+		}
+		return s, binary.BigEndian.Uint64(rest), rest[8:], true
+	}
+	put := func(s types.Datum, c uint64) {
+		dst = appendValue(dst, s, types.StringType)
+		dst = binary.BigEndian.AppendUint64(dst, c)
+	}
+	sa, ca, ra, oka := next(a)
+	sb, cb, rb, okb := next(b)
+	for oka || okb {
+		switch cmp := bytes.Compare(sa.B, sb.B); {
+		case oka && (!okb || cmp < 0):
+			put(sa, ca)
+			sa, ca, ra, oka = next(ra)
+		case okb && (!oka || cmp > 0):
+			put(sb, cb)
+			sb, cb, rb, okb = next(rb)
+		default:
+			put(sa, ca+cb)
+			sa, ca, ra, oka = next(ra)
+			sb, cb, rb, okb = next(rb)
+		}
+	}
+	return dst
+}
+
 func (h *histogramAcc) Result(st []byte) types.Datum {
 	h.out = h.out[:0]
 	for b := st; len(b) > 0; {
@@ -466,8 +924,11 @@ func (m *momentsAcc) Result(st []byte) types.Datum {
 	m.load(st)
 	f := m.f
 	if len(m.ts) == 1 {
-		if f[0] < 2 {
+		switch {
+		case f[0] < 1:
 			return types.NullDatum
+		case f[0] < 2:
+			return types.DoubleDatum(0) // one value: ksqlDB answers 0.0
 		}
 		return types.DoubleDatum(math.Sqrt(f[2] / (f[0] - 1)))
 	}
@@ -478,4 +939,97 @@ func (m *momentsAcc) Result(st []byte) types.Datum {
 		return types.NullDatum
 	}
 	return types.DoubleDatum(cov / math.Sqrt(vx*vy))
+}
+
+// attrAcc is ATTR: state is the distinct values seen (NULL included), each
+// as 0 (NULL) or 1 and the value, then an 8-byte count of the rows that
+// hold it; the result is the value when there is one, else NULL.
+type attrAcc struct {
+	t   types.Type
+	enc []byte
+}
+
+var (
+	_ Undoer = (*attrAcc)(nil)
+	_ Merger = (*attrAcc)(nil)
+)
+
+func (a *attrAcc) encode(d types.Datum) []byte {
+	if d.Null {
+		return append(a.enc[:0], 0)
+	}
+	a.enc = appendValue(append(a.enc[:0], 1), d, a.t)
+	return a.enc
+}
+
+// entry reads one entry: its encoded value, its count and the rest.
+func (a *attrAcc) entry(b []byte) (v []byte, n uint64, rest []byte, ok bool) {
+	if len(b) == 0 {
+		return nil, 0, nil, false
+	}
+	end := 1
+	if b[0] == 1 {
+		_, r := readValue(b[1:], a.t)
+		if r == nil {
+			return nil, 0, nil, false
+		}
+		end = len(b) - len(r)
+	}
+	if len(b) < end+8 {
+		return nil, 0, nil, false
+	}
+	return b[:end], binary.BigEndian.Uint64(b[end:]), b[end+8:], true
+}
+
+// adjust adds delta to the count of the encoded value v.
+func (a *attrAcc) adjust(dst, st, v []byte, delta int64) []byte {
+	found := false
+	for b := st; ; {
+		e, n, rest, ok := a.entry(b)
+		if !ok {
+			break
+		}
+		if bytes.Equal(e, v) {
+			found = true
+			n = uint64(int64(n) + delta)
+		}
+		if n > 0 {
+			dst = binary.BigEndian.AppendUint64(append(dst, e...), n)
+		}
+		b = rest
+	}
+	if !found && delta > 0 {
+		dst = binary.BigEndian.AppendUint64(append(dst, v...), uint64(delta))
+	}
+	return dst
+}
+
+func (a *attrAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	return a.adjust(dst, st, a.encode(args[0]), 1)
+}
+
+func (a *attrAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	return a.adjust(dst, st, a.encode(args[0]), -1)
+}
+
+func (a *attrAcc) Merge(dst, x, y []byte) []byte {
+	out := append([]byte{}, x...)
+	for b := y; ; {
+		e, n, rest, ok := a.entry(b)
+		if !ok {
+			break
+		}
+		out = a.adjust(nil, out, append([]byte{}, e...), int64(n))
+		b = rest
+	}
+	return append(dst, out...)
+}
+
+func (a *attrAcc) Result(st []byte) types.Datum {
+	e, _, rest, ok := a.entry(st)
+	if !ok || len(rest) > 0 || e[0] == 0 {
+		return types.NullDatum
+	}
+	d, _ := readValue(e[1:], a.t)
+	return d
 }

@@ -68,13 +68,13 @@ func TestAggregates(t *testing.T) {
 		{"LATEST_BY_OFFSET", []types.Type{S}, str("a", "b", "NULL"), "b"},
 		{"EARLIEST_BY_OFFSET", []types.Type{S}, str("NULL", "a", "b"), "a"},
 		{"COLLECT_LIST", []types.Type{S}, str("b", "a", "b"), `["b","a","b"]`},
-		{"COLLECT_SET", []types.Type{S}, str("b", "a", "b"), `["a","b"]`},
+		{"COLLECT_SET", []types.Type{S}, str("b", "a", "b"), `["b","a"]`}, // in the order first seen, as ksqlDB keeps them
 		{"COUNT_DISTINCT", []types.Type{I}, i(5, 1, 5, 2, 1), "3"},
 		{"TOPK", []types.Type{I, types.IntType}, withK(2, i(3, 9, 2, 9)), "[9,9]"},
 		{"TOPKDISTINCT", []types.Type{I, types.IntType}, withK(2, i(3, 9, 2, 9)), "[9,3]"},
 		{"HISTOGRAM", []types.Type{S}, str("b", "a", "b", "NULL"), `{"a":1,"b":2}`},
 		{"STDDEV_SAMP", []types.Type{D}, [][]types.Datum{{types.DoubleDatum(2)}, {types.DoubleDatum(4)}, {types.DoubleDatum(4)}, {types.DoubleDatum(4)}, {types.DoubleDatum(5)}, {types.DoubleDatum(5)}, {types.DoubleDatum(7)}, {types.DoubleDatum(9)}}, "2.138089935299395"},
-		{"STDDEV_SAMP", []types.Type{D}, [][]types.Datum{{types.DoubleDatum(2)}}, "NULL"},
+		{"STDDEV_SAMP", []types.Type{D}, [][]types.Datum{{types.DoubleDatum(2)}}, "0"}, // ksqlDB: 0.0 for one value
 		{"CORRELATION", []types.Type{I, I}, [][]types.Datum{{types.IntDatum(1), types.IntDatum(2)}, {types.IntDatum(2), types.IntDatum(4)}, {types.IntDatum(3), types.IntDatum(6)}}, "1"},
 	} {
 		if got := fold(t, c.name, c.args, c.rows); got != c.want {
@@ -149,5 +149,21 @@ func TestMerge(t *testing.T) {
 				t.Errorf("%s(%s) split at %d, reversed: merged %s, want %s", c.name, c.t, split, got, want)
 			}
 		}
+	}
+}
+
+func TestHistogramUndoMerge(t *testing.T) {
+	h := &histogramAcc{}
+	add := func(st []byte, v string) []byte { return h.Add(nil, st, []types.Datum{types.StringDatum(v)}) }
+	a := add(add(add(nil, "x"), "y"), "x")
+	b := add(add(nil, "z"), "x")
+	show := func(st []byte) string {
+		return types.Text(h.Result(st), types.Type{Kind: types.Map, KeyType: &types.StringType, Elem: &types.BigintType})
+	}
+	if got := show(h.Merge(nil, a, b)); got != `{"x":3,"y":1,"z":1}` {
+		t.Errorf("merge: %s", got)
+	}
+	if got := show(h.Undo(nil, a, []types.Datum{types.StringDatum("y")})); got != `{"x":2}` {
+		t.Errorf("undo: %s", got)
 	}
 }

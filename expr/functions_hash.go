@@ -88,6 +88,15 @@ var hashFunctions = []*Function{
 					return types.NullDatum, funcErrorf("FROM_BYTES", "unsupported encoding '%s'", a[1].B)
 				}
 				out = encodeText(out[:0], a[0].B, enc)
+				if enc == encHex {
+					// ksqlDB's FROM_BYTES writes hex digits upper-case
+					// (ENCODE writes them lower-case).
+					for i, c := range out {
+						if c >= 'a' && c <= 'f' {
+							out[i] = c - 'a' + 'A'
+						}
+					}
+				}
 				return types.Datum{B: out}, nil
 			})
 		},

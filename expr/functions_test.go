@@ -318,7 +318,7 @@ func urlHashCases() []fnCase {
 		f("ENCODE", "NULL", "zz", "hex", "utf8"), f("ENCODE", "\x0b", "b", "hex", "ascii"), f("ENCODE", "c3a9", "é", "UTF8", "HEX"),
 		f("ENCODE", "NULL", nil, "hex", "utf8"),
 		f("TO_BYTES", "Sw==", "4b", "hex"), f("TO_BYTES", "YWJj", "abc", "utf8"), f("TO_BYTES", "NULL", "%%", "base64"),
-		f("FROM_BYTES", "616263", call("TO_BYTES", "abc", "utf8"), "hex"), f("FROM_BYTES", "K", col("BY"), "ascii"),
+		f("FROM_BYTES", "616263", call("TO_BYTES", "abc", "utf8"), "hex"), f("FROM_BYTES", "0AFF", call("TO_BYTES", "0aff", "hex"), "hex"), f("FROM_BYTES", "K", col("BY"), "ascii"),
 		f("FROM_BYTES", "Sw==", col("BY"), "base64"),
 		f("INT_FROM_BYTES", "2021", call("TO_BYTES", "AAAH5Q==", "base64")), f("INT_FROM_BYTES", "-452526080", call("TO_BYTES", "AAAH5Q==", "base64"), "LITTLE_ENDIAN"),
 		f("INT_FROM_BYTES", "NULL", col("BY")), f("INT_FROM_BYTES", "NULL", call("TO_BYTES", "AAAH5Q==", "base64"), "MIDDLE_ENDIAN"),
@@ -566,9 +566,24 @@ func TestConstantArgumentErrors(t *testing.T) {
 	}
 }
 
+func TestCubeCombinations(t *testing.T) {
+	arr := types.Datum{L: []types.Datum{types.IntDatum(1), types.NullDatum, types.IntDatum(3)}}
+	var got []string
+	for _, d := range CubeCombinations(arr) {
+		got = append(got, types.Text(d, types.Type{Kind: types.Array, Elem: &types.IntType}))
+	}
+	want := "[null,null,null] [null,null,3] [1,null,null] [1,null,3]"
+	if strings.Join(got, " ") != want {
+		t.Errorf("CUBE_EXPLODE([1, NULL, 3]) = %s, want %s", strings.Join(got, " "), want)
+	}
+	if CubeCombinations(types.NullDatum) != nil {
+		t.Error("CUBE_EXPLODE(NULL) gave rows")
+	}
+}
+
 func TestTableFunctions(t *testing.T) {
 	tf, ok := LookupTable("explode")
-	if !ok || len(TableFunctions()) != 1 || tf.Description == "" {
+	if !ok || len(TableFunctions()) != 2 || tf.Description == "" {
 		t.Fatal("EXPLODE is not registered")
 	}
 	et, err := tf.Check([]types.Type{tArrStr})

@@ -64,4 +64,50 @@ var tableRegistry = map[string]*TableFunction{
 		},
 		Expand: func(args []types.Datum) []types.Datum { return ExplodeElements(args[0]) },
 	},
+	"CUBE_EXPLODE": {
+		Name:        "CUBE_EXPLODE",
+		Description: "Outputs one row per combination of an array's elements, each kept or NULL (a NULL element only as NULL), from all NULL to all kept.",
+		Signatures:  []string{"CUBE_EXPLODE(ARRAY<T>) -> ARRAY<T>"},
+		Check: func(args []types.Type) (types.Type, error) {
+			if len(args) != 1 || args[0].Kind != types.Array {
+				return types.Type{}, notAccept("CUBE_EXPLODE", args)
+			}
+			return args[0], nil
+		},
+		Expand: func(args []types.Datum) []types.Datum { return CubeCombinations(args[0]) },
+	},
+}
+
+// CubeCombinations returns CUBE_EXPLODE's rows for an ARRAY value: every
+// combination of its non-NULL elements kept or NULL, counting in binary
+// with the first element as the highest bit, as ksqlDB orders them. NULL
+// gives none.
+func CubeCombinations(d types.Datum) []types.Datum {
+	if d.Null {
+		return nil
+	}
+	var present []int
+	for i, e := range d.L {
+		if !e.Null {
+			present = append(present, i)
+		}
+	}
+	if len(present) > 20 {
+		present = present[:20] // 2^20 rows is already more than anyone wants
+	}
+	n := 1 << len(present)
+	out := make([]types.Datum, n)
+	for m := 0; m < n; m++ {
+		row := make([]types.Datum, len(d.L))
+		for i := range row {
+			row[i] = types.NullDatum
+		}
+		for j, p := range present {
+			if m&(1<<(len(present)-1-j)) != 0 {
+				row[p] = d.L[p]
+			}
+		}
+		out[m] = types.Datum{L: row}
+	}
+	return out
 }

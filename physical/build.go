@@ -102,7 +102,11 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		n = ch[0]
 	}
 	if agg == nil {
-		return chain(g, root, false)
+		// A table's projection and filter (CREATE TABLE … AS SELECT
+		// without GROUP BY) read the table's changes, so that a deleted
+		// or filtered-out row becomes a tombstone of its key.
+		scan, ok := above[len(above)-1].(*planner.Scan)
+		return chain(g, root, ok && scan.OfTable())
 	}
 	// Above the Aggregate: HAVING becomes part of it (a failing group is
 	// deleted from the result table), then the projections.

@@ -382,11 +382,22 @@ func (j *StreamStreamJoin) shape() string {
 // change). Running queries' repartition topics hold it: keep the name.
 const UndoHeader = "__UNDO"
 
+// OldValueHeader carries, on a repartition topic, the old row of a table
+// change whose old and new rows have the same key: the header's value is
+// the old row, encoded as record values are, and the record's value the
+// new row. The reader takes the old row out and the new one in as one
+// change, so the group's row is emitted once (as Kafka Streams does when
+// the grouping key did not change). Records without it keep their
+// meaning.
+const OldValueHeader = "__OLD"
+
 // Repartition writes rows to an internal topic keyed by KeyExprs, so that
 // all rows of one key meet in one partition. The value holds every
 // non-pseudo column of its input (JSON), so that the next sub-topology
 // sees the same row layout. A change's old row is written as its own
-// record under its own key, marked with UndoHeader, before the new row.
+// record under its own key, marked with UndoHeader, before the new row;
+// when both rows have the same key, one record carries both (see
+// OldValueHeader).
 type Repartition struct {
 	Topic    string
 	KeyExprs []expr.Expr

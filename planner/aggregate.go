@@ -49,7 +49,8 @@ type Aggregate struct {
 	Aggs    []*AggCall
 	// FromTable marks the aggregation of a table: a changed row's old
 	// value is taken back out of its group (every aggregate is an
-	// expr.Undoer) and a group whose rows are all gone is deleted.
+	// expr.Undoer); a group whose rows are all gone stays, with the
+	// aggregates of no rows (COUNT 0), as in ksqlDB.
 	FromTable bool
 	// Window, when set, aggregates per group and window: the rows carry
 	// WINDOWSTART and WINDOWEND after the group key columns, and the
@@ -77,9 +78,11 @@ func NewWindowedAggregate(input Node, groupBy []expr.Expr, names []string, aggs 
 		if t.Kind == types.Unknown {
 			return nil, fmt.Errorf("cannot GROUP BY NULL")
 		}
-		switch t.Kind {
-		case types.Array, types.Map, types.Struct:
-			return nil, fmt.Errorf("cannot GROUP BY a value of type %s", t)
+		// ARRAY and STRUCT keys need a key format that holds them (the
+		// sink's encoder says); MAP keys ksqlDB refuses, as their
+		// serialization is not deterministic.
+		if holdsMap(t) {
+			return nil, fmt.Errorf("cannot GROUP BY a value of type %s: Map keys, including types that contain maps, are not supported", t)
 		}
 		cols = append(cols, types.Column{Name: names[i], Type: t, Key: true})
 	}
@@ -131,6 +134,22 @@ func (a *Aggregate) NeedsRepartition() bool {
 		c, ok := g.(*expr.Column)
 		if !ok || c.Index != keys[i] {
 			return true
+		}
+	}
+	return false
+}
+
+func holdsMap(t types.Type) bool {
+	switch t.Kind {
+	case types.Map:
+		return true
+	case types.Array:
+		return holdsMap(*t.Elem)
+	case types.Struct:
+		for _, f := range t.Fields {
+			if holdsMap(f.Type) {
+				return true
+			}
 		}
 	}
 	return false

@@ -40,7 +40,10 @@ func NewScan(src *catalog.Source) *Scan {
 }
 
 func (s *Scan) Schema() types.Schema { return s.out }
-func (s *Scan) Children() []Node     { return nil }
+
+// OfTable reports whether the scan reads a table.
+func (s *Scan) OfTable() bool    { return s.Source.Kind == catalog.Table }
+func (s *Scan) Children() []Node { return nil }
 func (s *Scan) String() string {
 	return fmt.Sprintf("Scan %s %s (topic %s, key %s, value %s)", s.Source.Kind, s.Source.Name, s.Source.Topic, s.Source.KeyFormat, s.Source.ValueFormat)
 }
@@ -192,8 +195,10 @@ type Rekey struct {
 	out  types.Schema
 }
 
-// NewRekey builds a PARTITION BY over input.
-func NewRekey(input Node, exprs []expr.Expr) (*Rekey, error) {
+// NewRekey builds a PARTITION BY over input. names[i], when given and
+// not empty, names the key column of a key expression that is not a
+// plain column (default KSQL_COL_<i>).
+func NewRekey(input Node, exprs []expr.Expr, names []string) (*Rekey, error) {
 	in := input.Schema()
 	cols := make([]types.Column, len(in.Columns))
 	copy(cols, in.Columns)
@@ -213,7 +218,11 @@ func NewRekey(input Node, exprs []expr.Expr) (*Rekey, error) {
 			r.Keys = append(r.Keys, c.Index)
 			continue
 		}
-		cols = append(cols, types.Column{Name: "KSQL_COL_" + strconv.Itoa(i), Type: e.Type(), Key: true})
+		name := "KSQL_COL_" + strconv.Itoa(i)
+		if i < len(names) && names[i] != "" {
+			name = names[i]
+		}
+		cols = append(cols, types.Column{Name: name, Type: e.Type(), Key: true})
 		r.Keys = append(r.Keys, len(cols)-1)
 	}
 	r.out = types.Schema{Columns: cols}

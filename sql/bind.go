@@ -116,14 +116,21 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	if len(sel.partitionExprs) > 0 {
 		var keys []expr.Expr
-		for _, n := range sel.partitionExprs {
+		var keyNames []string
+		gen := b.newAliasGen(sel)
+		for i, n := range sel.partitionExprs {
 			e, err := b.expr(n)
 			if err != nil {
 				return nil, err
 			}
 			keys = append(keys, e)
+			if _, isCol := e.(*expr.Column); isCol {
+				keyNames = append(keyNames, "")
+			} else {
+				keyNames = append(keyNames, gen.forExpr(n, i))
+			}
 		}
-		rk, err := planner.NewRekey(node, keys)
+		rk, err := planner.NewRekey(node, keys, keyNames)
 		if err != nil {
 			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeDatatypeMismatch, "%v", err)
 		}
@@ -174,16 +181,35 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	var exprs []expr.Expr
 	var names []string
+	gen := b.newAliasGen(sel)
 	for i, f := range s.Fields.Fields {
 		if k, ok := tcol[f]; ok {
 			idx := len(b.schema.Columns) - len(tfns) + k
 			c := b.schema.Columns[idx]
 			name := f.AsName.O
 			if name == "" {
-				name = "KSQL_COL_" + strconv.Itoa(i)
+				name = gen.forExpr(f.Expr, i)
 			}
 			exprs = append(exprs, &expr.Column{Index: idx, Name: c.Name, T: c.Type})
 			names = append(names, name)
+			continue
+		}
+		if call, ok := unparen(f.Expr).(*ast.FuncCallExpr); ok && strings.EqualFold(call.FnName.O, "__FIELDS") && len(call.Args) == 1 {
+			// s->*: one column per field of the struct, named after it.
+			x, err := b.expr(call.Args[0])
+			if err != nil {
+				return nil, err
+			}
+			if x.Type().Kind != types.Struct {
+				return nil, b.errAt("*", CodeDatatypeMismatch, "%s->* needs a STRUCT, not %s", x, x.Type())
+			}
+			for _, fd := range x.Type().Fields {
+				e, err := expr.NewField(x, fd.Name)
+				if err != nil {
+					return nil, err
+				}
+				exprs, names = append(exprs, e), append(names, fd.Name)
+			}
 			continue
 		}
 		if f.WildCard != nil {
@@ -195,6 +221,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 				}
 			} else if b.join != nil {
 				cols = keysFirst(b.schema, cols) // a join's key (repartitioned, synthetic) first, as ksqlDB lists it
+			}
+			if rk, ok := node.(*planner.Rekey); ok && !sel.PositionalAliases {
+				cols = rekeyedOrder(rk, cols)
 			}
 			for _, c := range cols {
 				col := b.schema.Columns[c]
@@ -234,7 +263,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 					name = b.joinName(c)
 				}
 			} else {
-				name = "KSQL_COL_" + strconv.Itoa(i)
+				name = gen.forExpr(f.Expr, i)
 			}
 		}
 		exprs = append(exprs, e)
@@ -248,6 +277,35 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 	}
 	return &planner.Query{Root: proj, Emit: sel.Emit, Limit: sel.Limit}, nil
+}
+
+// rekeyedOrder orders the columns SELECT * reads after PARTITION BY as
+// ksqlDB does: the new key columns in PARTITION BY order, the input's
+// value columns, then its old key columns.
+func rekeyedOrder(rk *planner.Rekey, cols []int) []int {
+	in := rk.Input.Schema().Columns
+	isNewKey := map[int]bool{}
+	for _, k := range rk.Keys {
+		isNewKey[k] = true
+	}
+	visible := map[int]bool{}
+	for _, c := range cols {
+		visible[c] = true
+	}
+	out := make([]int, 0, len(cols))
+	for _, k := range rk.Keys {
+		if visible[k] {
+			out = append(out, k)
+		}
+	}
+	for _, oldKey := range []bool{false, true} {
+		for _, c := range cols {
+			if !isNewKey[c] && (c < len(in) && in[c].Key) == oldKey {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // expr binds a TiDB expression.
@@ -279,6 +337,12 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		op, ok := binaryOps[n.Op]
 		if !ok {
 			return nil, Errorf(CodeFeatureNotSupport, "operator %s is not supported yet", n.Op)
+		}
+		switch op {
+		case expr.OpEQ, expr.OpNE, expr.OpLT, expr.OpLE, expr.OpGT, expr.OpGE:
+			if l, r, err = timeLiterals(l, r); err != nil {
+				return nil, err
+			}
 		}
 		e, err := expr.NewBinary(op, l, r)
 		if err != nil {
@@ -425,12 +489,13 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, NameError(ca, CodeFeatureNotSupport, "KSQL does not support persistent queries on windowed tables.")
 	case !aggregate && fromTable && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "the query reads a table, so it produces a table: use CREATE TABLE … AS SELECT")
-	case !aggregate && fromTable && join == nil:
-		return nil, NameError(ca, CodeFeatureNotSupport, "CREATE TABLE AS SELECT without GROUP BY is not supported yet")
 	case !aggregate && !fromTable && ca.Kind == catalog.Table:
 		return nil, NameError(ca, CodeFeatureNotSupport, "a query over a stream without GROUP BY produces a stream: use CREATE STREAM … AS SELECT")
 	}
 	proj := q.Root.(*planner.Project)
+	if err := checkProjection(ca, proj, join != nil); err != nil {
+		return nil, err
+	}
 	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.Type == planner.FullJoin {
 		return nil, Errorf(CodeSyntaxError, "Key missing from projection (ie, SELECT). The query used to build %s must include the join expression %s in its projection (eg, SELECT %s …)", ca.Name, missing[0], missing[0])
 	} else if len(missing) > 0 && join != nil {
@@ -489,10 +554,30 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 			target.KeyFormat = rs.Source.KeyFormat
 		}
 	}
+	// A DELIMITED result keeps its source's delimiters unless WITH
+	// names its own, as ksqlDB's does.
+	if in.ValueFormat == types.FormatDelimited {
+		target.ValueOptions.Delimiter = in.ValueOptions.Delimiter
+	}
+	if in.KeyFormat == types.FormatDelimited {
+		target.KeyOptions.Delimiter = in.KeyOptions.Delimiter
+	}
+	if target.KeyFormat == types.FormatNone && len(target.Schema.KeyIndexes()) > 0 {
+		// A result with key columns from a source without them: the key
+		// format the source was declared with (its KEY_FORMAT or FORMAT,
+		// else KAFKA), as ksqlDB keeps it.
+		target.KeyFormat = declaredKeyFormat(in)
+	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
 	}
 	setSubjects(target)
+	if _, given := ca.Props["VALUE_DELIMITER"]; !given && target.ValueFormat != types.FormatDelimited {
+		target.ValueOptions.Delimiter = 0 // inherited for a DELIMITED value only
+	}
+	if _, given := ca.Props["KEY_DELIMITER"]; !given && target.KeyFormat != types.FormatDelimited {
+		target.KeyOptions.Delimiter = 0
+	}
 	if len(target.Schema.KeyIndexes()) == 0 {
 		target.KeyFormat = types.FormatNone
 	}
@@ -503,6 +588,71 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
+}
+
+// declaredKeyFormat is the key format src's CREATE statement named
+// (KEY_FORMAT, else FORMAT), or KAFKA: a source without key columns holds
+// NONE instead.
+func declaredKeyFormat(src *catalog.Source) string {
+	if st, err := Parse(src.SQL); err == nil {
+		if cs, ok := st.(*CreateSource); ok {
+			for _, name := range []string{"KEY_FORMAT", "FORMAT"} {
+				if p, ok := cs.Props[name]; ok {
+					if f, err := types.NormalizeFormat(p.Value); err == nil {
+						return f
+					}
+				}
+			}
+		}
+	}
+	return types.FormatKafka
+}
+
+// checkProjection refuses what ksqlDB refuses in a persistent query's
+// projection: a pseudo column's name as an output column (selected as is
+// outside a join, or given as an alias), a result without value columns,
+// and key columns whose types hold a MAP.
+func checkProjection(ca *CreateAs, proj *planner.Project, join bool) error {
+	b := createAsBinder(ca)
+	reserved := func(name string) bool {
+		return name == types.RowTime || name == types.RowPartition || name == types.RowOffset
+	}
+	for _, f := range ca.Select.stmt.Fields.Fields {
+		if a := strings.ToUpper(f.AsName.O); f.AsName.O != "" && reserved(a) {
+			return b.errAt(a, CodeDuplicateObject, "`%s` is a reserved column name. You cannot use it as an alias for a column.", a)
+		}
+	}
+	values := 0
+	for _, c := range proj.Schema().Columns {
+		if reserved(c.Name) && !join {
+			return b.errAt(c.Name, CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", c.Name)
+		}
+		if !c.Key {
+			values++
+		} else if holdsMap(c.Type) {
+			return Errorf(CodeFeatureNotSupport, "Map keys, including types that contain maps, are not supported as they may lead to unexpected behavior due to inconsistent serialization. Key column name: `%s`. Column type: %s.", c.Name, c.Type)
+		}
+	}
+	if values == 0 {
+		return Errorf(CodeSyntaxError, "The projection contains no value columns.")
+	}
+	return nil
+}
+
+func holdsMap(t types.Type) bool {
+	switch t.Kind {
+	case types.Map:
+		return true
+	case types.Array:
+		return holdsMap(*t.Elem)
+	case types.Struct:
+		for _, f := range t.Fields {
+			if holdsMap(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // findAggregate returns the aggregation in a linear plan, or nil.
@@ -715,7 +865,7 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	}
 	if _, ok := cs.Props["VALUE_FORMAT"]; !ok {
 		if _, ok := cs.Props["FORMAT"]; !ok {
-			return nil, Errorf(CodeInvalidParameter, "missing required property VALUE_FORMAT in WITH (…)")
+			return nil, Errorf(CodeInvalidParameter, "Statement is missing the 'VALUE_FORMAT' property from the WITH clause. Either provide one or set a default via the 'ksql.persistence.default.format.value' config.")
 		}
 	}
 	if err := applyProps(cs.text, cs.Props, s); err != nil {

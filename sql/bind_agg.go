@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -91,17 +92,55 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		return nil, b.errAt("FINAL", CodeFeatureNotSupport, "EMIT FINAL is only supported for windowed aggregations")
 	}
 	scope := &aggScope{input: b.schema, windowed: window != nil}
+	// The SELECT list's unnamed expressions are named first, in order, as
+	// ksqlDB does; a GROUP BY expression the list repeats takes its name
+	// there, another one a name of its own.
+	gen := b.newAliasGen(sel)
+	aliases := make([]string, len(s.Fields.Fields))
+	for i, f := range s.Fields.Fields {
+		switch {
+		case f.AsName.O != "":
+			aliases[i] = f.AsName.O
+		case f.WildCard != nil:
+		default:
+			if _, isCol := unparen(f.Expr).(*ast.ColumnNameExpr); !isCol {
+				aliases[i] = gen.forExpr(f.Expr, i)
+			}
+		}
+	}
 	var groupBy []expr.Expr
 	for i, item := range s.GroupBy.Items {
+		if p, ok := item.Expr.(*ast.PositionExpr); ok && p.P == nil {
+			// TiDB reads GROUP BY 1 as a position (MySQL); in ksqlDB it
+			// is the constant.
+			item.Expr = ast.NewValueExpr(int64(p.N), "", "")
+		}
 		g, err := b.expr(item.Expr)
 		if err != nil {
 			return nil, err
 		}
-		name := "KSQL_COL_" + strconv.Itoa(i)
+		if k := g.Type().Kind; !sel.persistent && (k == types.Array || k == types.Struct) {
+			return nil, errorAt(sel.text, sel.toks[0].pos, CodeFeatureNotSupport, "cannot GROUP BY a value of type %s in a push query; CREATE TABLE … AS SELECT it", g.Type())
+		}
+		name := ""
 		if c, ok := g.(*expr.Column); ok {
 			name = c.Name
 			if b.join != nil {
 				name = b.joinName(c)
+			}
+		} else {
+			text := restore(item.Expr)
+			for j, f := range s.Fields.Fields {
+				if sel.PositionalAliases {
+					break
+				}
+				if f.WildCard == nil && aliases[j] != "" && restore(f.Expr) == text {
+					name = aliases[j]
+					break
+				}
+			}
+			if name == "" {
+				name = b.newAliasGen(sel).forExpr(item.Expr, i)
 			}
 		}
 		groupBy = append(groupBy, g)
@@ -124,8 +163,10 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		if name == "" {
 			if c, ok := e.(*expr.Column); ok && (c.Index < len(groupBy) || scope.windowed && c.Index < len(groupBy)+len(types.WindowColumns)) {
 				name = c.Name
+			} else if aliases[i] != "" {
+				name = aliases[i]
 			} else {
-				name = "KSQL_COL_" + strconv.Itoa(i)
+				name = gen.forExpr(f.Expr, i)
 			}
 		}
 		exprs, names = append(exprs, e), append(names, name)
@@ -172,6 +213,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 			return nil, b.errAt("HAVING", CodeDatatypeMismatch, "%v", err)
 		}
 		node = f
+	}
+	if !sel.PositionalAliases {
+		exprs, names = groupKeysFirst(exprs, names, len(groupBy))
 	}
 	proj, err := planner.NewProject(node, exprs, names)
 	if err != nil {
@@ -259,6 +303,29 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	}
 	sc.aggs, sc.aggText = append(sc.aggs, call), append(sc.aggText, key)
 	return aggColumn(sc, len(sc.aggs)-1), true, nil
+}
+
+// groupKeysFirst orders a grouped projection as ksqlDB's result: the
+// GROUP BY columns it selects in GROUP BY order (the key columns' order in
+// the record key), then the other items in SELECT order.
+func groupKeysFirst(exprs []expr.Expr, names []string, groups int) ([]expr.Expr, []string) {
+	type item struct {
+		e    expr.Expr
+		name string
+		key  int
+	}
+	items := make([]item, len(exprs))
+	for i, e := range exprs {
+		items[i] = item{e, names[i], groups}
+		if c, ok := e.(*expr.Column); ok && c.Index < groups {
+			items[i].key = c.Index
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].key < items[j].key })
+	for i, it := range items {
+		exprs[i], names[i] = it.e, it.name
+	}
+	return exprs, names
 }
 
 func aggColumn(sc *aggScope, i int) expr.Expr {

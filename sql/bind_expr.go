@@ -72,6 +72,12 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		if err != nil {
 			return nil, true, err
 		}
+		if _, lo, err = timeLiterals(x, lo); err != nil {
+			return nil, true, err
+		}
+		if _, hi, err = timeLiterals(x, hi); err != nil {
+			return nil, true, err
+		}
 		e, err := expr.NewBetween(x, lo, hi, n.Not)
 		if err != nil {
 			return nil, true, b.typeErr("BETWEEN", err)
@@ -298,11 +304,42 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		args[i] = e
 		argTypes = append(argTypes, e.Type())
 	}
+	if name == "GREATEST" || name == "LEAST" {
+		if err := temporalLiterals(args); err != nil {
+			return nil, b.errAt(name, CodeDatatypeMismatch, "%v", err)
+		}
+	}
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
 		return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
 	}
 	return e, nil
+}
+
+// temporalLiterals casts the string literals among arguments of a DATE,
+// TIME or TIMESTAMP type to it, as ksqlDB does for GREATEST('2022-06-14',
+// d).
+func temporalLiterals(args []expr.Expr) error {
+	var t types.Type
+	for _, a := range args {
+		switch k := a.Type().Kind; k {
+		case types.Date, types.Time, types.Timestamp:
+			t = a.Type()
+		}
+	}
+	if t.Kind == types.Unknown {
+		return nil
+	}
+	for i, a := range args {
+		if l, ok := a.(*expr.Literal); ok && !l.V.Null && l.T.Kind == types.String {
+			c, err := expr.NewCast(a, t)
+			if err != nil {
+				return err
+			}
+			args[i] = c
+		}
+	}
+	return nil
 }
 
 // lambda binds __LAMBDA(P1, …, body) as argument pos of fn.
@@ -357,4 +394,60 @@ func ParseType(text string) (types.Type, error) {
 		return types.Type{}, p.unexpected(p.peek(), "end of type")
 	}
 	return t, nil
+}
+
+// timeLiterals converts a string literal compared with ROWTIME,
+// WINDOWSTART or WINDOWEND (BIGINT milliseconds) into those milliseconds,
+// as ksqlDB does ("ROWTIME > '2020-01-01T00:00:00'"): the text is an ISO
+// timestamp, UTC unless it gives an offset. Other operands pass as they
+// are.
+func timeLiterals(l, r expr.Expr) (expr.Expr, expr.Expr, error) {
+	conv := func(col, lit expr.Expr) (expr.Expr, error) {
+		c, ok := col.(*expr.Column)
+		s, ok2 := lit.(*expr.Literal)
+		if !ok || !ok2 || s.V.Null || s.T.Kind != types.String || c.T.Kind != types.Bigint ||
+			(c.Name != types.RowTime && c.Name != types.WindowStart && c.Name != types.WindowEnd) {
+			return lit, nil
+		}
+		ms, err := parseTimeLiteral(string(s.V.B))
+		if err != nil {
+			return nil, Errorf(CodeInvalidParameter, "cannot compare %s with '%s': not a timestamp (yyyy-MM-ddTHH:mm:ss.SSS with an optional offset)", c.Name, s.V.B)
+		}
+		return expr.IntLiteral(ms), nil
+	}
+	var err error
+	if r, err = conv(l, r); err != nil {
+		return nil, nil, err
+	}
+	if l, err = conv(r, l); err != nil {
+		return nil, nil, err
+	}
+	return l, r, nil
+}
+
+// timeLiteralParsers read the partial ISO timestamps ksqlDB accepts in
+// comparisons with ROWTIME, most complete first.
+var timeLiteralParsers = func() []func([]byte) (int64, error) {
+	var out []func([]byte) (int64, error)
+	for _, p := range []string{
+		"yyyy-MM-dd'T'HH:mm:ss.SSSXXX", "yyyy-MM-dd'T'HH:mm:ss.SSSXX", "yyyy-MM-dd'T'HH:mm:ss.SSS",
+		"yyyy-MM-dd'T'HH:mm:ssXXX", "yyyy-MM-dd'T'HH:mm:ssXX", "yyyy-MM-dd'T'HH:mm:ss",
+		"yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd'T'HH", "yyyy-MM-dd", "yyyy-MM", "yyyy",
+	} {
+		if f, err := expr.TimestampParser(p); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}()
+
+func parseTimeLiteral(s string) (int64, error) {
+	var err error
+	for _, f := range timeLiteralParsers {
+		var ms int64
+		if ms, err = f([]byte(s)); err == nil {
+			return ms, nil
+		}
+	}
+	return 0, err
 }

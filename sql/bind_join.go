@@ -252,7 +252,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		// columns (new columns unless they are columns already); the
 		// join's rows then start with those rows, so ON is bound again
 		// over them.
-		rekey, err := planner.NewRekey(leftNode, append([]expr.Expr(nil), lks...))
+		rekey, err := planner.NewRekey(leftNode, append([]expr.Expr(nil), lks...), nil)
 		if err != nil {
 			return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 		}

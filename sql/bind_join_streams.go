@@ -69,7 +69,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	if lrep || rrep {
 		_, rAST := b.onSides(j.On.Expr)
 		if lrep {
-			rekey, err := planner.NewRekey(leftNode, []expr.Expr{lk})
+			rekey, err := planner.NewRekey(leftNode, []expr.Expr{lk}, nil)
 			if err != nil {
 				return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 			}
@@ -88,7 +88,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 			if err != nil {
 				return nil, err
 			}
-			rekey, err := planner.NewRekey(rightNode, []expr.Expr{re})
+			rekey, err := planner.NewRekey(rightNode, []expr.Expr{re}, nil)
 			if err != nil {
 				return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 			}

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -80,6 +81,9 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 			return 0, Errorf(CodeInvalidParameter, "inferring columns from schema ID %d: %v", id, err)
 		}
 		for _, c := range cols {
+			if !cs.OriginalFieldNames {
+				c.Name, c.Type = strings.ToUpper(c.Name), upperFields(c.Type)
+			}
 			cs.Columns = append(cs.Columns, ColumnDef{Name: c.Name, Type: c.Type, Key: key, Pos: topic.Pos})
 		}
 		if !wrapped && !key {
@@ -104,4 +108,21 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		return got, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
 	}
 	return got, nil
+}
+
+// upperFields upper-cases the STRUCT field names in t, as ksqlDB's
+// schema translation does for inferred columns.
+func upperFields(t types.Type) types.Type {
+	switch t.Kind {
+	case types.Array, types.Map:
+		e := upperFields(*t.Elem)
+		t.Elem = &e
+	case types.Struct:
+		fs := make([]types.Field, len(t.Fields))
+		for i, f := range t.Fields {
+			fs[i] = types.Field{Name: strings.ToUpper(f.Name), Type: upperFields(f.Type)}
+		}
+		t.Fields = fs
+	}
+	return t
 }

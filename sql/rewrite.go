@@ -289,6 +289,10 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 				return err
 			}
 			i = end
+		case t.kind == tIdent && t.text == "COUNT" && isPunct(next, "(") && i+2 < len(toks) && isPunct(toks[i+2], ")"):
+			// COUNT() is ksqlDB's COUNT(*).
+			r.insert(next.end, "*")
+			i += 2
 		case t.kind == tIdent && t.text == "ARRAY" && isPunct(next, "["):
 			end := match(toks, i+1)
 			if end < 0 {
@@ -331,6 +335,16 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 			r.insert(toks[start].pos, "__SUBSCRIPT(")
 			r.replace(t.pos, t.end, ", ")
 			r.replace(toks[end].pos, toks[end].end, ")")
+		case isPunct(t, "->") && isPunct(next, "*"):
+			// s->* selects every field of s: __FIELDS(s), expanded in the
+			// SELECT list.
+			start := operandStart(toks, i-1)
+			if start >= i {
+				return errorAt(r.text, t.pos, CodeSyntaxError, "syntax error at or near \"->\"")
+			}
+			r.insert(toks[start].pos, "__FIELDS(")
+			r.replace(t.pos, next.end, ")")
+			i++
 		case isPunct(t, "->"):
 			if next.kind != tIdent && next.kind != tQuoted {
 				return errorAt(r.text, next.pos, CodeSyntaxError, "syntax error: expected a field name after ->")

@@ -62,6 +62,11 @@ type CreateSource struct {
 	Source      bool
 	Columns     []ColumnDef
 	Props       Props
+	// OriginalFieldNames keeps the names of columns (and STRUCT fields)
+	// inferred from the schema registry as the schema writes them;
+	// without it they are upper-cased, as ksqlDB does. The engine sets
+	// it for statements replayed from commands recorded before.
+	OriginalFieldNames bool
 }
 
 // CreateAs is CREATE [OR REPLACE] STREAM|TABLE name [WITH (…)] AS SELECT ….
@@ -97,6 +102,14 @@ type Select struct {
 	Emit string
 	// Limit is the row limit, or -1.
 	Limit int64
+	// PositionalAliases binds as sqlstreams did before it followed
+	// ksqlDB here: unnamed expressions are KSQL_COL_<position in the list>
+	// (not KSQL_COL_0, KSQL_COL_1, … in order, s->f named F), SELECT *
+	// after PARTITION BY keeps the input's column order, and a grouped
+	// result's key columns follow the SELECT order (not GROUP BY's). The
+	// engine sets it for queries replayed from commands recorded before,
+	// so that their output columns and keys stay as they were.
+	PositionalAliases bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
@@ -199,4 +212,19 @@ type Print struct {
 	FromBeginning bool
 	Interval      int64 // print every Interval-th record (default 1)
 	Limit         int64 // -1 for none
+}
+
+// GivesPartitions reports whether text, a CREATE … AS SELECT, names
+// PARTITIONS in its WITH clause.
+func GivesPartitions(text string) bool {
+	st, err := Parse(text)
+	if err != nil {
+		return false
+	}
+	ca, ok := st.(*CreateAs)
+	if !ok {
+		return false
+	}
+	_, given := ca.Props["PARTITIONS"]
+	return given
 }

@@ -70,7 +70,7 @@ func TestJSONEncode(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	row[3] = DoubleDatum(math.NaN())
-	if got, _ := enc.Encode(nil, row); string(got) != `{"PAGEID":"a\"b\\c\n\u0001é","VIEWTIME":-5,"SCORE":null,"OK":false,"SMALL":null}` {
+	if got, _ := enc.Encode(nil, row); string(got) != `{"PAGEID":"a\"b\\c\n\u0001é","VIEWTIME":-5,"SCORE":"NaN","OK":false,"SMALL":null}` {
 		t.Errorf("NaN: %s", got)
 	}
 }

@@ -17,7 +17,8 @@ import (
 //	INT, BIGINT number; reads also a string holding one ("42"), and a
 //	            whole number written with a fraction or exponent (4.0, 1e3)
 //	DOUBLE      number (whole values keep ".0"; NaN and ±Inf are written
-//	            as null); reads also a string holding one
+//	            as "NaN", "Infinity", "-Infinity"); reads also a string
+//	            holding one
 //	DECIMAL     number with the type's scale (12.30); reads also a string
 //	            holding one; more digits after the point than the scale
 //	            allows (unless zeros), or too many before it, is a bad record
@@ -740,11 +741,17 @@ func AppendJSONComposite(dst []byte, d Datum, t Type, elem, keyText func([]byte,
 }
 
 // AppendJSONDouble appends f as a JSON number; whole values keep a ".0" as
-// ksqlDB writes them, and NaN and infinities, which JSON cannot hold, are
-// written as null.
+// ksqlDB writes them, and NaN and infinities, which JSON numbers cannot
+// hold, are written as the strings "NaN", "Infinity" and "-Infinity", as
+// ksqlDB's Jackson writes them (and this format reads them back).
 func AppendJSONDouble(dst []byte, f float64) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(dst, "null"...)
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(dst, `"-Infinity"`...)
 	}
 	return appendDouble(dst, f)
 }

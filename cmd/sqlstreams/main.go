@@ -1,7 +1,9 @@
 // Command sqlstreams runs the sqlstreams server (the default, or
-// "sqlstreams server"), its interactive shell ("sqlstreams shell") or
-// the demo data generator ("sqlstreams datagen"), or resets a persistent
-// query ("sqlstreams reset --query ID").
+// "sqlstreams server"), its interactive shell ("sqlstreams shell"),
+// the demo data generator ("sqlstreams datagen"), resets a persistent
+// query ("sqlstreams reset --query ID"), runs the broker alone
+// ("sqlstreams broker"), or runs ksqlDB test files against an in-process
+// broker and engine ("sqlstreams test").
 //
 // The server serves the Postgres wire protocol and the REST API and, when
 // no --bootstrap-servers is given, starts an embedded Kafka-protocol broker
@@ -32,10 +34,12 @@ func main() {
 		code = runDatagen(args)
 	case "reset":
 		code = runReset(args)
+	case "test":
+		code = runTest(args)
 	case "help":
-		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams broker [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags] | sqlstreams reset --query ID [flags]")
+		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams broker [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags] | sqlstreams reset --query ID [flags] | sqlstreams test [flags]")
 	default:
-		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, broker, shell, datagen or reset)\n", cmd)
+		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, broker, shell, datagen, reset or test)\n", cmd)
 		code = 2
 	}
 	os.Exit(code)

@@ -96,12 +96,13 @@ func TestProtobufAndJSONSREndToEnd(t *testing.T) {
 	conn := connect(t, ctx, s)
 	exec1(t, ctx, conn, `SET 'auto.offset.reset' = 'earliest'`)
 	exec1(t, ctx, conn, `CREATE STREAM orders WITH (KAFKA_TOPIC='orders', VALUE_FORMAT='PROTOBUF')`)
-	want := []string{"id|STRING", "qty|BIGINT", "note|STRING", "pay_0|STRUCT<card STRING, cash BIGINT>"}
+	// Inferred names are upper-cased, as ksqlDB's are.
+	want := []string{"ID|STRING", "QTY|BIGINT", "NOTE|STRING", "PAY_0|STRUCT<CARD STRING, CASH BIGINT>"}
 	if got := rows(t, ctx, conn, "DESCRIBE orders"); !slices.Equal(got, want) {
 		t.Fatalf("DESCRIBE orders: %v, want %v", got, want)
 	}
-	exec1(t, ctx, conn, `CREATE STREAM big WITH (VALUE_FORMAT='JSON_SR') AS SELECT "id", "qty", "note" FROM orders WHERE "qty" > 1 EMIT CHANGES`)
-	exec1(t, ctx, conn, `CREATE STREAM bigpb WITH (VALUE_FORMAT='PROTOBUF') AS SELECT "id", "note", "pay_0" FROM orders WHERE "qty" > 1 EMIT CHANGES`)
+	exec1(t, ctx, conn, `CREATE STREAM big WITH (VALUE_FORMAT='JSON_SR') AS SELECT id, qty, note FROM orders WHERE qty > 1 EMIT CHANGES`)
+	exec1(t, ctx, conn, `CREATE STREAM bigpb WITH (VALUE_FORMAT='PROTOBUF') AS SELECT id, note, pay_0 FROM orders WHERE qty > 1 EMIT CHANGES`)
 
 	// JSON_SR, read by Confluent's deserializer against the registered
 	// JSON Schema.
@@ -114,7 +115,7 @@ func TestProtobufAndJSONSREndToEnd(t *testing.T) {
 	// The stream has no key column, so the sink's records have no key.
 	got := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	slices.Sort(got)
-	want = []string{"\t" + `{"id": "o1", "note": "gift", "qty": 3}`, "\t" + `{"id": "o3", "note": null, "qty": 5}`}
+	want = []string{"\t" + `{"ID": "o1", "NOTE": "gift", "QTY": 3}`, "\t" + `{"ID": "o3", "NOTE": null, "QTY": 5}`}
 	if !slices.Equal(got, want) {
 		t.Errorf("BIG as Confluent's JSON Schema deserializer reads it:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -140,7 +141,7 @@ func TestProtobufAndJSONSREndToEnd(t *testing.T) {
 	// proto3 cannot hold NULL scalars: they are absent, as ksqlDB
 	// writes them; a NULL struct is an absent message.
 	slices.Sort(decoded)
-	want = []string{`id: "o1" note: "gift" pay_0 { cash: 7 }`, `id: "o3"`}
+	want = []string{`ID: "o1" NOTE: "gift" PAY_0 { CASH: 7 }`, `ID: "o3"`}
 	if !slices.Equal(decoded, want) {
 		t.Errorf("BIGPB as protoc decodes it:\n%s\nwant:\n%s\nschema:\n%s", strings.Join(decoded, "\n"), strings.Join(want, "\n"), sink.Schema.Schema)
 	}

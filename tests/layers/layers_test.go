@@ -38,6 +38,7 @@ var allowed = map[string][]string{
 	"server/console":   {"types", "catalog", "engine", "metrics"},
 	"metrics":          {},
 	"tests/testserver": {},
+	"conformance":      {"types", "catalog", "engine", "sql", "broker", "registry"},
 }
 
 type pkg struct {

@@ -1,0 +1,725 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/broker"
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/registry"
+	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Options configure Run.
+type Options struct {
+	// Parallel is how many cases run at once, each on its own broker and
+	// engine (default GOMAXPROCS).
+	Parallel int
+	// Timeout bounds one case (default 60 s).
+	Timeout time.Duration
+	// Logger receives the engines' logs (default: discarded).
+	Logger *slog.Logger
+	// Progress, when set, is called after each case.
+	Progress func(Result)
+}
+
+// Status is how a case ended.
+type Status string
+
+// Case outcomes.
+const (
+	Pass Status = "pass"
+	Fail Status = "fail"
+	Skip Status = "skip"
+)
+
+// Result is one case's outcome.
+type Result struct {
+	File   string `json:"file"`
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	// Kind is "records" for a case comparing output records, "error"
+	// for one expecting an error.
+	Kind string `json:"kind"`
+	// Reason is a skipped case's named reason, or a failure's class.
+	Reason string `json:"reason,omitempty"`
+	// Detail is a failure's readable diff.
+	Detail string `json:"detail,omitempty"`
+	// MessageDiffers marks an expected-error case that did fail, but
+	// whose message does not contain ksqlDB's.
+	MessageDiffers bool    `json:"message_differs,omitempty"`
+	Seconds        float64 `json:"seconds"`
+}
+
+// Run runs every case and returns their results in the cases' order.
+func Run(ctx context.Context, cases []Case, o Options) []Result {
+	if o.Parallel <= 0 {
+		o.Parallel = runtime.GOMAXPROCS(0)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	out := make([]Result, len(cases))
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := range cases {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			start := time.Now()
+			r := runCase(ctx, &cases[i], o)
+			r.File, r.Name = cases[i].File, cases[i].Name
+			r.Kind = "records"
+			if cases[i].Expected != nil {
+				r.Kind = "error"
+			}
+			r.Seconds = time.Since(start).Seconds()
+			out[i] = r
+			if o.Progress != nil {
+				mu.Lock()
+				o.Progress(r)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+const serviceID = "qtt"
+
+// needsRegistry reports whether a case names a schema registry format.
+var registryFormat = regexp.MustCompile(`(?i)AVRO|PROTOBUF|JSON_SR`)
+
+func needsRegistry(c *Case) bool {
+	for _, s := range c.Statements {
+		if registryFormat.MatchString(s) {
+			return true
+		}
+	}
+	for _, v := range c.Properties {
+		if registryFormat.MatchString(v) {
+			return true
+		}
+	}
+	for _, t := range c.Topics {
+		if registryFormat.MatchString(t.KeyFormat + t.ValueFormat) {
+			return true
+		}
+	}
+	return false
+}
+
+type env struct {
+	o        Options
+	brk      *broker.Broker
+	brokers  []string
+	schemas  types.SchemaSource
+	closeReg func()
+	eng      *engine.Engine
+	cl       *kgo.Client
+	adm      *kadm.Client
+	dir      string
+}
+
+func (e *env) close() {
+	if e.eng != nil {
+		e.eng.Close()
+	}
+	if e.cl != nil {
+		e.cl.Close()
+	}
+	if e.closeReg != nil {
+		e.closeReg()
+	}
+	if e.brk != nil {
+		e.brk.Close()
+	}
+	if e.dir != "" {
+		os.RemoveAll(e.dir)
+	}
+}
+
+func fail(reason, format string, args ...any) Result {
+	return Result{Status: Fail, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+func runCase(parent context.Context, c *Case, o Options) (res Result) {
+	if c.Disabled {
+		return Result{Status: Skip, Reason: "disabled in the test file"}
+	}
+	if r := staticSkip(c); r != "" {
+		return Result{Status: Skip, Reason: r}
+	}
+	ctx, cancel := context.WithTimeout(parent, o.Timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			res = fail("runner panic", "%v", p)
+		}
+	}()
+	e := &env{o: o}
+	defer e.close()
+	if err := e.start(ctx, needsRegistry(c)); err != nil {
+		return fail("environment", "%v", err)
+	}
+	if err := e.createTopics(ctx, c); err != nil {
+		return fail("environment", "creating topics: %v", err)
+	}
+
+	s := engine.NewSession()
+	s.Props["auto.offset.reset"] = "earliest"
+	for k, v := range c.Properties {
+		s.Props[k] = v
+	}
+	for i, text := range c.Statements {
+		for _, st := range sql.Split(text) {
+			if strings.TrimSpace(st) == "" {
+				continue
+			}
+			sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
+			_, err := e.eng.Execute(sctx, s, st, discard{})
+			scancel()
+			if err == nil {
+				continue
+			}
+			if c.Expected != nil {
+				return expectedError(c, err)
+			}
+			if r := skipFor(st, err); r != "" {
+				return Result{Status: Skip, Reason: r, Detail: err.Error()}
+			}
+			return fail(classify(err), "statement %d failed: %v\n  %s", i+1, err, oneLine(st))
+		}
+	}
+
+	if err := e.produce(ctx, c); err != nil {
+		if c.Expected != nil {
+			return expectedError(c, err)
+		}
+		return fail("producing input", "%v", err)
+	}
+	if why, err := e.waitCaughtUp(ctx); err != nil || why != "" {
+		if err == nil {
+			err = errors.New(why)
+		}
+		return fail("timeout", "the queries did not consume all input: %v", err)
+	}
+	if c.Expected != nil {
+		for _, q := range e.eng.Catalog().Queries() {
+			if st, ok := e.eng.QueryStatus(q.ID); ok && st.State != "RUNNING" && st.Err != "" {
+				return expectedError(c, errors.New(st.Err))
+			}
+		}
+		return fail("no error", "wanted an error (%s: %q), the statements succeeded", c.Expected.Type, c.Expected.Message)
+	}
+	return e.verify(ctx, c)
+}
+
+// expectedError judges an error against the case's expectedException.
+// Java exception types do not map onto ours; the error itself and its
+// message are what is compared.
+func expectedError(c *Case, err error) Result {
+	if c.Expected == nil {
+		return fail(classify(err), "%v", err)
+	}
+	r := Result{Status: Pass}
+	if c.Expected.Message != "" && !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(c.Expected.Message)) {
+		r.MessageDiffers = true
+		r.Detail = fmt.Sprintf("error %q does not contain ksqlDB's %q", err.Error(), c.Expected.Message)
+	}
+	return r
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+type discard struct{}
+
+func (discard) Columns([]types.Column) error { return nil }
+func (discard) Row(types.Row) error          { return nil }
+
+func (e *env) start(ctx context.Context, withRegistry bool) error {
+	var err error
+	if e.dir, err = os.MkdirTemp("", "sqlstreams-test-"); err != nil {
+		return err
+	}
+	if e.brk, err = broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", Logger: e.o.Logger}); err != nil {
+		return err
+	}
+	e.brokers = []string{e.brk.Addr()}
+	if withRegistry {
+		reg, err := registry.Open(ctx, registry.Config{Brokers: e.brokers, Logger: e.o.Logger})
+		if err != nil {
+			return fmt.Errorf("schema registry: %w", err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			reg.Close()
+			return err
+		}
+		hs := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		e.closeReg = func() { hs.Close(); reg.Close() }
+		cl, err := registry.NewClient(registry.ClientConfig{URL: "http://" + ln.Addr().String()})
+		if err != nil {
+			return err
+		}
+		e.schemas = cl
+	}
+	if e.cl, err = kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(10*time.Millisecond)); err != nil {
+		return err
+	}
+	e.adm = kadm.NewClient(e.cl)
+	e.eng, err = engine.Open(ctx, engine.Config{
+		Brokers: e.brokers, ServiceID: serviceID, InstanceID: "test", Logger: e.o.Logger,
+		StateDir: e.dir, CommitInterval: 20 * time.Millisecond, Schemas: e.schemas,
+	})
+	return err
+}
+
+// createTopics creates the topics ksqlDB's runner creates before the
+// statements run: those the test lists, those its input records go to,
+// and those CREATE STREAM|TABLE statements name without PARTITIONS, each
+// with one partition unless the test says otherwise. Schemas the test
+// gives are registered under <topic>-key and <topic>-value.
+func (e *env) createTopics(ctx context.Context, c *Case) error {
+	parts := map[string]int32{}
+	for _, t := range c.Topics {
+		n := t.Partitions
+		if n <= 0 {
+			n = 1
+		}
+		parts[t.Name] = n
+	}
+	for _, r := range c.Inputs {
+		if _, ok := parts[r.Topic]; !ok {
+			parts[r.Topic] = 1
+		}
+	}
+	for _, text := range c.Statements {
+		st, err := sql.Parse(text)
+		if err != nil {
+			continue
+		}
+		cs, ok := st.(*sql.CreateSource)
+		if !ok {
+			continue
+		}
+		topic, ok := cs.Props["KAFKA_TOPIC"]
+		if !ok {
+			continue
+		}
+		if p, given := cs.Props["PARTITIONS"]; given {
+			// The statement's count wins over the one-partition
+			// default its input records would give the topic.
+			if n, err := strconv.Atoi(p.Value); err == nil && n > 0 {
+				parts[topic.Value] = int32(n)
+			}
+			continue
+		}
+		if _, ok := parts[topic.Value]; !ok {
+			parts[topic.Value] = 1
+		}
+	}
+	for t, n := range parts {
+		resp, err := e.adm.CreateTopic(ctx, n, 1, nil, t)
+		if err != nil {
+			return err
+		}
+		if resp.Err != nil {
+			return fmt.Errorf("%s: %w", t, resp.Err)
+		}
+	}
+	for _, t := range c.Topics {
+		for _, s := range []struct {
+			suffix, format string
+			schema         []byte
+		}{{"-key", t.KeyFormat, t.KeySchema}, {"-value", t.ValueFormat, t.ValueSchema}} {
+			if s.schema == nil {
+				continue
+			}
+			if e.schemas == nil {
+				return fmt.Errorf("topic %s has a schema but the case names no registry format", t.Name)
+			}
+			rs := types.RegisteredSchema{Type: schemaType(s.format), Text: string(s.schema)}
+			if rs.Type == types.SchemaTypeProtobuf {
+				// ksqlDB's files give .proto text as a JSON string.
+				var txt string
+				if err := jsonUnmarshal(s.schema, &txt); err == nil {
+					rs.Text = txt
+				}
+			}
+			if _, err := e.schemas.Register(t.Name+s.suffix, rs); err != nil {
+				return fmt.Errorf("registering %s%s: %w", t.Name, s.suffix, err)
+			}
+		}
+	}
+	return nil
+}
+
+func schemaType(format string) string {
+	switch strings.ToUpper(format) {
+	case "PROTOBUF", "PROTOBUF_NOSR":
+		return types.SchemaTypeProtobuf
+	case "JSON_SR", "JSON":
+		return types.SchemaTypeJSON
+	}
+	return types.SchemaTypeAvro
+}
+
+// sourceFor returns the catalog source over topic: a declared one for
+// input, the query's sink for output.
+func sourceFor(cat *catalog.Catalog, topic string, sink bool) *catalog.Source {
+	var best *catalog.Source
+	for _, s := range cat.Sources() {
+		if s.Topic != topic {
+			continue
+		}
+		if best == nil || (s.WriterQuery != "") == sink && (best.WriterQuery != "") != sink {
+			best = s
+		}
+	}
+	return best
+}
+
+// produce writes the input records in file order to partition 0 (as
+// ksqlDB's runner does), timestamp 0 unless given.
+func (e *env) produce(ctx context.Context, c *Case) error {
+	cat := e.eng.Catalog()
+	for i, r := range c.Inputs {
+		src := sourceFor(cat, r.Topic, false)
+		k, err := encode(src, true, r.Key, e.registered(r.Topic+"-key"))
+		if err != nil {
+			return fmt.Errorf("input %d key: %w", i+1, err)
+		}
+		v, err := encode(src, false, r.Value, e.registered(r.Topic+"-value"))
+		if err != nil {
+			return fmt.Errorf("input %d value: %w", i+1, err)
+		}
+		if r.Window != nil && src != nil && src.Windowed() {
+			k = src.WindowType.AppendWindowKey(k, r.Window.Start, r.Window.End)
+		}
+		var ts int64
+		if r.Timestamp != nil {
+			ts = *r.Timestamp
+		}
+		rec := &kgo.Record{Topic: r.Topic, Partition: 0, Key: k, Value: v, Timestamp: time.UnixMilli(ts)}
+		for _, h := range r.Headers {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+		if err := e.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			return fmt.Errorf("input %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// registered returns the ID of the latest schema registered under
+// subject, or 0: input records are written with the schema the test
+// registered for their topic, as ksqlDB's runner writes them.
+func (e *env) registered(subject string) int {
+	if e.schemas == nil {
+		return 0
+	}
+	id, _, err := e.schemas.Latest(subject)
+	if err != nil {
+		return 0
+	}
+	return id
+}
+
+// verify reads every topic the case expects records on and compares.
+func (e *env) verify(ctx context.Context, c *Case) Result {
+	byTopic := map[string][]Record{}
+	var topics []string
+	for _, r := range c.Outputs {
+		if _, ok := byTopic[r.Topic]; !ok {
+			topics = append(topics, r.Topic)
+		}
+		byTopic[r.Topic] = append(byTopic[r.Topic], r)
+	}
+	exact := !strings.EqualFold(c.Properties["use.exact.numeric.comparison"], "false")
+	insertsOnly := len(c.Inputs) == 0
+	var diffs []string
+	for _, t := range topics {
+		recs, err := e.readAll(ctx, t)
+		if err != nil {
+			return fail("reading output", "%s: %v", t, err)
+		}
+		src := sourceFor(e.eng.Catalog(), t, true)
+		if d := compareTopic(t, src, byTopic[t], recs, exact, insertsOnly); d != "" {
+			diffs = append(diffs, d)
+		}
+	}
+	if len(diffs) > 0 {
+		return fail("records differ", "%s", strings.Join(diffs, "\n"))
+	}
+	return Result{Status: Pass}
+}
+
+// actualRecord is an output record decoded for comparison.
+type actualRecord struct {
+	partition  int32
+	key, value any
+	window     *Window
+	ts         int64
+	headers    []Header
+	err        error
+}
+
+func (a actualRecord) String() string {
+	var b strings.Builder
+	if a.err != nil {
+		return "undecodable: " + a.err.Error()
+	}
+	fmt.Fprintf(&b, "key=%s value=%s ts=%d", show(a.key), show(a.value), a.ts)
+	if a.window != nil {
+		fmt.Fprintf(&b, " window=%s[%d,%d)", a.window.Type, a.window.Start, a.window.End)
+	}
+	if len(a.headers) > 0 {
+		fmt.Fprintf(&b, " headers=%s", showHeaders(a.headers))
+	}
+	if a.partition != 0 {
+		fmt.Fprintf(&b, " partition=%d", a.partition)
+	}
+	return b.String()
+}
+
+func showHeaders(hs []Header) string {
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = h.Key + "=" + show(h.Value)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+func expectedString(r Record) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "key=%s value=%s", show(specShow(r.Key)), show(specShow(r.Value)))
+	if r.Timestamp != nil {
+		fmt.Fprintf(&b, " ts=%d", *r.Timestamp)
+	}
+	if r.Window != nil {
+		fmt.Fprintf(&b, " window=%s[%d,%d)", strings.ToUpper(r.Window.Type), r.Window.Start, r.Window.End)
+	}
+	if r.Headers != nil {
+		fmt.Fprintf(&b, " headers=%s", showHeaders(r.Headers))
+	}
+	return b.String()
+}
+
+// specShow turns json.Number into printable compared values.
+func specShow(v any) any {
+	switch v := v.(type) {
+	case interface{ String() string }:
+		if n, ok := v.(fmt.Stringer); ok {
+			s := n.String()
+			if isIntegral(s) {
+				if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+					return i
+				}
+			}
+			if d, ok := parseDec(s); ok {
+				return d
+			}
+		}
+	case []any:
+		out := make([]any, len(v))
+		for i := range v {
+			out[i] = specShow(v[i])
+		}
+		return out
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range v {
+			out[k] = specShow(e)
+		}
+		return out
+	}
+	return v
+}
+
+func compareTopic(topic string, src *catalog.Source, want []Record, recs []*kgo.Record, exact, insertsOnly bool) string {
+	got := make([]actualRecord, len(recs))
+	for i, r := range recs {
+		a := actualRecord{partition: r.Partition, ts: r.Timestamp.UnixMilli()}
+		for _, h := range r.Headers {
+			a.headers = append(a.headers, Header{Key: h.Key, Value: h.Value})
+		}
+		key := r.Key
+		if src != nil && src.Windowed() && key != nil {
+			k, start, end, err := src.WindowType.SplitWindowKey(key, src.WindowSizeMs)
+			if err != nil {
+				a.err = err
+			}
+			typ := "TIME"
+			if src.WindowType == types.Session {
+				typ = "SESSION"
+			}
+			a.window = &Window{Start: start, End: end, Type: typ}
+			key = k
+		}
+		var err error
+		if a.err == nil {
+			if a.key, err = decode(src, true, key, exact); err != nil {
+				a.err = fmt.Errorf("key: %w", err)
+			}
+		}
+		if a.err == nil {
+			if a.value, err = decode(src, false, r.Value, exact); err != nil {
+				a.err = fmt.Errorf("value: %w", err)
+			}
+		}
+		got[i] = a
+	}
+	// Order is compared per partition: each expected record must be the
+	// next record of some partition.
+	next := map[int32]int{}
+	byPart := map[int32][]int{}
+	var parts []int32
+	for i, a := range got {
+		if _, ok := byPart[a.partition]; !ok {
+			parts = append(parts, a.partition)
+		}
+		byPart[a.partition] = append(byPart[a.partition], i)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	var b strings.Builder
+	bad := false
+	for i, w := range want {
+		found := -1
+		for _, p := range parts {
+			if n := next[p]; n < len(byPart[p]) && recordMatches(got[byPart[p][n]], w, insertsOnly) {
+				found = byPart[p][n]
+				next[p]++
+				break
+			}
+		}
+		if found >= 0 {
+			fmt.Fprintf(&b, "    ok   %d: %s\n", i, expectedString(w))
+			continue
+		}
+		bad = true
+		fmt.Fprintf(&b, "  - want %d: %s\n", i, expectedString(w))
+		for _, p := range parts {
+			if n := next[p]; n < len(byPart[p]) {
+				fmt.Fprintf(&b, "  + got    : %s\n", got[byPart[p][n]])
+				next[p]++
+			}
+		}
+	}
+	for _, p := range parts {
+		for n := next[p]; n < len(byPart[p]); n++ {
+			bad = true
+			fmt.Fprintf(&b, "  + extra  : %s\n", got[byPart[p][n]])
+		}
+	}
+	if !bad {
+		return ""
+	}
+	return fmt.Sprintf("topic %s: want %d records, got %d\n%s", topic, len(want), len(got), strings.TrimRight(b.String(), "\n"))
+}
+
+func recordMatches(a actualRecord, w Record, insertsOnly bool) bool {
+	if a.err != nil {
+		return false
+	}
+	if w.Window != nil {
+		if a.window == nil || a.window.Start != w.Window.Start || a.window.End != w.Window.End ||
+			!strings.EqualFold(a.window.Type, w.Window.Type) {
+			return false
+		}
+	}
+	if !matches(a.key, w.Key) || !matches(a.value, w.Value) {
+		return false
+	}
+	if !headersMatch(a.headers, w.Headers) {
+		return false
+	}
+	if w.Timestamp != nil && a.ts != *w.Timestamp && !(insertsOnly && *w.Timestamp == 0) {
+		return false
+	}
+	return true
+}
+
+// readAll reads a topic from its start to its last stable offset, with
+// read_committed.
+func (e *env) readAll(ctx context.Context, topic string) ([]*kgo.Record, error) {
+	ends, err := e.adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	if len(want) == 0 {
+		return nil, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(50*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for len(want) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("reading %s: %w", topic, err)
+		}
+		n := 0
+		for _, fe := range fs.Errors() {
+			if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
+				return out, fmt.Errorf("reading %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+			}
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			out = append(out, r)
+			if end, ok := want[r.Partition]; ok && r.Offset+1 >= end {
+				delete(want, r.Partition)
+			}
+		})
+		if n == 0 {
+			break // the rest up to the end offsets are transaction markers
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,55 @@
+package conformance
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Skips name what a later issue will remove; a case is skipped only for
+// one of these reasons.
+const (
+	reasonJoins   = "joins (issue 15)"
+	reasonTestUDF = "UDF from ksqlDB's test jar"
+)
+
+// testJarFunctions are the UDFs, UDAFs and UDTFs ksqlDB's functional tests
+// load from their own test jar; no ksqlDB user has them.
+var testJarFunctions = regexp.MustCompile(`(?i)\b(test_udf|test_udaf|test_udtf|bad_test_udf|bad_test_udaf|bad_test_udtf|bad_udf|throwing_udtf|tostruct|tolist|tomap|tostring|multiply2?|backward_concat|whencondition|whenresult|var_arg|mid_var_arg|generic_var_arg|obj_col_arg|multi_arg|four_arg|five_arg|decimalstruct|returndecimal|returnincompatible|ksqlstructudf|complexfunction|configurableudf|e2econfigurableudf|summary_stats|rawlistreturn|bigdecimalnoschemaprovider|badreturnudtf|somefunction)\s*\(`)
+
+// staticSkip returns a reason to skip c before running it, or "".
+func staticSkip(c *Case) string {
+	for _, s := range c.Statements {
+		if testJarFunctions.MatchString(s) {
+			return reasonTestUDF
+		}
+	}
+	return ""
+}
+
+var notSupported = regexp.MustCompile(`(?i)not (yet )?supported|unsupported`)
+
+// skipFor returns a reason to skip a case whose statement failed with
+// err, when the failure is a feature this repository does not have yet
+// and a later issue adds; "" when it is a plain failure.
+func skipFor(stmt string, err error) string {
+	msg := err.Error()
+	upper := strings.ToUpper(stmt)
+	if strings.Contains(upper, " JOIN ") && (notSupported.MatchString(msg) || strings.Contains(strings.ToLower(msg), "join")) {
+		return reasonJoins
+	}
+	return ""
+}
+
+// classify names a failure's class for the summary.
+func classify(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "does not exist") && strings.Contains(strings.ToLower(msg), "function"):
+		return "unknown function"
+	case notSupported.MatchString(msg):
+		return "not supported"
+	case strings.Contains(msg, "syntax error") || strings.Contains(msg, "parse"):
+		return "parse error"
+	}
+	return "statement error"
+}
