@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
@@ -55,7 +56,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer cancelAlloc()
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	defer cancelCtx()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 
 	step := 0
@@ -309,6 +310,23 @@ CREATE TABLE web_regions AS SELECT region, COUNT(*) AS c FROM web_enriched
 	}
 	shot("pull")
 
+	// A query whose output topic is deleted under it fails: its card says
+	// FAILED, with the error.
+	runSQL("CREATE STREAM web_fail AS SELECT user_id, n FROM web_clicks EMIT CHANGES;")
+	failCard := `[...document.querySelectorAll('[data-query]')].find(c => c.querySelector('dd').textContent.startsWith('WEB_FAIL '))`
+	run("the queries page", chromedp.Navigate(testURL+"/#queries"))
+	waitJS("the card of the query to fail", failCard+` !== undefined`)
+	deleteTopic(t, "WEB_FAIL")
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => {
+		const c = `+failCard+`;
+		return c !== undefined && c.querySelector('.badge').textContent === 'FAILED' &&
+			c.querySelector('.state-detail').textContent.includes('writing records failed');
+	})()`, chromedp.WithPollingTimeout(90*time.Second))); err != nil {
+		shot("failed")
+		t.Fatalf("waiting for the query FAILED with its error: %v", err)
+	}
+	shot("failed-query")
+
 	// A phone-width screen: nothing wider than the screen on any page.
 	run("phone width", chromedp.EmulateViewport(390, 844))
 	for _, page := range []string{"editor", "catalog", "queries"} {
@@ -399,5 +417,24 @@ func produceRaw(t *testing.T, topic, key, value string) {
 	defer cancel()
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// deleteTopic deletes a topic of the test's broker.
+func deleteTopic(t *testing.T, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testBroker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("deleting %s: %v", topic, err)
 	}
 }
