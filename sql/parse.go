@@ -584,36 +584,16 @@ func (p *parser) drop() (Statement, error) {
 func (p *parser) terminate() (Statement, error) {
 	p.next()
 	t := &Terminate{base: base{text: p.text, namePos: -1}}
-	if p.accept("ALL") {
-		t.All = true
-	} else {
-		id, it, err := p.ident("a query ID or ALL")
-		if err != nil {
-			return nil, err
-		}
-		t.QueryID, t.namePos = id, it.pos
-	}
-	if err := p.end(); err != nil {
-		return nil, err
-	}
-	return t, nil
+	var err error
+	t.QueryID, t.All, err = p.queryTarget(&t.base, true)
+	return t, err
 }
 
 func (p *parser) pause() (Statement, error) {
 	t := &Pause{base: base{text: p.text, namePos: -1}, Resume: p.next().is("RESUME")}
-	if p.accept("ALL") {
-		t.All = true
-	} else {
-		id, it, err := p.ident("a query ID or ALL")
-		if err != nil {
-			return nil, err
-		}
-		t.QueryID, t.namePos = id, it.pos
-	}
-	if err := p.end(); err != nil {
-		return nil, err
-	}
-	return t, nil
+	var err error
+	t.QueryID, t.All, err = p.queryTarget(&t.base, true)
+	return t, err
 }
 
 func (p *parser) reset() (Statement, error) {
@@ -622,15 +602,29 @@ func (p *parser) reset() (Statement, error) {
 		return nil, err
 	}
 	t := &ResetQuery{base: base{text: p.text, namePos: -1}}
-	id, it, err := p.ident("a query ID")
-	if err != nil {
-		return nil, err
+	var err error
+	t.QueryID, _, err = p.queryTarget(&t.base, false)
+	return t, err
+}
+
+// queryTarget reads the end of TERMINATE, PAUSE, RESUME and RESET QUERY:
+// a query ID (its position kept in b for errors about it) or, when
+// allowed, ALL; then the end of the statement.
+func (p *parser) queryTarget(b *base, allowAll bool) (id string, all bool, err error) {
+	if allowAll && p.accept("ALL") {
+		all = true
+	} else {
+		what := "a query ID"
+		if allowAll {
+			what = "a query ID or ALL"
+		}
+		var it token
+		if id, it, err = p.ident(what); err != nil {
+			return "", false, err
+		}
+		b.namePos = it.pos
 	}
-	t.QueryID, t.namePos = id, it.pos
-	if err := p.end(); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return id, all, p.end()
 }
 
 func (p *parser) print() (Statement, error) {

@@ -126,15 +126,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	insertRange(t, ctx, conn, "sig_in", 0, 30)
 	waitCommitted(t, ctx, s.KafkaAddr, "SIG_OUT", 30)
 
-	// A request that holds the REST server's drain: headers sent, body
-	// promised but never sent.
-	nc, err := net.Dial("tcp", s.HTTPAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	fmt.Fprintf(nc, "POST /ksql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"ksql\":")
-	time.Sleep(200 * time.Millisecond)
+	defer holdDrain(t, s).Close()
 
 	p := s.Pid()
 	if err := syscall.Kill(p, syscall.SIGTERM); err != nil {
@@ -158,6 +150,41 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	insertRange(t, ctx, conn, "sig_in", 30, 50)
 	got := waitCommitted(t, ctx, s.KafkaAddr, "SIG_OUT", 50)
 	checkOnce(t, got, 50)
+}
+
+// holdDrain opens an HTTP request to s that holds its REST server's
+// drain (up to its 5 s for sessions): headers sent, body promised but
+// never sent.
+func holdDrain(t *testing.T, s *testserver.Server) net.Conn {
+	t.Helper()
+	var nc net.Conn
+	var err error
+	testserver.WaitFor(10*time.Second, func() bool { // REST listens after pgwire
+		nc, err = net.Dial("tcp", s.HTTPAddr)
+		return err == nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(nc, "POST /ksql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"ksql\":")
+	time.Sleep(200 * time.Millisecond)
+	return nc
+}
+
+// TestDrainBound: a drain that takes longer than --drain-timeout ends
+// the process with status 1 and says so.
+func TestDrainBound(t *testing.T) {
+	s := startServer(t, "--drain-timeout", "1s")
+	defer holdDrain(t, s).Close()
+	if err := s.Stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if s.ExitErr() == nil {
+		t.Error("the server exited with status 0 although its drain outlasted --drain-timeout 1s, want 1")
+	}
+	if !strings.Contains(s.Log(), "the drain took longer than its bound") {
+		t.Error("the log does not say the drain outlasted its bound")
+	}
 }
 
 // TestResetQuery: RESET QUERY deletes a GROUP BY query's committed
