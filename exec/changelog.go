@@ -12,8 +12,28 @@ import (
 	"github.com/sqlstreams/sqlstreams/state"
 )
 
-// restoreBatch is how many changelog records a restore writes per batch.
+// restoreBatch is how many changelog records a restore writes per batch
+// through a store's overlay (window and session stores).
 const restoreBatch = 10000
+
+// restoreChunk is how many bytes of keys and values a key-value store's
+// restore collects before it writes them: enough for RocksDB to take them
+// as one sorted file (state.Ingester) rather than a memtable write per
+// record, which costs several times more for keys in random order. Under
+// a memory limit it is twice the fetch size the budget gives.
+const restoreChunk = 32 << 20
+
+// restoreChunkOps bounds a chunk's records as well, so that the batch's
+// list of operations (which the garbage collector scans) stays small.
+const restoreChunkOps = 1 << 18
+
+// chunkBytes is the restore chunk for q's configuration.
+func (q *Query) chunkBytes() int {
+	if n := int(q.cfg.FetchMaxBytes); n > 0 {
+		return min(restoreChunk, max(2*n, 1<<20))
+	}
+	return restoreChunk
+}
 
 // restoreStep bounds how long one step of the changelog reader reads
 // before the stream thread polls its inputs again.
@@ -124,6 +144,9 @@ func (r *changelogReader) remove(t *Task) {
 }
 
 func (r *changelogReader) stop(tp topicPartition) {
+	if rs := r.active[tp]; rs != nil && rs.bulk != nil {
+		_ = rs.bulk.wait() // the store may close next; the restore is abandoned
+	}
 	delete(r.active, tp)
 	r.cl.RemoveConsumePartitions(map[string][]int32{tp.topic: {tp.partition}})
 }
@@ -208,11 +231,12 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 			if !end {
 				r.progress(rs)
 			}
-			if rs.pending >= restoreBatch || end {
-				// Without RocksDB's WAL: finish flushes the memtables
-				// before the checkpoint; a crash before it replays the
-				// changelog from the previous checkpoint.
-				if err := rs.commitBulk(); err != nil {
+			if rs.full(r.q) || end {
+				// Without RocksDB's WAL, or as an ingested file: finish
+				// flushes the memtables before the checkpoint; a crash
+				// before it replays the changelog from the previous
+				// checkpoint, which rewrites the same values in order.
+				if err := rs.writeBehind(); err != nil {
 					aerr = err
 					return
 				}
@@ -267,15 +291,38 @@ func (r *changelogReader) finish(rs *restoration) error {
 	return nil
 }
 
+// full reports whether the restore has collected enough to write.
+func (rs *restoration) full(q *Query) bool {
+	if rs.bulk == nil {
+		return rs.pending >= restoreBatch
+	}
+	return rs.bulk.b.Len() >= restoreChunkOps || rs.bulk.b.Size() >= q.chunkBytes()
+}
+
 // commitBulk writes what the restore applied since the last call to the
-// store, without RocksDB's WAL.
+// store, and waits for it: without RocksDB's WAL, a large chunk as an
+// ingested file.
 func (rs *restoration) commitBulk() error {
 	if rs.bulk == nil {
 		return rs.store.ov.CommitBulk()
 	}
+	if err := rs.bulk.wait(); err != nil {
+		return err
+	}
 	err := rs.store.ov.ApplyBulk(&rs.bulk.b)
 	rs.bulk.b.Reset()
 	return err
+}
+
+// writeBehind is commitBulk without the wait, for key-value stores: the
+// chunk is sorted and written to the store in the background while the
+// reader fills the next one (the previous chunk's write is waited for
+// first, so chunks reach the store in changelog order).
+func (rs *restoration) writeBehind() error {
+	if rs.bulk == nil {
+		return rs.store.ov.CommitBulk()
+	}
+	return rs.bulk.writeBehind(rs.store.ov)
 }
 
 // kvWriter is what restoring a key-value store writes to.
@@ -284,13 +331,49 @@ type kvWriter interface {
 	Delete(key []byte) error
 }
 
-// bulkWriter collects a restore's writes in a batch.
-type bulkWriter struct{ b state.Batch }
+// bulkWriter collects a restore's writes in a batch, b, while the batch
+// before it, spare, may be being written to the store in the background.
+type bulkWriter struct {
+	b     state.Batch
+	spare state.Batch
+	// done carries the background write's result; nil when none runs.
+	done chan error
+}
+
+// wait waits for the background write, if any, and returns its error.
+func (w *bulkWriter) wait() error {
+	if w.done == nil {
+		return nil
+	}
+	err := <-w.done
+	w.done = nil
+	return err
+}
+
+// writeBehind starts writing b to ov in the background (after the previous
+// background write ends) and gives b the spare batch to fill.
+func (w *bulkWriter) writeBehind(ov *state.Overlay) error {
+	if err := w.wait(); err != nil {
+		return err
+	}
+	w.b, w.spare = w.spare, w.b
+	done := make(chan error, 1)
+	w.done = done
+	go func() {
+		err := ov.ApplyBulk(&w.spare)
+		w.spare.Reset()
+		done <- err
+	}()
+	return nil
+}
 
 func (w *bulkWriter) Put(key, value []byte) error { w.b.Put(key, value); return nil }
 func (w *bulkWriter) Delete(key []byte) error     { w.b.Delete(key); return nil }
 
 func (r *changelogReader) close() {
+	for tp := range r.active {
+		r.stop(tp)
+	}
 	if r.cl != nil {
 		r.cl.Close()
 	}

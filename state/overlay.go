@@ -386,10 +386,17 @@ func (o *Overlay) CommitBulk() error {
 	return nil
 }
 
+// MinIngest is the size from which ApplyBulk hands a batch to an Ingester
+// base as one sorted file; smaller batches go through the memtable, where
+// a file per batch would cost more than it saves.
+const MinIngest = 16384
+
 // ApplyBulk applies b to the base as CommitBulk applies pending writes
 // (without the base's WAL when it is a BulkWriter; b's keys dropped from
 // the cache), for a restore that collects its writes in a Batch rather
-// than in the overlay. The overlay must hold no pending write.
+// than in the overlay: a batch of MinIngest operations or more is ingested
+// as a file when the base is an Ingester. The overlay must hold no
+// pending write.
 func (o *Overlay) ApplyBulk(b *Batch) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -403,7 +410,9 @@ func (o *Overlay) ApplyBulk(b *Batch) error {
 		return nil
 	}
 	var err error
-	if bw, ok := o.base.(BulkWriter); ok {
+	if in, ok := o.base.(Ingester); ok && len(b.ops) >= MinIngest {
+		err = in.IngestBatch(b)
+	} else if bw, ok := o.base.(BulkWriter); ok {
 		err = bw.ApplyBatchUnlogged(b)
 	} else {
 		err = o.base.ApplyBatch(b)

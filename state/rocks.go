@@ -52,6 +52,7 @@ type RocksOptions struct {
 type Rocks struct {
 	mu     sync.RWMutex // read-held by every call; Close holds it exclusively
 	closed bool
+	dir    string
 
 	db     *grocksdb.DB
 	opts   *grocksdb.Options
@@ -84,6 +85,7 @@ func OpenRocks(dir string, opts RocksOptions) (*Rocks, error) {
 		return nil, fmt.Errorf("state: open rocks: %w", err)
 	}
 	r := &Rocks{
+		dir:         dir,
 		res:         opts.Resources,
 		walDisabled: opts.DisableWAL,
 		iters:       make(map[*rocksIter]struct{}),

@@ -145,6 +145,9 @@ func (b *Batch) At(i int) (key, value []byte, deleted bool) {
 	return op.key, op.value, op.del
 }
 
+// Size returns the bytes of keys and values the batch holds.
+func (b *Batch) Size() int { return len(b.buf) }
+
 // Reset empties the batch, keeping its buffers.
 func (b *Batch) Reset() {
 	clear(b.ops) // drop references to memory the batch does not own

@@ -22,9 +22,11 @@ import (
 // nothing (the state directory removed), then a restore from an old
 // checkpoint over a store that already holds the rows (the checkpoint
 // rewritten to offset 0), each killed while it runs; then a restore from
-// nothing killed as soon as it has ended.
+// nothing killed as soon as it has ended. The server runs under a small
+// memory limit, so each partition's restore is written as several
+// ingested files (2 MiB chunks) and a kill can land between them.
 func TestRestoreKilled(t *testing.T) {
-	s := startServer(t)
+	s := startServer(t, "--memory-limit", "256MiB")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conn := connect(t, ctx, s)
