@@ -30,16 +30,18 @@ type cachedValue struct {
 	v   []byte // nil: the key is absent
 }
 
-// readCacheBytes bounds one store's read cache; past it the cache starts
-// over empty.
+// readCacheBytes bounds one store's read cache; past its bound (this or
+// the store's share of the server's budget, RocksResources.readCacheShare)
+// the cache starts over empty.
 const readCacheBytes = 8 << 20
 
 // wrote marks a write to the store done: every cached value is stale.
 func (c *readCache) wrote() { c.gen.Add(1) }
 
 // get returns the value of key, from the cache while it is current, else
-// from read (whose result it keeps when no write ran meanwhile).
-func (c *readCache) get(key []byte, read func([]byte) ([]byte, error)) ([]byte, error) {
+// from read (whose result it keeps when no write ran meanwhile and the
+// cache, with it, stays within limit bytes).
+func (c *readCache) get(key []byte, read func([]byte) ([]byte, error), limit int) ([]byte, error) {
 	g := c.gen.Load()
 	c.mu.RLock()
 	e, ok := c.entries[string(key)]
@@ -57,7 +59,10 @@ func (c *readCache) get(key []byte, read func([]byte) ([]byte, error)) ([]byte, 
 		return v, nil // a write ran meanwhile: v may be either side of it
 	}
 	size := len(key) + len(v) + 64
-	if c.entries == nil || c.bytes+size > readCacheBytes {
+	if size > limit {
+		return v, nil
+	}
+	if c.entries == nil || c.bytes+size > limit {
 		c.entries, c.bytes = make(map[string]cachedValue, 1024), 0
 	}
 	if old, ok := c.entries[string(key)]; ok {

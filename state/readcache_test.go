@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,4 +96,50 @@ func TestGetSharedSeesEveryWrite(t *testing.T) {
 	}
 	done.Store(true)
 	wg.Wait()
+}
+
+// TestReadCacheShare: the read caches of a server's stores share a
+// quarter of its value-cache budget, so pull queries over many stores stay
+// inside a memory limit; a store's cache never holds more than its share.
+func TestReadCacheShare(t *testing.T) {
+	res := NewRocksResources(0, 0, 4<<20) // read caches: 1 MiB in all
+	defer res.Close()
+	var stores []*Rocks
+	for i := range 4 {
+		r, err := OpenRocks(filepath.Join(t.TempDir(), fmt.Sprint(i)), RocksOptions{Resources: res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		stores = append(stores, r)
+	}
+	if got, want := res.readCacheShare(), 256<<10; got != want {
+		t.Fatalf("share with 4 stores open: %d, want %d", got, want)
+	}
+	r := stores[0]
+	var b Batch
+	for i := range 10_000 {
+		b.Put(fmt.Appendf(nil, "k%05d", i), make([]byte, 100))
+	}
+	if err := r.ApplyBatch(&b); err != nil {
+		t.Fatal(err)
+	}
+	peak := 0
+	for i := range 10_000 {
+		if _, err := r.GetShared(fmt.Appendf(nil, "k%05d", i)); err != nil {
+			t.Fatal(err)
+		}
+		r.reads.mu.RLock()
+		peak = max(peak, r.reads.bytes)
+		r.reads.mu.RUnlock()
+	}
+	if peak == 0 || peak > 256<<10 {
+		t.Fatalf("read cache peaked at %d bytes; want (0, %d]", peak, 256<<10)
+	}
+	for _, s := range stores[1:] {
+		s.Close()
+	}
+	if got, want := res.readCacheShare(), 1<<20; got != want {
+		t.Fatalf("share with 1 store open: %d, want %d", got, want)
+	}
 }

@@ -171,7 +171,7 @@ func (r *Rocks) Get(key []byte) ([]byte, error) {
 // readers got since the last write. The result is shared: do not modify
 // it.
 func (r *Rocks) GetShared(key []byte) ([]byte, error) {
-	return r.reads.get(key, r.Get)
+	return r.reads.get(key, r.Get, r.res.readCacheShare())
 }
 
 // Put implements Store.

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -50,6 +51,16 @@ type RocksResources struct {
 	mu     sync.Mutex
 	stores map[*Rocks]struct{}
 	closed bool
+	// opened counts stores for readCacheShare, which must not take mu.
+	opened atomic.Int64
+}
+
+// readCacheShare is the bytes one store's read cache (Rocks.GetShared) may
+// hold: the read caches of all open stores share a quarter of the
+// value-cache budget (so a memory limit bounds them too), each at most
+// readCacheBytes.
+func (r *RocksResources) readCacheShare() int {
+	return int(min(r.values.total/4/max(r.opened.Load(), 1), readCacheBytes))
 }
 
 // NewRocksResources creates the block cache, write-buffer budget and
@@ -138,6 +149,7 @@ func (r *RocksResources) open(s *Rocks, dir string) error {
 	}
 	s.writeBufferSize = size
 	r.stores[s] = struct{}{}
+	r.opened.Add(1)
 	r.rebalanceLocked()
 	return nil
 }
@@ -151,6 +163,7 @@ func (r *RocksResources) release(s *Rocks) {
 		return
 	}
 	delete(r.stores, s)
+	r.opened.Add(-1)
 	r.rebalanceLocked()
 }
 
