@@ -12,12 +12,8 @@ import (
 	"github.com/sqlstreams/sqlstreams/state"
 )
 
-// restoreBatch is how many changelog records a restore writes per batch
-// through a store's overlay (window and session stores).
-const restoreBatch = 10000
-
-// restoreChunk is how many bytes of keys and values a key-value store's
-// restore collects before it writes them: enough for RocksDB to take them
+// restoreChunk is how many bytes of keys and values a store's restore
+// collects before it writes them: enough for RocksDB to take them
 // as one sorted file (state.Ingester) rather than a memtable write per
 // record, which costs several times more for keys in random order. Under
 // a memory limit it is twice the fetch size the budget gives.
@@ -55,13 +51,11 @@ type restoration struct {
 	// applied on commit, dropped on abort.
 	open  map[int64][]*kgo.Record
 	apply func(*kgo.Record) error
-	// bulk, for key-value stores, is where apply writes: a batch applied
-	// to the store without the WAL (Overlay.ApplyBulk); nil when apply
-	// writes through the store's overlay (window and session stores).
+	// bulk is where apply writes: batches applied to the store without
+	// the WAL, large ones as ingested files (Overlay.ApplyBulk).
 	bulk *bulkWriter
-	// n counts the records applied; pending, those not yet committed to
-	// the store.
-	n, pending int
+	// n counts the records applied.
+	n int
 	began      time.Time
 }
 
@@ -144,7 +138,7 @@ func (r *changelogReader) remove(t *Task) {
 }
 
 func (r *changelogReader) stop(tp topicPartition) {
-	if rs := r.active[tp]; rs != nil && rs.bulk != nil {
+	if rs := r.active[tp]; rs != nil {
 		_ = rs.bulk.wait() // the store may close next; the restore is abandoned
 	}
 	delete(r.active, tp)
@@ -214,7 +208,6 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 						for _, rr := range rs.open[rec.ProducerID] {
 							_ = rs.apply(rr) // bad records were skipped when first processed
 							rs.n++
-							rs.pending++
 						}
 					}
 					delete(rs.open, rec.ProducerID)
@@ -224,7 +217,6 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 				default:
 					_ = rs.apply(rec)
 					rs.n++
-					rs.pending++
 				}
 			}
 			end := rs.next >= rs.until && len(rs.open) == 0
@@ -240,7 +232,6 @@ func (r *changelogReader) step(ctx context.Context) ([]*restoration, error) {
 					aerr = err
 					return
 				}
-				rs.pending = 0
 			}
 			if end {
 				if err := r.finish(rs); err != nil {
@@ -293,9 +284,6 @@ func (r *changelogReader) finish(rs *restoration) error {
 
 // full reports whether the restore has collected enough to write.
 func (rs *restoration) full(q *Query) bool {
-	if rs.bulk == nil {
-		return rs.pending >= restoreBatch
-	}
 	return rs.bulk.b.Len() >= restoreChunkOps || rs.bulk.b.Size() >= q.chunkBytes()
 }
 
@@ -303,9 +291,6 @@ func (rs *restoration) full(q *Query) bool {
 // store, and waits for it: without RocksDB's WAL, a large chunk as an
 // ingested file.
 func (rs *restoration) commitBulk() error {
-	if rs.bulk == nil {
-		return rs.store.ov.CommitBulk()
-	}
 	if err := rs.bulk.wait(); err != nil {
 		return err
 	}
@@ -314,18 +299,14 @@ func (rs *restoration) commitBulk() error {
 	return err
 }
 
-// writeBehind is commitBulk without the wait, for key-value stores: the
-// chunk is sorted and written to the store in the background while the
+// writeBehind is commitBulk without the wait: the chunk is sorted and written to the store in the background while the
 // reader fills the next one (the previous chunk's write is waited for
 // first, so chunks reach the store in changelog order).
 func (rs *restoration) writeBehind() error {
-	if rs.bulk == nil {
-		return rs.store.ov.CommitBulk()
-	}
 	return rs.bulk.writeBehind(rs.store.ov)
 }
 
-// kvWriter is what restoring a key-value store writes to.
+// kvWriter is what restoring a store writes to.
 type kvWriter interface {
 	Put(key, value []byte) error
 	Delete(key []byte) error

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/expr"
-	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -287,7 +286,7 @@ func (w *windowing) sessionsEnding(from, to int64) ([][]byte, error) {
 
 // restoreSession applies a session store's changelog record: the session
 // and its index entry (the mark as it is).
-func restoreSession(st state.Store, r *kgo.Record, buf *[]byte) error {
+func restoreSession(st kvWriter, r *kgo.Record, buf *[]byte) error {
 	k := r.Key
 	if len(k) < 16 {
 		if r.Value == nil {

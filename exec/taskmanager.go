@@ -180,18 +180,17 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 		for _, ts := range t.stores {
 			spec := tm.topo.Store(ts.name)
 			until := int64(0)
-			// Key-value stores restore into a batch written without the
-			// WAL (changelog.go); window and session stores through
-			// their overlay.
+			// Every store restores into batches written without the WAL,
+			// large ones as ingested files (changelog.go).
 			bulk := &bulkWriter{}
 			apply := func(r *kgo.Record) error { return restoreAggregate(bulk, r) }
 			switch spec.Kind {
 			case physical.WindowStore:
 				var buf []byte
-				apply, bulk = func(r *kgo.Record) error { return restoreWindow(ts.ov, r, &buf) }, nil
+				apply = func(r *kgo.Record) error { return restoreWindow(bulk, r, &buf) }
 			case physical.SessionStore:
 				var buf []byte
-				apply, bulk = func(r *kgo.Record) error { return restoreSession(ts.ov, r, &buf) }, nil
+				apply = func(r *kgo.Record) error { return restoreSession(bulk, r, &buf) }
 			}
 			if spec.SourceTopicChangelog {
 				// The table's topic is the changelog: restore up to the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
-	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -360,7 +359,7 @@ func (w *windowing) changelogKey(dst, k []byte) []byte {
 
 // restoreWindow applies a window store's changelog record to the store,
 // turning its windowed key back into the store's time-ordered key.
-func restoreWindow(st state.Store, r *kgo.Record, buf *[]byte) error {
+func restoreWindow(st kvWriter, r *kgo.Record, buf *[]byte) error {
 	k := r.Key
 	if len(k) >= 8 {
 		start := int64(binary.BigEndian.Uint64(k[len(k)-8:]))
