@@ -55,8 +55,8 @@ type restoration struct {
 	// the WAL, large ones as ingested files (Overlay.ApplyBulk).
 	bulk *bulkWriter
 	// n counts the records applied.
-	n int
-	began      time.Time
+	n     int
+	began time.Time
 }
 
 // changelogReader restores the stores of a thread's restoring tasks, a
