@@ -16,7 +16,8 @@ import (
 // collects before it writes them: enough for RocksDB to take them
 // as one sorted file (state.Ingester) rather than a memtable write per
 // record, which costs several times more for keys in random order. Under
-// a memory limit it is twice the fetch size the budget gives.
+// a memory limit it is twice the fetch size the budget gives, at least 4
+// MiB (smaller files would pile up in RocksDB's level 0).
 const restoreChunk = 32 << 20
 
 // restoreChunkOps bounds a chunk's records as well, so that the batch's
@@ -26,7 +27,7 @@ const restoreChunkOps = 1 << 18
 // chunkBytes is the restore chunk for q's configuration.
 func (q *Query) chunkBytes() int {
 	if n := int(q.cfg.FetchMaxBytes); n > 0 {
-		return min(restoreChunk, max(2*n, 1<<20))
+		return min(restoreChunk, max(2*n, 4<<20))
 	}
 	return restoreChunk
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -16,11 +17,18 @@ import (
 // changelog wants, where inserting a million random keys into a memtable
 // one by one costs several times more than sorting them once.
 type Ingester interface {
-	// IngestBatch applies b like ApplyBatch: a later operation on a key
-	// overrides an earlier one, and the batch is visible at once, whole.
-	// It is durable when IngestBatch returns (no FlushMemtables needed).
+	// IngestBatch applies b like BulkWriter.ApplyBatchUnlogged: a later
+	// operation on a key overrides an earlier one, the batch is visible
+	// at once, whole, and FlushMemtables makes it durable.
 	IngestBatch(b *Batch) error
 }
+
+// maxIngestL0 is how many files RocksDB's level 0 may hold for IngestBatch
+// to add one more (RocksDB's own level0_slowdown_writes_trigger): an
+// ingested file of random keys overlaps everything and lands there, and
+// ingestion is not slowed as writes are, so past it a batch goes through
+// the memtable instead and waits for compaction like any write.
+const maxIngestL0 = 20
 
 var _ Ingester = (*Rocks)(nil)
 
@@ -33,8 +41,12 @@ const ingestFile = "ingest.sst.tmp"
 // the last one per key, writes them to an SST file with the database's own
 // table options and ingests the file (moved, not copied). RocksDB gives the
 // file a sequence number above every earlier write, so it overrides them
-// as a write batch would; keys the memtable holds are flushed first.
+// as a write batch would; keys the memtable holds are flushed first. When
+// level 0 already holds maxIngestL0 files, it is ApplyBatchUnlogged.
 func (r *Rocks) IngestBatch(b *Batch) error {
+	if r.level0Files() >= maxIngestL0 {
+		return r.ApplyBatchUnlogged(b)
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -108,4 +120,15 @@ func ingestOrder(b *Batch) []int32 {
 		out = append(out, i)
 	}
 	return out
+}
+
+// level0Files returns how many files level 0 holds (0 when unknown).
+func (r *Rocks) level0Files() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return 0
+	}
+	n, _ := strconv.Atoi(r.db.GetProperty("rocksdb.num-files-at-level0"))
+	return n
 }

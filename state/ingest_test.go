@@ -146,3 +146,41 @@ func ingestedFiles(t *testing.T, db *Rocks) int {
 	t.Helper()
 	return len(db.db.GetLiveFilesMetaData())
 }
+
+// TestIngestBatchLevel0Bound: with compaction held off, ingested files
+// pile up in level 0 only to maxIngestL0; further batches go through the
+// memtable, and every value stays right.
+func TestIngestBatchLevel0Bound(t *testing.T) {
+	db, err := OpenRocks(t.TempDir(), RocksOptions{DisableWAL: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.db.SetOptions([]string{"disable_auto_compactions"}, []string{"true"}); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = maxIngestL0 + 12
+	for round := 0; round < rounds; round++ {
+		var b Batch
+		for i := 0; i < 100; i++ {
+			b.Put(fmt.Appendf(nil, "k%03d", i), fmt.Appendf(nil, "v%d", round))
+		}
+		if err := db.IngestBatch(&b); err != nil {
+			t.Fatal(err)
+		}
+		if n := db.level0Files(); n > maxIngestL0 {
+			t.Fatalf("round %d: %d files in level 0", round, n)
+		}
+	}
+	// The first files went to the empty levels 6 to 1 (each overlaps
+	// only the levels below it), the next ones to level 0 until the bound.
+	if n := db.level0Files(); n != maxIngestL0 {
+		t.Fatalf("%d files in level 0, want %d (ingested until the bound)", n, maxIngestL0)
+	}
+	for i := 0; i < 100; i++ {
+		v, err := db.Get(fmt.Appendf(nil, "k%03d", i))
+		if err != nil || string(v) != fmt.Sprint("v", rounds-1) {
+			t.Fatalf("k%03d = %q %v", i, v, err)
+		}
+	}
+}

@@ -23,8 +23,8 @@ import (
 // checkpoint over a store that already holds the rows (the checkpoint
 // rewritten to offset 0), each killed while it runs; then a restore from
 // nothing killed as soon as it has ended. The server runs under a small
-// memory limit, so each partition's restore is written as several
-// ingested files (2 MiB chunks) and a kill can land between them.
+// memory limit, so each partition's restore is written as two ingested
+// files (4 MiB chunks) and a kill can land between them.
 func TestRestoreKilled(t *testing.T) {
 	s := startServer(t, "--memory-limit", "256MiB")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
