@@ -131,6 +131,7 @@ func preloadJoin(ctx context.Context, brokers []string, sc string, n int) error 
 			produced++
 		}
 	} else {
+		times := [2]map[string][]int64{{}, {}} // for -v: the pairs expected
 		for produced < n {
 			gen.Next(&rec)
 			var topic string
@@ -142,8 +143,22 @@ func preloadJoin(ctx context.Context, brokers []string, sc string, n int) error 
 			default:
 				continue
 			}
+			if *verbose {
+				side := 0
+				if topic == right {
+					side = 1
+				}
+				v, err := p.ParseBytes(rec.Value)
+				if err != nil {
+					return err
+				}
+				times[side][string(rec.Key)] = append(times[side][string(rec.Key)], v.GetInt64("dateTime"))
+			}
 			cl.Produce(ctx, &kgo.Record{Topic: topic, Key: bytes.Clone(rec.Key), Value: bytes.Clone(rec.Value)}, promise)
 			produced++
+		}
+		if *verbose {
+			logf("join-ss: %d pairs within 10 s in the input", countPairs(times))
 		}
 	}
 	if err := cl.Flush(ctx); err != nil {
@@ -152,6 +167,22 @@ func preloadJoin(ctx context.Context, brokers []string, sc string, n int) error 
 	mu.Lock()
 	defer mu.Unlock()
 	return first
+}
+
+// countPairs returns how many (bid, auction) pairs of a key lie within
+// 10 s of each other.
+func countPairs(times [2]map[string][]int64) int {
+	n := 0
+	for k, bs := range times[0] {
+		for _, tb := range bs {
+			for _, ta := range times[1][k] {
+				if ta >= max(0, tb-10_000) && ta <= max(0, tb+10_000) {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // joinStatements returns the scenario's CREATE statements for sqlstreams.
@@ -310,7 +341,11 @@ type streamJoin struct {
 	db     *handRocks
 	key    []byte
 	within int64
+	// outputs in committed transactions, and in the open one
+	written, pending int
 }
+
+func (j *streamJoin) outputs() int { return j.written }
 
 func newStreamJoin(bids, out, bidsLog, auctionsLog string, db *handRocks) *streamJoin {
 	return &streamJoin{bids: bids, out: out, clogs: [2]string{bidsLog, auctionsLog},
@@ -380,6 +415,7 @@ func (j *streamJoin) process(r *kgo.Record, b *batch) error {
 		a = append(a, '}')
 		b.arena = a
 		b.recs = append(b.recs, kgo.Record{Topic: j.out, Partition: r.Partition, Key: r.Key, Value: a[start:len(a):len(a)], Timestamp: time.UnixMilli(max(ts, o.ts))})
+		j.pending++
 	}
 	return nil
 }
@@ -396,9 +432,13 @@ func (j *streamJoin) commit() {
 		panic(err)
 	}
 	j.added[0], j.added[1] = j.added[0][:0], j.added[1][:0]
+	j.written += j.pending
+	j.pending = 0
 }
 
 func (j *streamJoin) abort() {
+	logf("join-ss handwritten: transaction aborted")
+	j.pending = 0
 	for s := range j.added {
 		// Appended in order: take them off from the end.
 		for i := len(j.added[s]) - 1; i >= 0; i-- {

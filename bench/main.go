@@ -588,6 +588,9 @@ func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, s
 			return r, err
 		}
 		logf("verify: handwritten wrote %d records to %s; first: %s", r.out.n, cfg.output, r.out.sample)
+		if c, ok := proc.(interface{ outputs() int }); ok {
+			logf("verify: handwritten committed %d output records", c.outputs())
+		}
 	}
 	deleteTopics(ctx, admin, cfg.group, cfg.output)
 	return r, nil
