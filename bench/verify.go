@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -58,6 +59,13 @@ func readOutput(ctx context.Context, brokers []string, topic string) (output, er
 		cancel()
 		if fs.NumRecords() == 0 {
 			if atEnd() || time.Since(idle) > 30*time.Second {
+				if *verbose {
+					var at []string
+					ends.Each(func(e kadm.ListedOffset) {
+						at = append(at, fmt.Sprintf("%d: read to %d of %d (%v)", e.Partition, seen[e.Partition], e.Offset, e.Err))
+					})
+					logf("verify: %s read after %v idle: %s", topic, time.Since(idle).Round(time.Second), strings.Join(at, ", "))
+				}
 				return o, nil
 			}
 			continue
