@@ -77,3 +77,20 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// TestJoinScenariosRun runs the join scenarios (selectable with
+// -scenario, not in the default list) end to end on a small input, one
+// run per system, with -verify: both pipelines commit the whole input of
+// both topics and write the same records.
+func TestJoinScenariosRun(t *testing.T) {
+	*memory, *verify = true, true
+	for _, sc := range []string{"join-st", "join-ss"} {
+		res, err := runScenario(sc, 20_000, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.SQLRPS <= 0 || res.HandRPS <= 0 || res.SQLCPU <= 0 || res.HandCPU <= 0 {
+			t.Errorf("%s: not measured: %+v", sc, res)
+		}
+	}
+}

@@ -22,12 +22,18 @@ import (
 // the aggregate the changelog) partition = the input partition.
 
 type handConfig struct {
-	brokers   []string
-	group     string
-	input     string
-	output    string
-	changelog string // aggregate only
-	median    int64  // stateless only
+	brokers    []string
+	group      string
+	input      string
+	output     string
+	changelog  string // aggregate, windows, join-ss (the left side's)
+	changelog2 string // join-ss: the right side's
+	median     int64  // stateless only
+	// table is a second input (join-st's persons, join-ss's auctions);
+	// with tableFirst, each poll's records of it are processed before
+	// the others (join-st's table loads before its stream joins).
+	table      string
+	tableFirst bool
 }
 
 // processor handles one input record inside the open transaction. It
@@ -91,7 +97,7 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 	sess, err := kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(cfg.brokers...),
 		kgo.ConsumerGroup(cfg.group),
-		kgo.ConsumeTopics(cfg.input),
+		kgo.ConsumeTopics(append([]string{cfg.input}, nonEmpty(cfg.table)...)...),
 		kgo.TransactionalID(cfg.group+"-0"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
@@ -173,8 +179,19 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 				inTxn, txnStart = true, time.Now()
 			}
 			var perr error
+			if cfg.tableFirst {
+				fetches.EachTopic(func(t kgo.FetchTopic) {
+					if t.Topic == cfg.table {
+						t.EachRecord(func(r *kgo.Record) {
+							if perr == nil {
+								perr = proc.process(r, b)
+							}
+						})
+					}
+				})
+			}
 			fetches.EachRecord(func(r *kgo.Record) {
-				if perr == nil {
+				if perr == nil && (!cfg.tableFirst || r.Topic != cfg.table) {
 					perr = proc.process(r, b)
 				}
 				r.Recycle() // output keeps r.Key's bytes, not r
@@ -202,6 +219,14 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 			}
 		}
 	}
+}
+
+// nonEmpty returns s as a list, empty when s is.
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }
 
 // appendJSONString appends s as a JSON string.

@@ -59,7 +59,7 @@ type run struct {
 var (
 	quick           = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
 	jsonOut         = flag.Bool("json", false, "print one JSON object instead of the markdown table")
-	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro, pull, memory and latency run only when named)")
+	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro, join-st, join-ss, pull, memory and latency run only when named)")
 	records         = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
 	repeats         = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
 	memory          = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
@@ -123,8 +123,11 @@ func main() {
 			}
 			return
 		}
-		if !slices.Contains(scenarios, *scenario) && *scenario != "stateless-avro" {
-			fatal(fmt.Errorf("unknown scenario %q (want one of %s, stateless-avro or pull)", *scenario, strings.Join(scenarios, ", ")))
+		if !slices.Contains(scenarios, *scenario) && *scenario != "stateless-avro" && !isJoin(*scenario) {
+			fatal(fmt.Errorf("unknown scenario %q (want one of %s, stateless-avro, join-st, join-ss, pull, memory or latency)", *scenario, strings.Join(scenarios, ", ")))
+		}
+		if isJoin(*scenario) && *records == 0 && !*quick {
+			n = 1_000_000 // see README.md: a join run is slower than the others
 		}
 		todo = []string{*scenario}
 	}
@@ -212,7 +215,15 @@ func runScenario(sc string, n, reps int) (result, error) {
 		}
 	}
 	began := time.Now()
-	median, err := preload(ctx, brokers, input, n, encode)
+	var median int64
+	inputs := []string{input}
+	if isJoin(sc) {
+		left, right := joinTopics(sc)
+		input, inputs = left, []string{left, right}
+		err = preloadJoin(ctx, brokers, sc, n)
+	} else {
+		median, err = preload(ctx, brokers, input, n, encode)
+	}
 	if err != nil {
 		return result{}, fmt.Errorf("preloading: %w", err)
 	}
@@ -224,7 +235,7 @@ func runScenario(sc string, n, reps int) (result, error) {
 	}
 	defer adm.Close()
 	admin := kadm.NewClient(adm)
-	ends, err := admin.ListEndOffsets(ctx, input)
+	ends, err := admin.ListEndOffsets(ctx, inputs...)
 	if err != nil {
 		return result{}, err
 	}
@@ -315,9 +326,25 @@ func measure(ctx context.Context, admin *kadm.Client, profile string, groupOf fu
 	}
 	defer stop()
 	deadline := t0.Add(30 * time.Minute)
+	lastLog := t0
 	for {
 		if time.Now().After(deadline) {
 			return run{}, fmt.Errorf("timed out waiting for committed offsets")
+		}
+		if *verbose && time.Since(lastLog) > 10*time.Second {
+			lastLog = time.Now()
+			if g := groupOf(); g != "" {
+				if offs, err := admin.FetchOffsets(ctx, g); err == nil {
+					var at []string
+					ends.Each(func(e kadm.ListedOffset) {
+						o, _ := offs.Lookup(e.Topic, e.Partition)
+						at = append(at, fmt.Sprintf("%s/%d %d of %d", e.Topic, e.Partition, o.At, e.Offset))
+					})
+					logf("%s after %v: %s", g, time.Since(t0).Round(time.Second), strings.Join(at, ", "))
+				}
+			} else {
+				logf("%v: no group yet", time.Since(t0).Round(time.Second))
+			}
 		}
 		if g := groupOf(); g != "" {
 			done, err := committedAll(ctx, admin, g, ends)
@@ -427,12 +454,21 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 	if sc == "hopping" || sc == "tumbling" {
 		eventTime = ", TIMESTAMP='dateTime'"
 	}
-	if err := exec(fmt.Sprintf("CREATE STREAM bids (auction VARCHAR KEY, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime BIGINT, extra VARCHAR) WITH (KAFKA_TOPIC='%s', VALUE_FORMAT='%s', PARTITIONS=4%s)", input, format, eventTime)); err != nil {
-		return run{}, err
-	}
 	out := "out_" + id
 	var stmt string
+	if isJoin(sc) {
+		stmts := joinStatements(sc, out)
+		for _, s := range stmts[:len(stmts)-1] {
+			if err := exec(s); err != nil {
+				return run{}, err
+			}
+		}
+		stmt = stmts[len(stmts)-1]
+	} else if err := exec(fmt.Sprintf("CREATE STREAM bids (auction VARCHAR KEY, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime BIGINT, extra VARCHAR) WITH (KAFKA_TOPIC='%s', VALUE_FORMAT='%s', PARTITIONS=4%s)", input, format, eventTime)); err != nil {
+		return run{}, err
+	}
 	switch sc {
+	case "join-st", "join-ss":
 	case "stateless", "stateless-avro":
 		stmt = fmt.Sprintf("CREATE STREAM out WITH (KAFKA_TOPIC='%s') AS SELECT auction, bidder, price * 908 / 1000 AS euros, channel FROM bids WHERE price > %d EMIT CHANGES", out, median)
 	case "hopping":
@@ -455,7 +491,9 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 			// The query that reads the input (a CTAS that does not
 			// aggregate would also start <id>_MATERIALIZE, which reads
 			// its output).
-			if strings.HasPrefix(g, svc+"_query_") && !strings.HasSuffix(g, "_MATERIALIZE") {
+			// (A join's CREATE TABLE of its input starts a query
+			// that materializes it: not the one measured.)
+			if strings.HasPrefix(g, svc+"_query_") && !strings.HasSuffix(g, "_MATERIALIZE") && (!isJoin(sc) || strings.Contains(g, "_CSAS_")) {
 				group = g
 			}
 		}
@@ -501,6 +539,26 @@ func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, s
 	case "tumbling":
 		cfg.changelog = cfg.group + "-changelog"
 		proc = newWindow(cfg.output, cfg.changelog, 10_000, 10_000, true)
+	case "join-st", "join-ss":
+		dir, err := os.MkdirTemp("", "sqlstreams-bench-hand-")
+		if err != nil {
+			return run{}, err
+		}
+		defer os.RemoveAll(dir)
+		db, err := openHandRocks(dir)
+		if err != nil {
+			return run{}, err
+		}
+		defer db.close()
+		_, cfg.table = joinTopics(sc)
+		if sc == "join-st" {
+			cfg.tableFirst = true
+			proc = newTableJoin(cfg.table, cfg.output, db)
+		} else {
+			cfg.changelog = cfg.group + "-bids-changelog"
+			cfg.changelog2 = cfg.group + "-auctions-changelog"
+			proc = newStreamJoin(input, cfg.output, cfg.changelog, cfg.changelog2, db)
+		}
 	default:
 		cfg.changelog = cfg.group + "-changelog"
 		proc = newAggregate(cfg.output, cfg.changelog)
@@ -510,9 +568,12 @@ func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, s
 	if _, err := admin.CreateTopic(ctx, 4, -1, nil, cfg.output); err != nil {
 		return run{}, err
 	}
-	if cfg.changelog != "" {
+	for _, clog := range []string{cfg.changelog, cfg.changelog2} {
+		if clog == "" {
+			continue
+		}
 		compact := "compact"
-		if _, err := admin.CreateTopic(ctx, 4, -1, map[string]*string{"cleanup.policy": &compact}, cfg.changelog); err != nil {
+		if _, err := admin.CreateTopic(ctx, 4, -1, map[string]*string{"cleanup.policy": &compact}, clog); err != nil {
 			return run{}, err
 		}
 	}
@@ -527,6 +588,9 @@ func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, s
 			return r, err
 		}
 		logf("verify: handwritten wrote %d records to %s; first: %s", r.out.n, cfg.output, r.out.sample)
+		if c, ok := proc.(interface{ outputs() int }); ok {
+			logf("verify: handwritten committed %d output records", c.outputs())
+		}
 	}
 	deleteTopics(ctx, admin, cfg.group, cfg.output)
 	return r, nil

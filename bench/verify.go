@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -24,7 +26,9 @@ type output struct {
 }
 
 // readOutput reads topic from the start with read_committed until it has
-// been idle for a second.
+// been idle for a second with every partition read to within its last
+// offset (the final transaction marker), or idle for 30 s: a busy machine
+// can leave a poll empty for a second before the end.
 func readOutput(ctx context.Context, brokers []string, topic string) (output, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -32,16 +36,43 @@ func readOutput(ctx context.Context, brokers []string, topic string) (output, er
 		return output{}, err
 	}
 	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return output{}, err
+	}
+	seen := map[int32]int64{} // partition → last offset read
+	atEnd := func() bool {
+		done := true
+		ends.Each(func(e kadm.ListedOffset) {
+			if last, ok := seen[e.Partition]; e.Offset > 0 && (!ok || last < e.Offset-2) {
+				done = false
+			}
+		})
+		return done
+	}
 	var o output
 	h := fnv.New64a()
+	idle := time.Now()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		if fs.NumRecords() == 0 {
-			return o, nil
+			if atEnd() || time.Since(idle) > 30*time.Second {
+				if *verbose {
+					var at []string
+					ends.Each(func(e kadm.ListedOffset) {
+						at = append(at, fmt.Sprintf("%d: read to %d of %d (%v)", e.Partition, seen[e.Partition], e.Offset, e.Err))
+					})
+					logf("verify: %s read after %v idle: %s", topic, time.Since(idle).Round(time.Second), strings.Join(at, ", "))
+				}
+				return o, nil
+			}
+			continue
 		}
+		idle = time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
+			seen[r.Partition] = max(seen[r.Partition], r.Offset)
 			if o.n == 0 {
 				o.sample = string(r.Key) + " " + string(r.Value)
 			}

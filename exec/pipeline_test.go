@@ -8,6 +8,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -183,8 +184,11 @@ func BenchmarkPipeline(b *testing.B) {
 
 // TestSteadyStateAllocations holds the per-record paths to zero heap
 // allocations once warm: a stateless chain (decoding only the columns it
-// reads, filter, projection, encoding, queuing for the producer) and an
-// aggregate's update of groups the transaction has already changed.
+// reads, filter, projection, encoding, queuing for the producer), an
+// aggregate's update of groups the transaction has already changed, a
+// stream–table join (streamTableJoinAllocs) and stream–stream joins with
+// their window-store range scans (streamJoinAllocs: INNER, and LEFT with
+// a grace period, whose unmatched rows go through the buffer).
 func TestSteadyStateAllocations(t *testing.T) {
 	var produced []*kgo.Record
 	task := newTestTask(t, bidTopology(t), 0, Config{}, func(r *kgo.Record) { produced = append(produced, r) })
@@ -227,5 +231,15 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, update); n != 0 {
 		t.Errorf("aggregate update: %.2f allocations per record", n)
+	}
+
+	if n := streamTableJoinAllocs(t); n != 0 {
+		t.Errorf("stream–table join: %.2f allocations per two records", n)
+	}
+	if n := streamJoinAllocs(t, planner.InnerJoin, true); n != 0 {
+		t.Errorf("stream–stream INNER join: %.2f allocations per three records", n)
+	}
+	if n := streamJoinAllocs(t, planner.LeftJoin, false); n != 0 {
+		t.Errorf("stream–stream LEFT join with grace: %.2f allocations per three records", n)
 	}
 }

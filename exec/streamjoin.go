@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -16,6 +17,7 @@ var (
 	_ multiInput = (*streamJoinOp)(nil)
 	_ flusher    = (*streamJoinOp)(nil)
 	_ aborter    = (*streamJoinOp)(nil)
+	_ closer     = (*streamJoinOp)(nil)
 )
 
 // streamJoinOp joins two streams on their keys within a window, as Kafka
@@ -43,6 +45,12 @@ var (
 // length][key][offset]. Values are the input record's value bytes,
 // decoded again with the side's decoder. Every write goes to the store's
 // changelog in the same transaction.
+//
+// In steady state a row allocates nothing: keys are built in reused
+// buffers, range scans reuse one Seeker per store (state.Seeker: one
+// RocksDB iterator per store generation), stored rows decode into the
+// side's reused row, and changelog records come from the outbox's pool
+// (TestSteadyStateAllocations).
 type streamJoinOp struct {
 	name                 string
 	before, after, grace int64
@@ -63,10 +71,46 @@ type streamJoinOp struct {
 	change                  Change
 	next                    Processor
 	inputs                  [2]Processor
+	bufferScan              storeScan
 	// scratch
 	skey, from, to, bkey []byte
 	rec                  kgo.Record
-	dels                 [][]byte
+	dels                 []byte // emitClosed's keys to delete, each after its 4-byte length
+}
+
+// storeScan is a reused range scan of a task store: a Seeker of its
+// overlay, made again when the store was reopened (a wipe before a
+// restore replaces the overlay).
+type storeScan struct {
+	ov *state.Overlay
+	sk state.Seeker
+}
+
+// seek points the scan at [from, to) of st's overlay.
+func (sc *storeScan) seek(st *taskStore, from, to []byte) (state.Seeker, error) {
+	if sc.ov != st.ov || sc.sk == nil {
+		sc.close()
+		sk, err := st.ov.NewSeeker()
+		if err != nil {
+			return nil, err
+		}
+		sc.ov, sc.sk = st.ov, sk
+		// The join reads its stores by range only: a cache of committed
+		// values for Get would cost a map entry and a copy of every
+		// row at each commit and never serve a read.
+		st.ov.SetCacheEntries(0)
+	}
+	if err := sc.sk.Seek(from, to); err != nil {
+		return nil, err
+	}
+	return sc.sk, nil
+}
+
+func (sc *storeScan) close() {
+	if sc.sk != nil {
+		sc.sk.Close() // its store may be closed already: nothing to report
+		sc.ov, sc.sk = nil, nil
+	}
 }
 
 // errNullJoinKey marks a stream–stream join's row whose key is NULL: it
@@ -83,6 +127,7 @@ type streamJoinSide struct {
 	// Streams' window stores each observe their own); expired the
 	// segment start below which the store was cut.
 	streamTime, expired int64
+	scan                storeScan
 }
 
 type streamJoinInput struct {
@@ -192,7 +237,7 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 		j.to = append(j.to[:0], j.from...)
 		j.from = binary.BigEndian.AppendUint64(j.from, flip(from))
 		j.to = binary.BigEndian.AppendUint64(j.to, flip(to)+1)
-		it, err := other.store.ov.Range(j.from, j.to)
+		it, err := other.scan.seek(other.store, j.from, j.to)
 		if err != nil {
 			return fatal(err)
 		}
@@ -209,13 +254,11 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 			matched = true
 			orow, err := j.decodeStored(o, r.Key, it.Value(), ots, off, r.Partition)
 			if err != nil {
-				it.Close()
 				return err
 			}
 			if j.buffer != nil && j.outer[o] {
 				j.bkey = j.bufferKey(j.bkey[:0], ots, o, r.Key, off)
 				if err := j.del(j.buffer, j.bufferLog, j.bkey, ts); err != nil {
-					it.Close()
 					return err
 				}
 			}
@@ -224,13 +267,10 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 				l, rr = orow, row
 			}
 			if err := j.emit(l, rr, &row[j.sides[s].key], max(ts, ots), r); err != nil {
-				it.Close()
 				return err
 			}
 		}
-		err = it.Err()
-		it.Close()
-		if err != nil {
+		if err := it.Err(); err != nil {
 			return fatal(err)
 		}
 	}
@@ -268,7 +308,15 @@ func (j *streamJoinOp) emitClosed(cur *kgo.Record) error {
 	if j.minBuffered != math.MinInt64 && j.minBuffered+reach+j.grace >= j.streamTime {
 		return nil // nothing buffered can have closed
 	}
-	it, err := j.buffer.ov.Range(nil, nil)
+	// From the oldest time that can be buffered, not the store's first
+	// key: the rows emitted before lie there as deletions, which a
+	// RocksDB scan from the start would step over every time.
+	var from []byte
+	if j.minBuffered != math.MinInt64 {
+		j.bkey = binary.BigEndian.AppendUint64(j.bkey[:0], flip(j.minBuffered))
+		from = j.bkey
+	}
+	it, err := j.bufferScan.seek(j.buffer, from, nil)
 	if err != nil {
 		return fatal(err)
 	}
@@ -307,20 +355,22 @@ func (j *streamJoinOp) emitClosed(cur *kgo.Record) error {
 		if ferr != nil {
 			break
 		}
-		j.dels = append(j.dels, append([]byte(nil), k...))
+		j.dels = binary.BigEndian.AppendUint32(j.dels, uint32(len(k)))
+		j.dels = append(j.dels, k...)
 	}
 	if err := it.Err(); err != nil && ferr == nil {
 		ferr = fatal(err)
 	}
-	it.Close()
 	if ferr != nil {
 		j.minBuffered = math.MinInt64
 		return ferr
 	}
-	for _, k := range j.dels {
-		if err := j.del(j.buffer, j.bufferLog, k, j.streamTime); err != nil {
+	for d := j.dels; len(d) >= 4; {
+		n := int(binary.BigEndian.Uint32(d))
+		if err := j.del(j.buffer, j.bufferLog, d[4:4+n], j.streamTime); err != nil {
 			return err
 		}
+		d = d[4+n:]
 	}
 	return nil
 }
@@ -434,6 +484,15 @@ func (j *streamJoinOp) Abort() {
 	for i := range j.sides {
 		j.sides[i].streamTime, j.sides[i].expired = math.MinInt64, math.MinInt64
 	}
+}
+
+// Close implements closer: the store scans go.
+func (j *streamJoinOp) Close() error {
+	for i := range j.sides {
+		j.sides[i].scan.close()
+	}
+	j.bufferScan.close()
+	return nil
 }
 
 // Process is not called: each input has its own processor (input).

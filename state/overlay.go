@@ -64,6 +64,8 @@ type Overlay struct {
 	complete bool
 
 	batch Batch // reused by Commit; writer only
+
+	seekers []*overlaySeeker // open Seekers, whose base snapshots Commit releases
 }
 
 // cached is a committed value; absent marks a key the base does not hold.
@@ -343,6 +345,7 @@ func (o *Overlay) Commit() error {
 		o.remember(n.key, n.value, n.tomb)
 	}
 	o.list = newSkiplist(true)
+	o.releaseSeekers()
 	return nil
 }
 

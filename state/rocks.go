@@ -71,6 +71,7 @@ type Rocks struct {
 
 	itersMu sync.Mutex
 	iters   map[*rocksIter]struct{}
+	seekers map[*rocksSeeker]struct{}
 
 	// reads caches values for GetShared (pull queries); every write
 	// advances its generation.
@@ -89,6 +90,7 @@ func OpenRocks(dir string, opts RocksOptions) (*Rocks, error) {
 		res:         opts.Resources,
 		walDisabled: opts.DisableWAL,
 		iters:       make(map[*rocksIter]struct{}),
+		seekers:     make(map[*rocksSeeker]struct{}),
 	}
 	if r.res == nil {
 		r.res = NewRocksResources(8<<20, 16<<20, 0)
@@ -370,6 +372,13 @@ func (r *Rocks) Close() error {
 		it.free()
 	}
 	clear(r.iters)
+	for s := range r.seekers {
+		s.mu.Lock()
+		s.err = ErrClosed
+		s.free()
+		s.mu.Unlock()
+	}
+	clear(r.seekers)
 	r.itersMu.Unlock()
 	r.res.release(r) // before the database closes; see rebalanceLocked
 	r.ro.Destroy()
