@@ -92,6 +92,15 @@ type Config struct {
 	// catalog. Queries get the same IDs at every start, so they resume
 	// from their committed offsets.
 	Headless []string
+	// StandbyReplicas is num.standby.replicas of every persistent query
+	// (default 0; a query's property overrides it): how many other
+	// instances keep a hot copy of each stateful task's stores.
+	StandbyReplicas int
+	// AcceptableRecoveryLag is acceptable.recovery.lag (0: 10,000
+	// changelog offsets; negative: 0).
+	AcceptableRecoveryLag int64
+	// ProbingInterval is probing.rebalance.interval.ms (0: 10 minutes).
+	ProbingInterval time.Duration
 	// Schemas is the schema registry the AVRO format uses (nil: AVRO
 	// sources and sinks fail when they read or write a record).
 	Schemas types.SchemaSource
@@ -555,7 +564,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		return err
 	}
 	cq, _ := e.cat.Query(id)
-	q, err := exec.Start(id, topo, exec.Config{
+	cfg := exec.Config{
 		Paused:            cq != nil && cq.Paused,
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
@@ -573,7 +582,11 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		FetchMaxBytes:     e.cfg.FetchMaxBytes,
 		MaxTxnRecords:     e.cfg.MaxTxnRecords,
 		BadRecord:         e.logBadRecord,
-	})
+	}
+	if err := e.queryStandby(props, &cfg); err != nil {
+		return err
+	}
+	q, err := exec.Start(id, topo, cfg)
 	if err != nil {
 		return err
 	}

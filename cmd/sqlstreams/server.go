@@ -47,6 +47,9 @@ func runServer(args []string) int {
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
 	guarantee := stringFlag(fs, "processing-guarantee", "exactly_once_v2", "persistent queries' default processing guarantee: exactly_once_v2, or at_least_once (no transactions: lower latency, records may be processed twice after a failure); a query's SET 'processing.guarantee' overrides it")
 	commitMs := intFlag(fs, "commit-interval-ms", 100, "how often persistent queries commit, in ms (Kafka Streams' commit.interval.ms); a query's SET 'commit.interval.ms' overrides it")
+	standbys := intFlag(fs, "num-standby-replicas", 0, "standby replicas of each stateful task (Kafka Streams' num.standby.replicas): other instances keep a hot copy of its state from the changelog, so that it moves or fails over without a long restore; a query's SET 'num.standby.replicas' overrides it")
+	recoveryLag := intFlag(fs, "acceptable-recovery-lag", 10000, "a stateful task moves to an instance only when that instance's copy of its state is at most this many changelog offsets behind; otherwise the instance warms it up first (acceptable.recovery.lag)")
+	probingMs := intFlag(fs, "probing-rebalance-interval-ms", 600000, "how often an instance warming up tasks forces a rebalance to see whether they caught up, in ms (probing.rebalance.interval.ms)")
 	drainTimeout := stringFlag(fs, "drain-timeout", "30s", "after SIGTERM or SIGINT, how long the server may take to drain (end sessions, commit every query, leave its groups) before it exits anyway; a second signal exits at once")
 	logRows := boolFlag(fs, "processing-log-rows", true, "write skipped records' keys and values (base64) to the processing log (ksqlDB's ksql.logging.processing.rows.include)")
 	plogTopic := stringFlag(fs, "processing-log-topic", "", "the processing log's topic (ksqlDB's ksql.logging.processing.topic.name; default _<service-id>_processing_log)")
@@ -184,12 +187,25 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --num-stream-threads must be at least 1, not %d\n", *threads)
 		return 2
 	}
+	if *standbys < 0 || *standbys > 16 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --num-standby-replicas must be from 0 to 16, not %d\n", *standbys)
+		return 2
+	}
+	if *recoveryLag < 0 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --acceptable-recovery-lag must be 0 or more, not %d\n", *recoveryLag)
+		return 2
+	}
+	if *probingMs < 100 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --probing-rebalance-interval-ms must be at least 100, not %d\n", *probingMs)
+		return 2
+	}
 	if err := serve(ctx, log, serverConfig{
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, advertisedHTTP: *advertisedHTTP, bootstrap: *bootstrap,
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
 		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
+		standbys: *standbys, recoveryLag: int64(*recoveryLag), probing: time.Duration(*probingMs) * time.Millisecond,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -206,6 +222,9 @@ type serverConfig struct {
 	pgOpts                                                                 []pgwire.Option
 	headless                                                               []string
 	threads                                                                int
+	standbys                                                               int
+	recoveryLag                                                            int64
+	probing                                                                time.Duration
 	registry                                                               registrySettings
 	settings                                                               []engine.Setting
 	omitLogRows                                                            bool
@@ -262,6 +281,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
 		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval,
+		StandbyReplicas: cfg.standbys, AcceptableRecoveryLag: recoveryLag(cfg.recoveryLag), ProbingInterval: cfg.probing,
 		Endpoint: advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr), PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
 	})
 	cancel()
@@ -425,4 +445,13 @@ func advertisedEndpoint(advertised, listen string) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// recoveryLag turns --acceptable-recovery-lag into engine.Config's form,
+// where 0 is the default and a negative value means 0 offsets.
+func recoveryLag(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
