@@ -205,10 +205,18 @@ func (l *inputLog) produce(t *testing.T, ctx context.Context, addr string, n int
 // oracle runs the queries' SQL in SQLite over the input.
 func (l *inputLog) oracle(t *testing.T) (big, cnt []string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.cl != nil {
 		l.cl.Close()
+		l.cl = nil
 	}
+	l.mu.Unlock()
+	return l.oracleSoFar(t)
+}
+
+// oracleSoFar is oracle over the input produced so far; more may follow.
+func (l *inputLog) oracleSoFar(t *testing.T) (big, cnt []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "ev.csv")
 	if err := os.WriteFile(csv, l.csv.Bytes(), 0o644); err != nil {
