@@ -495,3 +495,18 @@ func (q *Query) StandbyStores(store string, parts []int32, maxLag int64) []Parti
 	}
 	return out
 }
+
+// StoreSub returns the sub-topology that keeps store: a task of it with
+// partition p keeps partition p of the store.
+func (q *Query) StoreSub(store string) (int, bool) {
+	for _, st := range q.topo.SubTopologies {
+		for _, n := range st.Nodes {
+			for _, spec := range physical.StoresOf(n) {
+				if spec.Name == store {
+					return st.ID, true
+				}
+			}
+		}
+	}
+	return 0, false
+}

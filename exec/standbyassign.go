@@ -213,13 +213,14 @@ func (h haConfig) place(members []balanceMember, tasks []TaskID, current, owner 
 			lags[m] = lag(m, i, key, end, endOK)
 		}
 		// The active: a caught-up member, when the chosen one is not —
-		// the task's owner if it has one (it is), else the least behind,
-		// then least loaded.
+		// the task's owner if it has one (it is), else the least loaded
+		// caught-up member (all within the acceptable lag are as good as
+		// each other, as in Kafka Streams).
 		if o := owner[i]; !caught(lags[o]) {
 			c := current[i]
 			if c < 0 {
 				for m := range members {
-					if caught(lags[m]) && (c < 0 || lags[m] < lags[c] || lags[m] == lags[c] && load[m] < load[c]) {
+					if caught(lags[m]) && (c < 0 || load[m] < load[c]) {
 						c = m
 					}
 				}
@@ -293,4 +294,15 @@ func (h haConfig) place(members []balanceMember, tasks []TaskID, current, owner 
 		return nil
 	}
 	return infos
+}
+
+// DecodeAssignmentInfo reads the user data of a member's assignment (as
+// a group description shows it): its standby tasks. Empty when there is
+// none or it is not ours.
+func DecodeAssignmentInfo(userData []byte) AssignmentInfo {
+	var ai AssignmentInfo
+	if len(userData) > 0 {
+		_ = json.Unmarshal(userData, &ai)
+	}
+	return ai
 }

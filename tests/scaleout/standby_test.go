@@ -3,6 +3,7 @@ package scaleout
 import (
 	"context"
 	"flag"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -46,6 +47,10 @@ func TestStandbyFailover(t *testing.T) {
 	for _, st := range strings.Split(faultQueries, ";") {
 		exec1(t, ctx, conn, strings.TrimSpace(st))
 	}
+	// A store with many keys (one per input record), whose changelog
+	// compaction keeps long: restoring it from the start reads ~10,000
+	// records per partition.
+	exec1(t, ctx, conn, "CREATE TABLE byid WITH (KAFKA_TOPIC='byid') AS SELECT id, COUNT(*) AS c FROM ev GROUP BY id")
 	in := &inputLog{}
 	// A long history: 60,000 updates of 50 groups, ~10,000 changelog
 	// records per partition.
@@ -74,6 +79,11 @@ func TestStandbyFailover(t *testing.T) {
 
 	wctx, stopWatch := context.WithCancel(ctx)
 	watchDone := w.run(wctx)
+	// A second watcher asks with standby reads on.
+	ws := newWatcher(c)
+	ws.set = "SET 'ksql.query.pull.enable.standby.reads'='true'"
+	ws.set2 = "SET 'ksql.query.pull.max.allowed.offset.lag'='1000'"
+	standbyDone := ws.run(wctx)
 	pctx, stopProduce := context.WithCancel(ctx)
 	produced := make(chan struct{})
 	go func() {
@@ -91,6 +101,7 @@ func TestStandbyFailover(t *testing.T) {
 		logAt[i] = len(s.Log())
 	}
 	w.mark("SIGKILL i2, down for 20 s")
+	ws.mark("SIGKILL i2, down for 20 s")
 	killed := time.Now()
 	c.servers[1].Kill()
 	// Past the 10 s session timeout: its tasks fail over.
@@ -103,6 +114,7 @@ func TestStandbyFailover(t *testing.T) {
 	}
 	restarted := time.Now()
 	w.mark("restart i2")
+	ws.mark("restart i2")
 	if err := c.servers[1].Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,9 +126,17 @@ func TestStandbyFailover(t *testing.T) {
 	}
 	stopWatch()
 	<-watchDone
+	<-standbyDone
 	w.report(t)
-	failover := w.errorWindow(killed, restarted, "i2")
-	t.Logf("failover window: i1 and i3 answered errors until %v after the SIGKILL of i2 (session timeout 10 s), then the whole table", failover.Round(100*time.Millisecond))
+	t.Log("with standby reads:")
+	ws.report(t)
+	failover, _ := w.errorWindow(killed, restarted, "i2")
+	t.Logf("failover window: after the SIGKILL of i2 (session timeout 10 s), i1 and i3 answered errors for at most %v in a row", failover.Round(100*time.Millisecond))
+	withStandby, errs := ws.errorWindow(killed, restarted, "i2")
+	t.Logf("failover window with ksql.query.pull.enable.standby.reads: at most %v in a row; errors: %v", withStandby.Round(100*time.Millisecond), errs)
+	if *standbyCount > 0 && withStandby > 3*time.Second {
+		t.Errorf("with standby reads, i1 and i3 answered errors for %v after the kill", withStandby)
+	}
 
 	// The failed-over stores restored a little, not ~10,000 records each.
 	sort.Ints(after)
@@ -138,8 +158,12 @@ func TestStandbyFailover(t *testing.T) {
 	}) {
 		t.Errorf("GROUP BY result differs from SQLite's:\n got %d rows, first %v\nwant %d rows, first %v", len(gotCnt), first(gotCnt), len(wantCnt), first(wantCnt))
 	}
-	gotBig := allCommitted(t, ctx, addr, "big")
-	sort.Strings(gotBig)
+	var gotBig []string
+	testserver.WaitFor(time.Minute, func() bool {
+		gotBig = allCommitted(t, ctx, addr, "big")
+		sort.Strings(gotBig)
+		return slices.Equal(gotBig, wantBig)
+	})
 	if !slices.Equal(gotBig, wantBig) {
 		dup, missing := diff(gotBig, wantBig)
 		t.Errorf("the stateless query's output differs from SQLite's: %d records, want %d; %d duplicates (e.g. %v), %d missing (e.g. %v)",
@@ -148,23 +172,33 @@ func TestStandbyFailover(t *testing.T) {
 	t.Logf("%d input records; %d stateless outputs and %d groups equal SQLite's", in.n, len(wantBig), len(wantCnt))
 }
 
-// errorWindow returns how long after from, and before until, an instance
-// other than skip last answered an error: the failover window the
-// instances that stayed up showed their clients.
-func (w *watcher) errorWindow(from, until time.Time, skip string) time.Duration {
+// errorWindow returns the longest stretch, between from and until, in
+// which an instance other than skip answered errors instead of the whole
+// table (from its first error to its next whole answer), and the errors.
+func (w *watcher) errorWindow(from, until time.Time, skip string) (time.Duration, []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var last time.Time
+	var errs []string
+	failing := map[string]time.Time{}
+	longest := time.Duration(0)
 	for _, e := range w.events {
-		if e.mark != "" || e.instance == skip || e.at.Before(from) || !e.at.Before(until) {
+		if e.mark != "" || e.instance == skip || e.at.Before(from) || !e.at.Before(until) || e.err == "not running" {
 			continue
 		}
-		if !e.whole && e.err != "not running" {
-			last = e.at
+		if e.whole {
+			if since, ok := failing[e.instance]; ok {
+				longest = max(longest, e.at.Sub(since))
+				delete(failing, e.instance)
+			}
+			continue
+		}
+		errs = append(errs, fmt.Sprintf("%s +%v: %s", e.instance, e.at.Sub(from).Round(100*time.Millisecond), e.err))
+		if _, ok := failing[e.instance]; !ok {
+			failing[e.instance] = e.at
 		}
 	}
-	if last.IsZero() {
-		return 0
+	for _, since := range failing {
+		longest = max(longest, until.Sub(since))
 	}
-	return last.Sub(from)
+	return longest, errs
 }
