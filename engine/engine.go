@@ -70,6 +70,15 @@ type Config struct {
 	// PGEndpoint is this instance's Postgres wire address as clients
 	// reach it, published beside Endpoint.
 	PGEndpoint string
+	// ForwardClient is the HTTP client pull queries are forwarded to
+	// other instances with (its TLS configuration trusts their
+	// certificates); nil: a plain client. An endpoint with a scheme
+	// ("https://host:port") is reached with it, one without over HTTP.
+	ForwardClient *http.Client
+	// ForwardUser and ForwardPassword, when set, are the HTTP basic
+	// credentials forwarded pull queries present (the other instances'
+	// REST APIs check them like any request's).
+	ForwardUser, ForwardPassword string
 	// Threads is the number of stream threads of each persistent query
 	// (default 1); a query's num.stream.threads property (SET before
 	// its CREATE) overrides it.
@@ -170,7 +179,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds,
 		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, nextID: 1,
 		appliedCh: make(chan struct{}), waiting: map[int64]*applyResult{},
-		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[string]pullStore{}, client: &http.Client{}},
+		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[string]pullStore{}, client: cfg.ForwardClient},
+	}
+	if e.route.client == nil {
+		e.route.client = &http.Client{}
 	}
 	if err := e.openProcessingLog(ctx); err != nil {
 		e.Close()

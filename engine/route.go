@@ -415,11 +415,18 @@ func (e *Engine) forwardOne(ctx context.Context, endpoint string, req pullReques
 	}
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+endpoint+InternalPullPath, bytes.NewReader(body))
+	base := endpoint
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+InternalPullPath, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	hr.Header.Set("Content-Type", "application/json")
+	if e.cfg.ForwardUser != "" {
+		hr.SetBasicAuth(e.cfg.ForwardUser, e.cfg.ForwardPassword)
+	}
 	res, err := e.route.client.Do(hr)
 	if err != nil {
 		return nil, err
@@ -428,6 +435,9 @@ func (e *Engine) forwardOne(ctx context.Context, endpoint string, req pullReques
 	b, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
 	if err != nil {
 		return nil, err
+	}
+	if res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden {
+		return nil, fmt.Errorf("HTTP %d: the instance refused this one's credentials (set --internal-credentials to a user of its --http-auth-users)", res.StatusCode)
 	}
 	var pr pullResponse
 	if err := json.Unmarshal(b, &pr); err != nil {

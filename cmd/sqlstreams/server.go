@@ -59,6 +59,7 @@ func runServer(args []string) int {
 	plogStream := stringFlag(fs, "processing-log-stream", engine.ProcessingLogStream, "the stream the server declares over the processing log (ksql.logging.processing.stream.name)")
 	plogDeclare := boolFlag(fs, "processing-log-stream-auto-create", true, "declare the processing log stream at start (ksql.logging.processing.stream.auto.create)")
 	restFlags := addRESTFlags(fs)
+	intFlags := addInternalFlags(fs)
 	regFlags := addRegistryFlags(fs)
 	pgFlags := definePgFlags(fs)
 	configFile := stringFlag(fs, "config", "", "a properties file of settings (ksqlDB's ksql-server.properties names such as listeners, ksql.service.id, bootstrap.servers, ksql.streams.num.stream.threads, or these flags' names); flags and environment variables override it")
@@ -203,7 +204,7 @@ func runServer(args []string) int {
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, advertisedHTTP: *advertisedHTTP, bootstrap: *bootstrap,
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
-		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
+		rest: restFlags.settings(), internal: intFlags, pgOpts: pgOpts, headless: headless, threads: *threads,
 		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
 		standbys: *standbys, recoveryLag: int64(*recoveryLag), probing: time.Duration(*probingMs) * time.Millisecond,
 	}); err != nil {
@@ -219,6 +220,7 @@ type serverConfig struct {
 	advertisedHTTP                                                         string
 	blockCache, writeBuffers, valueCache                                   int64
 	rest                                                                   restSettings
+	internal                                                               *internalFlags
 	pgOpts                                                                 []pgwire.Option
 	headless                                                               []string
 	threads                                                                int
@@ -252,6 +254,17 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	if err != nil {
 		return err
 	}
+	var fwd forwardClient
+	if cfg.internal != nil {
+		if fwd, err = cfg.internal.build(cfg.rest.tlsCert); err != nil {
+			return err
+		}
+	}
+	endpoint := advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr)
+	if restTLS != nil && !strings.Contains(endpoint, "://") {
+		// Peers forward pull queries here over HTTPS.
+		endpoint = "https://" + endpoint
+	}
 	var brokers []string
 	if cfg.bootstrap == "" {
 		b, err := broker.Start(ctx, broker.Config{Addr: cfg.kafkaAddr, DataDir: filepath.Join(cfg.dataDir, "kafka"), Sync: cfg.kafkaFsync, Logger: log})
@@ -282,7 +295,8 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
 		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval,
 		StandbyReplicas: cfg.standbys, AcceptableRecoveryLag: recoveryLag(cfg.recoveryLag), ProbingInterval: cfg.probing,
-		Endpoint: advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr), PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
+		Endpoint: endpoint, PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
+		ForwardClient: fwd.client, ForwardUser: fwd.user, ForwardPassword: fwd.password,
 	})
 	cancel()
 	if err != nil {
