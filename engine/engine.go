@@ -101,6 +101,11 @@ type Config struct {
 	// catalog. Queries get the same IDs at every start, so they resume
 	// from their committed offsets.
 	Headless []string
+	// LeaveGroupOnClose makes the queries leave their groups when the
+	// engine closes (an instance removed for good): their tasks move at
+	// once instead of after the session timeout (see
+	// exec.Config.LeaveGroupOnClose).
+	LeaveGroupOnClose bool
 	// StandbyReplicas is num.standby.replicas of every persistent query
 	// (default 0; a query's property overrides it): how many other
 	// instances keep a hot copy of each stateful task's stores.
@@ -595,6 +600,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		MaxTxnRecords:     e.cfg.MaxTxnRecords,
 		BadRecord:         e.logBadRecord,
 	}
+	cfg.LeaveGroupOnClose = e.cfg.LeaveGroupOnClose
 	if err := e.queryStandby(props, &cfg); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,13 @@ type Config struct {
 	MaxTxnRecords int
 	// Paused starts the query paused (see Query.SetPaused).
 	Paused bool
+	// LeaveGroupOnClose makes a stopping query's stream threads leave its
+	// group (their static members removed, as Kafka Streams'
+	// close(leaveGroup=true) does), so their tasks move at once rather
+	// than after the session timeout: for an instance being removed for
+	// good. By default a clean stop stays in the group, so a restart
+	// within the session timeout moves no task.
+	LeaveGroupOnClose bool
 	// StandbyReplicas is num.standby.replicas: how many other instances
 	// keep a hot copy of each stateful task's stores (standby.go).
 	// Default 0.
@@ -293,21 +301,51 @@ func (q *Query) Stop() {
 	q.adminMu.Unlock()
 }
 
-// changelogEnds lists the last stable offsets of topics' partitions, for
-// the group leader placing standbys (a client of its own: the leader's
-// group client is busy balancing).
-func (q *Query) changelogEnds(topics []string) (map[topicPartition]int64, error) {
+// adminClient returns the query's admin client, made at first use.
+func (q *Query) adminClient() (*kgo.Client, error) {
 	q.adminMu.Lock()
+	defer q.adminMu.Unlock()
 	if q.admin == nil {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(q.cfg.Brokers...))
 		if err != nil {
-			q.adminMu.Unlock()
 			return nil, err
 		}
 		q.admin = cl
 	}
-	cl := q.admin
-	q.adminMu.Unlock()
+	return q.admin, nil
+}
+
+// leaveGroup removes stream thread n's static member from the query's
+// group.
+func (q *Query) leaveGroup(n int) {
+	cl, err := q.adminClient()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var resp kadm.LeaveGroupResponses
+		resp, err = kadm.NewClient(cl).LeaveGroup(ctx, kadm.LeaveGroup(q.topo.AppID).InstanceIDs(q.memberID(n)))
+		if err == nil {
+			err = resp.Error()
+		}
+	}
+	if err != nil {
+		q.log.Warn("leaving the group on close", "thread", n, "err", err)
+		return
+	}
+	q.log.Info("left the group (--leave-group-on-close): its tasks move now", "thread", n)
+}
+
+// memberID is stream thread n's static member ID (group.instance.id).
+func (q *Query) memberID(n int) string { return fmt.Sprintf("%s-%d", q.cfg.InstanceID, n) }
+
+// changelogEnds lists the last stable offsets of topics' partitions, for
+// the group leader placing standbys (a client of its own: the leader's
+// group client is busy balancing).
+func (q *Query) changelogEnds(topics []string) (map[topicPartition]int64, error) {
+	cl, err := q.adminClient()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	offs, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)

@@ -113,7 +113,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		// session timeout takes its place back with no rebalance, and a
 		// clean stop does not leave the group (kgo leaves only a static
 		// member that owes a rejoin), so a rolling restart moves no task.
-		kgo.InstanceID(fmt.Sprintf("%s-%d", q.cfg.InstanceID, n)),
+		kgo.InstanceID(q.memberID(n)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
@@ -164,7 +164,12 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 // run is the thread's loop, until ctx ends (nil) or the thread fails.
 func (t *streamThread) run(ctx context.Context) error {
 	defer t.q.threadStates[t.n].Store(threadStopped)
-	defer t.close()
+	defer func() {
+		t.close()
+		if ctx.Err() != nil && t.q.cfg.LeaveGroupOnClose {
+			t.q.leaveGroup(t.n)
+		}
+	}()
 	defer t.tm.closeAll()
 	defer t.sb.stop()
 	defer t.endOnExit()

@@ -50,6 +50,7 @@ func runServer(args []string) int {
 	standbys := intFlag(fs, "num-standby-replicas", 0, "standby replicas of each stateful task (Kafka Streams' num.standby.replicas): other instances keep a hot copy of its state from the changelog, so that it moves or fails over without a long restore; a query's SET 'num.standby.replicas' overrides it")
 	recoveryLag := intFlag(fs, "acceptable-recovery-lag", 10000, "a stateful task moves to an instance only when that instance's copy of its state is at most this many changelog offsets behind; otherwise the instance warms it up first (acceptable.recovery.lag)")
 	probingMs := intFlag(fs, "probing-rebalance-interval-ms", 600000, "how often an instance warming up tasks forces a rebalance to see whether they caught up, in ms (probing.rebalance.interval.ms)")
+	leaveGroup := boolFlag(fs, "leave-group-on-close", false, "on a clean stop, leave every query's group so that this instance's tasks move to the others at once; for an instance removed for good (by default a stop stays in the groups until the 10 s session timeout, so a restart within it moves no task)")
 	drainTimeout := stringFlag(fs, "drain-timeout", "30s", "after SIGTERM or SIGINT, how long the server may take to drain (end sessions, commit every query, leave its groups) before it exits anyway; a second signal exits at once")
 	logRows := boolFlag(fs, "processing-log-rows", true, "write skipped records' keys and values (base64) to the processing log (ksqlDB's ksql.logging.processing.rows.include)")
 	plogTopic := stringFlag(fs, "processing-log-topic", "", "the processing log's topic (ksqlDB's ksql.logging.processing.topic.name; default _<service-id>_processing_log)")
@@ -206,7 +207,7 @@ func runServer(args []string) int {
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), internal: intFlags, pgOpts: pgOpts, headless: headless, threads: *threads,
 		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
-		standbys: *standbys, recoveryLag: int64(*recoveryLag), probing: time.Duration(*probingMs) * time.Millisecond,
+		leaveGroup: *leaveGroup, standbys: *standbys, recoveryLag: int64(*recoveryLag), probing: time.Duration(*probingMs) * time.Millisecond,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -225,6 +226,7 @@ type serverConfig struct {
 	headless                                                               []string
 	threads                                                                int
 	standbys                                                               int
+	leaveGroup                                                             bool
 	recoveryLag                                                            int64
 	probing                                                                time.Duration
 	registry                                                               registrySettings
@@ -294,7 +296,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
 		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval,
-		StandbyReplicas: cfg.standbys, AcceptableRecoveryLag: recoveryLag(cfg.recoveryLag), ProbingInterval: cfg.probing,
+		LeaveGroupOnClose: cfg.leaveGroup, StandbyReplicas: cfg.standbys, AcceptableRecoveryLag: recoveryLag(cfg.recoveryLag), ProbingInterval: cfg.probing,
 		Endpoint: endpoint, PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
 		ForwardClient: fwd.client, ForwardUser: fwd.user, ForwardPassword: fwd.password,
 	})
