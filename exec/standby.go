@@ -156,12 +156,11 @@ func (s *standbyRunner) run(ctx context.Context) {
 				ss.pending++
 				ss.ts.applied = r.Offset + 1
 			}
-			ss.mu.Lock()
-			ss.applied = ss.ts.applied
 			if fp.LastStableOffset >= 0 {
+				ss.mu.Lock()
 				ss.stable = fp.LastStableOffset
+				ss.mu.Unlock()
 			}
-			ss.mu.Unlock()
 		})
 		for _, t := range s.tasks {
 			if err := s.commit(t, false); err != nil {
@@ -190,6 +189,11 @@ func (s *standbyRunner) commit(t *standbyTask, final bool) error {
 			}
 			ss.pending = 0
 		}
+		// Only now, the writes in the store, do standby reads see the
+		// new position.
+		ss.mu.Lock()
+		ss.applied = ss.ts.applied
+		ss.mu.Unlock()
 		sum += max(ss.ts.applied, 0)
 	}
 	s.q.setPosition(t.id, s.thread, sum, true)

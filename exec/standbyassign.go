@@ -196,7 +196,7 @@ func (h haConfig) place(members []balanceMember, tasks []TaskID, current, owner 
 	// another: each instance's tasks spread their standbys over all
 	// others, so that when one fails its tasks spread too.
 	pairs := map[[2]string]int{}
-	warmups, any := 0, false
+	warmups, placed := 0, false
 	lags := make([]int64, len(members))
 	type cand struct {
 		name string
@@ -235,7 +235,7 @@ func (h haConfig) place(members []balanceMember, tasks []TaskID, current, owner 
 					infos[o].Warmup = append(infos[o].Warmup, t.String())
 					infos[o].ProbeMs = h.probe.Milliseconds()
 					standbyLoad[o]++
-					any = true
+					placed = true
 				}
 			}
 		}
@@ -287,10 +287,10 @@ func (h haConfig) place(members []balanceMember, tasks []TaskID, current, owner 
 			standbyLoad[to]++
 			instStandbys[c.name]++
 			pairs[[2]string{active, c.name}]++
-			any = true
+			placed = true
 		}
 	}
-	if !any {
+	if !placed {
 		return nil
 	}
 	return infos
