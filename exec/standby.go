@@ -236,7 +236,10 @@ func (s *standbyRunner) sync(ctx context.Context) error {
 		}
 	}
 	for id := range want {
-		if s.tasks[id] != nil {
+		if s.tasks[id] != nil || !s.wanted(id) {
+			// Opening takes a while: the assignment may have changed
+			// since (the task become active here, waiting for this
+			// directory).
 			continue
 		}
 		if err := s.open(ctx, id); err != nil {
@@ -252,6 +255,13 @@ func (s *standbyRunner) sync(ctx context.Context) error {
 		delete(s.waitLogged, id)
 	}
 	return nil
+}
+
+// wanted reports whether the latest assignment still has standby id.
+func (s *standbyRunner) wanted(id TaskID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.want[id]
 }
 
 // open starts keeping standby task id.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,7 +91,15 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 			paused := map[string][]int32{}
 			for topic, ps := range m {
 				for _, p := range ps {
-					*to = append(*to, topicPartition{topic, p})
+					tp := topicPartition{topic, p}
+					*to = append(*to, tp)
+					if !pause {
+						// Revoked before the loop took its assignment
+						// (rebalances in quick succession): the loop must
+						// not create its task (revocations are applied
+						// first, so the task would outlive its partition).
+						t.assigned = slices.DeleteFunc(t.assigned, func(a topicPartition) bool { return a == tp })
+					}
 				}
 				if pause && t.tm.statefulTopic(topic) {
 					paused[topic] = ps
