@@ -70,6 +70,15 @@ type Config struct {
 	// PGEndpoint is this instance's Postgres wire address as clients
 	// reach it, published beside Endpoint.
 	PGEndpoint string
+	// ForwardClient is the HTTP client pull queries are forwarded to
+	// other instances with (its TLS configuration trusts their
+	// certificates); nil: a plain client. An endpoint with a scheme
+	// ("https://host:port") is reached with it, one without over HTTP.
+	ForwardClient *http.Client
+	// ForwardUser and ForwardPassword, when set, are the HTTP basic
+	// credentials forwarded pull queries present (the other instances'
+	// REST APIs check them like any request's).
+	ForwardUser, ForwardPassword string
 	// Threads is the number of stream threads of each persistent query
 	// (default 1); a query's num.stream.threads property (SET before
 	// its CREATE) overrides it.
@@ -92,6 +101,20 @@ type Config struct {
 	// catalog. Queries get the same IDs at every start, so they resume
 	// from their committed offsets.
 	Headless []string
+	// LeaveGroupOnClose makes the queries leave their groups when the
+	// engine closes (an instance removed for good): their tasks move at
+	// once instead of after the session timeout (see
+	// exec.Config.LeaveGroupOnClose).
+	LeaveGroupOnClose bool
+	// StandbyReplicas is num.standby.replicas of every persistent query
+	// (default 0; a query's property overrides it): how many other
+	// instances keep a hot copy of each stateful task's stores.
+	StandbyReplicas int
+	// AcceptableRecoveryLag is acceptable.recovery.lag (0: 10,000
+	// changelog offsets; negative: 0).
+	AcceptableRecoveryLag int64
+	// ProbingInterval is probing.rebalance.interval.ms (0: 10 minutes).
+	ProbingInterval time.Duration
 	// Schemas is the schema registry the AVRO format uses (nil: AVRO
 	// sources and sinks fail when they read or write a record).
 	Schemas types.SchemaSource
@@ -161,7 +184,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds,
 		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, nextID: 1,
 		appliedCh: make(chan struct{}), waiting: map[int64]*applyResult{},
-		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[string]pullStore{}, client: &http.Client{}},
+		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[string]pullStore{}, client: cfg.ForwardClient},
+	}
+	if e.route.client == nil {
+		e.route.client = &http.Client{}
 	}
 	if err := e.openProcessingLog(ctx); err != nil {
 		e.Close()
@@ -555,7 +581,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		return err
 	}
 	cq, _ := e.cat.Query(id)
-	q, err := exec.Start(id, topo, exec.Config{
+	cfg := exec.Config{
 		Paused:            cq != nil && cq.Paused,
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
@@ -573,7 +599,12 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		FetchMaxBytes:     e.cfg.FetchMaxBytes,
 		MaxTxnRecords:     e.cfg.MaxTxnRecords,
 		BadRecord:         e.logBadRecord,
-	})
+	}
+	cfg.LeaveGroupOnClose = e.cfg.LeaveGroupOnClose
+	if err := e.queryStandby(props, &cfg); err != nil {
+		return err
+	}
+	q, err := exec.Start(id, topo, cfg)
 	if err != nil {
 		return err
 	}

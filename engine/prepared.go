@@ -73,6 +73,8 @@ type Pull struct {
 	limit int64
 	// only, during a forwarded run, is the partitions to read here.
 	only []int32
+	// sb, with only, reads standby copies.
+	sb *standbyRead
 }
 
 // PreparePull plans text, a pull query, for many runs; see Pull.
@@ -236,23 +238,22 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 	}
 	var plan pullPlan
 	if p.only != nil {
-		if err := p.e.checkHere(mat, p.src, p.only); err != nil {
+		if err := p.e.selectHere(mat, p.src, p.only, p.sb, &sel); err != nil {
 			return Result{}, err
 		}
-		sel.Only = p.only
 	} else {
 		var keys [][]byte
 		if sel.Partitions > 0 {
 			keys = sel.Keys
 		}
-		if plan, err = p.e.planPull(ctx, mat, p.src, keys); err != nil {
+		if plan, err = p.e.planPull(ctx, mat, p.src, keys, p.props); err != nil {
 			return Result{}, err
 		}
 		sel.Except = plan.except
 	}
 	p.w, p.n = w, 0
 	err = mat.PullWith(ctx, r, p.src.Name, sel, p.emitFn)
-	if err == nil && len(plan.remote) > 0 {
+	if err == nil && (len(plan.remote) > 0 || len(plan.standby) > 0) {
 		err = p.forward(ctx, mat, plan, sel)
 	}
 	p.w = nil

@@ -18,22 +18,23 @@ import (
 // committed transactions wrote, read from this instance's stores and,
 // for the partitions other instances own, from theirs (see route.go).
 func (e *Engine) pull(ctx context.Context, s *Session, st *sql.Select, q *planner.Query, src *catalog.Source, w ResultWriter) (Result, error) {
-	return e.runPull(ctx, s.Props, st.Text(), q, src, w, nil)
+	return e.runPull(ctx, s.Props, st.Text(), q, src, w, nil, nil)
 }
 
 // pullPartitions answers a forwarded pull query from the partitions
 // parts of this instance's stores, each of which must be here.
-func (e *Engine) pullPartitions(ctx context.Context, q *planner.Query, text string, w ResultWriter, parts []int32) (Result, error) {
+func (e *Engine) pullPartitions(ctx context.Context, q *planner.Query, text string, w ResultWriter, parts []int32, sb *standbyRead) (Result, error) {
 	src := planner.Sources(q.Root)[0]
 	if src.Kind == catalog.Stream {
 		return Result{}, ErrNotPull
 	}
-	return e.runPull(ctx, nil, text, q, src, w, parts)
+	return e.runPull(ctx, nil, text, q, src, w, parts, sb)
 }
 
 // runPull runs a pull query: routed to every partition's owner when
-// only is nil, else over the partitions only of this instance.
-func (e *Engine) runPull(ctx context.Context, props map[string]string, text string, q *planner.Query, src *catalog.Source, w ResultWriter, only []int32) (Result, error) {
+// only is nil, else over the partitions only of this instance (of its
+// standby copies, when sb is set).
+func (e *Engine) runPull(ctx context.Context, props map[string]string, text string, q *planner.Query, src *catalog.Source, w ResultWriter, only []int32, sb *standbyRead) (Result, error) {
 	mat, err := e.materializer(src)
 	if err != nil {
 		return Result{}, err
@@ -48,16 +49,15 @@ func (e *Engine) runPull(ctx context.Context, props map[string]string, text stri
 	}
 	var plan pullPlan
 	if only != nil {
-		if err := e.checkHere(mat, src, only); err != nil {
+		if err := e.selectHere(mat, src, only, sb, &sel); err != nil {
 			return Result{}, err
 		}
-		sel.Only = only
 	} else {
 		var keys [][]byte
 		if sel.Partitions > 0 {
 			keys = sel.Keys
 		}
-		if plan, err = e.planPull(ctx, mat, src, keys); err != nil {
+		if plan, err = e.planPull(ctx, mat, src, keys, props); err != nil {
 			return Result{}, err
 		}
 		sel.Except = plan.except
@@ -74,7 +74,7 @@ func (e *Engine) runPull(ctx context.Context, props map[string]string, text stri
 		return w.Row(row)
 	}
 	err = mat.Pull(ctx, topo, src.Name, sel, emit)
-	if err == nil {
+	if err == nil && (len(plan.remote) > 0 || len(plan.standby) > 0) {
 		err = e.forward(ctx, mat, text, props, q.Root.Schema().Columns, plan, emit)
 	}
 	if err != nil && !errors.Is(err, errLimitReached) {

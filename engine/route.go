@@ -57,6 +57,9 @@ type router struct {
 type ownersEntry struct {
 	at     time.Time
 	owners map[int32]exec.MemberInfo
+	// standbys maps a task ("<sub>_<partition>") to the members that
+	// keep standby copies of it.
+	standbys map[string][]exec.MemberInfo
 }
 
 // partitionCount returns the partitions of a store's input topics.
@@ -88,21 +91,29 @@ func (e *Engine) partitionCount(ctx context.Context, topics []string) (int32, er
 // groupOwners returns, per partition of topics, the member of the
 // query's group that owns it.
 func (e *Engine) groupOwners(ctx context.Context, appID string, topics []string, fresh bool) (map[int32]exec.MemberInfo, error) {
+	ent, err := e.groupMembers(ctx, appID, topics, fresh)
+	return ent.owners, err
+}
+
+// groupMembers returns the owners of topics' partitions in the query's
+// group and the members that keep standby copies of its tasks.
+func (e *Engine) groupMembers(ctx context.Context, appID string, topics []string, fresh bool) (ownersEntry, error) {
 	e.route.mu.Lock()
 	ent, ok := e.route.owners[appID]
 	e.route.mu.Unlock()
 	if ok && !fresh && time.Since(ent.at) < ownersTTL {
-		return ent.owners, nil
+		return ent, nil
 	}
 	gs, err := e.adm.DescribeGroups(ctx, appID)
 	if err != nil {
-		return nil, err
+		return ownersEntry{}, err
 	}
 	g := gs[appID]
 	if g.Err != nil {
-		return nil, g.Err
+		return ownersEntry{}, g.Err
 	}
 	owners := map[int32]exec.MemberInfo{}
+	standbys := map[string][]exec.MemberInfo{}
 	for _, m := range g.Members {
 		meta, ok1 := m.Join.AsConsumer()
 		asg, ok2 := m.Assigned.AsConsumer()
@@ -113,6 +124,9 @@ func (e *Engine) groupOwners(ctx context.Context, appID string, topics []string,
 		if err != nil {
 			continue
 		}
+		for _, task := range exec.DecodeAssignmentInfo(asg.UserData).Standby {
+			standbys[task] = append(standbys[task], mi)
+		}
 		for _, t := range asg.Topics {
 			if !slices.Contains(topics, t.Topic) {
 				continue
@@ -122,10 +136,26 @@ func (e *Engine) groupOwners(ctx context.Context, appID string, topics []string,
 			}
 		}
 	}
+	if g.State != "Stable" && ok {
+		// A rebalance shows no assignments: keep the last known ones for
+		// what it does not show. Stale routing is safe: an instance asked
+		// for a partition it no longer has says so.
+		for p, o := range ent.owners {
+			if _, have := owners[p]; !have {
+				owners[p] = o
+			}
+		}
+		for task, ms := range ent.standbys {
+			if _, have := standbys[task]; !have {
+				standbys[task] = ms
+			}
+		}
+	}
+	ent = ownersEntry{at: time.Now(), owners: owners, standbys: standbys}
 	e.route.mu.Lock()
-	e.route.owners[appID] = ownersEntry{at: time.Now(), owners: owners}
+	e.route.owners[appID] = ent
 	e.route.mu.Unlock()
-	return owners, nil
+	return ent, nil
 }
 
 // pullPlan is where a pull query's partitions are read: every one this
@@ -133,7 +163,13 @@ func (e *Engine) groupOwners(ctx context.Context, appID string, topics []string,
 // is here).
 type pullPlan struct {
 	remote map[string][]int32
-	except []int32 // every remote partition
+	// standby are partitions without an active owner, read from standby
+	// copies under sr; dead are endpoints of actives that did not answer.
+	standby []int32
+	dead    []string
+	except  []int32 // every partition read elsewhere or from a standby
+	sr      standbyRead
+	ps      pullStore
 }
 
 // checkHere fails unless this instance has every partition of only (a
@@ -183,7 +219,11 @@ func (e *Engine) storeOf(ctx context.Context, mat *exec.Query, src *catalog.Sour
 // planPull routes a pull query over src, materialized by mat, reading
 // keys (nil: a scan). With every partition here (one instance), it costs
 // a few map lookups.
-func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Source, keys [][]byte) (pullPlan, error) {
+func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Source, keys [][]byte, props map[string]string) (pullPlan, error) {
+	sr, err := pullStandbyRead(props)
+	if err != nil {
+		return pullPlan{}, err
+	}
 	ps, err := e.storeOf(ctx, mat, src)
 	if err != nil || ps.n == 0 {
 		return pullPlan{}, err
@@ -211,13 +251,22 @@ func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Sou
 	if len(missing) == 0 {
 		return pullPlan{}, nil
 	}
-	owners, err := e.groupOwners(ctx, mat.Topology().AppID, ps.topics, false)
+	members, err := e.groupMembers(ctx, mat.Topology().AppID, ps.topics, false)
 	if err != nil {
 		return pullPlan{}, sql.Errorf(codeUnavailable, "pull query over %s: finding the owners of its partitions: %v", src.Name, err)
 	}
-	plan := pullPlan{remote: map[string][]int32{}}
+	owners := members.owners
+	plan := pullPlan{remote: map[string][]int32{}, sr: sr, ps: ps}
 	for _, p := range missing {
 		o, ok := owners[p]
+		if (!ok || o.Instance == e.cfg.InstanceID) && sr.enabled {
+			// No active to ask: a standby within the allowed lag.
+			if _, found := e.standbyFor(mat, ps, members, p, sr, nil); found {
+				plan.standby = append(plan.standby, p)
+				plan.except = append(plan.except, p)
+				continue
+			}
+		}
 		switch {
 		case !ok:
 			e.forgetOwners(mat)
@@ -229,15 +278,19 @@ func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Sou
 			return pullPlan{}, sql.Errorf(codeUnavailable, "partition %d of %s is owned by instance %s, which serves no REST endpoint to forward the query to", p, src.Name, o.Instance)
 		}
 		plan.remote[o.Endpoint] = append(plan.remote[o.Endpoint], p)
+		plan.except = append(plan.except, p)
 	}
-	plan.except = missing
 	return plan, nil
 }
 
-// forgetOwners drops mat's cached owners.
+// forgetOwners makes the next pull query ask mat's group again; what
+// it knew is kept for a group that is rebalancing (groupMembers).
 func (e *Engine) forgetOwners(mat *exec.Query) {
 	e.route.mu.Lock()
-	delete(e.route.owners, mat.Topology().AppID)
+	if ent, ok := e.route.owners[mat.Topology().AppID]; ok {
+		ent.at = time.Time{}
+		e.route.owners[mat.Topology().AppID] = ent
+	}
 	e.route.mu.Unlock()
 }
 
@@ -249,6 +302,10 @@ type pullRequest struct {
 	// Key, when set, runs SQL, a point query prepared with another key,
 	// for this key (the JSON value of the key column).
 	Key json.RawMessage `json:"key,omitempty"`
+	// Standby reads the partitions from standby copies at most MaxLag
+	// changelog offsets behind (negative: any).
+	Standby bool  `json:"standby,omitempty"`
+	MaxLag  int64 `json:"max_lag,omitempty"`
 }
 
 // pullResponse is its answer: rows of JSON values, one per column.
@@ -265,26 +322,15 @@ func (e *Engine) forward(ctx context.Context, mat *exec.Query, text string, prop
 
 // forwardKey is forward of a prepared point query run for key.
 func (e *Engine) forwardKey(ctx context.Context, mat *exec.Query, text string, props map[string]string, key json.RawMessage, cols []types.Column, plan pullPlan, emit func(types.Row) error) error {
-	if len(plan.remote) == 0 {
+	if len(plan.remote) == 0 && len(plan.standby) == 0 {
 		return nil
 	}
 	codec, err := newRowCodec(cols)
 	if err != nil {
 		return err
 	}
-	endpoints := make([]string, 0, len(plan.remote))
-	for ep := range plan.remote {
-		endpoints = append(endpoints, ep)
-	}
-	sort.Strings(endpoints)
 	row := make(types.Row, len(cols))
-	for _, ep := range endpoints {
-		parts := plan.remote[ep]
-		resp, err := e.forwardOne(ctx, ep, pullRequest{SQL: text, Props: props, Partitions: parts, Key: key})
-		if err != nil {
-			e.forgetOwners(mat)
-			return sql.Errorf(codeUnavailable, "partitions %v are owned by the instance at %s, which did not answer the forwarded pull query: %v; no partial answer is given", parts, ep, err)
-		}
+	deliver := func(ep string, resp *pullResponse) error {
 		for _, r := range resp.Rows {
 			if err := codec.decode(r, row); err != nil {
 				return fmt.Errorf("a row forwarded by %s: %w", ep, err)
@@ -293,8 +339,73 @@ func (e *Engine) forwardKey(ctx context.Context, mat *exec.Query, text string, p
 				return err
 			}
 		}
+		return nil
 	}
-	return nil
+	standby := slices.Clone(plan.standby)
+	for _, ep := range sortedKeys(plan.remote) {
+		parts := plan.remote[ep]
+		resp, err := e.forwardOne(ctx, ep, pullRequest{SQL: text, Props: props, Partitions: parts, Key: key})
+		if err != nil {
+			e.forgetOwners(mat)
+			if plan.sr.enabled {
+				// The active does not answer (down, not yet out of the
+				// group): its partitions' standbys may.
+				standby = append(standby, parts...)
+				plan.dead = append(plan.dead, ep)
+				continue
+			}
+			return sql.Errorf(codeUnavailable, "partitions %v are owned by the instance at %s, which did not answer the forwarded pull query: %v; no partial answer is given", parts, ep, err)
+		}
+		if err := deliver(ep, resp); err != nil {
+			return err
+		}
+	}
+	if len(standby) == 0 {
+		return nil
+	}
+	// Standby copies: each partition from the first that answers.
+	var read func(parts []int32, exclude []string, depth int) error
+	read = func(parts []int32, exclude []string, depth int) error {
+		alt, missing := e.standbysOf(ctx, mat, plan, parts, exclude, depth > 0)
+		if len(missing) > 0 {
+			return sql.Errorf(codeUnavailable, "partitions %v of the table have no live active owner and no standby copy within %s (%d) that answers; no partial answer is given", missing, MaxOffsetLagProp, plan.sr.maxLag)
+		}
+		for _, ep := range sortedKeys(alt) {
+			parts := alt[ep]
+			req := pullRequest{SQL: text, Props: props, Partitions: parts, Key: key, Standby: true, MaxLag: plan.sr.maxLag}
+			var resp *pullResponse
+			var err error
+			if ep == "" {
+				resp, err = e.answer(ctx, req)
+			} else {
+				resp, err = e.forwardOne(ctx, ep, req)
+			}
+			if err != nil {
+				if depth >= 3 {
+					return sql.Errorf(codeUnavailable, "partitions %v have no live active owner, and their standby copies do not answer within %s (%d): %v; no partial answer is given", parts, MaxOffsetLagProp, plan.sr.maxLag, err)
+				}
+				if err := read(parts, append(slices.Clone(exclude), ep), depth+1); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := deliver(ep, resp); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return read(standby, plan.dead, 0)
+}
+
+// sortedKeys returns m's keys, sorted.
+func sortedKeys(m map[string][]int32) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (e *Engine) forwardOne(ctx context.Context, endpoint string, req pullRequest) (*pullResponse, error) {
@@ -304,11 +415,18 @@ func (e *Engine) forwardOne(ctx context.Context, endpoint string, req pullReques
 	}
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+endpoint+InternalPullPath, bytes.NewReader(body))
+	base := endpoint
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+InternalPullPath, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	hr.Header.Set("Content-Type", "application/json")
+	if e.cfg.ForwardUser != "" {
+		hr.SetBasicAuth(e.cfg.ForwardUser, e.cfg.ForwardPassword)
+	}
 	res, err := e.route.client.Do(hr)
 	if err != nil {
 		return nil, err
@@ -317,6 +435,9 @@ func (e *Engine) forwardOne(ctx context.Context, endpoint string, req pullReques
 	b, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
 	if err != nil {
 		return nil, err
+	}
+	if res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden {
+		return nil, fmt.Errorf("HTTP %d: the instance refused this one's credentials (set --internal-credentials to a user of its --http-auth-users)", res.StatusCode)
 	}
 	var pr pullResponse
 	if err := json.Unmarshal(b, &pr); err != nil {
@@ -342,26 +463,45 @@ func (e *Engine) ServeInternalPull(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusBadRequest, pullResponse{Error: "bad forwarded pull query: " + err.Error()})
 		return
 	}
+	resp, err := e.answer(r.Context(), req)
+	if err != nil {
+		code := http.StatusServiceUnavailable
+		if errors.Is(err, errForwardedRow) {
+			code = http.StatusInternalServerError
+		}
+		reply(code, pullResponse{Error: err.Error()})
+		return
+	}
+	reply(http.StatusOK, *resp)
+}
+
+// errForwardedRow marks a row that could not be encoded for the answer.
+var errForwardedRow = errors.New("encoding a row")
+
+// answer runs a forwarded pull query here.
+func (e *Engine) answer(ctx context.Context, req pullRequest) (*pullResponse, error) {
 	s := NewSession()
 	for k, v := range req.Props {
 		s.Props[k] = v
 	}
+	var sb *standbyRead
+	if req.Standby {
+		sb = &standbyRead{enabled: true, maxLag: req.MaxLag}
+	}
 	rw := &forwardWriter{}
 	var err error
 	if req.Key != nil {
-		err = e.pullKeyHere(r.Context(), s, req.SQL, req.Key, req.Partitions, rw)
+		err = e.pullKeyHere(ctx, s, req.SQL, req.Key, req.Partitions, sb, rw)
 	} else {
-		_, err = e.pullHere(r.Context(), s, req.SQL, req.Partitions, rw)
+		_, err = e.pullHere(ctx, s, req.SQL, req.Partitions, sb, rw)
 	}
 	if err != nil {
-		reply(http.StatusServiceUnavailable, pullResponse{Error: err.Error()})
-		return
+		return nil, err
 	}
 	if rw.err != nil {
-		reply(http.StatusInternalServerError, pullResponse{Error: rw.err.Error()})
-		return
+		return nil, fmt.Errorf("%w: %v", errForwardedRow, rw.err)
 	}
-	reply(http.StatusOK, pullResponse{Rows: rw.rows})
+	return &pullResponse{Rows: rw.rows}, nil
 }
 
 // forwardWriter collects rows for a forwarded pull query's answer.
@@ -389,7 +529,7 @@ func (f *forwardWriter) Row(row types.Row) error {
 
 // pullHere runs a pull query over the given partitions of this
 // instance's stores only.
-func (e *Engine) pullHere(ctx context.Context, s *Session, text string, parts []int32, w ResultWriter) (Result, error) {
+func (e *Engine) pullHere(ctx context.Context, s *Session, text string, parts []int32, sb *standbyRead, w ResultWriter) (Result, error) {
 	st, err := sql.Parse(text)
 	if err != nil {
 		return Result{}, err
@@ -405,12 +545,12 @@ func (e *Engine) pullHere(ctx context.Context, s *Session, text string, parts []
 	if q.Emit != "" {
 		return Result{}, ErrNotPull
 	}
-	return e.pullPartitions(ctx, q, text, w, parts)
+	return e.pullPartitions(ctx, q, text, w, parts, sb)
 }
 
 // pullKeyHere runs text, a point query, for key over the partitions
 // parts of this instance's stores.
-func (e *Engine) pullKeyHere(ctx context.Context, s *Session, text string, key json.RawMessage, parts []int32, w ResultWriter) error {
+func (e *Engine) pullKeyHere(ctx context.Context, s *Session, text string, key json.RawMessage, parts []int32, sb *standbyRead, w ResultWriter) error {
 	p, err := e.PreparePull(s, text)
 	if err != nil {
 		return err
@@ -429,7 +569,7 @@ func (e *Engine) pullKeyHere(ctx context.Context, s *Session, text string, key j
 	if parts == nil {
 		parts = []int32{}
 	}
-	p.only = parts
+	p.only, p.sb = parts, sb
 	_, err = p.RunKey(ctx, k[0], w)
 	return err
 }

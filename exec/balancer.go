@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,7 +46,8 @@ type MemberInfo struct {
 	PG string `json:"pg,omitempty"`
 	// Offsets maps a task ("<sub>_<partition>") whose state the instance
 	// keeps to the sum of its stores' changelog offsets (caughtUp for a
-	// task this member runs).
+	// task the instance runs; a standby's position as it reads). Stores
+	// whose changelog is a source table's topic are not counted.
 	Offsets map[string]int64 `json:"o,omitempty"`
 }
 
@@ -69,6 +71,13 @@ type taskBalancer struct {
 	subs map[string]int // source topic → sub-topology
 	// info returns this member's MemberInfo when it joins.
 	info func() MemberInfo
+	// ha places standby replicas and warm-ups (standbyassign.go); its
+	// zero value places none and never holds a task back.
+	ha haConfig
+	// got is this member's part of the last assignment it received
+	// beyond its partitions: its standby tasks (set by
+	// ParseSyncAssignment, read by the stream thread).
+	got atomic.Pointer[AssignmentInfo]
 }
 
 var _ kgo.GroupBalancer = (*taskBalancer)(nil)
@@ -103,8 +112,14 @@ func (b *taskBalancer) JoinGroupMetadata(interests []string, current map[string]
 	return meta.AppendTo(nil)
 }
 
-func (*taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
-	return kgo.ParseConsumerSyncAssignment(assignment)
+func (b *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	parts, err := kgo.ParseConsumerSyncAssignment(assignment)
+	if err != nil {
+		return nil, err
+	}
+	ai := parseAssignmentInfo(assignment)
+	b.got.Store(&ai)
+	return parts, nil
 }
 
 func (b *taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
@@ -134,17 +149,27 @@ func (b *taskBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32
 		members = append(members, bm)
 	})
 	tasks, parts := b.tasks(topics)
-	owner := assignTasks(members, tasks, b.owners(members, tasks))
+	current := b.owners(members, tasks)
+	owner := assignTasks(members, tasks, current)
+	infos := b.ha.place(members, tasks, current, owner)
 	plan := cb.NewPlan()
-	for i, t := range tasks {
+	for i := range tasks {
 		m, _ := cb.MemberAt(owner[i])
 		for _, tp := range parts[i] {
 			plan.AddPartition(m, tp.topic, tp.partition)
 		}
-		_ = t
 	}
 	plan.AdjustCooperative(cb)
-	return plan
+	if infos == nil {
+		return plan
+	}
+	byID := map[string]AssignmentInfo{}
+	for i, m := range members {
+		if len(infos[i].Standby) > 0 {
+			byID[m.id] = infos[i]
+		}
+	}
+	return withStandbys{plan, byID}
 }
 
 // tasks lists the tasks of the topics being balanced, in order, with
@@ -447,7 +472,9 @@ func (h *memberHeap) Pop() any { panic("fixed size") }
 // checkpoint files (Kafka Streams reads the same for its
 // SubscriptionInfo). A store without a checkpoint counts as 0: the
 // instance has it, restoring from the start.
-func localOffsets(stateDir, appID string) map[string]int64 {
+//
+// Only the checkpoints of the changelogs in own count (nil: all).
+func localOffsets(stateDir, appID string, own map[string]bool) map[string]int64 {
 	if stateDir == "" {
 		return nil
 	}
@@ -475,8 +502,11 @@ func localOffsets(stateDir, appID string) map[string]int64 {
 			if err != nil {
 				continue
 			}
-			for _, off := range cp {
-				sum += off
+			for key, off := range cp {
+				topic, _, _ := strings.Cut(key, "/")
+				if own == nil || own[topic] {
+					sum += off
+				}
 			}
 		}
 		if any {

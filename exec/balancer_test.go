@@ -56,7 +56,7 @@ func runBalance(t testing.TB, b *taskBalancer, members []*simMember, topics map[
 // revoking; it returns the rounds taken.
 func settle(t testing.TB, b *taskBalancer, members []*simMember, topics map[string]int32) int {
 	t.Helper()
-	for round := 1; round <= 5; round++ {
+	for round := 1; round <= 10; round++ {
 		asg := runBalance(t, b, members, topics)
 		same := true
 		for _, m := range members {
@@ -70,7 +70,7 @@ func settle(t testing.TB, b *taskBalancer, members []*simMember, topics map[stri
 			return round
 		}
 	}
-	t.Fatal("the cooperative rebalance did not settle in 5 rounds")
+	t.Fatal("the cooperative rebalance did not settle in 10 rounds")
 	return 0
 }
 

@@ -63,6 +63,36 @@ type KeySelection struct {
 	// Except are partitions not to read here (those asked of the
 	// instances that own them).
 	Except []int32
+	// Standby are partitions to read from this instance's standby
+	// copies (ksql.query.pull.enable.standby.reads), each at most MaxLag
+	// changelog offsets behind (negative: any); a partition without such
+	// a copy fails the pull with ErrStandbyLag.
+	Standby []int32
+	MaxLag  int64
+}
+
+// ErrStandbyLag fails a standby read whose copy is missing or too far
+// behind.
+var ErrStandbyLag = errors.New("no standby copy within the allowed lag")
+
+// parts returns the partitions of store a pull with sel reads here: the
+// active ones sel keeps, and its standby ones.
+func (q *Query) pullParts(store string, sel KeySelection) ([]Partition, error) {
+	parts := sel.only(q.Stores(store))
+	if len(sel.Standby) == 0 {
+		return parts, nil
+	}
+	sb := q.StandbyStores(store, sel.Standby, sel.MaxLag)
+	if len(sb) < len(sel.Standby) {
+		var missing []int32
+		for _, p := range sel.Standby {
+			if !slices.ContainsFunc(sb, func(x Partition) bool { return x.ID == p }) {
+				missing = append(missing, p)
+			}
+		}
+		return nil, fmt.Errorf("partitions %v of %s: %w (%d offsets)", missing, store, ErrStandbyLag, sel.MaxLag)
+	}
+	return append(parts, sb...), nil
 }
 
 // only keeps the partitions sel.Only names and drops those of
@@ -357,7 +387,7 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 // PullWith for table is honoured: the table's rows are stored under its
 // serialized keys (not a windowed aggregate's, whose pull queries scan).
 func (q *Query) PointLookups(table string) bool {
-	if len(q.Stores(table)) > 0 {
+	if len(q.Stores(table)) > 0 || q.topo.Store(table) != nil {
 		return true
 	}
 	_, _, agg, sink := resultAggregate(q.topo)
@@ -367,8 +397,12 @@ func (q *Query) PointLookups(table string) bool {
 // PullWith is Pull with the query's chain built beforehand (a prepared
 // pull query's); r is used by one goroutine at a time.
 func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel KeySelection, emit func(types.Row) error) error {
-	if parts := q.Stores(table); len(parts) > 0 {
-		return r.Run(ctx, sel.only(parts), sel, emit)
+	if len(q.Stores(table)) > 0 || q.topo.Store(table) != nil {
+		parts, err := q.pullParts(table, sel)
+		if err != nil {
+			return err
+		}
+		return r.Run(ctx, parts, sel, emit)
 	}
 	st, aggNode, agg, sink := resultAggregate(q.topo)
 	if agg == nil {
@@ -383,7 +417,10 @@ func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel K
 		return err
 	}
 	view := g.procs[aggNode.ID].(*aggregateOp)
-	parts := sel.only(q.Stores(agg.Store.Name))
+	parts, err := q.pullParts(agg.Store.Name, sel)
+	if err != nil {
+		return err
+	}
 	sel.Partitions = 0 // the aggregate's partitions are its input's
 	switch {
 	case agg.Window != nil && agg.Window.Type != types.Session && sel.Windowed:

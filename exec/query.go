@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/metrics"
@@ -78,6 +80,30 @@ type Config struct {
 	MaxTxnRecords int
 	// Paused starts the query paused (see Query.SetPaused).
 	Paused bool
+	// LeaveGroupOnClose makes a stopping query's stream threads leave its
+	// group (their static members removed, as Kafka Streams'
+	// close(leaveGroup=true) does), so their tasks move at once rather
+	// than after the session timeout: for an instance being removed for
+	// good. By default a clean stop stays in the group, so a restart
+	// within the session timeout moves no task.
+	LeaveGroupOnClose bool
+	// StandbyReplicas is num.standby.replicas: how many other instances
+	// keep a hot copy of each stateful task's stores (standby.go).
+	// Default 0.
+	StandbyReplicas int
+	// AcceptableRecoveryLag is acceptable.recovery.lag: a stateful task
+	// moves to an instance only when that instance's copy of its state
+	// is at most this many changelog offsets behind; otherwise the
+	// instance warms up first. 0 means DefaultAcceptableRecoveryLag
+	// (10,000); a negative value, 0 offsets.
+	AcceptableRecoveryLag int64
+	// MaxWarmupReplicas is max.warmup.replicas: how many warm-up
+	// replicas one assignment may place (0: DefaultMaxWarmupReplicas).
+	MaxWarmupReplicas int
+	// ProbingRebalanceInterval is probing.rebalance.interval.ms: how
+	// often a member holding warm-ups forces a rebalance to see whether
+	// they caught up (0: DefaultProbingInterval, 10 min).
+	ProbingRebalanceInterval time.Duration
 	// BadRecord, when set, also receives each bad record (after it is
 	// counted and logged), e.g. to write it to the processing log topic.
 	// It is called on the stream thread and must not block.
@@ -111,6 +137,18 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	switch {
+	case c.AcceptableRecoveryLag == 0:
+		c.AcceptableRecoveryLag = DefaultAcceptableRecoveryLag
+	case c.AcceptableRecoveryLag < 0:
+		c.AcceptableRecoveryLag = 0
+	}
+	if c.MaxWarmupReplicas <= 0 {
+		c.MaxWarmupReplicas = DefaultMaxWarmupReplicas
+	}
+	if c.ProbingRebalanceInterval <= 0 {
+		c.ProbingRebalanceInterval = DefaultProbingInterval
 	}
 }
 
@@ -195,6 +233,18 @@ type Query struct {
 	// stores holds each store's committed state per partition, for pull
 	// queries (guarded by mu).
 	stores map[string]map[int32]state.Store
+	// standbys holds the standby copies of stores, per partition (mu).
+	standbys map[string]map[int32]*standbyStore
+	// positions are the tasks this instance runs or keeps standbys of,
+	// reported to the group (mu).
+	positions map[TaskID]taskPosition
+	// ownChangelogs are the topology's stores' own changelogs (not source
+	// tables' topics); changelogsBySub the same per stateful sub-topology.
+	ownChangelogs   map[string]bool
+	changelogsBySub map[int][]string
+	// admin lists changelog end offsets for the group leader (adminMu).
+	adminMu sync.Mutex
+	admin   *kgo.Client
 }
 
 // Start launches the topology's stream threads. They run until Stop.
@@ -209,6 +259,20 @@ func Start(id string, topo *physical.Topology, cfg Config) (*Query, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	q := &Query{id: id, topo: topo, cfg: cfg, cancel: cancel, log: cfg.Logger.With("query", id), since: time.Now(),
 		threadStates: make([]atomic.Int32, cfg.Threads)}
+	q.ownChangelogs, q.changelogsBySub = map[string]bool{}, map[int][]string{}
+	for _, st := range topo.SubTopologies {
+		seen := map[string]bool{}
+		for _, n := range st.Nodes {
+			for _, spec := range physical.StoresOf(n) {
+				if spec.SourceTopicChangelog || seen[spec.Changelog] {
+					continue
+				}
+				seen[spec.Changelog] = true
+				q.ownChangelogs[spec.Changelog] = true
+				q.changelogsBySub[st.ID] = append(q.changelogsBySub[st.ID], spec.Changelog)
+			}
+		}
+	}
 	// A query paused before it starts fetches nothing at all.
 	q.paused.Store(cfg.Paused)
 	for i := 0; i < cfg.Threads; i++ {
@@ -229,6 +293,72 @@ func (q *Query) Topology() *physical.Topology { return q.topo }
 func (q *Query) Stop() {
 	q.cancel()
 	q.wg.Wait()
+	q.adminMu.Lock()
+	if q.admin != nil {
+		q.admin.Close()
+		q.admin = nil
+	}
+	q.adminMu.Unlock()
+}
+
+// adminClient returns the query's admin client, made at first use.
+func (q *Query) adminClient() (*kgo.Client, error) {
+	q.adminMu.Lock()
+	defer q.adminMu.Unlock()
+	if q.admin == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(q.cfg.Brokers...))
+		if err != nil {
+			return nil, err
+		}
+		q.admin = cl
+	}
+	return q.admin, nil
+}
+
+// leaveGroup removes stream thread n's static member from the query's
+// group.
+func (q *Query) leaveGroup(n int) {
+	cl, err := q.adminClient()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var resp kadm.LeaveGroupResponses
+		resp, err = kadm.NewClient(cl).LeaveGroup(ctx, kadm.LeaveGroup(q.topo.AppID).InstanceIDs(q.memberID(n)))
+		if err == nil {
+			err = resp.Error()
+		}
+	}
+	if err != nil {
+		q.log.Warn("leaving the group on close", "thread", n, "err", err)
+		return
+	}
+	q.log.Info("left the group (--leave-group-on-close): its tasks move now", "thread", n)
+}
+
+// memberID is stream thread n's static member ID (group.instance.id).
+func (q *Query) memberID(n int) string { return fmt.Sprintf("%s-%d", q.cfg.InstanceID, n) }
+
+// changelogEnds lists the last stable offsets of topics' partitions, for
+// the group leader placing standbys (a client of its own: the leader's
+// group client is busy balancing).
+func (q *Query) changelogEnds(topics []string) (map[topicPartition]int64, error) {
+	cl, err := q.adminClient()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	offs, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[topicPartition]int64{}
+	offs.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			out[topicPartition{o.Topic, o.Partition}] = o.Offset
+		}
+	})
+	return out, nil
 }
 
 // Status reports the query's state and counters.

@@ -16,9 +16,8 @@ import (
 // taskManager owns a stream thread's tasks (Kafka Streams' TaskManager):
 // it creates them for assigned partitions, has their stores restored
 // before they process anything, and closes them when their partitions
-// are revoked. Only active tasks exist today; standby tasks (hot copies
-// of another member's stores) would be a second map fed by the same
-// changelog reader.
+// are revoked. Standby tasks (hot copies of other members' stores) are
+// kept beside it by the thread's standbyRunner (standby.go).
 type taskManager struct {
 	q      *Query
 	thread int
@@ -291,6 +290,9 @@ func (tm *taskManager) open(t *Task) error {
 // may read them and its paused inputs resume.
 func (tm *taskManager) run(cl *kgo.Client, t *Task) {
 	t.state = taskRunning
+	if len(t.stores) > 0 {
+		tm.q.setPosition(t.id, tm.thread, caughtUp, false)
+	}
 	for _, ts := range t.stores {
 		tm.q.addStore(ts.name, t.id.Partition, ts.base)
 	}
@@ -341,6 +343,7 @@ func (tm *taskManager) closeTask(t *Task) {
 		}
 	}
 	t.state = taskSuspended
+	tm.q.clearPosition(t.id, tm.thread, false)
 	tm.release(t)
 	t.state = taskClosed
 	delete(tm.tasks, t.id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,11 +53,25 @@ type streamThread struct {
 	unprocessed bool
 	// paused is whether the thread has paused fetching its inputs.
 	paused bool
+
+	// bal is the thread's group balancer; sb runs its standby tasks.
+	bal *taskBalancer
+	sb  *standbyRunner
+	// info is the assignment info the thread last followed; probeAt,
+	// when set, is when to force a probing rebalance (it holds warm-ups).
+	info    *AssignmentInfo
+	probeAt time.Time
 }
 
 func newStreamThread(q *Query, n int) (*streamThread, error) {
-	t := &streamThread{q: q, n: n, out: &outbox{}}
+	t := &streamThread{q: q, n: n, out: &outbox{}, sb: newStandbyRunner(q, n)}
 	t.tm = newTaskManager(q, n, t.out)
+	t.bal = newTaskBalancer(q.topo, func() MemberInfo {
+		return MemberInfo{Instance: q.cfg.InstanceID, Thread: n, Endpoint: q.cfg.Endpoint, PG: q.cfg.PGEndpoint,
+			Offsets: q.offsets()}
+	})
+	t.bal.ha = haConfig{changelogs: q.changelogsBySub, standbys: q.cfg.StandbyReplicas, acceptableLag: q.cfg.AcceptableRecoveryLag,
+		maxWarmups: q.cfg.MaxWarmupReplicas, probe: q.cfg.ProbingRebalanceInterval, ends: q.changelogEnds}
 	changelogs := map[string]bool{}
 	for _, s := range q.topo.Stores {
 		if !s.SourceTopicChangelog {
@@ -76,7 +91,15 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 			paused := map[string][]int32{}
 			for topic, ps := range m {
 				for _, p := range ps {
-					*to = append(*to, topicPartition{topic, p})
+					tp := topicPartition{topic, p}
+					*to = append(*to, tp)
+					if !pause {
+						// Revoked before the loop took its assignment
+						// (rebalances in quick succession): the loop must
+						// not create its task (revocations are applied
+						// first, so the task would outlive its partition).
+						t.assigned = slices.DeleteFunc(t.assigned, func(a topicPartition) bool { return a == tp })
+					}
 				}
 				if pause && t.tm.statefulTopic(topic) {
 					paused[topic] = ps
@@ -99,14 +122,11 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		// session timeout takes its place back with no rebalance, and a
 		// clean stop does not leave the group (kgo leaves only a static
 		// member that owes a rejoin), so a rolling restart moves no task.
-		kgo.InstanceID(fmt.Sprintf("%s-%d", q.cfg.InstanceID, n)),
+		kgo.InstanceID(q.memberID(n)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
-		kgo.Balancers(newTaskBalancer(q.topo, func() MemberInfo {
-			return MemberInfo{Instance: q.cfg.InstanceID, Thread: n, Endpoint: q.cfg.Endpoint, PG: q.cfg.PGEndpoint,
-				Offsets: localOffsets(q.cfg.StateDir, q.topo.AppID)}
-		})),
+		kgo.Balancers(t.bal),
 		kgo.SessionTimeout(10 * time.Second),
 		// How long a rebalance waits for members to rejoin, a static
 		// member that is down included (default 60 s).
@@ -153,8 +173,14 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 // run is the thread's loop, until ctx ends (nil) or the thread fails.
 func (t *streamThread) run(ctx context.Context) error {
 	defer t.q.threadStates[t.n].Store(threadStopped)
-	defer t.close()
+	defer func() {
+		t.close()
+		if ctx.Err() != nil && t.q.cfg.LeaveGroupOnClose {
+			t.q.leaveGroup(t.n)
+		}
+	}()
 	defer t.tm.closeAll()
+	defer t.sb.stop()
 	defer t.endOnExit()
 	for {
 		t.followPause()
@@ -174,6 +200,7 @@ func (t *streamThread) run(ctx context.Context) error {
 			dropFetches(fetches)
 			t.unprocessed = false
 		}
+		t.followStandbys()
 		if err := t.tm.restore(ctx, t.cl); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -216,6 +243,29 @@ func (t *streamThread) close() {
 	case <-done:
 	case <-time.After(closeWait):
 		t.q.log.Warn("stream thread's client still closing (its group is in a rebalance that waits for another member); leaving it to finish", "thread", t.n)
+	}
+}
+
+// followStandbys hands the standby tasks of the thread's latest
+// assignment to its standby runner, and forces a probing rebalance every
+// probing interval while the assignment holds warm-ups.
+func (t *streamThread) followStandbys() {
+	now := time.Now()
+	if ai := t.bal.got.Load(); ai != nil && ai != t.info {
+		t.info = ai
+		t.sb.set(parseTaskIDs(ai.Standby))
+		t.probeAt = time.Time{}
+		if len(ai.Warmup) > 0 && ai.ProbeMs > 0 {
+			t.probeAt = now.Add(time.Duration(ai.ProbeMs) * time.Millisecond)
+		}
+		if len(ai.Standby) > 0 {
+			t.q.log.Info("standby tasks assigned", "thread", t.n, "standby", ai.Standby, "warmup", ai.Warmup)
+		}
+	}
+	if !t.probeAt.IsZero() && now.After(t.probeAt) {
+		t.q.log.Info("probing rebalance: warm-up replicas may have caught up", "thread", t.n, "warmup", t.info.Warmup)
+		t.probeAt = now.Add(time.Duration(t.info.ProbeMs) * time.Millisecond)
+		t.cl.ForceRebalance()
 	}
 }
 

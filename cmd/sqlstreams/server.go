@@ -47,6 +47,10 @@ func runServer(args []string) int {
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
 	guarantee := stringFlag(fs, "processing-guarantee", "exactly_once_v2", "persistent queries' default processing guarantee: exactly_once_v2, or at_least_once (no transactions: lower latency, records may be processed twice after a failure); a query's SET 'processing.guarantee' overrides it")
 	commitMs := intFlag(fs, "commit-interval-ms", 100, "how often persistent queries commit, in ms (Kafka Streams' commit.interval.ms); a query's SET 'commit.interval.ms' overrides it")
+	standbys := intFlag(fs, "num-standby-replicas", 0, "standby replicas of each stateful task (Kafka Streams' num.standby.replicas): other instances keep a hot copy of its state from the changelog, so that it moves or fails over without a long restore; a query's SET 'num.standby.replicas' overrides it")
+	recoveryLag := intFlag(fs, "acceptable-recovery-lag", 10000, "a stateful task moves to an instance only when that instance's copy of its state is at most this many changelog offsets behind; otherwise the instance warms it up first (acceptable.recovery.lag)")
+	probingMs := intFlag(fs, "probing-rebalance-interval-ms", 600000, "how often an instance warming up tasks forces a rebalance to see whether they caught up, in ms (probing.rebalance.interval.ms)")
+	leaveGroup := boolFlag(fs, "leave-group-on-close", false, "on a clean stop, leave every query's group so that this instance's tasks move to the others at once; for an instance removed for good (by default a stop stays in the groups until the 10 s session timeout, so a restart within it moves no task)")
 	drainTimeout := stringFlag(fs, "drain-timeout", "30s", "after SIGTERM or SIGINT, how long the server may take to drain (end sessions, commit every query, leave its groups) before it exits anyway; a second signal exits at once")
 	logRows := boolFlag(fs, "processing-log-rows", true, "write skipped records' keys and values (base64) to the processing log (ksqlDB's ksql.logging.processing.rows.include)")
 	plogTopic := stringFlag(fs, "processing-log-topic", "", "the processing log's topic (ksqlDB's ksql.logging.processing.topic.name; default _<service-id>_processing_log)")
@@ -56,6 +60,7 @@ func runServer(args []string) int {
 	plogStream := stringFlag(fs, "processing-log-stream", engine.ProcessingLogStream, "the stream the server declares over the processing log (ksql.logging.processing.stream.name)")
 	plogDeclare := boolFlag(fs, "processing-log-stream-auto-create", true, "declare the processing log stream at start (ksql.logging.processing.stream.auto.create)")
 	restFlags := addRESTFlags(fs)
+	intFlags := addInternalFlags(fs)
 	regFlags := addRegistryFlags(fs)
 	pgFlags := definePgFlags(fs)
 	configFile := stringFlag(fs, "config", "", "a properties file of settings (ksqlDB's ksql-server.properties names such as listeners, ksql.service.id, bootstrap.servers, ksql.streams.num.stream.threads, or these flags' names); flags and environment variables override it")
@@ -184,12 +189,25 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --num-stream-threads must be at least 1, not %d\n", *threads)
 		return 2
 	}
+	if *standbys < 0 || *standbys > 16 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --num-standby-replicas must be from 0 to 16, not %d\n", *standbys)
+		return 2
+	}
+	if *recoveryLag < 0 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --acceptable-recovery-lag must be 0 or more, not %d\n", *recoveryLag)
+		return 2
+	}
+	if *probingMs < 100 {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --probing-rebalance-interval-ms must be at least 100, not %d\n", *probingMs)
+		return 2
+	}
 	if err := serve(ctx, log, serverConfig{
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, advertisedHTTP: *advertisedHTTP, bootstrap: *bootstrap,
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
-		rest: restFlags.settings(), pgOpts: pgOpts, headless: headless, threads: *threads,
+		rest: restFlags.settings(), internal: intFlags, pgOpts: pgOpts, headless: headless, threads: *threads,
 		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
+		leaveGroup: *leaveGroup, standbys: *standbys, recoveryLag: int64(*recoveryLag), probing: time.Duration(*probingMs) * time.Millisecond,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
 		return 1
@@ -203,9 +221,14 @@ type serverConfig struct {
 	advertisedHTTP                                                         string
 	blockCache, writeBuffers, valueCache                                   int64
 	rest                                                                   restSettings
+	internal                                                               *internalFlags
 	pgOpts                                                                 []pgwire.Option
 	headless                                                               []string
 	threads                                                                int
+	standbys                                                               int
+	leaveGroup                                                             bool
+	recoveryLag                                                            int64
+	probing                                                                time.Duration
 	registry                                                               registrySettings
 	settings                                                               []engine.Setting
 	omitLogRows                                                            bool
@@ -232,6 +255,17 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	restOpts, restTLS, err := cfg.rest.build(cfg.httpAddr, log, reg, info)
 	if err != nil {
 		return err
+	}
+	var fwd forwardClient
+	if cfg.internal != nil {
+		if fwd, err = cfg.internal.build(cfg.rest.tlsCert); err != nil {
+			return err
+		}
+	}
+	endpoint := advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr)
+	if restTLS != nil && !strings.Contains(endpoint, "://") {
+		// Peers forward pull queries here over HTTPS.
+		endpoint = "https://" + endpoint
 	}
 	var brokers []string
 	if cfg.bootstrap == "" {
@@ -262,7 +296,9 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
 		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval,
-		Endpoint: advertisedEndpoint(cfg.advertisedHTTP, cfg.httpAddr), PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
+		LeaveGroupOnClose: cfg.leaveGroup, StandbyReplicas: cfg.standbys, AcceptableRecoveryLag: recoveryLag(cfg.recoveryLag), ProbingInterval: cfg.probing,
+		Endpoint: endpoint, PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
+		ForwardClient: fwd.client, ForwardUser: fwd.user, ForwardPassword: fwd.password,
 	})
 	cancel()
 	if err != nil {
@@ -425,4 +461,13 @@ func advertisedEndpoint(advertised, listen string) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// recoveryLag turns --acceptable-recovery-lag into engine.Config's form,
+// where 0 is the default and a negative value means 0 offsets.
+func recoveryLag(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

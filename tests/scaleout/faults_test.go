@@ -205,10 +205,18 @@ func (l *inputLog) produce(t *testing.T, ctx context.Context, addr string, n int
 // oracle runs the queries' SQL in SQLite over the input.
 func (l *inputLog) oracle(t *testing.T) (big, cnt []string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.cl != nil {
 		l.cl.Close()
+		l.cl = nil
 	}
+	l.mu.Unlock()
+	return l.oracleSoFar(t)
+}
+
+// oracleSoFar is oracle over the input produced so far; more may follow.
+func (l *inputLog) oracleSoFar(t *testing.T) (big, cnt []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "ev.csv")
 	if err := os.WriteFile(csv, l.csv.Bytes(), 0o644); err != nil {
@@ -286,10 +294,13 @@ func first(s []string) []string { return s[:min(len(s), 3)] }
 // keeps what each answer was: the whole table, an error, or (a failure)
 // a partial table.
 type watcher struct {
-	c       *cluster
-	mu      sync.Mutex
-	events  []watchEvent
-	partial []string
+	c *cluster
+	// set, when not empty, is a statement each connection runs first
+	// (a SET of a session property).
+	set, set2 string
+	mu        sync.Mutex
+	events    []watchEvent
+	partial   []string
 }
 
 type watchEvent struct {
@@ -315,6 +326,14 @@ func (w *watcher) ask(ctx context.Context, s *testserver.Server, record bool) (b
 		return false, "connect: " + err.Error()
 	}
 	defer conn.Close(context.Background())
+	for _, set := range []string{w.set, w.set2} {
+		if set == "" {
+			continue
+		}
+		if _, err := conn.Exec(cctx, set); err != nil {
+			return false, err.Error()
+		}
+	}
 	got, err := rows(cctx, conn, "SELECT k, c FROM cnt")
 	if err != nil {
 		return false, err.Error()
@@ -323,6 +342,20 @@ func (w *watcher) ask(ctx context.Context, s *testserver.Server, record bool) (b
 		w.mu.Lock()
 		w.partial = append(w.partial, fmt.Sprintf("%s at %s: %d of %d keys", s.PGAddr, time.Now().Format("15:04:05.000"), len(got), faultKeys))
 		w.mu.Unlock()
+	}
+	if len(got) != faultKeys {
+		have := map[string]bool{}
+		for _, r := range got {
+			k, _, _ := strings.Cut(r, "|")
+			have[k] = true
+		}
+		var missing []string
+		for i := range faultKeys {
+			if k := fmt.Sprintf("k%d", i); !have[k] {
+				missing = append(missing, k)
+			}
+		}
+		return false, fmt.Sprintf("partial: %d of %d keys, missing %v", len(got), faultKeys, missing)
 	}
 	if len(got) != faultKeys {
 		return false, "partial"
