@@ -80,7 +80,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		node = join
 		switch {
-		case len(sel.partitionExprs) > 0 && join.Tables:
+		case len(sel.partitionExprs) > 0 && join.OfTables():
 			// ksqlDB's rule for tables: their key is the primary key.
 			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a table–table join is not supported: a table's key is its primary key")
 		}
@@ -480,7 +480,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if join != nil {
 		// A stream–table join's result is a stream; a table–table
 		// join's, a table.
-		fromTable = join.Tables
+		fromTable = join.OfTables()
 	}
 	switch {
 	case aggregate && ca.Kind == catalog.Stream:
@@ -496,7 +496,18 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if err := checkProjection(ca, proj, join != nil); err != nil {
 		return nil, err
 	}
-	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.Type == planner.FullJoin {
+	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.ForeignKey {
+		// ksqlDB names the left table's own columns.
+		ls := join.Left.(*planner.Scan).Source
+		names := make([]string, len(missing))
+		for i, m := range missing {
+			names[i] = "`" + strings.TrimPrefix(m, join.LeftName+"_") + "`"
+		}
+		if len(names) == 1 {
+			return nil, Errorf(CodeSyntaxError, "Primary key column missing in projection. For foreign-key table-table joins, the projection must include all primary key columns from the left input table (`%s`). Missing column: %s.", ls.Name, names[0])
+		}
+		return nil, Errorf(CodeSyntaxError, "Primary key columns missing in projection. For foreign-key table-table joins, the projection must include all primary key columns from the left input table (`%s`). Missing columns: %s.", ls.Name, strings.Join(names, ", "))
+	} else if len(missing) > 0 && join != nil && join.Type == planner.FullJoin {
 		return nil, Errorf(CodeSyntaxError, "Key missing from projection (ie, SELECT). The query used to build %s must include the join expression %s in its projection (eg, SELECT %s …)", ca.Name, missing[0], missing[0])
 	} else if len(missing) > 0 && join != nil {
 		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name

@@ -569,7 +569,7 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	if err != nil {
 		return err
 	}
-	if inner.Tables {
+	if inner.OfTables() {
 		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are supported for streams joined to tables (or first to one stream), one after the other; not yet after a table–table join")
 	}
 	scope := b.join
