@@ -496,6 +496,22 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if err := checkProjection(ca, proj, join != nil); err != nil {
 		return nil, err
 	}
+	if join != nil && join.ForeignKey {
+		// ksqlDB's rule for the result's key: each of the left's key
+		// columns once.
+		in := proj.Input.Schema()
+		for _, k := range in.KeyIndexes() {
+			var as []string
+			for i, e := range proj.Exprs {
+				if c, ok := e.(*expr.Column); ok && c.Index == k {
+					as = append(as, proj.Schema().Columns[i].Name)
+				}
+			}
+			if len(as) > 1 {
+				return nil, Errorf(CodeDuplicateObject, "The projection contains a key column (`%s`) more than once, aliased as: %s.", in.Columns[k].Name, strings.Join(as, " and "))
+			}
+		}
+	}
 	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.ForeignKey {
 		// ksqlDB names the left table's own columns.
 		ls := join.Left.(*planner.Scan).Source

@@ -57,6 +57,9 @@ type joinScope struct {
 	// in the join's rows (-1: none), named synthName.
 	synth     int
 	synthName string
+	// fk marks a foreign-key join: its key is the left table's primary
+	// key, which nothing stands in for.
+	fk bool
 }
 
 // side returns the side whose columns include position i of the join's
@@ -496,8 +499,8 @@ func (b *binder) onText() string {
 // table row).
 func (b *binder) joinKeyAsKey(exprs []expr.Expr) {
 	js := b.join
-	if js.synth >= 0 {
-		return // a FULL join's key is its synthetic column
+	if js.synth >= 0 || js.fk {
+		return // a FULL join's key is its synthetic column; a foreign-key join's, the left's key
 	}
 	skeys := js.sides[0].schema.KeyIndexes()
 	tkeys := js.sides[1].src.Schema.KeyIndexes()

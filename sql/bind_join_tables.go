@@ -111,5 +111,6 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
 	b.schema = join.Schema()
+	js.fk = true
 	return join, nil
 }
