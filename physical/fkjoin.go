@@ -116,7 +116,7 @@ func (s *ForeignKeySubscriptions) Explain(name string) string {
 		s.RightStore.Name, s.Store.Name, s.Store.Changelog, s.Response)
 }
 func (s *ForeignKeySubscriptions) stores() []*Store { return []*Store{s.RightStore, s.Store} }
-func (s *ForeignKeySubscriptions) shape() string   { return "fk subscriptions " + s.Right }
+func (s *ForeignKeySubscriptions) shape() string    { return "fk subscriptions " + s.Right }
 func (s *ForeignKeySubscriptions) internalTopic() InternalTopic {
 	return InternalTopic{Name: s.Response, Partitions: s.Partitions}
 }
