@@ -295,7 +295,7 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		if len(n.Inputs) == 2 && len(n.Inputs[0].Inputs) == 1 {
 			left, _ = n.Inputs[0].Inputs[0].Op.(*physical.Source)
 		}
-		if left == nil {
+		if left == nil && !op.LeftRows {
 			return nil, fmt.Errorf("%s must read a table's changes and the subscription responses", n.Name)
 		}
 		return newFKJoin(n.Name, op, left, store, env.out, next)

@@ -70,6 +70,9 @@ type fkJoinOp struct {
 	newNul bool
 	store  *taskStore // the left table's rows
 	ldec   *recordDecoder
+	// rows is set when the left is an earlier join's rows, which the op
+	// keeps in store itself.
+	rows   *fkLeftRows
 	rdec   *recordDecoder
 	lrec   kgo.Record
 	rrec   kgo.Record
@@ -104,6 +107,44 @@ func (j *fkJoinOp) Process(*Change) error {
 	return fmt.Errorf("%s: a foreign-key join is fed through its inputs", j.name)
 }
 
+// fkLeftRows keeps the rows of a join on the left of a foreign-key join
+// (physical.ForeignKeyJoin.LeftRows): each stored as its timestamp and
+// its columns in JSON, keyed by the join's record key, written to the
+// store's changelog; they give each change its old row and a value to
+// hash.
+type fkLeftRows struct {
+	enc     types.Encoder
+	dec     types.Decoder
+	key     types.Decoder
+	old     types.Row
+	row     types.Row
+	val     []byte
+	rec     kgo.Record
+	change  Change
+	hashRow []byte
+}
+
+func newFKLeftRows(name string, op *physical.ForeignKeyJoin) (*fkLeftRows, error) {
+	schema := op.LeftStore.Schema
+	all := make([]int, schema.Len())
+	for i := range all {
+		all[i] = i
+	}
+	enc, err := types.NewEncoder(types.FormatJSON, schema, all)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	dec, err := types.NewDecoderRead(types.FormatJSON, schema, all, nil, types.FormatOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	key, err := types.NewDecoderOpts(op.LeftKeyFormat, schema, schema.KeyIndexes(), op.LeftKeyOpts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &fkLeftRows{enc: enc, dec: dec, key: key, old: make(types.Row, schema.Len()), row: make(types.Row, schema.Len())}, nil
+}
+
 func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, store *taskStore, out *outbox, next Processor) (*fkJoinOp, error) {
 	fk, err := expr.Compile(op.ForeignKey)
 	if err != nil {
@@ -113,17 +154,27 @@ func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, 
 	if err != nil {
 		return nil, fmt.Errorf("%s foreign key: %w", name, err)
 	}
-	ldec, err := newRecordDecoder(name, left)
-	if err != nil {
-		return nil, err
-	}
 	rdec, err := newRecordDecoder(name, op.RightSource)
 	if err != nil {
 		return nil, err
 	}
 	j := &fkJoinOp{name: name, left: op.Type == physical.LeftJoin, fk: fk, fkRow: make(types.Row, 1), fkEnc: enc,
-		store: store, ldec: ldec, rdec: rdec, topic: op.Registration, out: out,
-		nLeft: len(ldec.row), nRight: len(rdec.row), row: make(types.Row, op.Out.Len()), next: next}
+		store: store, rdec: rdec, topic: op.Registration, out: out,
+		nRight: len(rdec.row), row: make(types.Row, op.Out.Len()), next: next}
+	if op.LeftRows {
+		if j.rows, err = newFKLeftRows(name, op); err != nil {
+			return nil, err
+		}
+		j.nLeft = op.LeftStore.Schema.Len()
+	} else {
+		if left == nil {
+			return nil, fmt.Errorf("%s: the left table's source is missing", name)
+		}
+		if j.ldec, err = newRecordDecoder(name, left); err != nil {
+			return nil, err
+		}
+		j.nLeft = len(j.ldec.row)
+	}
 	if j.nLeft+j.nRight != op.Out.Len() {
 		return nil, fmt.Errorf("%s: the joined rows have %d columns, the tables %d and %d", name, op.Out.Len(), j.nLeft, j.nRight)
 	}
@@ -158,6 +209,11 @@ func (j *fkJoinOp) foreignKey(row types.Row, dst []byte) (_ []byte, null bool, e
 // and was NULL joins nothing: a LEFT join emits it at once.
 func (j *fkJoinOp) subscribe(c *Change) error {
 	var err error
+	if j.rows != nil {
+		if c, err = j.leftRowChange(c); c == nil || err != nil {
+			return err
+		}
+	}
 	j.oldNul, j.newNul = true, true
 	if c.Old != nil {
 		if j.oldFK, j.oldNul, err = j.foreignKey(c.Old, j.oldFK); err != nil {
@@ -184,9 +240,9 @@ func (j *fkJoinOp) subscribe(c *Change) error {
 		// Nothing to ask the right table: the row joins nothing.
 		switch {
 		case c.New != nil && j.left:
-			return j.emit(c.Timestamp, c.New, nil, false)
+			return j.emit(c.Record, c.Timestamp, c.New, nil, false)
 		case c.New == nil && c.Old != nil:
-			return j.emit(c.Timestamp, c.Old, nil, true)
+			return j.emit(c.Record, c.Timestamp, c.Old, nil, true)
 		}
 		return nil
 	case !j.oldNul && !bytes.Equal(j.oldFK, j.newFK):
@@ -248,25 +304,26 @@ func (j *fkJoinOp) respond(r *kgo.Record) error {
 		}
 	}
 	ts := r.Timestamp.UnixMilli()
+	lrec := &j.lrec
 	if !hasHash {
 		// The row was deleted: its key's deletion.
-		j.lrec = kgo.Record{Key: r.Key, Partition: r.Partition, Offset: -1, Timestamp: r.Timestamp}
-		if _, err := j.ldec.decodeKey(&j.lrec); err != nil {
+		*lrec = kgo.Record{Key: r.Key, Partition: r.Partition, Offset: -1, Timestamp: r.Timestamp}
+		row, err := j.leftKey(lrec)
+		if err != nil {
 			return fmt.Errorf("%s: the response's key: %w", j.name, err)
 		}
-		return j.emit(ts, j.ldec.row, nil, true)
+		return j.emit(lrec, ts, row, nil, true)
 	}
-	j.lrec = kgo.Record{Key: r.Key, Value: cur[tsLen:], Partition: r.Partition, Offset: -1,
+	*lrec = kgo.Record{Key: r.Key, Value: cur[tsLen:], Partition: r.Partition, Offset: -1,
 		Timestamp: time.UnixMilli(int64(binary.BigEndian.Uint64(cur)))}
-	if _, err := j.ldec.decode(&j.lrec); err != nil {
+	lrow, err := j.leftRow(lrec)
+	if err != nil {
 		return fmt.Errorf("%s: the stored row: %w", j.name, err)
 	}
-	lrow := j.ldec.row
-	lrow[j.ldec.rowtime+2] = types.NullDatum // the store keeps no offset
 	if v[2+fkHashLen] != 1 {
 		// No right row: a LEFT join's row with NULLs, an INNER join's
 		// deletion.
-		return j.emit(ts, lrow, nil, !j.left)
+		return j.emit(lrec, ts, lrow, nil, !j.left)
 	}
 	rest := v[fkRespHead:]
 	if len(rest) < 4 {
@@ -285,12 +342,109 @@ func (j *fkJoinOp) respond(r *kgo.Record) error {
 	rrow := j.rdec.row
 	rrow[j.rdec.rowtime+1] = types.NullDatum // the response does not carry them
 	rrow[j.rdec.rowtime+2] = types.NullDatum
-	return j.emit(ts, lrow, rrow, false)
+	return j.emit(lrec, ts, lrow, rrow, false)
 }
 
-// emit sends the joined row of l and r (nil: NULLs): as the row's new
-// value, or with del as its deletion.
-func (j *fkJoinOp) emit(ts int64, l, r types.Row, del bool) error {
+// leftRow decodes a stored left row (rec's value).
+func (j *fkJoinOp) leftRow(rec *kgo.Record) (types.Row, error) {
+	if j.rows != nil {
+		if err := j.rows.dec.Decode(rec.Value, j.rows.row); err != nil {
+			return nil, err
+		}
+		return j.rows.row, nil
+	}
+	if _, err := j.ldec.decode(rec); err != nil {
+		return nil, err
+	}
+	row := j.ldec.row
+	row[j.ldec.rowtime+2] = types.NullDatum // the store keeps no offset
+	return row, nil
+}
+
+// leftKey decodes a left row's key columns from rec's key (the others
+// NULL): a deleted row's.
+func (j *fkJoinOp) leftKey(rec *kgo.Record) (types.Row, error) {
+	if j.rows != nil {
+		row := j.rows.row
+		for i := range row {
+			row[i] = types.NullDatum
+		}
+		return row, j.rows.key.Decode(rec.Key, row)
+	}
+	if _, err := j.ldec.decodeKey(rec); err != nil {
+		return nil, err
+	}
+	return j.ldec.row, nil
+}
+
+// leftRowChange keeps a change of the join on the left in the op's
+// store and returns it as a table's change: the key's previous row as
+// the old row, and a record whose value is the new row as stored (none
+// for a deletion); nil for the deletion of a key the store does not
+// hold.
+func (j *fkJoinOp) leftRowChange(c *Change) (*Change, error) {
+	lr := j.rows
+	r := c.Record
+	prev, err := j.store.ov.Get(r.Key)
+	if err != nil {
+		return nil, fatal(err)
+	}
+	out := &lr.change
+	*out = Change{Timestamp: c.Timestamp, New: c.New, Record: &lr.rec}
+	if len(prev) >= tsLen {
+		if err := lr.dec.Decode(prev[tsLen:], lr.old); err != nil {
+			return nil, fmt.Errorf("%s: the stored row: %w", j.name, err)
+		}
+		out.Old = lr.old
+	}
+	lr.rec = kgo.Record{Key: r.Key, Partition: r.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(c.Timestamp)}
+	if c.New == nil {
+		if out.Old == nil {
+			return nil, nil
+		}
+		if err := j.store.ov.Delete(r.Key); err != nil {
+			return nil, fatal(err)
+		}
+		j.leftChangelog(r.Key, nil, c.Timestamp)
+		return out, nil
+	}
+	lr.val = binary.BigEndian.AppendUint64(lr.val[:0], uint64(c.Timestamp))
+	if lr.val, err = lr.enc.Encode(lr.val, c.New); err != nil {
+		return nil, fmt.Errorf("%s: %w", j.name, err)
+	}
+	if err := j.store.ov.Put(r.Key, lr.val); err != nil {
+		return nil, fatal(err)
+	}
+	j.leftChangelog(r.Key, lr.val, c.Timestamp)
+	lr.rec.Value = lr.val[tsLen:]
+	return out, nil
+}
+
+// leftChangelog writes a stored left row (nil: its deletion) to the
+// store's changelog, in the task's partition.
+func (j *fkJoinOp) leftChangelog(key, val []byte, ts int64) {
+	o := j.out
+	rec := o.record()
+	start := len(o.arena)
+	o.arena = append(o.arena, key...)
+	keyEnd := len(o.arena)
+	o.arena = append(o.arena, val...)
+	a := o.arena
+	rec.Key = a[start:keyEnd:keyEnd]
+	if val != nil {
+		rec.Value = a[keyEnd:len(a):len(a)]
+	}
+	rec.Topic = j.store.changelog
+	rec.Partition = j.store.partition
+	rec.Timestamp = time.UnixMilli(ts)
+	j.store.last = rec
+	o.produce(rec)
+}
+
+// emit sends the joined row of l and r (nil: NULLs), as the row's new
+// value or with del as its deletion, for the left record rec (its key is
+// the joined row's).
+func (j *fkJoinOp) emit(rec *kgo.Record, ts int64, l, r types.Row, del bool) error {
 	for i := 0; i < j.nLeft; i++ {
 		j.copies[i].set(&j.row[i], &l[i])
 	}
@@ -302,7 +456,7 @@ func (j *fkJoinOp) emit(ts int64, l, r types.Row, del bool) error {
 		}
 	}
 	out := &j.change
-	*out = Change{Timestamp: ts, Record: &j.lrec}
+	*out = Change{Timestamp: ts, Record: rec}
 	if del {
 		out.Old = j.row
 	} else {

@@ -74,6 +74,13 @@ type ForeignKeyJoin struct {
 	RightKeyFormat string
 	RightKeyOpts   types.FormatOptions
 	LeftStore      *Store
+	// LeftRows marks a left that is an earlier join's rows (its first
+	// input is that join): LeftStore is then the join's own store of
+	// them (JSON, keyed by the left's key in LeftKeyFormat, with its
+	// own changelog), which gives each change its old row.
+	LeftRows      bool
+	LeftKeyFormat string
+	LeftKeyOpts   types.FormatOptions
 	// Right decodes the right's rows carried in responses.
 	RightSource *Source
 	// Registration is the subscription-registration topic and its
@@ -130,10 +137,10 @@ func (s *ForeignKeySubscriptions) internalTopic() InternalTopic {
 func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 	lscan, lok := j.Left.(*planner.Scan)
 	rscan, rok := j.Right.(*planner.Scan)
-	if !lok || !rok {
-		return nil, fmt.Errorf("a foreign-key join's sides must be tables")
+	if !rok {
+		return nil, fmt.Errorf("a foreign-key join's right side must be a table")
 	}
-	ls, rs := lscan.Source, rscan.Source
+	ls, rs := planner.Sources(j.Left)[0], rscan.Source
 	if ls.Partitions <= 0 || rs.Partitions <= 0 {
 		return nil, fmt.Errorf("a foreign-key join needs the partition counts of %s and %s", ls.Name, rs.Name)
 	}
@@ -152,7 +159,19 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 			Schema: scan.Schema()}
 		return g.Add("TABLE-CHANGES-"+src.Name, &TableChanges{Out: source.Out, Store: store}, in), store, source
 	}
-	lchanges, lstore, _ := tableSide(lscan)
+	var lchanges *Node
+	var lstore *Store
+	if lok {
+		lchanges, lstore, _ = tableSide(lscan)
+	} else {
+		var err error
+		if lchanges, err = chain(g, j.Left, false); err != nil {
+			return nil, err
+		}
+		name := "KTABLE-FK-JOIN-LEFT-" + right
+		lstore = &Store{Name: name, Kind: KeyValue, Changelog: app + "-" + name + "-changelog", KeyFormat: ls.KeyFormat,
+			KeyOptions: ls.KeyOptions, ValueFormat: "JOIN-ROWS", Schema: j.Left.Schema()}
+	}
 	rchanges, rstore, rsource := tableSide(rscan)
 	regIn := g.Add("SOURCE-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-"+right, &Source{Topic: reg, KeyFormat: types.FormatNone,
 		ValueFormat: "FK-SUBSCRIPTION", Raw: true})
@@ -166,5 +185,5 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 	rkey := rscan.Schema().Columns[j.RightKey]
 	return g.Add("JOIN-"+right, &ForeignKeyJoin{Type: j.Type, Left: ls.Name, Right: right, ForeignKey: j.LeftKey,
 		RightKeySchema: types.Schema{Columns: []types.Column{rkey}}, RightKeyFormat: rs.KeyFormat, RightKeyOpts: rs.KeyOptions,
-		LeftStore: lstore, RightSource: &rcopy, Registration: reg, Partitions: rs.Partitions, Out: j.Schema()}, lchanges, respIn), nil
+		LeftStore: lstore, LeftRows: !lok, LeftKeyFormat: ls.KeyFormat, LeftKeyOpts: ls.KeyOptions, RightSource: &rcopy, Registration: reg, Partitions: rs.Partitions, Out: j.Schema()}, lchanges, respIn), nil
 }

@@ -88,8 +88,9 @@ type Join struct {
 // joins do: the result is keyed by the left table's primary key, and a
 // change on either side emits the affected joined rows' new values or
 // their deletions. Its rows are JoinSchema's. The tables need not be
-// co-partitioned.
-func NewForeignKeyJoin(typ JoinType, left, right *Scan, leftName, rightName string, foreignKey expr.Expr, rightKey int) (*Join, error) {
+// co-partitioned. The left may be an earlier table–table join's rows
+// (keyed by its key), which the join keeps in a store of its own.
+func NewForeignKeyJoin(typ JoinType, left Node, right *Scan, leftName, rightName string, foreignKey expr.Expr, rightKey int) (*Join, error) {
 	if typ != InnerJoin && typ != LeftJoin {
 		return nil, fmt.Errorf("%s OUTER JOIN on a foreign key is not supported", typ)
 	}

@@ -513,11 +513,19 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		}
 	}
 	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.ForeignKey {
-		// ksqlDB names the left table's own columns.
-		ls := join.Left.(*planner.Scan).Source
+		// ksqlDB names the (first) left table's own columns.
+		first := join
+		for {
+			l, ok := first.Left.(*planner.Join)
+			if !ok {
+				break
+			}
+			first = l
+		}
+		ls := planner.Sources(first)[0]
 		names := make([]string, len(missing))
 		for i, m := range missing {
-			names[i] = "`" + strings.TrimPrefix(m, join.LeftName+"_") + "`"
+			names[i] = "`" + strings.TrimPrefix(m, first.LeftName+"_") + "`"
 		}
 		if len(names) == 1 {
 			return nil, Errorf(CodeSyntaxError, "Primary key column missing in projection. For foreign-key table-table joins, the projection must include all primary key columns from the left input table (`%s`). Missing column: %s.", ls.Name, names[0])

@@ -572,9 +572,6 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	if err != nil {
 		return err
 	}
-	if inner.OfTables() {
-		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are supported for streams joined to tables (or first to one stream), one after the other; not yet after a table–table join")
-	}
 	scope := b.join
 	first := scope.sides[0].src // the inner join's left: a source, or its own stand-in
 	rows := inner.Schema()
@@ -582,6 +579,11 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	// key, in the format and partitions of the topic it was joined on.
 	stand := &catalog.Source{Name: first.Name, Kind: catalog.Stream, KeyFormat: first.KeyFormat, KeyOptions: first.KeyOptions,
 		Partitions: first.Partitions, Schema: rows}
+	if inner.OfTables() {
+		// A table–table join's rows are a table keyed like its left
+		// table: the next join is a (foreign-key) table–table join.
+		stand.Kind = catalog.Table
+	}
 	switch {
 	case inner.Window != nil && inner.Repartition && inner.RepartitionRight:
 		// Both streams were repartitioned, keyed like the left (KAFKA

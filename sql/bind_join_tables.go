@@ -47,7 +47,9 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
 	}
 	lkc, isCol := lk.(*expr.Column)
-	if !isCol || len(lkeys) != 1 || lkc.Index != lkeys[0] {
+	if left.inner != nil || !isCol || len(lkeys) != 1 || lkc.Index != lkeys[0] {
+		// A join's rows on the left are joined as a foreign-key join
+		// (its key or any other expression of its rows).
 		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
 	}
 	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
@@ -94,9 +96,6 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 	case "RIGHT", "FULL":
 		return nil, b.errAt(typ, CodeFeatureNotSupport, "%s OUTER JOIN on a foreign key is not supported", typ)
 	}
-	if left.inner != nil {
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "foreign-key joins after another join are not supported yet")
-	}
 	switch f := right.src.KeyFormat; f {
 	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
 	default:
@@ -106,11 +105,15 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 	case types.FormatNone:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "a foreign-key join needs the left table's primary key")
 	}
-	join, err := planner.NewForeignKeyJoin(planner.JoinType(typ), planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, fk, rkey)
+	join, err := planner.NewForeignKeyJoin(planner.JoinType(typ), left.plan(), planner.NewScan(right.src), left.name, right.name, fk, rkey)
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
 	b.schema = join.Schema()
-	js.fk = true
+	// A join of an earlier join's rows on their key is a primary-key
+	// join to ksqlDB: the right's key may stand for the result's key.
+	lkeys := left.src.Schema.KeyIndexes()
+	c, isCol := fk.(*expr.Column)
+	js.fk = left.inner == nil || !isCol || len(lkeys) != 1 || c.Index != lkeys[0]
 	return join, nil
 }

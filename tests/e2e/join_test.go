@@ -44,7 +44,7 @@ func TestJoinsDifferential(t *testing.T) {
 	if err != nil {
 		t.Skip("sqlite3 is not installed (Debian package sqlite3)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := startServer(t, "--log-level", "info")
 	conn := connect(t, ctx, s)
