@@ -201,12 +201,19 @@ func (j *fkJoinOp) foreignKey(row types.Row, dst []byte) (_ []byte, null bool, e
 
 // subscribe sends a change of the left table to the right's partitions,
 // as Kafka Streams' SubscriptionSendProcessor does: a changed foreign key
-// unsubscribes from the old one; a row with a foreign key subscribes to
-// it (an INNER join's row hears back only when the right has a row,
-// unless its foreign key changed: then the joined row of the old key
-// must go); a deletion, or a key that became NULL, unsubscribes
-// and hears back without a right row. A row whose foreign key is NULL
-// and was NULL joins nothing: a LEFT join emits it at once.
+// unsubscribes from the old one, and a row with a foreign key subscribes
+// to it. An INNER join's new row (or one whose foreign key was NULL)
+// hears back only when the right has a row: it has no joined row to
+// delete. Every other subscription hears back either way, so that the
+// joined row of the old value goes when the right has none: answers to
+// an older value are dropped by their hash, and the newest subscription
+// must settle the row.
+//
+// A row that joins nothing now (deleted, or its foreign key NULL)
+// unsubscribes and is settled here at once, not through the right table:
+// a LEFT join emits it with NULLs, an INNER join (and a deletion) its
+// deletion. An answer that was on its way for an older value is dropped
+// by its hash.
 func (j *fkJoinOp) subscribe(c *Change) error {
 	var err error
 	if j.rows != nil {
@@ -234,13 +241,13 @@ func (j *fkJoinOp) subscribe(c *Change) error {
 	switch {
 	case c.New == nil || j.newNul:
 		if !j.oldNul {
-			j.register(j.oldFK, physical.FKDeleteAndPropagate, hash, c)
-			return nil
+			j.register(j.oldFK, physical.FKDeleteNoPropagate, nil, c)
 		}
-		// Nothing to ask the right table: the row joins nothing.
 		switch {
 		case c.New != nil && j.left:
 			return j.emit(c.Record, c.Timestamp, c.New, nil, false)
+		case c.New != nil && !j.oldNul:
+			return j.emit(c.Record, c.Timestamp, c.New, nil, true)
 		case c.New == nil && c.Old != nil:
 			return j.emit(c.Record, c.Timestamp, c.Old, nil, true)
 		}
@@ -248,7 +255,7 @@ func (j *fkJoinOp) subscribe(c *Change) error {
 	case !j.oldNul && !bytes.Equal(j.oldFK, j.newFK):
 		j.register(j.oldFK, physical.FKDeleteNoPropagate, nil, c)
 		j.register(j.newFK, physical.FKPropagateNullIfNoValue, hash, c)
-	case j.left:
+	case j.left || !j.oldNul:
 		j.register(j.newFK, physical.FKPropagateNullIfNoValue, hash, c)
 	default:
 		j.register(j.newFK, physical.FKPropagateOnlyIfValue, hash, c)
