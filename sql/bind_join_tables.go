@@ -56,7 +56,11 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
-	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
+	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf && (typ == "INNER" || typ == "LEFT") {
+		// The right's rows are found by the left's key encoded as the
+		// right's keys are: a foreign-key join on the key.
+		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
+	} else if lf != rf {
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); table-table joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
 	}
 	switch f := right.src.KeyFormat; f {
@@ -110,10 +114,11 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
 	b.schema = join.Schema()
-	// A join of an earlier join's rows on their key is a primary-key
-	// join to ksqlDB: the right's key may stand for the result's key.
+	// A join on the left's key (an earlier join's rows, or a table of
+	// another key format) is a primary-key join to ksqlDB: the right's
+	// key may stand for the result's key.
 	lkeys := left.src.Schema.KeyIndexes()
 	c, isCol := fk.(*expr.Column)
-	js.fk = left.inner == nil || !isCol || len(lkeys) != 1 || c.Index != lkeys[0]
+	js.fk = !isCol || len(lkeys) != 1 || c.Index != lkeys[0]
 	return join, nil
 }
