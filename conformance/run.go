@@ -414,10 +414,26 @@ func sourceFor(cat *catalog.Catalog, topic string, sink bool) *catalog.Source {
 }
 
 // produce writes the input records in file order to partition 0 (as
-// ksqlDB's runner does), timestamp 0 unless given.
+// ksqlDB's runner does), timestamp 0 unless given. When a query joins on
+// a foreign key, each record is written only once the queries have
+// caught up with the one before: ksqlDB's runner (TopologyTestDriver)
+// processes a record through every internal topic before the next, and
+// a foreign-key join's answers travel through two of them, so records
+// written at once would meet the other table's later rows.
 func (e *env) produce(ctx context.Context, c *Case) error {
 	cat := e.eng.Catalog()
+	stepwise := false
+	for _, q := range cat.Queries() {
+		if p, ok := e.eng.ExplainQuery(q.ID); ok && strings.Contains(p.Text, "ForeignKeyJoin") {
+			stepwise = true
+		}
+	}
 	for i, r := range c.Inputs {
+		if stepwise && i > 0 {
+			if why, err := e.waitCaughtUp(ctx); err != nil || why != "" {
+				return fmt.Errorf("input %d: the queries did not catch up: %v %s", i+1, err, why)
+			}
+		}
 		src := sourceFor(cat, r.Topic, false)
 		k, err := encode(src, true, r.Key, e.registered(r.Topic+"-key"))
 		if err != nil {

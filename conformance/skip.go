@@ -10,6 +10,9 @@ import (
 const (
 	reasonJoins   = "joins (issue 15)"
 	reasonTestUDF = "UDF from ksqlDB's test jar"
+	// reasonBeyond marks a case that expects ksqlDB to refuse what this
+	// repository runs on purpose (the joins issue's "beyond ksqlDB").
+	reasonBeyond = "beyond ksqlDB: several foreign-key joins in one query"
 )
 
 // testJarFunctions are the UDFs, UDAFs and UDTFs ksqlDB's functional tests
@@ -18,6 +21,9 @@ var testJarFunctions = regexp.MustCompile(`(?i)\b(test_udf|test_udaf|test_udtf|b
 
 // staticSkip returns a reason to skip c before running it, or "".
 func staticSkip(c *Case) string {
+	if c.Expected != nil && strings.Contains(c.Expected.Message, "foreign-key table-table joins are not supported as part of n-way joins") {
+		return reasonBeyond
+	}
 	for _, s := range c.Statements {
 		if testJarFunctions.MatchString(s) {
 			return reasonTestUDF

@@ -285,6 +285,30 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 			}
 		}
 		return newStreamJoin(n.Name, op, sources, stores, env.out, next)
+	case *physical.ForeignKeyJoin:
+		store, err := env.store(n, op.LeftStore)
+		if err != nil {
+			return nil, err
+		}
+		// The first input is the left table's changes, over its source.
+		var left *physical.Source
+		if len(n.Inputs) == 2 && len(n.Inputs[0].Inputs) == 1 {
+			left, _ = n.Inputs[0].Inputs[0].Op.(*physical.Source)
+		}
+		if left == nil && !op.LeftRows {
+			return nil, fmt.Errorf("%s must read a table's changes and the subscription responses", n.Name)
+		}
+		return newFKJoin(n.Name, op, left, store, env.out, next)
+	case *physical.ForeignKeySubscriptions:
+		subs, err := env.store(n, op.Store)
+		if err != nil {
+			return nil, err
+		}
+		right, err := env.store(n, op.RightStore)
+		if err != nil {
+			return nil, err
+		}
+		return newFKSubscriptions(n.Name, op, subs, right, env.out), nil
 	case *physical.Repartition:
 		return newRepartition(n.Name, op, env.out)
 	case *physical.Sink:

@@ -167,15 +167,20 @@ type sourceOp struct {
 	// nullValues passes a stream's null-valued records on as
 	// Change.NullValue instead of skipping them.
 	nullValues bool
-	newRow     types.Row // a copy of the new row of a change carried with its old row
-	change     Change
-	next       Processor
+	// raw passes records on undecoded (physical.Source.Raw).
+	raw    bool
+	newRow types.Row // a copy of the new row of a change carried with its old row
+	change Change
+	next   Processor
 }
 
 // errNullKey marks a table record without a key: skipped and counted.
 var errNullKey = fmt.Errorf("%w: a table record needs a key", types.ErrBadRecord)
 
 func newSource(name string, s *physical.Source, next Processor) (*sourceOp, error) {
+	if s.Raw {
+		return &sourceOp{raw: true, next: next}, nil
+	}
 	dec, err := newRecordDecoder(name, s)
 	if err != nil {
 		return nil, err
@@ -190,6 +195,10 @@ func (s *sourceOp) Process(*Change) error { return nil }
 func (s *sourceOp) process(r *kgo.Record) error {
 	c := &s.change
 	c.Record, c.Old, c.New, c.NullValue = r, nil, nil, false
+	if s.raw {
+		c.Timestamp = r.Timestamp.UnixMilli()
+		return s.next.Process(c)
+	}
 	if s.table {
 		if r.Key == nil {
 			return errNullKey

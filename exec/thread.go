@@ -78,6 +78,11 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 			changelogs[s.Changelog] = true
 		}
 	}
+	for _, n := range q.topo.Nodes {
+		if s, ok := n.Op.(*physical.ForeignKeySubscriptions); ok {
+			changelogs[s.Response] = true // each response to its subscriber's partition
+		}
+	}
 	windowed := map[string]int{}
 	for _, n := range q.topo.Nodes {
 		if s, ok := n.Op.(*physical.Sink); ok && s.WindowType != types.NoWindow {

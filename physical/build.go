@@ -216,6 +216,8 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 	case *planner.Join:
 		var err error
 		switch {
+		case base.ForeignKey:
+			last, err = foreignKeyJoin(g, base)
 		case base.Tables:
 			// Its rows are changes already.
 			last, err = tableTableJoin(g, base)

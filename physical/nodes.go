@@ -56,6 +56,10 @@ type Source struct {
 	// columns; WindowSizeMs gives a time window's end.
 	WindowType   types.WindowType
 	WindowSizeMs int64
+	// Raw marks an internal topic whose records the node after the
+	// source reads as they are (a foreign-key join's subscription and
+	// response topics): nothing is decoded, and Out is empty.
+	Raw bool
 }
 
 func (s *Source) Schema() types.Schema { return s.Out }

@@ -124,8 +124,10 @@ func (g *Graph) Topology() *Topology {
 func (t *Topology) storePartitions() {
 	parts := map[string]int32{}
 	for _, n := range t.Nodes {
-		if r, ok := n.Op.(*Repartition); ok && r.Partitions > 0 {
-			parts[r.Topic] = r.Partitions
+		if w, ok := n.Op.(topicWriter); ok {
+			if it := w.internalTopic(); it.Partitions > 0 {
+				parts[it.Name] = it.Partitions
+			}
 		}
 	}
 	for _, st := range t.SubTopologies {

@@ -75,7 +75,32 @@ type Join struct {
 	// Window, when set, makes this a stream–stream join of two streams
 	// on their key columns (LeftKey is the left's key column).
 	Window *JoinWindow
-	out    types.Schema
+	// ForeignKey marks a foreign-key table–table join (see
+	// NewForeignKeyJoin): LeftKey is an expression over the left table's
+	// rows, RightKey the right table's primary key column.
+	ForeignKey bool
+	out        types.Schema
+}
+
+// NewForeignKeyJoin joins two tables, INNER or LEFT, on an expression
+// over the left table's rows (foreignKey) equal to the right table's
+// primary key (position rightKey in its rows), as Kafka Streams' KIP-213
+// joins do: the result is keyed by the left table's primary key, and a
+// change on either side emits the affected joined rows' new values or
+// their deletions. Its rows are JoinSchema's. The tables need not be
+// co-partitioned. The left may be an earlier table–table join's rows
+// (keyed by its key), which the join keeps in a store of its own.
+func NewForeignKeyJoin(typ JoinType, left Node, right *Scan, leftName, rightName string, foreignKey expr.Expr, rightKey int) (*Join, error) {
+	if typ != InnerJoin && typ != LeftJoin {
+		return nil, fmt.Errorf("%s OUTER JOIN on a foreign key is not supported", typ)
+	}
+	rs := right.Schema()
+	if lt, rt := foreignKey.Type(), rs.Columns[rightKey].Type; !lt.Equal(rt) {
+		return nil, fmt.Errorf("types don't match: %s is %s, %s.%s is %s", foreignKey, lt, rightName, rs.Columns[rightKey].Name, rt)
+	}
+	return &Join{Type: typ, Left: left, Right: right, LeftName: leftName, RightName: rightName,
+		LeftKey: foreignKey, RightKey: rightKey, ForeignKey: true,
+		out: JoinSchema(left.Schema(), rs, leftName, rightName)}, nil
 }
 
 // NewTableJoin joins two tables, left and right, on their primary keys
@@ -207,6 +232,9 @@ func (j *Join) Children() []Node     { return []Node{j.Left, j.Right} }
 func (j *Join) String() string {
 	rs := j.Right.Schema()
 	w := ""
+	if j.ForeignKey {
+		w = " FOREIGN KEY"
+	}
 	if j.Window != nil {
 		w = " " + j.Window.String()
 	}
@@ -220,3 +248,7 @@ func (j *Join) String() string {
 // RightOffset is the position of the right's first column in the join's
 // rows.
 func (j *Join) RightOffset() int { return j.Left.Schema().Len() }
+
+// OfTables reports whether the join's rows are a table's: a table–table
+// join on the primary key or on a foreign key.
+func (j *Join) OfTables() bool { return j.Tables || j.ForeignKey }

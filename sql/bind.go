@@ -80,7 +80,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		node = join
 		switch {
-		case len(sel.partitionExprs) > 0 && join.Tables:
+		case len(sel.partitionExprs) > 0 && join.OfTables():
 			// ksqlDB's rule for tables: their key is the primary key.
 			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a table–table join is not supported: a table's key is its primary key")
 		}
@@ -480,7 +480,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if join != nil {
 		// A stream–table join's result is a stream; a table–table
 		// join's, a table.
-		fromTable = join.Tables
+		fromTable = join.OfTables()
 	}
 	switch {
 	case aggregate && ca.Kind == catalog.Stream:
@@ -496,7 +496,42 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if err := checkProjection(ca, proj, join != nil); err != nil {
 		return nil, err
 	}
-	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.Type == planner.FullJoin {
+	if join != nil && join.ForeignKey {
+		// ksqlDB's rule for the result's key: each of the left's key
+		// columns once.
+		in := proj.Input.Schema()
+		for _, k := range in.KeyIndexes() {
+			var as []string
+			for i, e := range proj.Exprs {
+				if c, ok := e.(*expr.Column); ok && c.Index == k {
+					as = append(as, proj.Schema().Columns[i].Name)
+				}
+			}
+			if len(as) > 1 {
+				return nil, Errorf(CodeDuplicateObject, "The projection contains a key column (`%s`) more than once, aliased as: %s.", in.Columns[k].Name, strings.Join(as, " and "))
+			}
+		}
+	}
+	if missing := proj.MissingKeys(); len(missing) > 0 && join != nil && join.ForeignKey {
+		// ksqlDB names the (first) left table's own columns.
+		first := join
+		for {
+			l, ok := first.Left.(*planner.Join)
+			if !ok {
+				break
+			}
+			first = l
+		}
+		ls := planner.Sources(first)[0]
+		names := make([]string, len(missing))
+		for i, m := range missing {
+			names[i] = "`" + strings.TrimPrefix(m, first.LeftName+"_") + "`"
+		}
+		if len(names) == 1 {
+			return nil, Errorf(CodeSyntaxError, "Primary key column missing in projection. For foreign-key table-table joins, the projection must include all primary key columns from the left input table (`%s`). Missing column: %s.", ls.Name, names[0])
+		}
+		return nil, Errorf(CodeSyntaxError, "Primary key columns missing in projection. For foreign-key table-table joins, the projection must include all primary key columns from the left input table (`%s`). Missing columns: %s.", ls.Name, strings.Join(names, ", "))
+	} else if len(missing) > 0 && join != nil && join.Type == planner.FullJoin {
 		return nil, Errorf(CodeSyntaxError, "Key missing from projection (ie, SELECT). The query used to build %s must include the join expression %s in its projection (eg, SELECT %s …)", ca.Name, missing[0], missing[0])
 	} else if len(missing) > 0 && join != nil {
 		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name

@@ -76,7 +76,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		fromTable, srcName = b.src.Kind == catalog.Table, b.src.Name
 	}
 	if j := findJoin(node); j != nil {
-		fromTable, srcName = j.Tables, j.LeftName+" JOIN "+j.RightName
+		fromTable, srcName = j.OfTables(), j.LeftName+" JOIN "+j.RightName
 	}
 	var window *planner.WindowSpec
 	if w := sel.window; w != nil {

@@ -57,6 +57,9 @@ type joinScope struct {
 	// in the join's rows (-1: none), named synthName.
 	synth     int
 	synthName string
+	// fk marks a foreign-key join: its key is the left table's primary
+	// key, which nothing stands in for.
+	fk bool
 }
 
 // side returns the side whose columns include position i of the join's
@@ -496,8 +499,8 @@ func (b *binder) onText() string {
 // table row).
 func (b *binder) joinKeyAsKey(exprs []expr.Expr) {
 	js := b.join
-	if js.synth >= 0 {
-		return // a FULL join's key is its synthetic column
+	if js.synth >= 0 || js.fk {
+		return // a FULL join's key is its synthetic column; a foreign-key join's, the left's key
 	}
 	skeys := js.sides[0].schema.KeyIndexes()
 	tkeys := js.sides[1].src.Schema.KeyIndexes()
@@ -569,9 +572,6 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	if err != nil {
 		return err
 	}
-	if inner.Tables {
-		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are supported for streams joined to tables (or first to one stream), one after the other; not yet after a table–table join")
-	}
 	scope := b.join
 	first := scope.sides[0].src // the inner join's left: a source, or its own stand-in
 	rows := inner.Schema()
@@ -579,6 +579,11 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	// key, in the format and partitions of the topic it was joined on.
 	stand := &catalog.Source{Name: first.Name, Kind: catalog.Stream, KeyFormat: first.KeyFormat, KeyOptions: first.KeyOptions,
 		Partitions: first.Partitions, Schema: rows}
+	if inner.OfTables() {
+		// A table–table join's rows are a table keyed like its left
+		// table: the next join is a (foreign-key) table–table join.
+		stand.Kind = catalog.Table
+	}
 	switch {
 	case inner.Window != nil && inner.Repartition && inner.RepartitionRight:
 		// Both streams were repartitioned, keyed like the left (KAFKA

@@ -12,8 +12,8 @@ import (
 
 // bindTableJoin binds a join of two tables on their primary keys, any
 // of INNER, LEFT, RIGHT and FULL OUTER, with ksqlDB's errors. A join on
-// a left column that is not its key is a foreign-key join, which this
-// release refuses.
+// a left expression that is not its primary key is a foreign-key join
+// (bindForeignKeyJoin).
 func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner.Join, error) {
 	left, right := &js.sides[0], &js.sides[1]
 	switch {
@@ -47,14 +47,20 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
 	}
 	lkc, isCol := lk.(*expr.Column)
-	if !isCol || len(lkeys) != 1 || lkc.Index != lkeys[0] {
-		return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: %s is not the primary key of %s: foreign-key table-table joins are not supported yet. Got %s.", b.show(lk), left.src.Name, got)
+	if left.inner != nil || !isCol || len(lkeys) != 1 || lkc.Index != lkeys[0] {
+		// A join's rows on the left are joined as a foreign-key join
+		// (its key or any other expression of its rows).
+		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
 	}
 	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
-	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
+	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf && (typ == "INNER" || typ == "LEFT") {
+		// The right's rows are found by the left's key encoded as the
+		// right's keys are: a foreign-key join on the key.
+		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
+	} else if lf != rf {
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); table-table joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
 	}
 	switch f := right.src.KeyFormat; f {
@@ -80,5 +86,39 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}
 	b.schema = join.Schema()
+	return join, nil
+}
+
+// bindForeignKeyJoin binds a foreign-key join of two tables: the left's
+// expression fk (over its rows) equal to the right's primary key column
+// rkey, INNER or LEFT, as ksqlDB allows. The tables' partition counts
+// and key formats may differ: the join sends the left's rows to the
+// right's partitions by the foreign key and the matches back.
+func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rkey int) (*planner.Join, error) {
+	left, right := &js.sides[0], &js.sides[1]
+	switch typ {
+	case "RIGHT", "FULL":
+		return nil, b.errAt(typ, CodeFeatureNotSupport, "%s OUTER JOIN on a foreign key is not supported", typ)
+	}
+	switch f := right.src.KeyFormat; f {
+	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
+	default:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "foreign-key joins to a table with %s keys are not supported yet", f)
+	}
+	switch f := left.src.KeyFormat; f {
+	case types.FormatNone:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "a foreign-key join needs the left table's primary key")
+	}
+	join, err := planner.NewForeignKeyJoin(planner.JoinType(typ), left.plan(), planner.NewScan(right.src), left.name, right.name, fk, rkey)
+	if err != nil {
+		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
+	}
+	b.schema = join.Schema()
+	// A join on the left's key (an earlier join's rows, or a table of
+	// another key format) is a primary-key join to ksqlDB: the right's
+	// key may stand for the result's key.
+	lkeys := left.src.Schema.KeyIndexes()
+	c, isCol := fk.(*expr.Column)
+	js.fk = !isCol || len(lkeys) != 1 || c.Index != lkeys[0]
 	return join, nil
 }

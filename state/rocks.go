@@ -126,6 +126,13 @@ func (r *Rocks) openDB(dir string, cache *grocksdb.Cache, writeBufferSize uint64
 	bbto.Destroy()
 	opts.SetCompression(grocksdb.LZ4Compression)
 	opts.SetWriteBufferSize(writeBufferSize)
+	// The arena's block size is fixed at open (RocksDB derives it from
+	// the write buffer size then); a store opened with a large buffer and
+	// shrunk by RocksResources' rebalance would start each new memtable
+	// past its size, which RocksDB asserts against (memtable.cc
+	// "!ShouldScheduleFlush()", a SIGABRT seen with many stores). Blocks
+	// of an eighth of the smallest share fit every size.
+	opts.SetArenaBlockSize(minWriteBufferSize / 8)
 	// A Bloom filter over the memtable's whole keys: a point lookup of a
 	// key the memtable lacks (an aggregate's new group) skips its search.
 	opts.SetMemTablePrefixBloomSizeRatio(0.1)

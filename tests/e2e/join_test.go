@@ -32,6 +32,9 @@ import (
 //   - table–table on the primary key, INNER, LEFT, RIGHT and FULL, over
 //     updates and deletes on both sides in any order: the final result
 //     tables (pull query and topic, last value per key).
+//   - table–table on a foreign key, INNER and LEFT, over tables of 3 and
+//     2 partitions, with updates that change the foreign key (to NULL
+//     too) and deletes on both sides: the final result tables.
 //   - stream–stream WITHIN, INNER without GRACE and LEFT and FULL with
 //     one, over rows out of order by less than the grace period: the
 //     output records (each joined pair once, each row without a match
@@ -41,7 +44,7 @@ func TestJoinsDifferential(t *testing.T) {
 	if err != nil {
 		t.Skip("sqlite3 is not installed (Debian package sqlite3)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := startServer(t, "--log-level", "info")
 	conn := connect(t, ctx, s)
@@ -56,6 +59,10 @@ func TestJoinsDifferential(t *testing.T) {
 		`CREATE TABLE tt_left AS SELECT l.id, a, b FROM lt l LEFT JOIN rt r ON l.id = r.id`,
 		`CREATE TABLE tt_right AS SELECT l.id, a, b FROM lt l RIGHT JOIN rt r ON l.id = r.id`,
 		`CREATE TABLE tt_full AS SELECT ROWKEY AS k, l.id AS lid, r.id AS rid, a, b FROM lt l FULL OUTER JOIN rt r ON l.id = r.id`,
+		`CREATE TABLE fl (id VARCHAR PRIMARY KEY, fk VARCHAR, a BIGINT) WITH (KAFKA_TOPIC='fl', VALUE_FORMAT='JSON', PARTITIONS=3)`,
+		`CREATE TABLE fr (id VARCHAR PRIMARY KEY, b BIGINT) WITH (KAFKA_TOPIC='fr', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE TABLE fk_inner AS SELECT l.id, fk, a, b FROM fl l JOIN fr r ON l.fk = r.id`,
+		`CREATE TABLE fk_left AS SELECT l.id, fk, a, b FROM fl l LEFT JOIN fr r ON fk = r.id`,
 		`CREATE STREAM ls (k VARCHAR KEY, v BIGINT) WITH (KAFKA_TOPIC='ls', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE STREAM rs (k VARCHAR KEY, w BIGINT) WITH (KAFKA_TOPIC='rs', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE STREAM ss_inner AS SELECT l.k, v, w FROM ls l JOIN rs r WITHIN 5 SECONDS ON l.k = r.k`,
@@ -88,10 +95,16 @@ func TestJoinsDifferential(t *testing.T) {
 			"ST_INNER": {"orders", "cust"}, "ST_LEFT": {"orders", "cust"},
 			"TT_INNER": {"lt", "rt"}, "TT_LEFT": {"lt", "rt"}, "TT_RIGHT": {"lt", "rt"}, "TT_FULL": {"lt", "rt"},
 			"SS_INNER": {"ls", "rs"}, "SS_LEFT": {"ls", "rs"}, "SS_FULL": {"ls", "rs"},
+			"FK_INNER": {"fl", "fr"}, "FK_LEFT": {"fl", "fr"},
 		} {
 			app := "sqlstreams_query_" + ids[sink]
 			if strings.HasPrefix(sink, "ST_") {
 				topics = append(topics, app+"-JOIN-CUST-repartition")
+			}
+			if strings.HasPrefix(sink, "FK_") {
+				// Subscriptions, then their answers.
+				topics = append(topics, app+"-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-FR-topic",
+					app+"-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-FR-topic")
 			}
 			for _, topic := range topics {
 				joinCaughtUp(t, ctx, s.KafkaAddr, app, topic)
@@ -142,6 +155,29 @@ func TestJoinsDifferential(t *testing.T) {
 		}
 		produce(recs)
 	}
+	// Foreign-key joins: left rows change their foreign key (to NULL one
+	// time in eight) and values, right rows change; both sides delete.
+	fkChanges := func(n int) {
+		var recs []*kgo.Record
+		for i := 0; i < n; i++ {
+			var v []byte
+			topic, key := "fl", "l"+strconv.Itoa(rng.IntN(200))
+			switch {
+			case rng.IntN(2) == 0:
+				topic, key = "fr", "r"+strconv.Itoa(rng.IntN(40))
+				if rng.IntN(6) != 0 {
+					v = fmt.Appendf(nil, `{"B":%d}`, rng.IntN(1000))
+				}
+			case rng.IntN(6) == 0:
+			case rng.IntN(8) == 0:
+				v = fmt.Appendf(nil, `{"A":%d}`, rng.IntN(1000))
+			default:
+				v = fmt.Appendf(nil, `{"FK":"r%d","A":%d}`, rng.IntN(45), rng.IntN(1000))
+			}
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key), Value: v})
+		}
+		produce(recs)
+	}
 	// Stream–stream: rows out of order by up to 2 s. The grace period
 	// (an hour) outlasts the run, so that what a row meets does not
 	// depend on how far one topic is read ahead of the other; the
@@ -165,6 +201,7 @@ func TestJoinsDifferential(t *testing.T) {
 
 	custPhase()
 	tableChanges(1000)
+	fkChanges(1000)
 	streamRows(2000)
 	caughtUp()
 	orderPhase(1500)
@@ -176,6 +213,7 @@ func TestJoinsDifferential(t *testing.T) {
 	// A SIGKILL while the joins work through a stream phase.
 	orderPhase(3000)
 	tableChanges(1000)
+	fkChanges(1500)
 	streamRows(3000)
 	written, committed := waitMidRun(t, ctx, s.KafkaAddr, "ST_LEFT", 10)
 	t.Logf("SIGKILL with %d records written to ST_LEFT while waiting, %d of them committed", written, committed)
@@ -184,6 +222,7 @@ func TestJoinsDifferential(t *testing.T) {
 	caughtUp()
 	custPhase()
 	tableChanges(500)
+	fkChanges(500)
 	caughtUp()
 	orderPhase(1500)
 	streamRows(2000)
@@ -207,6 +246,7 @@ CREATE TABLE cust (phase INT, seq INT, id TEXT, region TEXT, deleted INT);
 CREATE TABLE orders (phase INT, oid TEXT, cust TEXT, amt INT);
 CREATE TABLE tchanges (side TEXT, seq INT, id TEXT, val INT, deleted INT);
 CREATE TABLE ss (side TEXT, k TEXT, val INT, ts INT);
+CREATE TABLE fchanges (side TEXT, seq INT, id TEXT, fk TEXT, val INT, deleted INT);
 `)
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 	// Phases follow from the production order: each cust phase has 60
@@ -254,6 +294,24 @@ CREATE TABLE ss (side TEXT, k TEXT, val INT, ts INT);
 			fmt.Fprintf(&script, "INSERT INTO tchanges VALUES (%s, %d, %s, %d, %d);\n", q(topic), r.Offset, q(string(r.Key)), v.A+v.B, b2i(r.Value == nil))
 		}
 	}
+	for _, topic := range []string{"fl", "fr"} {
+		for _, r := range readPartitioned(t, ctx, s.KafkaAddr, topic) {
+			var v struct {
+				FK   *string
+				A, B int
+			}
+			if r.Value != nil {
+				if err := json.Unmarshal(r.Value, &v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fk := "NULL"
+			if v.FK != nil {
+				fk = q(*v.FK)
+			}
+			fmt.Fprintf(&script, "INSERT INTO fchanges VALUES (%s, %d, %s, %s, %d, %d);\n", q(topic), r.Offset, q(string(r.Key)), fk, v.A+v.B, b2i(r.Value == nil))
+		}
+	}
 	for _, topic := range []string{"ls", "rs"} {
 		for _, r := range readPartitioned(t, ctx, s.KafkaAddr, topic) {
 			if strings.HasPrefix(string(r.Key), "flush") {
@@ -273,6 +331,8 @@ CREATE VIEW st AS SELECT o.cust, o.oid, o.amt,
   FROM orders o;
 CREATE VIEW lfin AS SELECT id, val FROM tchanges t WHERE side = 'lt' AND seq = (SELECT MAX(seq) FROM tchanges u WHERE u.side = 'lt' AND u.id = t.id) AND NOT deleted;
 CREATE VIEW rfin AS SELECT id, val FROM tchanges t WHERE side = 'rt' AND seq = (SELECT MAX(seq) FROM tchanges u WHERE u.side = 'rt' AND u.id = t.id) AND NOT deleted;
+CREATE VIEW flfin AS SELECT id, fk, val FROM fchanges t WHERE side = 'fl' AND seq = (SELECT MAX(seq) FROM fchanges u WHERE u.side = 'fl' AND u.id = t.id) AND NOT deleted;
+CREATE VIEW frfin AS SELECT id, val FROM fchanges t WHERE side = 'fr' AND seq = (SELECT MAX(seq) FROM fchanges u WHERE u.side = 'fr' AND u.id = t.id) AND NOT deleted;
 CREATE VIEW l AS SELECT k, val, ts FROM ss WHERE side = 'ls';
 CREATE VIEW r AS SELECT k, val, ts FROM ss WHERE side = 'rs';
 SELECT '#ST_INNER';
@@ -287,6 +347,10 @@ SELECT '#TT_RIGHT';
 SELECT r.id, l.val, r.val FROM lfin l RIGHT JOIN rfin r ON l.id = r.id ORDER BY 1;
 SELECT '#TT_FULL';
 SELECT COALESCE(l.id, r.id), l.id, r.id, l.val, r.val FROM lfin l FULL OUTER JOIN rfin r ON l.id = r.id ORDER BY 1;
+SELECT '#FK_INNER';
+SELECT l.id, l.fk, l.val, r.val FROM flfin l JOIN frfin r ON l.fk = r.id ORDER BY 1;
+SELECT '#FK_LEFT';
+SELECT l.id, l.fk, l.val, r.val FROM flfin l LEFT JOIN frfin r ON l.fk = r.id ORDER BY 1;
 SELECT '#SS_INNER';
 SELECT l.k, l.val, r.val, MAX(l.ts, r.ts) FROM l JOIN r ON l.k = r.k AND r.ts BETWEEN l.ts - 5000 AND l.ts + 5000 ORDER BY 1, 2, 3;
 SELECT '#SS_LEFT';
@@ -390,6 +454,8 @@ SELECT * FROM (
 	compare("TT_LEFT", tableOut("TT_LEFT", []string{"A", "B"}))
 	compare("TT_RIGHT", tableOut("TT_RIGHT", []string{"A", "B"}))
 	compare("TT_FULL", tableOut("TT_FULL", []string{"LID", "RID", "A", "B"}))
+	compare("FK_INNER", tableOut("FK_INNER", []string{"FK", "A", "B"}))
+	compare("FK_LEFT", tableOut("FK_LEFT", []string{"FK", "A", "B"}))
 	compare("SS_INNER", streamOut("SS_INNER", []string{"V", "W"}, true))
 	compare("SS_LEFT", streamOut("SS_LEFT", []string{"V", "W"}, true))
 	compare("SS_FULL", streamOut("SS_FULL", []string{"V", "W"}, true))
@@ -397,6 +463,7 @@ SELECT * FROM (
 	conn = connect(t, ctx, s)
 	pullEqual(t, ctx, conn, "SELECT l_id, a, b FROM tt_left", want["TT_LEFT"])
 	pullEqual(t, ctx, conn, "SELECT k, lid, rid, a, b FROM tt_full", want["TT_FULL"])
+	pullEqual(t, ctx, conn, "SELECT l_id, fk, a, b FROM fk_left", want["FK_LEFT"])
 }
 
 // pullEqual retries a pull query until its rows (NULL as "NULL") equal
@@ -473,10 +540,11 @@ func joinCaughtUp(t *testing.T, ctx context.Context, addr, group, topic string) 
 			lso.Each(func(o kadm.ListedOffset) {
 				c, ok := committed.Lookup(topic, o.Partition)
 				last += fmt.Sprintf(" p%d: lso %d committed %d (%v);", o.Partition, o.Offset, c.At, ok)
-				// A transactional topic (a repartition topic) ends in a
+				// A transactional topic (a repartition topic, a foreign-key
+				// join's subscription topics) ends in a
 				// commit marker, which consumers do not commit past.
 				end := o.Offset
-				if strings.HasSuffix(topic, "-repartition") && end > 0 {
+				if (strings.HasSuffix(topic, "-repartition") || strings.HasSuffix(topic, "-topic")) && end > 0 {
 					end--
 				}
 				if (!ok && end > 0) || (ok && c.At < end) {
