@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spaolacci/murmur3"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/expr"
@@ -48,7 +49,7 @@ var noHash [fkHashLen]byte
 // fkHash is the hash a subscription carries: murmur3's 128-bit x64
 // variant of the left row's value bytes, with Kafka Streams' seed.
 func fkHash(dst *[fkHashLen]byte, value []byte) {
-	h1, h2 := murmur3x64128(value, 104729)
+	h1, h2 := murmur3.Sum128WithSeed(value, 104729)
 	binary.BigEndian.PutUint64(dst[:8], h1)
 	binary.BigEndian.PutUint64(dst[8:], h2)
 }
