@@ -58,9 +58,11 @@ func compile(e Expr, sc *scope) (Evaluator, error) {
 	case *Cast:
 		return compileCast(e, sc)
 	case *In:
-		return compileIn(e, sc)
+		ev, err := compileIn(e, sc)
+		return nullAs(ev, err, e.KsqlNulls, e.Not)
 	case *Between:
-		return compileBetween(e, sc)
+		ev, err := compileBetween(e, sc)
+		return nullAs(ev, err, e.KsqlNulls, e.Not)
 	case *Like:
 		return compileLikeNode(e, sc)
 	case *Distinct:
@@ -243,11 +245,26 @@ func compileBinary(b *Binary, sc *scope) (Evaluator, error) {
 		}, nil
 	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
 		if ev := compileColumnCompare(b); ev != nil {
-			return ev, nil
+			return nullAs(ev, nil, b.KsqlNulls, false)
 		}
-		return compileCompare(b.Op, b.L.Type(), b.R.Type(), l, r), nil
+		return nullAs(compileCompare(b.Op, b.L.Type(), b.R.Type(), l, r), nil, b.KsqlNulls, false)
 	}
 	return compileArith(b, l, r)
+}
+
+// nullAs wraps a boolean evaluator so that its NULL becomes v, when on
+// (ksqlDB's NULL comparisons); otherwise ev is returned as it is.
+func nullAs(ev Evaluator, err error, on, v bool) (Evaluator, error) {
+	if err != nil || !on {
+		return ev, err
+	}
+	return func(row types.Row) (types.Datum, error) {
+		d, err := ev(row)
+		if err == nil && d.Null {
+			return types.BoolDatum(v), nil
+		}
+		return d, err
+	}, nil
 }
 
 // compileColumnCompare specializes the commonest filter, an integer

@@ -112,6 +112,9 @@ type In struct {
 	X    Expr
 	List []Expr
 	Not  bool
+	// KsqlNulls: where SQL gives NULL, IN gives FALSE and NOT IN TRUE, as
+	// in ksqlDB (a NULL never matches). See KsqlNulls.
+	KsqlNulls bool
 }
 
 func (n *In) Type() types.Type { return types.BooleanType }
@@ -155,6 +158,9 @@ func NewIn(x Expr, list []Expr, not bool) (Expr, error) {
 type Between struct {
 	X, Lo, Hi Expr
 	Not       bool
+	// KsqlNulls: where SQL gives NULL, BETWEEN gives FALSE and NOT
+	// BETWEEN TRUE, as in ksqlDB. See KsqlNulls.
+	KsqlNulls bool
 }
 
 func (n *Between) Type() types.Type { return types.BooleanType }

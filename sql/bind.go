@@ -37,6 +37,9 @@ type binder struct {
 	// windowed: the SELECT has a WINDOW clause, whose bounds only its
 	// SELECT list and HAVING see.
 	windowed bool
+	// sqlNulls keeps SQL's NULL comparisons (Select.SQLNulls); otherwise
+	// they are ksqlDB's.
+	sqlNulls bool
 }
 
 // identPos finds the first token naming name, for error positions.
@@ -67,7 +70,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if sel.unsupported != "" {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
-	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil}
+	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
@@ -348,7 +351,7 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		if err != nil {
 			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 		}
-		return e, nil
+		return b.nulls(e), nil
 	case *ast.UnaryOperationExpr:
 		x, err := b.expr(n.V)
 		if err != nil {
@@ -693,6 +696,15 @@ func windowedTable(n planner.Node) bool {
 		}
 	}
 	return false
+}
+
+// nulls gives a freshly built comparison, IN or BETWEEN ksqlDB's NULL
+// comparisons unless the statement keeps SQL's.
+func (b *binder) nulls(e expr.Expr) expr.Expr {
+	if b.sqlNulls {
+		return e
+	}
+	return expr.KsqlNulls(e)
 }
 
 // createAsBinder is a binder over a CREATE … AS statement's text, for errors.

@@ -58,7 +58,7 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		if err != nil {
 			return nil, true, b.typeErr("IN", err)
 		}
-		return e, true, nil
+		return b.nulls(e), true, nil
 	case *ast.BetweenExpr:
 		x, err := b.expr(n.Expr)
 		if err != nil {
@@ -82,7 +82,7 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		if err != nil {
 			return nil, true, b.typeErr("BETWEEN", err)
 		}
-		return e, true, nil
+		return b.nulls(e), true, nil
 	case *ast.PatternLikeOrIlikeExpr:
 		if !n.IsLike {
 			return nil, true, b.errAt("ILIKE", CodeFeatureNotSupport, "ILIKE is not supported; use LIKE with LCASE")

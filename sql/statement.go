@@ -110,6 +110,12 @@ type Select struct {
 	// engine sets it for queries replayed from commands recorded before,
 	// so that their output columns and keys stay as they were.
 	PositionalAliases bool
+	// SQLNulls binds comparisons, IN and BETWEEN with SQL's NULL (a
+	// NULL operand makes them NULL) instead of ksqlDB's (FALSE, and TRUE
+	// for NOT IN and NOT BETWEEN; expr.KsqlNulls). The engine sets it for
+	// queries replayed from commands recorded before sqlstreams followed
+	// ksqlDB here, so that their output stays as it was.
+	SQLNulls bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
