@@ -284,8 +284,10 @@ func fromStringConverter(to types.Type) converter {
 			return types.IntDatum(v), ok
 		}
 	case types.Date:
+		var buf []byte
 		return func(_ *arena, d types.Datum) (types.Datum, bool) {
-			v, ok := parseISODate(javaTrim(d.B))
+			buf = completeDate(buf[:0], javaTrim(d.B))
+			v, ok := parseISODate(buf)
 			return types.IntDatum(v), ok
 		}
 	case types.Time:
@@ -379,6 +381,21 @@ func digitsAt(b []byte, i, n int) (int64, bool) {
 		v = v*10 + int64(c-'0')
 	}
 	return v, true
+}
+
+// completeDate appends b to dst with the parts of yyyy-MM-dd it lacks
+// (yyyy gets -01-01, yyyy-MM -01), as ksqlDB completes a date before
+// parsing it.
+func completeDate(dst, b []byte) []byte {
+	dst = append(dst, b...)
+	parts := 1 + bytes.Count(bytes.TrimRight(b, "-"), []byte("-"))
+	switch parts {
+	case 1:
+		dst = append(dst, "-01-01"...)
+	case 2:
+		dst = append(dst, "-01"...)
+	}
+	return dst
 }
 
 // parseISODate parses yyyy-MM-dd into days since the epoch.

@@ -302,7 +302,7 @@ func collectionCases() []fnCase {
 func urlHashCases() []fnCase {
 	return []fnCase{
 		f("URL_DECODE_PARAM", "url encoded", "url%20encoded"), f("URL_DECODE_PARAM", "a b", "a+b"), f("URL_DECODE_PARAM", "NULL", "%zz"),
-		f("URL_ENCODE_PARAM", "url%20encoded", "url encoded"), f("URL_ENCODE_PARAM", "a%26b%3Dc%2F%C3%A9", "a&b=c/é"),
+		f("URL_ENCODE_PARAM", "url+encoded", "url encoded"), f("URL_ENCODE_PARAM", "a%26b%3Dc%2F%C3%A9", "a&b=c/é"),
 		f("URL_EXTRACT_FRAGMENT", "frag", "http://test.com#frag"), f("URL_EXTRACT_FRAGMENT", "frag space", "http://test.com#frag%20space"),
 		f("URL_EXTRACT_FRAGMENT", "NULL", "http://test.com"), f("URL_EXTRACT_FRAGMENT", "NULL", "http://te st.com#x"),
 		f("URL_EXTRACT_HOST", "test.com", "http://test.com:8080/path"), f("URL_EXTRACT_HOST", "NULL", "/relative/path"),

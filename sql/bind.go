@@ -343,6 +343,11 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		}
 		switch op {
 		case expr.OpEQ, expr.OpNE, expr.OpLT, expr.OpLE, expr.OpGT, expr.OpGE:
+			if !b.sqlNulls {
+				if err := b.ksqlComparable(op, l, r); err != nil {
+					return nil, err
+				}
+			}
 			if l, r, err = timeLiterals(l, r); err != nil {
 				return nil, err
 			}
@@ -705,6 +710,39 @@ func (b *binder) nulls(e expr.Expr) expr.Expr {
 		return e
 	}
 	return expr.KsqlNulls(e)
+}
+
+// ksqlComparable refuses the comparisons ksqlDB refuses that sqlstreams
+// accepted before it followed ksqlDB's NULL comparisons (statements
+// replayed from then bind with SQLNulls and keep them): one with an
+// untyped NULL (write IS NULL), and one of a number with a STRING literal
+// (ksqlDB reads '5' as a number only in an IN list).
+func (b *binder) ksqlComparable(op expr.Op, l, r expr.Expr) error {
+	lt, rt := l.Type(), r.Type()
+	name := func(t types.Type) string {
+		if t.Kind == types.Unknown {
+			return "NULL"
+		}
+		return t.String()
+	}
+	if lt.Kind == types.Unknown || rt.Kind == types.Unknown {
+		return Errorf(CodeDatatypeMismatch, "Comparison with NULL not supported: %s %s %s\nUse 'IS NULL' or 'IS NOT NULL' instead.", name(lt), op, name(rt))
+	}
+	strLit := func(e expr.Expr) bool {
+		lit, ok := e.(*expr.Literal)
+		return ok && !lit.V.Null && lit.T.Kind == types.String
+	}
+	if lt.IsNumeric() && strLit(r) || rt.IsNumeric() && strLit(l) {
+		return Errorf(CodeDatatypeMismatch, "Cannot compare %s (%s) to %s (%s) with %s.", l, lt, r, rt, ksqlOpNames[op])
+	}
+	return nil
+}
+
+// ksqlOpNames are ksqlDB's names of the comparison operators, for its
+// messages.
+var ksqlOpNames = map[expr.Op]string{
+	expr.OpEQ: "EQUAL", expr.OpNE: "NOT_EQUAL", expr.OpLT: "LESS_THAN", expr.OpLE: "LESS_THAN_OR_EQUAL",
+	expr.OpGT: "GREATER_THAN", expr.OpGE: "GREATER_THAN_OR_EQUAL",
 }
 
 // createAsBinder is a binder over a CREATE … AS statement's text, for errors.
