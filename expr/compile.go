@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 
@@ -249,8 +250,25 @@ func compileBinary(b *Binary, sc *scope) (Evaluator, error) {
 		}
 		return nullAs(compileCompare(b.Op, b.L.Type(), b.R.Type(), l, r), nil, b.KsqlNulls, false)
 	}
-	return compileArith(b, l, r)
+	ev, err := compileArith(b, l, r)
+	if err != nil || sc == nil {
+		return ev, err
+	}
+	// Inside a lambda, arithmetic that gives NULL (a NULL operand, a
+	// division by zero) fails the whole function call, which is then
+	// NULL: ksqlDB's generated Java throws there and the call is lost.
+	return func(row types.Row) (types.Datum, error) {
+		d, err := ev(row)
+		if err == nil && d.Null {
+			return d, errLambdaNull
+		}
+		return d, err
+	}, nil
 }
+
+// errLambdaNull is how arithmetic inside a lambda body fails its function
+// call (see compileBinary); the call turns it into NULL.
+var errLambdaNull = errors.New("NULL arithmetic inside a lambda")
 
 // nullAs wraps a boolean evaluator so that its NULL becomes v, when on
 // (ksqlDB's NULL comparisons); otherwise ev is returned as it is.
@@ -995,7 +1013,11 @@ func compileCall(c *Call, sc *scope) (Evaluator, error) {
 				}
 				vals[i] = d
 			}
-			return impl(row, vals)
+			d, err := impl(row, vals)
+			if err == errLambdaNull {
+				return types.NullDatum, nil
+			}
+			return d, err
 		}, nil
 	}
 	impl := c.Fn.New(argTypes)

@@ -274,13 +274,10 @@ func roundingFn(name, desc string, f func(float64) float64) *Function {
 	return &Function{
 		Name:        name,
 		Description: desc,
-		Signatures:  []string{name + "(INTEGER) -> INTEGER", name + "(BIGINT) -> BIGINT", name + "(DOUBLE) -> DOUBLE", name + "(DECIMAL(p, s)) -> DECIMAL(p-s+1, 0)"},
-		Check: overloads(name, ov{in: ps(pNumeric), out: func(a []types.Type) types.Type {
-			if a[0].Kind == types.Decimal {
-				return capDecimal(a[0].Precision-a[0].Scale+1, 0)
-			}
-			return argOr(0, types.IntType)(a)
-		}}),
+		// A DECIMAL keeps its type, its value rounded to a whole number
+		// (ksqlDB: setScale(0, …).setScale(scale)).
+		Signatures: []string{name + "(INTEGER) -> INTEGER", name + "(BIGINT) -> BIGINT", name + "(DOUBLE) -> DOUBLE", name + "(DECIMAL(p, s)) -> DECIMAL(p, s)"},
+		Check:      overloads(name, ov{in: ps(pNumeric), out: argOr(0, types.IntType)}),
 		New: func(ts []types.Type) Impl {
 			switch ts[0].Kind {
 			case types.Double:
@@ -295,7 +292,7 @@ func roundingFn(name, desc string, f func(float64) float64) *Function {
 					} else if !ceil && r < 0 {
 						q--
 					}
-					return types.IntDatum(q), nil
+					return types.IntDatum(q * div), nil
 				})
 			}
 			return func(a []types.Datum) (types.Datum, error) { return a[0], nil }

@@ -146,8 +146,8 @@ func stringCases() []fnCase {
 func mathCases() []fnCase {
 	return []fnCase{
 		f("ABS", "3", -3), f("ABS", "2.5", -2.5), f("ABS", "1.50", dec("-1.50")), f("ABS", "1099511627776", col("B")), f("ABS", "NULL", nil),
-		f("CEIL", "2.0", 1.2), f("CEIL", "2", dec("1.21")), f("CEIL", "-1", dec("-1.5")), f("CEIL", "5", 5), f("CEIL", "NULL", col("N")),
-		f("FLOOR", "2.0", 2.7), f("FLOOR", "-2", dec("-1.5")), f("FLOOR", "1", dec("1.99")), f("FLOOR", "-3.0", -2.5),
+		f("CEIL", "2.0", 1.2), f("CEIL", "2.00", dec("1.21")), f("CEIL", "-1.0", dec("-1.5")), f("CEIL", "5", 5), f("CEIL", "NULL", col("N")),
+		f("FLOOR", "2.0", 2.7), f("FLOOR", "-2.0", dec("-1.5")), f("FLOOR", "1.00", dec("1.99")), f("FLOOR", "-3.0", -2.5),
 		f("ROUND", "2", 1.5), f("ROUND", "-1", -1.5), f("ROUND", "-2", -1.6), f("ROUND", "7", 7), f("ROUND", "1.26", 1.255, 2),
 		f("ROUND", "-1.25", -1.255, 2), f("ROUND", "1200.0", 1234.5, -2), f("ROUND", "12.350", dec("12.345"), 2),
 		f("ROUND", "13", dec("12.5")), f("ROUND", "-12", dec("-12.5")), f("ROUND", "-13", dec("-12.51")),
