@@ -304,17 +304,11 @@ func fromStringConverter(to types.Type) converter {
 	return func(*arena, types.Datum) (types.Datum, bool) { return types.NullDatum, false }
 }
 
-// parseJavaBool is ksqlDB's lenient boolean: true, t, yes, y in any case.
+// parseJavaBool is ksqlDB's lenient boolean (SqlBooleans.parseBoolean):
+// a non-empty prefix of true or yes, in any case; anything else is false.
 func parseJavaBool(b []byte) bool {
-	switch len(b) {
-	case 1:
-		return b[0] == 't' || b[0] == 'T' || b[0] == 'y' || b[0] == 'Y'
-	case 3:
-		return bytes.EqualFold(b, []byte("yes"))
-	case 4:
-		return bytes.EqualFold(b, []byte("true"))
-	}
-	return false
+	v, ok := parseBoolPrefix(string(b))
+	return ok && v
 }
 
 // parseInt parses a decimal integer as Java's Integer.parseInt and
