@@ -310,8 +310,9 @@ const (
 
 // nullsProp, recorded with every catalog command, says how comparisons,
 // IN and BETWEEN treat a NULL operand: nullsKsql is ksqlDB's (FALSE;
-// expr.KsqlNulls). Commands recorded without it keep SQL's NULL
-// (sql.Select.SQLNulls), so their queries' output stays as it was.
+// expr.KsqlNulls). Commands recorded without it keep SQL's NULL and the
+// other expression details that changed with it (sql.Select.SQLNulls),
+// so their queries' output stays as it was.
 const (
 	nullsProp = "sqlstreams.null.comparison"
 	nullsKsql = "ksql"

@@ -14,8 +14,9 @@ import (
 
 // TestNullComparisonsByCommand checks that a query replayed from a
 // command recorded before sqlstreams followed ksqlDB's NULL comparisons
-// keeps SQL's (n = 5 is NULL for a NULL n), while the same statement run
-// now answers as ksqlDB does (FALSE, and TRUE for NOT IN).
+// keeps SQL's (n = 5 is NULL for a NULL n) and the DECIMAL(p-s+1, 0) that
+// FLOOR of a DECIMAL had, while the same statement run now answers as
+// ksqlDB does (FALSE, TRUE for NOT IN; FLOOR keeps DECIMAL(4, 2)).
 func TestNullComparisonsByCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -33,8 +34,8 @@ func TestNullComparisonsByCommand(t *testing.T) {
 	}
 	props := map[string]string{"auto.offset.reset": "earliest", "sqlstreams.generated.aliases": "ksql"}
 	for _, stmt := range []string{
-		"CREATE STREAM s (id INT KEY, n INT) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);",
-		"CREATE STREAM old_q WITH (KAFKA_TOPIC='old_q') AS SELECT id, n = 5 AS eq, n NOT IN (1, 2) AS notin FROM s;",
+		"CREATE STREAM s (id INT KEY, n INT, d DECIMAL(4, 2)) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);",
+		"CREATE STREAM old_q WITH (KAFKA_TOPIC='old_q') AS SELECT id, n = 5 AS eq, n NOT IN (1, 2) AS notin, FLOOR(d) AS f FROM s;",
 	} {
 		if _, err := log.Append(ctx, catalog.Command{Statement: stmt, Props: props}); err != nil {
 			t.Fatal(err)
@@ -50,19 +51,19 @@ func TestNullComparisonsByCommand(t *testing.T) {
 	sess := engine.NewSession()
 	for _, stmt := range []string{
 		"SET 'auto.offset.reset'='earliest';",
-		"CREATE STREAM new_q WITH (KAFKA_TOPIC='new_q') AS SELECT id, n = 5 AS eq, n NOT IN (1, 2) AS notin FROM s;",
+		"CREATE STREAM new_q WITH (KAFKA_TOPIC='new_q') AS SELECT id, n = 5 AS eq, n NOT IN (1, 2) AS notin, FLOOR(d) AS f FROM s;",
 	} {
 		if _, err := eng.Execute(ctx, sess, stmt, discard{}); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
 	produce(t, ctx, brokers, "s",
-		&kgo.Record{Key: intKey(1), Value: []byte(`{"N":null}`)},
-		&kgo.Record{Key: intKey(2), Value: []byte(`{"N":5}`)})
+		&kgo.Record{Key: intKey(1), Value: []byte(`{"N":null,"D":1.25}`)},
+		&kgo.Record{Key: intKey(2), Value: []byte(`{"N":5,"D":-1.25}`)})
 
 	for topic, want := range map[string][]string{
-		"old_q": {`{"EQ":null,"NOTIN":null}`, `{"EQ":true,"NOTIN":true}`},
-		"new_q": {`{"EQ":false,"NOTIN":true}`, `{"EQ":true,"NOTIN":true}`},
+		"old_q": {`{"EQ":null,"NOTIN":null,"F":1}`, `{"EQ":true,"NOTIN":true,"F":-2}`},
+		"new_q": {`{"EQ":false,"NOTIN":true,"F":1.00}`, `{"EQ":true,"NOTIN":true,"F":-2.00}`},
 	} {
 		got := consume(t, ctx, brokers, topic, len(want))
 		for i := range want {

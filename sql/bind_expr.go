@@ -313,6 +313,12 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 	if err != nil {
 		return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
 	}
+	if b.sqlNulls && (name == "CEIL" || name == "FLOOR") && len(args) == 1 && args[0].Type().Kind == types.Decimal {
+		// Statements recorded before CEIL and FLOOR kept a DECIMAL's
+		// type gave DECIMAL(p-s+1, 0): the same whole value, narrowed.
+		t := args[0].Type()
+		return expr.NewCast(e, types.Type{Kind: types.Decimal, Precision: min(t.Precision-t.Scale+1, types.MaxDecimalPrecision), Scale: 0})
+	}
 	return e, nil
 }
 
