@@ -315,7 +315,7 @@ func urlHashCases() []fnCase {
 		f("URL_EXTRACT_QUERY", "a=foo bar&b=baz", "http://test.com?a=foo%20bar&b=baz"), f("URL_EXTRACT_QUERY", "NULL", "http://test.com"),
 		f("MD5", "5d41402abc4b2a76b9719d911017c592", "hello"), f("MD5", "d41d8cd98f00b204e9800998ecf8427e", ""), f("MD5", "NULL", nil),
 		f("ENCODE", "K", "4b", "hex", "utf8"), f("ENCODE", "Sw==", "K", "utf8", "base64"), f("ENCODE", "4b", "Sw==", "base64", "hex"),
-		f("ENCODE", "NULL", "zz", "hex", "utf8"), f("ENCODE", "\x0b", "b", "hex", "ascii"), f("ENCODE", "c3a9", "é", "UTF8", "HEX"),
+		f("ENCODE", "NULL", "zz", "hex", "utf8"), f("ENCODE", "NULL", "b", "hex", "ascii"), f("ENCODE", "\x0b", "0xb", "hex", "ascii"), f("ENCODE", "Example!", "X'4578616d706C6521'", "hex", "utf8"), f("ENCODE", "??", "Ελ", "ascii", "utf8"), f("ENCODE", "c3a9", "é", "UTF8", "HEX"),
 		f("ENCODE", "NULL", nil, "hex", "utf8"),
 		f("TO_BYTES", "Sw==", "4b", "hex"), f("TO_BYTES", "YWJj", "abc", "utf8"), f("TO_BYTES", "NULL", "%%", "base64"),
 		f("FROM_BYTES", "616263", call("TO_BYTES", "abc", "utf8"), "hex"), f("FROM_BYTES", "0AFF", call("TO_BYTES", "0aff", "hex"), "hex"), f("FROM_BYTES", "K", col("BY"), "ascii"),
