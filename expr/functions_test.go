@@ -132,7 +132,7 @@ func stringCases() []fnCase {
 		f("RPAD", "FooBarB", "Foo", 7, "Bar"), f("RPAD", "Fo", "Foo", 2, "Bar"), f("RPAD", "Ba", "", 2, "Bar"),
 		f("INITCAP", "Hello World  Foo", "hello wORLD  foo"), f("INITCAP", "", ""), f("INITCAP", "NULL", nil),
 		f("CHR", "K", 75), f("CHR", "K", `\u004b`), f("CHR", "好", 22909), f("CHR", "好", `\u597d`),
-		f("CHR", "NULL", -1), f("CHR", "NULL", "x"), f("CHR", "NULL", `\uzzzz`), f("CHR", "NULL", 0xD800), f("CHR", "\t", 9),
+		f("CHR", "NULL", -1), f("CHR", "NULL", "x"), f("CHR", "NULL", `\uzzzz`), f("CHR", "NULL", 0xD800), f("CHR", "\t", 9), f("CHR", "𘊸", `\ud820\udeb8`), f("CHR", "Kx", `\u004bx`),
 		f("MASK", "Xx-Xxxx--nnn", "My Test $123"), f("MASK", "*y *est $111", "My Test $123", "*", nil, "1", nil),
 		f("MASK", "NULL", nil),
 		f("MASK_KEEP_LEFT", "My Txxx--nnn", "My Test $123", 4), f("MASK_KEEP_RIGHT", "Xx-Xxxx-$123", "My Test $123", 4),
