@@ -343,13 +343,13 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		}
 		switch op {
 		case expr.OpEQ, expr.OpNE, expr.OpLT, expr.OpLE, expr.OpGT, expr.OpGE:
+			if l, r, err = timeLiterals(l, r); err != nil {
+				return nil, err
+			}
 			if !b.sqlNulls {
 				if err := b.ksqlComparable(op, l, r); err != nil {
 					return nil, err
 				}
-			}
-			if l, r, err = timeLiterals(l, r); err != nil {
-				return nil, err
 			}
 		}
 		e, err := expr.NewBinary(op, l, r)
