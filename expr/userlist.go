@@ -224,6 +224,10 @@ func userCoercible(lax bool, from, to types.Type) (types.Type, bool) {
 		return types.Type{Kind: types.Struct, Fields: fs}, true
 	case from.Kind == types.String && (isTemporal(to.Kind) || to.Kind == types.Bytes):
 		return to, true
+	case from.Kind == types.Date && to.Kind == types.Timestamp:
+		// Not in ksqlDB's list coercion, but its comparisons read a DATE
+		// against a TIMESTAMP as midnight, and IN did so here before.
+		return to, true
 	case from.Kind == to.Kind && !isComposite(from.Kind):
 		return to, true
 	case lax && to.Kind == types.String:
