@@ -245,10 +245,15 @@ func compileBinary(b *Binary, sc *scope) (Evaluator, error) {
 			return types.Datum{B: buf}, nil
 		}, nil
 	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
-		if ev := compileColumnCompare(b); ev != nil {
-			return nullAs(ev, nil, b.KsqlNulls, false)
+		// A NULL operand gives NULL, or FALSE with ksqlDB's NULLs.
+		null := types.NullDatum
+		if b.KsqlNulls {
+			null = types.BoolDatum(false)
 		}
-		return nullAs(compileCompare(b.Op, b.L.Type(), b.R.Type(), l, r), nil, b.KsqlNulls, false)
+		if ev := compileColumnCompare(b, null); ev != nil {
+			return ev, nil
+		}
+		return compileCompare(b.Op, b.L.Type(), b.R.Type(), l, r, null), nil
 	}
 	ev, err := compileArith(b, l, r)
 	if err != nil || sc == nil {
@@ -288,7 +293,8 @@ func nullAs(ev Evaluator, err error, on, v bool) (Evaluator, error) {
 // compileColumnCompare specializes the commonest filter, an integer
 // column against an integer constant (price > 1000): it reads the column
 // in place, with no call for either side. nil when b is not of that form.
-func compileColumnCompare(b *Binary) Evaluator {
+// null is the answer for a NULL column.
+func compileColumnCompare(b *Binary, null types.Datum) Evaluator {
 	c, ok := b.L.(*Column)
 	lit, ok2 := b.R.(*Literal)
 	if !ok || !ok2 || lit.V.Null || !intLike(c.T) || !intLike(lit.T) {
@@ -298,7 +304,7 @@ func compileColumnCompare(b *Binary) Evaluator {
 	return func(row types.Row) (types.Datum, error) {
 		x := &row[i]
 		if x.Null {
-			return types.NullDatum, nil
+			return null, nil
 		}
 		var v bool
 		switch op {
@@ -329,17 +335,18 @@ func intLike(t types.Type) bool {
 }
 
 // compileCompare specializes the common comparisons so that they cost a
-// call per operand and nothing more.
-func compileCompare(op Op, lt, rt types.Type, l, r Evaluator) Evaluator {
+// call per operand and nothing more. null is the answer when an operand
+// is NULL (NULL, or FALSE with ksqlDB's NULLs).
+func compileCompare(op Op, lt, rt types.Type, l, r Evaluator, null types.Datum) Evaluator {
 	if intLike(lt) && intLike(rt) {
 		return func(row types.Row) (types.Datum, error) {
 			x, err := l(row)
 			if err != nil || x.Null {
-				return types.NullDatum, err
+				return null, err
 			}
 			y, err := r(row)
 			if err != nil || y.Null {
-				return types.NullDatum, err
+				return null, err
 			}
 			var v bool
 			switch op {
@@ -364,11 +371,11 @@ func compileCompare(op Op, lt, rt types.Type, l, r Evaluator) Evaluator {
 		return func(row types.Row) (types.Datum, error) {
 			x, err := l(row)
 			if err != nil || x.Null {
-				return types.NullDatum, err
+				return null, err
 			}
 			y, err := r(row)
 			if err != nil || y.Null {
-				return types.NullDatum, err
+				return null, err
 			}
 			return types.BoolDatum(bytes.Equal(x.B, y.B) != ne), nil
 		}
@@ -378,11 +385,11 @@ func compileCompare(op Op, lt, rt types.Type, l, r Evaluator) Evaluator {
 	return func(row types.Row) (types.Datum, error) {
 		x, err := l(row)
 		if err != nil || x.Null {
-			return types.NullDatum, err
+			return null, err
 		}
 		y, err := r(row)
 		if err != nil || y.Null {
-			return types.NullDatum, err
+			return null, err
 		}
 		return types.BoolDatum(test(cmp(x, y))), nil
 	}
