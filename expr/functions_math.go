@@ -213,7 +213,8 @@ var mathFunctions = []*Function{
 				if math.Abs(lat1) > 90 || math.Abs(lat2) > 90 || math.Abs(lon1) > 180 || math.Abs(lon2) > 180 {
 					return types.NullDatum, funcErrorf("GEO_DISTANCE", "latitudes must be within ±90 and longitudes within ±180")
 				}
-				// In ksqlDB's order of operations, so the last digit agrees.
+				// In ksqlDB's order of operations (Java's sin and cos may still
+				// differ from Go's in the last digit).
 				dLat, dLon := toRadians(lat2-lat1), toRadians(lon2-lon1)
 				h := math.Pow(math.Sin(dLat/2), 2) + math.Pow(math.Sin(dLon/2), 2)*math.Cos(toRadians(lat1))*math.Cos(toRadians(lat2))
 				return types.DoubleDatum(2 * math.Asin(math.Sqrt(h)) * r), nil
