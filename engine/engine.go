@@ -282,6 +282,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 			cmd.Props = map[string]string{}
 		}
 		cmd.Props[aliasesProp] = aliasesKsql
+		cmd.Props[nullsProp] = nullsKsql
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			// Columns inferred from the registry are recorded by
@@ -331,6 +332,16 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 const (
 	aliasesProp = "sqlstreams.generated.aliases"
 	aliasesKsql = "ksql"
+)
+
+// nullsProp, recorded with every catalog command, says how comparisons,
+// IN and BETWEEN treat a NULL operand: nullsKsql is ksqlDB's (FALSE;
+// expr.KsqlNulls). Commands recorded without it keep SQL's NULL and the
+// other expression details that changed with it (sql.Select.SQLNulls),
+// so their queries' output stays as it was.
+const (
+	nullsProp = "sqlstreams.null.comparison"
+	nullsKsql = "ksql"
 )
 
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
@@ -383,13 +394,16 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	}
 	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
+	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
 	case *sql.CreateAs:
 		st.Select.PositionalAliases = positional
+		st.Select.SQLNulls = sqlNulls
 	case *sql.InsertSelect:
 		st.Select.PositionalAliases = positional
+		st.Select.SQLNulls = sqlNulls
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

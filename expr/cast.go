@@ -284,8 +284,10 @@ func fromStringConverter(to types.Type) converter {
 			return types.IntDatum(v), ok
 		}
 	case types.Date:
+		var buf []byte
 		return func(_ *arena, d types.Datum) (types.Datum, bool) {
-			v, ok := parseISODate(javaTrim(d.B))
+			buf = completeDate(buf[:0], javaTrim(d.B))
+			v, ok := parseISODate(buf)
 			return types.IntDatum(v), ok
 		}
 	case types.Time:
@@ -302,17 +304,11 @@ func fromStringConverter(to types.Type) converter {
 	return func(*arena, types.Datum) (types.Datum, bool) { return types.NullDatum, false }
 }
 
-// parseJavaBool is ksqlDB's lenient boolean: true, t, yes, y in any case.
+// parseJavaBool is ksqlDB's lenient boolean (SqlBooleans.parseBoolean):
+// a non-empty prefix of true or yes, in any case; anything else is false.
 func parseJavaBool(b []byte) bool {
-	switch len(b) {
-	case 1:
-		return b[0] == 't' || b[0] == 'T' || b[0] == 'y' || b[0] == 'Y'
-	case 3:
-		return bytes.EqualFold(b, []byte("yes"))
-	case 4:
-		return bytes.EqualFold(b, []byte("true"))
-	}
-	return false
+	v, ok := parseBoolPrefix(string(b))
+	return ok && v
 }
 
 // parseInt parses a decimal integer as Java's Integer.parseInt and
@@ -379,6 +375,21 @@ func digitsAt(b []byte, i, n int) (int64, bool) {
 		v = v*10 + int64(c-'0')
 	}
 	return v, true
+}
+
+// completeDate appends b to dst with the parts of yyyy-MM-dd it lacks
+// (yyyy gets -01-01, yyyy-MM -01), as ksqlDB completes a date before
+// parsing it.
+func completeDate(dst, b []byte) []byte {
+	dst = append(dst, b...)
+	parts := 1 + bytes.Count(bytes.TrimRight(b, "-"), []byte("-"))
+	switch parts {
+	case 1:
+		dst = append(dst, "-01-01"...)
+	case 2:
+		dst = append(dst, "-01"...)
+	}
+	return dst
 }
 
 // parseISODate parses yyyy-MM-dd into days since the epoch.

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 
@@ -58,9 +59,11 @@ func compile(e Expr, sc *scope) (Evaluator, error) {
 	case *Cast:
 		return compileCast(e, sc)
 	case *In:
-		return compileIn(e, sc)
+		ev, err := compileIn(e, sc)
+		return nullAs(ev, err, e.KsqlNulls, e.Not)
 	case *Between:
-		return compileBetween(e, sc)
+		ev, err := compileBetween(e, sc)
+		return nullAs(ev, err, e.KsqlNulls, e.Not)
 	case *Like:
 		return compileLikeNode(e, sc)
 	case *Distinct:
@@ -242,18 +245,56 @@ func compileBinary(b *Binary, sc *scope) (Evaluator, error) {
 			return types.Datum{B: buf}, nil
 		}, nil
 	case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
-		if ev := compileColumnCompare(b); ev != nil {
+		// A NULL operand gives NULL, or FALSE with ksqlDB's NULLs.
+		null := types.NullDatum
+		if b.KsqlNulls {
+			null = types.BoolDatum(false)
+		}
+		if ev := compileColumnCompare(b, null); ev != nil {
 			return ev, nil
 		}
-		return compileCompare(b.Op, b.L.Type(), b.R.Type(), l, r), nil
+		return compileCompare(b.Op, b.L.Type(), b.R.Type(), l, r, null), nil
 	}
-	return compileArith(b, l, r)
+	ev, err := compileArith(b, l, r)
+	if err != nil || sc == nil {
+		return ev, err
+	}
+	// Inside a lambda, arithmetic that gives NULL (a NULL operand, a
+	// division by zero) fails the whole function call, which is then
+	// NULL: ksqlDB's generated Java throws there and the call is lost.
+	return func(row types.Row) (types.Datum, error) {
+		d, err := ev(row)
+		if err == nil && d.Null {
+			return d, errLambdaNull
+		}
+		return d, err
+	}, nil
+}
+
+// errLambdaNull is how arithmetic inside a lambda body fails its function
+// call (see compileBinary); the call turns it into NULL.
+var errLambdaNull = errors.New("NULL arithmetic inside a lambda")
+
+// nullAs wraps a boolean evaluator so that its NULL becomes v, when on
+// (ksqlDB's NULL comparisons); otherwise ev is returned as it is.
+func nullAs(ev Evaluator, err error, on, v bool) (Evaluator, error) {
+	if err != nil || !on {
+		return ev, err
+	}
+	return func(row types.Row) (types.Datum, error) {
+		d, err := ev(row)
+		if err == nil && d.Null {
+			return types.BoolDatum(v), nil
+		}
+		return d, err
+	}, nil
 }
 
 // compileColumnCompare specializes the commonest filter, an integer
 // column against an integer constant (price > 1000): it reads the column
 // in place, with no call for either side. nil when b is not of that form.
-func compileColumnCompare(b *Binary) Evaluator {
+// null is the answer for a NULL column.
+func compileColumnCompare(b *Binary, null types.Datum) Evaluator {
 	c, ok := b.L.(*Column)
 	lit, ok2 := b.R.(*Literal)
 	if !ok || !ok2 || lit.V.Null || !intLike(c.T) || !intLike(lit.T) {
@@ -263,7 +304,7 @@ func compileColumnCompare(b *Binary) Evaluator {
 	return func(row types.Row) (types.Datum, error) {
 		x := &row[i]
 		if x.Null {
-			return types.NullDatum, nil
+			return null, nil
 		}
 		var v bool
 		switch op {
@@ -294,17 +335,18 @@ func intLike(t types.Type) bool {
 }
 
 // compileCompare specializes the common comparisons so that they cost a
-// call per operand and nothing more.
-func compileCompare(op Op, lt, rt types.Type, l, r Evaluator) Evaluator {
+// call per operand and nothing more. null is the answer when an operand
+// is NULL (NULL, or FALSE with ksqlDB's NULLs).
+func compileCompare(op Op, lt, rt types.Type, l, r Evaluator, null types.Datum) Evaluator {
 	if intLike(lt) && intLike(rt) {
 		return func(row types.Row) (types.Datum, error) {
 			x, err := l(row)
 			if err != nil || x.Null {
-				return types.NullDatum, err
+				return null, err
 			}
 			y, err := r(row)
 			if err != nil || y.Null {
-				return types.NullDatum, err
+				return null, err
 			}
 			var v bool
 			switch op {
@@ -329,11 +371,11 @@ func compileCompare(op Op, lt, rt types.Type, l, r Evaluator) Evaluator {
 		return func(row types.Row) (types.Datum, error) {
 			x, err := l(row)
 			if err != nil || x.Null {
-				return types.NullDatum, err
+				return null, err
 			}
 			y, err := r(row)
 			if err != nil || y.Null {
-				return types.NullDatum, err
+				return null, err
 			}
 			return types.BoolDatum(bytes.Equal(x.B, y.B) != ne), nil
 		}
@@ -343,11 +385,11 @@ func compileCompare(op Op, lt, rt types.Type, l, r Evaluator) Evaluator {
 	return func(row types.Row) (types.Datum, error) {
 		x, err := l(row)
 		if err != nil || x.Null {
-			return types.NullDatum, err
+			return null, err
 		}
 		y, err := r(row)
 		if err != nil || y.Null {
-			return types.NullDatum, err
+			return null, err
 		}
 		return types.BoolDatum(test(cmp(x, y))), nil
 	}
@@ -978,7 +1020,11 @@ func compileCall(c *Call, sc *scope) (Evaluator, error) {
 				}
 				vals[i] = d
 			}
-			return impl(row, vals)
+			d, err := impl(row, vals)
+			if err == errLambdaNull {
+				return types.NullDatum, nil
+			}
+			return d, err
 		}, nil
 	}
 	impl := c.Fn.New(argTypes)

@@ -93,6 +93,9 @@ type Binary struct {
 	Op   Op
 	L, R Expr
 	T    types.Type
+	// KsqlNulls makes a comparison with a NULL operand FALSE, as ksqlDB's
+	// are, rather than NULL (SQL). Set it with KsqlNulls.
+	KsqlNulls bool
 }
 
 func (b *Binary) Type() types.Type { return b.T }
@@ -210,6 +213,34 @@ func NewBinary(op Op, l, r Expr) (Expr, error) {
 		return &Binary{Op: op, L: l, R: r, T: types.BooleanType}, nil
 	}
 	return nil, typeErrorf("unknown operator %d", op)
+}
+
+// KsqlNulls returns e with ksqlDB's NULL comparisons if e is a
+// comparison (=, <>, <, <=, >, >=), an IN or a BETWEEN: a NULL operand
+// makes it FALSE, and its NOT form TRUE, where SQL makes both NULL. Other
+// expressions are returned as they are. AND, OR and NOT keep SQL's
+// three-valued logic in both modes (ksqlDB's fail on a NULL operand,
+// which leaves the column NULL too). e must be freshly built: it is
+// copied, not changed.
+func KsqlNulls(e Expr) Expr {
+	switch n := e.(type) {
+	case *Binary:
+		switch n.Op {
+		case OpEQ, OpNE, OpLT, OpLE, OpGT, OpGE:
+			c := *n
+			c.KsqlNulls = true
+			return &c
+		}
+	case *In:
+		c := *n
+		c.KsqlNulls = true
+		return &c
+	case *Between:
+		c := *n
+		c.KsqlNulls = true
+		return &c
+	}
+	return e
 }
 
 // NewUnary builds NOT x or -x.

@@ -38,15 +38,34 @@ var hashFunctions = []*Function{
 		Check:       exactly("ENCODE", types.StringType, types.StringType, types.StringType, types.StringType),
 		validate:    both(validateEncoding("ENCODE", 1), validateEncoding("ENCODE", 2)),
 		New: func([]types.Type) Impl {
-			var raw, out []byte
+			var raw, out, pad []byte
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				in, ok1 := encodingOf(a[1].B)
 				to, ok2 := encodingOf(a[2].B)
 				if !ok1 || !ok2 {
 					return types.NullDatum, funcErrorf("ENCODE", "unsupported encoding '%s' or '%s' (use hex, utf8, ascii or base64)", a[1].B, a[2].B)
 				}
+				text := a[0].B
+				if in == encHex {
+					// ksqlDB's ENCODE strips 0x or X'…' and then
+					// takes only an even count of digits (after 0x an
+					// odd count reads as if led by 0).
+					switch {
+					case len(text) >= 2 && text[0] == '0' && text[1] == 'x':
+						text = text[2:]
+						if len(text)%2 == 1 {
+							pad = append(append(pad[:0], '0'), text...)
+							text = pad
+						}
+					case len(text) >= 3 && (text[0] == 'x' || text[0] == 'X') && text[1] == '\'' && text[len(text)-1] == '\'':
+						text = text[2 : len(text)-1]
+					}
+					if len(text)%2 == 1 {
+						return null()
+					}
+				}
 				var ok bool
-				if raw, ok = decodeText(raw[:0], a[0].B, in); !ok {
+				if raw, ok = decodeText(raw[:0], text, in); !ok {
 					return null()
 				}
 				out = encodeText(out[:0], raw, to)
@@ -156,11 +175,17 @@ func decodeText(dst, s []byte, e encoding) ([]byte, bool) {
 		out, err := base64.StdEncoding.AppendDecode(dst, s)
 		return out, err == nil
 	case encASCII:
-		for _, c := range s {
-			if c >= utf8.RuneSelf {
-				c = '?'
+		// Java's getBytes(US_ASCII): one '?' for each character that is
+		// not ASCII.
+		for i := 0; i < len(s); {
+			if s[i] < utf8.RuneSelf {
+				dst = append(dst, s[i])
+				i++
+				continue
 			}
-			dst = append(dst, c)
+			_, n := utf8.DecodeRune(s[i:])
+			dst = append(dst, '?')
+			i += n
 		}
 		return dst, true
 	}

@@ -245,9 +245,10 @@ func newTransform(ts []types.Type, lambdas []*compiledLambda) lambdaImpl {
 			if copyV {
 				v = a.clone(v)
 			}
-			if j := mapFind(out, k, kt); j >= 0 {
-				out[j+1] = v
-				continue
+			if mapFind(out, k, kt) >= 0 {
+				// Two entries with one new key: ksqlDB's collector
+				// throws, and the call is NULL.
+				return null()
 			}
 			out = append(out, k, v)
 		}

@@ -195,9 +195,15 @@ var mathFunctions = []*Function{
 			for i := range fs {
 				fs[i] = asFloat(ts[i])
 			}
-			return strict(func(a []types.Datum) (types.Datum, error) {
+			// A NULL unit is the default, KM (ksqlDB); a NULL point is NULL.
+			return func(a []types.Datum) (types.Datum, error) {
+				for _, d := range a[:4] {
+					if d.Null {
+						return types.NullDatum, nil
+					}
+				}
 				r := 6371.0
-				if len(a) > 4 {
+				if len(a) > 4 && !a[4].Null {
 					var ok bool
 					if r, ok = earthRadius(a[4].B); !ok {
 						return types.NullDatum, funcErrorf("GEO_DISTANCE", "unit must be KM or MILES, got '%s'", a[4].B)
@@ -207,11 +213,12 @@ var mathFunctions = []*Function{
 				if math.Abs(lat1) > 90 || math.Abs(lat2) > 90 || math.Abs(lon1) > 180 || math.Abs(lon2) > 180 {
 					return types.NullDatum, funcErrorf("GEO_DISTANCE", "latitudes must be within ±90 and longitudes within ±180")
 				}
-				dLat := (lat2 - lat1) * math.Pi / 180
-				dLon := (lon2 - lon1) * math.Pi / 180
-				h := math.Pow(math.Sin(dLat/2), 2) + math.Pow(math.Sin(dLon/2), 2)*math.Cos(lat1*math.Pi/180)*math.Cos(lat2*math.Pi/180)
-				return types.DoubleDatum(2 * r * math.Asin(math.Sqrt(h))), nil
-			})
+				// In ksqlDB's order of operations (Java's sin and cos may still
+				// differ from Go's in the last digit).
+				dLat, dLon := toRadians(lat2-lat1), toRadians(lon2-lon1)
+				h := math.Pow(math.Sin(dLat/2), 2) + math.Pow(math.Sin(dLon/2), 2)*math.Cos(toRadians(lat1))*math.Cos(toRadians(lat2))
+				return types.DoubleDatum(2 * math.Asin(math.Sqrt(h)) * r), nil
+			}
 		},
 	},
 }
@@ -274,13 +281,10 @@ func roundingFn(name, desc string, f func(float64) float64) *Function {
 	return &Function{
 		Name:        name,
 		Description: desc,
-		Signatures:  []string{name + "(INTEGER) -> INTEGER", name + "(BIGINT) -> BIGINT", name + "(DOUBLE) -> DOUBLE", name + "(DECIMAL(p, s)) -> DECIMAL(p-s+1, 0)"},
-		Check: overloads(name, ov{in: ps(pNumeric), out: func(a []types.Type) types.Type {
-			if a[0].Kind == types.Decimal {
-				return capDecimal(a[0].Precision-a[0].Scale+1, 0)
-			}
-			return argOr(0, types.IntType)(a)
-		}}),
+		// A DECIMAL keeps its type, its value rounded to a whole number
+		// (ksqlDB: setScale(0, …).setScale(scale)).
+		Signatures: []string{name + "(INTEGER) -> INTEGER", name + "(BIGINT) -> BIGINT", name + "(DOUBLE) -> DOUBLE", name + "(DECIMAL(p, s)) -> DECIMAL(p, s)"},
+		Check:      overloads(name, ov{in: ps(pNumeric), out: argOr(0, types.IntType)}),
 		New: func(ts []types.Type) Impl {
 			switch ts[0].Kind {
 			case types.Double:
@@ -295,7 +299,7 @@ func roundingFn(name, desc string, f func(float64) float64) *Function {
 					} else if !ceil && r < 0 {
 						q--
 					}
-					return types.IntDatum(q), nil
+					return types.IntDatum(q * div), nil
 				})
 			}
 			return func(a []types.Datum) (types.Datum, error) { return a[0], nil }
@@ -478,3 +482,7 @@ func extremum(name, desc string, sign int) *Function {
 		},
 	}
 }
+
+// toRadians is Java's Math.toRadians: one multiplication by the constant
+// π/180 (the same value rounded once, not x*π then /180).
+func toRadians(deg float64) float64 { return deg * 0.017453292519943295 }

@@ -388,11 +388,12 @@ var stringFunctions = []*Function{
 					if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
 						return null()
 					}
-					v, err := strconv.ParseInt(string(s[2:]), 16, 32)
-					if err != nil {
+					out, ok := unescapeUnicode(buf[:0], s)
+					if !ok {
 						return null()
 					}
-					cp = v
+					buf = out
+					return types.Datum{B: buf}, nil
 				}
 				if cp < 0 || cp > unicode.MaxRune || cp >= 0xD800 && cp <= 0xDFFF {
 					return null()
@@ -892,4 +893,51 @@ func javaReplacement(s string) []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// unescapeUnicode appends s with its \uXXXX escapes decoded, as
+// StringEscapeUtils.unescapeJava does for CHR: a high and a low surrogate
+// escaped one after the other make one character; other text is kept.
+func unescapeUnicode(dst, s []byte) ([]byte, bool) {
+	var pending rune = -1 // a high surrogate waiting for its low half
+	flush := func() {
+		if pending >= 0 {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+			pending = -1
+		}
+	}
+	for i := 0; i < len(s); {
+		if s[i] == '\\' && i+1 < len(s) && s[i+1] == 'u' {
+			j := i + 1
+			for j < len(s) && s[j] == 'u' {
+				j++
+			}
+			if j+4 > len(s) {
+				return nil, false
+			}
+			v, err := strconv.ParseUint(string(s[j:j+4]), 16, 16)
+			if err != nil {
+				return nil, false
+			}
+			r := rune(v)
+			switch {
+			case r >= 0xD800 && r < 0xDC00:
+				flush()
+				pending = r
+			case r >= 0xDC00 && r < 0xE000 && pending >= 0:
+				dst = utf8.AppendRune(dst, 0x10000+(pending-0xD800)<<10+(r-0xDC00))
+				pending = -1
+			default:
+				flush()
+				dst = utf8.AppendRune(dst, r)
+			}
+			i = j + 4
+			continue
+		}
+		flush()
+		dst = append(dst, s[i])
+		i++
+	}
+	flush()
+	return dst, true
 }

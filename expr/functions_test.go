@@ -132,7 +132,7 @@ func stringCases() []fnCase {
 		f("RPAD", "FooBarB", "Foo", 7, "Bar"), f("RPAD", "Fo", "Foo", 2, "Bar"), f("RPAD", "Ba", "", 2, "Bar"),
 		f("INITCAP", "Hello World  Foo", "hello wORLD  foo"), f("INITCAP", "", ""), f("INITCAP", "NULL", nil),
 		f("CHR", "K", 75), f("CHR", "K", `\u004b`), f("CHR", "好", 22909), f("CHR", "好", `\u597d`),
-		f("CHR", "NULL", -1), f("CHR", "NULL", "x"), f("CHR", "NULL", `\uzzzz`), f("CHR", "NULL", 0xD800), f("CHR", "\t", 9),
+		f("CHR", "NULL", -1), f("CHR", "NULL", "x"), f("CHR", "NULL", `\uzzzz`), f("CHR", "NULL", 0xD800), f("CHR", "\t", 9), f("CHR", "𘊸", `\ud820\udeb8`), f("CHR", "Kx", `\u004bx`),
 		f("MASK", "Xx-Xxxx--nnn", "My Test $123"), f("MASK", "*y *est $111", "My Test $123", "*", nil, "1", nil),
 		f("MASK", "NULL", nil),
 		f("MASK_KEEP_LEFT", "My Txxx--nnn", "My Test $123", 4), f("MASK_KEEP_RIGHT", "Xx-Xxxx-$123", "My Test $123", 4),
@@ -146,8 +146,8 @@ func stringCases() []fnCase {
 func mathCases() []fnCase {
 	return []fnCase{
 		f("ABS", "3", -3), f("ABS", "2.5", -2.5), f("ABS", "1.50", dec("-1.50")), f("ABS", "1099511627776", col("B")), f("ABS", "NULL", nil),
-		f("CEIL", "2.0", 1.2), f("CEIL", "2", dec("1.21")), f("CEIL", "-1", dec("-1.5")), f("CEIL", "5", 5), f("CEIL", "NULL", col("N")),
-		f("FLOOR", "2.0", 2.7), f("FLOOR", "-2", dec("-1.5")), f("FLOOR", "1", dec("1.99")), f("FLOOR", "-3.0", -2.5),
+		f("CEIL", "2.0", 1.2), f("CEIL", "2.00", dec("1.21")), f("CEIL", "-1.0", dec("-1.5")), f("CEIL", "5", 5), f("CEIL", "NULL", col("N")),
+		f("FLOOR", "2.0", 2.7), f("FLOOR", "-2.0", dec("-1.5")), f("FLOOR", "1.00", dec("1.99")), f("FLOOR", "-3.0", -2.5),
 		f("ROUND", "2", 1.5), f("ROUND", "-1", -1.5), f("ROUND", "-2", -1.6), f("ROUND", "7", 7), f("ROUND", "1.26", 1.255, 2),
 		f("ROUND", "-1.25", -1.255, 2), f("ROUND", "1200.0", 1234.5, -2), f("ROUND", "12.350", dec("12.345"), 2),
 		f("ROUND", "13", dec("12.5")), f("ROUND", "-12", dec("-12.5")), f("ROUND", "-13", dec("-12.51")),
@@ -302,7 +302,7 @@ func collectionCases() []fnCase {
 func urlHashCases() []fnCase {
 	return []fnCase{
 		f("URL_DECODE_PARAM", "url encoded", "url%20encoded"), f("URL_DECODE_PARAM", "a b", "a+b"), f("URL_DECODE_PARAM", "NULL", "%zz"),
-		f("URL_ENCODE_PARAM", "url%20encoded", "url encoded"), f("URL_ENCODE_PARAM", "a%26b%3Dc%2F%C3%A9", "a&b=c/é"),
+		f("URL_ENCODE_PARAM", "url+encoded", "url encoded"), f("URL_ENCODE_PARAM", "a%26b%3Dc%2F%C3%A9", "a&b=c/é"),
 		f("URL_EXTRACT_FRAGMENT", "frag", "http://test.com#frag"), f("URL_EXTRACT_FRAGMENT", "frag space", "http://test.com#frag%20space"),
 		f("URL_EXTRACT_FRAGMENT", "NULL", "http://test.com"), f("URL_EXTRACT_FRAGMENT", "NULL", "http://te st.com#x"),
 		f("URL_EXTRACT_HOST", "test.com", "http://test.com:8080/path"), f("URL_EXTRACT_HOST", "NULL", "/relative/path"),
@@ -315,7 +315,7 @@ func urlHashCases() []fnCase {
 		f("URL_EXTRACT_QUERY", "a=foo bar&b=baz", "http://test.com?a=foo%20bar&b=baz"), f("URL_EXTRACT_QUERY", "NULL", "http://test.com"),
 		f("MD5", "5d41402abc4b2a76b9719d911017c592", "hello"), f("MD5", "d41d8cd98f00b204e9800998ecf8427e", ""), f("MD5", "NULL", nil),
 		f("ENCODE", "K", "4b", "hex", "utf8"), f("ENCODE", "Sw==", "K", "utf8", "base64"), f("ENCODE", "4b", "Sw==", "base64", "hex"),
-		f("ENCODE", "NULL", "zz", "hex", "utf8"), f("ENCODE", "\x0b", "b", "hex", "ascii"), f("ENCODE", "c3a9", "é", "UTF8", "HEX"),
+		f("ENCODE", "NULL", "zz", "hex", "utf8"), f("ENCODE", "NULL", "b", "hex", "ascii"), f("ENCODE", "\x0b", "0xb", "hex", "ascii"), f("ENCODE", "Example!", "X'4578616d706C6521'", "hex", "utf8"), f("ENCODE", "??", "Ελ", "ascii", "utf8"), f("ENCODE", "c3a9", "é", "UTF8", "HEX"),
 		f("ENCODE", "NULL", nil, "hex", "utf8"),
 		f("TO_BYTES", "Sw==", "4b", "hex"), f("TO_BYTES", "YWJj", "abc", "utf8"), f("TO_BYTES", "NULL", "%%", "base64"),
 		f("FROM_BYTES", "616263", call("TO_BYTES", "abc", "utf8"), "hex"), f("FROM_BYTES", "0AFF", call("TO_BYTES", "0aff", "hex"), "hex"), f("FROM_BYTES", "K", col("BY"), "ascii"),

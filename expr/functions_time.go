@@ -231,12 +231,19 @@ func dateParser(name, desc string, out types.Type) *Function {
 		New: func([]types.Type) Impl {
 			pc := patternCache(name)
 			isTime := out.Kind == types.Time
+			// PARSE_DATE is SimpleDateFormat's: text after the pattern
+			// is ignored.
+			prefix := name == "PARSE_DATE"
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				f, err := pc.get(a[1].B)
 				if err != nil {
 					return types.NullDatum, err
 				}
-				p, err := f.parse(string(a[0].B))
+				parse := f.parse
+				if prefix {
+					parse = f.parsePrefix
+				}
+				p, err := parse(string(a[0].B))
 				if err != nil {
 					return null()
 				}

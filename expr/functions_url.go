@@ -18,7 +18,7 @@ var urlFunctions = []*Function{
 		v, err := url.QueryUnescape(s)
 		return v, err == nil
 	}),
-	urlString("URL_ENCODE_PARAM", "Percent-encodes a value for a URL query parameter (space becomes %20).", func(s string) (string, bool) {
+	urlString("URL_ENCODE_PARAM", "Percent-encodes a value for a URL query parameter (application/x-www-form-urlencoded: space becomes +).", func(s string) (string, bool) {
 		return encodeParam(s), true
 	}),
 	urlPart("URL_EXTRACT_FRAGMENT", "Returns the decoded fragment of a URL.", func(u *url.URL) (string, bool) {
@@ -148,13 +148,18 @@ func urlPart(name, desc string, f func(*url.URL) (string, bool)) *Function {
 }
 
 // encodeParam percent-encodes everything but letters, digits and -_.*,
-// as Guava's PercentEscaper configured by ksqlDB does.
+// and writes a space as +, as Guava's urlFormParameterEscaper (ksqlDB's)
+// does.
 func encodeParam(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.*", c) >= 0 {
 			b.WriteByte(c)
+			continue
+		}
+		if c == ' ' {
+			b.WriteByte('+')
 			continue
 		}
 		b.WriteByte('%')

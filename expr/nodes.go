@@ -112,6 +112,9 @@ type In struct {
 	X    Expr
 	List []Expr
 	Not  bool
+	// KsqlNulls: where SQL gives NULL, IN gives FALSE and NOT IN TRUE, as
+	// in ksqlDB (a NULL never matches). See KsqlNulls.
+	KsqlNulls bool
 }
 
 func (n *In) Type() types.Type { return types.BooleanType }
@@ -128,33 +131,27 @@ func (n *In) String() string {
 	return b.String()
 }
 
-// NewIn builds x [NOT] IN (list...). Every element must be comparable
-// with x.
+// NewIn builds x [NOT] IN (list...). x and the elements are coerced to
+// one type as ksqlDB coerces a user-written list (userlist.go): x's type
+// first, then each element's in order.
 func NewIn(x Expr, list []Expr, not bool) (Expr, error) {
 	if len(list) == 0 {
 		return nil, typeErrorf("IN needs at least one value")
 	}
-	out := make([]Expr, len(list))
-	for i, e := range list {
-		x2, e2, err := prepareCompare(x, e, true, "IN")
-		if err != nil {
-			return nil, err
-		}
-		if x2 != x {
-			// x needs a cast to compare with e (a STRING against a
-			// temporal element): cast the element instead, so x keeps
-			// one type across the list.
-			e2 = coerce(e, x.Type())
-		}
-		out[i] = e2
+	_, all, err := userList(append([]Expr{x}, list...))
+	if err != nil {
+		return nil, err
 	}
-	return &In{X: x, List: out, Not: not}, nil
+	return &In{X: all[0], List: all[1:], Not: not}, nil
 }
 
 // Between is X [NOT] BETWEEN Lo AND Hi, which is Lo <= X AND X <= Hi.
 type Between struct {
 	X, Lo, Hi Expr
 	Not       bool
+	// KsqlNulls: where SQL gives NULL, BETWEEN gives FALSE and NOT
+	// BETWEEN TRUE, as in ksqlDB. See KsqlNulls.
+	KsqlNulls bool
 }
 
 func (n *Between) Type() types.Type { return types.BooleanType }
@@ -475,22 +472,19 @@ func (n *Array) String() string {
 	return b.String()
 }
 
-// NewArray builds ARRAY[elems...]. The elements are coerced to their
-// common type; at least one must have a known type.
+// NewArray builds ARRAY[elems...]. The elements are coerced to one type
+// as ksqlDB coerces a user-written list (userlist.go); at least one must
+// have a known type.
 func NewArray(elems []Expr) (Expr, error) {
 	if len(elems) == 0 {
 		return nil, typeErrorf("ARRAY[] needs at least one element")
 	}
-	t, ok := commonTypeOf(exprTypes(elems))
-	if !ok {
-		return nil, typeErrorf("ARRAY elements have incompatible types %s", describeArgs(exprTypes(elems)))
+	t, out, err := userList(elems)
+	if err != nil {
+		return nil, typeErrorf("ARRAY elements: %v", err)
 	}
 	if t.Kind == types.Unknown {
 		return nil, typeErrorf("cannot infer the element type of an ARRAY of NULLs: CAST one of them")
-	}
-	out := make([]Expr, len(elems))
-	for i, e := range elems {
-		out[i] = coerce(e, t)
 	}
 	return &Array{Elems: out, T: arrayOf(t)}, nil
 }
@@ -522,27 +516,27 @@ func (n *Map) String() string {
 	return b.String()
 }
 
-// NewMap builds MAP(k := v, ...). Keys share a primitive type, values a
-// common type. At run time a later duplicate key replaces an earlier one
+// NewMap builds MAP(k := v, ...). Keys share a primitive type and values
+// one type, each list coerced as ksqlDB coerces a user-written one
+// (userlist.go). At run time a later duplicate key replaces an earlier one
 // and entries whose key is NULL are left out.
 func NewMap(keys, values []Expr) (Expr, error) {
 	if len(keys) == 0 || len(keys) != len(values) {
 		return nil, typeErrorf("MAP() needs at least one key := value")
 	}
-	kt, ok := commonTypeOf(exprTypes(keys))
-	if !ok || isComposite(kt.Kind) {
+	kt, ks, err := userList(keys)
+	if err != nil {
+		return nil, typeErrorf("MAP keys: %v", err)
+	}
+	if isComposite(kt.Kind) {
 		return nil, typeErrorf("MAP keys must share one primitive type, got %s", describeArgs(exprTypes(keys)))
 	}
-	vt, ok := commonTypeOf(exprTypes(values))
-	if !ok {
-		return nil, typeErrorf("MAP values have incompatible types %s", describeArgs(exprTypes(values)))
+	vt, vs, err := userList(values)
+	if err != nil {
+		return nil, typeErrorf("MAP values: %v", err)
 	}
 	if kt.Kind == types.Unknown || vt.Kind == types.Unknown {
 		return nil, typeErrorf("cannot infer the types of a MAP of NULLs: CAST one of them")
-	}
-	ks, vs := make([]Expr, len(keys)), make([]Expr, len(values))
-	for i := range keys {
-		ks[i], vs[i] = coerce(keys[i], kt), coerce(values[i], vt)
 	}
 	return &Map{Keys: ks, Values: vs, T: mapOf(kt, vt)}, nil
 }

@@ -425,6 +425,14 @@ type parsed struct {
 	weekYear, week, dayOfWeek int64
 }
 
+// parsePrefix reads the start of s with f and ignores what follows, as
+// java.text.SimpleDateFormat.parse does (ksqlDB's PARSE_DATE).
+func (f *timeFormat) parsePrefix(s string) (parsed, error) {
+	var p parsed
+	_, err := f.parseSeq(f.toks, s, 0, &p)
+	return p, err
+}
+
 // parse reads s with f. It returns the fields found.
 func (f *timeFormat) parse(s string) (parsed, error) {
 	var p parsed

@@ -37,6 +37,9 @@ type binder struct {
 	// windowed: the SELECT has a WINDOW clause, whose bounds only its
 	// SELECT list and HAVING see.
 	windowed bool
+	// sqlNulls keeps SQL's NULL comparisons (Select.SQLNulls); otherwise
+	// they are ksqlDB's.
+	sqlNulls bool
 }
 
 // identPos finds the first token naming name, for error positions.
@@ -67,7 +70,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if sel.unsupported != "" {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
-	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil}
+	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
@@ -343,12 +346,17 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 			if l, r, err = timeLiterals(l, r); err != nil {
 				return nil, err
 			}
+			if !b.sqlNulls {
+				if err := b.ksqlComparable(op, l, r); err != nil {
+					return nil, err
+				}
+			}
 		}
 		e, err := expr.NewBinary(op, l, r)
 		if err != nil {
 			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 		}
-		return e, nil
+		return b.nulls(e), nil
 	case *ast.UnaryOperationExpr:
 		x, err := b.expr(n.V)
 		if err != nil {
@@ -728,6 +736,48 @@ func windowedTable(n planner.Node) bool {
 		}
 	}
 	return false
+}
+
+// nulls gives a freshly built comparison, IN or BETWEEN ksqlDB's NULL
+// comparisons unless the statement keeps SQL's.
+func (b *binder) nulls(e expr.Expr) expr.Expr {
+	if b.sqlNulls {
+		return e
+	}
+	return expr.KsqlNulls(e)
+}
+
+// ksqlComparable refuses the comparisons ksqlDB refuses that sqlstreams
+// accepted before it followed ksqlDB's NULL comparisons (statements
+// replayed from then bind with SQLNulls and keep them): one with an
+// untyped NULL (write IS NULL), and one of a number with a STRING literal
+// (ksqlDB reads '5' as a number only in an IN list).
+func (b *binder) ksqlComparable(op expr.Op, l, r expr.Expr) error {
+	lt, rt := l.Type(), r.Type()
+	name := func(t types.Type) string {
+		if t.Kind == types.Unknown {
+			return "NULL"
+		}
+		return t.String()
+	}
+	if lt.Kind == types.Unknown || rt.Kind == types.Unknown {
+		return Errorf(CodeDatatypeMismatch, "Comparison with NULL not supported: %s %s %s\nUse 'IS NULL' or 'IS NOT NULL' instead.", name(lt), op, name(rt))
+	}
+	strLit := func(e expr.Expr) bool {
+		lit, ok := e.(*expr.Literal)
+		return ok && !lit.V.Null && lit.T.Kind == types.String
+	}
+	if lt.IsNumeric() && strLit(r) || rt.IsNumeric() && strLit(l) {
+		return Errorf(CodeDatatypeMismatch, "Cannot compare %s (%s) to %s (%s) with %s.", l, lt, r, rt, ksqlOpNames[op])
+	}
+	return nil
+}
+
+// ksqlOpNames are ksqlDB's names of the comparison operators, for its
+// messages.
+var ksqlOpNames = map[expr.Op]string{
+	expr.OpEQ: "EQUAL", expr.OpNE: "NOT_EQUAL", expr.OpLT: "LESS_THAN", expr.OpLE: "LESS_THAN_OR_EQUAL",
+	expr.OpGT: "GREATER_THAN", expr.OpGE: "GREATER_THAN_OR_EQUAL",
 }
 
 // createAsBinder is a binder over a CREATE … AS statement's text, for errors.

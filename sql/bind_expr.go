@@ -58,7 +58,7 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		if err != nil {
 			return nil, true, b.typeErr("IN", err)
 		}
-		return e, true, nil
+		return b.nulls(e), true, nil
 	case *ast.BetweenExpr:
 		x, err := b.expr(n.Expr)
 		if err != nil {
@@ -82,7 +82,7 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		if err != nil {
 			return nil, true, b.typeErr("BETWEEN", err)
 		}
-		return e, true, nil
+		return b.nulls(e), true, nil
 	case *ast.PatternLikeOrIlikeExpr:
 		if !n.IsLike {
 			return nil, true, b.errAt("ILIKE", CodeFeatureNotSupport, "ILIKE is not supported; use LIKE with LCASE")
@@ -312,6 +312,12 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
 		return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
+	}
+	if b.sqlNulls && (name == "CEIL" || name == "FLOOR") && len(args) == 1 && args[0].Type().Kind == types.Decimal {
+		// Statements recorded before CEIL and FLOOR kept a DECIMAL's
+		// type gave DECIMAL(p-s+1, 0): the same whole value, narrowed.
+		t := args[0].Type()
+		return expr.NewCast(e, types.Type{Kind: types.Decimal, Precision: min(t.Precision-t.Scale+1, types.MaxDecimalPrecision), Scale: 0})
 	}
 	return e, nil
 }

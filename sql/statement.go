@@ -110,6 +110,16 @@ type Select struct {
 	// engine sets it for queries replayed from commands recorded before,
 	// so that their output columns and keys stay as they were.
 	PositionalAliases bool
+	// SQLNulls binds comparisons, IN and BETWEEN with SQL's NULL (a
+	// NULL operand makes them NULL) instead of ksqlDB's (FALSE, and TRUE
+	// for NOT IN and NOT BETWEEN; expr.KsqlNulls). The engine sets it for
+	// queries replayed from commands recorded before sqlstreams followed
+	// ksqlDB here, so that their output stays as it was. It also keeps
+	// what else changed with it that would change a running query's
+	// output columns: comparisons with an untyped NULL or of a number with
+	// a STRING literal bind (ksqlDB refuses them), and CEIL and FLOOR of
+	// a DECIMAL(p, s) give DECIMAL(p-s+1, 0), not DECIMAL(p, s).
+	SQLNulls bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
