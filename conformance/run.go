@@ -139,6 +139,7 @@ type env struct {
 	brk      *broker.Broker
 	brokers  []string
 	schemas  types.SchemaSource
+	reg      *registry.Registry
 	closeReg func()
 	eng      *engine.Engine
 	cl       *kgo.Client
@@ -289,6 +290,7 @@ func (e *env) start(ctx context.Context, withRegistry bool) error {
 		}
 		hs := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = hs.Serve(ln) }()
+		e.reg = reg
 		e.closeReg = func() { hs.Close(); reg.Close() }
 		cl, err := registry.NewClient(registry.ClientConfig{URL: "http://" + ln.Addr().String()})
 		if err != nil {
@@ -361,31 +363,125 @@ func (e *env) createTopics(ctx context.Context, c *Case) error {
 			return fmt.Errorf("%s: %w", t, resp.Err)
 		}
 	}
+	return e.registerSchemas(ctx, c)
+}
+
+// schemaSide is one schema a test topic gives: its subject, format, text,
+// the ID the test pins (0: none) and the schemas it refers to.
+type schemaSide struct {
+	subject, format string
+	schema          []byte
+	id              int
+	refs            []SchemaRef
+}
+
+// registerSchemas registers the schemas the test's topics give, in the
+// order ksqlDB's runner does: first those the test pins an ID for (their
+// references first, each under its name as subject), with that ID; then
+// every topic schema under <topic>-key or <topic>-value, where a schema
+// already there stays and a new one takes the lowest ID not yet taken
+// counting from 1 — the IDs ksqlDB's mock registry hands out, which tests
+// name in KEY_SCHEMA_ID/VALUE_SCHEMA_ID. References take IDs from
+// 1,000,000 up: ksqlDB's mock resolves them without registering them, so
+// they take none of the low IDs. The registry is in IMPORT mode meanwhile.
+func (e *env) registerSchemas(ctx context.Context, c *Case) error {
+	var sides []schemaSide
 	for _, t := range c.Topics {
-		for _, s := range []struct {
-			suffix, format string
-			schema         []byte
-		}{{"-key", t.KeyFormat, t.KeySchema}, {"-value", t.ValueFormat, t.ValueSchema}} {
-			if s.schema == nil {
-				continue
-			}
-			if e.schemas == nil {
-				return fmt.Errorf("topic %s has a schema but the case names no registry format", t.Name)
-			}
-			rs := types.RegisteredSchema{Type: schemaType(s.format), Text: string(s.schema)}
-			if rs.Type == types.SchemaTypeProtobuf {
-				// ksqlDB's files give .proto text as a JSON string.
-				var txt string
-				if err := jsonUnmarshal(s.schema, &txt); err == nil {
-					rs.Text = txt
-				}
-			}
-			if _, err := e.schemas.Register(t.Name+s.suffix, rs); err != nil {
-				return fmt.Errorf("registering %s%s: %w", t.Name, s.suffix, err)
-			}
+		if t.KeySchema != nil {
+			sides = append(sides, schemaSide{t.Name + "-key", t.KeyFormat, t.KeySchema, t.KeySchemaID, t.KeySchemaRefs})
+		}
+		if t.ValueSchema != nil {
+			sides = append(sides, schemaSide{t.Name + "-value", t.ValueFormat, t.ValueSchema, t.ValueSchemaID, t.ValueSchemaRefs})
 		}
 	}
-	return nil
+	if len(sides) == 0 {
+		return nil
+	}
+	if e.reg == nil {
+		return fmt.Errorf("topic subject %s has a schema but the case names no registry format", sides[0].subject)
+	}
+	if err := e.reg.SetMode(ctx, "", registry.ModeImport, true); err != nil {
+		return err
+	}
+	nextRef := 1_000_000
+	register := func(subject string, in registry.SchemaInput, id int) error {
+		if _, err := e.reg.Lookup(subject, in); err == nil {
+			return nil
+		}
+		in.ID, in.Version = id, 0
+		if _, err := e.reg.Register(ctx, subject, in); err != nil {
+			return fmt.Errorf("registering %s: %w", subject, err)
+		}
+		return nil
+	}
+	registerRefs := func(refs []SchemaRef) ([]registry.Reference, error) {
+		var out []registry.Reference
+		for _, ref := range refs {
+			in := schemaInput(ref.Format, ref.Schema)
+			if _, err := e.reg.Lookup(ref.Name, in); err != nil {
+				for e.idTaken(nextRef) {
+					nextRef++
+				}
+				if err := register(ref.Name, in, nextRef); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, registry.Reference{Name: ref.Name, Subject: ref.Name, Version: 1})
+		}
+		return out, nil
+	}
+	for _, s := range sides {
+		if s.id == 0 {
+			continue
+		}
+		refs, err := registerRefs(s.refs)
+		if err != nil {
+			return err
+		}
+		in := schemaInput(s.format, s.schema)
+		in.References = refs
+		if err := register(s.subject, in, s.id); err != nil {
+			return err
+		}
+	}
+	next := 1
+	for _, s := range sides {
+		refs, err := registerRefs(s.refs)
+		if err != nil {
+			return err
+		}
+		in := schemaInput(s.format, s.schema)
+		in.References = refs
+		if _, err := e.reg.Lookup(s.subject, in); err == nil {
+			continue
+		}
+		for e.idTaken(next) {
+			next++
+		}
+		if err := register(s.subject, in, next); err != nil {
+			return err
+		}
+	}
+	return e.reg.SetMode(ctx, "", registry.ModeReadWrite, false)
+}
+
+// idTaken reports whether the registry has a schema with id.
+func (e *env) idTaken(id int) bool {
+	_, _, err := e.reg.ByID(id)
+	return err == nil
+}
+
+// schemaInput is a test schema as the registry takes it; ksqlDB's files
+// give .proto text as a JSON string.
+func schemaInput(format string, schema []byte) registry.SchemaInput {
+	in := registry.SchemaInput{SchemaType: schemaType(format), Schema: string(schema)}
+	if in.SchemaType == types.SchemaTypeProtobuf {
+		var txt string
+		if err := jsonUnmarshal(schema, &txt); err == nil {
+			in.Schema = txt
+		}
+	}
+	return in
 }
 
 func schemaType(format string) string {

@@ -18,13 +18,13 @@ var protoBuiltins = map[string]string{
 
 // compileProto compiles a .proto, with its references' sources (by import
 // name) from the registry. The caller holds r.mu.
-func (r *Registry) compileProto(text string, refs []reference) (protoreflect.FileDescriptor, *Error) {
+func (r *Registry) compileProto(text string, refs []Reference) (protoreflect.FileDescriptor, *Error) {
 	srcs := map[string]string{"registered.proto": text}
 	for k, v := range protoBuiltins {
 		srcs[k] = v
 	}
-	var add func(refs []reference, depth int) *Error
-	add = func(refs []reference, depth int) *Error {
+	var add func(refs []Reference, depth int) *Error
+	add = func(refs []Reference, depth int) *Error {
 		if depth > 32 {
 			return errInvalidSchema("references nest too deeply")
 		}
