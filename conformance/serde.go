@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -133,7 +134,12 @@ func rawBytes(spec any) ([]byte, error) {
 // decode reads one side of an output record into the values ksqlDB's
 // runner compares: nil, bool, string, int64, float64, bigDec, []byte,
 // []any and map[string]any.
-func decode(src *catalog.Source, key bool, data []byte, exact bool) (any, error) {
+//
+// A registry format's record is read with the schema it was written with
+// when that schema has fields beyond the source's columns (a sink written
+// with a VALUE_SCHEMA_ID whose schema has more fields), as ksqlDB's runner
+// reads it with the writer's schema: the extra fields are compared too.
+func decode(src *catalog.Source, key bool, data []byte, exact bool, schemas types.SchemaSource) (any, error) {
 	if data == nil {
 		return nil, nil
 	}
@@ -150,6 +156,9 @@ func decode(src *catalog.Source, key bool, data []byte, exact bool) (any, error)
 		return nil, nil
 	}
 	_, opts, cols := side(src, key)
+	if v, ok, err := decodeWriter(src, key, format, opts, cols, data, schemas); ok || err != nil {
+		return v, err
+	}
 	row := make(types.Row, src.Schema.Len())
 	dec, err := types.NewDecoderOpts(format, src.Schema, cols, opts)
 	if err != nil {
@@ -483,4 +492,51 @@ func show(v any) string {
 		return "{" + strings.Join(parts, ",") + "}"
 	}
 	return fmt.Sprint(v)
+}
+
+// decodeWriter decodes data with the columns of the registered schema it
+// was written with when those are a superset of the source's columns cols;
+// ok is false when they are not (decode then uses the source's columns).
+func decodeWriter(src *catalog.Source, key bool, format string, opts types.FormatOptions, cols []int, data []byte, schemas types.SchemaSource) (any, bool, error) {
+	if schemas == nil || !types.InfersColumns(format) || len(data) < 5 || data[0] != 0 {
+		return nil, false, nil
+	}
+	id := int(binary.BigEndian.Uint32(data[1:5]))
+	rs, err := schemas.SchemaByID(id)
+	if err != nil {
+		return nil, false, nil
+	}
+	single := "ROWVAL"
+	if key {
+		single = "ROWKEY"
+	}
+	wcols, wrapped, err := types.SchemaColumns(schemas, format, rs, single)
+	if err != nil || !wrapped || len(wcols) <= len(cols) {
+		return nil, false, nil
+	}
+	ws := types.Schema{Columns: wcols}
+	for _, c := range cols {
+		if ws.IndexFold(src.Schema.Columns[c].Name) < 0 {
+			return nil, false, nil
+		}
+	}
+	idx := make([]int, len(wcols))
+	for i := range wcols {
+		wcols[i].Key = key
+		idx[i] = i
+	}
+	opts.SchemaID, opts.ReaderSchemaID, opts.WrapSingleValue = 0, id, nil
+	dec, err := types.NewDecoderOpts(format, ws, idx, opts)
+	if err != nil {
+		return nil, false, nil
+	}
+	row := make(types.Row, len(wcols))
+	if err := dec.Decode(data, row); err != nil {
+		return nil, true, err
+	}
+	out := map[string]any{}
+	for i, c := range wcols {
+		out[c.Name] = datumValue(row[i], c.Type)
+	}
+	return out, true, nil
 }

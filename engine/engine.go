@@ -260,6 +260,9 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			// Columns inferred from the registry are recorded by
 			// schema ID: a replay must get the same ones.
+			if err := sql.CheckSchemaIDs(cs); err != nil {
+				return Result{}, err
+			}
 			inf, err := sql.InferColumns(cs, e.cfg.Schemas, sql.Inferred{})
 			if err != nil {
 				return Result{}, err
@@ -451,6 +454,27 @@ func (e *Engine) exists(name string, ifNotExists bool) bool {
 	return ok && ifNotExists
 }
 
+// checkWriterSchemas checks a new sink's KEY_SCHEMA_ID and VALUE_SCHEMA_ID
+// against its columns (types.CheckWriterSchema), as ksqlDB does when the
+// statement runs; a replay does not check again.
+func (e *Engine) checkWriterSchemas(t *catalog.Source) error {
+	for _, side := range []struct {
+		format string
+		id     int
+		idx    []int
+		key    bool
+	}{{t.KeyFormat, t.KeyOptions.SchemaID, t.Schema.KeyIndexes(), true}, {t.ValueFormat, t.ValueOptions.SchemaID, t.Schema.ValueIndexes(), false}} {
+		cols := make([]types.Column, len(side.idx))
+		for i, c := range side.idx {
+			cols[i] = t.Schema.Columns[c]
+		}
+		if err := types.CheckWriterSchema(e.cfg.Schemas, side.format, side.id, cols, side.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // useSchemas gives src's formats the engine's schema registry.
 // A source already in the catalog (INSERT INTO's target) has it and is
 // not written to.
@@ -640,6 +664,11 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	sink, err := sql.BindCreateAs(st, e.cat)
 	if err != nil {
 		return Result{}, err
+	}
+	if live {
+		if err := e.checkWriterSchemas(sink.Target); err != nil {
+			return Result{}, err
+		}
 	}
 	prefix := "CSAS_"
 	if st.Kind == catalog.Table {

@@ -126,3 +126,23 @@ func upperFields(t types.Type) types.Type {
 	}
 	return t
 }
+
+// CheckSchemaIDs refuses KEY_SCHEMA_ID (VALUE_SCHEMA_ID) on a CREATE that
+// declares key (value) columns, as ksqlDB does: the columns come from the
+// schema, or from the statement, not both.
+func CheckSchemaIDs(cs *CreateSource) error {
+	hasKey, hasValue := false, false
+	for _, c := range cs.Columns {
+		hasKey = hasKey || c.Key
+		hasValue = hasValue || !c.Key
+	}
+	for _, side := range []struct {
+		prop string
+		has  bool
+	}{{"KEY_SCHEMA_ID", hasKey}, {"VALUE_SCHEMA_ID", hasValue}} {
+		if p, ok := cs.Props[side.prop]; ok && side.has {
+			return errorAt(cs.text, p.Pos, CodeInvalidParameter, "Table elements and %s cannot both exist for create statement.", side.prop)
+		}
+	}
+	return nil
+}
