@@ -510,7 +510,7 @@ func decodeWriter(src *catalog.Source, key bool, format string, opts types.Forma
 	if key {
 		single = "ROWKEY"
 	}
-	wcols, wrapped, err := types.SchemaColumns(schemas, format, rs, single)
+	wcols, wrapped, err := types.SchemaColumnsNamed(schemas, format, rs, single, opts.FullName)
 	if err != nil || !wrapped || len(wcols) <= len(cols) {
 		return nil, false, nil
 	}

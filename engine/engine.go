@@ -460,15 +460,15 @@ func (e *Engine) exists(name string, ifNotExists bool) bool {
 func (e *Engine) checkWriterSchemas(t *catalog.Source) error {
 	for _, side := range []struct {
 		format string
-		id     int
+		opts   types.FormatOptions
 		idx    []int
 		key    bool
-	}{{t.KeyFormat, t.KeyOptions.SchemaID, t.Schema.KeyIndexes(), true}, {t.ValueFormat, t.ValueOptions.SchemaID, t.Schema.ValueIndexes(), false}} {
+	}{{t.KeyFormat, t.KeyOptions, t.Schema.KeyIndexes(), true}, {t.ValueFormat, t.ValueOptions, t.Schema.ValueIndexes(), false}} {
 		cols := make([]types.Column, len(side.idx))
 		for i, c := range side.idx {
 			cols[i] = t.Schema.Columns[c]
 		}
-		if err := types.CheckWriterSchema(e.cfg.Schemas, side.format, side.id, cols, side.key); err != nil {
+		if err := types.CheckWriterSchema(e.cfg.Schemas, side.format, side.opts.SchemaID, side.opts.FullName, cols, side.key); err != nil {
 			return err
 		}
 	}

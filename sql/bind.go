@@ -756,11 +756,11 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 			} else {
 				s.KeyOptions.SchemaID = int(id)
 			}
-		case "VALUE_AVRO_SCHEMA_FULL_NAME", "KEY_AVRO_SCHEMA_FULL_NAME":
+		case "VALUE_AVRO_SCHEMA_FULL_NAME", "KEY_AVRO_SCHEMA_FULL_NAME", "VALUE_SCHEMA_FULL_NAME", "KEY_SCHEMA_FULL_NAME":
 			if p.Value == "" {
 				return bad(p, "%s cannot be empty", name)
 			}
-			if name == "VALUE_AVRO_SCHEMA_FULL_NAME" {
+			if strings.HasPrefix(name, "VALUE_") {
 				s.ValueOptions.FullName = p.Value
 			} else {
 				s.KeyOptions.FullName = p.Value

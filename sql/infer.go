@@ -76,7 +76,11 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring the %s columns of %s from the schema registry (subject %s): %v", map[bool]string{true: "key", false: "value"}[key], cs.Name, subject, err)
 		}
-		cols, wrapped, err := types.SchemaColumns(schemas, format, rs, single)
+		fullName := ""
+		if p, ok := cs.Props[side+"_SCHEMA_FULL_NAME"]; ok && format == types.FormatProtobuf {
+			fullName = p.Value
+		}
+		cols, wrapped, err := types.SchemaColumnsNamed(schemas, format, rs, single, fullName)
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring columns from schema ID %d: %v", id, err)
 		}

@@ -13,12 +13,16 @@ import (
 // float, double DOUBLE; enum STRING; repeated ARRAY; map<string, V> MAP;
 // wrappers their scalar; Timestamp, Date, TimeOfDay; messages STRUCT).
 func ProtobufColumns(rs RegisteredSchema) ([]Column, error) {
-	return protobufColumns(nil, rs)
+	return protobufColumns(nil, rs, "")
 }
 
 // protobufColumns is ProtobufColumns with imports fetched from src.
-func protobufColumns(src SchemaSource, rs RegisteredSchema) ([]Column, error) {
-	md, err := compileProto(src, rs, []int{0})
+func protobufColumns(src SchemaSource, rs RegisteredSchema, fullName string) ([]Column, error) {
+	idx, err := protoIndex(src, rs, fullName)
+	if err != nil {
+		return nil, err
+	}
+	md, err := compileProto(src, rs, idx)
 	if err != nil {
 		return nil, err
 	}

@@ -127,14 +127,14 @@ func depsKey(text string, deps []namedSchema) string {
 	return b.String()
 }
 
-// CheckWriterSchema checks that the registered schema id can be written
-// with cols, as ksqlDB checks a sink given KEY_SCHEMA_ID or VALUE_SCHEMA_ID:
+// CheckWriterSchema checks that the registered schema id (its message
+// fullName, for PROTOBUF) can be written with cols, as ksqlDB checks a sink given KEY_SCHEMA_ID or VALUE_SCHEMA_ID:
 // the schema's columns (SchemaColumns) must hold each column at the same
 // position with the same name (ignoring case) and type; the schema may
 // have more columns after them. Only PROTOBUF keys are checked (the other
 // formats' keys are not wrapped in a record). The error names the columns that differ
 // and the schema's columns, in ksqlDB's words.
-func CheckWriterSchema(src SchemaSource, format string, id int, cols []Column, key bool) error {
+func CheckWriterSchema(src SchemaSource, format string, id int, fullName string, cols []Column, key bool) error {
 	if src == nil || id == 0 || !InfersColumns(format) || len(cols) == 0 {
 		return nil
 	}
@@ -151,7 +151,10 @@ func CheckWriterSchema(src SchemaSource, format string, id int, cols []Column, k
 	if key {
 		single = "ROWKEY"
 	}
-	got, wrapped, err := SchemaColumns(src, format, rs, single)
+	if format != FormatProtobuf {
+		fullName = ""
+	}
+	got, wrapped, err := SchemaColumnsNamed(src, format, rs, single, fullName)
 	if err != nil {
 		return fmt.Errorf("schema ID %d: %v", id, err)
 	}
