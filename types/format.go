@@ -238,7 +238,16 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			}
 		case FormatKafka, FormatDelimited:
 			if *o.WrapSingleValue {
-				return nil, fmt.Errorf("format %s does not support wrapping a single value (WRAP_SINGLE_VALUE=true)", format)
+				return nil, fmt.Errorf("Format '%s' does not support 'WRAP_SINGLE_VALUE' set to 'true'.", format)
+			}
+		case FormatProtobuf, FormatProtobufNoSR:
+			// A message always wraps its fields: true says so, false
+			// asks for what the format cannot do.
+			if !*o.WrapSingleValue {
+				return nil, fmt.Errorf("Format '%s' does not support 'WRAP_SINGLE_VALUE' set to 'false'.", format)
+			}
+			if len(cols) != 1 {
+				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
 			}
 		default:
 			return nil, fmt.Errorf("format %s does not support WRAP_SINGLE_VALUE", format)
