@@ -256,6 +256,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 			cmd.Props = map[string]string{}
 		}
 		cmd.Props[aliasesProp] = aliasesKsql
+		cmd.Props[headersProp] = "true"
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			// Columns inferred from the registry are recorded by
@@ -307,6 +308,11 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 // (sql.Select.PositionalAliases), so their queries keep their columns.
 const (
 	aliasesProp = "sqlstreams.generated.aliases"
+	// headersProp, recorded with every catalog command since headers
+	// were propagated, makes the command's query carry its input
+	// records' headers onto its output (exec.Config.PropagateHeaders);
+	// queries recorded before keep writing records without them.
+	headersProp = "sqlstreams.headers.propagate"
 	aliasesKsql = "ksql"
 )
 
@@ -581,6 +587,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	cq, _ := e.cat.Query(id)
 	q, err := exec.Start(id, topo, exec.Config{
 		Paused:            cq != nil && cq.Paused,
+		PropagateHeaders:  props[headersProp] == "true",
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
 		Brokers:           e.cfg.Brokers,

@@ -55,7 +55,7 @@ type streamThread struct {
 }
 
 func newStreamThread(q *Query, n int) (*streamThread, error) {
-	t := &streamThread{q: q, n: n, out: &outbox{}}
+	t := &streamThread{q: q, n: n, out: &outbox{headers: q.cfg.PropagateHeaders}}
 	t.tm = newTaskManager(q, n, t.out)
 	changelogs := map[string]bool{}
 	for _, s := range q.topo.Stores {

@@ -48,7 +48,7 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 	hasKey, hasValue := false, false
 	for _, c := range cs.Columns {
 		hasKey = hasKey || c.Key
-		hasValue = hasValue || !c.Key
+		hasValue = hasValue || !c.Key && !c.Header
 	}
 	infer := func(side, format string, prevID int, single string, key bool) (int, error) {
 		if !types.InfersColumns(format) {
@@ -138,7 +138,7 @@ func CheckSchemaIDs(cs *CreateSource) error {
 	hasKey, hasValue := false, false
 	for _, c := range cs.Columns {
 		hasKey = hasKey || c.Key
-		hasValue = hasValue || !c.Key
+		hasValue = hasValue || !c.Key && !c.Header
 	}
 	for _, side := range []struct {
 		prop string

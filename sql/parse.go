@@ -260,6 +260,28 @@ func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
 			}
 			c.Key = true
 		}
+		switch {
+		case !c.Key && p.peek().is("HEADERS"):
+			p.next()
+			if !c.Type.Equal(types.HeadersType) {
+				return nil, errorAt(p.text, nt.pos, CodeInvalidParameter, "Invalid type for HEADERS column: expected ARRAY<STRUCT<`KEY` STRING, `VALUE` BYTES>>, got %s", c.Type)
+			}
+			c.Header = true
+		case !c.Key && p.peek().is("HEADER") && p.peekAt(1).kind == tPunct && p.peekAt(1).text == "(":
+			p.next()
+			p.next()
+			kt := p.next()
+			if kt.kind != tString {
+				return nil, p.unexpected(kt, "a header key in single quotes")
+			}
+			if err := p.expectPunct(")"); err != nil {
+				return nil, err
+			}
+			if c.Type.Kind != types.Bytes {
+				return nil, errorAt(p.text, nt.pos, CodeInvalidParameter, "Invalid type for HEADER('%s') column: expected BYTES, got %s", kt.text, c.Type)
+			}
+			c.Header, c.HeaderKey = true, kt.text
+		}
 		for _, o := range cols {
 			if o.Name == c.Name {
 				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "duplicate column %s", c.Name)
