@@ -240,7 +240,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		return Result{}, err
 	}
 	switch st := st.(type) {
-	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.Pause, *sql.InsertSelect:
+	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.Pause, *sql.InsertSelect, *sql.CreateType, *sql.DropType:
 		if e.cfg.Headless != nil {
 			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "this server runs headless (--queries-file): its streams, tables and queries come from that file and cannot be changed")
 		}
@@ -259,6 +259,9 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[headersProp] = "true"
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
+			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
+				return Result{}, err
+			}
 			// Columns inferred from the registry are recorded by
 			// schema ID: a replay must get the same ones.
 			if err := sql.CheckSchemaIDs(cs); err != nil {
@@ -387,8 +390,50 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		return e.pause(st, cmd, record)
 	case *sql.InsertSelect:
 		return e.insertSelect(ctx, st, cmd, record)
+	case *sql.CreateType:
+		return e.createType(st, cmd, record)
+	case *sql.DropType:
+		return e.dropType(st, cmd, record)
 	}
 	return Result{}, fmt.Errorf("statement %T does not change the catalog", st)
+}
+
+// createType registers a custom type (CREATE TYPE): recorded in the
+// command topic, so that a replay has it before the statements that use
+// it. As in ksqlDB, registering a name again is an error unless IF NOT
+// EXISTS is given; sources made with a type keep the type it was then.
+func (e *Engine) createType(st *sql.CreateType, cmd catalog.Command, record recorder) (Result, error) {
+	tag := Result{Tag: "CREATE TYPE"}
+	if _, ok := e.cat.Type(st.Name); ok {
+		if st.IfNotExists {
+			return tag, nil
+		}
+		return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "Cannot register custom type '%s' since it is already registered", st.Name)
+	}
+	if err := sql.ResolveTypes(st, e.cat.Type); err != nil {
+		return Result{}, err
+	}
+	if _, err := record(cmd); err != nil {
+		return Result{}, err
+	}
+	e.cat.PutType(st.Name, st.Type)
+	return tag, nil
+}
+
+// dropType removes a custom type; the sources made with it keep theirs.
+func (e *Engine) dropType(st *sql.DropType, cmd catalog.Command, record recorder) (Result, error) {
+	tag := Result{Tag: "DROP TYPE"}
+	if _, ok := e.cat.Type(st.Name); !ok {
+		if st.IfExists {
+			return tag, nil
+		}
+		return Result{}, sql.NameError(st, sql.CodeUndefinedObject, "Type %s does not exist", st.Name)
+	}
+	if _, err := record(cmd); err != nil {
+		return Result{}, err
+	}
+	e.cat.DropType(st.Name)
+	return tag, nil
 }
 
 func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd catalog.Command, record recorder) (Result, error) {
@@ -405,6 +450,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 			kind := strings.ToLower(st.Kind.String())
 			return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot add %s '%s': CREATE OR REPLACE is not supported on source %ss.", kind, st.Name, kind)
 		}
+	}
+	if err := sql.ResolveTypes(st, e.cat.Type); err != nil {
+		return Result{}, err
 	}
 	if _, err := sql.InferColumns(st, e.cfg.Schemas, sql.Inferred{KeySchemaID: cmd.KeySchemaID, ValueSchemaID: cmd.ValueSchemaID}); err != nil {
 		return Result{}, err
