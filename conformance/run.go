@@ -572,6 +572,16 @@ func orderTopics(c *Case) []topicSchemas {
 	return out
 }
 
+// javaHash is Java's String.hashCode: over UTF-16 code units,
+// h = 31*h + c, wrapping.
+func javaHash(s string) int32 {
+	var h int32
+	for _, r := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
 // inferable reports whether ksqlDB's runner derives a registry schema for
 // the format (its SCHEMA_INFERENCE feature).
 func inferable(format string) bool {
@@ -592,11 +602,7 @@ func javaHashOrder(keys []string) []string {
 		size *= 2
 	}
 	bucket := func(k string) int {
-		var h int32
-		for _, r := range utf16.Encode([]rune(k)) {
-			h = 31*h + int32(r)
-		}
-		u := uint32(h)
+		u := uint32(javaHash(k))
 		return int((u ^ u>>16) & uint32(size-1))
 	}
 	out := append([]string(nil), keys...)
