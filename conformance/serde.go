@@ -46,20 +46,64 @@ func encode(src *catalog.Source, key bool, spec any, schemaID int) ([]byte, erro
 	case types.FormatNone:
 		return nil, nil
 	}
-	row := make(types.Row, src.Schema.Len())
+	if schemaID != 0 {
+		opts.SchemaID = schemaID
+	}
+	b, err := encodeCols(src.Schema, cols, format, opts, spec)
+	if err != nil && schemaID != 0 && !key && types.InfersColumns(format) {
+		// ksqlDB's runner writes a value with the registered schema
+		// itself: when the source's columns cannot be written with it
+		// (a column the schema lacks, a type it coerces), the schema's
+		// own columns are.
+		if wb, ok := encodeWriter(format, opts, spec, schemaID); ok {
+			return wb, nil
+		}
+	}
+	return b, err
+}
+
+// encodeWriter writes a spec value with the columns of the registered
+// schema id; ok is false when that fails too.
+func encodeWriter(format string, opts types.FormatOptions, spec any, id int) ([]byte, bool) {
+	if opts.Schemas == nil {
+		return nil, false
+	}
+	rs, err := opts.Schemas.SchemaByID(id)
+	if err != nil {
+		return nil, false
+	}
+	wcols, wrapped, err := types.SchemaColumnsNamed(opts.Schemas, format, rs, "ROWVAL", opts.FullName)
+	if err != nil {
+		return nil, false
+	}
+	idx := make([]int, len(wcols))
+	for i := range idx {
+		idx[i] = i
+	}
+	opts.WrapSingleValue = nil
+	if !wrapped && format != types.FormatProtobuf {
+		opts.WrapSingleValue = &wrapped
+	}
+	b, err := encodeCols(types.Schema{Columns: wcols}, idx, format, opts, spec)
+	return b, err == nil
+}
+
+// encodeCols writes a spec value as the columns cols of schema.
+func encodeCols(schema types.Schema, cols []int, format string, opts types.FormatOptions, spec any) ([]byte, error) {
+	row := make(types.Row, schema.Len())
 	for i := range row {
 		row[i] = types.NullDatum
 	}
 	if len(cols) == 1 {
 		if m, ok := spec.(map[string]any); ok && len(m) == 1 {
-			col := src.Schema.Columns[cols[0]]
+			col := schema.Columns[cols[0]]
 			if v, ok := lookupFold(m, col.Name); ok && (col.Type.Kind != types.Struct || !hasField(col.Type, col.Name)) {
 				spec = v
 			}
 		}
-		d, err := specDatum(spec, src.Schema.Columns[cols[0]].Type)
+		d, err := specDatum(spec, schema.Columns[cols[0]].Type)
 		if err != nil {
-			return nil, fmt.Errorf("column %s: %w", src.Schema.Columns[cols[0]].Name, err)
+			return nil, fmt.Errorf("column %s: %w", schema.Columns[cols[0]].Name, err)
 		}
 		row[cols[0]] = d
 	} else {
@@ -68,18 +112,15 @@ func encode(src *catalog.Source, key bool, spec any, schemaID int) ([]byte, erro
 			return nil, fmt.Errorf("want a JSON object for the %s columns, got %s", format, show(spec))
 		}
 		for _, c := range cols {
-			v, _ := lookupFold(obj, src.Schema.Columns[c].Name)
-			d, err := specDatum(v, src.Schema.Columns[c].Type)
+			v, _ := lookupFold(obj, schema.Columns[c].Name)
+			d, err := specDatum(v, schema.Columns[c].Type)
 			if err != nil {
-				return nil, fmt.Errorf("column %s: %w", src.Schema.Columns[c].Name, err)
+				return nil, fmt.Errorf("column %s: %w", schema.Columns[c].Name, err)
 			}
 			row[c] = d
 		}
 	}
-	if schemaID != 0 {
-		opts.SchemaID = schemaID
-	}
-	enc, err := types.NewEncoderOpts(format, src.Schema, cols, opts)
+	enc, err := types.NewEncoderOpts(format, schema, cols, opts)
 	if err != nil {
 		return nil, err
 	}
