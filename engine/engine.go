@@ -271,6 +271,9 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 			if err != nil {
 				return Result{}, err
 			}
+			if err := sql.CheckWindowedKey(cs); err != nil {
+				return Result{}, err
+			}
 			cmd.KeySchemaID, cmd.ValueSchemaID = inf.KeySchemaID, inf.ValueSchemaID
 		}
 		res, err := e.apply(ctx, st, cmd, -1, true)

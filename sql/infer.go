@@ -150,3 +150,19 @@ func CheckSchemaIDs(cs *CreateSource) error {
 	}
 	return nil
 }
+
+// CheckWindowedKey refuses a windowed source (WINDOW_TYPE) without a key
+// column, as ksqlDB does: a windowed key is the key columns and the
+// window. Call it after InferColumns, on new statements.
+func CheckWindowedKey(cs *CreateSource) error {
+	p, ok := cs.Props["WINDOW_TYPE"]
+	if !ok {
+		return nil
+	}
+	for _, c := range cs.Columns {
+		if c.Key {
+			return nil
+		}
+	}
+	return errorAt(cs.text, p.Pos, CodeInvalidParameter, "Windowed sources require a key column.")
+}
