@@ -239,6 +239,13 @@ func runCase(parent context.Context, c *Case, o Options) (res Result) {
 		if err == nil {
 			err = errors.New(why)
 		}
+		// A query that failed is why the input was not consumed: say
+		// so, rather than report a hang.
+		for _, q := range e.eng.Catalog().Queries() {
+			if st, ok := e.eng.QueryStatus(q.ID); ok && st.State != "RUNNING" && st.Err != "" {
+				return fail("query failed", "query %s is %s: %s", q.ID, st.State, st.Err)
+			}
+		}
 		return fail("timeout", "the queries did not consume all input: %v", err)
 	}
 	if c.Expected != nil {
