@@ -108,12 +108,14 @@ type Catalog struct {
 type Snapshot struct {
 	sources map[string]*Source
 	queries map[string]*Query
+	// types are the custom types of CREATE TYPE, by upper-case name.
+	types map[string]types.Type
 }
 
 // New returns an empty catalog.
 func New() *Catalog {
 	c := &Catalog{}
-	c.cur.Store(&Snapshot{sources: map[string]*Source{}, queries: map[string]*Query{}})
+	c.cur.Store(&Snapshot{sources: map[string]*Source{}, queries: map[string]*Query{}, types: map[string]types.Type{}})
 	return c
 }
 
@@ -137,6 +139,35 @@ func (c *Catalog) Queries() []*Query { return c.Snapshot().Queries() }
 // Users returns the IDs of the queries that read or write the source
 // named name, sorted.
 func (c *Catalog) Users(name string) []string { return c.Snapshot().Users(name) }
+
+// Type returns the custom type named name (CREATE TYPE).
+func (s *Snapshot) Type(name string) (types.Type, bool) {
+	t, ok := s.types[name]
+	return t, ok
+}
+
+// Types returns the custom types' names, sorted.
+func (s *Snapshot) Types() []string {
+	out := make([]string, 0, len(s.types))
+	for n := range s.types {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Type returns the custom type named name.
+func (c *Catalog) Type(name string) (types.Type, bool) { return c.Snapshot().Type(name) }
+
+// PutType adds or replaces the custom type named name.
+func (c *Catalog) PutType(name string, t types.Type) {
+	_ = c.change(func(next *Snapshot) error { next.types[name] = t; return nil })
+}
+
+// DropType removes the custom type named name.
+func (c *Catalog) DropType(name string) {
+	_ = c.change(func(next *Snapshot) error { delete(next.types, name); return nil })
+}
 
 // Source returns the source named name.
 func (s *Snapshot) Source(name string) (*Source, bool) {
@@ -192,7 +223,10 @@ func (c *Catalog) change(fn func(next *Snapshot) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := c.cur.Load()
-	next := &Snapshot{sources: maps.Clone(cur.sources), queries: maps.Clone(cur.queries)}
+	next := &Snapshot{sources: maps.Clone(cur.sources), queries: maps.Clone(cur.queries), types: maps.Clone(cur.types)}
+	if next.types == nil {
+		next.types = map[string]types.Type{}
+	}
 	if err := fn(next); err != nil {
 		return err
 	}

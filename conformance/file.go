@@ -67,6 +67,25 @@ type Topic struct {
 	// KeySchema and ValueSchema are registered with the schema registry
 	// before the statements run, when the test gives them.
 	KeySchema, ValueSchema json.RawMessage
+	// KeySchemaID and ValueSchemaID, when not 0, are the IDs the
+	// schemas are registered with (ksqlDB's keySchemaId/valueSchemaId),
+	// so that statements can name them in KEY_SCHEMA_ID/VALUE_SCHEMA_ID.
+	KeySchemaID   int `json:"keySchemaId"`
+	ValueSchemaID int `json:"valueSchemaId"`
+	// KeySchemaRefs and ValueSchemaRefs are the schemas the key and
+	// value schemas refer to, each registered under its name as subject
+	// (version 1), as ksqlDB's runner registers them.
+	KeySchemaRefs   []SchemaRef `json:"keySchemaReferences"`
+	ValueSchemaRefs []SchemaRef `json:"valueSchemaReferences"`
+}
+
+// SchemaRef is a schema another schema of a test topic refers to: the
+// name the referring schema uses (a .proto import path, an Avro full
+// name), the schema's format, and its text (a JSON string for protobuf).
+type SchemaRef struct {
+	Name   string          `json:"name"`
+	Format string          `json:"format"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 // ExpectedError is ksqlDB's expectedException: a Java exception class

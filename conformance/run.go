@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -139,6 +140,7 @@ type env struct {
 	brk      *broker.Broker
 	brokers  []string
 	schemas  types.SchemaSource
+	reg      *registry.Registry
 	closeReg func()
 	eng      *engine.Engine
 	cl       *kgo.Client
@@ -223,18 +225,30 @@ func runCase(parent context.Context, c *Case, o Options) (res Result) {
 		}
 		return fail("producing input", "%v", err)
 	}
-	if why, err := e.waitCaughtUp(ctx); err != nil || why != "" {
-		if err == nil {
-			err = errors.New(why)
-		}
-		return fail("timeout", "the queries did not consume all input: %v", err)
-	}
+	why, err := e.waitCaughtUp(ctx)
 	if c.Expected != nil {
+		// A query that failed on a record (ksqlDB's StreamsException)
+		// is the expected error, whether or not the others caught up.
 		for _, q := range e.eng.Catalog().Queries() {
 			if st, ok := e.eng.QueryStatus(q.ID); ok && st.State != "RUNNING" && st.Err != "" {
 				return expectedError(c, errors.New(st.Err))
 			}
 		}
+	}
+	if err != nil || why != "" {
+		if err == nil {
+			err = errors.New(why)
+		}
+		// A query that failed is why the input was not consumed: say
+		// so, rather than report a hang.
+		for _, q := range e.eng.Catalog().Queries() {
+			if st, ok := e.eng.QueryStatus(q.ID); ok && st.State != "RUNNING" && st.Err != "" {
+				return fail("query failed", "query %s is %s: %s", q.ID, st.State, st.Err)
+			}
+		}
+		return fail("timeout", "the queries did not consume all input: %v", err)
+	}
+	if c.Expected != nil {
 		return fail("no error", "wanted an error (%s: %q), the statements succeeded", c.Expected.Type, c.Expected.Message)
 	}
 	return e.verify(ctx, c)
@@ -289,6 +303,14 @@ func (e *env) start(ctx context.Context, withRegistry bool) error {
 		}
 		hs := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = hs.Serve(ln) }()
+		e.reg = reg
+		// ksqlDB's runner uses Confluent's mock registry, which checks
+		// no compatibility when a schema is registered: a sink's schema
+		// replaces the one a test registered for its topic.
+		if err := reg.SetCompatibility(ctx, "", "NONE"); err != nil {
+			reg.Close()
+			return fmt.Errorf("schema registry: %w", err)
+		}
 		e.closeReg = func() { hs.Close(); reg.Close() }
 		cl, err := registry.NewClient(registry.ClientConfig{URL: "http://" + ln.Addr().String()})
 		if err != nil {
@@ -361,31 +383,257 @@ func (e *env) createTopics(ctx context.Context, c *Case) error {
 			return fmt.Errorf("%s: %w", t, resp.Err)
 		}
 	}
-	for _, t := range c.Topics {
-		for _, s := range []struct {
-			suffix, format string
-			schema         []byte
-		}{{"-key", t.KeyFormat, t.KeySchema}, {"-value", t.ValueFormat, t.ValueSchema}} {
-			if s.schema == nil {
-				continue
-			}
-			if e.schemas == nil {
-				return fmt.Errorf("topic %s has a schema but the case names no registry format", t.Name)
-			}
-			rs := types.RegisteredSchema{Type: schemaType(s.format), Text: string(s.schema)}
-			if rs.Type == types.SchemaTypeProtobuf {
-				// ksqlDB's files give .proto text as a JSON string.
-				var txt string
-				if err := jsonUnmarshal(s.schema, &txt); err == nil {
-					rs.Text = txt
+	return e.registerSchemas(ctx, c)
+}
+
+// schemaSide is one schema a test topic gives: its subject, format, text,
+// the ID the test pins (0: none) and the schemas it refers to.
+type schemaSide struct {
+	subject, format string
+	schema          []byte
+	id              int
+	refs            []SchemaRef
+	// reserve marks a schema ksqlDB's runner registers (derived from a
+	// CREATE statement's columns) that this runner does not: its ID is
+	// passed over.
+	reserve bool
+}
+
+// registerSchemas registers the schemas the test's topics give, in the
+// order ksqlDB's runner does, so that the IDs tests name in
+// KEY_SCHEMA_ID/VALUE_SCHEMA_ID are the ones its mock registry hands out:
+// first the schemas the test pins an ID for (their references first, each
+// under its name as subject), with that ID; then, topic by topic in the
+// order of ksqlDB's topic map (orderTopics), the key and then the value
+// schema under <topic>-key and <topic>-value. A schema already there
+// stays; a new one takes the lowest ID not yet taken counting from 1. A
+// CREATE statement with columns in a registry format makes ksqlDB's runner
+// register the schema of those columns: that ID is passed over here (the
+// engine registers its own schema when it writes). References take IDs
+// from 1,000,000 up: ksqlDB's mock resolves them without registering
+// them. The registry is in IMPORT mode meanwhile.
+func (e *env) registerSchemas(ctx context.Context, c *Case) error {
+	topics := orderTopics(c)
+	var sides []schemaSide
+	for _, t := range topics {
+		sides = append(sides, t.key, t.value)
+	}
+	given := false
+	for _, s := range sides {
+		given = given || s.schema != nil
+	}
+	if !given {
+		return nil
+	}
+	if e.reg == nil {
+		return fmt.Errorf("a test topic has a schema but the case names no registry format")
+	}
+	if err := e.reg.SetMode(ctx, "", registry.ModeImport, true); err != nil {
+		return err
+	}
+	nextRef := 1_000_000
+	register := func(subject string, in registry.SchemaInput, id int) error {
+		if _, err := e.reg.Lookup(subject, in); err == nil {
+			return nil
+		}
+		in.ID, in.Version = id, 0
+		if _, err := e.reg.Register(ctx, subject, in); err != nil {
+			return fmt.Errorf("registering %s: %w", subject, err)
+		}
+		return nil
+	}
+	registerRefs := func(refs []SchemaRef) ([]registry.Reference, error) {
+		var out []registry.Reference
+		for _, ref := range refs {
+			in := schemaInput(ref.Format, ref.Schema)
+			if _, err := e.reg.Lookup(ref.Name, in); err != nil {
+				for e.idTaken(nextRef) {
+					nextRef++
+				}
+				if err := register(ref.Name, in, nextRef); err != nil {
+					return nil, err
 				}
 			}
-			if _, err := e.schemas.Register(t.Name+s.suffix, rs); err != nil {
-				return fmt.Errorf("registering %s%s: %w", t.Name, s.suffix, err)
-			}
+			out = append(out, registry.Reference{Name: ref.Name, Subject: ref.Name, Version: 1})
+		}
+		return out, nil
+	}
+	for _, s := range sides {
+		if s.id == 0 || s.schema == nil {
+			continue
+		}
+		refs, err := registerRefs(s.refs)
+		if err != nil {
+			return err
+		}
+		in := schemaInput(s.format, s.schema)
+		in.References = refs
+		if err := register(s.subject, in, s.id); err != nil {
+			return err
 		}
 	}
-	return nil
+	next := 1
+	reserved := map[int]bool{}
+	nextFree := func() int {
+		for e.idTaken(next) || reserved[next] {
+			next++
+		}
+		return next
+	}
+	for _, s := range sides {
+		if s.reserve {
+			reserved[nextFree()] = true
+			continue
+		}
+		if s.schema == nil {
+			continue
+		}
+		refs, err := registerRefs(s.refs)
+		if err != nil {
+			return err
+		}
+		in := schemaInput(s.format, s.schema)
+		in.References = refs
+		if _, err := e.reg.Lookup(s.subject, in); err == nil {
+			continue
+		}
+		if err := register(s.subject, in, nextFree()); err != nil {
+			return err
+		}
+	}
+	return e.reg.SetMode(ctx, "", registry.ModeReadWrite, false)
+}
+
+// topicSchemas is one topic's key and value schemas as ksqlDB's runner
+// registers them.
+type topicSchemas struct {
+	name       string
+	key, value schemaSide
+}
+
+// orderTopics lists the topics whose schemas ksqlDB's runner registers,
+// in the order it registers them: the test's topics, then those of CREATE
+// statements with columns (whose schemas ksqlDB derives from the columns:
+// marked reserve), in the iteration order of the java.util.HashMap
+// ksqlDB keeps them in (javaHashOrder).
+func orderTopics(c *Case) []topicSchemas {
+	byName := map[string]*topicSchemas{}
+	var names []string
+	for _, t := range c.Topics {
+		ts := &topicSchemas{name: t.Name,
+			key:   schemaSide{t.Name + "-key", t.KeyFormat, t.KeySchema, t.KeySchemaID, t.KeySchemaRefs, false},
+			value: schemaSide{t.Name + "-value", t.ValueFormat, t.ValueSchema, t.ValueSchemaID, t.ValueSchemaRefs, false}}
+		if _, ok := byName[t.Name]; !ok {
+			names = append(names, t.Name)
+		}
+		byName[t.Name] = ts
+	}
+	for _, text := range c.Statements {
+		st, err := sql.Parse(text)
+		if err != nil {
+			continue
+		}
+		cs, ok := st.(*sql.CreateSource)
+		if !ok || len(cs.Columns) == 0 {
+			continue
+		}
+		topic, ok := cs.Props["KAFKA_TOPIC"]
+		if !ok {
+			continue
+		}
+		format := func(name, def string) string {
+			if p, ok := cs.Props[name]; ok {
+				return strings.ToUpper(p.Value)
+			}
+			if p, ok := cs.Props["FORMAT"]; ok {
+				return strings.ToUpper(p.Value)
+			}
+			if v, ok := c.Properties[def]; ok {
+				return strings.ToUpper(v)
+			}
+			return ""
+		}
+		hasKey := false
+		for _, col := range cs.Columns {
+			hasKey = hasKey || col.Key
+		}
+		ts := byName[topic.Value]
+		if ts == nil {
+			ts = &topicSchemas{name: topic.Value,
+				key:   schemaSide{subject: topic.Value + "-key"},
+				value: schemaSide{subject: topic.Value + "-value"}}
+			byName[topic.Value] = ts
+			names = append(names, topic.Value)
+		}
+		if ts.key.schema == nil && hasKey && inferable(format("KEY_FORMAT", "ksql.persistence.default.format.key")) {
+			ts.key.reserve = true
+		}
+		if ts.value.schema == nil && inferable(format("VALUE_FORMAT", "ksql.persistence.default.format.value")) {
+			ts.value.reserve = true
+		}
+	}
+	var out []topicSchemas
+	for _, n := range javaHashOrder(names) {
+		out = append(out, *byName[n])
+	}
+	return out
+}
+
+// javaHash is Java's String.hashCode: over UTF-16 code units,
+// h = 31*h + c, wrapping.
+func javaHash(s string) int32 {
+	var h int32
+	for _, r := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+// inferable reports whether ksqlDB's runner derives a registry schema for
+// the format (its SCHEMA_INFERENCE feature).
+func inferable(format string) bool {
+	switch format {
+	case "AVRO", "PROTOBUF", "JSON_SR":
+		return true
+	}
+	return false
+}
+
+// javaHashOrder orders keys (given in insertion order) as a
+// java.util.HashMap<String, …> iterates them: by bucket — the spread
+// String.hashCode masked to the table size, which starts at 16 and
+// doubles past 0.75 full — and in insertion order within a bucket.
+func javaHashOrder(keys []string) []string {
+	size := 16
+	for float64(len(keys)) > 0.75*float64(size) {
+		size *= 2
+	}
+	bucket := func(k string) int {
+		u := uint32(javaHash(k))
+		return int((u ^ u>>16) & uint32(size-1))
+	}
+	out := append([]string(nil), keys...)
+	sort.SliceStable(out, func(i, j int) bool { return bucket(out[i]) < bucket(out[j]) })
+	return out
+}
+
+// idTaken reports whether the registry has a schema with id.
+func (e *env) idTaken(id int) bool {
+	_, _, err := e.reg.ByID(id)
+	return err == nil
+}
+
+// schemaInput is a test schema as the registry takes it; ksqlDB's files
+// give .proto text as a JSON string.
+func schemaInput(format string, schema []byte) registry.SchemaInput {
+	in := registry.SchemaInput{SchemaType: schemaType(format), Schema: string(schema)}
+	if in.SchemaType == types.SchemaTypeProtobuf {
+		var txt string
+		if err := jsonUnmarshal(schema, &txt); err == nil {
+			in.Schema = txt
+		}
+	}
+	return in
 }
 
 func schemaType(format string) string {
@@ -494,7 +742,7 @@ func (e *env) verify(ctx context.Context, c *Case) Result {
 			return fail("reading output", "%s: %v", t, err)
 		}
 		src := sourceFor(e.eng.Catalog(), t, true)
-		if d := compareTopic(t, src, byTopic[t], recs, exact, insertsOnly); d != "" {
+		if d := compareTopic(t, src, byTopic[t], recs, exact, insertsOnly, e.schemas); d != "" {
 			diffs = append(diffs, d)
 		}
 	}
@@ -586,7 +834,7 @@ func specShow(v any) any {
 	return v
 }
 
-func compareTopic(topic string, src *catalog.Source, want []Record, recs []*kgo.Record, exact, insertsOnly bool) string {
+func compareTopic(topic string, src *catalog.Source, want []Record, recs []*kgo.Record, exact, insertsOnly bool, schemas types.SchemaSource) string {
 	got := make([]actualRecord, len(recs))
 	for i, r := range recs {
 		a := actualRecord{partition: r.Partition, ts: r.Timestamp.UnixMilli()}
@@ -608,12 +856,12 @@ func compareTopic(topic string, src *catalog.Source, want []Record, recs []*kgo.
 		}
 		var err error
 		if a.err == nil {
-			if a.key, err = decode(src, true, key, exact); err != nil {
+			if a.key, err = decode(src, true, key, exact, schemas); err != nil {
 				a.err = fmt.Errorf("key: %w", err)
 			}
 		}
 		if a.err == nil {
-			if a.value, err = decode(src, false, r.Value, exact); err != nil {
+			if a.value, err = decode(src, false, r.Value, exact, schemas); err != nil {
 				a.err = fmt.Errorf("value: %w", err)
 			}
 		}

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -45,20 +46,64 @@ func encode(src *catalog.Source, key bool, spec any, schemaID int) ([]byte, erro
 	case types.FormatNone:
 		return nil, nil
 	}
-	row := make(types.Row, src.Schema.Len())
+	if schemaID != 0 {
+		opts.SchemaID = schemaID
+	}
+	b, err := encodeCols(src.Schema, cols, format, opts, spec)
+	if err != nil && schemaID != 0 && !key && types.InfersColumns(format) {
+		// ksqlDB's runner writes a value with the registered schema
+		// itself: when the source's columns cannot be written with it
+		// (a column the schema lacks, a type it coerces), the schema's
+		// own columns are.
+		if wb, ok := encodeWriter(format, opts, spec, schemaID); ok {
+			return wb, nil
+		}
+	}
+	return b, err
+}
+
+// encodeWriter writes a spec value with the columns of the registered
+// schema id; ok is false when that fails too.
+func encodeWriter(format string, opts types.FormatOptions, spec any, id int) ([]byte, bool) {
+	if opts.Schemas == nil {
+		return nil, false
+	}
+	rs, err := opts.Schemas.SchemaByID(id)
+	if err != nil {
+		return nil, false
+	}
+	wcols, wrapped, err := types.SchemaColumnsNamed(opts.Schemas, format, rs, "ROWVAL", opts.FullName)
+	if err != nil {
+		return nil, false
+	}
+	idx := make([]int, len(wcols))
+	for i := range idx {
+		idx[i] = i
+	}
+	opts.WrapSingleValue = nil
+	if !wrapped && format != types.FormatProtobuf {
+		opts.WrapSingleValue = &wrapped
+	}
+	b, err := encodeCols(types.Schema{Columns: wcols}, idx, format, opts, spec)
+	return b, err == nil
+}
+
+// encodeCols writes a spec value as the columns cols of schema.
+func encodeCols(schema types.Schema, cols []int, format string, opts types.FormatOptions, spec any) ([]byte, error) {
+	row := make(types.Row, schema.Len())
 	for i := range row {
 		row[i] = types.NullDatum
 	}
 	if len(cols) == 1 {
 		if m, ok := spec.(map[string]any); ok && len(m) == 1 {
-			col := src.Schema.Columns[cols[0]]
+			col := schema.Columns[cols[0]]
 			if v, ok := lookupFold(m, col.Name); ok && (col.Type.Kind != types.Struct || !hasField(col.Type, col.Name)) {
 				spec = v
 			}
 		}
-		d, err := specDatum(spec, src.Schema.Columns[cols[0]].Type)
+		d, err := specDatum(spec, schema.Columns[cols[0]].Type)
 		if err != nil {
-			return nil, fmt.Errorf("column %s: %w", src.Schema.Columns[cols[0]].Name, err)
+			return nil, fmt.Errorf("column %s: %w", schema.Columns[cols[0]].Name, err)
 		}
 		row[cols[0]] = d
 	} else {
@@ -67,18 +112,15 @@ func encode(src *catalog.Source, key bool, spec any, schemaID int) ([]byte, erro
 			return nil, fmt.Errorf("want a JSON object for the %s columns, got %s", format, show(spec))
 		}
 		for _, c := range cols {
-			v, _ := lookupFold(obj, src.Schema.Columns[c].Name)
-			d, err := specDatum(v, src.Schema.Columns[c].Type)
+			v, _ := lookupFold(obj, schema.Columns[c].Name)
+			d, err := specDatum(v, schema.Columns[c].Type)
 			if err != nil {
-				return nil, fmt.Errorf("column %s: %w", src.Schema.Columns[c].Name, err)
+				return nil, fmt.Errorf("column %s: %w", schema.Columns[c].Name, err)
 			}
 			row[c] = d
 		}
 	}
-	if schemaID != 0 {
-		opts.SchemaID = schemaID
-	}
-	enc, err := types.NewEncoderOpts(format, src.Schema, cols, opts)
+	enc, err := types.NewEncoderOpts(format, schema, cols, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +175,12 @@ func rawBytes(spec any) ([]byte, error) {
 // decode reads one side of an output record into the values ksqlDB's
 // runner compares: nil, bool, string, int64, float64, bigDec, []byte,
 // []any and map[string]any.
-func decode(src *catalog.Source, key bool, data []byte, exact bool) (any, error) {
+//
+// A registry format's record is read with the schema it was written with
+// when that schema has fields beyond the source's columns (a sink written
+// with a VALUE_SCHEMA_ID whose schema has more fields), as ksqlDB's runner
+// reads it with the writer's schema: the extra fields are compared too.
+func decode(src *catalog.Source, key bool, data []byte, exact bool, schemas types.SchemaSource) (any, error) {
 	if data == nil {
 		return nil, nil
 	}
@@ -150,6 +197,9 @@ func decode(src *catalog.Source, key bool, data []byte, exact bool) (any, error)
 		return nil, nil
 	}
 	_, opts, cols := side(src, key)
+	if v, ok, err := decodeWriter(src, key, format, opts, cols, data, schemas); ok || err != nil {
+		return v, err
+	}
 	row := make(types.Row, src.Schema.Len())
 	dec, err := types.NewDecoderOpts(format, src.Schema, cols, opts)
 	if err != nil {
@@ -483,4 +533,51 @@ func show(v any) string {
 		return "{" + strings.Join(parts, ",") + "}"
 	}
 	return fmt.Sprint(v)
+}
+
+// decodeWriter decodes data with the columns of the registered schema it
+// was written with when those are a superset of the source's columns cols;
+// ok is false when they are not (decode then uses the source's columns).
+func decodeWriter(src *catalog.Source, key bool, format string, opts types.FormatOptions, cols []int, data []byte, schemas types.SchemaSource) (any, bool, error) {
+	if schemas == nil || !types.InfersColumns(format) || len(data) < 5 || data[0] != 0 {
+		return nil, false, nil
+	}
+	id := int(binary.BigEndian.Uint32(data[1:5]))
+	rs, err := schemas.SchemaByID(id)
+	if err != nil {
+		return nil, false, nil
+	}
+	single := "ROWVAL"
+	if key {
+		single = "ROWKEY"
+	}
+	wcols, wrapped, err := types.SchemaColumnsNamed(schemas, format, rs, single, opts.FullName)
+	if err != nil || !wrapped || len(wcols) <= len(cols) {
+		return nil, false, nil
+	}
+	ws := types.Schema{Columns: wcols}
+	for _, c := range cols {
+		if ws.IndexFold(src.Schema.Columns[c].Name) < 0 {
+			return nil, false, nil
+		}
+	}
+	idx := make([]int, len(wcols))
+	for i := range wcols {
+		wcols[i].Key = key
+		idx[i] = i
+	}
+	opts.SchemaID, opts.ReaderSchemaID, opts.WrapSingleValue = 0, id, nil
+	dec, err := types.NewDecoderOpts(format, ws, idx, opts)
+	if err != nil {
+		return nil, false, nil
+	}
+	row := make(types.Row, len(wcols))
+	if err := dec.Decode(data, row); err != nil {
+		return nil, true, err
+	}
+	out := map[string]any{}
+	for i, c := range wcols {
+		out[c.Name] = datumValue(row[i], c.Type)
+	}
+	return out, true, nil
 }

@@ -266,7 +266,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		return Result{}, err
 	}
 	switch st := st.(type) {
-	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.Pause, *sql.InsertSelect:
+	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.Pause, *sql.InsertSelect, *sql.CreateType, *sql.DropType:
 		if e.cfg.Headless != nil {
 			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "this server runs headless (--queries-file): its streams, tables and queries come from that file and cannot be changed")
 		}
@@ -283,12 +283,22 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		}
 		cmd.Props[aliasesProp] = aliasesKsql
 		cmd.Props[nullsProp] = nullsKsql
+		cmd.Props[headersProp] = "true"
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
+			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
+				return Result{}, err
+			}
 			// Columns inferred from the registry are recorded by
 			// schema ID: a replay must get the same ones.
+			if err := sql.CheckSchemaIDs(cs); err != nil {
+				return Result{}, err
+			}
 			inf, err := sql.InferColumns(cs, e.cfg.Schemas, sql.Inferred{})
 			if err != nil {
+				return Result{}, err
+			}
+			if err := sql.CheckWindowedKey(cs); err != nil {
 				return Result{}, err
 			}
 			cmd.KeySchemaID, cmd.ValueSchemaID = inf.KeySchemaID, inf.ValueSchemaID
@@ -331,6 +341,11 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 // (sql.Select.PositionalAliases), so their queries keep their columns.
 const (
 	aliasesProp = "sqlstreams.generated.aliases"
+	// headersProp, recorded with every catalog command since headers
+	// were propagated, makes the command's query carry its input
+	// records' headers onto its output (exec.Config.PropagateHeaders);
+	// queries recorded before keep writing records without them.
+	headersProp = "sqlstreams.headers.propagate"
 	aliasesKsql = "ksql"
 )
 
@@ -418,8 +433,50 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		return e.pause(st, cmd, record)
 	case *sql.InsertSelect:
 		return e.insertSelect(ctx, st, cmd, record)
+	case *sql.CreateType:
+		return e.createType(st, cmd, record)
+	case *sql.DropType:
+		return e.dropType(st, cmd, record)
 	}
 	return Result{}, fmt.Errorf("statement %T does not change the catalog", st)
+}
+
+// createType registers a custom type (CREATE TYPE): recorded in the
+// command topic, so that a replay has it before the statements that use
+// it. As in ksqlDB, registering a name again is an error unless IF NOT
+// EXISTS is given; sources made with a type keep the type it was then.
+func (e *Engine) createType(st *sql.CreateType, cmd catalog.Command, record recorder) (Result, error) {
+	tag := Result{Tag: "CREATE TYPE"}
+	if _, ok := e.cat.Type(st.Name); ok {
+		if st.IfNotExists {
+			return tag, nil
+		}
+		return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "Cannot register custom type '%s' since it is already registered", st.Name)
+	}
+	if err := sql.ResolveTypes(st, e.cat.Type); err != nil {
+		return Result{}, err
+	}
+	if _, err := record(cmd); err != nil {
+		return Result{}, err
+	}
+	e.cat.PutType(st.Name, st.Type)
+	return tag, nil
+}
+
+// dropType removes a custom type; the sources made with it keep theirs.
+func (e *Engine) dropType(st *sql.DropType, cmd catalog.Command, record recorder) (Result, error) {
+	tag := Result{Tag: "DROP TYPE"}
+	if _, ok := e.cat.Type(st.Name); !ok {
+		if st.IfExists {
+			return tag, nil
+		}
+		return Result{}, sql.NameError(st, sql.CodeUndefinedObject, "Type %s does not exist", st.Name)
+	}
+	if _, err := record(cmd); err != nil {
+		return Result{}, err
+	}
+	e.cat.DropType(st.Name)
+	return tag, nil
 }
 
 func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd catalog.Command, record recorder) (Result, error) {
@@ -436,6 +493,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 			kind := strings.ToLower(st.Kind.String())
 			return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot add %s '%s': CREATE OR REPLACE is not supported on source %ss.", kind, st.Name, kind)
 		}
+	}
+	if err := sql.ResolveTypes(st, e.cat.Type); err != nil {
+		return Result{}, err
 	}
 	if _, err := sql.InferColumns(st, e.cfg.Schemas, sql.Inferred{KeySchemaID: cmd.KeySchemaID, ValueSchemaID: cmd.ValueSchemaID}); err != nil {
 		return Result{}, err
@@ -489,6 +549,27 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 func (e *Engine) exists(name string, ifNotExists bool) bool {
 	_, ok := e.cat.Source(name)
 	return ok && ifNotExists
+}
+
+// checkWriterSchemas checks a new sink's KEY_SCHEMA_ID and VALUE_SCHEMA_ID
+// against its columns (types.CheckWriterSchema), as ksqlDB does when the
+// statement runs; a replay does not check again.
+func (e *Engine) checkWriterSchemas(t *catalog.Source) error {
+	for _, side := range []struct {
+		format string
+		opts   types.FormatOptions
+		idx    []int
+		key    bool
+	}{{t.KeyFormat, t.KeyOptions, t.Schema.KeyIndexes(), true}, {t.ValueFormat, t.ValueOptions, t.Schema.ValueIndexes(), false}} {
+		cols := make([]types.Column, len(side.idx))
+		for i, c := range side.idx {
+			cols[i] = t.Schema.Columns[c]
+		}
+		if err := types.CheckWriterSchema(e.cfg.Schemas, side.format, side.opts.SchemaID, side.opts.FullName, cols, side.key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // useSchemas gives src's formats the engine's schema registry.
@@ -597,6 +678,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	cq, _ := e.cat.Query(id)
 	cfg := exec.Config{
 		Paused:            cq != nil && cq.Paused,
+		PropagateHeaders:  props[headersProp] == "true",
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
 		Brokers:           e.cfg.Brokers,
@@ -685,6 +767,11 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	sink, err := sql.BindCreateAs(st, e.cat)
 	if err != nil {
 		return Result{}, err
+	}
+	if live {
+		if err := e.checkWriterSchemas(sink.Target); err != nil {
+			return Result{}, err
+		}
 	}
 	prefix := "CSAS_"
 	if st.Kind == catalog.Table {

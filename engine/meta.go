@@ -22,6 +22,7 @@ var (
 	queriesCols     = textCols("Query ID", "Query Type", "Status", "Sink Name", "Sink Kafka Topic", "Query String")
 	queriesExtCols  = textCols("Query ID", "Query Type", "Status", "Since", "Restarts", "Last Error", "Records In", "Records Out", "Bad Records", "Sink Name", "Sink Kafka Topic", "Query String")
 	topicsCols      = textCols("Kafka Topic", "Partitions")
+	typesCols       = textCols("Type Name", "Schema")
 	propertiesCols  = textCols("Property", "Value", "Source")
 	functionsCols   = textCols("Name", "Type", "Description")
 	describeCols    = textCols("Field", "Type")
@@ -168,6 +169,14 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 		return writeTyped(w, l)
 	case "FUNCTIONS":
 		return writeTyped(w, &FunctionList{Functions: e.Functions()})
+	case "TYPES":
+		l := &TypeList{Types: []TypeInfo{}}
+		snap := e.cat.Snapshot()
+		for _, n := range snap.Types() {
+			t, _ := snap.Type(n)
+			l.Types = append(l.Types, TypeInfo{Name: n, Schema: t.String()})
+		}
+		return writeTyped(w, l)
 	}
 	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "SHOW %s is not supported yet", st.What)
 }
@@ -371,6 +380,8 @@ func (e *Engine) Describe(ctx context.Context, s *Session, text string) ([]types
 			return queriesCols, nil
 		case "TOPICS":
 			return topicsCols, nil
+		case "TYPES":
+			return typesCols, nil
 		case "PROPERTIES":
 			return propertiesCols, nil
 		case "FUNCTIONS":

@@ -183,6 +183,26 @@ func (l *TopicList) Table() ([]types.Column, [][]string) {
 	return topicsCols, rows
 }
 
+// TypeInfo is one custom type as SHOW TYPES lists it.
+type TypeInfo struct {
+	Name   string `json:"name"`
+	Schema string `json:"schema"`
+}
+
+// TypeList is SHOW TYPES: the custom types of CREATE TYPE.
+type TypeList struct {
+	Types []TypeInfo
+}
+
+// Table implements Tabular.
+func (l *TypeList) Table() ([]types.Column, [][]string) {
+	rows := make([][]string, len(l.Types))
+	for i, t := range l.Types {
+		rows[i] = []string{t.Name, t.Schema}
+	}
+	return typesCols, rows
+}
+
 // Property is one row of SHOW PROPERTIES.
 type Property struct {
 	Name  string `json:"name"`

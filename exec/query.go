@@ -20,6 +20,11 @@ import (
 
 // Config configures a persistent query's runtime.
 type Config struct {
+	// PropagateHeaders carries each input record's headers onto the
+	// output and repartition records it causes, as Kafka Streams (and
+	// ksqlDB) do. Queries recorded before it existed run without it, so
+	// that their output does not change.
+	PropagateHeaders bool
 	// Brokers are the Kafka seed brokers.
 	Brokers []string
 	// InstanceID names this server among the instances running the query;

@@ -30,6 +30,9 @@ type repartitionOp struct {
 	out      *outbox
 	// oldKey and newKey are a change's two keys, encoded.
 	oldKey, newKey []byte
+	// rec is the input record of the change being written, whose own
+	// headers go along (outbox.userHeaders).
+	rec *kgo.Record
 }
 
 func newRepartition(name string, r *physical.Repartition, out *outbox) (*repartitionOp, error) {
@@ -64,6 +67,7 @@ func newRepartition(name string, r *physical.Repartition, out *outbox) (*reparti
 }
 
 func (r *repartitionOp) Process(c *Change) error {
+	r.rec = c.Record
 	if c.Old != nil && c.New != nil {
 		same, err := r.sameKey(c.Old, c.New)
 		if err != nil {
@@ -133,6 +137,7 @@ func (r *repartitionOp) writeBoth(old, row types.Row, ts int64) error {
 	rec.Key = a[start:keyEnd:keyEnd]
 	rec.Value = a[keyEnd:valueEnd:valueEnd]
 	rec.Headers = []kgo.RecordHeader{{Key: physical.OldValueHeader, Value: a[valueEnd:len(a):len(a)]}}
+	rec.Headers = r.out.userHeaders(rec.Headers, r.rec)
 	rec.Topic = r.topic
 	rec.Timestamp = time.UnixMilli(ts)
 	r.out.produce(rec)
@@ -174,6 +179,9 @@ func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 	rec.Timestamp = time.UnixMilli(ts)
 	if undo {
 		rec.Headers = undoHeaders
+	}
+	if user := r.out.userHeaders(nil, r.rec); len(user) > 0 {
+		rec.Headers = append(append([]kgo.RecordHeader(nil), rec.Headers...), user...)
 	}
 	r.out.produce(rec)
 	return nil

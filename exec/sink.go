@@ -85,6 +85,7 @@ func (s *sinkOp) Process(c *Change) error {
 		rec.Value = a[keyEnd:len(a):len(a)]
 	}
 	rec.Topic = s.topic
+	rec.Headers = s.out.userHeaders(nil, c.Record)
 	rec.Timestamp = time.UnixMilli(c.Timestamp)
 	if s.tsCol >= 0 && !row[s.tsCol].Null {
 		rec.Timestamp = time.UnixMilli(row[s.tsCol].I)
@@ -133,6 +134,7 @@ func (s *sinkOp) tombstone(c *Change) error {
 	}
 	a := s.out.arena
 	rec.Key = a[start:len(a):len(a)]
+	rec.Headers = s.out.userHeaders(nil, c.Record)
 	rec.Topic = s.topic
 	rec.Timestamp = time.UnixMilli(c.Timestamp)
 	s.out.produce(rec)
@@ -151,6 +153,34 @@ type outbox struct {
 	used    int
 	pending []*kgo.Record
 	send    func(*kgo.Record)
+	// headers, set from Config.PropagateHeaders, carries the input
+	// record's own headers onto output and repartition records, as
+	// Kafka Streams forwards them (userHeaders).
+	headers bool
+}
+
+// userHeaders appends to dst the headers of the input record r that are
+// not this engine's internal markers (physical.UndoHeader,
+// physical.OldValueHeader), their keys and values copied into the arena:
+// r is recycled before the output is produced. Nothing is appended (and
+// nothing allocated) unless o.headers is set and r has such headers.
+func (o *outbox) userHeaders(dst []kgo.RecordHeader, r *kgo.Record) []kgo.RecordHeader {
+	if !o.headers || r == nil {
+		return dst
+	}
+	for _, h := range r.Headers {
+		if h.Key == physical.UndoHeader || h.Key == physical.OldValueHeader {
+			continue
+		}
+		start := len(o.arena)
+		o.arena = append(o.arena, h.Value...)
+		var v []byte
+		if h.Value != nil {
+			v = o.arena[start:len(o.arena):len(o.arena)]
+		}
+		dst = append(dst, kgo.RecordHeader{Key: h.Key, Value: v})
+	}
+	return dst
 }
 
 func (o *outbox) record() *kgo.Record {

@@ -32,6 +32,10 @@ type recordDecoder struct {
 	winCol           int
 	winStart, winEnd int64
 	valueCols        []int
+	// headerCols are the HEADERS and HEADER('k') columns, filled from
+	// the record's headers (fillHeaders).
+	headerCols []int
+	headerKeys []string
 }
 
 func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
@@ -50,6 +54,10 @@ func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
 	}
 	d := &recordDecoder{name: name, key: key, value: value, row: make(types.Row, schema.Len()), rowtime: rt, tsCol: -1,
 		window: s.WindowType, windowSize: s.WindowSizeMs, winCol: schema.WindowIndex(), valueCols: schema.ValueIndexes()}
+	for _, c := range schema.HeaderIndexes() {
+		d.headerCols = append(d.headerCols, c)
+		d.headerKeys = append(d.headerKeys, schema.Columns[c].HeaderKey)
+	}
 	if d.window != types.NoWindow && d.winCol < 0 {
 		return nil, fmt.Errorf("%s: a windowed source's schema lacks WINDOWSTART and WINDOWEND", name)
 	}
@@ -85,6 +93,7 @@ func (d *recordDecoder) decode(r *kgo.Record) (int64, error) {
 	if err := d.value.Decode(r.Value, row); err != nil {
 		return 0, fmt.Errorf("value: %w", err)
 	}
+	d.fillHeaders(r)
 	rowtime := r.Timestamp.UnixMilli()
 	if d.tsCol >= 0 {
 		v := row[d.tsCol]
@@ -124,6 +133,7 @@ func (d *recordDecoder) decodeKey(r *kgo.Record) (int64, error) {
 	for _, c := range d.valueCols {
 		row[c] = types.NullDatum
 	}
+	d.fillHeaders(r)
 	if d.tsCol >= 0 && row[d.tsCol].Null {
 		return 0, fmt.Errorf("%w: timestamp column %s is NULL", types.ErrBadRecord, d.tsName)
 	}
@@ -135,6 +145,41 @@ func (d *recordDecoder) decodeKey(r *kgo.Record) (int64, error) {
 	row[d.rowtime+1].Null, row[d.rowtime+1].I = false, int64(r.Partition)
 	row[d.rowtime+2].Null, row[d.rowtime+2].I = false, r.Offset
 	return rowtime, nil
+}
+
+// fillHeaders fills the header columns from r's headers: a HEADERS column
+// with all of them in order (a NULL header value as a NULL VALUE), a
+// HEADER('k') column with the value of the last header k, NULL when there
+// is none. The values are copied: the record is recycled.
+func (d *recordDecoder) fillHeaders(r *kgo.Record) {
+	for i, c := range d.headerCols {
+		k := d.headerKeys[i]
+		if k == "" {
+			l := make([]types.Datum, 0, len(r.Headers))
+			for _, h := range r.Headers {
+				if h.Key == physical.UndoHeader || h.Key == physical.OldValueHeader {
+					continue
+				}
+				v := types.NullDatum
+				if h.Value != nil {
+					v = types.Datum{B: append([]byte{}, h.Value...)}
+				}
+				l = append(l, types.Datum{L: []types.Datum{types.StringDatum(h.Key), v}})
+			}
+			d.row[c] = types.Datum{L: l}
+			continue
+		}
+		v := types.NullDatum
+		for _, h := range r.Headers {
+			if h.Key == k {
+				v = types.NullDatum
+				if h.Value != nil {
+					v = types.Datum{B: append([]byte{}, h.Value...)}
+				}
+			}
+		}
+		d.row[c] = v
+	}
 }
 
 // splitWindow cuts a windowed topic's key into the key columns' bytes

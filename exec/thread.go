@@ -64,7 +64,7 @@ type streamThread struct {
 }
 
 func newStreamThread(q *Query, n int) (*streamThread, error) {
-	t := &streamThread{q: q, n: n, out: &outbox{}, sb: newStandbyRunner(q, n)}
+	t := &streamThread{q: q, n: n, out: &outbox{headers: q.cfg.PropagateHeaders}, sb: newStandbyRunner(q, n)}
 	t.tm = newTaskManager(q, n, t.out)
 	t.bal = newTaskBalancer(q.topo, func() MemberInfo {
 		return MemberInfo{Instance: q.cfg.InstanceID, Thread: n, Endpoint: q.cfg.Endpoint, PG: q.cfg.PGEndpoint,

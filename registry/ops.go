@@ -49,7 +49,11 @@ var levels = map[string]bool{"NONE": true, "BACKWARD": true, "BACKWARD_TRANSITIV
 type SchemaInput struct {
 	Schema     string      `json:"schema"`
 	SchemaType string      `json:"schemaType,omitempty"`
-	References []reference `json:"references,omitempty"`
+	References []Reference `json:"references,omitempty"`
+	// ID and Version, given only in IMPORT mode, are the ID and
+	// version the schema is registered with.
+	ID      int `json:"id,omitempty"`
+	Version int `json:"version,omitempty"`
 }
 
 func normType(t string) (string, *Error) {
@@ -65,7 +69,9 @@ func normType(t string) (string, *Error) {
 }
 
 // Register registers in under subj, or returns the ID it already has
-// there. A new version must pass the subject's compatibility check.
+// there. A new version must pass the subject's compatibility check. In
+// IMPORT mode (mode.go) in may give its ID and version, and the
+// compatibility check is skipped; elsewhere an ID or version is refused.
 func (r *Registry) Register(ctx context.Context, subj string, in SchemaInput) (int, error) {
 	typ, e := normType(in.SchemaType)
 	if e != nil {
@@ -73,35 +79,60 @@ func (r *Registry) Register(ctx context.Context, subj string, in SchemaInput) (i
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	mode := r.mode(subj)
+	switch {
+	case mode == ModeReadOnly:
+		return 0, errReadOnly(subj)
+	case (in.ID > 0 || in.Version > 0) && mode != ModeImport:
+		return 0, errNotImport(subj)
+	}
 	p, e := r.parse(typ, in.Schema, in.References)
 	if e != nil {
 		return 0, e
 	}
 	canon := canonical(in.Schema)
+	same := func(s *schemaEntry) bool {
+		return s.typ == typ && s.canonical == canon && sameRefs(s.refs, in.References)
+	}
 	sub := r.subjects[subj]
 	if sub != nil {
 		for _, v := range sub.versions {
-			if s := r.ids[v.id]; !v.deleted && s.typ == typ && s.canonical == canon && sameRefs(s.refs, in.References) {
+			if !v.deleted && same(r.ids[v.id]) && (in.ID == 0 || in.ID == v.id) {
 				return v.id, nil
 			}
 		}
 	}
-	if msgs := r.check(subj, typ, p, -2); len(msgs) > 0 {
-		return 0, errIncompatible(subj, msgs)
+	if mode != ModeImport {
+		if msgs := r.check(subj, typ, p, -2); len(msgs) > 0 {
+			return 0, errIncompatible(subj, msgs)
+		}
 	}
-	id := 0
-	for _, s := range r.ids {
-		if s.typ == typ && s.canonical == canon && sameRefs(s.refs, in.References) {
-			id = s.id
-			break
+	id := in.ID
+	if id > 0 {
+		if s := r.ids[id]; s != nil && !same(s) {
+			return 0, errIDTaken(id)
+		}
+	} else {
+		for _, s := range r.ids {
+			if same(s) {
+				id = s.id
+				break
+			}
 		}
 	}
 	if id == 0 {
 		id = r.maxID + 1
 	}
-	ver := 1
-	if sub != nil && len(sub.versions) > 0 {
-		ver = sub.versions[len(sub.versions)-1].version + 1
+	ver := in.Version
+	if ver > 0 {
+		if _, e := r.version(subj, ver); e == nil {
+			return 0, &Error{http.StatusUnprocessableEntity, 42207, fmt.Sprintf("Overwrite new schema with version %d of subject '%s' is not permitted.", ver, subj)}
+		}
+	} else {
+		ver = 1
+		if sub != nil && len(sub.versions) > 0 {
+			ver = sub.versions[len(sub.versions)-1].version + 1
+		}
 	}
 	sv := schemaValue{Subject: subj, Version: ver, ID: id, References: in.References, Schema: in.Schema}
 	if typ != "" {
@@ -114,7 +145,7 @@ func (r *Registry) Register(ctx context.Context, subj string, in SchemaInput) (i
 	return id, nil
 }
 
-func sameRefs(a, b []reference) bool {
+func sameRefs(a, b []Reference) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -136,7 +167,7 @@ type parsed struct {
 
 // parse checks a schema and returns its parsed form. The caller holds
 // r.mu.
-func (r *Registry) parse(typ, text string, refs []reference) (parsed, *Error) {
+func (r *Registry) parse(typ, text string, refs []Reference) (parsed, *Error) {
 	switch typ {
 	case "":
 		cache := &avro.SchemaCache{}
@@ -174,7 +205,7 @@ func (r *Registry) parse(typ, text string, refs []reference) (parsed, *Error) {
 }
 
 // addRefs parses the Avro schemas refs name into cache, references first.
-func (r *Registry) addRefs(cache *avro.SchemaCache, refs []reference, depth int) *Error {
+func (r *Registry) addRefs(cache *avro.SchemaCache, refs []Reference, depth int) *Error {
 	if depth > 32 {
 		return errInvalidSchema("references nest too deeply")
 	}
@@ -311,7 +342,7 @@ type SubjectSchema struct {
 	Version    int         `json:"version"`
 	ID         int         `json:"id"`
 	SchemaType string      `json:"schemaType,omitempty"`
-	References []reference `json:"references,omitempty"`
+	References []Reference `json:"references,omitempty"`
 	Schema     string      `json:"schema"`
 }
 
@@ -437,6 +468,9 @@ func (r *Registry) ByID(id int) (SubjectSchema, []subjectVersion, error) {
 func (r *Registry) Delete(ctx context.Context, subj string, ver int, permanent bool) ([]int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.mode(subj) == ModeReadOnly {
+		return nil, errReadOnly(subj)
+	}
 	sub := r.subjects[subj]
 	if sub == nil {
 		return nil, errSubjectNotFound(subj)

@@ -13,18 +13,19 @@ import (
 var protoBuiltins = map[string]string{
 	"google/type/date.proto":       "syntax = \"proto3\";\npackage google.type;\nmessage Date { int32 year = 1; int32 month = 2; int32 day = 3; }\n",
 	"google/type/timeofday.proto":  "syntax = \"proto3\";\npackage google.type;\nmessage TimeOfDay { int32 hours = 1; int32 minutes = 2; int32 seconds = 3; int32 nanos = 4; }\n",
-	"confluent/type/decimal.proto": "syntax = \"proto3\";\npackage confluent.type;\nmessage Decimal { bytes value = 1; uint32 precision = 2; int32 scale = 3; }\n",
+	"confluent/type/decimal.proto": "syntax = \"proto3\";\npackage confluent.type;\nimport public \"confluent/meta.proto\";\nmessage Decimal { bytes value = 1; uint32 precision = 2; int32 scale = 3; }\n",
+	"confluent/meta.proto":         "syntax = \"proto3\";\npackage confluent;\nimport \"google/protobuf/descriptor.proto\";\nmessage Meta {\n  string doc = 1;\n  map<string, string> params = 2;\n  repeated string tags = 3;\n}\nextend google.protobuf.FileOptions {\n  Meta file_meta = 1088;\n}\nextend google.protobuf.MessageOptions {\n  Meta message_meta = 1088;\n}\nextend google.protobuf.FieldOptions {\n  Meta field_meta = 1088;\n}\nextend google.protobuf.EnumOptions {\n  Meta enum_meta = 1088;\n}\nextend google.protobuf.EnumValueOptions {\n  Meta enum_value_meta = 1088;\n}\n",
 }
 
 // compileProto compiles a .proto, with its references' sources (by import
 // name) from the registry. The caller holds r.mu.
-func (r *Registry) compileProto(text string, refs []reference) (protoreflect.FileDescriptor, *Error) {
+func (r *Registry) compileProto(text string, refs []Reference) (protoreflect.FileDescriptor, *Error) {
 	srcs := map[string]string{"registered.proto": text}
 	for k, v := range protoBuiltins {
 		srcs[k] = v
 	}
-	var add func(refs []reference, depth int) *Error
-	add = func(refs []reference, depth int) *Error {
+	var add func(refs []Reference, depth int) *Error
+	add = func(refs []Reference, depth int) *Error {
 		if depth > 32 {
 			return errInvalidSchema("references nest too deeply")
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // contentType is the Schema Registry API's media type.
@@ -19,7 +20,8 @@ const contentType = "application/vnd.schemaregistry.v1+json"
 //	GET    /schemas (?subjectPrefix, deleted, latestOnly), /schemas/ids/{id}[/schema|/subjects|/versions], /schemas/types
 //	GET, PUT /config[/{s}] (?defaultToGlobal=true); DELETE /config/{s}
 //	POST   /compatibility/subjects/{s}/versions[/{v|latest}]
-//	GET    /mode[/{s}] (always READWRITE), GET /
+//	GET, PUT /mode[/{s}] (READWRITE, READONLY, IMPORT; ?force=true); DELETE /mode/{s}
+//	GET    /
 //
 // Errors are {"error_code": …, "message": …} with Confluent's codes.
 func (r *Registry) Handler() http.Handler {
@@ -105,7 +107,7 @@ func (r *Registry) Handler() http.Handler {
 		ss, _, err := byID(q)
 		answer(w, struct {
 			SchemaType string      `json:"schemaType,omitempty"`
-			References []reference `json:"references,omitempty"`
+			References []Reference `json:"references,omitempty"`
 			Schema     string      `json:"schema"`
 		}{ss.SchemaType, ss.References, ss.Schema}, err)
 	})
@@ -189,9 +191,41 @@ func (r *Registry) Handler() http.Handler {
 	}
 	m.HandleFunc("POST /compatibility/subjects/{s}/versions", compat)
 	m.HandleFunc("POST /compatibility/subjects/{s}/versions/{v}", compat)
-	mode := func(w http.ResponseWriter, _ *http.Request) { reply(w, map[string]string{"mode": "READWRITE"}) }
-	m.HandleFunc("GET /mode", mode)
-	m.HandleFunc("GET /mode/{s}", mode)
+	getMode := func(w http.ResponseWriter, q *http.Request) {
+		subj := q.PathValue("s")
+		md, ok := r.Mode(subj)
+		if !ok && q.URL.Query().Get("defaultToGlobal") == "true" {
+			md, ok = r.Mode("")
+		}
+		if !ok {
+			answer(w, nil, &Error{http.StatusNotFound, 40409, "Subject '" + subj + "' does not have subject-level mode configured"})
+			return
+		}
+		reply(w, map[string]string{"mode": md})
+	}
+	putMode := func(w http.ResponseWriter, q *http.Request) {
+		var in struct {
+			Mode string `json:"mode"`
+		}
+		if !readBody(w, q, &in) {
+			return
+		}
+		if in.Mode == "" {
+			answer(w, nil, errInvalidMode(""))
+			return
+		}
+		err := r.SetMode(q.Context(), q.PathValue("s"), in.Mode, q.URL.Query().Get("force") == "true")
+		answer(w, map[string]string{"mode": strings.ToUpper(in.Mode)}, err)
+	}
+	m.HandleFunc("GET /mode", getMode)
+	m.HandleFunc("GET /mode/{s}", getMode)
+	m.HandleFunc("PUT /mode", putMode)
+	m.HandleFunc("PUT /mode/{s}", putMode)
+	m.HandleFunc("DELETE /mode/{s}", func(w http.ResponseWriter, q *http.Request) {
+		md, _ := r.Mode(q.PathValue("s"))
+		err := r.SetMode(q.Context(), q.PathValue("s"), "", false)
+		answer(w, map[string]string{"mode": md}, err)
+	})
 	return m
 }
 

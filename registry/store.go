@@ -49,6 +49,10 @@ type Registry struct {
 	maxID    int
 	global   string            // global compatibility level
 	configs  map[string]string // per-subject compatibility levels
+	// globalMode ("" READWRITE) and modes (per subject) are the
+	// registry's modes (mode.go).
+	globalMode string
+	modes      map[string]string
 }
 
 type subject struct {
@@ -66,12 +70,14 @@ type schemaEntry struct {
 	id         int
 	typ        string // "" for AVRO, as Confluent stores it
 	text       string
-	refs       []reference
+	refs       []Reference
 	canonical  string // compacted text: what makes two schemas the same
 	registered []subjectVersion
 }
 
-type reference struct {
+// Reference is a registered schema's reference to another: the name its
+// text uses and the subject and version that hold it.
+type Reference struct {
 	Name    string `json:"name"`
 	Subject string `json:"subject"`
 	Version int    `json:"version"`
@@ -95,7 +101,7 @@ type schemaValue struct {
 	Version    int         `json:"version"`
 	ID         int         `json:"id"`
 	SchemaType string      `json:"schemaType,omitempty"`
-	References []reference `json:"references,omitempty"`
+	References []Reference `json:"references,omitempty"`
 	Schema     string      `json:"schema"`
 	Deleted    bool        `json:"deleted"`
 }
@@ -119,7 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	r := &Registry{cfg: cfg, log: cfg.Logger, cl: cl, subjects: map[string]*subject{},
-		ids: map[int]*schemaEntry{}, global: "BACKWARD", configs: map[string]string{}}
+		ids: map[int]*schemaEntry{}, global: "BACKWARD", configs: map[string]string{}, modes: map[string]string{}}
 	if err := r.replay(ctx); err != nil {
 		cl.Close()
 		return nil, err
@@ -227,7 +233,16 @@ func (r *Registry) apply(k, v []byte) error {
 		default:
 			r.configs[*key.Subject] = level
 		}
-	case "NOOP", "DELETE_SUBJECT", "CLEAR_SUBJECT", "MODE":
+	case "MODE":
+		var mv *modeValue
+		if v != nil {
+			mv = &modeValue{}
+			if err := json.Unmarshal(v, mv); err != nil {
+				return err
+			}
+		}
+		r.applyMode(key.Subject, mv)
+	case "NOOP", "DELETE_SUBJECT", "CLEAR_SUBJECT":
 		// Confluent's other record kinds; its SCHEMA records carry
 		// deletions too.
 	default:

@@ -841,11 +841,11 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 			} else {
 				s.KeyOptions.SchemaID = int(id)
 			}
-		case "VALUE_AVRO_SCHEMA_FULL_NAME", "KEY_AVRO_SCHEMA_FULL_NAME":
+		case "VALUE_AVRO_SCHEMA_FULL_NAME", "KEY_AVRO_SCHEMA_FULL_NAME", "VALUE_SCHEMA_FULL_NAME", "KEY_SCHEMA_FULL_NAME":
 			if p.Value == "" {
 				return bad(p, "%s cannot be empty", name)
 			}
-			if name == "VALUE_AVRO_SCHEMA_FULL_NAME" {
+			if strings.HasPrefix(name, "VALUE_") {
 				s.ValueOptions.FullName = p.Value
 			} else {
 				s.KeyOptions.FullName = p.Value
@@ -936,7 +936,7 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 				return nil, errorAt(cs.text, c.Pos, CodeDuplicateObject, "%s is a reserved column name", c.Name)
 			}
 		}
-		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key})
+		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key, Header: c.Header, HeaderKey: c.HeaderKey})
 	}
 	if len(cs.Columns) == 0 {
 		return nil, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
@@ -987,6 +987,15 @@ func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, er
 			}
 			cols = append(cols, i)
 		}
+	}
+	var headers []string
+	for _, c := range cols {
+		if col := target.Schema.Columns[c]; col.Header {
+			headers = append(headers, col.Name)
+		}
+	}
+	if len(headers) > 0 {
+		return nil, Errorf(CodeFeatureNotSupport, "Cannot insert into HEADER columns: %s", strings.Join(headers, ", "))
 	}
 	var rows []types.Row
 	for _, list := range iv.ins.Lists {
@@ -1070,6 +1079,9 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 	}
 	if target.IsSource {
 		return nil, NameError(is, CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
+	}
+	if len(target.Schema.HeaderIndexes()) > 0 {
+		return nil, NameError(is, CodeFeatureNotSupport, "Cannot insert into %s because it has header columns", target.Name)
 	}
 	q, err := BindSelect(is.Select, cat)
 	if err != nil {

@@ -48,7 +48,7 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 	hasKey, hasValue := false, false
 	for _, c := range cs.Columns {
 		hasKey = hasKey || c.Key
-		hasValue = hasValue || !c.Key
+		hasValue = hasValue || !c.Key && !c.Header
 	}
 	infer := func(side, format string, prevID int, single string, key bool) (int, error) {
 		if !types.InfersColumns(format) {
@@ -76,7 +76,11 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring the %s columns of %s from the schema registry (subject %s): %v", map[bool]string{true: "key", false: "value"}[key], cs.Name, subject, err)
 		}
-		cols, wrapped, err := types.SchemaColumns(schemas, format, rs, single)
+		fullName := ""
+		if p, ok := cs.Props[side+"_SCHEMA_FULL_NAME"]; ok && format == types.FormatProtobuf {
+			fullName = p.Value
+		}
+		cols, wrapped, err := types.SchemaColumnsNamed(schemas, format, rs, single, fullName)
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring columns from schema ID %d: %v", id, err)
 		}
@@ -125,4 +129,40 @@ func upperFields(t types.Type) types.Type {
 		t.Fields = fs
 	}
 	return t
+}
+
+// CheckSchemaIDs refuses KEY_SCHEMA_ID (VALUE_SCHEMA_ID) on a CREATE that
+// declares key (value) columns, as ksqlDB does: the columns come from the
+// schema, or from the statement, not both.
+func CheckSchemaIDs(cs *CreateSource) error {
+	hasKey, hasValue := false, false
+	for _, c := range cs.Columns {
+		hasKey = hasKey || c.Key
+		hasValue = hasValue || !c.Key && !c.Header
+	}
+	for _, side := range []struct {
+		prop string
+		has  bool
+	}{{"KEY_SCHEMA_ID", hasKey}, {"VALUE_SCHEMA_ID", hasValue}} {
+		if p, ok := cs.Props[side.prop]; ok && side.has {
+			return errorAt(cs.text, p.Pos, CodeInvalidParameter, "Table elements and %s cannot both exist for create statement.", side.prop)
+		}
+	}
+	return nil
+}
+
+// CheckWindowedKey refuses a windowed source (WINDOW_TYPE) without a key
+// column, as ksqlDB does: a windowed key is the key columns and the
+// window. Call it after InferColumns, on new statements.
+func CheckWindowedKey(cs *CreateSource) error {
+	p, ok := cs.Props["WINDOW_TYPE"]
+	if !ok {
+		return nil
+	}
+	for _, c := range cs.Columns {
+		if c.Key {
+			return nil
+		}
+	}
+	return errorAt(cs.text, p.Pos, CodeInvalidParameter, "Windowed sources require a key column.")
 }

@@ -28,6 +28,10 @@ type parser struct {
 	text string
 	toks []token
 	i    int
+	// customTypes lets typ take a name that is not a built-in type as a
+	// custom type (CREATE TYPE) for ResolveTypes: in column lists and
+	// CREATE TYPE.
+	customTypes bool
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -162,6 +166,9 @@ func (p *parser) create() (Statement, error) {
 		}
 		orReplace = true
 	}
+	if !orReplace && p.accept("TYPE") {
+		return p.createType()
+	}
 	source := p.accept("SOURCE")
 	kind, err := p.kind()
 	if err != nil {
@@ -229,6 +236,8 @@ func (p *parser) create() (Statement, error) {
 }
 
 func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
+	p.customTypes = true
+	defer func() { p.customTypes = false }()
 	if err := p.expectPunct("("); err != nil {
 		return nil, err
 	}
@@ -259,6 +268,28 @@ func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
 				return nil, p.errorf(kt, "a table's key column is declared PRIMARY KEY")
 			}
 			c.Key = true
+		}
+		switch {
+		case !c.Key && p.peek().is("HEADERS"):
+			p.next()
+			if !c.Type.Equal(types.HeadersType) {
+				return nil, errorAt(p.text, nt.pos, CodeInvalidParameter, "Invalid type for HEADERS column: expected ARRAY<STRUCT<`KEY` STRING, `VALUE` BYTES>>, got %s", c.Type)
+			}
+			c.Header = true
+		case !c.Key && p.peek().is("HEADER") && p.peekAt(1).kind == tPunct && p.peekAt(1).text == "(":
+			p.next()
+			p.next()
+			kt := p.next()
+			if kt.kind != tString {
+				return nil, p.unexpected(kt, "a header key in single quotes")
+			}
+			if err := p.expectPunct(")"); err != nil {
+				return nil, err
+			}
+			if c.Type.Kind != types.Bytes {
+				return nil, errorAt(p.text, nt.pos, CodeInvalidParameter, "Invalid type for HEADER('%s') column: expected BYTES, got %s", kt.text, c.Type)
+			}
+			c.Header, c.HeaderKey = true, kt.text
 		}
 		for _, o := range cols {
 			if o.Name == c.Name {
@@ -363,7 +394,11 @@ func (p *parser) typ() (types.Type, error) {
 	if st, ok := types.ScalarByName(t.text); ok {
 		return st, nil
 	}
-	return types.Type{}, errorAt(p.text, t.pos, CodeUndefinedObject, "unknown type %s", p.text[t.pos:t.end])
+	if !p.customTypes || p.peek().kind == tPunct && (p.peek().text == "(" || p.peek().text == "<") {
+		return types.Type{}, errorAt(p.text, t.pos, CodeUndefinedObject, "unknown type %s", p.text[t.pos:t.end])
+	}
+	// A custom type (CREATE TYPE), resolved before binding.
+	return customRef(t.text), nil
 }
 
 func (p *parser) intLit() (int64, error) {
@@ -466,10 +501,10 @@ func (p *parser) show() (Statement, error) {
 	t := p.next()
 	what := ""
 	switch {
-	case t.is("STREAMS"), t.is("TABLES"), t.is("QUERIES"), t.is("TOPICS"), t.is("FUNCTIONS"), t.is("PROPERTIES"):
+	case t.is("STREAMS"), t.is("TABLES"), t.is("QUERIES"), t.is("TOPICS"), t.is("FUNCTIONS"), t.is("PROPERTIES"), t.is("TYPES"):
 		what = t.text
 	default:
-		return nil, p.unexpected(t, "STREAMS, TABLES, QUERIES, TOPICS, FUNCTIONS or PROPERTIES")
+		return nil, p.unexpected(t, "STREAMS, TABLES, QUERIES, TOPICS, FUNCTIONS, PROPERTIES or TYPES")
 	}
 	ext := p.accept("EXTENDED")
 	if err := p.end(); err != nil {
@@ -553,6 +588,9 @@ func (p *parser) unset() (Statement, error) {
 
 func (p *parser) drop() (Statement, error) {
 	p.next()
+	if p.accept("TYPE") {
+		return p.dropType()
+	}
 	kind, err := p.kind()
 	if err != nil {
 		return nil, err

@@ -53,6 +53,11 @@ func TestDataDriven(t *testing.T) {
 					return "not a SELECT\n"
 				case "parse":
 					st, err := Parse(d.Input)
+					if err == nil {
+						// Custom type names resolve against an
+						// empty catalog: unknown ones are errors.
+						err = ResolveTypes(st, nil)
+					}
 					if err != nil {
 						return errText(d.Input, err)
 					}

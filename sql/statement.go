@@ -48,7 +48,11 @@ type ColumnDef struct {
 	Name string
 	Type types.Type
 	Key  bool // KEY (streams) or PRIMARY KEY (tables)
-	Pos  int
+	// Header is a HEADERS column or, with HeaderKey, a HEADER('key')
+	// column (types.Column.Header).
+	Header    bool
+	HeaderKey string
+	Pos       int
 }
 
 // CreateSource is CREATE [OR REPLACE] [SOURCE] STREAM|TABLE [IF NOT EXISTS]

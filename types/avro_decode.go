@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -34,6 +35,8 @@ const (
 	dArray
 	dMap
 	dRecord
+	dIntString // int or long into a STRING column: its decimal text, as ksqlDB coerces
+	dLongString
 )
 
 // adec is the plan for reading one writer schema into a type.
@@ -415,6 +418,8 @@ func decNode(s avro.Schema, t Type) (*adec, error) {
 			n.op = dInt
 		case t.Kind == Double && lt == "":
 			n.op = dIntDouble
+		case t.Kind == String && lt == "":
+			n.op = dIntString
 		default:
 			return bad()
 		}
@@ -425,6 +430,8 @@ func decNode(s avro.Schema, t Type) (*adec, error) {
 			n.op = dLong
 		case t.Kind == Double && lt == "":
 			n.op = dLongDouble
+		case t.Kind == String && lt == "":
+			n.op = dLongString
 		case t.Kind == Time && lt == avro.TimeMicros,
 			t.Kind == Timestamp && (lt == avro.TimestampMicros || lt == avro.LocalTimestampMicros):
 			n.op = dMicros
@@ -660,6 +667,10 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 		*d = Datum{F: float64(r.ReadInt()), L: d.L[:0]}
 	case dLongDouble:
 		*d = Datum{F: float64(r.ReadLong()), L: d.L[:0]}
+	case dIntString:
+		*d = Datum{B: strconv.AppendInt(nil, int64(r.ReadInt()), 10), L: d.L[:0]}
+	case dLongString:
+		*d = Datum{B: strconv.AppendInt(nil, r.ReadLong(), 10), L: d.L[:0]}
 	case dFloat:
 		*d = Datum{F: float64(r.ReadFloat()), L: d.L[:0]}
 	case dDouble:
@@ -785,9 +796,9 @@ func (c *avroCodec) skip(n *adec) error {
 		return c.skip(b)
 	case dBool:
 		r.SkipBool()
-	case dInt, dIntDouble, dEnum:
+	case dInt, dIntDouble, dIntString, dEnum:
 		r.SkipInt()
-	case dLong, dLongDouble, dMicros:
+	case dLong, dLongDouble, dLongString, dMicros:
 		r.SkipLong()
 	case dFloat:
 		r.SkipFloat()

@@ -51,8 +51,30 @@ type aenc struct {
 }
 
 type aencField struct {
-	pos  int // the column or struct field it writes; -1 writes null
+	pos  int // the column or struct field it writes; -1 writes null or def
 	node *aenc
+	// def, when the schema field has a default, is its encoding: what
+	// is written for a field no column fills, and for a NULL where the
+	// field allows none (as Kafka Connect's Avro converter does).
+	def []byte
+}
+
+// encodeDefault encodes the default of a record field, or returns nil
+// when it has none. A union's default is of its first branch.
+func encodeDefault(f *avro.Field) []byte {
+	if !f.HasDefault() {
+		return nil
+	}
+	sch := f.Type()
+	var prefix []byte
+	if u, ok := sch.(*avro.UnionSchema); ok {
+		sch, prefix = u.Types()[0], []byte{0}
+	}
+	b, err := avro.Marshal(sch, f.Default())
+	if err != nil {
+		return nil
+	}
+	return append(prefix, b...)
 }
 
 // encPlan plans writing the columns as the writer schema sch (the codec's
@@ -78,11 +100,12 @@ func encRecord(sch avro.Schema, names []string, types []Type) (*aenc, error) {
 	used := make([]bool, len(names))
 	for _, f := range rs.Fields() {
 		pos := matchName(f.Name(), f.Aliases(), names)
+		def := encodeDefault(f)
 		if pos < 0 || used[pos] {
-			if !nullable(f.Type()) {
-				return nil, fmt.Errorf("schema field %s is not nullable and no column has its name", f.Name())
+			if def == nil && !nullable(f.Type()) {
+				return nil, fmt.Errorf("schema field %s is not nullable, has no default and no column has its name", f.Name())
 			}
-			n.fields = append(n.fields, aencField{pos: -1, node: &aenc{op: eNull, nullIdx: nullIndex(f.Type())}})
+			n.fields = append(n.fields, aencField{pos: -1, node: &aenc{op: eNull, nullIdx: nullIndex(f.Type())}, def: def})
 			continue
 		}
 		used[pos] = true
@@ -90,7 +113,10 @@ func encRecord(sch avro.Schema, names []string, types []Type) (*aenc, error) {
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %v", f.Name(), err)
 		}
-		n.fields = append(n.fields, aencField{pos: pos, node: fn})
+		if nullable(f.Type()) {
+			def = nil // a NULL is written as null
+		}
+		n.fields = append(n.fields, aencField{pos: pos, node: fn, def: def})
 	}
 	for i, u := range used {
 		if !u {
@@ -387,6 +413,10 @@ func (c *avroCodec) encodeRecordRow(n *aenc, row Row) error {
 		n = n.val
 	}
 	for _, f := range n.fields {
+		if f.def != nil && (f.pos < 0 || row[c.cols[f.pos]].Null) {
+			_, _ = c.w.Write(f.def)
+			continue
+		}
 		if f.pos < 0 {
 			c.w.WriteLong(int64(f.node.nullIdx))
 			continue
@@ -490,6 +520,10 @@ func (c *avroCodec) encode(n *aenc, d Datum) error {
 		w.WriteLong(0)
 	case eRecord:
 		for _, f := range n.fields {
+			if f.def != nil && (f.pos < 0 || d.L[f.pos].Null) {
+				_, _ = c.w.Write(f.def)
+				continue
+			}
 			if f.pos < 0 {
 				c.w.WriteLong(int64(f.node.nullIdx))
 				continue

@@ -80,9 +80,13 @@ type FormatOptions struct {
 	// as that schema's default for it (Avro schema resolution) instead of
 	// NULL, and encoders write with it (as with SchemaID). 0 means none.
 	ReaderSchemaID int
-	// FullName is ksqlDB's VALUE_AVRO_SCHEMA_FULL_NAME: the full name of
-	// the record the encoder registers (default
-	// io.confluent.ksql.avro_schemas.KsqlDataSourceSchema).
+	// FullName is ksqlDB's VALUE_AVRO_SCHEMA_FULL_NAME (AVRO) or
+	// VALUE_SCHEMA_FULL_NAME (AVRO, PROTOBUF): the full name of the record
+	// the encoder registers (default
+	// io.confluent.ksql.avro_schemas.KsqlDataSourceSchema; PROTOBUF
+	// ConnectDefault1), and for PROTOBUF the message of a registered
+	// schema (SchemaID, ReaderSchemaID) the columns are read and written
+	// as (default the first).
 	FullName string
 }
 
@@ -219,8 +223,8 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 	if o.SchemaID != 0 && format != FormatAvro && format != FormatJSONSR && format != FormatProtobuf {
 		return nil, fmt.Errorf("format %s does not take a schema ID; AVRO, JSON_SR and PROTOBUF do", format)
 	}
-	if o.FullName != "" && format != FormatAvro {
-		return nil, fmt.Errorf("format %s does not take an Avro schema name; AVRO does", format)
+	if o.FullName != "" && format != FormatAvro && format != FormatProtobuf {
+		return nil, fmt.Errorf("format %s does not take a schema full name; AVRO and PROTOBUF do", format)
 	}
 	if o.WrapSingleValue != nil {
 		switch format {
@@ -234,7 +238,16 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 			}
 		case FormatKafka, FormatDelimited:
 			if *o.WrapSingleValue {
-				return nil, fmt.Errorf("format %s does not support wrapping a single value (WRAP_SINGLE_VALUE=true)", format)
+				return nil, fmt.Errorf("Format '%s' does not support 'WRAP_SINGLE_VALUE' set to 'true'.", format)
+			}
+		case FormatProtobuf, FormatProtobufNoSR:
+			// A message always wraps its fields: true says so, false
+			// asks for what the format cannot do.
+			if !*o.WrapSingleValue {
+				return nil, fmt.Errorf("Format '%s' does not support 'WRAP_SINGLE_VALUE' set to 'false'.", format)
+			}
+			if len(cols) != 1 {
+				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
 			}
 		default:
 			return nil, fmt.Errorf("format %s does not support WRAP_SINGLE_VALUE", format)
@@ -284,6 +297,12 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 // is false when the schema is not a record or object and gives one column
 // named single.
 func SchemaColumns(src SchemaSource, format string, rs RegisteredSchema, single string) (cols []Column, wrapped bool, err error) {
+	return SchemaColumnsNamed(src, format, rs, single, "")
+}
+
+// SchemaColumnsNamed is SchemaColumns of the PROTOBUF message named
+// fullName (KEY_SCHEMA_FULL_NAME, VALUE_SCHEMA_FULL_NAME; "" the first).
+func SchemaColumnsNamed(src SchemaSource, format string, rs RegisteredSchema, single, fullName string) (cols []Column, wrapped bool, err error) {
 	switch format {
 	case FormatAvro:
 		if rs.Type != "" && rs.Type != SchemaTypeAvro {
@@ -299,7 +318,7 @@ func SchemaColumns(src SchemaSource, format string, rs RegisteredSchema, single 
 		if rs.Type != SchemaTypeProtobuf {
 			return nil, false, fmt.Errorf("the schema is %s, not PROTOBUF", rs.Type)
 		}
-		cols, err := protobufColumns(src, rs)
+		cols, err := protobufColumns(src, rs, fullName)
 		return cols, true, err
 	}
 	return nil, false, fmt.Errorf("format %s has no registered schemas", format)

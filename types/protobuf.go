@@ -85,6 +85,9 @@ func newProtoCodec(format string, s Schema, cols []int, o FormatOptions) (*proto
 		c.types = append(c.types, sc.Type)
 	}
 	c.own = ProtobufSchema(c.names, c.types)
+	if o.FullName != "" {
+		c.own = protoRename(c.own, o.FullName)
+	}
 	md, err := compileProto(nil, RegisteredSchema{Type: SchemaTypeProtobuf, Text: c.own}, []int{0})
 	if err != nil {
 		return nil, fmt.Errorf("%s schema of the columns: %v", format, err)
@@ -135,7 +138,8 @@ func protoCheck(t Type, inRepeated bool) error {
 var protoBuiltins = map[string]string{
 	"google/type/date.proto":       "syntax = \"proto3\";\npackage google.type;\nmessage Date {\n  int32 year = 1;\n  int32 month = 2;\n  int32 day = 3;\n}\n",
 	"google/type/timeofday.proto":  "syntax = \"proto3\";\npackage google.type;\nmessage TimeOfDay {\n  int32 hours = 1;\n  int32 minutes = 2;\n  int32 seconds = 3;\n  int32 nanos = 4;\n}\n",
-	"confluent/type/decimal.proto": "syntax = \"proto3\";\npackage confluent.type;\nmessage Decimal {\n  bytes value = 1;\n  uint32 precision = 2;\n  int32 scale = 3;\n}\n",
+	"confluent/type/decimal.proto": "syntax = \"proto3\";\npackage confluent.type;\nimport public \"confluent/meta.proto\";\nmessage Decimal {\n  bytes value = 1;\n  uint32 precision = 2;\n  int32 scale = 3;\n}\n",
+	"confluent/meta.proto":         "syntax = \"proto3\";\npackage confluent;\nimport \"google/protobuf/descriptor.proto\";\nmessage Meta {\n  string doc = 1;\n  map<string, string> params = 2;\n  repeated string tags = 3;\n}\nextend google.protobuf.FileOptions {\n  Meta file_meta = 1088;\n}\nextend google.protobuf.MessageOptions {\n  Meta message_meta = 1088;\n}\nextend google.protobuf.FieldOptions {\n  Meta field_meta = 1088;\n}\nextend google.protobuf.EnumOptions {\n  Meta enum_meta = 1088;\n}\nextend google.protobuf.EnumValueOptions {\n  Meta enum_value_meta = 1088;\n}\n",
 }
 
 // ProtobufSchema returns the .proto ksqlDB would register for columns with
@@ -159,6 +163,21 @@ func ProtobufSchema(names []string, types []Type) string {
 	}
 	b.WriteString(body.String())
 	return b.String()
+}
+
+// protoRename gives the schema ProtobufSchema writes the message name
+// full (ksqlDB's VALUE_SCHEMA_FULL_NAME): its last part names the
+// message, what comes before it the package.
+func protoRename(schema, full string) string {
+	pkg, name := "", full
+	if i := strings.LastIndexByte(full, '.'); i >= 0 {
+		pkg, name = full[:i], full[i+1:]
+	}
+	schema = strings.Replace(schema, "message "+protoDefaultName+" {", "message "+name+" {", 1)
+	if pkg != "" {
+		schema = strings.Replace(schema, "syntax = \"proto3\";\n", "syntax = \"proto3\";\npackage "+pkg+";\n", 1)
+	}
+	return schema
 }
 
 func writeProtoMessage(b *strings.Builder, indent, name string, names []string, types []Type, n *int, imports map[string]bool) {
@@ -230,6 +249,15 @@ var protoCompiled sync.Map // depsKey → protoreflect.FileDescriptor
 // protoBuiltins, and returns the message the indexes pick ([0]: the first
 // top-level message; [1, 0]: the first message nested in the second).
 func compileProto(src SchemaSource, rs RegisteredSchema, index []int) (protoreflect.MessageDescriptor, error) {
+	fd, err := compileProtoFile(src, rs)
+	if err != nil {
+		return nil, err
+	}
+	return protoMessage(fd, index)
+}
+
+// compileProtoFile compiles a registered .proto with its references.
+func compileProtoFile(src SchemaSource, rs RegisteredSchema) (protoreflect.FileDescriptor, error) {
 	var refs []SchemaRef
 	for _, r := range rs.References {
 		if _, ok := protoBuiltins[r.Name]; !ok && !strings.HasPrefix(r.Name, "google/protobuf/") {
@@ -261,6 +289,11 @@ func compileProto(src SchemaSource, rs RegisteredSchema, index []int) (protorefl
 		fd = files[0]
 		protoCompiled.Store(key, fd)
 	}
+	return fd, nil
+}
+
+// protoMessage returns the message of fd that index picks.
+func protoMessage(fd protoreflect.FileDescriptor, index []int) (protoreflect.MessageDescriptor, error) {
 	if len(index) == 0 {
 		index = []int{0}
 	}
@@ -274,4 +307,37 @@ func compileProto(src SchemaSource, rs RegisteredSchema, index []int) (protorefl
 		msgs = md.Messages()
 	}
 	return md, nil
+}
+
+// protoIndex returns the message indexes of the message named name in a
+// registered .proto — ksqlDB's KEY_SCHEMA_FULL_NAME/VALUE_SCHEMA_FULL_NAME,
+// a full name with the package (a.b.Msg, a.b.Outer.Inner) or, in a file
+// without a package, the message's name — or [0] (the first message) when
+// name is "".
+func protoIndex(src SchemaSource, rs RegisteredSchema, name string) ([]int, error) {
+	if name == "" {
+		return []int{0}, nil
+	}
+	fd, err := compileProtoFile(src, rs)
+	if err != nil {
+		return nil, err
+	}
+	var find func(msgs protoreflect.MessageDescriptors, path []int) []int
+	find = func(msgs protoreflect.MessageDescriptors, path []int) []int {
+		for i := 0; i < msgs.Len(); i++ {
+			md := msgs.Get(i)
+			p := append(append([]int(nil), path...), i)
+			if string(md.FullName()) == name {
+				return p
+			}
+			if got := find(md.Messages(), p); got != nil {
+				return got
+			}
+		}
+		return nil
+	}
+	if idx := find(fd.Messages(), nil); idx != nil {
+		return idx, nil
+	}
+	return nil, fmt.Errorf("the schema has no message named %s", name)
 }

@@ -448,7 +448,11 @@ func (c *protoCodec) readerNums() (map[protoreflect.FieldNumber]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	md, err := compileProto(c.opts.Schemas, rs, []int{0})
+	idx, err := protoIndex(c.opts.Schemas, rs, c.opts.FullName)
+	if err != nil {
+		return nil, err
+	}
+	md, err := compileProto(c.opts.Schemas, rs, idx)
 	if err != nil {
 		return nil, err
 	}

@@ -127,12 +127,17 @@ func encodable(k protoreflect.Kind, t Type) bool {
 			return true
 		}
 	case Bigint:
+		// uint32, fixed32 and the unsigned 64-bit kinds read as BIGINT;
+		// they are written back from it (a value out of range is an
+		// error of the record).
 		switch k {
-		case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
+			protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 			return true
 		}
 	case Double:
-		return k == protoreflect.DoubleKind
+		// float reads as DOUBLE and is written back rounded to float.
+		return k == protoreflect.DoubleKind || k == protoreflect.FloatKind
 	case String:
 		return k == protoreflect.StringKind || k == protoreflect.EnumKind
 	case Bytes:
@@ -170,7 +175,11 @@ func (c *protoCodec) prepareEncode() error {
 			c.encErr = fmt.Errorf("schema ID %d is %s, not PROTOBUF", c.opts.writeSchemaID(), rs.Type)
 			return c.encErr
 		}
-		md, err := compileProto(c.opts.Schemas, rs, []int{0})
+		idx, err := protoIndex(c.opts.Schemas, rs, c.opts.FullName)
+		var md protoreflect.MessageDescriptor
+		if err == nil {
+			md, err = compileProto(c.opts.Schemas, rs, idx)
+		}
 		if err == nil {
 			c.enc, err = encMessage(md, c.names, c.types)
 		}
@@ -178,7 +187,7 @@ func (c *protoCodec) prepareEncode() error {
 			c.encErr = fmt.Errorf("cannot write the columns with schema ID %d: %v", c.opts.writeSchemaID(), err)
 			return c.encErr
 		}
-		c.encID, c.encIdx = c.opts.writeSchemaID(), []int{0}
+		c.encID, c.encIdx = c.opts.writeSchemaID(), idx
 		return nil
 	}
 	if c.opts.Subject == "" {
@@ -324,6 +333,25 @@ func appendProtoScalar(b []byte, num protowire.Number, k protoreflect.Kind, enum
 	case protoreflect.Sfixed64Kind:
 		b = protowire.AppendTag(b, num, protowire.Fixed64Type)
 		return protowire.AppendFixed64(b, uint64(d.I)), nil
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		if d.I < 0 || d.I > math.MaxUint32 {
+			return b, fmt.Errorf("%d does not fit %s", d.I, k)
+		}
+		if k == protoreflect.Fixed32Kind {
+			b = protowire.AppendTag(b, num, protowire.Fixed32Type)
+			return protowire.AppendFixed32(b, uint32(d.I)), nil
+		}
+		b = protowire.AppendTag(b, num, protowire.VarintType)
+		return protowire.AppendVarint(b, uint64(d.I)), nil
+	case protoreflect.Uint64Kind:
+		b = protowire.AppendTag(b, num, protowire.VarintType)
+		return protowire.AppendVarint(b, uint64(d.I)), nil
+	case protoreflect.Fixed64Kind:
+		b = protowire.AppendTag(b, num, protowire.Fixed64Type)
+		return protowire.AppendFixed64(b, uint64(d.I)), nil
+	case protoreflect.FloatKind:
+		b = protowire.AppendTag(b, num, protowire.Fixed32Type)
+		return protowire.AppendFixed32(b, math.Float32bits(float32(d.F))), nil
 	case protoreflect.DoubleKind:
 		b = protowire.AppendTag(b, num, protowire.Fixed64Type)
 		return protowire.AppendFixed64(b, math.Float64bits(d.F)), nil

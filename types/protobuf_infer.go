@@ -2,6 +2,7 @@ package types
 
 import (
 	"fmt"
+	"strconv"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -13,12 +14,16 @@ import (
 // float, double DOUBLE; enum STRING; repeated ARRAY; map<string, V> MAP;
 // wrappers their scalar; Timestamp, Date, TimeOfDay; messages STRUCT).
 func ProtobufColumns(rs RegisteredSchema) ([]Column, error) {
-	return protobufColumns(nil, rs)
+	return protobufColumns(nil, rs, "")
 }
 
 // protobufColumns is ProtobufColumns with imports fetched from src.
-func protobufColumns(src SchemaSource, rs RegisteredSchema) ([]Column, error) {
-	md, err := compileProto(src, rs, []int{0})
+func protobufColumns(src SchemaSource, rs RegisteredSchema, fullName string) ([]Column, error) {
+	idx, err := protoIndex(src, rs, fullName)
+	if err != nil {
+		return nil, err
+	}
+	md, err := compileProto(src, rs, idx)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +103,11 @@ func protoFieldType(fd protoreflect.FieldDescriptor, depth int) (Type, error) {
 		case name == "google.type.TimeOfDay":
 			t = TimeType
 		case name == "confluent.type.Decimal":
-			return Type{}, fmt.Errorf("inferring DECIMAL from confluent.type.Decimal is not supported yet: declare the columns")
+			p, s, ok := decimalMeta(fd)
+			if !ok {
+				return Type{}, fmt.Errorf("inferring DECIMAL from confluent.type.Decimal needs its precision and scale in (confluent.field_meta) params: declare the columns")
+			}
+			t = Type{Kind: Decimal, Precision: p, Scale: s}
 		case isWrapper(name):
 			inner, err := protoFieldType(md.Fields().ByNumber(1), depth+1)
 			if err != nil {
@@ -119,4 +128,42 @@ func protoFieldType(fd protoreflect.FieldDescriptor, depth int) (Type, error) {
 		return Type{Kind: Array, Elem: &t}, nil
 	}
 	return t, nil
+}
+
+// decimalMeta reads the precision and scale of a confluent.type.Decimal
+// field from its (confluent.field_meta) option's params, as Confluent's
+// converter writes them.
+func decimalMeta(fd protoreflect.FieldDescriptor) (precision, scale int, ok bool) {
+	opts := fd.Options()
+	if opts == nil {
+		return 0, 0, false
+	}
+	m, isMsg := opts.(interface{ ProtoReflect() protoreflect.Message })
+	if !isMsg {
+		return 0, 0, false
+	}
+	var params protoreflect.Map
+	m.ProtoReflect().Range(func(xd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if xd.IsExtension() && xd.FullName() == "confluent.field_meta" {
+			if pf := xd.Message().Fields().ByName("params"); pf != nil {
+				params = v.Message().Get(pf).Map()
+			}
+			return false
+		}
+		return true
+	})
+	if params == nil {
+		return 0, 0, false
+	}
+	get := func(k string) (int, bool) {
+		v := params.Get(protoreflect.ValueOfString(k).MapKey())
+		if !v.IsValid() {
+			return 0, false
+		}
+		n, err := strconv.Atoi(v.String())
+		return n, err == nil
+	}
+	p, ok1 := get("precision")
+	s, ok2 := get("scale")
+	return p, s, ok1 && ok2 && p > 0 && s >= 0 && s <= p
 }

@@ -16,6 +16,29 @@ type Column struct {
 	// aggregation: their values live in the windowed record key, after
 	// the key columns' bytes, not in the value; SELECT * shows them.
 	Window bool
+	// Header marks a source's HEADERS column (all the record's headers,
+	// ARRAY<STRUCT<KEY STRING, VALUE BYTES>>) or, with HeaderKey, its
+	// HEADER('HeaderKey') column (the last header with that key, BYTES).
+	// Their values come from the record's headers, not its value; they
+	// are read-only, and SELECT * shows them.
+	Header    bool
+	HeaderKey string
+}
+
+// HeadersType is the type of a HEADERS column.
+var HeadersType = Type{Kind: Array, Elem: &Type{Kind: Struct, Fields: []Field{
+	{Name: "KEY", Type: Type{Kind: String}}, {Name: "VALUE", Type: Type{Kind: Bytes}}}}}
+
+// HeaderIndexes returns the positions of the HEADERS and HEADER('k')
+// columns.
+func (s Schema) HeaderIndexes() []int {
+	var out []int
+	for i, c := range s.Columns {
+		if c.Header {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Schema is an ordered list of columns. A Row laid out by a schema has one
@@ -91,7 +114,7 @@ func (s Schema) KeyIndexes() []int {
 func (s Schema) ValueIndexes() []int {
 	var out []int
 	for i, c := range s.Columns {
-		if !c.Key && !c.Pseudo && !c.Window {
+		if !c.Key && !c.Pseudo && !c.Window && !c.Header {
 			out = append(out, i)
 		}
 	}

@@ -126,3 +126,60 @@ func depsKey(text string, deps []namedSchema) string {
 	}
 	return b.String()
 }
+
+// CheckWriterSchema checks that the registered schema id (its message
+// fullName, for PROTOBUF) can be written with cols, as ksqlDB checks a sink given KEY_SCHEMA_ID or VALUE_SCHEMA_ID:
+// the schema's columns (SchemaColumns) must hold each column at the same
+// position with the same name (ignoring case) and type; the schema may
+// have more columns after them. Only PROTOBUF keys are checked (the other
+// formats' keys are not wrapped in a record). The error names the columns that differ
+// and the schema's columns, in ksqlDB's words.
+func CheckWriterSchema(src SchemaSource, format string, id int, fullName string, cols []Column, key bool) error {
+	if src == nil || id == 0 || !InfersColumns(format) || len(cols) == 0 {
+		return nil
+	}
+	if key && format != FormatProtobuf {
+		// An AVRO or JSON_SR key is one unwrapped column: a record
+		// schema is that column's STRUCT, not the key columns.
+		return nil
+	}
+	rs, err := src.SchemaByID(id)
+	if err != nil {
+		return registryErr(fmt.Errorf("schema ID %d: %w", id, err))
+	}
+	single := "ROWVAL"
+	if key {
+		single = "ROWKEY"
+	}
+	if format != FormatProtobuf {
+		fullName = ""
+	}
+	got, wrapped, err := SchemaColumnsNamed(src, format, rs, single, fullName)
+	if err != nil {
+		return fmt.Errorf("schema ID %d: %v", id, err)
+	}
+	var bad []string
+	for i, c := range cols {
+		ok := i < len(got) && strings.EqualFold(got[i].Type.String(), c.Type.String()) &&
+			(!wrapped || strings.EqualFold(got[i].Name, c.Name))
+		if !ok {
+			bad = append(bad, ksqlColumn(c))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	side := "value "
+	if key {
+		side = "key "
+	}
+	have := make([]string, len(got))
+	for i, c := range got {
+		have[i] = ksqlColumn(c)
+	}
+	return fmt.Errorf("The following %scolumns are changed, missing or reordered: [%s]. Schema from schema registry is [%s]",
+		side, strings.Join(bad, ", "), strings.Join(have, ", "))
+}
+
+// ksqlColumn renders a column as ksqlDB's messages do: `name` TYPE.
+func ksqlColumn(c Column) string { return "`" + c.Name + "` " + c.Type.String() }
