@@ -40,6 +40,9 @@ type binder struct {
 	// sqlNulls keeps SQL's NULL comparisons (Select.SQLNulls); otherwise
 	// they are ksqlDB's.
 	sqlNulls bool
+	// query is set while binding a persistent query's SELECT (CREATE …
+	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
+	query bool
 }
 
 // identPos finds the first token naming name, for error positions.
@@ -70,7 +73,8 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if sel.unsupported != "" {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
-	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls}
+	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
+		query: sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
@@ -750,8 +754,11 @@ func (b *binder) nulls(e expr.Expr) expr.Expr {
 // ksqlComparable refuses the comparisons ksqlDB refuses that sqlstreams
 // accepted before it followed ksqlDB's NULL comparisons (statements
 // replayed from then bind with SQLNulls and keep them): one with an
-// untyped NULL (write IS NULL), and one of a number with a STRING literal
-// (ksqlDB reads '5' as a number only in an IN list).
+// untyped NULL (write IS NULL), and in a persistent query one of a number
+// with a STRING literal (ksqlDB reads '5' as a number only in an IN list).
+// A pull or push query compares a number with a string literal that reads
+// as one, as PostgreSQL reads an untyped literal: clients such as pgx in
+// its simple protocol send a negative parameter as '-3'.
 func (b *binder) ksqlComparable(op expr.Op, l, r expr.Expr) error {
 	lt, rt := l.Type(), r.Type()
 	name := func(t types.Type) string {
@@ -767,7 +774,7 @@ func (b *binder) ksqlComparable(op expr.Op, l, r expr.Expr) error {
 		lit, ok := e.(*expr.Literal)
 		return ok && !lit.V.Null && lit.T.Kind == types.String
 	}
-	if lt.IsNumeric() && strLit(r) || rt.IsNumeric() && strLit(l) {
+	if b.query && (lt.IsNumeric() && strLit(r) || rt.IsNumeric() && strLit(l)) {
 		return Errorf(CodeDatatypeMismatch, "Cannot compare %s (%s) to %s (%s) with %s.", l, lt, r, rt, ksqlOpNames[op])
 	}
 	return nil
@@ -1083,6 +1090,7 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 	if len(target.Schema.HeaderIndexes()) > 0 {
 		return nil, NameError(is, CodeFeatureNotSupport, "Cannot insert into %s because it has header columns", target.Name)
 	}
+	is.Select.inserting = true
 	q, err := BindSelect(is.Select, cat)
 	if err != nil {
 		return nil, err

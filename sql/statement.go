@@ -128,8 +128,9 @@ type Select struct {
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
 	within *withinClause
-	// persistent marks the SELECT of a CREATE … AS (set when binding it).
-	persistent bool
+	// persistent marks the SELECT of a CREATE … AS (set when binding it);
+	// inserting, that of an INSERT INTO … SELECT.
+	persistent, inserting bool
 	// unsupported names a clause that parses but is planned by a later
 	// issue (joins); binding refuses it.
 	unsupported string
