@@ -21,8 +21,12 @@ import (
 const restoreChunk = 32 << 20
 
 // restoreChunkOps bounds a chunk's records as well, so that the batch's
-// list of operations (which the garbage collector scans) stays small.
+// list of operations (which the garbage collector scans) stays small: at
+// most this, and one per 64 bytes of the chunk.
 const restoreChunkOps = 1 << 18
+
+// chunkOps is the most records of a restore chunk for q's configuration.
+func (q *Query) chunkOps() int { return min(restoreChunkOps, q.chunkBytes()/64) }
 
 // chunkBytes is the restore chunk for q's configuration.
 func (q *Query) chunkBytes() int {
@@ -114,6 +118,11 @@ func (r *changelogReader) add(rs *restoration) (bool, error) {
 	}
 	rs.next = max(ts.checkpoint, 0)
 	rs.from = rs.next
+	// Both batches sized for the first chunk at once: growing them
+	// record by record copied them over and over.
+	ops := int(min(rs.until-rs.from, int64(r.q.chunkOps())))
+	rs.bulk.b.Grow(ops, min(ops*64, r.q.chunkBytes()))
+	rs.bulk.spare.Grow(ops, min(ops*64, r.q.chunkBytes()))
 	r.progress(rs)
 	rs.open = map[int64][]*kgo.Record{}
 	rs.began = time.Now()
@@ -285,7 +294,7 @@ func (r *changelogReader) finish(rs *restoration) error {
 
 // full reports whether the restore has collected enough to write.
 func (rs *restoration) full(q *Query) bool {
-	return rs.bulk.b.Len() >= restoreChunkOps || rs.bulk.b.Size() >= q.chunkBytes()
+	return rs.bulk.b.Len() >= q.chunkOps() || rs.bulk.b.Size() >= q.chunkBytes()
 }
 
 // commitBulk writes what the restore applied since the last call to the

@@ -431,7 +431,12 @@ func (j *fkJoinOp) leftRowChange(c *Change) (*Change, error) {
 // leftChangelog writes a stored left row (nil: its deletion) to the
 // store's changelog, in the task's partition.
 func (j *fkJoinOp) leftChangelog(key, val []byte, ts int64) {
-	o := j.out
+	storeChangelog(j.out, j.store, key, val, ts)
+}
+
+// storeChangelog writes key and value (nil: the key's deletion) to st's
+// changelog, in the task's partition, and remembers it as st's last.
+func storeChangelog(o *outbox, st *taskStore, key, val []byte, ts int64) {
 	rec := o.record()
 	start := len(o.arena)
 	o.arena = append(o.arena, key...)
@@ -442,10 +447,10 @@ func (j *fkJoinOp) leftChangelog(key, val []byte, ts int64) {
 	if val != nil {
 		rec.Value = a[keyEnd:len(a):len(a)]
 	}
-	rec.Topic = j.store.changelog
-	rec.Partition = j.store.partition
+	rec.Topic = st.changelog
+	rec.Partition = st.partition
 	rec.Timestamp = time.UnixMilli(ts)
-	j.store.last = rec
+	st.last = rec
 	o.produce(rec)
 }
 
@@ -623,20 +628,5 @@ func (s *fkSubscriptionsOp) respond(pk []byte, part int32, sub, fk, rv []byte, t
 // changelog writes a subscription (nil: its removal) to the store's
 // changelog, in the task's partition.
 func (s *fkSubscriptionsOp) changelog(key, sub []byte, ts int64) {
-	o := s.out
-	rec := o.record()
-	start := len(o.arena)
-	o.arena = append(o.arena, key...)
-	keyEnd := len(o.arena)
-	o.arena = append(o.arena, sub...)
-	a := o.arena
-	rec.Key = a[start:keyEnd:keyEnd]
-	if sub != nil {
-		rec.Value = a[keyEnd:len(a):len(a)]
-	}
-	rec.Topic = s.subs.changelog
-	rec.Partition = s.subs.partition
-	rec.Timestamp = time.UnixMilli(ts)
-	s.subs.last = rec
-	o.produce(rec)
+	storeChangelog(s.out, s.subs, key, sub, ts)
 }

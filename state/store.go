@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"errors"
+	"slices"
 )
 
 // ErrClosed is returned by every method of a store, overlay or iterator
@@ -143,6 +144,14 @@ func (b *Batch) Len() int { return len(b.ops) }
 func (b *Batch) At(i int) (key, value []byte, deleted bool) {
 	op := &b.ops[i]
 	return op.key, op.value, op.del
+}
+
+// Grow makes room for ops more operations and bytes more bytes of keys
+// and values, so that a batch whose size is known ahead fills without
+// copying itself as it grows.
+func (b *Batch) Grow(ops, bytes int) {
+	b.ops = slices.Grow(b.ops, ops)
+	b.buf = slices.Grow(b.buf, bytes)
 }
 
 // Size returns the bytes of keys and values the batch holds.
