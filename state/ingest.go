@@ -32,10 +32,10 @@ const maxIngestL0 = 20
 
 var _ Ingester = (*Rocks)(nil)
 
-// ingestFile is the name of the file IngestBatch writes in the store's
-// directory before RocksDB takes it in (a leftover from a crash is
-// overwritten by the next ingest; RocksDB ignores it).
-const ingestFile = "ingest.sst.tmp"
+// ingestFile names the file the nth IngestBatch of a process writes in the
+// store's directory before RocksDB takes it in (a leftover from a crash is
+// overwritten by a later ingest; RocksDB ignores it).
+func ingestFile(n uint64) string { return fmt.Sprintf("ingest-%d.sst.tmp", n) }
 
 // IngestBatch implements Ingester: it sorts b's operations by key, keeps
 // the last one per key, writes them to an SST file with the database's own
@@ -58,7 +58,7 @@ func (r *Rocks) IngestBatch(b *Batch) error {
 	defer r.reads.wrote()
 
 	order := ingestOrder(b)
-	path := filepath.Join(r.dir, ingestFile)
+	path := filepath.Join(r.dir, ingestFile(r.ingests.Add(1)))
 	eo := grocksdb.NewDefaultEnvOptions()
 	defer eo.Destroy()
 	w := grocksdb.NewSSTFileWriter(eo, r.opts)

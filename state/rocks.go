@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -53,6 +54,9 @@ type Rocks struct {
 	mu     sync.RWMutex // read-held by every call; Close holds it exclusively
 	closed bool
 	dir    string
+	// ingests numbers IngestBatch's files, so concurrent calls never
+	// share one.
+	ingests atomic.Uint64
 
 	db     *grocksdb.DB
 	opts   *grocksdb.Options
