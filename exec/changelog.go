@@ -309,9 +309,10 @@ func (rs *restoration) commitBulk() error {
 	return err
 }
 
-// writeBehind is commitBulk without the wait: the chunk is sorted and written to the store in the background while the
-// reader fills the next one (the previous chunk's write is waited for
-// first, so chunks reach the store in changelog order).
+// writeBehind is commitBulk without the wait: the chunk is sorted and
+// written to the store in the background while the reader fills the next
+// one (the previous chunk's write is waited for first, so chunks reach
+// the store in changelog order).
 func (rs *restoration) writeBehind() error {
 	return rs.bulk.writeBehind(rs.store.ov)
 }
