@@ -32,15 +32,7 @@ func commonType(a, b types.Type) (types.Type, bool) {
 		case a.Kind == types.Double || b.Kind == types.Double:
 			return types.DoubleType, true
 		case a.Kind == types.Decimal || b.Kind == types.Decimal:
-			p1, s1 := asDecimal(a)
-			p2, s2 := asDecimal(b)
-			s := max(s1, s2)
-			p := max(p1-s1, p2-s2) + s
-			if p > types.MaxDecimalPrecision {
-				p = types.MaxDecimalPrecision
-				s = min(s, p)
-			}
-			return types.Type{Kind: types.Decimal, Precision: p, Scale: s}, true
+			return widenDecimal(a, b), true
 		case a.Kind == types.Bigint || b.Kind == types.Bigint:
 			return types.BigintType, true
 		}
