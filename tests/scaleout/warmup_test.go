@@ -45,12 +45,16 @@ func TestWarmupThenMove(t *testing.T) {
 	}) {
 		t.Fatal("the new instance got no warm-up")
 	}
-	if !s3.WaitLog(90*time.Second, "probing rebalance") {
-		t.Fatal("the new instance never forced a probing rebalance")
-	}
+	// The move comes with the probing rebalance the new instance forces
+	// while it holds warm-ups; when the warm-ups catch up within the
+	// follow-up rebalances of its own join (cooperative rebalancing runs
+	// a second round after revocations) the move comes there and no
+	// probe is needed. Either way the tasks move, and only after warming.
 	if !s3.WaitLog(90*time.Second, `msg="store restored"`) {
-		t.Fatal("no stateful task moved to the new instance after its warm-up")
+		t.Fatal("no stateful task moved to the new instance after its warm-up (no probing rebalance either: " +
+			fmt.Sprint(strings.Contains(s3.Log(), "probing rebalance")) + ")")
 	}
+	t.Logf("the tasks moved after a probing rebalance: %v", strings.Contains(s3.Log(), "probing rebalance"))
 	got := restores(s3.Log())
 	t.Logf("restores on the new instance (records read): %v; a restore from the start would read ~%d", got, users/6)
 	for _, n := range got {
