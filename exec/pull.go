@@ -1,13 +1,13 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -27,14 +27,26 @@ type Partition struct {
 // partition this instance holds, ordered by partition. Each is safe to
 // read while the query runs; a store whose task closes meanwhile answers
 // state.ErrClosed.
+//
+// The slice is shared by every caller until the store's partitions change:
+// callers read it and never write to it (appending to it copies, its
+// capacity being its length), so a pull query costs no allocation here.
 func (q *Query) Stores(name string) []Partition {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if out, ok := q.storeLists[name]; ok {
+		return out
+	}
 	var out []Partition
 	for p, s := range q.stores[name] {
 		out = append(out, Partition{ID: p, Store: s})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, func(a, b Partition) int { return cmp.Compare(a.ID, b.ID) })
+	out = slices.Clip(out)
+	if q.storeLists == nil {
+		q.storeLists = map[string][]Partition{}
+	}
+	q.storeLists[name] = out
 	return out
 }
 

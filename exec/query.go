@@ -238,6 +238,9 @@ type Query struct {
 	// stores holds each store's committed state per partition, for pull
 	// queries (guarded by mu).
 	stores map[string]map[int32]state.Store
+	// storeLists are stores' partitions as Stores returns them, sorted,
+	// kept until a store's partitions change (mu).
+	storeLists map[string][]Partition
 	// standbys holds the standby copies of stores, per partition (mu).
 	standbys map[string]map[int32]*standbyStore
 	// positions are the tasks this instance runs or keeps standbys of,
@@ -435,15 +438,17 @@ func (q *Query) addStore(name string, p int32, s state.Store) {
 		q.stores[name] = map[int32]state.Store{}
 	}
 	q.stores[name][p] = s
+	delete(q.storeLists, name)
 }
 
 func (q *Query) removeStore(s state.Store) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, byPart := range q.stores {
+	for name, byPart := range q.stores {
 		for p, st := range byPart {
 			if st == s {
 				delete(byPart, p)
+				delete(q.storeLists, name)
 			}
 		}
 	}

@@ -398,6 +398,21 @@ func msgTypeName(t byte) string {
 // the client leaving or Server.Close cancels. When a CancelRequest hit the
 // statement, run reports errCanceled whatever f returned.
 func (c *conn) run(f func(ctx context.Context) error) error {
+	return c.runGuarded(true, f)
+}
+
+// runPullQuery is run for a pull query: it reads committed state and
+// ends on its own, so it never lends the socket to a reader goroutine,
+// and arms no timer for that. A timer per statement costs more than the
+// point lookup it guards: adding one wakes the thread parked in the
+// network poller. A CancelRequest, the statement timeout and
+// Server.Close still end it; a client that leaves is seen at the next
+// write or read.
+func (c *conn) runPullQuery(f func(ctx context.Context) error) error {
+	return c.runGuarded(false, f)
+}
+
+func (c *conn) runGuarded(mayLend bool, f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	if c.stmtTimeout > 0 {
@@ -407,7 +422,7 @@ func (c *conn) run(f func(ctx context.Context) error) error {
 	}
 	c.mu.Lock()
 	c.stmtCancel, c.cancelled, c.running = cancel, false, true
-	lend := c.readerDone == nil
+	lend := mayLend && c.readerDone == nil
 	c.mu.Unlock()
 	var lendTimer *time.Timer
 	if lend {

@@ -159,7 +159,8 @@ func (c *conn) runPull(pt *portal) bool {
 	}
 	rw := &c.rw
 	rw.reset(false, pt.codes, pt.cols, pt.described)
-	err := c.run(func(ctx context.Context) error {
+	rw.pullQuery()
+	err := c.runPullQuery(func(ctx context.Context) error {
 		var res engine.Result
 		var err error
 		if pt.stmt.pullKey {

@@ -27,6 +27,7 @@ type resultWriter struct {
 	codes    []int16        // Bind's result format codes (extended protocol)
 	want     []types.Column // what Describe told the client
 	check    bool           // the statement's columns must match want
+	bounded  bool           // a pull query: rows wait for Sync (see pullQuery)
 	started  bool           // Columns was called
 	rows     int64          // rows sent
 	err      error          // the first error returned to the engine
@@ -45,11 +46,20 @@ type resultWriter struct {
 func (rw *resultWriter) reset(describe bool, codes []int16, want []types.Column, check bool) {
 	rw.describe, rw.codes, rw.want, rw.check = describe, codes, want, check
 	rw.started, rw.rows, rw.err = false, 0, nil
+	rw.bounded = false
 	rw.cols = rw.cols[:0]
 	if rw.scratch == nil {
 		rw.scratch = make([]byte, 0, 512)
 	}
 }
+
+// pullQuery marks the statement as a pull query, which ends on its own
+// soon: its answer is written when the client's Sync (or the simple
+// protocol's ReadyForQuery) flushes, or once flushThreshold bytes are
+// pending, never by the flush timer. Arming that timer per statement
+// wakes the thread parked in the network poller, which costs a point
+// lookup more than the lookup.
+func (rw *resultWriter) pullQuery() { rw.bounded = true }
 
 // fail records err as the statement's failure and returns it.
 func (rw *resultWriter) fail(err error) error {
@@ -84,7 +94,11 @@ func (rw *resultWriter) Columns(cols []types.Column) error {
 		}
 	}
 	// The client may wait for what precedes the first row (pgx waits for
-	// BindComplete): let it out now, not with the first row.
+	// BindComplete): let it out now, not with the first row; a pull
+	// query's ends soon and goes out whole.
+	if rw.bounded {
+		return nil
+	}
 	if err := rw.c.w.flushSoon(); err != nil {
 		return rw.fail(err)
 	}
@@ -129,7 +143,11 @@ func (rw *resultWriter) Row(row types.Row) error {
 		start = end
 	}
 	rw.msg.Values = vals
-	if err := rw.c.w.sendRow(&rw.msg); err != nil {
+	send := rw.c.w.sendRow
+	if rw.bounded {
+		send = rw.c.w.sendBatched
+	}
+	if err := send(&rw.msg); err != nil {
 		return rw.fail(err)
 	}
 	rw.rows++

@@ -88,8 +88,9 @@ func (c *conn) trySimplePull(stmt string) (handled bool, err error) {
 	pl := sp.p.pull
 	rw := &c.rw
 	rw.reset(true, nil, nil, false)
+	rw.pullQuery()
 	var tag string
-	err = c.run(func(ctx context.Context) error {
+	err = c.runPullQuery(func(ctx context.Context) error {
 		res, err := pl.RunKey(ctx, key, rw)
 		if rw.err != nil {
 			return rw.err

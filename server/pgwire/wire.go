@@ -247,6 +247,21 @@ func (w *writer) sendRow(msg pgproto3.BackendMessage) error {
 	return w.soonLocked()
 }
 
+// sendBatched buffers msg and writes what is buffered once flushThreshold
+// bytes are pending, without arming the flush timer: for a statement whose
+// end flushes (resultWriter.pullQuery).
+func (w *writer) sendBatched(msg pgproto3.BackendMessage) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.appendLocked(msg); err != nil {
+		return err
+	}
+	if len(w.buf) >= flushThreshold {
+		return w.writeLocked()
+	}
+	return nil
+}
+
 // flushSoon writes what is buffered within the flush delay: a statement
 // has started to return its result (BindComplete, RowDescription or
 // CopyOutResponse are pending) and the client may wait for it before the
