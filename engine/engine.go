@@ -184,7 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds,
 		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, nextID: 1,
 		appliedCh: make(chan struct{}), waiting: map[int64]*applyResult{},
-		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[string]pullStore{}, client: cfg.ForwardClient},
+		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[storeKey]pullStore{}, client: cfg.ForwardClient},
 	}
 	if e.route.client == nil {
 		e.route.client = &http.Client{}

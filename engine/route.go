@@ -50,9 +50,13 @@ type router struct {
 	mu     sync.Mutex
 	parts  map[string]int32       // topic → partitions
 	owners map[string]ownersEntry // app ID → owners
-	stores map[string]pullStore   // app ID and table → its store
+	stores map[storeKey]pullStore // app ID and table → its store
 	client *http.Client
 }
+
+// storeKey names a table of a query for router.stores; a struct, so a
+// lookup builds no string.
+type storeKey struct{ appID, table string }
 
 type ownersEntry struct {
 	at     time.Time
@@ -194,7 +198,7 @@ type pullStore struct {
 // storeOf returns the store a pull over src reads, its input topics and
 // their partitions.
 func (e *Engine) storeOf(ctx context.Context, mat *exec.Query, src *catalog.Source) (pullStore, error) {
-	key := mat.Topology().AppID + "\x00" + src.Name
+	key := storeKey{mat.Topology().AppID, src.Name}
 	e.route.mu.Lock()
 	ps, ok := e.route.stores[key]
 	e.route.mu.Unlock()
