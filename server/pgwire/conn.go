@@ -85,8 +85,9 @@ type conn struct {
 	stmts          map[string]*prepared
 	simplePlans    map[string]simplePlan // simplepull.go
 	portals        map[string]*portal
-	inBatch        bool // extended-protocol messages since the last Sync
-	skipUntilSync  bool // an extended-protocol error: discard until Sync
+	spare          *portal // a closed unnamed portal, for newPortal
+	inBatch        bool    // extended-protocol messages since the last Sync
+	skipUntilSync  bool    // an extended-protocol error: discard until Sync
 	rw             resultWriter
 	ended          bool           // a FATAL error was sent: the session is over
 	cursors        sync.WaitGroup // goroutines of suspended statements
@@ -171,7 +172,7 @@ func (c *conn) readDirect() inbound {
 	if d > 0 && c.ctx.Err() == nil {
 		c.nc.SetReadDeadline(time.Now().Add(d))
 	}
-	msg, err := c.readMessage()
+	msg, err := c.readMessage(c.rd.readReused)
 	if d > 0 && c.ctx.Err() == nil {
 		c.nc.SetReadDeadline(time.Time{})
 	}
@@ -225,7 +226,7 @@ func (c *conn) close() {
 func (c *conn) readLoop() {
 	defer close(c.readerDone)
 	for {
-		msg, err := c.readMessage()
+		msg, err := c.readMessage(c.rd.readMessage)
 		_, terminate := msg.(*pgproto3.Terminate)
 		if err != nil || terminate {
 			c.cancel()
@@ -241,9 +242,10 @@ func (c *conn) readLoop() {
 	}
 }
 
-// readMessage is msgReader.readMessage with panics turned into protocol
-// errors: a decoder bug must not take the process down.
-func (c *conn) readMessage() (msg pgproto3.FrontendMessage, err error) {
+// readMessage calls read, msgReader.readMessage or readReused, with panics
+// turned into protocol errors: a decoder bug must not take the process
+// down.
+func (c *conn) readMessage(read func() (pgproto3.FrontendMessage, error)) (msg pgproto3.FrontendMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.srv.panics.Add(1)
@@ -251,7 +253,7 @@ func (c *conn) readMessage() (msg pgproto3.FrontendMessage, err error) {
 			msg, err = nil, protocolErrorf("invalid message: %v", r)
 		}
 	}()
-	return c.rd.readMessage()
+	return read()
 }
 
 // loop handles messages until the connection ends.

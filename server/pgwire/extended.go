@@ -63,8 +63,9 @@ type portal struct {
 	described bool           // cols holds the description of text
 	cols      []types.Column // when the statement has parameters
 
-	pull *engine.Pull // the statement's plan, when it has one (pull.go)
-	key  types.Datum  // the key to look up, when the plan takes one
+	pull   *engine.Pull // the statement's plan, when it has one (pull.go)
+	key    types.Datum  // the key to look up, when the plan takes one
+	keyBuf []byte       // holds key's bytes
 
 	cur  *cursor // the statement, suspended after a row-limited Execute
 	done bool    // ran to completion; a second Execute does not run it again
@@ -135,14 +136,15 @@ func (c *conn) bind(m *pgproto3.Bind) {
 			return
 		}
 	}
-	pt := &portal{stmt: p, text: text, codes: slices.Clone(m.ResultFormatCodes)}
+	pt := c.newPortal(m.DestinationPortal)
+	pt.stmt, pt.text, pt.codes = p, text, append(pt.codes, m.ResultFormatCodes...)
 	if len(p.params.oids) == 0 {
 		pt.described, pt.cols = p.described, p.cols
 	}
 	if pl := c.pullPlan(p); pl != nil {
 		ok := true
 		if p.pullKey {
-			pt.key, ok = pullKey(p.params.oids[0], m.ParameterFormatCodes, m.Parameters[0])
+			pt.key, pt.keyBuf, ok = pullKey(p.params.oids[0], m.ParameterFormatCodes, m.Parameters[0], pt.keyBuf)
 		}
 		if ok {
 			pt.pull = pl
@@ -162,6 +164,27 @@ func (c *conn) bind(m *pgproto3.Bind) {
 	}
 	c.portals[m.DestinationPortal] = pt
 	c.w.send(&pgproto3.BindComplete{})
+}
+
+// newPortal returns an empty portal for a Bind to name. A Bind to the
+// unnamed portal ends the one there (as in Postgres, whether or not the
+// Bind succeeds). The unnamed portal's struct and buffers are reused —
+// the one a Bind replaces, or the one the last Sync closed (see sync) —
+// so a prepared statement executed over and over allocates no portal.
+// Nothing keeps a closed portal: its cursor's goroutine has left.
+func (c *conn) newPortal(name string) *portal {
+	pt := c.spare
+	c.spare = nil
+	if old := c.portals[""]; name == "" && old != nil {
+		old.close()
+		delete(c.portals, "")
+		pt = old
+	}
+	if pt == nil || name != "" {
+		return &portal{}
+	}
+	*pt = portal{codes: pt.codes[:0], keyBuf: pt.keyBuf[:0]}
+	return pt
 }
 
 // describe handles Describe of a statement ('S') or a portal ('P').
@@ -388,6 +411,9 @@ func (c *conn) closeObject(m *pgproto3.Close) {
 func (c *conn) sync() {
 	c.inBatch, c.skipUntilSync = false, false
 	if c.txStatus == txIdle {
+		if pt := c.portals[""]; pt != nil && pt.cur == nil {
+			c.spare = pt // for the next Bind (newPortal)
+		}
 		c.closePortals()
 	}
 	c.readyForQuery()

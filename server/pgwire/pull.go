@@ -16,10 +16,10 @@ package pgwire
 // are the same as without plans.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -121,32 +121,39 @@ func sameKey(a, b types.Datum, t types.Type) bool {
 // pullKey decodes the value Bind gave for a point plan's parameter into
 // the key datum; false when it cannot (the text path then runs).
 // bindParams has validated it already.
-func pullKey(oid uint32, formats []int16, v []byte) (types.Datum, bool) {
+func pullKey(oid uint32, formats []int16, v, buf []byte) (types.Datum, []byte, bool) {
 	if v == nil {
-		return types.NullDatum, true
+		return types.NullDatum, buf, true
 	}
 	f := formatText
 	if len(formats) > 0 {
 		f = formats[0]
 	}
-	s := string(v)
-	if f == formatBinary {
-		var err error
-		if s, err = decodeBinary(v, oid); err != nil {
-			return types.Datum{}, false
+	text := v
+	switch f {
+	case formatText:
+	case formatBinary:
+		s, err := decodeBinary(v, oid)
+		if err != nil {
+			return types.Datum{}, buf, false
 		}
-	} else if f != formatText {
-		return types.Datum{}, false
+		text = []byte(s)
+	default:
+		return types.Datum{}, buf, false
 	}
 	switch oid {
 	case oidInt2, oidInt4, oidInt8:
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(text)), 10, 64)
 		if err != nil {
-			return types.Datum{}, false
+			return types.Datum{}, buf, false
 		}
-		return types.IntDatum(n), true
+		return types.IntDatum(n), buf, true
 	}
-	return types.Datum{B: []byte(s)}, true
+	if buf == nil {
+		buf = make([]byte, 0, 32)
+	}
+	buf = append(buf[:0], text...)
+	return types.Datum{B: buf}, buf, true
 }
 
 // runPull executes a portal bound to an engine plan. It reports false,

@@ -53,7 +53,18 @@ type msgReader struct {
 	br  *bufio.Reader
 	max int // largest message body accepted
 	hdr [5]byte
+
+	// The messages a prepared statement executed over and over sends —
+	// Bind, Describe, Execute — are decoded by readReused into these and
+	// the scratch body, not into new ones. See readReused.
+	scratch  []byte
+	bind     pgproto3.Bind
+	describe pgproto3.Describe
+	execute  pgproto3.Execute
 }
+
+// maxReused is the largest body readReused decodes into its scratch.
+const maxReused = 4096
 
 func newMsgReader(r io.Reader, max int) *msgReader {
 	return &msgReader{br: bufio.NewReaderSize(r, 8192), max: max}
@@ -111,6 +122,53 @@ func (r *msgReader) readMessage() (pgproto3.FrontendMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeMessage(typ, body)
+}
+
+// readReused is readMessage for a caller that handles each message before
+// it reads the next and keeps nothing of a Bind, Describe or Execute (bind
+// copies what it keeps): those are decoded into the reader's own structs
+// over its scratch body, which the next read overwrites. Only the
+// connection's own goroutine reads this way; a reader goroutine, whose
+// messages wait in a channel, uses readMessage.
+func (r *msgReader) readReused() (pgproto3.FrontendMessage, error) {
+	typ, n, err := r.readHeader()
+	if err != nil {
+		return nil, err
+	}
+	var msg pgproto3.FrontendMessage
+	switch {
+	case n > maxReused:
+	case typ == 'B':
+		msg = &r.bind
+	case typ == 'D':
+		msg = &r.describe
+	case typ == 'E':
+		msg = &r.execute
+	}
+	if msg == nil {
+		body, err := r.readBody(n)
+		if err != nil {
+			return nil, err
+		}
+		return decodeMessage(typ, body)
+	}
+	if cap(r.scratch) < n {
+		r.scratch = make([]byte, 0, max(n, 256))
+	}
+	body := r.scratch[:n]
+	if _, err := io.ReadFull(r.br, body); err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	if err := msg.Decode(body); err != nil {
+		return nil, protocolErrorf("invalid %q message: %v", typ, err)
+	}
+	return msg, nil
+}
+
+// decodeMessage decodes a message of type typ from body, which it may
+// keep.
+func decodeMessage(typ byte, body []byte) (pgproto3.FrontendMessage, error) {
 	var msg pgproto3.FrontendMessage
 	switch typ {
 	case 'Q':
@@ -148,19 +206,28 @@ func (r *msgReader) readMessage() (pgproto3.FrontendMessage, error) {
 
 // readRaw reads one typed message: its type byte and body.
 func (r *msgReader) readRaw() (byte, []byte, error) {
+	typ, n, err := r.readHeader()
+	if err != nil {
+		return 0, nil, err
+	}
+	body, err := r.readBody(n)
+	return typ, body, err
+}
+
+// readHeader reads a typed message's type byte and the length of its body.
+func (r *msgReader) readHeader() (byte, int, error) {
 	if _, err := io.ReadFull(r.br, r.hdr[:]); err != nil {
-		return 0, nil, unexpectedEOF(err)
+		return 0, 0, unexpectedEOF(err)
 	}
 	typ := r.hdr[0]
 	n := int(int32(binary.BigEndian.Uint32(r.hdr[1:])))
 	if n < 4 {
-		return 0, nil, protocolErrorf("invalid message length %d", n)
+		return 0, 0, protocolErrorf("invalid message length %d", n)
 	}
 	if n-4 > r.max {
-		return 0, nil, protocolErrorf("message of %d bytes exceeds the limit of %d", n-4, r.max)
+		return 0, 0, protocolErrorf("message of %d bytes exceeds the limit of %d", n-4, r.max)
 	}
-	body, err := r.readBody(n - 4)
-	return typ, body, err
+	return typ, n - 4, nil
 }
 
 // buffered reports how many bytes were read from the connection but not
