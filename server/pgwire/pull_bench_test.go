@@ -88,6 +88,7 @@ func BenchmarkPullQueries(b *testing.B) {
 
 	for _, clients := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			b.ReportAllocs() // the client's (pgx) and the server's together
 			conns := make([]*pgx.Conn, clients)
 			for i := range conns {
 				if conns[i], err = pgx.Connect(ctx, url); err != nil {
