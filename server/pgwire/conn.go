@@ -100,7 +100,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		raw:      nc,
 		nc:       nc,
 		log:      s.log.With("remote", nc.RemoteAddr().String()),
-		rd:       newMsgReader(nc, s.cfg.maxMessage),
+		rd:       newMsgReader(newSpinReader(nc, s), s.cfg.maxMessage),
 		w:        newWriter(nc, s.cfg.flushDelay),
 		ctx:      ctx,
 		cancel:   cancel,

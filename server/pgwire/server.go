@@ -39,6 +39,7 @@ type Server struct {
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{} // every accepted connection
+	nconns    atomic.Int32       // len(conns)
 	byPID     map[uint32]*conn   // connections past startup, for CancelRequest
 	wg        sync.WaitGroup     // connection goroutines
 
@@ -241,6 +242,9 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
+// lone reports whether one connection is open.
+func (s *Server) lone() bool { return s.nconns.Load() == 1 }
+
 // track registers an accepted connection; it reports false after Close.
 func (s *Server) track(c *conn) bool {
 	s.mu.Lock()
@@ -249,6 +253,7 @@ func (s *Server) track(c *conn) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
+	s.nconns.Store(int32(len(s.conns)))
 	s.wg.Add(1)
 	c.metricsDone = s.cfg.metrics.ConnOpened("pgwire")
 	return true
@@ -260,6 +265,7 @@ func (s *Server) untrack(c *conn) {
 	}
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.nconns.Store(int32(len(s.conns)))
 	if c.pid != 0 && s.byPID[c.pid] == c {
 		delete(s.byPID, c.pid)
 	}
