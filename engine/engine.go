@@ -284,6 +284,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[aliasesProp] = aliasesKsql
 		cmd.Props[nullsProp] = nullsKsql
 		cmd.Props[headersProp] = "true"
+		cmd.Props[finalProp] = finalKsql
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
@@ -359,6 +360,16 @@ const (
 	nullsKsql = "ksql"
 )
 
+// finalProp, recorded with every catalog command, says how EMIT FINAL
+// behaves: finalKsql is ksqlDB's (grace 0 unless given, windows emitted
+// as a record closes them; physical.Aggregate.FinalOnClose). Commands
+// recorded without it keep the default grace and emission at each
+// commit (sql.Select.LegacyFinal).
+const (
+	finalProp = "sqlstreams.emit.final"
+	finalKsql = "ksql"
+)
+
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
 // recorded with its command), as ksqlDB does.
@@ -410,15 +421,18 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
+	legacyFinal := !live && e.cfg.Headless == nil && cmd.Props[finalProp] != finalKsql
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
 	case *sql.CreateAs:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
+		st.Select.LegacyFinal = legacyFinal
 	case *sql.InsertSelect:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
+		st.Select.LegacyFinal = legacyFinal
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

@@ -120,7 +120,7 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		Schema:      agg.Schema(),
 	}}
 	if w := agg.Window; w != nil {
-		pa.Window, pa.EmitFinal = w, agg.EmitFinal
+		pa.Window, pa.EmitFinal, pa.FinalOnClose = w, agg.EmitFinal, agg.FinalOnClose
 		pa.Store.Kind = WindowStore
 		if w.Type == types.Session {
 			pa.Store.Kind = SessionStore

@@ -182,6 +182,14 @@ type Aggregate struct {
 	// window's row once, when it closes.
 	Window    *planner.WindowSpec
 	EmitFinal bool
+	// FinalOnClose (with EmitFinal, time windows) emits as Kafka Streams'
+	// EmitStrategy.onWindowClose does: when a record moves the close time
+	// (stream time - grace) past the end of windows not yet emitted, the
+	// windows whose start is within the store's retention of the latest
+	// window start are emitted then, in order of start and key; older
+	// ones are dropped unseen. Without it closed windows are emitted at
+	// each commit (queries recorded before it).
+	FinalOnClose bool
 }
 
 func (a *Aggregate) Schema() types.Schema { return a.Out }
