@@ -285,6 +285,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[nullsProp] = nullsKsql
 		cmd.Props[headersProp] = "true"
 		cmd.Props[finalProp] = finalKsql
+		cmd.Props[timestampsProp] = timestampsSkip
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
@@ -369,6 +370,40 @@ const (
 	finalProp = "sqlstreams.emit.final"
 	finalKsql = "ksql"
 )
+
+// timestampsProp, recorded with every catalog command, says what a
+// query does with a record whose event time (a TIMESTAMP column, at a
+// source or at a sink) is negative or, at a sink, an unreadable STRING:
+// timestampsSkip skips it (logged), as Kafka Streams and ksqlDB do, and a
+// sink parses a STRING column with its TIMESTAMP_FORMAT. Queries of
+// commands recorded without it keep writing such records as they did.
+const (
+	timestampsProp = "sqlstreams.timestamps.invalid"
+	timestampsSkip = "skip"
+	// throwOnInvalidProp is ksqlDB's: "true" fails the query on a record
+	// whose TIMESTAMP column cannot be read, instead of skipping it.
+	throwOnInvalidProp = "ksql.timestamp.throw.on.invalid"
+)
+
+// timestampPolicy marks topo's sources and sinks with what the query's
+// command says about invalid event times (timestampsProp,
+// throwOnInvalidProp).
+func timestampPolicy(topo *physical.Topology, props map[string]string, headless bool) {
+	keep := !headless && props[timestampsProp] != timestampsSkip
+	throw := strings.EqualFold(strings.TrimSpace(props[throwOnInvalidProp]), "true")
+	for _, n := range topo.Nodes {
+		switch op := n.Op.(type) {
+		case *physical.Source:
+			op.KeepInvalidTimestamps, op.ThrowOnInvalidTimestamp = keep, throw
+		case *physical.ForeignKeyJoin:
+			if op.RightSource != nil {
+				op.RightSource.KeepInvalidTimestamps, op.RightSource.ThrowOnInvalidTimestamp = keep, throw
+			}
+		case *physical.Sink:
+			op.KeepInvalidTimestamps = keep
+		}
+	}
+}
 
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
@@ -669,6 +704,7 @@ func queryIdleAdvance(props map[string]string) (time.Duration, error) {
 
 // start runs a persistent query's topology.
 func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string) error {
+	timestampPolicy(topo, props, e.cfg.Headless != nil)
 	var mq *metrics.Query
 	if e.cfg.Metrics != nil {
 		mq = e.cfg.Metrics.Query(id)

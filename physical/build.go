@@ -32,6 +32,7 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 		ValueOptions:    t.ValueOptions,
 		Out:             t.Schema,
 		TimestampColumn: t.TimestampColumn,
+		TimestampFormat: t.TimestampFormat,
 		WindowType:      t.WindowType,
 		WindowSizeMs:    t.WindowSizeMs,
 	}, last)
