@@ -286,6 +286,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[headersProp] = "true"
 		cmd.Props[finalProp] = finalKsql
 		cmd.Props[timestampsProp] = timestampsSkip
+		cmd.Props[configsProp] = configsOn
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
@@ -403,6 +404,49 @@ func timestampPolicy(topo *physical.Topology, props map[string]string, headless 
 			op.KeepInvalidTimestamps = keep
 		}
 	}
+}
+
+// configsProp, recorded with every catalog command, makes the command's
+// ksqlDB configs that shape what it creates take effect (ksqlConfigs);
+// commands recorded without it ignored them, and keep doing so.
+const (
+	configsProp = "sqlstreams.ksql.configs"
+	configsOn   = "true"
+	// prefixProp prefixes the default topic name of a CREATE … AS
+	// without KAFKA_TOPIC, as ksqlDB's config does.
+	prefixProp = "ksql.output.topic.name.prefix"
+	// wrapProp is ksqlDB's default for WRAP_SINGLE_VALUE.
+	wrapProp = "ksql.persistence.wrap.single.values"
+)
+
+// ksqlConfigs applies to src, a source declared or a CREATE … AS's sink
+// (asSelect), the ksqlDB configs of its command that shape it:
+// ksql.output.topic.name.prefix before the default topic name of a sink
+// whose WITH gives no KAFKA_TOPIC, and ksql.persistence.wrap.single.values
+// as WRAP_SINGLE_VALUE when the statement leaves it out and the value is
+// one column of a format that can wrap it (JSON, JSON_SR, AVRO).
+func (e *Engine) ksqlConfigs(src *catalog.Source, with sql.Props, asSelect bool, props map[string]string) error {
+	if e.cfg.Headless == nil && props[configsProp] != configsOn {
+		return nil
+	}
+	if _, named := with["KAFKA_TOPIC"]; asSelect && !named && props[prefixProp] != "" {
+		src.Topic = props[prefixProp] + src.Topic
+	}
+	v, ok := props[wrapProp]
+	if !ok || src.ValueOptions.WrapSingleValue != nil {
+		return nil
+	}
+	wrap, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return sql.Errorf(sql.CodeInvalidParameter, "%s must be true or false, not %q", wrapProp, v)
+	}
+	switch src.ValueFormat {
+	case types.FormatJSON, types.FormatJSONSR, types.FormatAvro:
+		if len(src.Schema.ValueIndexes()) == 1 {
+			src.ValueOptions.WrapSingleValue = &wrap
+		}
+	}
+	return nil
 }
 
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
@@ -551,6 +595,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 	}
 	src, err := sql.BindCreateSource(st)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := e.ksqlConfigs(src, st.Props, false, cmd.Props); err != nil {
 		return Result{}, err
 	}
 	e.useSchemas(src)
@@ -818,6 +865,9 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	if err != nil {
 		return Result{}, err
 	}
+	if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props); err != nil {
+		return Result{}, err
+	}
 	if live {
 		if err := e.checkWriterSchemas(sink.Target); err != nil {
 			return Result{}, err
@@ -963,6 +1013,9 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 	}
 	sink, err := sql.BindCreateAs(st, e.cat)
 	if err != nil {
+		return err
+	}
+	if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props); err != nil {
 		return err
 	}
 	e.useSchemas(sink.Target)
