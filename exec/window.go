@@ -47,8 +47,8 @@ type windowing struct {
 	// time - grace) of the last emission, Kafka Streams'
 	// lastEmitWindowCloseTime.
 	onClose bool
-	store                           *taskStore
-	late                            *lateCounter
+	store   *taskStore
+	late    *lateCounter
 
 	// streamTime is the largest event time seen (math.MinInt64 before
 	// any); emitted is the start through which every window is closed
