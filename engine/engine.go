@@ -388,10 +388,11 @@ const (
 
 // timestampPolicy marks topo's sources and sinks with what the query's
 // command says about invalid event times (timestampsProp,
-// throwOnInvalidProp).
+// throwOnInvalidProp; commands recorded before either took effect keep
+// skipping unreadable ones and passing on negative ones).
 func timestampPolicy(topo *physical.Topology, props map[string]string, headless bool) {
 	keep := !headless && props[timestampsProp] != timestampsSkip
-	throw := strings.EqualFold(strings.TrimSpace(props[throwOnInvalidProp]), "true")
+	throw := !keep && strings.EqualFold(strings.TrimSpace(props[throwOnInvalidProp]), "true")
 	for _, n := range topo.Nodes {
 		switch op := n.Op.(type) {
 		case *physical.Source:
