@@ -284,6 +284,9 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[aliasesProp] = aliasesKsql
 		cmd.Props[nullsProp] = nullsKsql
 		cmd.Props[headersProp] = "true"
+		cmd.Props[finalProp] = finalKsql
+		cmd.Props[timestampsProp] = timestampsSkip
+		cmd.Props[configsProp] = configsOn
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
@@ -359,6 +362,94 @@ const (
 	nullsKsql = "ksql"
 )
 
+// finalProp, recorded with every catalog command, says how EMIT FINAL
+// behaves: finalKsql is ksqlDB's (grace 0 unless given, windows emitted
+// as a record closes them; physical.Aggregate.FinalOnClose). Commands
+// recorded without it keep the default grace and emission at each
+// commit (sql.Select.LegacyFinal).
+const (
+	finalProp = "sqlstreams.emit.final"
+	finalKsql = "ksql"
+)
+
+// timestampsProp, recorded with every catalog command, says what a
+// query does with a record whose event time (a TIMESTAMP column, at a
+// source or at a sink) is negative or, at a sink, an unreadable STRING:
+// timestampsSkip skips it (logged), as Kafka Streams and ksqlDB do, and a
+// sink parses a STRING column with its TIMESTAMP_FORMAT. Queries of
+// commands recorded without it keep writing such records as they did.
+const (
+	timestampsProp = "sqlstreams.timestamps.invalid"
+	timestampsSkip = "skip"
+	// throwOnInvalidProp is ksqlDB's: "true" fails the query on a record
+	// whose TIMESTAMP column cannot be read, instead of skipping it.
+	throwOnInvalidProp = "ksql.timestamp.throw.on.invalid"
+)
+
+// timestampPolicy marks topo's sources and sinks with what the query's
+// command says about invalid event times (timestampsProp,
+// throwOnInvalidProp; commands recorded before either took effect keep
+// skipping unreadable ones and passing on negative ones).
+func timestampPolicy(topo *physical.Topology, props map[string]string, headless bool) {
+	keep := !headless && props[timestampsProp] != timestampsSkip
+	throw := !keep && strings.EqualFold(strings.TrimSpace(props[throwOnInvalidProp]), "true")
+	for _, n := range topo.Nodes {
+		switch op := n.Op.(type) {
+		case *physical.Source:
+			op.KeepInvalidTimestamps, op.ThrowOnInvalidTimestamp = keep, throw
+		case *physical.ForeignKeyJoin:
+			if op.RightSource != nil {
+				op.RightSource.KeepInvalidTimestamps, op.RightSource.ThrowOnInvalidTimestamp = keep, throw
+			}
+		case *physical.Sink:
+			op.KeepInvalidTimestamps = keep
+		}
+	}
+}
+
+// configsProp, recorded with every catalog command, makes the command's
+// ksqlDB configs that shape what it creates take effect (ksqlConfigs);
+// commands recorded without it ignored them, and keep doing so.
+const (
+	configsProp = "sqlstreams.ksql.configs"
+	configsOn   = "true"
+	// prefixProp prefixes the default topic name of a CREATE … AS
+	// without KAFKA_TOPIC, as ksqlDB's config does.
+	prefixProp = "ksql.output.topic.name.prefix"
+	// wrapProp is ksqlDB's default for WRAP_SINGLE_VALUE.
+	wrapProp = "ksql.persistence.wrap.single.values"
+)
+
+// ksqlConfigs applies to src, a source declared or a CREATE … AS's sink
+// (asSelect), the ksqlDB configs of its command that shape it:
+// ksql.output.topic.name.prefix before the default topic name of a sink
+// whose WITH gives no KAFKA_TOPIC, and ksql.persistence.wrap.single.values
+// as WRAP_SINGLE_VALUE when the statement leaves it out and the value is
+// one column of a format that can wrap it (JSON, JSON_SR, AVRO).
+func (e *Engine) ksqlConfigs(src *catalog.Source, with sql.Props, asSelect bool, props map[string]string) error {
+	if e.cfg.Headless == nil && props[configsProp] != configsOn {
+		return nil
+	}
+	if _, named := with["KAFKA_TOPIC"]; asSelect && !named && props[prefixProp] != "" {
+		src.Topic = props[prefixProp] + src.Topic
+	}
+	v, ok := props[wrapProp]
+	if !ok || src.ValueOptions.WrapSingleValue != nil {
+		return nil
+	}
+	wrap, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return sql.Errorf(sql.CodeInvalidParameter, "%s must be true or false, not %q", wrapProp, v)
+	}
+	switch src.ValueFormat {
+	case types.FormatJSON, types.FormatJSONSR, types.FormatAvro:
+		if len(src.Schema.ValueIndexes()) == 1 {
+			src.ValueOptions.WrapSingleValue = &wrap
+		}
+	}
+	return nil
+}
+
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
 // recorded with its command), as ksqlDB does.
@@ -410,15 +501,18 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
+	legacyFinal := !live && e.cfg.Headless == nil && cmd.Props[finalProp] != finalKsql
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
 	case *sql.CreateAs:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
+		st.Select.LegacyFinal = legacyFinal
 	case *sql.InsertSelect:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
+		st.Select.LegacyFinal = legacyFinal
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
@@ -502,6 +596,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 	}
 	src, err := sql.BindCreateSource(st)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := e.ksqlConfigs(src, st.Props, false, cmd.Props); err != nil {
 		return Result{}, err
 	}
 	e.useSchemas(src)
@@ -655,6 +752,7 @@ func queryIdleAdvance(props map[string]string) (time.Duration, error) {
 
 // start runs a persistent query's topology.
 func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string) error {
+	timestampPolicy(topo, props, e.cfg.Headless != nil)
 	var mq *metrics.Query
 	if e.cfg.Metrics != nil {
 		mq = e.cfg.Metrics.Query(id)
@@ -766,6 +864,9 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	}
 	sink, err := sql.BindCreateAs(st, e.cat)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props); err != nil {
 		return Result{}, err
 	}
 	if live {
@@ -913,6 +1014,9 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 	}
 	sink, err := sql.BindCreateAs(st, e.cat)
 	if err != nil {
+		return err
+	}
+	if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props); err != nil {
 		return err
 	}
 	e.useSchemas(sink.Target)

@@ -361,6 +361,19 @@ func (a *aggregateOp) Flush() error {
 			return err
 		}
 	}
+	if err := a.spill(); err != nil {
+		return err
+	}
+	if a.win != nil {
+		return a.win.flush(a)
+	}
+	return nil
+}
+
+// spill writes the groups changed since the last spill to the store's
+// overlay and the changelog, and forgets them: at Flush, and before an
+// EMIT FINAL emission reads the store in the middle of a transaction.
+func (a *aggregateOp) spill() error {
 	for _, gr := range a.changed[:a.nextG] {
 		var err error
 		if gr.deleted {
@@ -374,9 +387,6 @@ func (a *aggregateOp) Flush() error {
 		a.writeChangelog(gr)
 	}
 	a.Abort()
-	if a.win != nil {
-		return a.win.flush(a)
-	}
 	return nil
 }
 

@@ -32,6 +32,7 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 		ValueOptions:    t.ValueOptions,
 		Out:             t.Schema,
 		TimestampColumn: t.TimestampColumn,
+		TimestampFormat: t.TimestampFormat,
 		WindowType:      t.WindowType,
 		WindowSizeMs:    t.WindowSizeMs,
 	}, last)
@@ -120,7 +121,7 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		Schema:      agg.Schema(),
 	}}
 	if w := agg.Window; w != nil {
-		pa.Window, pa.EmitFinal = w, agg.EmitFinal
+		pa.Window, pa.EmitFinal, pa.FinalOnClose = w, agg.EmitFinal, agg.FinalOnClose
 		pa.Store.Kind = WindowStore
 		if w.Type == types.Session {
 			pa.Store.Kind = SessionStore

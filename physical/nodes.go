@@ -43,6 +43,13 @@ type Source struct {
 	// when it is a STRING.
 	TimestampColumn string
 	TimestampFormat string
+	// KeepInvalidTimestamps passes on a record whose TimestampColumn
+	// holds a negative event time (queries recorded before sqlstreams
+	// skipped them, as Kafka Streams does); ThrowOnInvalidTimestamp
+	// fails the query on a record whose TimestampColumn cannot be read
+	// (ksql.timestamp.throw.on.invalid) rather than skip the record.
+	// Set by the engine from the query's command; not part of EXPLAIN.
+	KeepInvalidTimestamps, ThrowOnInvalidTimestamp bool
 	// Read marks, indexed like Schema's columns, the value columns the
 	// nodes after the source read; nil for all. The decoder steps over
 	// the others (see types.NewDecoderRead) and leaves them NULL.
@@ -182,6 +189,14 @@ type Aggregate struct {
 	// window's row once, when it closes.
 	Window    *planner.WindowSpec
 	EmitFinal bool
+	// FinalOnClose (with EmitFinal, time windows) emits as Kafka Streams'
+	// EmitStrategy.onWindowClose does: when a record moves the close time
+	// (stream time - grace) past the end of windows not yet emitted, the
+	// windows whose start is within the store's retention of the latest
+	// window start are emitted then, in order of start and key; older
+	// ones are dropped unseen. Without it closed windows are emitted at
+	// each commit (queries recorded before it).
+	FinalOnClose bool
 }
 
 func (a *Aggregate) Schema() types.Schema { return a.Out }
@@ -445,8 +460,14 @@ type Sink struct {
 	KeyOptions, ValueOptions types.FormatOptions
 	Out                      types.Schema
 	// TimestampColumn names the output column whose value becomes the
-	// record timestamp; empty keeps the input's ROWTIME.
-	TimestampColumn string
+	// record timestamp; empty keeps the input's ROWTIME. TimestampFormat
+	// parses it when it is a STRING (ISO-8601 when empty). A row whose
+	// timestamp is NULL, unreadable or negative is skipped, unless
+	// KeepInvalidTimestamps (set by the engine for queries recorded
+	// before) writes it as it did then.
+	TimestampColumn       string
+	TimestampFormat       string
+	KeepInvalidTimestamps bool
 	// WindowType marks a windowed result: each record key ends in the
 	// change's window, as Kafka Streams serializes windowed keys.
 	WindowType   types.WindowType

@@ -83,7 +83,11 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		if fromTable {
 			return nil, errorAt(sel.text, w.pos, CodeFeatureNotSupport, "windowed aggregations read streams: %s is a table", srcName)
 		}
-		ws, err := planner.NewWindowSpec(w.typ, w.size, w.advance, w.retention, w.grace, w.zone)
+		grace := w.grace
+		if grace < 0 && sel.Emit == "FINAL" && !sel.LegacyFinal {
+			grace = 0 // ksqlDB closes an EMIT FINAL window at its end unless told otherwise
+		}
+		ws, err := planner.NewWindowSpec(w.typ, w.size, w.advance, w.retention, grace, w.zone)
 		if err != nil {
 			return nil, errorAt(sel.text, w.pos, CodeInvalidParameter, "%v", err)
 		}
@@ -206,6 +210,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		}
 	}
 	agg.EmitFinal = sel.Emit == "FINAL"
+	agg.FinalOnClose = agg.EmitFinal && !sel.LegacyFinal
 	node = agg
 	if having != nil {
 		f, err := planner.NewFilter(node, having)

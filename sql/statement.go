@@ -124,6 +124,14 @@ type Select struct {
 	// a STRING literal bind (ksqlDB refuses them), and CEIL and FLOOR of
 	// a DECIMAL(p, s) give DECIMAL(p-s+1, 0), not DECIMAL(p, s).
 	SQLNulls bool
+	// LegacyFinal binds EMIT FINAL as sqlstreams did before it followed
+	// ksqlDB (Kafka Streams' emit-on-window-close, KIP-825): a window
+	// without GRACE PERIOD gets the default grace (not 0), and closed
+	// windows are emitted at each commit, every one of them (not as each
+	// record closes them, within the window store's retention). The
+	// engine sets it for queries replayed from commands recorded before,
+	// so that their output stays as it was.
+	LegacyFinal bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
