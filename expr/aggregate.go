@@ -79,17 +79,22 @@ var baseAggregates = map[string]*AggregateFunction{
 	"SUM": {
 		Name:        "SUM",
 		Description: "Sums the non-NULL values; NULL when there are none.",
-		Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(18, s)"},
+		Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(18, s) for p up to 18, DECIMAL(p, s) above"},
 		Check: func(args []types.Type) (types.Type, error) {
 			if len(args) != 1 || !args[0].IsNumeric() {
 				return types.Type{}, typeErrorf("function SUM does not accept %s", describeArgs(args))
 			}
-			if args[0].Kind == types.Decimal {
-				return types.Type{Kind: types.Decimal, Precision: types.MaxDecimalPrecision, Scale: args[0].Scale}, nil
+			if args[0].Kind == types.Decimal && !isWide(args[0]) {
+				return types.Type{Kind: types.Decimal, Precision: types.ShortDecimalPrecision, Scale: args[0].Scale}, nil
 			}
 			return args[0], nil
 		},
-		New: func(args []types.Type) Accumulator { return &sumAcc{t: args[0]} },
+		New: func(args []types.Type) Accumulator {
+			if isWide(args[0]) {
+				return &wideSumAcc{t: args[0]}
+			}
+			return &sumAcc{t: args[0]}
+		},
 	},
 	"AVG": {
 		Name:        "AVG",
@@ -175,7 +180,7 @@ func (s *sumAcc) Add(dst, st []byte, args []types.Datum) []byte {
 		if s.t.Kind == types.Int {
 			v = int64(int32(v))
 		}
-		if s.t.Kind == types.Decimal && (v > pow10[types.MaxDecimalPrecision]-1 || v < -(pow10[types.MaxDecimalPrecision]-1) || (d.I > 0 && v < prev) || (d.I < 0 && v > prev)) {
+		if s.t.Kind == types.Decimal && (v > pow10[types.ShortDecimalPrecision]-1 || v < -(pow10[types.ShortDecimalPrecision]-1) || (d.I > 0 && v < prev) || (d.I < 0 && v > prev)) {
 			return append(dst, 0)
 		}
 	}
@@ -210,6 +215,10 @@ func (a *avgAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	case types.Double:
 		sum += d.F
 	case types.Decimal:
+		if isWide(a.t) {
+			sum += wideToFloat(d, a.t)
+			break
+		}
 		sum += float64(d.I) / pow10f[a.t.Scale]
 	default:
 		sum += float64(d.I)
@@ -244,6 +253,12 @@ func (m *minMaxAcc) Add(dst, st []byte, args []types.Datum) []byte {
 		}
 		return append(append(dst, 1), d.B...)
 	}
+	if isWide(m.t) { // the bytes behind 0x01, as a STRING's
+		if len(st) > 0 && compareDatum(d, types.Datum{B: st[1:]}, m.t)*m.sign <= 0 {
+			return append(dst, st...)
+		}
+		return append(append(dst, 1), d.B...)
+	}
 	if len(st) == 8 {
 		prev := binary.BigEndian.Uint64(st)
 		var c int
@@ -266,7 +281,7 @@ func (m *minMaxAcc) Result(st []byte) types.Datum {
 	switch {
 	case len(st) == 0:
 		return types.NullDatum
-	case m.t.Kind == types.String || m.t.Kind == types.Bytes:
+	case m.t.Kind == types.String || m.t.Kind == types.Bytes || isWide(m.t):
 		return types.Datum{B: st[1:]}
 	case m.t.Kind == types.Double:
 		return types.DoubleDatum(math.Float64frombits(binary.BigEndian.Uint64(st)))
@@ -322,6 +337,10 @@ func (a *avgAcc) Undo(dst, st []byte, args []types.Datum) []byte {
 	case types.Double:
 		sum -= d.F
 	case types.Decimal:
+		if isWide(a.t) {
+			sum -= wideToFloat(d, a.t)
+			break
+		}
 		sum -= float64(d.I) / pow10f[a.t.Scale]
 	default:
 		sum -= float64(d.I)
@@ -343,6 +362,8 @@ var (
 	_ Merger = (*sumAcc)(nil)
 	_ Merger = (*avgAcc)(nil)
 	_ Merger = (*minMaxAcc)(nil)
+	_ Merger = (*wideSumAcc)(nil)
+	_ Undoer = (*wideSumAcc)(nil)
 )
 
 func (countAcc) Merge(dst, a, b []byte) []byte {
@@ -389,4 +410,64 @@ func (m *minMaxAcc) Merge(dst, a, b []byte) []byte {
 	}
 	// b's extreme is one more value compared with a's.
 	return m.Add(dst, a, []types.Datum{m.Result(b)})
+}
+
+// wideSumAcc sums a wide DECIMAL(p, s) into DECIMAL(p, s), as ksqlDB
+// does. Its state is empty (no value yet), 0x02 and the sum's unscaled
+// two's-complement bytes, or a single 0x00 once the sum overflowed p
+// digits: the sum is then NULL and stays so (ksqlDB fails the query).
+type wideSumAcc struct {
+	t types.Type
+	w wideScratch
+}
+
+// fold adds (sign 1) or subtracts (-1) d to the sum in st.
+func (s *wideSumAcc) fold(dst, st []byte, d types.Datum, sign int) []byte {
+	switch {
+	case d.Null || len(st) == 1:
+		return append(dst, st...)
+	case len(st) == 0 && sign > 0:
+		return append(append(dst, 2), d.B...)
+	case len(st) == 0:
+		return dst
+	}
+	types.DecimalValue(&s.w.x, types.Datum{B: st[1:]}, s.t)
+	types.DecimalValue(&s.w.y, d, s.t)
+	op := OpAdd
+	if sign < 0 {
+		op = OpSub
+	}
+	s.w.arith(op, s.t.Scale)
+	r, ok := s.w.datum(s.t)
+	if !ok {
+		return append(dst, 0)
+	}
+	return append(append(dst, 2), r.B...)
+}
+
+func (s *wideSumAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	return s.fold(dst, st, args[0], 1)
+}
+
+func (s *wideSumAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	return s.fold(dst, st, args[0], -1)
+}
+
+func (s *wideSumAcc) Merge(dst, a, b []byte) []byte {
+	switch {
+	case len(b) == 0:
+		return append(dst, a...)
+	case len(a) == 0:
+		return append(dst, b...)
+	case len(a) == 1 || len(b) == 1:
+		return append(dst, 0)
+	}
+	return s.fold(dst, a, types.Datum{B: b[1:]}, 1)
+}
+
+func (s *wideSumAcc) Result(st []byte) types.Datum {
+	if len(st) < 2 {
+		return types.NullDatum
+	}
+	return types.Datum{B: st[1:]}
 }

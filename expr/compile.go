@@ -445,6 +445,9 @@ func compileArith(b *Binary, l, r Evaluator) (Evaluator, error) {
 			return types.DoubleDatum(v), nil
 		}, nil
 	case types.Decimal:
+		if isWide(b.T) || isWide(b.L.Type()) || isWide(b.R.Type()) {
+			return compileWideArith(op, b.L.Type(), b.R.Type(), b.T, l, r), nil
+		}
 		_, sx := asDecimal(b.L.Type())
 		_, sy := asDecimal(b.R.Type())
 		p, s := b.T.Precision, b.T.Scale

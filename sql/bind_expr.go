@@ -317,7 +317,7 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		// Statements recorded before CEIL and FLOOR kept a DECIMAL's
 		// type gave DECIMAL(p-s+1, 0): the same whole value, narrowed.
 		t := args[0].Type()
-		return expr.NewCast(e, types.Type{Kind: types.Decimal, Precision: min(t.Precision-t.Scale+1, types.MaxDecimalPrecision), Scale: 0})
+		return expr.NewCast(e, types.Type{Kind: types.Decimal, Precision: min(t.Precision-t.Scale+1, types.ShortDecimalPrecision), Scale: 0})
 	}
 	return e, nil
 }
