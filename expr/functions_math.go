@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -513,3 +514,37 @@ func extremum(name, desc string, sign int) *Function {
 // toRadians is Java's Math.toRadians: one multiplication by the constant
 // π/180 (the same value rounded once, not x*π then /180).
 func toRadians(deg float64) float64 { return deg * 0.017453292519943295 }
+
+// AmbiguousExtremum is ksqlDB's refusal of GREATEST or LEAST over
+// numbers of different kinds without a DOUBLE among them (INT with
+// BIGINT, or either with a DECIMAL): its variadic overloads for BIGINT,
+// DECIMAL and DOUBLE all accept them, and it will not pick one. DOUBLE
+// among the arguments leaves one overload; DECIMALs of different
+// precision are one kind. nil when the arguments are fine.
+func AmbiguousExtremum(name string, args []types.Type) error {
+	var kinds [types.Timestamp + 1]bool
+	n := 0
+	for _, t := range args {
+		if !t.IsNumeric() {
+			continue
+		}
+		if t.Kind == types.Double {
+			return nil
+		}
+		if !kinds[t.Kind] {
+			kinds[t.Kind] = true
+			n++
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = a.String()
+		if a.Kind == types.Unknown {
+			parts[i] = "null"
+		}
+	}
+	return typeErrorf("Function '%s' cannot be resolved due to ambiguous method parameters (%s).", strings.ToLower(name), strings.Join(parts, ", "))
+}

@@ -308,6 +308,11 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		if err := temporalLiterals(args); err != nil {
 			return nil, b.errAt(name, CodeDatatypeMismatch, "%v", err)
 		}
+		if !b.sqlNulls { // statements recorded before this check keep running
+			if err := expr.AmbiguousExtremum(name, argTypes); err != nil {
+				return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
+			}
+		}
 	}
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
