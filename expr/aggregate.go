@@ -3,6 +3,7 @@ package expr
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -33,6 +34,39 @@ type Accumulator interface {
 	// Result is the aggregate's value for state; its bytes are valid
 	// until the next call.
 	Result(state []byte) types.Datum
+}
+
+// Checker is an Accumulator whose fold can fail for a row: a DECIMAL SUM
+// that no longer fits its type. The caller checks each state Add or Undo
+// returned; an error makes the row a bad record, and the group keeps its
+// previous state.
+type Checker interface {
+	Check(state []byte) error
+}
+
+// KsqlSum is SUM as ksqlDB types it: SUM(DECIMAL(p, s)) is DECIMAL(p, s)
+// and a sum that does not fit p digits fails its row ("numeric field
+// overflow", a Checker); other types as SUM. The binder uses it for new
+// statements. SUM in the registry keeps DECIMAL(18, s) for short
+// decimals, whose sum turns NULL on overflow, for statements recorded
+// before (their output must not change).
+var KsqlSum = &AggregateFunction{
+	Name:        "SUM",
+	Description: baseAggregates["SUM"].Description,
+	Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(p, s)"},
+	Check: func(args []types.Type) (types.Type, error) {
+		t, err := baseAggregates["SUM"].Check(args)
+		if err == nil && args[0].Kind == types.Decimal {
+			t = args[0]
+		}
+		return t, err
+	},
+	New: func(args []types.Type) Accumulator {
+		if args[0].Kind == types.Decimal && !isWide(args[0]) {
+			return &sumAcc{t: args[0], checked: true}
+		}
+		return baseAggregates["SUM"].New(args)
+	},
 }
 
 // LookupAggregate finds an aggregate function by name, case-insensitively.
@@ -154,9 +188,30 @@ func (countAcc) Result(st []byte) types.Datum {
 
 // sumAcc: state is empty (no value yet) or 8 bytes: the sum as int64
 // (INT, BIGINT, DECIMAL unscaled) or float64 bits (DOUBLE). Integer sums
-// wrap as Java's do; a DECIMAL sum that overflows 18 digits saturates to
-// NULL and stays NULL.
-type sumAcc struct{ t types.Type }
+// wrap as Java's do; a DECIMAL sum that overflows 18 digits (checked: the
+// type's precision) becomes the one-byte state 0x00: NULL from then on,
+// or, checked, an error for the row (see Checker).
+type sumAcc struct {
+	t       types.Type
+	checked bool
+}
+
+var (
+	_ Checker = (*sumAcc)(nil)
+	_ Checker = (*wideSumAcc)(nil)
+)
+
+// Check fails a checked DECIMAL sum that overflowed.
+func (s *sumAcc) Check(st []byte) error {
+	if s.checked && len(st) == 1 {
+		return sumOverflow(s.t)
+	}
+	return nil
+}
+
+func sumOverflow(t types.Type) error {
+	return fmt.Errorf("function SUM: %w: the sum does not fit %s", types.ErrDecimalOverflow, t)
+}
 
 func (s *sumAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	d := args[0]
@@ -180,8 +235,14 @@ func (s *sumAcc) Add(dst, st []byte, args []types.Datum) []byte {
 		if s.t.Kind == types.Int {
 			v = int64(int32(v))
 		}
-		if s.t.Kind == types.Decimal && (v > pow10[types.ShortDecimalPrecision]-1 || v < -(pow10[types.ShortDecimalPrecision]-1) || (d.I > 0 && v < prev) || (d.I < 0 && v > prev)) {
-			return append(dst, 0)
+		if s.t.Kind == types.Decimal {
+			limit := pow10[types.ShortDecimalPrecision] - 1
+			if s.checked {
+				limit = pow10[s.t.Precision] - 1
+			}
+			if v > limit || v < -limit || (d.I > 0 && v < prev) || (d.I < 0 && v > prev) {
+				return append(dst, 0)
+			}
 		}
 	}
 	return binary.BigEndian.AppendUint64(dst, uint64(v))
@@ -316,9 +377,16 @@ func (s *sumAcc) Undo(dst, st []byte, args []types.Datum) []byte {
 		v := math.Float64frombits(binary.BigEndian.Uint64(st)) - d.F
 		return binary.BigEndian.AppendUint64(dst, math.Float64bits(v))
 	}
-	v := int64(binary.BigEndian.Uint64(st)) - d.I
+	prev := int64(binary.BigEndian.Uint64(st))
+	v := prev - d.I
 	if s.t.Kind == types.Int {
 		v = int64(int32(v))
+	}
+	if s.checked {
+		limit := pow10[s.t.Precision] - 1
+		if v > limit || v < -limit || (d.I < 0 && v < prev) || (d.I > 0 && v > prev) {
+			return append(dst, 0)
+		}
 	}
 	return binary.BigEndian.AppendUint64(dst, uint64(v))
 }
@@ -463,6 +531,14 @@ func (s *wideSumAcc) Merge(dst, a, b []byte) []byte {
 		return append(dst, 0)
 	}
 	return s.fold(dst, a, types.Datum{B: b[1:]}, 1)
+}
+
+// Check fails a sum that overflowed.
+func (s *wideSumAcc) Check(st []byte) error {
+	if len(st) == 1 {
+		return sumOverflow(s.t)
+	}
+	return nil
 }
 
 func (s *wideSumAcc) Result(st []byte) types.Datum {
