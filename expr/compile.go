@@ -157,6 +157,19 @@ func compileUnary(u *Unary, sc *scope) (Evaluator, error) {
 			return types.BoolDatum(d.I == 0), nil
 		}, nil
 	}
+	if t := u.X.Type(); isWide(t) {
+		var w wideScratch
+		return func(row types.Row) (types.Datum, error) {
+			d, err := x(row)
+			if err != nil || d.Null {
+				return d, err
+			}
+			types.DecimalValue(&w.r, d, t)
+			w.r.Negative = !w.r.Negative
+			d, _ = w.datum(t)
+			return d, nil
+		}, nil
+	}
 	switch u.X.Type().Kind {
 	case types.Double:
 		return func(row types.Row) (types.Datum, error) {
