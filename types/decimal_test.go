@@ -119,4 +119,3 @@ func TestDecimalDatumFromApd(t *testing.T) {
 		t.Errorf("DecimalValue of a short datum: %s", z.String())
 	}
 }
-
