@@ -63,7 +63,7 @@ var KsqlSum = &AggregateFunction{
 	},
 	New: func(args []types.Type) Accumulator {
 		if args[0].Kind == types.Decimal && !isWide(args[0]) {
-			return &sumAcc{t: args[0], checked: true}
+			return &checkedSumAcc{sumAcc{t: args[0], checked: true}}
 		}
 		return baseAggregates["SUM"].New(args)
 	},
@@ -197,13 +197,20 @@ type sumAcc struct {
 }
 
 var (
-	_ Checker = (*sumAcc)(nil)
+	_ Checker = (*checkedSumAcc)(nil)
 	_ Checker = (*wideSumAcc)(nil)
+	_ Undoer  = (*checkedSumAcc)(nil)
+	_ Merger  = (*checkedSumAcc)(nil)
 )
 
-// Check fails a checked DECIMAL sum that overflowed.
-func (s *sumAcc) Check(st []byte) error {
-	if s.checked && len(st) == 1 {
+// checkedSumAcc is KsqlSum's short DECIMAL sum: a sumAcc (checked) whose
+// overflow fails the row. Only it is a Checker, so other sums cost no
+// check per row.
+type checkedSumAcc struct{ sumAcc }
+
+// Check fails a sum that overflowed.
+func (s *checkedSumAcc) Check(st []byte) error {
+	if len(st) == 1 {
 		return sumOverflow(s.t)
 	}
 	return nil
