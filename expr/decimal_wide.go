@@ -309,3 +309,17 @@ func wideSign(a []types.Datum) (types.Datum, error) {
 	}
 	return types.IntDatum(1), nil
 }
+
+// NegLiteral returns the literal -l of l's type (l not NULL): what the
+// binder folds a minus sign before a number into.
+func NegLiteral(l *Literal) *Literal {
+	v := l.V
+	if isWide(l.T) {
+		var z apd.Decimal
+		types.DecimalValue(&z, v, l.T).Negative = !z.Negative
+		v, _, _ = types.DecimalDatum(&z, l.T, nil)
+		return &Literal{V: v, T: l.T}
+	}
+	v.I, v.F = -v.I, -v.F
+	return &Literal{V: v, T: l.T}
+}

@@ -285,3 +285,16 @@ func TestAmbiguousExtremum(t *testing.T) {
 		}
 	}
 }
+
+func TestNegLiteral(t *testing.T) {
+	w := wideLit("0.12345678905234567891", dt(20, 20))
+	if got := types.Text(NegLiteral(w.(*Literal)).V, dt(20, 20)); got != "-0.12345678905234567891" {
+		t.Errorf("-wide: %s", got)
+	}
+	if got := types.Text(NegLiteral(w.(*Literal)).V, dt(20, 20)); got != "-0.12345678905234567891" {
+		t.Errorf("the literal changed: %s", got)
+	}
+	if got := NegLiteral(dec("1.5").(*Literal)).V.I; got != -15 {
+		t.Errorf("-short: %d", got)
+	}
+}
