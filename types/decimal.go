@@ -70,6 +70,18 @@ func DecimalDatum(x *apd.Decimal, t Type, buf []byte) (d Datum, out []byte, ok b
 		return NullDatum, buf, false
 	}
 	var r apd.Decimal
+	if !x.IsZero() {
+		// The place of the leading digit bounds the work: text such as
+		// 1e999999999 must fail (or 1e-999999999 round to zero) before
+		// Quantize writes out its digits.
+		lead := int64(x.Exponent) + x.NumDigits() - 1
+		if lead >= int64(t.Precision-t.Scale) {
+			return NullDatum, buf, false
+		}
+		if lead < -int64(t.Scale)-1 { // below half a unit of the last place
+			x = &r
+		}
+	}
 	if _, err := DecimalContext.Quantize(&r, x, int32(-t.Scale)); err != nil {
 		return NullDatum, buf, false
 	}

@@ -76,6 +76,9 @@ func TestWideDecimalParseRoundsAndOverflows(t *testing.T) {
 		"1.5e1":                    "15.0000000000000000000",
 		"99.99999999999999999994":  "99.9999999999999999999",
 		"-99.99999999999999999994": "-99.9999999999999999999",
+		"1e-999999999":             "0.0000000000000000000", // at once, not after writing its digits
+		"-5e-20":                   "-0.0000000000000000001",
+		"4.9e-20":                  "0.0000000000000000000",
 	} {
 		d, _, err := ParseDecimalDatum([]byte(in), typ, nil)
 		if err != nil {
@@ -86,7 +89,7 @@ func TestWideDecimalParseRoundsAndOverflows(t *testing.T) {
 			t.Errorf("%s: %s, want %s", in, got, want)
 		}
 	}
-	for _, in := range []string{"100", "99.99999999999999999995", "-100.5", "abc", "", "NaN", "Infinity", "1e"} {
+	for _, in := range []string{"100", "99.99999999999999999995", "-100.5", "abc", "", "NaN", "Infinity", "1e", "1e999999999"} {
 		if d, _, err := ParseDecimalDatum([]byte(in), typ, nil); err == nil {
 			t.Errorf("%q accepted as %s", in, Text(d, typ))
 		}
@@ -118,4 +121,34 @@ func TestDecimalDatumFromApd(t *testing.T) {
 	if DecimalValue(&z, IntDatum(-1234), decType(6, 2)).String() != "-12.34" {
 		t.Errorf("DecimalValue of a short datum: %s", z.String())
 	}
+}
+
+// FuzzWideDecimal: any text that parses into a wide DECIMAL reads back
+// from its text and from its unscaled bytes to the same canonical bytes;
+// arbitrary unscaled bytes never panic.
+func FuzzWideDecimal(f *testing.F) {
+	for _, s := range []string{"0", "-1", "10.1234512345123451234", "1e18", "-99999999999999999999.9999999999", "0.00000000005", "x", ""} {
+		f.Add(s, []byte{0x80, 0, 0})
+	}
+	typ := decType(30, 10)
+	f.Fuzz(func(t *testing.T, s string, raw []byte) {
+		if d, _, ok := WideDecimalFromUnscaled(raw, 12, typ, nil); ok {
+			if again, _, err := ParseDecimalDatum([]byte(Text(d, typ)), typ, nil); err != nil || !bytes.Equal(again.B, d.B) {
+				t.Fatalf("%x: %s reads back as %x, %v", raw, Text(d, typ), again.B, err)
+			}
+		}
+		d, _, err := ParseDecimalDatum([]byte(s), typ, nil)
+		if err != nil {
+			return
+		}
+		text := Text(d, typ)
+		again, _, err := ParseDecimalDatum([]byte(text), typ, nil)
+		if err != nil || !bytes.Equal(again.B, d.B) {
+			t.Fatalf("%q → %s → %x, %v (first %x)", s, text, again.B, err, d.B)
+		}
+		back, _, ok := WideDecimalFromUnscaled(AppendUnscaled(nil, d, typ), typ.Scale, typ, nil)
+		if !ok || !bytes.Equal(back.B, d.B) {
+			t.Fatalf("%q: unscaled bytes read back as %x", s, back.B)
+		}
+	})
 }
