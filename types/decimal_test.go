@@ -76,7 +76,7 @@ func TestWideDecimalParseRoundsAndOverflows(t *testing.T) {
 		"1.5e1":                    "15.0000000000000000000",
 		"99.99999999999999999994":  "99.9999999999999999999",
 		"-99.99999999999999999994": "-99.9999999999999999999",
-		"1e-999999999":             "0.0000000000000000000", // at once, not after writing its digits
+		"1e-99999":                 "0.0000000000000000000", // at once, not after writing its digits
 		"-5e-20":                   "-0.0000000000000000001",
 		"4.9e-20":                  "0.0000000000000000000",
 	} {
@@ -89,7 +89,7 @@ func TestWideDecimalParseRoundsAndOverflows(t *testing.T) {
 			t.Errorf("%s: %s, want %s", in, got, want)
 		}
 	}
-	for _, in := range []string{"100", "99.99999999999999999995", "-100.5", "abc", "", "NaN", "Infinity", "1e", "1e999999999"} {
+	for _, in := range []string{"100", "99.99999999999999999995", "-100.5", "abc", "", "NaN", "Infinity", "1e", "1e999999999", "1e99999"} {
 		if d, _, err := ParseDecimalDatum([]byte(in), typ, nil); err == nil {
 			t.Errorf("%q accepted as %s", in, Text(d, typ))
 		}
