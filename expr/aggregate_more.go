@@ -151,6 +151,11 @@ func appendValue(dst []byte, d types.Datum, t types.Type) []byte {
 		return append(dst, d.B...)
 	case types.Double:
 		return binary.BigEndian.AppendUint64(dst, math.Float64bits(d.F))
+	case types.Decimal:
+		if isWide(t) {
+			dst = binary.AppendUvarint(dst, uint64(len(d.B)))
+			return append(dst, d.B...)
+		}
 	}
 	return binary.BigEndian.AppendUint64(dst, uint64(d.I))
 }
@@ -180,7 +185,10 @@ func readValue(b []byte, t types.Type) (types.Datum, []byte) {
 			d.L = append(d.L, e)
 		}
 		return d, b
-	case types.String, types.Bytes:
+	case types.String, types.Bytes, types.Decimal:
+		if t.Kind == types.Decimal && !isWide(t) {
+			break
+		}
 		n, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w) < n {
 			return types.NullDatum, nil

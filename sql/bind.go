@@ -372,9 +372,7 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 			op = expr.OpNot
 		case opcode.Minus:
 			if lit, ok := x.(*expr.Literal); ok && !lit.V.Null {
-				v := lit.V
-				v.I, v.F = -v.I, -v.F
-				return &expr.Literal{V: v, T: lit.T}, nil
+				return expr.NegLiteral(lit), nil
 			}
 			op = expr.OpNeg
 		case opcode.Plus:

@@ -281,6 +281,11 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	if !ok {
 		return nil, true, b.errAt(name, CodeUndefinedFunction, "aggregate function %s is not supported yet", name)
 	}
+	if fn.Name == "SUM" && !b.sqlNulls {
+		// ksqlDB's DECIMAL sum type and overflow; statements recorded
+		// before keep the registry's.
+		fn = expr.KsqlSum
+	}
 	// Aggregate arguments read input columns: bind them outside the scope.
 	b.agg = nil
 	bound, err := b.exprs(args)

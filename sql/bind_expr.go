@@ -308,6 +308,11 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		if err := temporalLiterals(args); err != nil {
 			return nil, b.errAt(name, CodeDatatypeMismatch, "%v", err)
 		}
+		if !b.sqlNulls { // statements recorded before this check keep running
+			if err := expr.AmbiguousExtremum(name, argTypes); err != nil {
+				return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
+			}
+		}
 	}
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
@@ -317,7 +322,7 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		// Statements recorded before CEIL and FLOOR kept a DECIMAL's
 		// type gave DECIMAL(p-s+1, 0): the same whole value, narrowed.
 		t := args[0].Type()
-		return expr.NewCast(e, types.Type{Kind: types.Decimal, Precision: min(t.Precision-t.Scale+1, types.MaxDecimalPrecision), Scale: 0})
+		return expr.NewCast(e, types.Type{Kind: types.Decimal, Precision: min(t.Precision-t.Scale+1, types.ShortDecimalPrecision), Scale: 0})
 	}
 	return e, nil
 }

@@ -196,6 +196,12 @@ func (c *delimitedCodec) set(d *Datum, t Type, field []byte, quoted bool) error 
 	case Double:
 		d.F, err = parseDouble(text)
 	case Decimal:
+		if t.IsWideDecimal() {
+			var v Datum
+			v, c.scratch, err = ParseDecimalDatum(text, t, c.scratch)
+			d.B = v.B
+			break
+		}
 		d.I, err = parseDecimalFor(text, t)
 	case Date, Time, Timestamp:
 		d.I, err = parseTemporal(text, k)
@@ -239,7 +245,7 @@ func (c *delimitedCodec) Encode(dst []byte, row Row) ([]byte, error) {
 				dst = appendDouble(dst, d.F)
 			}
 		case Decimal:
-			dst = AppendDecimal(dst, d.I, c.types[i].Scale)
+			dst = AppendDecimalDatum(dst, d, c.types[i])
 		}
 		if len(dst) == start || c.needsQuotes(dst[start:]) {
 			dst = c.quote(dst, start)
