@@ -284,6 +284,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[aliasesProp] = aliasesKsql
 		cmd.Props[nullsProp] = nullsKsql
 		cmd.Props[headersProp] = "true"
+		cmd.Props[delimitedProp] = delimitedKsql
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
@@ -346,7 +347,13 @@ const (
 	// records' headers onto its output (exec.Config.PropagateHeaders);
 	// queries recorded before keep writing records without them.
 	headersProp = "sqlstreams.headers.propagate"
-	aliasesKsql = "ksql"
+	// delimitedProp, recorded with every catalog command since sinks
+	// quote DELIMITED values as ksqlDB does, turns that quoting on for
+	// the command's query (exec.Config.KsqlDelimited); queries recorded
+	// before keep quoting only the fields that need it.
+	delimitedProp = "sqlstreams.delimited.quoting"
+	delimitedKsql = "ksql"
+	aliasesKsql   = "ksql"
 )
 
 // nullsProp, recorded with every catalog command, says how comparisons,
@@ -679,6 +686,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	cfg := exec.Config{
 		Paused:            cq != nil && cq.Paused,
 		PropagateHeaders:  props[headersProp] == "true",
+		KsqlDelimited:     props[delimitedProp] == delimitedKsql || e.cfg.Headless != nil,
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
 		Brokers:           e.cfg.Brokers,
