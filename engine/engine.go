@@ -285,6 +285,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[nullsProp] = nullsKsql
 		cmd.Props[headersProp] = "true"
 		cmd.Props[delimitedProp] = delimitedKsql
+		cmd.Props[aggregatesProp] = aggregatesKsql
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
@@ -353,7 +354,13 @@ const (
 	// before keep quoting only the fields that need it.
 	delimitedProp = "sqlstreams.delimited.quoting"
 	delimitedKsql = "ksql"
-	aliasesKsql   = "ksql"
+	// aggregatesProp, recorded with every catalog command since
+	// STDDEV_SAMP, STDDEV_SAMPLE and CORRELATION compute what ksqlDB's
+	// do, binds them so; commands recorded before bind their former
+	// definitions (sql.Select.LegacyAggregates).
+	aggregatesProp = "sqlstreams.aggregates"
+	aggregatesKsql = "ksql"
+	aliasesKsql    = "ksql"
 )
 
 // nullsProp, recorded with every catalog command, says how comparisons,
@@ -365,6 +372,28 @@ const (
 	nullsProp = "sqlstreams.null.comparison"
 	nullsKsql = "ksql"
 )
+
+// collectLimits reads ksqlDB's ksql.functions.collect_list.limit and
+// ksql.functions.collect_set.limit from a command's properties.
+func collectLimits(props map[string]string) (map[string]int, error) {
+	var out map[string]int
+	for _, fn := range []string{"COLLECT_LIST", "COLLECT_SET"} {
+		prop := "ksql.functions." + strings.ToLower(fn) + ".limit"
+		v, ok := props[prop]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return nil, sql.Errorf(sql.CodeInvalidParameter, "%s must be a positive whole number, not %q", prop, v)
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[fn] = n
+	}
+	return out, nil
+}
 
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
@@ -417,15 +446,22 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
+	legacyAggs := !live && e.cfg.Headless == nil && cmd.Props[aggregatesProp] != aggregatesKsql
+	limits, err := collectLimits(cmd.Props)
+	if err != nil {
+		return Result{}, err
+	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
 	case *sql.CreateAs:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
+		st.Select.LegacyAggregates, st.Select.CollectLimits = legacyAggs, limits
 	case *sql.InsertSelect:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
+		st.Select.LegacyAggregates, st.Select.CollectLimits = legacyAggs, limits
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

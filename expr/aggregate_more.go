@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -68,7 +69,7 @@ func moreAggregates() []*AggregateFunction {
 		},
 		{
 			Name:        "STDDEV_SAMP",
-			Description: "The sample standard deviation of the non-NULL values.",
+			Description: "The sample variance of the non-NULL values (what ksqlDB's STDDEV_SAMP returns; STDDEV_SAMPLE is the standard deviation); 0.0 for fewer than two.",
 			Signatures:  []string{"STDDEV_SAMP(INTEGER | BIGINT | DOUBLE | DECIMAL) -> DOUBLE"},
 			Check: func(args []types.Type) (types.Type, error) {
 				if len(args) != 1 || !args[0].IsNumeric() {
@@ -76,11 +77,11 @@ func moreAggregates() []*AggregateFunction {
 				}
 				return types.DoubleType, nil
 			},
-			New: func(args []types.Type) Accumulator { return &momentsAcc{ts: args} },
+			New: func(args []types.Type) Accumulator { return &youngsCramerAcc{t: args[0]} },
 		},
 		{
 			Name:        "CORRELATION",
-			Description: "The Pearson correlation of the pairs where both values are non-NULL.",
+			Description: "The Pearson correlation of the pairs where both values are non-NULL (NaN when it is undefined, as in ksqlDB).",
 			Signatures:  []string{"CORRELATION(numeric, numeric) -> DOUBLE"},
 			Check: func(args []types.Type) (types.Type, error) {
 				if len(args) != 2 || !args[0].IsNumeric() || !args[1].IsNumeric() {
@@ -88,7 +89,7 @@ func moreAggregates() []*AggregateFunction {
 				}
 				return types.DoubleType, nil
 			},
-			New: func(args []types.Type) Accumulator { return &momentsAcc{ts: args} },
+			New: func(args []types.Type) Accumulator { return &correlationAcc{ts: args} },
 		},
 	}
 }
@@ -370,11 +371,31 @@ func (o *offsetAcc) Merge(dst, a, b []byte) []byte {
 	return o.join(dst, vals)
 }
 
+// CollectWithLimit returns COLLECT_LIST or COLLECT_SET (name) keeping at
+// most limit values, as ksqlDB's ksql.functions.collect_list.limit and
+// ksql.functions.collect_set.limit configure them; false for another name
+// or a limit below 1.
+func CollectWithLimit(name string, limit int) (*AggregateFunction, bool) {
+	switch name {
+	case "COLLECT_LIST", "COLLECT_SET":
+		if limit < 1 {
+			return nil, false
+		}
+		return collectAggLimit(name, name == "COLLECT_SET", limit), true
+	}
+	return nil, false
+}
+
 func collectAgg(name string, distinct bool) *AggregateFunction {
+	return collectAggLimit(name, distinct, CollectLimit)
+}
+
+func collectAggLimit(name string, distinct bool, limit int) *AggregateFunction {
 	return &AggregateFunction{
-		Name:        name,
-		Description: "Collects the values into an ARRAY (" + map[bool]string{true: "distinct", false: "in order"}[distinct] + ", at most 1,000).",
-		Signatures:  []string{name + "(T) -> ARRAY<T> for scalar T"},
+		CompositeState: true,
+		Name:           name,
+		Description:    "Collects the values into an ARRAY (" + map[bool]string{true: "distinct", false: "in order"}[distinct] + ", at most 1,000 unless ksql.functions." + strings.ToLower(name) + ".limit says otherwise).",
+		Signatures:     []string{name + "(T) -> ARRAY<T> for scalar T"},
 		Check: func(args []types.Type) (types.Type, error) {
 			if len(args) != 1 || !stateValue(args[0]) {
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
@@ -384,9 +405,9 @@ func collectAgg(name string, distinct bool) *AggregateFunction {
 		},
 		New: func(args []types.Type) Accumulator {
 			if distinct {
-				return &setAcc{t: args[0], limit: CollectLimit, ordered: true}
+				return &setAcc{t: args[0], limit: limit, ordered: true}
 			}
-			return &listAcc{t: args[0]}
+			return &listAcc{t: args[0], limit: limit}
 		},
 	}
 }
@@ -395,8 +416,9 @@ func collectAgg(name string, distinct bool) *AggregateFunction {
 // kept as ksqlDB's COLLECT_LIST keeps them, marked by a 0 byte (values
 // by a 1).
 type listAcc struct {
-	t   types.Type
-	out []types.Datum
+	t     types.Type
+	limit int
+	out   []types.Datum
 }
 
 func (l *listAcc) Add(dst, st []byte, args []types.Datum) []byte {
@@ -404,7 +426,7 @@ func (l *listAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	if w <= 0 {
 		n, w = 0, len(st)
 	}
-	if n >= CollectLimit {
+	if n >= uint64(l.limit) {
 		return append(dst, st...)
 	}
 	dst = binary.AppendUvarint(dst, n+1)
@@ -464,8 +486,8 @@ func (l *listAcc) Undo(dst, st []byte, args []types.Datum) []byte {
 // Merge appends b's values to a's, up to the limit.
 func (l *listAcc) Merge(dst, a, b []byte) []byte {
 	es := append(l.entries(a), l.entries(b)...)
-	if len(es) > CollectLimit {
-		es = es[:CollectLimit]
+	if len(es) > l.limit {
+		es = es[:l.limit]
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(es)))
 	for _, e := range es {

@@ -40,6 +40,10 @@ type binder struct {
 	// sqlNulls keeps SQL's NULL comparisons (Select.SQLNulls); otherwise
 	// they are ksqlDB's.
 	sqlNulls bool
+	// legacyAggs and collectLimits are Select.LegacyAggregates and
+	// Select.CollectLimits.
+	legacyAggs    bool
+	collectLimits map[string]int
 	// query is set while binding a persistent query's SELECT (CREATE …
 	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
 	query bool
@@ -74,7 +78,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
-		query: sel.persistent || sel.inserting}
+		legacyAggs: sel.LegacyAggregates, collectLimits: sel.CollectLimits, query: sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}

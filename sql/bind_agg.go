@@ -187,6 +187,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	if err != nil {
 		return nil, b.errAt("GROUP", CodeDatatypeMismatch, "%v", err)
 	}
+	if err := b.checkAggregateFormats(scope.aggs); err != nil {
+		return nil, err
+	}
 	if fromTable {
 		// A changed row leaves its old group: the aggregates must be able
 		// to take a row back out.
@@ -276,6 +279,14 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	if !ok {
 		return nil, true, b.errAt(name, CodeUndefinedFunction, "aggregate function %s is not supported yet", name)
 	}
+	if old, ok := expr.LookupLegacyAggregate(name); ok && b.legacyAggs {
+		fn = old
+	}
+	if n, ok := b.collectLimits[name]; ok {
+		if limited, ok := expr.CollectWithLimit(name, n); ok {
+			fn = limited
+		}
+	}
 	// Aggregate arguments read input columns: bind them outside the scope.
 	b.agg = nil
 	bound, err := b.exprs(args)
@@ -303,6 +314,28 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	}
 	sc.aggs, sc.aggText = append(sc.aggs, call), append(sc.aggText, key)
 	return aggColumn(sc, len(sc.aggs)-1), true, nil
+}
+
+// checkAggregateFormats refuses, as ksqlDB does, a GROUP BY over a source
+// whose value format is KAFKA, and aggregates whose intermediate value
+// ksqlDB keeps as a STRUCT, ARRAY or MAP over a DELIMITED source (its
+// aggregation stores use the source's value format). Queries recorded
+// before these checks (Select.LegacyAggregates) are not refused.
+func (b *binder) checkAggregateFormats(aggs []*planner.AggCall) error {
+	if b.legacyAggs || b.src == nil {
+		return nil
+	}
+	switch b.src.ValueFormat {
+	case types.FormatKafka:
+		return b.errAt("GROUP", CodeFeatureNotSupport, "Source(s) %s are using the 'KAFKA' value format. This format does not yet support GROUP BY.", b.src.Name)
+	case types.FormatDelimited:
+		for _, c := range aggs {
+			if c.Fn.CompositeState {
+				return b.errAt(c.Fn.Name, CodeFeatureNotSupport, "One of the functions used in the statement has an intermediate type that the value format can not handle. Please remove the function or change the format. (%s over the DELIMITED source %s)", c.Fn.Name, b.src.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // groupKeysFirst orders a grouped projection as ksqlDB's result: the

@@ -124,6 +124,16 @@ type Select struct {
 	// a STRING literal bind (ksqlDB refuses them), and CEIL and FLOOR of
 	// a DECIMAL(p, s) give DECIMAL(p-s+1, 0), not DECIMAL(p, s).
 	SQLNulls bool
+	// LegacyAggregates binds the aggregates whose results changed to
+	// follow ksqlDB's with their former definitions
+	// (expr.LookupLegacyAggregate). The engine sets it for queries
+	// replayed from commands recorded before, so that their output stays
+	// as it was.
+	LegacyAggregates bool
+	// CollectLimits caps COLLECT_LIST and COLLECT_SET (by name) at other
+	// than 1,000 values: ksqlDB's ksql.functions.collect_list.limit and
+	// ksql.functions.collect_set.limit, recorded with the command.
+	CollectLimits map[string]int
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
