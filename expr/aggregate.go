@@ -71,8 +71,8 @@ var aggregates = func() map[string]*AggregateFunction {
 // LookupLegacyAggregate finds the definition an aggregate had before it
 // followed ksqlDB's results (STDDEV_SAMP and STDDEV_SAMPLE both the
 // standard deviation by Welford's method, CORRELATION NULL when undefined
-// and refusing tables), for queries recorded before; false when name
-// has not changed.
+// and refusing tables, COLLECT_SET leaving NULL out), for queries
+// recorded before; false when name has not changed.
 func LookupLegacyAggregate(name string) (*AggregateFunction, bool) {
 	f, ok := legacyAggregates[strings.ToUpper(name)]
 	return f, ok
@@ -91,7 +91,10 @@ var legacyAggregates = func() map[string]*AggregateFunction {
 	corr := *aggregates["CORRELATION"]
 	corr.Description = "The Pearson correlation of the pairs where both values are non-NULL."
 	corr.New = func(args []types.Type) Accumulator { return &momentsAcc{ts: args} }
-	return map[string]*AggregateFunction{std.Name: std, sample.Name: &sample, corr.Name: &corr}
+	set := *aggregates["COLLECT_SET"]
+	set.Description = "Collects the distinct non-NULL values into an ARRAY (in the order first seen, at most 1,000)."
+	set.New = func(args []types.Type) Accumulator { return &setAcc{t: args[0], limit: CollectLimit, ordered: true} }
+	return map[string]*AggregateFunction{std.Name: std, sample.Name: &sample, corr.Name: &corr, set.Name: &set}
 }()
 
 var baseAggregates = map[string]*AggregateFunction{

@@ -404,21 +404,31 @@ func collectAggLimit(name string, distinct bool, limit int) *AggregateFunction {
 			return types.Type{Kind: types.Array, Elem: &t}, nil
 		},
 		New: func(args []types.Type) Accumulator {
-			if distinct {
-				return &setAcc{t: args[0], limit: limit, ordered: true}
-			}
-			return &listAcc{t: args[0], limit: limit}
+			return &listAcc{t: args[0], limit: limit, distinct: distinct}
 		},
 	}
 }
 
 // listAcc: state is a count (uvarint) then the values in order; NULLs are
 // kept as ksqlDB's COLLECT_LIST keeps them, marked by a 0 byte (values
-// by a 1).
+// by a 1). With distinct (COLLECT_SET) a value already there, NULL
+// included, is not added again, as in ksqlDB's.
 type listAcc struct {
-	t     types.Type
-	limit int
-	out   []types.Datum
+	t        types.Type
+	limit    int
+	distinct bool
+	enc      []byte
+	out      []types.Datum
+}
+
+// has reports whether the list state st holds the encoded entry e.
+func (l *listAcc) has(st, e []byte) bool {
+	for _, x := range l.entries(st) {
+		if bytes.Equal(x, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *listAcc) Add(dst, st []byte, args []types.Datum) []byte {
@@ -429,12 +439,17 @@ func (l *listAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	if n >= uint64(l.limit) {
 		return append(dst, st...)
 	}
+	if args[0].Null {
+		l.enc = append(l.enc[:0], 0)
+	} else {
+		l.enc = appendValue(append(l.enc[:0], 1), args[0], l.t)
+	}
+	if l.distinct && l.has(st, l.enc) {
+		return append(dst, st...)
+	}
 	dst = binary.AppendUvarint(dst, n+1)
 	dst = append(dst, st[w:]...)
-	if args[0].Null {
-		return append(dst, 0)
-	}
-	return appendValue(append(dst, 1), args[0], l.t)
+	return append(dst, l.enc...)
 }
 
 // entries splits a list state into its count and encoded entries.
@@ -483,9 +498,15 @@ func (l *listAcc) Undo(dst, st []byte, args []types.Datum) []byte {
 	return append(dst, st...)
 }
 
-// Merge appends b's values to a's, up to the limit.
+// Merge appends b's values to a's (those a lacks, with distinct), up to
+// the limit.
 func (l *listAcc) Merge(dst, a, b []byte) []byte {
-	es := append(l.entries(a), l.entries(b)...)
+	es := l.entries(a)
+	for _, e := range l.entries(b) {
+		if !l.distinct || !l.has(a, e) {
+			es = append(es, e)
+		}
+	}
 	if len(es) > l.limit {
 		es = es[:l.limit]
 	}

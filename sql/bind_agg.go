@@ -282,7 +282,7 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	if old, ok := expr.LookupLegacyAggregate(name); ok && b.legacyAggs {
 		fn = old
 	}
-	if n, ok := b.collectLimits[name]; ok {
+	if n, ok := b.collectLimits[name]; ok && !b.legacyAggs {
 		if limited, ok := expr.CollectWithLimit(name, n); ok {
 			fn = limited
 		}
