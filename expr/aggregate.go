@@ -26,6 +26,10 @@ type AggregateFunction struct {
 	// a STRUCT, ARRAY or MAP, which its DELIMITED format cannot store, so
 	// it refuses the aggregate over a DELIMITED source.
 	CompositeState bool
+	// LiteralFrom, when above 0, is the position (0-based) from which
+	// the arguments must be literal constants, as ksqlDB's UDAF
+	// initialisation arguments are.
+	LiteralFrom int
 }
 
 // Accumulator folds rows into an aggregate's state. It may keep scratch
@@ -61,6 +65,7 @@ var aggregates = func() map[string]*AggregateFunction {
 		m[f.Name] = f
 	}
 	m["STDDEV_SAMPLE"] = stddevSample()
+	m["EARLIEST_BY_OFFSET"].LiteralFrom, m["LATEST_BY_OFFSET"].LiteralFrom = 1, 1
 	for _, name := range []string{"AVG", "STDDEV_SAMP", "STDDEV_SAMPLE", "CORRELATION", "COLLECT_LIST", "COLLECT_SET",
 		"TOPK", "TOPKDISTINCT", "HISTOGRAM", "COUNT_DISTINCT", "LATEST_BY_OFFSET", "EARLIEST_BY_OFFSET"} {
 		m[name].CompositeState = true

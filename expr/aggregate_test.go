@@ -119,7 +119,7 @@ func TestAggregates(t *testing.T) {
 		{"LATEST_BY_OFFSET", []types.Type{S}, str("a", "b", "NULL"), "b"},
 		{"EARLIEST_BY_OFFSET", []types.Type{S}, str("NULL", "a", "b"), "a"},
 		{"COLLECT_LIST", []types.Type{S}, str("b", "a", "b"), `["b","a","b"]`},
-		{"COLLECT_SET", []types.Type{S}, str("b", "a", "b"), `["b","a"]`}, // in the order first seen, as ksqlDB keeps them
+		{"COLLECT_SET", []types.Type{S}, str("b", "a", "b"), `["b","a"]`},             // in the order first seen, as ksqlDB keeps them
 		{"COLLECT_SET", []types.Type{S}, str("b", "NULL", "b", "NULL"), `["b",null]`}, // NULL once, as in ksqlDB
 		{"COUNT_DISTINCT", []types.Type{I}, i(5, 1, 5, 2, 1), "3"},
 		{"TOPK", []types.Type{I, types.IntType}, withK(2, i(3, 9, 2, 9)), "[9,9]"},

@@ -297,6 +297,9 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	ts := make([]types.Type, len(bound))
 	for i, a := range bound {
 		ts[i] = a.Type()
+		if _, lit := a.(*expr.Literal); fn.LiteralFrom > 0 && i >= fn.LiteralFrom && !lit && !b.legacyAggs {
+			return nil, true, b.errAt(name, CodeInvalidParameter, "Parameter %d passed to function %s must be a literal constant, but was expression: '%s'", i+1, name, strings.Trim(restore(args[i]), "`\""))
+		}
 	}
 	t, err := fn.Check(ts)
 	if err != nil {
