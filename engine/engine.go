@@ -285,8 +285,14 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[nullsProp] = nullsKsql
 		cmd.Props[headersProp] = "true"
 		cmd.Props[delimitedProp] = delimitedKsql
-		cmd.Props[aggregatesProp] = aggregatesKsql
+		cmd.Props[functionsProp] = functionsKsql
 		defaultFormats(st, cmd.Props)
+		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
+			// As ksqlDB, whether or not it exists. (Only new statements:
+			// a recorded one replays as it ran.)
+			kind := strings.ToLower(cs.Kind.String())
+			return Result{}, sql.NameError(cs, sql.CodeFeatureNotSupport, "Cannot add %s '%s': CREATE OR REPLACE is not supported on source %ss.", kind, cs.Name, kind)
+		}
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
 				return Result{}, err
@@ -354,13 +360,15 @@ const (
 	// before keep quoting only the fields that need it.
 	delimitedProp = "sqlstreams.delimited.quoting"
 	delimitedKsql = "ksql"
-	// aggregatesProp, recorded with every catalog command since
-	// STDDEV_SAMP, STDDEV_SAMPLE and CORRELATION compute what ksqlDB's
-	// do, binds them so; commands recorded before bind their former
-	// definitions (sql.Select.LegacyAggregates).
-	aggregatesProp = "sqlstreams.aggregates"
-	aggregatesKsql = "ksql"
-	aliasesKsql    = "ksql"
+	// functionsProp, recorded with every catalog command since
+	// STDDEV_SAMP, STDDEV_SAMPLE, CORRELATION and COLLECT_SET compute
+	// what ksqlDB's do (and SELECT * leaves a table function's column
+	// out, and ksqlDB's refusals of aggregates apply), binds the
+	// command's query so; commands recorded before bind as they did
+	// (sql.Select.LegacyFunctions).
+	functionsProp = "sqlstreams.functions"
+	functionsKsql = "ksql"
+	aliasesKsql   = "ksql"
 )
 
 // nullsProp, recorded with every catalog command, says how comparisons,
@@ -446,7 +454,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
-	legacyAggs := !live && e.cfg.Headless == nil && cmd.Props[aggregatesProp] != aggregatesKsql
+	legacyFns := !live && e.cfg.Headless == nil && cmd.Props[functionsProp] != functionsKsql
 	limits, err := collectLimits(cmd.Props)
 	if err != nil {
 		return Result{}, err
@@ -457,11 +465,11 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	case *sql.CreateAs:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
-		st.Select.LegacyAggregates, st.Select.CollectLimits = legacyAggs, limits
+		st.Select.LegacyFunctions, st.Select.CollectLimits = legacyFns, limits
 	case *sql.InsertSelect:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
-		st.Select.LegacyAggregates, st.Select.CollectLimits = legacyAggs, limits
+		st.Select.LegacyFunctions, st.Select.CollectLimits = legacyFns, limits
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

@@ -279,10 +279,10 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	if !ok {
 		return nil, true, b.errAt(name, CodeUndefinedFunction, "aggregate function %s is not supported yet", name)
 	}
-	if old, ok := expr.LookupLegacyAggregate(name); ok && b.legacyAggs {
+	if old, ok := expr.LookupLegacyAggregate(name); ok && b.legacyFns {
 		fn = old
 	}
-	if n, ok := b.collectLimits[name]; ok && !b.legacyAggs {
+	if n, ok := b.collectLimits[name]; ok && !b.legacyFns {
 		if limited, ok := expr.CollectWithLimit(name, n); ok {
 			fn = limited
 		}
@@ -297,7 +297,7 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	ts := make([]types.Type, len(bound))
 	for i, a := range bound {
 		ts[i] = a.Type()
-		if _, lit := a.(*expr.Literal); fn.LiteralFrom > 0 && i >= fn.LiteralFrom && !lit && !b.legacyAggs {
+		if _, lit := a.(*expr.Literal); fn.LiteralFrom > 0 && i >= fn.LiteralFrom && !lit && !b.legacyFns {
 			return nil, true, b.errAt(name, CodeInvalidParameter, "Parameter %d passed to function %s must be a literal constant, but was expression: '%s'", i+1, name, strings.Trim(restore(args[i]), "`\""))
 		}
 	}
@@ -323,9 +323,9 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 // whose value format is KAFKA, and aggregates whose intermediate value
 // ksqlDB keeps as a STRUCT, ARRAY or MAP over a DELIMITED source (its
 // aggregation stores use the source's value format). Queries recorded
-// before these checks (Select.LegacyAggregates) are not refused.
+// before these checks (Select.LegacyFunctions) are not refused.
 func (b *binder) checkAggregateFormats(aggs []*planner.AggCall) error {
-	if b.legacyAggs || b.src == nil {
+	if b.legacyFns || b.src == nil {
 		return nil
 	}
 	switch b.src.ValueFormat {
