@@ -308,6 +308,16 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		if err := temporalLiterals(args); err != nil {
 			return nil, b.errAt(name, CodeDatatypeMismatch, "%v", err)
 		}
+		if ambiguousNumbers(argTypes) && !b.legacyFns {
+			parts := make([]string, len(argTypes))
+			for i, t := range argTypes {
+				parts[i] = t.String()
+				if t.Kind == types.Unknown {
+					parts[i] = "null"
+				}
+			}
+			return nil, b.errAt(name, CodeAmbiguousFunction, "Function '%s' cannot be resolved due to ambiguous method parameters (%s).", strings.ToLower(name), strings.Join(parts, ", "))
+		}
 	}
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
@@ -320,6 +330,22 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		return expr.NewCast(e, types.Type{Kind: types.Decimal, Precision: min(t.Precision-t.Scale+1, types.MaxDecimalPrecision), Scale: 0})
 	}
 	return e, nil
+}
+
+// ambiguousNumbers reports whether GREATEST or LEAST arguments mix
+// INTEGER, BIGINT and DECIMAL without a DOUBLE: ksqlDB has one overload
+// per numeric type and finds more than one that fits them.
+func ambiguousNumbers(ts []types.Type) bool {
+	kinds := map[types.Kind]bool{}
+	for _, t := range ts {
+		switch t.Kind {
+		case types.Double:
+			return false
+		case types.Int, types.Bigint, types.Decimal:
+			kinds[t.Kind] = true
+		}
+	}
+	return len(kinds) > 1
 }
 
 // temporalLiterals casts the string literals among arguments of a DATE,
