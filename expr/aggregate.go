@@ -65,6 +65,7 @@ var aggregates = func() map[string]*AggregateFunction {
 		m[f.Name] = f
 	}
 	m["STDDEV_SAMPLE"] = stddevSample()
+	m["SUM_LIST"] = sumList()
 	m["EARLIEST_BY_OFFSET"].LiteralFrom, m["LATEST_BY_OFFSET"].LiteralFrom = 1, 1
 	for _, name := range []string{"AVG", "STDDEV_SAMP", "STDDEV_SAMPLE", "CORRELATION", "COLLECT_LIST", "COLLECT_SET",
 		"TOPK", "TOPKDISTINCT", "HISTOGRAM", "COUNT_DISTINCT", "LATEST_BY_OFFSET", "EARLIEST_BY_OFFSET"} {
