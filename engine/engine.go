@@ -287,7 +287,15 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[finalProp] = finalKsql
 		cmd.Props[timestampsProp] = timestampsSkip
 		cmd.Props[configsProp] = configsOn
+		cmd.Props[delimitedProp] = delimitedKsql
+		cmd.Props[functionsProp] = functionsKsql
 		defaultFormats(st, cmd.Props)
+		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
+			// As ksqlDB, whether or not it exists. (Only new statements:
+			// a recorded one replays as it ran.)
+			kind := strings.ToLower(cs.Kind.String())
+			return Result{}, sql.NameError(cs, sql.CodeFeatureNotSupport, "Cannot add %s '%s': CREATE OR REPLACE is not supported on source %ss.", kind, cs.Name, kind)
+		}
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
 				return Result{}, err
@@ -349,7 +357,21 @@ const (
 	// records' headers onto its output (exec.Config.PropagateHeaders);
 	// queries recorded before keep writing records without them.
 	headersProp = "sqlstreams.headers.propagate"
-	aliasesKsql = "ksql"
+	// delimitedProp, recorded with every catalog command since sinks
+	// quote DELIMITED values as ksqlDB does, turns that quoting on for
+	// the command's query (exec.Config.KsqlDelimited); queries recorded
+	// before keep quoting only the fields that need it.
+	delimitedProp = "sqlstreams.delimited.quoting"
+	delimitedKsql = "ksql"
+	// functionsProp, recorded with every catalog command since
+	// STDDEV_SAMP, STDDEV_SAMPLE, CORRELATION and COLLECT_SET compute
+	// what ksqlDB's do (and SELECT * leaves a table function's column
+	// out, and ksqlDB's refusals of aggregates apply), binds the
+	// command's query so; commands recorded before bind as they did
+	// (sql.Select.LegacyFunctions).
+	functionsProp = "sqlstreams.functions"
+	functionsKsql = "ksql"
+	aliasesKsql   = "ksql"
 )
 
 // nullsProp, recorded with every catalog command, says how comparisons,
@@ -450,6 +472,28 @@ func (e *Engine) ksqlConfigs(src *catalog.Source, with sql.Props, asSelect bool,
 	return nil
 }
 
+// collectLimits reads ksqlDB's ksql.functions.collect_list.limit and
+// ksql.functions.collect_set.limit from a command's properties.
+func collectLimits(props map[string]string) (map[string]int, error) {
+	var out map[string]int
+	for _, fn := range []string{"COLLECT_LIST", "COLLECT_SET"} {
+		prop := "ksql.functions." + strings.ToLower(fn) + ".limit"
+		v, ok := props[prop]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return nil, sql.Errorf(sql.CodeInvalidParameter, "%s must be a positive whole number, not %q", prop, v)
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[fn] = n
+	}
+	return out, nil
+}
+
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
 // recorded with its command), as ksqlDB does.
@@ -502,6 +546,11 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
 	legacyFinal := !live && e.cfg.Headless == nil && cmd.Props[finalProp] != finalKsql
+	legacyFns := !live && e.cfg.Headless == nil && cmd.Props[functionsProp] != functionsKsql
+	limits, err := collectLimits(cmd.Props)
+	if err != nil {
+		return Result{}, err
+	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
@@ -509,10 +558,12 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
 		st.Select.LegacyFinal = legacyFinal
+		st.Select.LegacyFunctions, st.Select.CollectLimits = legacyFns, limits
 	case *sql.InsertSelect:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
 		st.Select.LegacyFinal = legacyFinal
+		st.Select.LegacyFunctions, st.Select.CollectLimits = legacyFns, limits
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
@@ -777,6 +828,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	cfg := exec.Config{
 		Paused:            cq != nil && cq.Paused,
 		PropagateHeaders:  props[headersProp] == "true",
+		KsqlDelimited:     props[delimitedProp] == delimitedKsql || e.cfg.Headless != nil,
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
 		Brokers:           e.cfg.Brokers,

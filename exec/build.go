@@ -14,6 +14,8 @@ type taskEnv struct {
 	// out queues the records the task produces (sinks, repartitions,
 	// changelogs); nil for push and pull queries.
 	out *outbox
+	// ksqlDelimited is Config.KsqlDelimited, for the sinks.
+	ksqlDelimited bool
 	// stores are the task's open stores by name.
 	stores map[string]*taskStore
 	// terminal receives the changes of a last node that writes nowhere
@@ -312,7 +314,7 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 	case *physical.Repartition:
 		return newRepartition(n.Name, op, env.out)
 	case *physical.Sink:
-		return newSink(n.Name, op, env.out)
+		return newSink(n.Name, op, env.out, env.ksqlDelimited)
 	}
 	if env.extra != nil {
 		return env.extra(n, next)

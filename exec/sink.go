@@ -34,13 +34,18 @@ type sinkOp struct {
 	out    *outbox
 }
 
-func newSink(name string, s *physical.Sink, out *outbox) (*sinkOp, error) {
+// newSink builds the sink; ksqlDelimited quotes DELIMITED values as
+// ksqlDB does (Config.KsqlDelimited). Keys keep their encoding: they
+// address stores and partitions.
+func newSink(name string, s *physical.Sink, out *outbox, ksqlDelimited bool) (*sinkOp, error) {
 	keys := s.Out.KeyIndexes()
 	key, err := types.NewEncoderOpts(s.KeyFormat, s.Out, keys, s.KeyOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s key: %w", name, err)
 	}
-	value, err := types.NewEncoderOpts(s.ValueFormat, s.Out, s.Out.ValueIndexes(), s.ValueOptions)
+	vo := s.ValueOptions
+	vo.KsqlQuoting = ksqlDelimited
+	value, err := types.NewEncoderOpts(s.ValueFormat, s.Out, s.Out.ValueIndexes(), vo)
 	if err != nil {
 		return nil, fmt.Errorf("%s value: %w", name, err)
 	}

@@ -23,6 +23,14 @@ type AggregateFunction struct {
 	Check func(args []types.Type) (types.Type, error)
 	// New returns the accumulator for checked argument types.
 	New func(args []types.Type) Accumulator
+	// CompositeState: ksqlDB keeps this aggregate's intermediate value as
+	// a STRUCT, ARRAY or MAP, which its DELIMITED format cannot store, so
+	// it refuses the aggregate over a DELIMITED source.
+	CompositeState bool
+	// LiteralFrom, when above 0, is the position (0-based) from which
+	// the arguments must be literal constants, as ksqlDB's UDAF
+	// initialisation arguments are.
+	LiteralFrom int
 }
 
 // Accumulator folds rows into an aggregate's state. It may keep scratch
@@ -90,11 +98,43 @@ var aggregates = func() map[string]*AggregateFunction {
 	for _, f := range moreAggregates() {
 		m[f.Name] = f
 	}
-	// STDDEV_SAMPLE is ksqlDB's other name for STDDEV_SAMP.
-	alias := *m["STDDEV_SAMP"]
-	alias.Name = "STDDEV_SAMPLE"
-	m[alias.Name] = &alias
+	m["STDDEV_SAMPLE"] = stddevSample()
+	m["SUM_LIST"] = sumList()
+	m["EARLIEST_BY_OFFSET"].LiteralFrom, m["LATEST_BY_OFFSET"].LiteralFrom = 1, 1
+	for _, name := range []string{"AVG", "STDDEV_SAMP", "STDDEV_SAMPLE", "CORRELATION", "COLLECT_LIST", "COLLECT_SET",
+		"TOPK", "TOPKDISTINCT", "HISTOGRAM", "COUNT_DISTINCT", "LATEST_BY_OFFSET", "EARLIEST_BY_OFFSET"} {
+		m[name].CompositeState = true
+	}
 	return m
+}()
+
+// LookupLegacyAggregate finds the definition an aggregate had before it
+// followed ksqlDB's results (STDDEV_SAMP and STDDEV_SAMPLE both the
+// standard deviation by Welford's method, CORRELATION NULL when undefined
+// and refusing tables, COLLECT_SET leaving NULL out), for queries
+// recorded before; false when name has not changed.
+func LookupLegacyAggregate(name string) (*AggregateFunction, bool) {
+	f, ok := legacyAggregates[strings.ToUpper(name)]
+	return f, ok
+}
+
+var legacyAggregates = func() map[string]*AggregateFunction {
+	std := &AggregateFunction{
+		Name:        "STDDEV_SAMP",
+		Description: "The sample standard deviation of the non-NULL values.",
+		Signatures:  []string{"STDDEV_SAMP(INTEGER | BIGINT | DOUBLE | DECIMAL) -> DOUBLE"},
+		Check:       aggregates["STDDEV_SAMP"].Check,
+		New:         func(args []types.Type) Accumulator { return &momentsAcc{ts: args} },
+	}
+	sample := *std
+	sample.Name = "STDDEV_SAMPLE"
+	corr := *aggregates["CORRELATION"]
+	corr.Description = "The Pearson correlation of the pairs where both values are non-NULL."
+	corr.New = func(args []types.Type) Accumulator { return &momentsAcc{ts: args} }
+	set := *aggregates["COLLECT_SET"]
+	set.Description = "Collects the distinct non-NULL values into an ARRAY (in the order first seen, at most 1,000)."
+	set.New = func(args []types.Type) Accumulator { return &setAcc{t: args[0], limit: CollectLimit, ordered: true} }
+	return map[string]*AggregateFunction{std.Name: std, sample.Name: &sample, corr.Name: &corr, set.Name: &set}
 }()
 
 var baseAggregates = map[string]*AggregateFunction{

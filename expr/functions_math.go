@@ -102,7 +102,7 @@ var mathFunctions = []*Function{
 	float2("POWER", "Returns a base raised to an exponent.", "base", "exponent", math.Pow),
 	{
 		Name:        "LOG",
-		Description: "Returns the base-10 logarithm of a value, or its logarithm in a given base with LOG(base, value).",
+		Description: "Returns the logarithm of a value in a given base with LOG(base, value); LOG(value) is the natural logarithm, as in ksqlDB (statements recorded before bind it as the base-10 logarithm).",
 		Signatures:  []string{"LOG(DOUBLE value) -> DOUBLE", "LOG(DOUBLE base, DOUBLE value) -> DOUBLE"},
 		Check:       overloads("LOG", ov{in: ps(pDouble, pDouble), opt: 1, out: ret(types.DoubleType)}),
 		New: func(ts []types.Type) Impl {

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,6 +41,10 @@ type binder struct {
 	// sqlNulls keeps SQL's NULL comparisons (Select.SQLNulls); otherwise
 	// they are ksqlDB's.
 	sqlNulls bool
+	// legacyFns and collectLimits are Select.LegacyFunctions and
+	// Select.CollectLimits.
+	legacyFns     bool
+	collectLimits map[string]int
 	// query is set while binding a persistent query's SELECT (CREATE …
 	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
 	query bool
@@ -74,7 +79,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
-		query: sel.persistent || sel.inserting}
+		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, query: sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
@@ -178,6 +183,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		tcol[f] = len(tfns)
 		tfns, targs = append(tfns, tf), append(targs, args)
 	}
+	if len(tfns) > 0 && b.src != nil && b.src.Kind == catalog.Table && !b.legacyFns {
+		return nil, b.errAt(tfns[0].Name, CodeFeatureNotSupport, "Table source is not supported with table functions")
+	}
 	if len(tfns) > 0 {
 		fm, err := planner.NewFlatMap(node, tfns, targs)
 		if err != nil {
@@ -221,6 +229,10 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		if f.WildCard != nil {
 			cols := b.schema.Visible()
+			if len(tfns) > 0 && !b.legacyFns {
+				// * is the input's columns, not the table functions' outputs.
+				cols = slices.DeleteFunc(slices.Clone(cols), func(c int) bool { return c >= len(b.schema.Columns)-len(tfns) })
+			}
 			if q := f.WildCard.Table.O; q != "" && b.join != nil {
 				var err error
 				if cols, err = b.sideColumns(q); err != nil {

@@ -191,6 +191,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	if err != nil {
 		return nil, b.errAt("GROUP", CodeDatatypeMismatch, "%v", err)
 	}
+	if err := b.checkAggregateFormats(scope.aggs); err != nil {
+		return nil, err
+	}
 	if fromTable {
 		// A changed row leaves its old group: the aggregates must be able
 		// to take a row back out.
@@ -286,6 +289,14 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 		// before keep the registry's.
 		fn = expr.KsqlSum
 	}
+	if old, ok := expr.LookupLegacyAggregate(name); ok && b.legacyFns {
+		fn = old
+	}
+	if n, ok := b.collectLimits[name]; ok && !b.legacyFns {
+		if limited, ok := expr.CollectWithLimit(name, n); ok {
+			fn = limited
+		}
+	}
 	// Aggregate arguments read input columns: bind them outside the scope.
 	b.agg = nil
 	bound, err := b.exprs(args)
@@ -296,6 +307,9 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	ts := make([]types.Type, len(bound))
 	for i, a := range bound {
 		ts[i] = a.Type()
+		if _, lit := a.(*expr.Literal); fn.LiteralFrom > 0 && i >= fn.LiteralFrom && !lit && !b.legacyFns {
+			return nil, true, b.errAt(name, CodeInvalidParameter, "Parameter %d passed to function %s must be a literal constant, but was expression: '%s'", i+1, name, strings.Trim(restore(args[i]), "`\""))
+		}
 	}
 	t, err := fn.Check(ts)
 	if err != nil {
@@ -313,6 +327,28 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	}
 	sc.aggs, sc.aggText = append(sc.aggs, call), append(sc.aggText, key)
 	return aggColumn(sc, len(sc.aggs)-1), true, nil
+}
+
+// checkAggregateFormats refuses, as ksqlDB does, a GROUP BY over a source
+// whose value format is KAFKA, and aggregates whose intermediate value
+// ksqlDB keeps as a STRUCT, ARRAY or MAP over a DELIMITED source (its
+// aggregation stores use the source's value format). Queries recorded
+// before these checks (Select.LegacyFunctions) are not refused.
+func (b *binder) checkAggregateFormats(aggs []*planner.AggCall) error {
+	if b.legacyFns || b.src == nil {
+		return nil
+	}
+	switch b.src.ValueFormat {
+	case types.FormatKafka:
+		return b.errAt("GROUP", CodeFeatureNotSupport, "Source(s) %s are using the 'KAFKA' value format. This format does not yet support GROUP BY.", b.src.Name)
+	case types.FormatDelimited:
+		for _, c := range aggs {
+			if c.Fn.CompositeState {
+				return b.errAt(c.Fn.Name, CodeFeatureNotSupport, "One of the functions used in the statement has an intermediate type that the value format can not handle. Please remove the function or change the format. (%s over the DELIMITED source %s)", c.Fn.Name, b.src.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // groupKeysFirst orders a grouped projection as ksqlDB's result: the

@@ -278,6 +278,12 @@ func stringArg(n ast.ExprNode) string {
 // call binds an ordinary function call, including lambda arguments.
 func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 	name := strings.TrimPrefix(strings.ToUpper(n.FnName.O), "__")
+	if name == "LOG" && len(n.Args) == 1 && !b.legacyFns {
+		// ksqlDB's one-argument LOG is the natural logarithm (its
+		// documentation says base 10); statements recorded before kept
+		// base 10.
+		name = "LN"
+	}
 	fn, ok := expr.Lookup(name)
 	if !ok {
 		if _, isTable := expr.LookupTable(name); isTable {
@@ -310,7 +316,7 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		}
 		if !b.sqlNulls { // statements recorded before this check keep running
 			if err := expr.AmbiguousExtremum(name, argTypes); err != nil {
-				return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
+				return nil, b.errAt(name, CodeAmbiguousFunction, "%v", err)
 			}
 		}
 	}

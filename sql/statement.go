@@ -132,6 +132,19 @@ type Select struct {
 	// engine sets it for queries replayed from commands recorded before,
 	// so that their output stays as it was.
 	LegacyFinal bool
+	// LegacyFunctions binds as sqlstreams did before these followed
+	// ksqlDB: the aggregates whose results changed keep their former
+	// definitions (expr.LookupLegacyAggregate), collect limits are not
+	// read, SELECT * lists a table function's output column too, and
+	// ksqlDB's refusals (non-literal offset-aggregate arguments, GROUP BY
+	// over KAFKA, composite intermediates over DELIMITED) are not made.
+	// The engine sets it for queries replayed from commands recorded
+	// before, so that they run and their output stays as it was.
+	LegacyFunctions bool
+	// CollectLimits caps COLLECT_LIST and COLLECT_SET (by name) at other
+	// than 1,000 values: ksqlDB's ksql.functions.collect_list.limit and
+	// ksql.functions.collect_set.limit, recorded with the command.
+	CollectLimits map[string]int
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
