@@ -283,6 +283,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		}
 		cmd.Props[aliasesProp] = aliasesKsql
 		cmd.Props[nullsProp] = nullsKsql
+		cmd.Props[joinKeysProp] = joinKeysKsql
 		cmd.Props[headersProp] = "true"
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
@@ -359,6 +360,15 @@ const (
 	nullsKsql = "ksql"
 )
 
+// joinKeysProp, recorded with every catalog command, says that the
+// command's joins follow ksqlDB's key rules (sql.Select.LegacyJoinKeys):
+// commands recorded without it keep the columns and keys their queries
+// wrote.
+const (
+	joinKeysProp = "sqlstreams.join.keys"
+	joinKeysKsql = "ksql"
+)
+
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
 // recorded with its command), as ksqlDB does.
@@ -410,15 +420,18 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
+	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinKeysProp] != joinKeysKsql
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
 	case *sql.CreateAs:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
+		st.Select.LegacyJoinKeys = legacyJoins
 	case *sql.InsertSelect:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
+		st.Select.LegacyJoinKeys = legacyJoins
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

@@ -124,6 +124,16 @@ type Select struct {
 	// a STRING literal bind (ksqlDB refuses them), and CEIL and FLOOR of
 	// a DECIMAL(p, s) give DECIMAL(p-s+1, 0), not DECIMAL(p, s).
 	SQLNulls bool
+	// LegacyJoinKeys binds a join's projection as sqlstreams did before
+	// it followed ksqlDB's key rules for joins: SELECT * shows the
+	// columns a repartition added (KSQL_COL_<n>), a join on two
+	// expressions has no synthetic ROWKEY, and a persistent query's
+	// projection may leave out the join key or name it twice. The engine
+	// sets it for queries replayed from commands recorded before, so that
+	// their output columns and keys stay as they were.
+	LegacyJoinKeys bool
+	// sink names a persistent query's result, for errors.
+	sink string
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
