@@ -373,6 +373,10 @@ const (
 // ksql.persistence.default.format.key and .value name (SET before it, or
 // recorded with its command), as ksqlDB does.
 func defaultFormats(st sql.Statement, props map[string]string) {
+	if ca, ok := st.(*sql.CreateAs); ok {
+		ca.Select.DefaultKeyFormat = props["ksql.persistence.default.format.key"]
+		return
+	}
 	cs, ok := st.(*sql.CreateSource)
 	if !ok || cs.Props == nil {
 		return

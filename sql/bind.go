@@ -81,6 +81,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	j := s.From.TableRefs
 	var node planner.Node
 	if j.Right != nil {
+		if err := b.kafkaValueJoin(sel, j); err != nil {
+			return nil, err
+		}
 		join, err := b.bindJoin(sel, j)
 		if err != nil {
 			return nil, err
@@ -633,6 +636,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		// A keyless stream joined on a column: the result is keyed by
 		// it, in ksqlDB's default key format.
 		target.KeyFormat = types.FormatKafka
+		if f, err := types.NormalizeFormat(ca.Select.DefaultKeyFormat); err == nil && f != "" && f != types.FormatNone && !ca.Select.LegacyJoinKeys {
+			target.KeyFormat = f
+		}
 	}
 	if join != nil && target.KeyFormat == types.FormatKafka && len(target.Schema.KeyIndexes()) > 1 {
 		// Keyed by a table's composite key, in its key format.

@@ -845,3 +845,39 @@ func (b *binder) projectJoinKey(exprs []expr.Expr, names []string, sink string) 
 	}
 	return nil
 }
+
+// kafkaValueJoin refuses a join of sources in the KAFKA value format, as
+// ksqlDB's analyzer does (queries recorded before keep running them).
+func (b *binder) kafkaValueJoin(sel *Select, j *ast.Join) error {
+	if sel.LegacyJoinKeys {
+		return nil
+	}
+	var names []string
+	var walk func(rs ast.ResultSetNode)
+	walk = func(rs ast.ResultSetNode) {
+		switch n := rs.(type) {
+		case *ast.Join:
+			walk(n.Left)
+			if n.Right != nil {
+				walk(n.Right)
+			}
+		case *ast.TableSource:
+			tn, ok := n.Source.(*ast.TableName)
+			if !ok {
+				return
+			}
+			if src, ok := b.cat.Source(tn.Name.O); ok && src.ValueFormat == types.FormatKafka {
+				name := n.AsName.O
+				if name == "" {
+					name = src.Name
+				}
+				names = append(names, name)
+			}
+		}
+	}
+	walk(j)
+	if len(names) == 0 {
+		return nil
+	}
+	return b.errAt("JOIN", CodeFeatureNotSupport, "Source(s) %s are using the 'KAFKA' value format. This format does not yet support JOIN.", strings.Join(names, ", "))
+}

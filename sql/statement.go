@@ -132,6 +132,10 @@ type Select struct {
 	// sets it for queries replayed from commands recorded before, so that
 	// their output columns and keys stay as they were.
 	LegacyJoinKeys bool
+	// DefaultKeyFormat is ksql.persistence.default.format.key as the
+	// statement was run with (recorded with its command): the key format
+	// of a join's result whose sources have no key (default KAFKA).
+	DefaultKeyFormat string
 	// sink names a persistent query's result, for errors.
 	sink string
 	// window is the WINDOW clause, or nil.
