@@ -283,6 +283,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		}
 		cmd.Props[aliasesProp] = aliasesKsql
 		cmd.Props[nullsProp] = nullsKsql
+		cmd.Props[joinKeysProp] = joinKeysKsql
 		cmd.Props[headersProp] = "true"
 		cmd.Props[finalProp] = finalKsql
 		cmd.Props[timestampsProp] = timestampsSkip
@@ -494,10 +495,23 @@ func collectLimits(props map[string]string) (map[string]int, error) {
 	return out, nil
 }
 
+// joinKeysProp, recorded with every catalog command, says that the
+// command's joins follow ksqlDB's key rules (sql.Select.LegacyJoinKeys):
+// commands recorded without it keep the columns and keys their queries
+// wrote.
+const (
+	joinKeysProp = "sqlstreams.join.keys"
+	joinKeysKsql = "ksql"
+)
+
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
 // recorded with its command), as ksqlDB does.
 func defaultFormats(st sql.Statement, props map[string]string) {
+	if ca, ok := st.(*sql.CreateAs); ok {
+		ca.Select.DefaultKeyFormat = props["ksql.persistence.default.format.key"]
+		return
+	}
 	cs, ok := st.(*sql.CreateSource)
 	if !ok || cs.Props == nil {
 		return
@@ -551,19 +565,21 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	if err != nil {
 		return Result{}, err
 	}
+	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinKeysProp] != joinKeysKsql
+	legacy := func(sel *sql.Select) {
+		sel.PositionalAliases = positional
+		sel.SQLNulls = sqlNulls
+		sel.LegacyFinal = legacyFinal
+		sel.LegacyFunctions, sel.CollectLimits = legacyFns, limits
+		sel.LegacyJoinKeys = legacyJoins
+	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
 	case *sql.CreateAs:
-		st.Select.PositionalAliases = positional
-		st.Select.SQLNulls = sqlNulls
-		st.Select.LegacyFinal = legacyFinal
-		st.Select.LegacyFunctions, st.Select.CollectLimits = legacyFns, limits
+		legacy(st.Select)
 	case *sql.InsertSelect:
-		st.Select.PositionalAliases = positional
-		st.Select.SQLNulls = sqlNulls
-		st.Select.LegacyFinal = legacyFinal
-		st.Select.LegacyFunctions, st.Select.CollectLimits = legacyFns, limits
+		legacy(st.Select)
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

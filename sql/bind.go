@@ -86,6 +86,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	j := s.From.TableRefs
 	var node planner.Node
 	if j.Right != nil {
+		if err := b.kafkaValueJoin(sel, j); err != nil {
+			return nil, err
+		}
 		join, err := b.bindJoin(sel, j)
 		if err != nil {
 			return nil, err
@@ -240,6 +243,15 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 				}
 			} else if b.join != nil {
 				cols = keysFirst(b.schema, cols) // a join's key (repartitioned, synthetic) first, as ksqlDB lists it
+				if b.join.hidden != nil {
+					shown := cols[:0:0]
+					for _, c := range cols {
+						if !b.join.hidden[c] {
+							shown = append(shown, c)
+						}
+					}
+					cols = shown
+				}
 			}
 			if rk, ok := node.(*planner.Rekey); ok && !sel.PositionalAliases {
 				cols = rekeyedOrder(rk, cols)
@@ -251,8 +263,12 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 					// the bounds stay in its keys, as in ksqlDB.
 					continue
 				}
+				name := col.Name
+				if b.join != nil && b.join.synth == c {
+					name = b.join.synthName
+				}
 				exprs = append(exprs, &expr.Column{Index: c, Name: col.Name, T: col.Type})
-				names = append(names, col.Name)
+				names = append(names, name)
 			}
 			continue
 		}
@@ -289,13 +305,39 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		names = append(names, name)
 	}
 	if b.join != nil && sel.persistent {
-		b.joinKeyAsKey(exprs)
+		if joinRows(node) && b.join.keyed && !b.join.fk {
+			sink := sel.sink
+			if sink == "" {
+				sink = "the query's result"
+			}
+			if err := b.projectJoinKey(exprs, names, sink); err != nil {
+				return nil, err
+			}
+		} else {
+			b.joinKeyAsKey(exprs)
+		}
 	}
 	proj, err := planner.NewProject(node, exprs, names)
 	if err != nil {
 		return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 	}
 	return &planner.Query{Root: proj, Emit: sel.Emit, Limit: sel.Limit}, nil
+}
+
+// joinRows reports whether n passes a join's rows on unchanged (the
+// join, or a filter of it): a projection over them is keyed by the
+// join's key.
+func joinRows(n planner.Node) bool {
+	for {
+		switch x := n.(type) {
+		case *planner.Join:
+			return true
+		case *planner.Filter:
+			n = x.Input
+		default:
+			return false
+		}
+	}
 }
 
 // rekeyedOrder orders the columns SELECT * reads after PARTITION BY as
@@ -486,6 +528,7 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 // source's; partitions to the source topic's.
 func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	ca.Select.persistent = true
+	ca.Select.sink = "`" + ca.Name + "`"
 	q, err := BindSelect(ca.Select, cat)
 	if err != nil {
 		return nil, err
@@ -603,6 +646,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		// A keyless stream joined on a column: the result is keyed by
 		// it, in ksqlDB's default key format.
 		target.KeyFormat = types.FormatKafka
+		if f, err := types.NormalizeFormat(ca.Select.DefaultKeyFormat); err == nil && f != "" && f != types.FormatNone && !ca.Select.LegacyJoinKeys {
+			target.KeyFormat = f
+		}
 	}
 	if join != nil && target.KeyFormat == types.FormatKafka && len(target.Schema.KeyIndexes()) > 1 {
 		// Keyed by a table's composite key, in its key format.

@@ -270,6 +270,11 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 			return nil, false, nil
 		}
 		if name := n.Name.Name.O; sc.windowed && (name == types.WindowStart || name == types.WindowEnd) {
+			if b.join != nil && !b.join.legacy {
+				// ksqlDB does not resolve the window bounds of an
+				// aggregation over a join.
+				return nil, true, b.errAt(name, CodeUndefinedColumn, "SELECT column '%s' cannot be resolved.", name)
+			}
 			i := len(sc.groupCols)
 			if name == types.WindowEnd {
 				i++

@@ -86,6 +86,13 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}
 	b.schema = join.Schema()
+	if !js.legacy {
+		key := lkeys[0]
+		if synth != "" {
+			key = js.synth
+		}
+		js.setKeys(lk, rk, key, synth != "")
+	}
 	return join, nil
 }
 

@@ -145,6 +145,20 @@ type Select struct {
 	// than 1,000 values: ksqlDB's ksql.functions.collect_list.limit and
 	// ksql.functions.collect_set.limit, recorded with the command.
 	CollectLimits map[string]int
+	// LegacyJoinKeys binds a join's projection as sqlstreams did before
+	// it followed ksqlDB's key rules for joins: SELECT * shows the
+	// columns a repartition added (KSQL_COL_<n>), a join on two
+	// expressions has no synthetic ROWKEY, and a persistent query's
+	// projection may leave out the join key or name it twice. The engine
+	// sets it for queries replayed from commands recorded before, so that
+	// their output columns and keys stay as they were.
+	LegacyJoinKeys bool
+	// DefaultKeyFormat is ksql.persistence.default.format.key as the
+	// statement was run with (recorded with its command): the key format
+	// of a join's result whose sources have no key (default KAFKA).
+	DefaultKeyFormat string
+	// sink names a persistent query's result, for errors.
+	sink string
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
