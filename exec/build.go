@@ -298,7 +298,13 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		if left == nil && !op.LeftRows {
 			return nil, fmt.Errorf("%s must read a table's changes and the subscription responses", n.Name)
 		}
-		return newFKJoin(n.Name, op, left, store, env.out, next)
+		var result *taskStore
+		if op.ResultStore != nil {
+			if result, err = env.store(n, op.ResultStore); err != nil {
+				return nil, err
+			}
+		}
+		return newFKJoin(n.Name, op, left, store, result, env.out, next)
 	case *physical.ForeignKeySubscriptions:
 		subs, err := env.store(n, op.Store)
 		if err != nil {

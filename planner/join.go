@@ -79,7 +79,12 @@ type Join struct {
 	// NewForeignKeyJoin): LeftKey is an expression over the left table's
 	// rows, RightKey the right table's primary key column.
 	ForeignKey bool
-	out        types.Schema
+	// OldValues asks a foreign-key join for each output change's old
+	// row (the key's previous joined row), which it keeps a store of
+	// the rows it emitted for: set when a filter or an aggregate reads
+	// the join's changes. Queries planned before it existed run without.
+	OldValues bool
+	out       types.Schema
 }
 
 // NewForeignKeyJoin joins two tables, INNER or LEFT, on an expression

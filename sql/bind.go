@@ -86,6 +86,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			return nil, err
 		}
 		node = join
+		if join.ForeignKey && !sel.LegacyJoinChanges && (s.Where != nil || s.GroupBy != nil) {
+			// A filter or an aggregate reads the join's changes: they
+			// carry the key's previous joined row.
+			join.OldValues = true
+		}
 		switch {
 		case len(sel.partitionExprs) > 0 && join.OfTables():
 			// ksqlDB's rule for tables: their key is the primary key.

@@ -124,6 +124,13 @@ type Select struct {
 	// a STRING literal bind (ksqlDB refuses them), and CEIL and FLOOR of
 	// a DECIMAL(p, s) give DECIMAL(p-s+1, 0), not DECIMAL(p, s).
 	SQLNulls bool
+	// LegacyJoinChanges plans a foreign-key join under a WHERE or a
+	// GROUP BY without the store of its emitted rows that gives its
+	// changes their old rows (planner.Join.OldValues), as sqlstreams
+	// did before: the engine sets it for queries replayed from commands
+	// recorded before, so that their topology and output stay as they
+	// were.
+	LegacyJoinChanges bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.

@@ -34,7 +34,10 @@ import (
 //     tables (pull query and topic, last value per key).
 //   - table–table on a foreign key, INNER and LEFT, over tables of 3 and
 //     2 partitions, with updates that change the foreign key (to NULL
-//     too) and deletes on both sides: the final result tables.
+//     too) and deletes on both sides: the final result tables; the same
+//     under a WHERE over both sides' values, which updates on either
+//     side flip (a row that stops passing it must be deleted), and a
+//     WHERE over a primary-key join.
 //   - stream–stream WITHIN, INNER without GRACE and LEFT and FULL with
 //     one, over rows out of order by less than the grace period: the
 //     output records (each joined pair once, each row without a match
@@ -63,6 +66,9 @@ func TestJoinsDifferential(t *testing.T) {
 		`CREATE TABLE fr (id VARCHAR PRIMARY KEY, b BIGINT) WITH (KAFKA_TOPIC='fr', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE TABLE fk_inner AS SELECT l.id, fk, a, b FROM fl l JOIN fr r ON l.fk = r.id`,
 		`CREATE TABLE fk_left AS SELECT l.id, fk, a, b FROM fl l LEFT JOIN fr r ON fk = r.id`,
+		`CREATE TABLE fk_where AS SELECT l.id, fk, a, b FROM fl l JOIN fr r ON l.fk = r.id WHERE a < 600 AND b >= 300`,
+		`CREATE TABLE fk_left_where AS SELECT l.id, fk, a, b FROM fl l LEFT JOIN fr r ON fk = r.id WHERE b IS NULL OR b < 500`,
+		`CREATE TABLE tt_where AS SELECT l.id, a, b FROM lt l LEFT JOIN rt r ON l.id = r.id WHERE a + COALESCE(b, 0) < 1000`,
 		`CREATE STREAM ls (k VARCHAR KEY, v BIGINT) WITH (KAFKA_TOPIC='ls', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE STREAM rs (k VARCHAR KEY, w BIGINT) WITH (KAFKA_TOPIC='rs', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE STREAM ss_inner AS SELECT l.k, v, w FROM ls l JOIN rs r WITHIN 5 SECONDS ON l.k = r.k`,
@@ -95,7 +101,8 @@ func TestJoinsDifferential(t *testing.T) {
 			"ST_INNER": {"orders", "cust"}, "ST_LEFT": {"orders", "cust"},
 			"TT_INNER": {"lt", "rt"}, "TT_LEFT": {"lt", "rt"}, "TT_RIGHT": {"lt", "rt"}, "TT_FULL": {"lt", "rt"},
 			"SS_INNER": {"ls", "rs"}, "SS_LEFT": {"ls", "rs"}, "SS_FULL": {"ls", "rs"},
-			"FK_INNER": {"fl", "fr"}, "FK_LEFT": {"fl", "fr"},
+			"FK_INNER": {"fl", "fr"}, "FK_LEFT": {"fl", "fr"}, "FK_WHERE": {"fl", "fr"}, "FK_LEFT_WHERE": {"fl", "fr"},
+			"TT_WHERE": {"lt", "rt"},
 		} {
 			app := "sqlstreams_query_" + ids[sink]
 			if strings.HasPrefix(sink, "ST_") {
@@ -351,6 +358,12 @@ SELECT '#FK_INNER';
 SELECT l.id, l.fk, l.val, r.val FROM flfin l JOIN frfin r ON l.fk = r.id ORDER BY 1;
 SELECT '#FK_LEFT';
 SELECT l.id, l.fk, l.val, r.val FROM flfin l LEFT JOIN frfin r ON l.fk = r.id ORDER BY 1;
+SELECT '#FK_WHERE';
+SELECT l.id, l.fk, l.val, r.val FROM flfin l JOIN frfin r ON l.fk = r.id WHERE l.val < 600 AND r.val >= 300 ORDER BY 1;
+SELECT '#FK_LEFT_WHERE';
+SELECT l.id, l.fk, l.val, r.val FROM flfin l LEFT JOIN frfin r ON l.fk = r.id WHERE r.val IS NULL OR r.val < 500 ORDER BY 1;
+SELECT '#TT_WHERE';
+SELECT l.id, l.val, r.val FROM lfin l LEFT JOIN rfin r ON l.id = r.id WHERE l.val + COALESCE(r.val, 0) < 1000 ORDER BY 1;
 SELECT '#SS_INNER';
 SELECT l.k, l.val, r.val, MAX(l.ts, r.ts) FROM l JOIN r ON l.k = r.k AND r.ts BETWEEN l.ts - 5000 AND l.ts + 5000 ORDER BY 1, 2, 3;
 SELECT '#SS_LEFT';
@@ -456,6 +469,9 @@ SELECT * FROM (
 	compare("TT_FULL", tableOut("TT_FULL", []string{"LID", "RID", "A", "B"}))
 	compare("FK_INNER", tableOut("FK_INNER", []string{"FK", "A", "B"}))
 	compare("FK_LEFT", tableOut("FK_LEFT", []string{"FK", "A", "B"}))
+	compare("FK_WHERE", tableOut("FK_WHERE", []string{"FK", "A", "B"}))
+	compare("FK_LEFT_WHERE", tableOut("FK_LEFT_WHERE", []string{"FK", "A", "B"}))
+	compare("TT_WHERE", tableOut("TT_WHERE", []string{"A", "B"}))
 	compare("SS_INNER", streamOut("SS_INNER", []string{"V", "W"}, true))
 	compare("SS_LEFT", streamOut("SS_LEFT", []string{"V", "W"}, true))
 	compare("SS_FULL", streamOut("SS_FULL", []string{"V", "W"}, true))
@@ -464,6 +480,7 @@ SELECT * FROM (
 	pullEqual(t, ctx, conn, "SELECT l_id, a, b FROM tt_left", want["TT_LEFT"])
 	pullEqual(t, ctx, conn, "SELECT k, lid, rid, a, b FROM tt_full", want["TT_FULL"])
 	pullEqual(t, ctx, conn, "SELECT l_id, fk, a, b FROM fk_left", want["FK_LEFT"])
+	pullEqual(t, ctx, conn, "SELECT l_id, fk, a, b FROM fk_where", want["FK_WHERE"])
 }
 
 // pullEqual retries a pull query until its rows (NULL as "NULL") equal
