@@ -73,8 +73,8 @@ type fkJoinOp struct {
 	ldec   *recordDecoder
 	// rows is set when the left is an earlier join's rows, which the op
 	// keeps in store itself.
-	rows   *fkLeftRows
-	rdec   *recordDecoder
+	rows *fkLeftRows
+	rdec *recordDecoder
 	// result is set when the join keeps the rows it emitted
 	// (physical.ForeignKeyJoin.ResultStore): each change then carries
 	// the key's previous joined row as its old row.
