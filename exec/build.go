@@ -254,6 +254,9 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 				return nil, err
 			}
 			stores[i] = st
+			if i == 0 && op.LeftRows {
+				continue // an earlier join's rows
+			}
 			// Each input is a TableChanges over its table's source.
 			if len(n.Inputs) == 2 && len(n.Inputs[i].Inputs) == 1 {
 				sources[i], _ = n.Inputs[i].Inputs[0].Op.(*physical.Source)
@@ -262,7 +265,7 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 				return nil, fmt.Errorf("%s must read the changes of two table sources", n.Name)
 			}
 		}
-		return newTableJoin(n.Name, op, sources, stores, next)
+		return newTableJoin(n.Name, op, sources, stores, env.out, next)
 	case *physical.StreamStreamJoin:
 		var stores [3]*taskStore
 		for i, spec := range []*physical.Store{op.LeftStore, op.RightStore, op.OuterStore} {

@@ -401,10 +401,30 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 // over a store of the table (its topic as the changelog, so no internal
 // topic), and JOIN-<right> reading both changes. Both topics are in one
 // sub-topology: task p holds partition p of each.
+//
+// A left that is an earlier join's rows (a RIGHT or FULL join after a
+// table join) is that join's sub-topology, whose rows the join keeps in
+// KTABLE-JOIN-LEFT-<right> (its own changelog); the right table's
+// source joins that sub-topology.
 func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	var changes [2]*Node
 	var stores [2]*Store
+	leftName := ""
+	if _, ok := j.Left.(*planner.Scan); !ok {
+		var err error
+		if changes[0], err = chain(g, j.Left, false); err != nil {
+			return nil, err
+		}
+		ls := planner.Sources(j.Left)[0]
+		name := "KTABLE-JOIN-LEFT-" + j.Right.(*planner.Scan).Source.Name
+		stores[0] = &Store{Name: name, Kind: KeyValue, Changelog: g.t.AppID + "-" + name + "-changelog", KeyFormat: ls.KeyFormat,
+			KeyOptions: ls.KeyOptions, ValueFormat: "JOIN-ROWS", Schema: j.Left.Schema()}
+		leftName = ls.Name
+	}
 	for i, n := range []planner.Node{j.Left, j.Right} {
+		if changes[i] != nil {
+			continue
+		}
 		scan, ok := n.(*planner.Scan)
 		if !ok {
 			return nil, fmt.Errorf("a table join's sides must be tables")
@@ -419,8 +439,11 @@ func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		changes[i] = g.Add("TABLE-CHANGES-"+src.Name, &TableChanges{Out: source.Out, Store: stores[i]}, in)
 	}
 	lk := j.LeftKey.(*expr.Column).Index
+	if leftName == "" {
+		leftName = j.Left.(*planner.Scan).Source.Name
+	}
 	return g.Add("JOIN-"+j.Right.(*planner.Scan).Source.Name, &TableTableJoin{Type: j.Type,
-		Left: j.Left.(*planner.Scan).Source.Name, Right: j.Right.(*planner.Scan).Source.Name,
+		Left: leftName, Right: j.Right.(*planner.Scan).Source.Name, LeftRows: stores[0].ValueFormat == "JOIN-ROWS",
 		LeftKey: lk, RightKey: j.RightKey, LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}, changes[0], changes[1]), nil
 }
 

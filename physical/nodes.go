@@ -329,7 +329,13 @@ type TableTableJoin struct {
 	// in their rows.
 	LeftKey, RightKey     int
 	LeftStore, RightStore *Store
-	Out                   types.Schema
+	// LeftRows marks a left that is an earlier join's rows (its first
+	// input is that join, a RIGHT or FULL join after a table join):
+	// LeftStore is then the join's own store of them (each its
+	// timestamp and its columns in JSON, keyed by the rows' key, with
+	// its own changelog), which gives each change its old row.
+	LeftRows bool
+	Out      types.Schema
 }
 
 func (j *TableTableJoin) Schema() types.Schema { return j.Out }

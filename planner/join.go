@@ -115,7 +115,11 @@ func NewForeignKeyJoin(typ JoinType, left Node, right *Scan, leftName, rightName
 // synthetic key column named synthKey (the left's key column becomes a
 // value column, NULL when the left has no row), which holds the join
 // key whichever side has a row.
-func NewTableJoin(typ JoinType, left, right *Scan, leftName, rightName string, leftKey, rightKey int, synthKey string) (*Join, error) {
+//
+// The left may also be an earlier table–table join's rows, keyed by
+// their key column leftKey (a RIGHT or FULL join after a table join):
+// the join then keeps those rows in a store of its own.
+func NewTableJoin(typ JoinType, left Node, right *Scan, leftName, rightName string, leftKey, rightKey int, synthKey string) (*Join, error) {
 	j, err := newKeyJoin(typ, left, right, leftName, rightName, leftKey, rightKey, synthKey)
 	if err != nil {
 		return nil, err

@@ -47,7 +47,14 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
 	}
 	lkc, isCol := lk.(*expr.Column)
-	if left.inner != nil || !isCol || len(lkeys) != 1 || lkc.Index != lkeys[0] {
+	onKey := isCol && len(lkeys) == 1 && lkc.Index == lkeys[0]
+	if left.inner != nil && onKey && (typ == "RIGHT" || typ == "FULL") {
+		// A join's rows joined on their key, RIGHT or FULL: a
+		// primary-key join of the rows (kept in a store of the join's
+		// own) to the right table.
+		return b.bindRowsTableJoin(js, typ, lkeys[0], rkeys[0])
+	}
+	if left.inner != nil || !onKey {
 		// A join's rows on the left are joined as a foreign-key join
 		// (its key or any other expression of its rows).
 		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
@@ -68,17 +75,24 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 	default:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins on %s keys are not supported yet", f)
 	}
+	return b.newTableJoin(js, typ, planner.NewScan(left.src), lkeys[0], rkeys[0])
+}
+
+// newTableJoin plans a primary-key join of left (the left side's table,
+// or the rows of the join before it) to the right side's table.
+func (b *binder) newTableJoin(js *joinScope, typ string, left planner.Node, lkey, rkey int) (*planner.Join, error) {
+	right := &js.sides[1]
 	jt := planner.JoinType(typ)
 	synth := ""
 	if jt == planner.FullJoin {
 		// ksqlDB's synthetic key column: ROWKEY, or ROWKEY_<n> when a
 		// side has a column of that name.
 		synth = "ROWKEY"
-		for n := 1; left.schema.Index(synth) >= 0 || right.schema.Index(synth) >= 0; n++ {
+		for n := 1; js.sides[0].schema.Index(synth) >= 0 || right.schema.Index(synth) >= 0; n++ {
 			synth = "ROWKEY_" + strconv.Itoa(n)
 		}
 	}
-	join, err := planner.NewTableJoin(jt, planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, lkeys[0], rkeys[0], synth)
+	join, err := planner.NewTableJoin(jt, left, planner.NewScan(right.src), js.sides[0].name, right.name, lkey, rkey, synth)
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
@@ -87,6 +101,27 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 	}
 	b.schema = join.Schema()
 	return join, nil
+}
+
+// bindRowsTableJoin binds a RIGHT or FULL OUTER join of an earlier
+// table–table join's rows, on their key, to a table on its primary key
+// (beyond ksqlDB). The rows and the table must be co-partitioned: the
+// same key format and partition count.
+func (b *binder) bindRowsTableJoin(js *joinScope, typ string, lkey, rkey int) (*planner.Join, error) {
+	left, right := &js.sides[0], &js.sides[1]
+	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
+	}
+	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); table-table joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
+	}
+	switch f := right.src.KeyFormat; f {
+	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
+	default:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins on %s keys are not supported yet", f)
+	}
+	return b.newTableJoin(js, typ, left.plan(), lkey, rkey)
 }
 
 // bindForeignKeyJoin binds a foreign-key join of two tables: the left's

@@ -144,11 +144,13 @@ type Select struct {
 	unsupPos    int
 	// fullJoin is the position of FULL [OUTER] JOIN's FULL, which TiDB
 	// does not parse: it is cut out (the join parses as INNER) and
-	// binding refuses it; -1 when absent.
-	fullJoin int
-	stmt     *ast.SelectStmt
-	rw       rewritten
-	toks     []token
+	// binding refuses it; -1 when absent. fullJoins are the positions
+	// of every FULL of an N-way join, in order.
+	fullJoin  int
+	fullJoins []int
+	stmt      *ast.SelectStmt
+	rw        rewritten
+	toks      []token
 	// partitionBy and partitionEnd delimit the PARTITION BY expressions'
 	// tokens (0 when absent); partitionExprs are their parse.
 	partitionBy, partitionEnd int
