@@ -35,6 +35,9 @@ type tableJoinOp struct {
 	sides   [2]tableJoinSide
 	nLeft   int // the left's columns in the joined row
 	leftKey int // the left's key column in the joined row
+	// leftKeys and rightKeys pair the key columns of tables keyed by
+	// several (nil for one).
+	leftKeys, rightKeys []int
 	synth   int // a FULL join's synthetic key column, or -1
 	copies  []datumCopy
 	outNew  types.Row
@@ -142,6 +145,7 @@ func (in tableJoinInput) Process(c *Change) error { return in.j.process(in.side,
 
 func newTableJoin(name string, op *physical.TableTableJoin, sources [2]*physical.Source, stores [2]*taskStore, out *outbox, next Processor) (*tableJoinOp, error) {
 	j := &tableJoinOp{name: name, typ: op.Type, nLeft: op.LeftStore.Schema.Len(), leftKey: op.LeftKey, synth: -1,
+		leftKeys: op.LeftKeys, rightKeys: op.RightKeys,
 		outNew: make(types.Row, op.Out.Len()), outOld: make(types.Row, op.Out.Len()), next: next}
 	if op.Type == physical.FullJoin {
 		j.synth = op.Out.Len() - 1
@@ -253,6 +257,10 @@ func (j *tableJoinOp) fill(dst types.Row, s int, r, o types.Row, key *types.Datu
 	}
 	if j.synth >= 0 {
 		j.copies[j.synth].set(&dst[j.synth], key)
+	} else if l == nil && j.leftKeys != nil {
+		for n, k := range j.leftKeys {
+			j.copies[k].set(&dst[k], &rr[j.rightKeys[n]])
+		}
 	} else if l == nil {
 		j.copies[j.leftKey].set(&dst[j.leftKey], key)
 	}

@@ -439,12 +439,16 @@ func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		changes[i] = g.Add("TABLE-CHANGES-"+src.Name, &TableChanges{Out: source.Out, Store: stores[i]}, in)
 	}
 	lk := j.LeftKey.(*expr.Column).Index
+	var lks []int
+	for _, k := range j.LeftKeys {
+		lks = append(lks, k.(*expr.Column).Index)
+	}
 	if leftName == "" {
 		leftName = j.Left.(*planner.Scan).Source.Name
 	}
 	return g.Add("JOIN-"+j.Right.(*planner.Scan).Source.Name, &TableTableJoin{Type: j.Type,
 		Left: leftName, Right: j.Right.(*planner.Scan).Source.Name, LeftRows: stores[0].ValueFormat == "JOIN-ROWS",
-		LeftKey: lk, RightKey: j.RightKey, LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}, changes[0], changes[1]), nil
+		LeftKey: lk, RightKey: j.RightKey, LeftKeys: lks, RightKeys: j.RightKeys, LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}, changes[0], changes[1]), nil
 }
 
 // streamStreamJoin adds a join of two streams within a window: both

@@ -327,7 +327,10 @@ type TableTableJoin struct {
 	Left, Right string // the tables' names, for EXPLAIN
 	// LeftKey and RightKey are the positions of the tables' key columns
 	// in their rows.
-	LeftKey, RightKey     int
+	LeftKey, RightKey int
+	// LeftKeys and RightKeys are the positions of all key columns of
+	// tables keyed by several, in pairs; nil for one.
+	LeftKeys, RightKeys   []int
 	LeftStore, RightStore *Store
 	// LeftRows marks a left that is an earlier join's rows (its first
 	// input is that join, a RIGHT or FULL join after a table join):
