@@ -38,13 +38,13 @@ type tableJoinOp struct {
 	// leftKeys and rightKeys pair the key columns of tables keyed by
 	// several (nil for one).
 	leftKeys, rightKeys []int
-	synth   int // a FULL join's synthetic key column, or -1
-	copies  []datumCopy
-	outNew  types.Row
-	outOld  types.Row
-	change  Change
-	next    Processor
-	inputs  [2]Processor
+	synth               int // a FULL join's synthetic key column, or -1
+	copies              []datumCopy
+	outNew              types.Row
+	outOld              types.Row
+	change              Change
+	next                Processor
+	inputs              [2]Processor
 }
 
 // tableJoinSide is one table of a table join: its store, the decoder of
