@@ -284,7 +284,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[aliasesProp] = aliasesKsql
 		cmd.Props[nullsProp] = nullsKsql
 		cmd.Props[headersProp] = "true"
-		cmd.Props[joinChangesProp] = "old"
+		cmd.Props[joinsProp] = joinsV2
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
@@ -360,13 +360,18 @@ const (
 	nullsKsql = "ksql"
 )
 
-// joinChangesProp, recorded with every catalog command since joins
-// gave their changes old rows, makes a foreign-key join under a WHERE
-// or a GROUP BY keep the rows it emitted so that its changes carry
-// their old rows (sql.Select.LegacyJoinChanges): a row that stops
-// passing the WHERE is deleted downstream. Commands recorded before
-// keep their topology (no such store) and output.
-const joinChangesProp = "sqlstreams.join.changes"
+// joinsProp, recorded with every catalog command since the second
+// revision of join planning (joinsV2), plans the command's joins as it
+// does (sql.Select.LegacyJoins): a foreign-key join under a WHERE or a
+// GROUP BY keeps the rows it emitted, so that its changes carry their
+// old rows (a row that stops passing the WHERE is deleted downstream),
+// and a stream–stream join's window stores keep only the columns the
+// query reads (not whole input values). Commands recorded before keep
+// their topologies, store formats and output.
+const (
+	joinsProp = "sqlstreams.joins"
+	joinsV2   = "2"
+)
 
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
@@ -419,18 +424,18 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
-	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinChangesProp] != "old"
+	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV2
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
 	case *sql.CreateAs:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
-		st.Select.LegacyJoinChanges = legacyJoins
+		st.Select.LegacyJoins = legacyJoins
 	case *sql.InsertSelect:
 		st.Select.PositionalAliases = positional
 		st.Select.SQLNulls = sqlNulls
-		st.Select.LegacyJoinChanges = legacyJoins
+		st.Select.LegacyJoins = legacyJoins
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

@@ -501,17 +501,28 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		if rep[i] {
 			stores[i].ValueFormat = types.FormatJSON
 		}
+		if j.CompactRows {
+			stores[i].ValueFormat = JoinColumns
+		}
 	}
 	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
 		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
-		LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}
+		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, Out: j.Schema()}
 	if !j.Window.Legacy && j.Type != planner.InnerJoin {
 		name := "JOIN-" + right + "-OUTER"
 		op.OuterStore = &Store{Name: name, Kind: TimeOrderedBuffer, Changelog: g.t.AppID + "-" + name + "-changelog",
 			KeyFormat: "JOIN-OUTER", ValueFormat: "RECORD", RetentionMs: j.Window.RetentionMs()}
+		if j.CompactRows {
+			op.OuterStore.ValueFormat = JoinColumns
+		}
 	}
 	return g.Add("JOIN-"+right, op, ins[0], ins[1]), nil
 }
+
+// JoinColumns is the value format of stream–stream join stores that keep
+// the columns a query reads of a side's rows, in JSON
+// (StreamStreamJoin.CompactRows).
+const JoinColumns = "JOIN-COLUMNS"
 
 // sideScan returns the scan a join's side reads: n, or the scan under a
 // Rekey; nil for anything else.

@@ -368,7 +368,12 @@ type StreamStreamJoin struct {
 	LeftKey, RightKey                 int
 	Window                            planner.JoinWindow
 	LeftStore, RightStore, OuterStore *Store
-	Out                               types.Schema
+	// CompactRows stores each side's rows (in its window store and the
+	// outer buffer) as the columns the query reads of them, in JSON
+	// (the stores' ValueFormat JOIN-COLUMNS), not as the input record's
+	// value.
+	CompactRows bool
+	Out         types.Schema
 }
 
 func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }

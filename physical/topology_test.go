@@ -74,7 +74,7 @@ func TestTopologies(t *testing.T) {
 			ca := st.(*sql.CreateAs)
 			// legacy-joins plans as a command recorded before join
 			// changes carried old rows is replayed.
-			ca.Select.LegacyJoinChanges = d.HasArg("legacy-joins")
+			ca.Select.LegacyJoins = d.HasArg("legacy-joins")
 			sink, err := sql.BindCreateAs(ca, cat)
 			if err != nil {
 				return "error: " + err.Error() + "\n"

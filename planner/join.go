@@ -84,7 +84,13 @@ type Join struct {
 	// the rows it emitted for: set when a filter or an aggregate reads
 	// the join's changes. Queries planned before it existed run without.
 	OldValues bool
-	out       types.Schema
+	// CompactRows makes a stream–stream join keep, in its window stores,
+	// only the columns of each side's rows that the query reads, encoded
+	// compactly, instead of the input record's whole value. Queries
+	// planned before it existed keep whole values (their stores'
+	// changelogs hold them).
+	CompactRows bool
+	out         types.Schema
 }
 
 // NewForeignKeyJoin joins two tables, INNER or LEFT, on an expression

@@ -40,6 +40,8 @@ type binder struct {
 	// sqlNulls keeps SQL's NULL comparisons (Select.SQLNulls); otherwise
 	// they are ksqlDB's.
 	sqlNulls bool
+	// legacyJoins plans joins as before (Select.LegacyJoins).
+	legacyJoins bool
 	// query is set while binding a persistent query's SELECT (CREATE …
 	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
 	query bool
@@ -74,7 +76,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
-		query: sel.persistent || sel.inserting}
+		legacyJoins: sel.LegacyJoins, query: sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
@@ -86,7 +88,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			return nil, err
 		}
 		node = join
-		if join.ForeignKey && !sel.LegacyJoinChanges && (s.Where != nil || s.GroupBy != nil) {
+		if join.ForeignKey && !sel.LegacyJoins && (s.Where != nil || s.GroupBy != nil) {
 			// A filter or an aggregate reads the join's changes: they
 			// carry the key's previous joined row.
 			join.OldValues = true

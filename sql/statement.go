@@ -124,13 +124,15 @@ type Select struct {
 	// a STRING literal bind (ksqlDB refuses them), and CEIL and FLOOR of
 	// a DECIMAL(p, s) give DECIMAL(p-s+1, 0), not DECIMAL(p, s).
 	SQLNulls bool
-	// LegacyJoinChanges plans a foreign-key join under a WHERE or a
+	// LegacyJoins plans joins as sqlstreams did before the second
+	// revision of join planning: a foreign-key join under a WHERE or a
 	// GROUP BY without the store of its emitted rows that gives its
-	// changes their old rows (planner.Join.OldValues), as sqlstreams
-	// did before: the engine sets it for queries replayed from commands
-	// recorded before, so that their topology and output stay as they
-	// were.
-	LegacyJoinChanges bool
+	// changes their old rows (planner.Join.OldValues), and stream–stream
+	// join stores that keep whole input values (not
+	// planner.Join.CompactRows). The engine sets it for queries replayed
+	// from commands recorded before, so that their topology, store
+	// formats and output stay as they were.
+	LegacyJoins bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
