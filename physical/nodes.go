@@ -343,8 +343,15 @@ type TableTableJoin struct {
 
 func (j *TableTableJoin) Schema() types.Schema { return j.Out }
 func (j *TableTableJoin) Explain(name string) string {
-	return fmt.Sprintf("  --> %s  TableTableJoin: %s JOIN %s ON %s.%s = %s.%s (stores: %s, %s)\n", name, j.Type, j.Right,
-		j.Left, j.LeftStore.Schema.Columns[j.LeftKey].Name, j.Right, j.RightStore.Schema.Columns[j.RightKey].Name, j.LeftStore.Name, j.RightStore.Name)
+	left := j.Left + "." + j.LeftStore.Schema.Columns[j.LeftKey].Name
+	if j.LeftRows {
+		left = j.LeftStore.Schema.Columns[j.LeftKey].Name // a column of the earlier join's rows
+	}
+	on := left + " = " + j.Right + "." + j.RightStore.Schema.Columns[j.RightKey].Name
+	for n := 1; n < len(j.LeftKeys); n++ {
+		on += " AND " + j.Left + "." + j.LeftStore.Schema.Columns[j.LeftKeys[n]].Name + " = " + j.Right + "." + j.RightStore.Schema.Columns[j.RightKeys[n]].Name
+	}
+	return fmt.Sprintf("  --> %s  TableTableJoin: %s JOIN %s ON %s (stores: %s, %s)\n", name, j.Type, j.Right, on, j.LeftStore.Name, j.RightStore.Name)
 }
 func (j *TableTableJoin) stores() []*Store { return []*Store{j.LeftStore, j.RightStore} }
 func (j *TableTableJoin) shape() string {
