@@ -290,6 +290,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[configsProp] = configsOn
 		cmd.Props[delimitedProp] = delimitedKsql
 		cmd.Props[functionsProp] = functionsKsql
+		cmd.Props[joinsProp] = joinsV2
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
 			// As ksqlDB, whether or not it exists. (Only new statements:
@@ -504,6 +505,19 @@ const (
 	joinKeysKsql = "ksql"
 )
 
+// joinsProp, recorded with every catalog command since the second
+// revision of join planning (joinsV2), plans the command's joins as it
+// does (sql.Select.LegacyJoins): a foreign-key join under a WHERE or a
+// GROUP BY keeps the rows it emitted, so that its changes carry their
+// old rows (a row that stops passing the WHERE is deleted downstream),
+// and a stream–stream join's window stores keep only the columns the
+// query reads (not whole input values). Commands recorded before keep
+// their topologies, store formats and output.
+const (
+	joinsProp = "sqlstreams.joins"
+	joinsV2   = "2"
+)
+
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
 // recorded with its command), as ksqlDB does.
@@ -565,13 +579,14 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	if err != nil {
 		return Result{}, err
 	}
-	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinKeysProp] != joinKeysKsql
+	legacyJoinKeys := !live && e.cfg.Headless == nil && cmd.Props[joinKeysProp] != joinKeysKsql
+	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV2
 	legacy := func(sel *sql.Select) {
 		sel.PositionalAliases = positional
 		sel.SQLNulls = sqlNulls
 		sel.LegacyFinal = legacyFinal
 		sel.LegacyFunctions, sel.CollectLimits = legacyFns, limits
-		sel.LegacyJoinKeys = legacyJoins
+		sel.LegacyJoinKeys, sel.LegacyJoins = legacyJoinKeys, legacyJoins
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

@@ -342,15 +342,31 @@ type TableTableJoin struct {
 	Left, Right string // the tables' names, for EXPLAIN
 	// LeftKey and RightKey are the positions of the tables' key columns
 	// in their rows.
-	LeftKey, RightKey     int
+	LeftKey, RightKey int
+	// LeftKeys and RightKeys are the positions of all key columns of
+	// tables keyed by several, in pairs; nil for one.
+	LeftKeys, RightKeys   []int
 	LeftStore, RightStore *Store
-	Out                   types.Schema
+	// LeftRows marks a left that is an earlier join's rows (its first
+	// input is that join, a RIGHT or FULL join after a table join):
+	// LeftStore is then the join's own store of them (each its
+	// timestamp and its columns in JSON, keyed by the rows' key, with
+	// its own changelog), which gives each change its old row.
+	LeftRows bool
+	Out      types.Schema
 }
 
 func (j *TableTableJoin) Schema() types.Schema { return j.Out }
 func (j *TableTableJoin) Explain(name string) string {
-	return fmt.Sprintf("  --> %s  TableTableJoin: %s JOIN %s ON %s.%s = %s.%s (stores: %s, %s)\n", name, j.Type, j.Right,
-		j.Left, j.LeftStore.Schema.Columns[j.LeftKey].Name, j.Right, j.RightStore.Schema.Columns[j.RightKey].Name, j.LeftStore.Name, j.RightStore.Name)
+	left := j.Left + "." + j.LeftStore.Schema.Columns[j.LeftKey].Name
+	if j.LeftRows {
+		left = j.LeftStore.Schema.Columns[j.LeftKey].Name // a column of the earlier join's rows
+	}
+	on := left + " = " + j.Right + "." + j.RightStore.Schema.Columns[j.RightKey].Name
+	for n := 1; n < len(j.LeftKeys); n++ {
+		on += " AND " + j.Left + "." + j.LeftStore.Schema.Columns[j.LeftKeys[n]].Name + " = " + j.Right + "." + j.RightStore.Schema.Columns[j.RightKeys[n]].Name
+	}
+	return fmt.Sprintf("  --> %s  TableTableJoin: %s JOIN %s ON %s (stores: %s, %s)\n", name, j.Type, j.Right, on, j.LeftStore.Name, j.RightStore.Name)
 }
 func (j *TableTableJoin) stores() []*Store { return []*Store{j.LeftStore, j.RightStore} }
 func (j *TableTableJoin) shape() string {
@@ -374,7 +390,12 @@ type StreamStreamJoin struct {
 	LeftKey, RightKey                 int
 	Window                            planner.JoinWindow
 	LeftStore, RightStore, OuterStore *Store
-	Out                               types.Schema
+	// CompactRows stores each side's rows (in its window store and the
+	// outer buffer) as the columns the query reads of them, in JSON
+	// (the stores' ValueFormat JOIN-COLUMNS), not as the input record's
+	// value.
+	CompactRows bool
+	Out         types.Schema
 }
 
 func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }

@@ -45,6 +45,8 @@ type binder struct {
 	// Select.CollectLimits.
 	legacyFns     bool
 	collectLimits map[string]int
+	// legacyJoins plans joins as before (Select.LegacyJoins).
+	legacyJoins bool
 	// query is set while binding a persistent query's SELECT (CREATE …
 	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
 	query bool
@@ -79,7 +81,8 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
-		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, query: sel.persistent || sel.inserting}
+		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins,
+		query: sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
@@ -94,6 +97,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			return nil, err
 		}
 		node = join
+		if join.ForeignKey && !sel.LegacyJoins && (s.Where != nil || s.GroupBy != nil) {
+			// A filter or an aggregate reads the join's changes: they
+			// carry the key's previous joined row.
+			join.OldValues = true
+		}
 		switch {
 		case len(sel.partitionExprs) > 0 && join.OfTables():
 			// ksqlDB's rule for tables: their key is the primary key.

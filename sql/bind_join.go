@@ -238,8 +238,16 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		within = nil
 	}
 	typ := "INNER"
+	// The FULL of this join: between the previous join's ON and this
+	// join's.
+	full := -1
+	for _, p := range sel.fullJoins {
+		if n := len(js.leaves) - 1; p > b.nthOn(n-1) && p < b.nthOn(n) {
+			full = p
+		}
+	}
 	switch {
-	case sel.fullJoin >= 0:
+	case full >= 0:
 		typ = "FULL"
 	case j.Tp == ast.LeftJoin:
 		typ = "LEFT"
@@ -267,7 +275,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	case left.src.Kind == catalog.Table:
 		return b.bindTableJoin(j, js, typ)
 	case typ == "FULL":
-		return nil, errorAt(b.text, sel.fullJoin, CodeFeatureNotSupport, "Invalid join type: full-outer join not supported for stream-table join. Got %s.", got)
+		return nil, errorAt(b.text, full, CodeFeatureNotSupport, "Invalid join type: full-outer join not supported for stream-table join. Got %s.", got)
 	case typ == "RIGHT":
 		return nil, b.errAt("RIGHT", CodeFeatureNotSupport, "Invalid join type: right join not supported for stream-table join. Got %s.", got)
 	case j.NaturalJoin || j.Using != nil:
@@ -667,12 +675,13 @@ func (b *binder) onSides(on ast.ExprNode) (left, right ast.ExprNode) {
 // its sources, keyed by its join key. The left join must give a stream
 // (a stream–table or stream–stream join).
 func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
-	if sel.fullJoin >= 0 {
-		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with FULL OUTER JOIN are not supported yet")
-	}
 	inner, err := b.bindJoin(sel, l)
 	if err != nil {
 		return err
+	}
+	if inner.Type == planner.FullJoin {
+		// Its key is a synthetic column the next join cannot name yet.
+		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with FULL OUTER JOIN are not supported yet, unless the FULL OUTER JOIN is the last of table-table joins")
 	}
 	scope := b.join
 	first := scope.sides[0].src // the inner join's left: a source, or its own stand-in

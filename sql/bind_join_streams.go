@@ -114,6 +114,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
 	join.Repartition, join.RepartitionRight = lrep, rrep
+	join.CompactRows = !b.legacyJoins
 	if synth != "" {
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}

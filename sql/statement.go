@@ -159,6 +159,15 @@ type Select struct {
 	DefaultKeyFormat string
 	// sink names a persistent query's result, for errors.
 	sink string
+	// LegacyJoins plans joins as sqlstreams did before the second
+	// revision of join planning: a foreign-key join under a WHERE or a
+	// GROUP BY without the store of its emitted rows that gives its
+	// changes their old rows (planner.Join.OldValues), and stream–stream
+	// join stores that keep whole input values (not
+	// planner.Join.CompactRows). The engine sets it for queries replayed
+	// from commands recorded before, so that their topology, store
+	// formats and output stay as they were.
+	LegacyJoins bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
@@ -172,11 +181,13 @@ type Select struct {
 	unsupPos    int
 	// fullJoin is the position of FULL [OUTER] JOIN's FULL, which TiDB
 	// does not parse: it is cut out (the join parses as INNER) and
-	// binding refuses it; -1 when absent.
-	fullJoin int
-	stmt     *ast.SelectStmt
-	rw       rewritten
-	toks     []token
+	// binding refuses it; -1 when absent. fullJoins are the positions
+	// of every FULL of an N-way join, in order.
+	fullJoin  int
+	fullJoins []int
+	stmt      *ast.SelectStmt
+	rw        rewritten
+	toks      []token
 	// partitionBy and partitionEnd delimit the PARTITION BY expressions'
 	// tokens (0 when absent); partitionExprs are their parse.
 	partitionBy, partitionEnd int

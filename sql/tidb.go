@@ -67,6 +67,7 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 			if sel.fullJoin < 0 {
 				sel.fullJoin = t.pos
 			}
+			sel.fullJoins = append(sel.fullJoins, t.pos)
 			clause = 1
 			if toks[i+1].is("OUTER") {
 				clause = 2
