@@ -361,6 +361,13 @@ func specDatum(v any, t types.Type) (types.Datum, error) {
 		return types.DoubleDatum(f), nil
 	case types.Decimal:
 		s, ok := text()
+		if ok && t.IsWideDecimal() {
+			d, _, err := types.ParseDecimalDatum([]byte(s), t, nil)
+			if err != nil {
+				return bad()
+			}
+			return d, nil
+		}
 		r, ok2 := new(big.Rat).SetString(s)
 		if !ok || !ok2 {
 			return bad()
@@ -457,6 +464,10 @@ func datumValue(d types.Datum, t types.Type) any {
 	case types.Double:
 		return d.F
 	case types.Decimal:
+		if t.IsWideDecimal() {
+			u, _ := new(big.Int).SetString(strings.Replace(types.Text(d, t), ".", "", 1), 10)
+			return bigDec{u, t.Scale}
+		}
 		return bigDec{big.NewInt(d.I), t.Scale}
 	case types.String:
 		return string(d.B)

@@ -42,6 +42,14 @@ func skipFor(stmt string, err error) string {
 	msg := err.Error()
 	upper := strings.ToUpper(stmt)
 	if strings.Contains(upper, " JOIN ") && notSupported.MatchString(msg) {
+		switch {
+		case strings.Contains(msg, "keys are not supported"):
+			return reasonJoins + ": schema-registry keys"
+		case strings.Contains(msg, "windowed sources"):
+			return reasonJoins + ": windowed sources"
+		case strings.Contains(msg, "more than two") || strings.Contains(msg, "result of another join"):
+			return reasonJoins + ": N-way shape"
+		}
 		return reasonJoins
 	}
 	return ""

@@ -283,8 +283,21 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		}
 		cmd.Props[aliasesProp] = aliasesKsql
 		cmd.Props[nullsProp] = nullsKsql
+		cmd.Props[joinKeysProp] = joinKeysKsql
 		cmd.Props[headersProp] = "true"
+		cmd.Props[finalProp] = finalKsql
+		cmd.Props[timestampsProp] = timestampsSkip
+		cmd.Props[configsProp] = configsOn
+		cmd.Props[delimitedProp] = delimitedKsql
+		cmd.Props[functionsProp] = functionsKsql
+		cmd.Props[joinsProp] = joinsV2
 		defaultFormats(st, cmd.Props)
+		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
+			// As ksqlDB, whether or not it exists. (Only new statements:
+			// a recorded one replays as it ran.)
+			kind := strings.ToLower(cs.Kind.String())
+			return Result{}, sql.NameError(cs, sql.CodeFeatureNotSupport, "Cannot add %s '%s': CREATE OR REPLACE is not supported on source %ss.", kind, cs.Name, kind)
+		}
 		if cs, ok := st.(*sql.CreateSource); ok && !e.exists(cs.Name, cs.IfNotExists) {
 			if err := sql.ResolveTypes(cs, e.cat.Type); err != nil {
 				return Result{}, err
@@ -346,7 +359,21 @@ const (
 	// records' headers onto its output (exec.Config.PropagateHeaders);
 	// queries recorded before keep writing records without them.
 	headersProp = "sqlstreams.headers.propagate"
-	aliasesKsql = "ksql"
+	// delimitedProp, recorded with every catalog command since sinks
+	// quote DELIMITED values as ksqlDB does, turns that quoting on for
+	// the command's query (exec.Config.KsqlDelimited); queries recorded
+	// before keep quoting only the fields that need it.
+	delimitedProp = "sqlstreams.delimited.quoting"
+	delimitedKsql = "ksql"
+	// functionsProp, recorded with every catalog command since
+	// STDDEV_SAMP, STDDEV_SAMPLE, CORRELATION and COLLECT_SET compute
+	// what ksqlDB's do (and SELECT * leaves a table function's column
+	// out, and ksqlDB's refusals of aggregates apply), binds the
+	// command's query so; commands recorded before bind as they did
+	// (sql.Select.LegacyFunctions).
+	functionsProp = "sqlstreams.functions"
+	functionsKsql = "ksql"
+	aliasesKsql   = "ksql"
 )
 
 // nullsProp, recorded with every catalog command, says how comparisons,
@@ -359,10 +386,146 @@ const (
 	nullsKsql = "ksql"
 )
 
+// finalProp, recorded with every catalog command, says how EMIT FINAL
+// behaves: finalKsql is ksqlDB's (grace 0 unless given, windows emitted
+// as a record closes them; physical.Aggregate.FinalOnClose). Commands
+// recorded without it keep the default grace and emission at each
+// commit (sql.Select.LegacyFinal).
+const (
+	finalProp = "sqlstreams.emit.final"
+	finalKsql = "ksql"
+)
+
+// timestampsProp, recorded with every catalog command, says what a
+// query does with a record whose event time (a TIMESTAMP column, at a
+// source or at a sink) is negative or, at a sink, an unreadable STRING:
+// timestampsSkip skips it (logged), as Kafka Streams and ksqlDB do, and a
+// sink parses a STRING column with its TIMESTAMP_FORMAT. Queries of
+// commands recorded without it keep writing such records as they did.
+const (
+	timestampsProp = "sqlstreams.timestamps.invalid"
+	timestampsSkip = "skip"
+	// throwOnInvalidProp is ksqlDB's: "true" fails the query on a record
+	// whose TIMESTAMP column cannot be read, instead of skipping it.
+	throwOnInvalidProp = "ksql.timestamp.throw.on.invalid"
+)
+
+// timestampPolicy marks topo's sources and sinks with what the query's
+// command says about invalid event times (timestampsProp,
+// throwOnInvalidProp; commands recorded before either took effect keep
+// skipping unreadable ones and passing on negative ones).
+func timestampPolicy(topo *physical.Topology, props map[string]string, headless bool) {
+	keep := !headless && props[timestampsProp] != timestampsSkip
+	throw := !keep && strings.EqualFold(strings.TrimSpace(props[throwOnInvalidProp]), "true")
+	for _, n := range topo.Nodes {
+		switch op := n.Op.(type) {
+		case *physical.Source:
+			op.KeepInvalidTimestamps, op.ThrowOnInvalidTimestamp = keep, throw
+		case *physical.ForeignKeyJoin:
+			if op.RightSource != nil {
+				op.RightSource.KeepInvalidTimestamps, op.RightSource.ThrowOnInvalidTimestamp = keep, throw
+			}
+		case *physical.Sink:
+			op.KeepInvalidTimestamps = keep
+		}
+	}
+}
+
+// configsProp, recorded with every catalog command, makes the command's
+// ksqlDB configs that shape what it creates take effect (ksqlConfigs);
+// commands recorded without it ignored them, and keep doing so.
+const (
+	configsProp = "sqlstreams.ksql.configs"
+	configsOn   = "true"
+	// prefixProp prefixes the default topic name of a CREATE … AS
+	// without KAFKA_TOPIC, as ksqlDB's config does.
+	prefixProp = "ksql.output.topic.name.prefix"
+	// wrapProp is ksqlDB's default for WRAP_SINGLE_VALUE.
+	wrapProp = "ksql.persistence.wrap.single.values"
+)
+
+// ksqlConfigs applies to src, a source declared or a CREATE … AS's sink
+// (asSelect), the ksqlDB configs of its command that shape it:
+// ksql.output.topic.name.prefix before the default topic name of a sink
+// whose WITH gives no KAFKA_TOPIC, and ksql.persistence.wrap.single.values
+// as WRAP_SINGLE_VALUE when the statement leaves it out and the value is
+// one column of a format that can wrap it (JSON, JSON_SR, AVRO).
+func (e *Engine) ksqlConfigs(src *catalog.Source, with sql.Props, asSelect bool, props map[string]string) error {
+	if e.cfg.Headless == nil && props[configsProp] != configsOn {
+		return nil
+	}
+	if _, named := with["KAFKA_TOPIC"]; asSelect && !named && props[prefixProp] != "" {
+		src.Topic = props[prefixProp] + src.Topic
+	}
+	v, ok := props[wrapProp]
+	if !ok || src.ValueOptions.WrapSingleValue != nil {
+		return nil
+	}
+	wrap, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return sql.Errorf(sql.CodeInvalidParameter, "%s must be true or false, not %q", wrapProp, v)
+	}
+	switch src.ValueFormat {
+	case types.FormatJSON, types.FormatJSONSR, types.FormatAvro:
+		if len(src.Schema.ValueIndexes()) == 1 {
+			src.ValueOptions.WrapSingleValue = &wrap
+		}
+	}
+	return nil
+}
+
+// collectLimits reads ksqlDB's ksql.functions.collect_list.limit and
+// ksql.functions.collect_set.limit from a command's properties.
+func collectLimits(props map[string]string) (map[string]int, error) {
+	var out map[string]int
+	for _, fn := range []string{"COLLECT_LIST", "COLLECT_SET"} {
+		prop := "ksql.functions." + strings.ToLower(fn) + ".limit"
+		v, ok := props[prop]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return nil, sql.Errorf(sql.CodeInvalidParameter, "%s must be a positive whole number, not %q", prop, v)
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[fn] = n
+	}
+	return out, nil
+}
+
+// joinKeysProp, recorded with every catalog command, says that the
+// command's joins follow ksqlDB's key rules (sql.Select.LegacyJoinKeys):
+// commands recorded without it keep the columns and keys their queries
+// wrote.
+const (
+	joinKeysProp = "sqlstreams.join.keys"
+	joinKeysKsql = "ksql"
+)
+
+// joinsProp, recorded with every catalog command since the second
+// revision of join planning (joinsV2), plans the command's joins as it
+// does (sql.Select.LegacyJoins): a foreign-key join under a WHERE or a
+// GROUP BY keeps the rows it emitted, so that its changes carry their
+// old rows (a row that stops passing the WHERE is deleted downstream),
+// and a stream–stream join's window stores keep only the columns the
+// query reads (not whole input values). Commands recorded before keep
+// their topologies, store formats and output.
+const (
+	joinsProp = "sqlstreams.joins"
+	joinsV2   = "2"
+)
+
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
 // recorded with its command), as ksqlDB does.
 func defaultFormats(st sql.Statement, props map[string]string) {
+	if ca, ok := st.(*sql.CreateAs); ok {
+		ca.Select.DefaultKeyFormat = props["ksql.persistence.default.format.key"]
+		return
+	}
 	cs, ok := st.(*sql.CreateSource)
 	if !ok || cs.Props == nil {
 		return
@@ -410,15 +573,28 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	defaultFormats(st, cmd.Props)
 	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
 	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
+	legacyFinal := !live && e.cfg.Headless == nil && cmd.Props[finalProp] != finalKsql
+	legacyFns := !live && e.cfg.Headless == nil && cmd.Props[functionsProp] != functionsKsql
+	limits, err := collectLimits(cmd.Props)
+	if err != nil {
+		return Result{}, err
+	}
+	legacyJoinKeys := !live && e.cfg.Headless == nil && cmd.Props[joinKeysProp] != joinKeysKsql
+	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV2
+	legacy := func(sel *sql.Select) {
+		sel.PositionalAliases = positional
+		sel.SQLNulls = sqlNulls
+		sel.LegacyFinal = legacyFinal
+		sel.LegacyFunctions, sel.CollectLimits = legacyFns, limits
+		sel.LegacyJoinKeys, sel.LegacyJoins = legacyJoinKeys, legacyJoins
+	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
 	case *sql.CreateAs:
-		st.Select.PositionalAliases = positional
-		st.Select.SQLNulls = sqlNulls
+		legacy(st.Select)
 	case *sql.InsertSelect:
-		st.Select.PositionalAliases = positional
-		st.Select.SQLNulls = sqlNulls
+		legacy(st.Select)
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
@@ -502,6 +678,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 	}
 	src, err := sql.BindCreateSource(st)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := e.ksqlConfigs(src, st.Props, false, cmd.Props); err != nil {
 		return Result{}, err
 	}
 	e.useSchemas(src)
@@ -655,6 +834,7 @@ func queryIdleAdvance(props map[string]string) (time.Duration, error) {
 
 // start runs a persistent query's topology.
 func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string) error {
+	timestampPolicy(topo, props, e.cfg.Headless != nil)
 	var mq *metrics.Query
 	if e.cfg.Metrics != nil {
 		mq = e.cfg.Metrics.Query(id)
@@ -679,6 +859,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	cfg := exec.Config{
 		Paused:            cq != nil && cq.Paused,
 		PropagateHeaders:  props[headersProp] == "true",
+		KsqlDelimited:     props[delimitedProp] == delimitedKsql || e.cfg.Headless != nil,
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
 		Brokers:           e.cfg.Brokers,
@@ -766,6 +947,9 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	}
 	sink, err := sql.BindCreateAs(st, e.cat)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props); err != nil {
 		return Result{}, err
 	}
 	if live {
@@ -913,6 +1097,9 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 	}
 	sink, err := sql.BindCreateAs(st, e.cat)
 	if err != nil {
+		return err
+	}
+	if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props); err != nil {
 		return err
 	}
 	e.useSchemas(sink.Target)

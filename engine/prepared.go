@@ -249,10 +249,10 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 		if plan, err = p.e.planPull(ctx, mat, p.src, keys, p.props); err != nil {
 			return Result{}, err
 		}
-		sel.Except = plan.except
+		sel.Except, sel.Whole = plan.except, plan.n
 	}
 	p.w, p.n = w, 0
-	err = mat.PullWith(ctx, r, p.src.Name, sel, p.emitFn)
+	err = p.e.pullUnavailable(mat, mat.PullWith(ctx, r, p.src.Name, sel, p.emitFn))
 	if err == nil && (len(plan.remote) > 0 || len(plan.standby) > 0) {
 		err = p.forward(ctx, mat, plan, sel)
 	}

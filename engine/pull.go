@@ -60,7 +60,7 @@ func (e *Engine) runPull(ctx context.Context, props map[string]string, text stri
 		if plan, err = e.planPull(ctx, mat, src, keys, props); err != nil {
 			return Result{}, err
 		}
-		sel.Except = plan.except
+		sel.Except, sel.Whole = plan.except, plan.n
 	}
 	if err := w.Columns(q.Root.Schema().Columns); err != nil {
 		return Result{}, err
@@ -73,7 +73,7 @@ func (e *Engine) runPull(ctx context.Context, props map[string]string, text stri
 		n++
 		return w.Row(row)
 	}
-	err = mat.Pull(ctx, topo, src.Name, sel, emit)
+	err = e.pullUnavailable(mat, mat.Pull(ctx, topo, src.Name, sel, emit))
 	if err == nil && (len(plan.remote) > 0 || len(plan.standby) > 0) {
 		err = e.forward(ctx, mat, text, props, q.Root.Schema().Columns, plan, emit)
 	}

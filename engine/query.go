@@ -81,7 +81,11 @@ func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	venc, err := types.NewEncoderOpts(target.ValueFormat, target.Schema, target.Schema.ValueIndexes(), target.ValueOptions)
+	// Inserted values are quoted as ksqlDB quotes DELIMITED fields: no
+	// running query's output depends on it.
+	vo := target.ValueOptions
+	vo.KsqlQuoting = true
+	venc, err := types.NewEncoderOpts(target.ValueFormat, target.Schema, target.Schema.ValueIndexes(), vo)
 	if err != nil {
 		return Result{}, err
 	}

@@ -174,6 +174,9 @@ type pullPlan struct {
 	except  []int32 // every partition read elsewhere or from a standby
 	sr      standbyRead
 	ps      pullStore
+	// n is the number of partitions of the store, for
+	// exec.KeySelection.Whole.
+	n int32
 }
 
 // checkHere fails unless this instance has every partition of only (a
@@ -233,6 +236,7 @@ func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Sou
 		return pullPlan{}, err
 	}
 	var missing []int32
+	done := pullPlan{n: ps.n} // every partition needed is here
 	if keys != nil && ps.store == src.Name && src.Partitions == ps.n {
 		// The table's own store, partitioned as its topic: a key is in
 		// the partition the sink's partitioner gives it.
@@ -244,7 +248,7 @@ func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Sou
 		}
 	} else {
 		if _, count := mat.HasPartition(ps.store, -1); int32(count) == ps.n {
-			return pullPlan{}, nil // everything is here: the usual case with one instance
+			return done, nil // everything is here: the usual case with one instance
 		}
 		for p := range ps.n {
 			if has, _ := mat.HasPartition(ps.store, p); !has {
@@ -253,14 +257,14 @@ func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Sou
 		}
 	}
 	if len(missing) == 0 {
-		return pullPlan{}, nil
+		return done, nil
 	}
 	members, err := e.groupMembers(ctx, mat.Topology().AppID, ps.topics, false)
 	if err != nil {
 		return pullPlan{}, sql.Errorf(codeUnavailable, "pull query over %s: finding the owners of its partitions: %v", src.Name, err)
 	}
 	owners := members.owners
-	plan := pullPlan{remote: map[string][]int32{}, sr: sr, ps: ps}
+	plan := pullPlan{remote: map[string][]int32{}, sr: sr, ps: ps, n: ps.n}
 	for _, p := range missing {
 		o, ok := owners[p]
 		if (!ok || o.Instance == e.cfg.InstanceID) && sr.enabled {
@@ -285,6 +289,17 @@ func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Sou
 		plan.except = append(plan.except, p)
 	}
 	return plan, nil
+}
+
+// pullUnavailable turns the failure of a pull that found a partition it
+// needs gone from here (a rebalance since it was planned) or a standby
+// copy too far behind into 57P03, which asks the client to try again.
+func (e *Engine) pullUnavailable(mat *exec.Query, err error) error {
+	if errors.Is(err, exec.ErrPartitionMoved) || errors.Is(err, exec.ErrStandbyLag) {
+		e.forgetOwners(mat)
+		return sql.Errorf(codeUnavailable, "%v; no partial answer is given: try again", err)
+	}
+	return err
 }
 
 // forgetOwners makes the next pull query ask mat's group again; what

@@ -64,6 +64,7 @@ type aggregateOp struct {
 	// out, and a group's state starts with its row count.
 	fromTable bool
 	undoers   []expr.Undoer
+	checkers  []expr.Checker // per aggregate, or nil: see expr.Checker
 	// quiet holds back the emission of a fold: a table change that
 	// stays in its group takes its old row out and its new row in, and
 	// the group's row is emitted once, as Kafka Streams does when the
@@ -125,6 +126,8 @@ func newAggregate(name string, a *physical.Aggregate, store *taskStore, out *out
 		op.argCopies = append(op.argCopies, copies)
 		acc := c.Fn.New(ts)
 		op.accs = append(op.accs, acc)
+		ck, _ := acc.(expr.Checker)
+		op.checkers = append(op.checkers, ck)
 		if a.FromTable {
 			u, ok := acc.(expr.Undoer)
 			if !ok {
@@ -318,6 +321,11 @@ func (a *aggregateOp) fold(undo bool) error {
 		} else {
 			a.part = acc.Add(a.part[:0], a.parts[j], a.argVals[j])
 		}
+		if ck := a.checkers[j]; ck != nil {
+			if err := ck.Check(a.part); err != nil {
+				return &evalError{node: a.name, err: err}
+			}
+		}
 		a.state = binary.AppendUvarint(a.state, uint64(len(a.part)))
 		a.state = append(a.state, a.part...)
 	}
@@ -361,6 +369,19 @@ func (a *aggregateOp) Flush() error {
 			return err
 		}
 	}
+	if err := a.spill(); err != nil {
+		return err
+	}
+	if a.win != nil {
+		return a.win.flush(a)
+	}
+	return nil
+}
+
+// spill writes the groups changed since the last spill to the store's
+// overlay and the changelog, and forgets them: at Flush, and before an
+// EMIT FINAL emission reads the store in the middle of a transaction.
+func (a *aggregateOp) spill() error {
 	for _, gr := range a.changed[:a.nextG] {
 		var err error
 		if gr.deleted {
@@ -374,9 +395,6 @@ func (a *aggregateOp) Flush() error {
 		a.writeChangelog(gr)
 	}
 	a.Abort()
-	if a.win != nil {
-		return a.win.flush(a)
-	}
 	return nil
 }
 

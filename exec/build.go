@@ -14,6 +14,8 @@ type taskEnv struct {
 	// out queues the records the task produces (sinks, repartitions,
 	// changelogs); nil for push and pull queries.
 	out *outbox
+	// ksqlDelimited is Config.KsqlDelimited, for the sinks.
+	ksqlDelimited bool
 	// stores are the task's open stores by name.
 	stores map[string]*taskStore
 	// terminal receives the changes of a last node that writes nowhere
@@ -254,6 +256,9 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 				return nil, err
 			}
 			stores[i] = st
+			if i == 0 && op.LeftRows {
+				continue // an earlier join's rows
+			}
 			// Each input is a TableChanges over its table's source.
 			if len(n.Inputs) == 2 && len(n.Inputs[i].Inputs) == 1 {
 				sources[i], _ = n.Inputs[i].Inputs[0].Op.(*physical.Source)
@@ -262,7 +267,7 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 				return nil, fmt.Errorf("%s must read the changes of two table sources", n.Name)
 			}
 		}
-		return newTableJoin(n.Name, op, sources, stores, next)
+		return newTableJoin(n.Name, op, sources, stores, env.out, next)
 	case *physical.StreamStreamJoin:
 		var stores [3]*taskStore
 		for i, spec := range []*physical.Store{op.LeftStore, op.RightStore, op.OuterStore} {
@@ -298,7 +303,13 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		if left == nil && !op.LeftRows {
 			return nil, fmt.Errorf("%s must read a table's changes and the subscription responses", n.Name)
 		}
-		return newFKJoin(n.Name, op, left, store, env.out, next)
+		var result *taskStore
+		if op.ResultStore != nil {
+			if result, err = env.store(n, op.ResultStore); err != nil {
+				return nil, err
+			}
+		}
+		return newFKJoin(n.Name, op, left, store, result, env.out, next)
 	case *physical.ForeignKeySubscriptions:
 		subs, err := env.store(n, op.Store)
 		if err != nil {
@@ -312,7 +323,7 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 	case *physical.Repartition:
 		return newRepartition(n.Name, op, env.out)
 	case *physical.Sink:
-		return newSink(n.Name, op, env.out)
+		return newSink(n.Name, op, env.out, env.ksqlDelimited)
 	}
 	if env.extra != nil {
 		return env.extra(n, next)

@@ -73,8 +73,12 @@ type fkJoinOp struct {
 	ldec   *recordDecoder
 	// rows is set when the left is an earlier join's rows, which the op
 	// keeps in store itself.
-	rows   *fkLeftRows
-	rdec   *recordDecoder
+	rows *fkLeftRows
+	rdec *recordDecoder
+	// result is set when the join keeps the rows it emitted
+	// (physical.ForeignKeyJoin.ResultStore): each change then carries
+	// the key's previous joined row as its old row.
+	result *fkResultRows
 	lrec   kgo.Record
 	rrec   kgo.Record
 	topic  string
@@ -146,7 +150,68 @@ func newFKLeftRows(name string, op *physical.ForeignKeyJoin) (*fkLeftRows, error
 	return &fkLeftRows{enc: enc, dec: dec, key: key, old: make(types.Row, schema.Len()), row: make(types.Row, schema.Len())}, nil
 }
 
-func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, store *taskStore, out *outbox, next Processor) (*fkJoinOp, error) {
+// fkResultRows keeps the joined rows a foreign-key join emitted
+// (physical.ForeignKeyJoin.ResultStore), as JSON, keyed by the left's
+// record key, written to the store's changelog.
+type fkResultRows struct {
+	store *taskStore
+	enc   types.Encoder
+	dec   types.Decoder
+	old   types.Row
+	val   []byte
+}
+
+func newFKResultRows(name string, schema types.Schema, store *taskStore) (*fkResultRows, error) {
+	all := make([]int, schema.Len())
+	for i := range all {
+		all[i] = i
+	}
+	enc, err := types.NewEncoder(types.FormatJSON, schema, all)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	dec, err := types.NewDecoderRead(types.FormatJSON, schema, all, nil, types.FormatOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &fkResultRows{store: store, enc: enc, dec: dec, old: make(types.Row, schema.Len())}, nil
+}
+
+// swap returns the joined row last emitted for key (nil: none) and
+// keeps row (nil: the key's deletion) in its place, writing the change
+// to the store's changelog. The old row is valid until the next swap.
+func (rr *fkResultRows) swap(o *outbox, key []byte, row types.Row, ts int64) (types.Row, error) {
+	prev, err := rr.store.ov.Get(key)
+	if err != nil {
+		return nil, fatal(err)
+	}
+	var old types.Row
+	if prev != nil {
+		if err := rr.dec.Decode(prev, rr.old); err != nil {
+			return nil, fmt.Errorf("the stored joined row: %w", err)
+		}
+		old = rr.old
+	}
+	if row == nil {
+		if prev != nil {
+			if err := rr.store.ov.Delete(key); err != nil {
+				return nil, fatal(err)
+			}
+			storeChangelog(o, rr.store, key, nil, ts)
+		}
+		return old, nil
+	}
+	if rr.val, err = rr.enc.Encode(rr.val[:0], row); err != nil {
+		return nil, err
+	}
+	if err := rr.store.ov.Put(key, rr.val); err != nil {
+		return nil, fatal(err)
+	}
+	storeChangelog(o, rr.store, key, rr.val, ts)
+	return old, nil
+}
+
+func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, store, result *taskStore, out *outbox, next Processor) (*fkJoinOp, error) {
 	fk, err := expr.Compile(op.ForeignKey)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -181,6 +246,11 @@ func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, 
 	}
 	for _, c := range op.Out.Columns {
 		j.copies = append(j.copies, copyFor(c.Type))
+	}
+	if result != nil {
+		if j.result, err = newFKResultRows(name, op.Out, result); err != nil {
+			return nil, err
+		}
 	}
 	j.inputs = [2]Processor{fkJoinInput{j, 0}, fkJoinInput{j, 1}}
 	return j, nil
@@ -474,6 +544,18 @@ func (j *fkJoinOp) emit(rec *kgo.Record, ts int64, l, r types.Row, del bool) err
 		out.Old = j.row
 	} else {
 		out.New = j.row
+	}
+	if j.result != nil {
+		// The key's previous joined row is the change's old row; a
+		// deletion of a key that has none still passes with the left
+		// row (a sink writes its tombstone, as ksqlDB does).
+		old, err := j.result.swap(j.out, rec.Key, out.New, ts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", j.name, err)
+		}
+		if old != nil {
+			out.Old = old
+		}
 	}
 	return j.next.Process(out)
 }

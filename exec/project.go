@@ -66,11 +66,14 @@ type datumCopy uint8
 
 const (
 	copyNumber datumCopy = iota // Null, I, F: BOOLEAN, numbers, temporal types
-	copyBytes                   // Null, B: STRING, BYTES
+	copyBytes                   // Null, B: STRING, BYTES, wide DECIMAL
 	copyAll                     // composites (and the untyped NULL)
 )
 
 func copyFor(t types.Type) datumCopy {
+	if t.IsWideDecimal() {
+		return copyBytes
+	}
 	switch t.Kind {
 	case types.Boolean, types.Int, types.Bigint, types.Double, types.Decimal, types.Date, types.Time, types.Timestamp:
 		return copyNumber

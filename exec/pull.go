@@ -81,16 +81,31 @@ type KeySelection struct {
 	// a copy fails the pull with ErrStandbyLag.
 	Standby []int32
 	MaxLag  int64
+	// Whole, when positive, is the number of partitions of the store: each
+	// one the pull needs — every one for a scan, the keys' own for a key
+	// lookup into a store partitioned as Partitions — must be read here
+	// (active or standby) or be in Except. One that is neither, its task
+	// having left this instance since the query was planned (a
+	// rebalance), fails the pull with ErrPartitionMoved before any row is
+	// emitted: no partial answer.
+	Whole int32
 }
 
 // ErrStandbyLag fails a standby read whose copy is missing or too far
 // behind.
 var ErrStandbyLag = errors.New("no standby copy within the allowed lag")
 
+// ErrPartitionMoved fails a pull query that a partition it needs was
+// planned to be read here from has left (KeySelection.Whole, .Only).
+var ErrPartitionMoved = errors.New("the partition moved to another instance while the query ran")
+
 // parts returns the partitions of store a pull with sel reads here: the
 // active ones sel keeps, and its standby ones.
 func (q *Query) pullParts(store string, sel KeySelection) ([]Partition, error) {
 	parts := sel.only(q.Stores(store))
+	if err := sel.complete(store, parts); err != nil {
+		return nil, err
+	}
 	if len(sel.Standby) == 0 {
 		return parts, nil
 	}
@@ -105,6 +120,38 @@ func (q *Query) pullParts(store string, sel KeySelection) ([]Partition, error) {
 		return nil, fmt.Errorf("partitions %v of %s: %w (%d offsets)", missing, store, ErrStandbyLag, sel.MaxLag)
 	}
 	return append(parts, sb...), nil
+}
+
+// complete fails with ErrPartitionMoved when parts, the active partitions
+// the pull reads here, lack one that sel needs from here: one of Only, or
+// (Whole) one that neither Except nor Standby accounts for.
+func (sel KeySelection) complete(store string, parts []Partition) error {
+	here := func(p int32) bool {
+		return slices.ContainsFunc(parts, func(x Partition) bool { return x.ID == p }) ||
+			slices.Contains(sel.Except, p) || slices.Contains(sel.Standby, p)
+	}
+	for _, p := range sel.Only {
+		if !here(p) {
+			return fmt.Errorf("partition %d of %s: %w", p, store, ErrPartitionMoved)
+		}
+	}
+	if sel.Whole <= 0 || sel.Only != nil {
+		return nil
+	}
+	if sel.Keys != nil && sel.Partitions == sel.Whole {
+		for _, k := range sel.Keys {
+			if p := DefaultPartition(k, sel.Partitions); !here(p) {
+				return fmt.Errorf("partition %d of %s: %w", p, store, ErrPartitionMoved)
+			}
+		}
+		return nil
+	}
+	for p := range sel.Whole {
+		if !here(p) {
+			return fmt.Errorf("partition %d of %s: %w", p, store, ErrPartitionMoved)
+		}
+	}
+	return nil
 }
 
 // only keeps the partitions sel.Only names and drops those of
@@ -429,11 +476,11 @@ func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel K
 		return err
 	}
 	view := g.procs[aggNode.ID].(*aggregateOp)
+	sel.Partitions = 0 // the aggregate's partitions are its input's
 	parts, err := q.pullParts(agg.Store.Name, sel)
 	if err != nil {
 		return err
 	}
-	sel.Partitions = 0 // the aggregate's partitions are its input's
 	switch {
 	case agg.Window != nil && agg.Window.Type != types.Session && sel.Windowed:
 		// A window store is ordered by window start: scan the starts

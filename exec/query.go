@@ -25,6 +25,11 @@ type Config struct {
 	// ksqlDB) do. Queries recorded before it existed run without it, so
 	// that their output does not change.
 	PropagateHeaders bool
+	// KsqlDelimited makes the query's sinks quote DELIMITED fields as
+	// ksqlDB does (types.FormatOptions.KsqlQuoting). Queries recorded
+	// before it existed run without it, so that their output does not
+	// change.
+	KsqlDelimited bool
 	// Brokers are the Kafka seed brokers.
 	Brokers []string
 	// InstanceID names this server among the instances running the query;

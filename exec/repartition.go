@@ -58,9 +58,15 @@ func newRepartition(name string, r *physical.Repartition, out *outbox) (*reparti
 			cols = append(cols, i)
 		}
 	}
-	// Repartition values are JSON objects (one column is wrapped too, by
-	// default), so the next sub-topology reads them by name.
-	if op.value, err = types.NewEncoder(types.FormatJSON, r.In, cols); err != nil {
+	// Repartition values are JSON objects (one column is wrapped too,
+	// even a key column, which JSON would unwrap by default), so the next
+	// sub-topology reads them by name.
+	var opts types.FormatOptions
+	if len(cols) == 1 {
+		wrap := true
+		opts.WrapSingleValue = &wrap
+	}
+	if op.value, err = types.NewEncoderOpts(types.FormatJSON, r.In, cols, opts); err != nil {
 		return nil, fmt.Errorf("%s value: %w", name, err)
 	}
 	return op, nil

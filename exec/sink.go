@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -22,19 +23,29 @@ type sinkOp struct {
 	key, value types.Encoder
 	keys       []int
 	tsCol      int // output column holding the record timestamp, or -1
+	// tsParse reads a STRING tsCol; keepInvalid writes rows whose
+	// timestamp is negative or unreadable as queries recorded before did
+	// (physical.Sink.KeepInvalidTimestamps).
+	tsParse     func([]byte) (int64, error)
+	keepInvalid bool
 	// window is the windowing of a windowed result: keys end in the
 	// change's window.
 	window types.WindowType
 	out    *outbox
 }
 
-func newSink(name string, s *physical.Sink, out *outbox) (*sinkOp, error) {
+// newSink builds the sink; ksqlDelimited quotes DELIMITED values as
+// ksqlDB does (Config.KsqlDelimited). Keys keep their encoding: they
+// address stores and partitions.
+func newSink(name string, s *physical.Sink, out *outbox, ksqlDelimited bool) (*sinkOp, error) {
 	keys := s.Out.KeyIndexes()
 	key, err := types.NewEncoderOpts(s.KeyFormat, s.Out, keys, s.KeyOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s key: %w", name, err)
 	}
-	value, err := types.NewEncoderOpts(s.ValueFormat, s.Out, s.Out.ValueIndexes(), s.ValueOptions)
+	vo := s.ValueOptions
+	vo.KsqlQuoting = ksqlDelimited
+	value, err := types.NewEncoderOpts(s.ValueFormat, s.Out, s.Out.ValueIndexes(), vo)
 	if err != nil {
 		return nil, fmt.Errorf("%s value: %w", name, err)
 	}
@@ -42,6 +53,16 @@ func newSink(name string, s *physical.Sink, out *outbox) (*sinkOp, error) {
 	if s.TimestampColumn != "" {
 		if op.tsCol = s.Out.Index(s.TimestampColumn); op.tsCol < 0 {
 			return nil, fmt.Errorf("%s: timestamp column %s is not in the schema", name, s.TimestampColumn)
+		}
+		op.keepInvalid = s.KeepInvalidTimestamps
+		if s.Out.Columns[op.tsCol].Type.Kind == types.String && !op.keepInvalid {
+			format := s.TimestampFormat
+			if format == "" {
+				format = "yyyy-MM-dd'T'HH:mm:ss[.SSS][XXX]" // ISO-8601
+			}
+			if op.tsParse, err = expr.TimestampParser(format); err != nil {
+				return nil, fmt.Errorf("%s: TIMESTAMP_FORMAT: %w", name, err)
+			}
 		}
 	}
 	return op, nil
@@ -55,6 +76,13 @@ func (s *sinkOp) Process(c *Change) error {
 		return s.tombstone(c)
 	}
 	row := c.New
+	ts := c.Timestamp
+	if s.tsCol >= 0 {
+		var err error
+		if ts, err = s.timestamp(row, ts); err != nil {
+			return err
+		}
+	}
 	rec := s.out.record()
 	var err error
 	start := len(s.out.arena)
@@ -86,12 +114,34 @@ func (s *sinkOp) Process(c *Change) error {
 	}
 	rec.Topic = s.topic
 	rec.Headers = s.out.userHeaders(nil, c.Record)
-	rec.Timestamp = time.UnixMilli(c.Timestamp)
-	if s.tsCol >= 0 && !row[s.tsCol].Null {
-		rec.Timestamp = time.UnixMilli(row[s.tsCol].I)
-	}
+	rec.Timestamp = time.UnixMilli(ts)
 	s.out.produce(rec)
 	return nil
+}
+
+// timestamp is the output record timestamp of row, from the sink's
+// TIMESTAMP column (ts, the change's, when it is NULL). A row whose
+// timestamp cannot be read or is negative is bad: skipped and logged, as
+// ksqlDB skips it.
+func (s *sinkOp) timestamp(row types.Row, ts int64) (int64, error) {
+	v := &row[s.tsCol]
+	if v.Null {
+		return ts, nil
+	}
+	if s.keepInvalid {
+		return v.I, nil
+	}
+	t := v.I
+	if s.tsParse != nil {
+		var err error
+		if t, err = s.tsParse(v.B); err != nil {
+			return 0, &evalError{node: s.name, err: fmt.Errorf("%w: timestamp column: %v", types.ErrBadRecord, err)}
+		}
+	}
+	if t < 0 {
+		return 0, &evalError{node: s.name, err: fmt.Errorf("%w: timestamp column holds a negative timestamp (%d)", types.ErrBadRecord, t)}
+	}
+	return t, nil
 }
 
 // appendWindow appends the change's window to the key being encoded, for

@@ -24,6 +24,9 @@ type recordDecoder struct {
 	tsCol   int
 	tsName  string
 	tsParse func([]byte) (int64, error)
+	// keepNegative passes on a negative event time from tsCol;
+	// throwBad makes an unreadable one fatal (physical.Source).
+	keepNegative, throwBad bool
 	// window is a windowed topic's windowing: keys end in the window,
 	// which fills the columns from winCol on (WINDOWSTART, WINDOWEND)
 	// and winStart, winEnd.
@@ -67,6 +70,7 @@ func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
 			return nil, fmt.Errorf("%s: timestamp column %s is not in the schema", name, s.TimestampColumn)
 		}
 		d.tsName = s.TimestampColumn
+		d.keepNegative, d.throwBad = s.KeepInvalidTimestamps, s.ThrowOnInvalidTimestamp
 		if schema.Columns[d.tsCol].Type.Kind == types.String {
 			format := s.TimestampFormat
 			if format == "" {
@@ -99,15 +103,18 @@ func (d *recordDecoder) decode(r *kgo.Record) (int64, error) {
 		v := row[d.tsCol]
 		switch {
 		case v.Null:
-			return 0, fmt.Errorf("%w: timestamp column %s is NULL", types.ErrBadRecord, d.tsName)
+			return 0, d.badTimestamp(fmt.Errorf("timestamp column %s is NULL", d.tsName))
 		case d.tsParse != nil:
 			t, err := d.tsParse(v.B)
 			if err != nil {
-				return 0, fmt.Errorf("%w: timestamp column %s: %v", types.ErrBadRecord, d.tsName, err)
+				return 0, d.badTimestamp(fmt.Errorf("timestamp column %s: %v", d.tsName, err))
 			}
 			rowtime = t
 		default:
 			rowtime = v.I
+		}
+		if rowtime < 0 && !d.keepNegative {
+			return 0, d.negative(rowtime)
 		}
 	}
 	// Only the numbers: nothing else writes these datums, and a whole
@@ -135,16 +142,36 @@ func (d *recordDecoder) decodeKey(r *kgo.Record) (int64, error) {
 	}
 	d.fillHeaders(r)
 	if d.tsCol >= 0 && row[d.tsCol].Null {
-		return 0, fmt.Errorf("%w: timestamp column %s is NULL", types.ErrBadRecord, d.tsName)
+		return 0, d.badTimestamp(fmt.Errorf("timestamp column %s is NULL", d.tsName))
 	}
 	rowtime := r.Timestamp.UnixMilli()
 	if d.tsCol >= 0 {
 		rowtime = row[d.tsCol].I // a key column
+		if rowtime < 0 && !d.keepNegative {
+			return 0, d.negative(rowtime)
+		}
 	}
 	row[d.rowtime].Null, row[d.rowtime].I = false, rowtime
 	row[d.rowtime+1].Null, row[d.rowtime+1].I = false, int64(r.Partition)
 	row[d.rowtime+2].Null, row[d.rowtime+2].I = false, r.Offset
 	return rowtime, nil
+}
+
+// badTimestamp is the error for a record whose event time cannot be read:
+// the record is bad (skipped and logged), or with throwBad the query
+// fails, as ksqlDB's ksql.timestamp.throw.on.invalid makes it.
+func (d *recordDecoder) badTimestamp(err error) error {
+	if d.throwBad {
+		return fatal(fmt.Errorf("Fatal user code error in TimestampExtractor callback for record: %w", err))
+	}
+	return fmt.Errorf("%w: %v", types.ErrBadRecord, err)
+}
+
+// negative is the error for a record whose event time is negative:
+// skipped and logged, as Kafka Streams skips a record whose extracted
+// timestamp is negative.
+func (d *recordDecoder) negative(ts int64) error {
+	return fmt.Errorf("%w: timestamp column %s holds a negative event time (%d)", types.ErrBadRecord, d.tsName, ts)
 }
 
 // fillHeaders fills the header columns from r's headers: a HEADERS column

@@ -122,7 +122,12 @@ type streamJoinSide struct {
 	store     *taskStore
 	changelog string
 	dec       *recordDecoder // the side's stored rows
-	key       int            // the key column in the side's rows
+	// enc, when set, encodes the columns the query reads of the side's
+	// rows as the stores keep them (physical.StreamStreamJoin.CompactRows);
+	// nil: the stores keep the input record's value.
+	enc types.Encoder
+	val []byte
+	key int // the key column in the side's rows
 	// streamTime is the largest time put into the side's store (Kafka
 	// Streams' window stores each observe their own); expired the
 	// segment start below which the store was cut.
@@ -166,6 +171,23 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 		}
 		j.sides[i] = streamJoinSide{store: stores[i], changelog: specs[i].Changelog, dec: dec, key: op.LeftKey,
 			streamTime: math.MinInt64, expired: math.MinInt64}
+		if op.CompactRows {
+			// The stores keep the value columns the query reads, in
+			// JSON: the stored rows decode from those alone.
+			src := sources[i]
+			var cols []int
+			for _, c := range src.Out.ValueIndexes() {
+				if src.Read == nil || src.Read[c] {
+					cols = append(cols, c)
+				}
+			}
+			if j.sides[i].enc, err = types.NewEncoder(types.FormatJSON, src.Out, cols); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if dec.value, err = types.NewDecoderRead(types.FormatJSON, src.Out, cols, nil, types.FormatOptions{}); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		}
 		j.inputs[i] = streamJoinInput{j: j, side: i}
 	}
 	j.sides[1].key = op.RightKey
@@ -209,11 +231,19 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 	// 1. The row into its side's store, unless it has expired there.
 	side := &j.sides[s]
 	side.streamTime = max(side.streamTime, ts)
+	value := r.Value
+	if side.enc != nil {
+		var err error
+		if side.val, err = side.enc.Encode(side.val[:0], row); err != nil {
+			return &evalError{node: j.name, err: err}
+		}
+		value = side.val
+	}
 	if ts > side.streamTime-j.retention {
 		j.skey = j.windowKey(j.skey[:0], floorTo(ts, j.segment), r.Key)
 		j.skey = binary.BigEndian.AppendUint64(j.skey, flip(ts))
 		j.skey = binary.BigEndian.AppendUint64(j.skey, uint64(r.Offset))
-		if err := j.put(side.store, side.changelog, j.skey, r.Value, ts); err != nil {
+		if err := j.put(side.store, side.changelog, j.skey, value, ts); err != nil {
 			return err
 		}
 	}
@@ -288,7 +318,7 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 	if j.minBuffered != math.MinInt64 {
 		j.minBuffered = min(j.minBuffered, ts)
 	}
-	return j.put(j.buffer, j.bufferLog, j.bkey, r.Value, ts)
+	return j.put(j.buffer, j.bufferLog, j.bkey, value, ts)
 }
 
 // bufferKey appends the buffer's key of side s's row.

@@ -38,6 +38,7 @@ func streamJoinTopology(t testing.TB, typ planner.JoinType, legacy bool) *physic
 	if err != nil {
 		t.Fatal(err)
 	}
+	join.CompactRows = !wholeValues
 	in := join.Schema()
 	col := func(name string) expr.Expr {
 		i := in.Index(name)
@@ -71,7 +72,20 @@ func newStreamJoinTask(t testing.TB, typ planner.JoinType, legacy bool) *joinTas
 // grace period: pairs at once, at the later row's time; a bid without an
 // auction only once its window has closed; a late auction still joins a
 // kept bid.
+// wholeValues makes streamJoinTopology's join keep input values whole
+// in its stores, as queries planned before CompactRows do.
+var wholeValues bool
+
 func TestStreamStreamJoin(t *testing.T) {
+	t.Run("compact", testStreamStreamJoin)
+	t.Run("whole values", func(t *testing.T) {
+		wholeValues = true
+		defer func() { wholeValues = false }()
+		testStreamStreamJoin(t)
+	})
+}
+
+func testStreamStreamJoin(t *testing.T) {
 	jt := newStreamJoinTask(t, planner.LeftJoin, false)
 	jt.feed(t, "bids", 1000, "a1", `{"PRICE":5}`)
 	jt.feed(t, "auctions", 3000, "a1", `{"SELLER":"s1"}`)

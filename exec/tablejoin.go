@@ -35,13 +35,16 @@ type tableJoinOp struct {
 	sides   [2]tableJoinSide
 	nLeft   int // the left's columns in the joined row
 	leftKey int // the left's key column in the joined row
-	synth   int // a FULL join's synthetic key column, or -1
-	copies  []datumCopy
-	outNew  types.Row
-	outOld  types.Row
-	change  Change
-	next    Processor
-	inputs  [2]Processor
+	// leftKeys and rightKeys pair the key columns of tables keyed by
+	// several (nil for one).
+	leftKeys, rightKeys []int
+	synth               int // a FULL join's synthetic key column, or -1
+	copies              []datumCopy
+	outNew              types.Row
+	outOld              types.Row
+	change              Change
+	next                Processor
+	inputs              [2]Processor
 }
 
 // tableJoinSide is one table of a table join: its store, the decoder of
@@ -49,8 +52,81 @@ type tableJoinOp struct {
 type tableJoinSide struct {
 	store *taskStore
 	dec   *recordDecoder
-	key   int
-	rec   kgo.Record
+	// rows is set for a left that is an earlier join's rows
+	// (physical.TableTableJoin.LeftRows), which the op keeps in store
+	// itself; dec is then nil.
+	rows *joinRows
+	key  int
+	rec  kgo.Record
+}
+
+// joinRows keeps the rows of a join on the left of a table join: each
+// stored as its timestamp and its columns in JSON, keyed by the rows'
+// record key, written to the store's changelog. They give the join's
+// changes their old rows and the right's changes the left's row.
+type joinRows struct {
+	enc    types.Encoder
+	dec    types.Decoder
+	row    types.Row // the last row looked up
+	old    types.Row
+	val    []byte
+	out    *outbox
+	change Change
+}
+
+func newJoinRows(name string, schema types.Schema, out *outbox) (*joinRows, error) {
+	all := make([]int, schema.Len())
+	for i := range all {
+		all[i] = i
+	}
+	enc, err := types.NewEncoder(types.FormatJSON, schema, all)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	dec, err := types.NewDecoderRead(types.FormatJSON, schema, all, nil, types.FormatOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &joinRows{enc: enc, dec: dec, row: make(types.Row, schema.Len()), old: make(types.Row, schema.Len()), out: out}, nil
+}
+
+// apply keeps a change of the join's rows in st and returns it as a
+// table's change: the key's previous row as the old row (none for a
+// new key), the change's new row; nil for the deletion of a key st
+// does not hold.
+func (jr *joinRows) apply(name string, st *taskStore, c *Change) (*Change, error) {
+	key := c.Record.Key
+	prev, err := st.ov.Get(key)
+	if err != nil {
+		return nil, fatal(err)
+	}
+	out := &jr.change
+	*out = Change{Timestamp: c.Timestamp, New: c.New, Record: c.Record}
+	if len(prev) >= tsLen {
+		if err := jr.dec.Decode(prev[tsLen:], jr.old); err != nil {
+			return nil, fmt.Errorf("%s: the stored row: %w", name, err)
+		}
+		out.Old = jr.old
+	}
+	if c.New == nil {
+		if out.Old == nil {
+			return nil, nil
+		}
+		if err := st.ov.Delete(key); err != nil {
+			return nil, fatal(err)
+		}
+		storeChangelog(jr.out, st, key, nil, c.Timestamp)
+		return out, nil
+	}
+	jr.val = binary.BigEndian.AppendUint64(jr.val[:0], uint64(c.Timestamp))
+	if jr.val, err = jr.enc.Encode(jr.val, c.New); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := st.ov.Put(key, jr.val); err != nil {
+		return nil, fatal(err)
+	}
+	storeChangelog(jr.out, st, key, jr.val, c.Timestamp)
+	return out, nil
 }
 
 // multiInput is a processor whose inputs must be told apart: the
@@ -67,19 +143,29 @@ type tableJoinInput struct {
 
 func (in tableJoinInput) Process(c *Change) error { return in.j.process(in.side, c) }
 
-func newTableJoin(name string, op *physical.TableTableJoin, sources [2]*physical.Source, stores [2]*taskStore, next Processor) (*tableJoinOp, error) {
+func newTableJoin(name string, op *physical.TableTableJoin, sources [2]*physical.Source, stores [2]*taskStore, out *outbox, next Processor) (*tableJoinOp, error) {
 	j := &tableJoinOp{name: name, typ: op.Type, nLeft: op.LeftStore.Schema.Len(), leftKey: op.LeftKey, synth: -1,
+		leftKeys: op.LeftKeys, rightKeys: op.RightKeys,
 		outNew: make(types.Row, op.Out.Len()), outOld: make(types.Row, op.Out.Len()), next: next}
 	if op.Type == physical.FullJoin {
 		j.synth = op.Out.Len() - 1
 	}
 	for i := range j.sides {
+		j.sides[i] = tableJoinSide{store: stores[i], key: op.LeftKey}
+		j.inputs[i] = tableJoinInput{j: j, side: i}
+		if i == 0 && op.LeftRows {
+			rows, err := newJoinRows(name, op.LeftStore.Schema, out)
+			if err != nil {
+				return nil, err
+			}
+			j.sides[i].rows = rows
+			continue
+		}
 		dec, err := newRecordDecoder(name, sources[i])
 		if err != nil {
 			return nil, err
 		}
-		j.sides[i] = tableJoinSide{store: stores[i], dec: dec, key: op.LeftKey}
-		j.inputs[i] = tableJoinInput{j: j, side: i}
+		j.sides[i].dec = dec
 	}
 	j.sides[1].key = op.RightKey
 	for _, c := range op.Out.Columns {
@@ -90,6 +176,14 @@ func newTableJoin(name string, op *physical.TableTableJoin, sources [2]*physical
 
 // process joins a change of side s (0 left, 1 right).
 func (j *tableJoinOp) process(s int, c *Change) error {
+	if rows := j.sides[s].rows; rows != nil {
+		// A change of the join on the left: its old row is the one
+		// kept.
+		var err error
+		if c, err = rows.apply(j.name, j.sides[s].store, c); c == nil || err != nil {
+			return err
+		}
+	}
 	other := 1 - s
 	row := c.New
 	if row == nil {
@@ -154,7 +248,7 @@ func (j *tableJoinOp) fill(dst types.Row, s int, r, o types.Row, key *types.Datu
 			j.copies[i].set(&dst[i], &l[i])
 		}
 	}
-	for i := j.nLeft; i < j.nLeft+len(j.sides[1].dec.row); i++ {
+	for i := j.nLeft; i < len(j.copies) && i-j.nLeft < j.nRight(); i++ {
 		if rr == nil {
 			dst[i] = types.NullDatum
 		} else {
@@ -163,6 +257,10 @@ func (j *tableJoinOp) fill(dst types.Row, s int, r, o types.Row, key *types.Datu
 	}
 	if j.synth >= 0 {
 		j.copies[j.synth].set(&dst[j.synth], key)
+	} else if l == nil && j.leftKeys != nil {
+		for n, k := range j.leftKeys {
+			j.copies[k].set(&dst[k], &rr[j.rightKeys[n]])
+		}
 	} else if l == nil {
 		j.copies[j.leftKey].set(&dst[j.leftKey], key)
 	}
@@ -182,6 +280,12 @@ func (j *tableJoinOp) lookup(s int, r *kgo.Record) (types.Row, int64, error) {
 		return nil, 0, nil
 	}
 	ts := int64(binary.BigEndian.Uint64(v))
+	if side.rows != nil {
+		if err := side.rows.dec.Decode(v[tsLen:], side.rows.row); err != nil {
+			return nil, 0, fmt.Errorf("%s: the stored row: %w", j.name, err)
+		}
+		return side.rows.row, ts, nil
+	}
 	rec := &side.rec
 	rec.Key, rec.Value, rec.Partition, rec.Offset = r.Key, v[tsLen:], r.Partition, -1
 	rec.Timestamp = time.UnixMilli(ts)
@@ -192,6 +296,9 @@ func (j *tableJoinOp) lookup(s int, r *kgo.Record) (types.Row, int64, error) {
 	row[side.dec.rowtime+2] = types.NullDatum // the store keeps no offset
 	return row, ts, nil
 }
+
+// nRight is the number of the right table's columns in the joined row.
+func (j *tableJoinOp) nRight() int { return len(j.sides[1].dec.row) }
 
 // Process is not called: each input has its own processor (input).
 func (j *tableJoinOp) Process(*Change) error {

@@ -241,7 +241,7 @@ func (tm *taskManager) sourceOf(st *physical.SubTopology, topic string) *physica
 // stores and builds its graph.
 func (tm *taskManager) open(t *Task) error {
 	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra, late: &lateCounter{q: tm.q},
-		idleAdvance: tm.q.cfg.WindowIdleAdvance}
+		idleAdvance: tm.q.cfg.WindowIdleAdvance, ksqlDelimited: tm.q.cfg.KsqlDelimited}
 	if stateful(t.sub) {
 		if tm.q.cfg.StateDir == "" {
 			return errors.New("a query with state stores needs a state directory")

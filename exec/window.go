@@ -41,8 +41,14 @@ type windowing struct {
 	size, advance, grace, retention int64
 	loc                             *time.Location // nil: aligned to the epoch
 	final                           bool
-	store                           *taskStore
-	late                            *lateCounter
+	// onClose (physical.Aggregate.FinalOnClose, time windows aligned to
+	// the epoch) emits closed windows as the record closing them is
+	// processed (emitOnClose); emitted is then the close time (stream
+	// time - grace) of the last emission, Kafka Streams'
+	// lastEmitWindowCloseTime.
+	onClose bool
+	store   *taskStore
+	late    *lateCounter
 
 	// streamTime is the largest event time seen (math.MinInt64 before
 	// any); emitted is the start through which every window is closed
@@ -64,6 +70,7 @@ type windowing struct {
 	// Reused per row: the windows the row falls into.
 	starts, ends []int64
 	gkey, mark   []byte
+	from, to     []byte
 	session      sessionScratch
 	// markGroup writes the mark to the changelog like a group.
 	markGroup group
@@ -92,6 +99,7 @@ func newWindowing(name string, a *physical.Aggregate, store *taskStore) (*window
 		}
 		wg.loc = loc
 	}
+	wg.onClose = a.EmitFinal && a.FinalOnClose && w.Type != types.Session && wg.loc == nil
 	return wg, nil
 }
 
@@ -238,7 +246,79 @@ func (w *windowing) update(a *aggregateOp) error {
 	if !open {
 		w.late.add(a.name, ts, w.streamTime)
 	}
+	if w.onClose {
+		return w.emitOnClose(a)
+	}
 	return nil
+}
+
+// emitOnClose emits the windows that closed since the last emission, as
+// Kafka Streams' window aggregation with EmitStrategy.onWindowClose does
+// (KStreamWindowAggregate, KIP-825) after each record: when the close
+// time (stream time - grace) has moved past the end of a window not yet
+// emitted, it emits, in order of start and key, the stored windows that
+// start after the last emission's range and end by the close time — of
+// those, only the ones that start no earlier than the latest window
+// start minus the retention, as Kafka Streams' time-ordered window store
+// returns them (with the default retention, size + grace, a window is
+// missed when stream time jumps over its close by more than a window).
+func (w *windowing) emitOnClose(a *aggregateOp) error {
+	closeTime := w.streamTime - w.grace
+	if w.emitted != math.MinInt64 && w.emitted >= closeTime {
+		return nil
+	}
+	hi := closeTime - w.size // the last start of a closed window
+	if hi < 0 {
+		return nil
+	}
+	lo := int64(0)
+	if w.emitted != math.MinInt64 {
+		lo = max(0, w.emitted-w.size) + 1
+		if w.span(hi) == w.span(lo-1) {
+			return nil // no window closed since the last emission
+		}
+	}
+	// The largest window start put: that of the row that set stream
+	// time, whose windows are always open.
+	latest := w.streamTime / w.advance * w.advance
+	lo = max(lo, latest-w.retention)
+	if lo <= hi {
+		if err := a.spill(); err != nil {
+			return err
+		}
+		w.from = appendWindowKey(w.from[:0], lo, nil)
+		w.to = appendWindowKey(w.to[:0], hi+1, nil)
+		it, err := w.store.ov.Range(w.from, w.to)
+		if err != nil {
+			return err
+		}
+		for it.Next() {
+			k, v := it.Key(), it.Value()
+			if len(k) < 8 {
+				continue
+			}
+			if len(v) < tsLen {
+				it.Close()
+				return fmt.Errorf("%s: corrupt stored state for key %x", a.name, k)
+			}
+			if err := a.emitStored(k, v); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return err
+		}
+	}
+	w.emitted = closeTime
+	return nil
+}
+
+// span is the first and last start of the windows holding ts ≥ 0.
+func (w *windowing) span(ts int64) [2]int64 {
+	return [2]int64{max(0, ts-w.size+w.advance) / w.advance * w.advance, ts / w.advance * w.advance}
 }
 
 // setBounds puts the window of the group in a.key into the row being
@@ -267,6 +347,12 @@ func (w *windowing) flush(a *aggregateOp) error {
 	if w.typ == types.Session {
 		if err := w.flushSessions(a); err != nil {
 			return err
+		}
+	} else if w.final && w.onClose {
+		if w.idleAdvance > 0 { // stream time may have moved without a row
+			if err := w.emitOnClose(a); err != nil {
+				return err
+			}
 		}
 	} else if w.final {
 		if err := w.emitClosed(a); err != nil {

@@ -99,14 +99,17 @@ func TestWindowsForTimeZone(t *testing.T) {
 }
 
 // hoppingTask is GROUP BY auction over hopping windows of 10 s advancing
-// by 2 s (Nexmark q5's shape: five windows per row), RocksDB state.
-func hoppingTask(t testing.TB, final bool, send func(*kgo.Record)) *aggTask {
+// by 2 s (Nexmark q5's shape: five windows per row), RocksDB state;
+// emit is "changes", "final" (EMIT FINAL at each commit, queries
+// recorded before) or "final-on-close" (EMIT FINAL as ksqlDB's).
+func hoppingTask(t testing.TB, emit string, send func(*kgo.Record)) *aggTask {
 	spec, err := planner.NewWindowSpec(types.Hopping, 10_000, 2_000, -1, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	task := newWindowedAggTask(t, spec, send)
-	task.agg.win.final = final
+	task.agg.win.final = emit != "changes"
+	task.agg.win.onClose = emit == "final-on-close"
 	return task
 }
 
@@ -149,28 +152,26 @@ func (f *windowFeeder) step(t testing.TB) {
 // its five hopping windows, EMIT CHANGES and EMIT FINAL, with commits,
 // emission of closed windows and retention) allocates nothing per row.
 func TestWindowAllocations(t *testing.T) {
-	for _, final := range []bool{false, true} {
-		f := newWindowFeeder(hoppingTask(t, final, func(r *kgo.Record) { r.Offset = 1 }))
+	for _, emit := range windowEmits {
+		f := newWindowFeeder(hoppingTask(t, emit, func(r *kgo.Record) { r.Offset = 1 }))
 		for range 30_000 {
 			f.step(t)
 		}
 		if n := testing.AllocsPerRun(20_000, func() { f.step(t) }); n > 0.01 {
-			t.Errorf("EMIT FINAL %v: %.3f allocations per record", final, n)
+			t.Errorf("emit %s: %.3f allocations per record", emit, n)
 		}
 	}
 }
+
+var windowEmits = []string{"changes", "final", "final-on-close"}
 
 // BenchmarkWindowUpdate measures the window operator alone: a row into
 // its five hopping windows (state reads and writes through the overlay
 // over RocksDB, changelog records at commit, output rows).
 func BenchmarkWindowUpdate(b *testing.B) {
-	for _, final := range []bool{false, true} {
-		name := "emit=changes"
-		if final {
-			name = "emit=final"
-		}
-		b.Run(name, func(b *testing.B) {
-			f := newWindowFeeder(hoppingTask(b, final, func(r *kgo.Record) { r.Offset = 1 }))
+	for _, emit := range windowEmits {
+		b.Run("emit="+emit, func(b *testing.B) {
+			f := newWindowFeeder(hoppingTask(b, emit, func(r *kgo.Record) { r.Offset = 1 }))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				f.step(b)

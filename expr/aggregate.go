@@ -3,6 +3,7 @@ package expr
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -22,6 +23,14 @@ type AggregateFunction struct {
 	Check func(args []types.Type) (types.Type, error)
 	// New returns the accumulator for checked argument types.
 	New func(args []types.Type) Accumulator
+	// CompositeState: ksqlDB keeps this aggregate's intermediate value as
+	// a STRUCT, ARRAY or MAP, which its DELIMITED format cannot store, so
+	// it refuses the aggregate over a DELIMITED source.
+	CompositeState bool
+	// LiteralFrom, when above 0, is the position (0-based) from which
+	// the arguments must be literal constants, as ksqlDB's UDAF
+	// initialisation arguments are.
+	LiteralFrom int
 }
 
 // Accumulator folds rows into an aggregate's state. It may keep scratch
@@ -33,6 +42,39 @@ type Accumulator interface {
 	// Result is the aggregate's value for state; its bytes are valid
 	// until the next call.
 	Result(state []byte) types.Datum
+}
+
+// Checker is an Accumulator whose fold can fail for a row: a DECIMAL SUM
+// that no longer fits its type. The caller checks each state Add or Undo
+// returned; an error makes the row a bad record, and the group keeps its
+// previous state.
+type Checker interface {
+	Check(state []byte) error
+}
+
+// KsqlSum is SUM as ksqlDB types it: SUM(DECIMAL(p, s)) is DECIMAL(p, s)
+// and a sum that does not fit p digits fails its row ("numeric field
+// overflow", a Checker); other types as SUM. The binder uses it for new
+// statements. SUM in the registry keeps DECIMAL(18, s) for short
+// decimals, whose sum turns NULL on overflow, for statements recorded
+// before (their output must not change).
+var KsqlSum = &AggregateFunction{
+	Name:        "SUM",
+	Description: baseAggregates["SUM"].Description,
+	Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(p, s)"},
+	Check: func(args []types.Type) (types.Type, error) {
+		t, err := baseAggregates["SUM"].Check(args)
+		if err == nil && args[0].Kind == types.Decimal {
+			t = args[0]
+		}
+		return t, err
+	},
+	New: func(args []types.Type) Accumulator {
+		if args[0].Kind == types.Decimal && !isWide(args[0]) {
+			return &checkedSumAcc{sumAcc{t: args[0], checked: true}}
+		}
+		return baseAggregates["SUM"].New(args)
+	},
 }
 
 // LookupAggregate finds an aggregate function by name, case-insensitively.
@@ -56,11 +98,43 @@ var aggregates = func() map[string]*AggregateFunction {
 	for _, f := range moreAggregates() {
 		m[f.Name] = f
 	}
-	// STDDEV_SAMPLE is ksqlDB's other name for STDDEV_SAMP.
-	alias := *m["STDDEV_SAMP"]
-	alias.Name = "STDDEV_SAMPLE"
-	m[alias.Name] = &alias
+	m["STDDEV_SAMPLE"] = stddevSample()
+	m["SUM_LIST"] = sumList()
+	m["EARLIEST_BY_OFFSET"].LiteralFrom, m["LATEST_BY_OFFSET"].LiteralFrom = 1, 1
+	for _, name := range []string{"AVG", "STDDEV_SAMP", "STDDEV_SAMPLE", "CORRELATION", "COLLECT_LIST", "COLLECT_SET",
+		"TOPK", "TOPKDISTINCT", "HISTOGRAM", "COUNT_DISTINCT", "LATEST_BY_OFFSET", "EARLIEST_BY_OFFSET"} {
+		m[name].CompositeState = true
+	}
 	return m
+}()
+
+// LookupLegacyAggregate finds the definition an aggregate had before it
+// followed ksqlDB's results (STDDEV_SAMP and STDDEV_SAMPLE both the
+// standard deviation by Welford's method, CORRELATION NULL when undefined
+// and refusing tables, COLLECT_SET leaving NULL out), for queries
+// recorded before; false when name has not changed.
+func LookupLegacyAggregate(name string) (*AggregateFunction, bool) {
+	f, ok := legacyAggregates[strings.ToUpper(name)]
+	return f, ok
+}
+
+var legacyAggregates = func() map[string]*AggregateFunction {
+	std := &AggregateFunction{
+		Name:        "STDDEV_SAMP",
+		Description: "The sample standard deviation of the non-NULL values.",
+		Signatures:  []string{"STDDEV_SAMP(INTEGER | BIGINT | DOUBLE | DECIMAL) -> DOUBLE"},
+		Check:       aggregates["STDDEV_SAMP"].Check,
+		New:         func(args []types.Type) Accumulator { return &momentsAcc{ts: args} },
+	}
+	sample := *std
+	sample.Name = "STDDEV_SAMPLE"
+	corr := *aggregates["CORRELATION"]
+	corr.Description = "The Pearson correlation of the pairs where both values are non-NULL."
+	corr.New = func(args []types.Type) Accumulator { return &momentsAcc{ts: args} }
+	set := *aggregates["COLLECT_SET"]
+	set.Description = "Collects the distinct non-NULL values into an ARRAY (in the order first seen, at most 1,000)."
+	set.New = func(args []types.Type) Accumulator { return &setAcc{t: args[0], limit: CollectLimit, ordered: true} }
+	return map[string]*AggregateFunction{std.Name: std, sample.Name: &sample, corr.Name: &corr, set.Name: &set}
 }()
 
 var baseAggregates = map[string]*AggregateFunction{
@@ -79,17 +153,22 @@ var baseAggregates = map[string]*AggregateFunction{
 	"SUM": {
 		Name:        "SUM",
 		Description: "Sums the non-NULL values; NULL when there are none.",
-		Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(18, s)"},
+		Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(18, s) for p up to 18, DECIMAL(p, s) above"},
 		Check: func(args []types.Type) (types.Type, error) {
 			if len(args) != 1 || !args[0].IsNumeric() {
 				return types.Type{}, typeErrorf("function SUM does not accept %s", describeArgs(args))
 			}
-			if args[0].Kind == types.Decimal {
-				return types.Type{Kind: types.Decimal, Precision: types.MaxDecimalPrecision, Scale: args[0].Scale}, nil
+			if args[0].Kind == types.Decimal && !isWide(args[0]) {
+				return types.Type{Kind: types.Decimal, Precision: types.ShortDecimalPrecision, Scale: args[0].Scale}, nil
 			}
 			return args[0], nil
 		},
-		New: func(args []types.Type) Accumulator { return &sumAcc{t: args[0]} },
+		New: func(args []types.Type) Accumulator {
+			if isWide(args[0]) {
+				return &wideSumAcc{t: args[0]}
+			}
+			return &sumAcc{t: args[0]}
+		},
 	},
 	"AVG": {
 		Name:        "AVG",
@@ -149,9 +228,37 @@ func (countAcc) Result(st []byte) types.Datum {
 
 // sumAcc: state is empty (no value yet) or 8 bytes: the sum as int64
 // (INT, BIGINT, DECIMAL unscaled) or float64 bits (DOUBLE). Integer sums
-// wrap as Java's do; a DECIMAL sum that overflows 18 digits saturates to
-// NULL and stays NULL.
-type sumAcc struct{ t types.Type }
+// wrap as Java's do; a DECIMAL sum that overflows 18 digits (checked: the
+// type's precision) becomes the one-byte state 0x00: NULL from then on,
+// or, checked, an error for the row (see Checker).
+type sumAcc struct {
+	t       types.Type
+	checked bool
+}
+
+var (
+	_ Checker = (*checkedSumAcc)(nil)
+	_ Checker = (*wideSumAcc)(nil)
+	_ Undoer  = (*checkedSumAcc)(nil)
+	_ Merger  = (*checkedSumAcc)(nil)
+)
+
+// checkedSumAcc is KsqlSum's short DECIMAL sum: a sumAcc (checked) whose
+// overflow fails the row. Only it is a Checker, so other sums cost no
+// check per row.
+type checkedSumAcc struct{ sumAcc }
+
+// Check fails a sum that overflowed.
+func (s *checkedSumAcc) Check(st []byte) error {
+	if len(st) == 1 {
+		return sumOverflow(s.t)
+	}
+	return nil
+}
+
+func sumOverflow(t types.Type) error {
+	return fmt.Errorf("function SUM: %w: the sum does not fit %s", types.ErrDecimalOverflow, t)
+}
 
 func (s *sumAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	d := args[0]
@@ -175,8 +282,14 @@ func (s *sumAcc) Add(dst, st []byte, args []types.Datum) []byte {
 		if s.t.Kind == types.Int {
 			v = int64(int32(v))
 		}
-		if s.t.Kind == types.Decimal && (v > pow10[types.MaxDecimalPrecision]-1 || v < -(pow10[types.MaxDecimalPrecision]-1) || (d.I > 0 && v < prev) || (d.I < 0 && v > prev)) {
-			return append(dst, 0)
+		if s.t.Kind == types.Decimal {
+			limit := pow10[types.ShortDecimalPrecision] - 1
+			if s.checked {
+				limit = pow10[s.t.Precision] - 1
+			}
+			if v > limit || v < -limit || (d.I > 0 && v < prev) || (d.I < 0 && v > prev) {
+				return append(dst, 0)
+			}
 		}
 	}
 	return binary.BigEndian.AppendUint64(dst, uint64(v))
@@ -210,6 +323,10 @@ func (a *avgAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	case types.Double:
 		sum += d.F
 	case types.Decimal:
+		if isWide(a.t) {
+			sum += wideToFloat(d, a.t)
+			break
+		}
 		sum += float64(d.I) / pow10f[a.t.Scale]
 	default:
 		sum += float64(d.I)
@@ -244,6 +361,12 @@ func (m *minMaxAcc) Add(dst, st []byte, args []types.Datum) []byte {
 		}
 		return append(append(dst, 1), d.B...)
 	}
+	if isWide(m.t) { // the bytes behind 0x01, as a STRING's
+		if len(st) > 0 && compareDatum(d, types.Datum{B: st[1:]}, m.t)*m.sign <= 0 {
+			return append(dst, st...)
+		}
+		return append(append(dst, 1), d.B...)
+	}
 	if len(st) == 8 {
 		prev := binary.BigEndian.Uint64(st)
 		var c int
@@ -266,7 +389,7 @@ func (m *minMaxAcc) Result(st []byte) types.Datum {
 	switch {
 	case len(st) == 0:
 		return types.NullDatum
-	case m.t.Kind == types.String || m.t.Kind == types.Bytes:
+	case m.t.Kind == types.String || m.t.Kind == types.Bytes || isWide(m.t):
 		return types.Datum{B: st[1:]}
 	case m.t.Kind == types.Double:
 		return types.DoubleDatum(math.Float64frombits(binary.BigEndian.Uint64(st)))
@@ -301,9 +424,16 @@ func (s *sumAcc) Undo(dst, st []byte, args []types.Datum) []byte {
 		v := math.Float64frombits(binary.BigEndian.Uint64(st)) - d.F
 		return binary.BigEndian.AppendUint64(dst, math.Float64bits(v))
 	}
-	v := int64(binary.BigEndian.Uint64(st)) - d.I
+	prev := int64(binary.BigEndian.Uint64(st))
+	v := prev - d.I
 	if s.t.Kind == types.Int {
 		v = int64(int32(v))
+	}
+	if s.checked {
+		limit := pow10[s.t.Precision] - 1
+		if v > limit || v < -limit || (d.I < 0 && v < prev) || (d.I > 0 && v > prev) {
+			return append(dst, 0)
+		}
 	}
 	return binary.BigEndian.AppendUint64(dst, uint64(v))
 }
@@ -322,6 +452,10 @@ func (a *avgAcc) Undo(dst, st []byte, args []types.Datum) []byte {
 	case types.Double:
 		sum -= d.F
 	case types.Decimal:
+		if isWide(a.t) {
+			sum -= wideToFloat(d, a.t)
+			break
+		}
 		sum -= float64(d.I) / pow10f[a.t.Scale]
 	default:
 		sum -= float64(d.I)
@@ -343,6 +477,8 @@ var (
 	_ Merger = (*sumAcc)(nil)
 	_ Merger = (*avgAcc)(nil)
 	_ Merger = (*minMaxAcc)(nil)
+	_ Merger = (*wideSumAcc)(nil)
+	_ Undoer = (*wideSumAcc)(nil)
 )
 
 func (countAcc) Merge(dst, a, b []byte) []byte {
@@ -389,4 +525,72 @@ func (m *minMaxAcc) Merge(dst, a, b []byte) []byte {
 	}
 	// b's extreme is one more value compared with a's.
 	return m.Add(dst, a, []types.Datum{m.Result(b)})
+}
+
+// wideSumAcc sums a wide DECIMAL(p, s) into DECIMAL(p, s), as ksqlDB
+// does. Its state is empty (no value yet), 0x02 and the sum's unscaled
+// two's-complement bytes, or a single 0x00 once the sum overflowed p
+// digits: the sum is then NULL and stays so (ksqlDB fails the query).
+type wideSumAcc struct {
+	t types.Type
+	w wideScratch
+}
+
+// fold adds (sign 1) or subtracts (-1) d to the sum in st.
+func (s *wideSumAcc) fold(dst, st []byte, d types.Datum, sign int) []byte {
+	switch {
+	case d.Null || len(st) == 1:
+		return append(dst, st...)
+	case len(st) == 0 && sign > 0:
+		return append(append(dst, 2), d.B...)
+	case len(st) == 0:
+		return dst
+	}
+	types.DecimalValue(&s.w.x, types.Datum{B: st[1:]}, s.t)
+	types.DecimalValue(&s.w.y, d, s.t)
+	op := OpAdd
+	if sign < 0 {
+		op = OpSub
+	}
+	s.w.arith(op, s.t.Scale)
+	r, ok := s.w.datum(s.t)
+	if !ok {
+		return append(dst, 0)
+	}
+	return append(append(dst, 2), r.B...)
+}
+
+func (s *wideSumAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	return s.fold(dst, st, args[0], 1)
+}
+
+func (s *wideSumAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	return s.fold(dst, st, args[0], -1)
+}
+
+func (s *wideSumAcc) Merge(dst, a, b []byte) []byte {
+	switch {
+	case len(b) == 0:
+		return append(dst, a...)
+	case len(a) == 0:
+		return append(dst, b...)
+	case len(a) == 1 || len(b) == 1:
+		return append(dst, 0)
+	}
+	return s.fold(dst, a, types.Datum{B: b[1:]}, 1)
+}
+
+// Check fails a sum that overflowed.
+func (s *wideSumAcc) Check(st []byte) error {
+	if len(st) == 1 {
+		return sumOverflow(s.t)
+	}
+	return nil
+}
+
+func (s *wideSumAcc) Result(st []byte) types.Datum {
+	if len(st) < 2 {
+		return types.NullDatum
+	}
+	return types.Datum{B: st[1:]}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -68,7 +69,7 @@ func moreAggregates() []*AggregateFunction {
 		},
 		{
 			Name:        "STDDEV_SAMP",
-			Description: "The sample standard deviation of the non-NULL values.",
+			Description: "The sample variance of the non-NULL values (what ksqlDB's STDDEV_SAMP returns; STDDEV_SAMPLE is the standard deviation); 0.0 for fewer than two.",
 			Signatures:  []string{"STDDEV_SAMP(INTEGER | BIGINT | DOUBLE | DECIMAL) -> DOUBLE"},
 			Check: func(args []types.Type) (types.Type, error) {
 				if len(args) != 1 || !args[0].IsNumeric() {
@@ -76,11 +77,11 @@ func moreAggregates() []*AggregateFunction {
 				}
 				return types.DoubleType, nil
 			},
-			New: func(args []types.Type) Accumulator { return &momentsAcc{ts: args} },
+			New: func(args []types.Type) Accumulator { return &youngsCramerAcc{t: args[0]} },
 		},
 		{
 			Name:        "CORRELATION",
-			Description: "The Pearson correlation of the pairs where both values are non-NULL.",
+			Description: "The Pearson correlation of the pairs where both values are non-NULL (NaN when it is undefined, as in ksqlDB).",
 			Signatures:  []string{"CORRELATION(numeric, numeric) -> DOUBLE"},
 			Check: func(args []types.Type) (types.Type, error) {
 				if len(args) != 2 || !args[0].IsNumeric() || !args[1].IsNumeric() {
@@ -88,7 +89,7 @@ func moreAggregates() []*AggregateFunction {
 				}
 				return types.DoubleType, nil
 			},
-			New: func(args []types.Type) Accumulator { return &momentsAcc{ts: args} },
+			New: func(args []types.Type) Accumulator { return &correlationAcc{ts: args} },
 		},
 	}
 }
@@ -151,6 +152,11 @@ func appendValue(dst []byte, d types.Datum, t types.Type) []byte {
 		return append(dst, d.B...)
 	case types.Double:
 		return binary.BigEndian.AppendUint64(dst, math.Float64bits(d.F))
+	case types.Decimal:
+		if isWide(t) {
+			dst = binary.AppendUvarint(dst, uint64(len(d.B)))
+			return append(dst, d.B...)
+		}
 	}
 	return binary.BigEndian.AppendUint64(dst, uint64(d.I))
 }
@@ -180,7 +186,10 @@ func readValue(b []byte, t types.Type) (types.Datum, []byte) {
 			d.L = append(d.L, e)
 		}
 		return d, b
-	case types.String, types.Bytes:
+	case types.String, types.Bytes, types.Decimal:
+		if t.Kind == types.Decimal && !isWide(t) {
+			break
+		}
 		n, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w) < n {
 			return types.NullDatum, nil
@@ -370,11 +379,31 @@ func (o *offsetAcc) Merge(dst, a, b []byte) []byte {
 	return o.join(dst, vals)
 }
 
+// CollectWithLimit returns COLLECT_LIST or COLLECT_SET (name) keeping at
+// most limit values, as ksqlDB's ksql.functions.collect_list.limit and
+// ksql.functions.collect_set.limit configure them; false for another name
+// or a limit below 1.
+func CollectWithLimit(name string, limit int) (*AggregateFunction, bool) {
+	switch name {
+	case "COLLECT_LIST", "COLLECT_SET":
+		if limit < 1 {
+			return nil, false
+		}
+		return collectAggLimit(name, name == "COLLECT_SET", limit), true
+	}
+	return nil, false
+}
+
 func collectAgg(name string, distinct bool) *AggregateFunction {
+	return collectAggLimit(name, distinct, CollectLimit)
+}
+
+func collectAggLimit(name string, distinct bool, limit int) *AggregateFunction {
 	return &AggregateFunction{
-		Name:        name,
-		Description: "Collects the values into an ARRAY (" + map[bool]string{true: "distinct", false: "in order"}[distinct] + ", at most 1,000).",
-		Signatures:  []string{name + "(T) -> ARRAY<T> for scalar T"},
+		CompositeState: true,
+		Name:           name,
+		Description:    "Collects the values into an ARRAY (" + map[bool]string{true: "distinct", false: "in order"}[distinct] + ", at most 1,000 unless ksql.functions." + strings.ToLower(name) + ".limit says otherwise).",
+		Signatures:     []string{name + "(T) -> ARRAY<T> for scalar T"},
 		Check: func(args []types.Type) (types.Type, error) {
 			if len(args) != 1 || !stateValue(args[0]) {
 				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
@@ -383,20 +412,31 @@ func collectAgg(name string, distinct bool) *AggregateFunction {
 			return types.Type{Kind: types.Array, Elem: &t}, nil
 		},
 		New: func(args []types.Type) Accumulator {
-			if distinct {
-				return &setAcc{t: args[0], limit: CollectLimit, ordered: true}
-			}
-			return &listAcc{t: args[0]}
+			return &listAcc{t: args[0], limit: limit, distinct: distinct}
 		},
 	}
 }
 
 // listAcc: state is a count (uvarint) then the values in order; NULLs are
 // kept as ksqlDB's COLLECT_LIST keeps them, marked by a 0 byte (values
-// by a 1).
+// by a 1). With distinct (COLLECT_SET) a value already there, NULL
+// included, is not added again, as in ksqlDB's.
 type listAcc struct {
-	t   types.Type
-	out []types.Datum
+	t        types.Type
+	limit    int
+	distinct bool
+	enc      []byte
+	out      []types.Datum
+}
+
+// has reports whether the list state st holds the encoded entry e.
+func (l *listAcc) has(st, e []byte) bool {
+	for _, x := range l.entries(st) {
+		if bytes.Equal(x, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *listAcc) Add(dst, st []byte, args []types.Datum) []byte {
@@ -404,15 +444,20 @@ func (l *listAcc) Add(dst, st []byte, args []types.Datum) []byte {
 	if w <= 0 {
 		n, w = 0, len(st)
 	}
-	if n >= CollectLimit {
+	if n >= uint64(l.limit) {
+		return append(dst, st...)
+	}
+	if args[0].Null {
+		l.enc = append(l.enc[:0], 0)
+	} else {
+		l.enc = appendValue(append(l.enc[:0], 1), args[0], l.t)
+	}
+	if l.distinct && l.has(st, l.enc) {
 		return append(dst, st...)
 	}
 	dst = binary.AppendUvarint(dst, n+1)
 	dst = append(dst, st[w:]...)
-	if args[0].Null {
-		return append(dst, 0)
-	}
-	return appendValue(append(dst, 1), args[0], l.t)
+	return append(dst, l.enc...)
 }
 
 // entries splits a list state into its count and encoded entries.
@@ -461,11 +506,17 @@ func (l *listAcc) Undo(dst, st []byte, args []types.Datum) []byte {
 	return append(dst, st...)
 }
 
-// Merge appends b's values to a's, up to the limit.
+// Merge appends b's values to a's (those a lacks, with distinct), up to
+// the limit.
 func (l *listAcc) Merge(dst, a, b []byte) []byte {
-	es := append(l.entries(a), l.entries(b)...)
-	if len(es) > CollectLimit {
-		es = es[:CollectLimit]
+	es := l.entries(a)
+	for _, e := range l.entries(b) {
+		if !l.distinct || !l.has(a, e) {
+			es = append(es, e)
+		}
+	}
+	if len(es) > l.limit {
+		es = es[:l.limit]
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(es)))
 	for _, e := range es {

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"math"
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/types"
@@ -25,6 +26,56 @@ func fold(t *testing.T, name string, argTypes []types.Type, rows [][]types.Datum
 		st = append([]byte(nil), acc.Add(nil, st, r)...)
 	}
 	return types.Text(acc.Result(st), rt)
+}
+
+// Queries recorded before STDDEV_SAMP and CORRELATION followed ksqlDB
+// keep their former definitions.
+func TestLegacyAggregates(t *testing.T) {
+	std, ok := LookupLegacyAggregate("stddev_samp")
+	if !ok {
+		t.Fatal("no legacy STDDEV_SAMP")
+	}
+	acc := std.New([]types.Type{types.DoubleType})
+	var st []byte
+	for _, v := range []float64{2, 4, 4, 4, 5, 5, 7, 9} {
+		st = append([]byte(nil), acc.Add(nil, st, []types.Datum{types.DoubleDatum(v)})...)
+	}
+	if got := acc.Result(st).F; got != 2.138089935299395 {
+		t.Errorf("legacy STDDEV_SAMP = %v", got)
+	}
+	corr, _ := LookupLegacyAggregate("CORRELATION")
+	c := corr.New([]types.Type{types.BigintType, types.BigintType})
+	if _, undo := c.(Undoer); undo {
+		t.Error("legacy CORRELATION takes rows back out")
+	}
+	if d := c.Result(nil); !d.Null {
+		t.Errorf("legacy CORRELATION of nothing = %v, want NULL", d)
+	}
+	if _, ok := LookupLegacyAggregate("SUM"); ok {
+		t.Error("SUM has a legacy definition")
+	}
+}
+
+// STDDEV_SAMP taking a value back out, and merging two states, give what
+// folding the values in gives.
+func TestYoungsCramerUndoMerge(t *testing.T) {
+	fn, _ := LookupAggregate("STDDEV_SAMP")
+	acc := fn.New([]types.Type{types.DoubleType})
+	fold := func(vs ...float64) []byte {
+		var st []byte
+		for _, v := range vs {
+			st = append([]byte(nil), acc.Add(nil, st, []types.Datum{types.DoubleDatum(v)})...)
+		}
+		return st
+	}
+	undone := acc.(Undoer).Undo(nil, fold(2, 4, 9), []types.Datum{types.DoubleDatum(9)})
+	if got := acc.Result(undone).F; got != 2 {
+		t.Errorf("undo: %v, want 2", got)
+	}
+	merged := acc.(Merger).Merge(nil, fold(2, 4), fold(9))
+	if got := acc.Result(merged).F; math.Abs(got-13) > 1e-9 {
+		t.Errorf("merge: %v, want 13", got)
+	}
 }
 
 func TestAggregates(t *testing.T) {
@@ -68,14 +119,21 @@ func TestAggregates(t *testing.T) {
 		{"LATEST_BY_OFFSET", []types.Type{S}, str("a", "b", "NULL"), "b"},
 		{"EARLIEST_BY_OFFSET", []types.Type{S}, str("NULL", "a", "b"), "a"},
 		{"COLLECT_LIST", []types.Type{S}, str("b", "a", "b"), `["b","a","b"]`},
-		{"COLLECT_SET", []types.Type{S}, str("b", "a", "b"), `["b","a"]`}, // in the order first seen, as ksqlDB keeps them
+		{"COLLECT_SET", []types.Type{S}, str("b", "a", "b"), `["b","a"]`},             // in the order first seen, as ksqlDB keeps them
+		{"COLLECT_SET", []types.Type{S}, str("b", "NULL", "b", "NULL"), `["b",null]`}, // NULL once, as in ksqlDB
 		{"COUNT_DISTINCT", []types.Type{I}, i(5, 1, 5, 2, 1), "3"},
 		{"TOPK", []types.Type{I, types.IntType}, withK(2, i(3, 9, 2, 9)), "[9,9]"},
 		{"TOPKDISTINCT", []types.Type{I, types.IntType}, withK(2, i(3, 9, 2, 9)), "[9,3]"},
 		{"HISTOGRAM", []types.Type{S}, str("b", "a", "b", "NULL"), `{"a":1,"b":2}`},
-		{"STDDEV_SAMP", []types.Type{D}, [][]types.Datum{{types.DoubleDatum(2)}, {types.DoubleDatum(4)}, {types.DoubleDatum(4)}, {types.DoubleDatum(4)}, {types.DoubleDatum(5)}, {types.DoubleDatum(5)}, {types.DoubleDatum(7)}, {types.DoubleDatum(9)}}, "2.138089935299395"},
+		// ksqlDB's STDDEV_SAMP is the sample variance; STDDEV_SAMPLE its root.
+		{"STDDEV_SAMP", []types.Type{D}, [][]types.Datum{{types.DoubleDatum(2)}, {types.DoubleDatum(4)}, {types.DoubleDatum(4)}, {types.DoubleDatum(4)}, {types.DoubleDatum(5)}, {types.DoubleDatum(5)}, {types.DoubleDatum(7)}, {types.DoubleDatum(9)}}, "4.571428571428571"},
+		{"STDDEV_SAMPLE", []types.Type{D}, [][]types.Datum{{types.DoubleDatum(2)}, {types.DoubleDatum(4)}, {types.DoubleDatum(4)}, {types.DoubleDatum(4)}, {types.DoubleDatum(5)}, {types.DoubleDatum(5)}, {types.DoubleDatum(7)}, {types.DoubleDatum(9)}}, "2.138089935299395"},
+		{"STDDEV_SAMP", []types.Type{D}, [][]types.Datum{{types.NullDatum}}, "0"}, // no values: 0.0 as well
+		// INTEGER sums wrap at 32 bits, as Java's do: the deltas come out huge.
+		{"STDDEV_SAMP", []types.Type{types.IntType}, [][]types.Datum{{types.IntDatum(math.MaxInt32)}, {types.IntDatum(1)}}, "2.305843013508661e+18"},
 		{"STDDEV_SAMP", []types.Type{D}, [][]types.Datum{{types.DoubleDatum(2)}}, "0"}, // ksqlDB: 0.0 for one value
 		{"CORRELATION", []types.Type{I, I}, [][]types.Datum{{types.IntDatum(1), types.IntDatum(2)}, {types.IntDatum(2), types.IntDatum(4)}, {types.IntDatum(3), types.IntDatum(6)}}, "1"},
+		{"CORRELATION", []types.Type{I, I}, [][]types.Datum{{types.IntDatum(1), types.IntDatum(2)}}, "NaN"},
 	} {
 		if got := fold(t, c.name, c.args, c.rows); got != c.want {
 			t.Errorf("%s over %d rows = %s, want %s", c.name, len(c.rows), got, c.want)

@@ -168,6 +168,9 @@ func toStringConverter(from types.Type) converter {
 
 // numericConverter converts between INT, BIGINT, DOUBLE and DECIMAL.
 func numericConverter(from, to types.Type) converter {
+	if isWide(from) || isWide(to) {
+		return wideConverter(from, to)
+	}
 	switch to.Kind {
 	case types.Int, types.Bigint:
 		narrow := to.Kind == types.Int
@@ -278,6 +281,11 @@ func fromStringConverter(to types.Type) converter {
 			return types.DoubleDatum(f), ok
 		}
 	case types.Decimal:
+		if isWide(to) {
+			return func(a *arena, d types.Datum) (types.Datum, bool) {
+				return decimalFromText(a, javaTrim(d.B), to)
+			}
+		}
 		p, s := to.Precision, to.Scale
 		return func(_ *arena, d types.Datum) (types.Datum, bool) {
 			v, ok := decFromText(javaTrim(d.B), p, s)

@@ -176,6 +176,8 @@ func comparer(a, b types.Type) func(x, y types.Datum) int {
 	case a.Kind == types.Double || b.Kind == types.Double:
 		fa, fb := asFloat(a), asFloat(b)
 		return func(x, y types.Datum) int { return cmpFloatSQL(fa(x), fb(y)) }
+	case isWide(a) || isWide(b):
+		return wideCompare(a, b)
 	case a.Kind == types.Decimal || b.Kind == types.Decimal:
 		_, sa := asDecimal(a)
 		_, sb := asDecimal(b)
@@ -217,6 +219,9 @@ func asFloat(t types.Type) func(types.Datum) float64 {
 	case types.Double:
 		return func(d types.Datum) float64 { return d.F }
 	case types.Decimal:
+		if isWide(t) {
+			return func(d types.Datum) float64 { return wideToFloat(d, t) }
+		}
 		s := t.Scale
 		return func(d types.Datum) float64 { return decToFloat(d.I, s) }
 	}

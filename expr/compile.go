@@ -157,6 +157,19 @@ func compileUnary(u *Unary, sc *scope) (Evaluator, error) {
 			return types.BoolDatum(d.I == 0), nil
 		}, nil
 	}
+	if t := u.X.Type(); isWide(t) {
+		var w wideScratch
+		return func(row types.Row) (types.Datum, error) {
+			d, err := x(row)
+			if err != nil || d.Null {
+				return d, err
+			}
+			types.DecimalValue(&w.r, d, t)
+			w.r.Negative = !w.r.Negative
+			d, _ = w.datum(t)
+			return d, nil
+		}, nil
+	}
 	switch u.X.Type().Kind {
 	case types.Double:
 		return func(row types.Row) (types.Datum, error) {
@@ -445,6 +458,9 @@ func compileArith(b *Binary, l, r Evaluator) (Evaluator, error) {
 			return types.DoubleDatum(v), nil
 		}, nil
 	case types.Decimal:
+		if isWide(b.T) || isWide(b.L.Type()) || isWide(b.R.Type()) {
+			return compileWideArith(op, b.L.Type(), b.R.Type(), b.T, l, r), nil
+		}
 		_, sx := asDecimal(b.L.Type())
 		_, sy := asDecimal(b.R.Type())
 		p, s := b.T.Precision, b.T.Scale

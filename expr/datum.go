@@ -72,6 +72,9 @@ func (a *arena) clone(d types.Datum) types.Datum {
 // fixedWidth reports whether values of t live entirely in I or F, so a
 // copy of the datum never aliases anyone's buffer.
 func fixedWidth(t types.Type) bool {
+	if isWide(t) {
+		return false
+	}
 	switch t.Kind {
 	case types.String, types.Bytes, types.Array, types.Map, types.Struct:
 		return false
@@ -92,6 +95,10 @@ func equalDatum(a, b types.Datum, t types.Type) bool {
 		return a.F == b.F || (math.IsNaN(a.F) && math.IsNaN(b.F))
 	case types.String, types.Bytes:
 		return bytes.Equal(a.B, b.B)
+	case types.Decimal:
+		if isWide(t) {
+			return bytes.Equal(a.B, b.B) // canonical bytes
+		}
 	case types.Array:
 		if len(a.L) != len(b.L) {
 			return false
@@ -146,6 +153,10 @@ func compareDatum(a, b types.Datum, t types.Type) int {
 	switch t.Kind {
 	case types.Double:
 		return cmpFloat(a.F, b.F)
+	case types.Decimal:
+		if isWide(t) {
+			return wideCompare(t, t)(a, b)
+		}
 	case types.String, types.Bytes:
 		return bytes.Compare(a.B, b.B)
 	case types.Array, types.Struct, types.Map:
@@ -238,7 +249,10 @@ func appendKey(dst []byte, d types.Datum, t types.Type) []byte {
 			f = math.NaN()
 		}
 		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f))
-	case types.String, types.Bytes:
+	case types.String, types.Bytes, types.Decimal:
+		if t.Kind == types.Decimal && !isWide(t) {
+			break
+		}
 		dst = binary.AppendUvarint(dst, uint64(len(d.B)))
 		return append(dst, d.B...)
 	case types.Array, types.Map, types.Struct:
@@ -478,7 +492,7 @@ func appendJava(dst []byte, d types.Datum, t types.Type) []byte {
 	case types.Double:
 		return appendJavaDouble(dst, d.F)
 	case types.Decimal:
-		return types.AppendDecimal(dst, d.I, t.Scale)
+		return types.AppendDecimalDatum(dst, d, t)
 	case types.String:
 		return append(dst, d.B...)
 	case types.Bytes:

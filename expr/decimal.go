@@ -12,7 +12,8 @@ import (
 
 // DECIMAL arithmetic.
 //
-// A DECIMAL(p, s) value is its unscaled integer in Datum.I, with p ≤ 18.
+// A DECIMAL(p, s) value with p ≤ 18 is its unscaled integer in Datum.I;
+// wider ones are bytes, computed in decimal_wide.go.
 // Result types follow ksqlDB (which follows SQL Server), with INT read as
 // DECIMAL(10, 0) and BIGINT as DECIMAL(19, 0):
 //
@@ -21,9 +22,12 @@ import (
 //	a / b          scale max(6, s1 + p2 + 1), precision p1 - s1 + s2 + scale
 //	a % b          scale max(s1, s2), precision min(p1-s1, p2-s2) + scale
 //
-// Because a datum holds at most 18 digits, a precision above 18 is capped
-// the way SQL Server caps at 38: the integer digits are kept and the scale
-// shrinks, but not below min(scale, 6); the precision becomes 18.
+// When both operands are short (or INT/BIGINT), a precision above 18 is
+// capped the way SQL Server caps at 38: the integer digits are kept and
+// the scale shrinks, but not below min(scale, 6); the precision becomes
+// 18. (Running queries depend on these types; ksqlDB does not cap.) When
+// an operand is a wide DECIMAL the result follows ksqlDB uncapped
+// (wideResult).
 // Results are rounded HALF_UP to the result scale. A value that does not
 // fit the result precision (overflow) is NULL, as is division or modulo
 // by zero: ksqlDB fails the expression there, which leaves the column NULL
@@ -42,7 +46,8 @@ var pow10f = [...]float64{
 }
 
 // DecimalType returns DECIMAL(precision, scale), or an error when the
-// parameters are out of range (1 ≤ precision ≤ 18, 0 ≤ scale ≤ precision).
+// parameters are out of range (1 ≤ precision ≤ types.MaxDecimalPrecision,
+// 0 ≤ scale ≤ precision).
 func DecimalType(precision, scale int) (types.Type, error) {
 	if precision < 1 || precision > types.MaxDecimalPrecision || scale < 0 || scale > precision {
 		return types.Type{}, typeErrorf("DECIMAL(%d, %d) is not supported: precision must be 1 to %d and scale 0 to precision", precision, scale, types.MaxDecimalPrecision)
@@ -53,7 +58,7 @@ func DecimalType(precision, scale int) (types.Type, error) {
 // DecimalLiteral parses a numeric literal with a decimal point ("1.50",
 // "-0.05") into a DECIMAL literal whose precision and scale are those of
 // the text, as ksqlDB types such literals: 1.50 is DECIMAL(3, 2), 0.05 is
-// DECIMAL(2, 2). Text with more than 18 digits is an error.
+// DECIMAL(2, 2). Text with more than 18 digits is a wide DECIMAL.
 func DecimalLiteral(s string) (*Literal, error) {
 	neg := false
 	t := s
@@ -79,7 +84,9 @@ func DecimalLiteral(s string) (*Literal, error) {
 			if digits > types.MaxDecimalPrecision {
 				return nil, fmt.Errorf("decimal literal %s has more than %d digits", s, types.MaxDecimalPrecision)
 			}
-			v = v*10 + int64(c-'0')
+			if digits <= types.ShortDecimalPrecision {
+				v = v*10 + int64(c-'0')
+			}
 		default:
 			return nil, fmt.Errorf("bad decimal literal %q", s)
 		}
@@ -88,6 +95,14 @@ func DecimalLiteral(s string) (*Literal, error) {
 		return nil, fmt.Errorf("bad decimal literal %q", s)
 	}
 	p := max(digits, scale, 1)
+	if p > types.ShortDecimalPrecision {
+		t := types.Type{Kind: types.Decimal, Precision: p, Scale: scale}
+		d, _, err := types.ParseDecimalDatum([]byte(s), t, nil)
+		if err != nil {
+			return nil, fmt.Errorf("bad decimal literal %q: %v", s, err)
+		}
+		return &Literal{V: d, T: t}, nil
+	}
 	if neg {
 		v = -v
 	}
@@ -109,11 +124,11 @@ func asDecimal(t types.Type) (p, s int) {
 
 // capDecimal fits a derived (precision, scale) into 18 digits.
 func capDecimal(p, s int) types.Type {
-	if p > types.MaxDecimalPrecision {
+	if p > types.ShortDecimalPrecision {
 		intDigits := p - s
-		s = max(min(s, 6), types.MaxDecimalPrecision-intDigits)
-		s = min(max(s, 0), types.MaxDecimalPrecision)
-		p = types.MaxDecimalPrecision
+		s = max(min(s, 6), types.ShortDecimalPrecision-intDigits)
+		s = min(max(s, 0), types.ShortDecimalPrecision)
+		p = types.ShortDecimalPrecision
 	}
 	if p < 1 {
 		p = 1
@@ -127,6 +142,9 @@ func capDecimal(p, s int) types.Type {
 // decimalResult is the type of a op b where at least one side is DECIMAL
 // and neither is DOUBLE.
 func decimalResult(op Op, a, b types.Type) types.Type {
+	if isWide(a) || isWide(b) {
+		return wideResult(op, a, b)
+	}
 	p1, s1 := asDecimal(a)
 	p2, s2 := asDecimal(b)
 	switch op {

@@ -36,14 +36,16 @@ var hashFunctions = []*Function{
 		Description: "Re-encodes a string from one encoding to another (hex, utf8, ascii, base64).",
 		Signatures:  []string{"ENCODE(STRING, STRING inputEncoding, STRING outputEncoding) -> STRING"},
 		Check:       exactly("ENCODE", types.StringType, types.StringType, types.StringType, types.StringType),
-		validate:    both(validateEncoding("ENCODE", 1), validateEncoding("ENCODE", 2)),
+		// An unknown encoding gives NULL, as ksqlDB's ENCODE does (its
+		// failure on every row nulls the result), rather than refusing the
+		// statement.
 		New: func([]types.Type) Impl {
 			var raw, out, pad []byte
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				in, ok1 := encodingOf(a[1].B)
 				to, ok2 := encodingOf(a[2].B)
 				if !ok1 || !ok2 {
-					return types.NullDatum, funcErrorf("ENCODE", "unsupported encoding '%s' or '%s' (use hex, utf8, ascii or base64)", a[1].B, a[2].B)
+					return types.NullDatum, nil
 				}
 				text := a[0].B
 				if in == encHex {

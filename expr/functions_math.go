@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -19,6 +20,9 @@ var mathFunctions = []*Function{
 		Signatures:  []string{"ABS(INTEGER) -> INTEGER", "ABS(BIGINT) -> BIGINT", "ABS(DOUBLE) -> DOUBLE", "ABS(DECIMAL) -> DECIMAL"},
 		Check:       overloads("ABS", ov{in: ps(pNumeric), out: argOr(0, types.IntType)}),
 		New: func(ts []types.Type) Impl {
+			if isWide(ts[0]) {
+				return wideAbs(ts[0])
+			}
 			dbl := ts[0].Kind == types.Double
 			narrow := ts[0].Kind == types.Int
 			return strict(func(a []types.Datum) (types.Datum, error) {
@@ -60,6 +64,9 @@ var mathFunctions = []*Function{
 		Signatures:  []string{"SIGN(INTEGER) -> INTEGER", "SIGN(BIGINT) -> INTEGER", "SIGN(DOUBLE) -> INTEGER", "SIGN(DECIMAL) -> INTEGER"},
 		Check:       overloads("SIGN", ov{in: ps(pNumeric), out: ret(types.IntType)}),
 		New: func(ts []types.Type) Impl {
+			if isWide(ts[0]) {
+				return strict(wideSign)
+			}
 			dbl := ts[0].Kind == types.Double
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				if dbl {
@@ -95,7 +102,7 @@ var mathFunctions = []*Function{
 	float2("POWER", "Returns a base raised to an exponent.", "base", "exponent", math.Pow),
 	{
 		Name:        "LOG",
-		Description: "Returns the base-10 logarithm of a value, or its logarithm in a given base with LOG(base, value).",
+		Description: "Returns the logarithm of a value in a given base with LOG(base, value); LOG(value) is the natural logarithm, as in ksqlDB (statements recorded before bind it as the base-10 logarithm).",
 		Signatures:  []string{"LOG(DOUBLE value) -> DOUBLE", "LOG(DOUBLE base, DOUBLE value) -> DOUBLE"},
 		Check:       overloads("LOG", ov{in: ps(pDouble, pDouble), opt: 1, out: ret(types.DoubleType)}),
 		New: func(ts []types.Type) Impl {
@@ -290,6 +297,13 @@ func roundingFn(name, desc string, f func(float64) float64) *Function {
 			case types.Double:
 				return strict(func(a []types.Datum) (types.Datum, error) { return types.DoubleDatum(f(a[0].F)), nil })
 			case types.Decimal:
+				if isWide(ts[0]) {
+					mode := byte('F')
+					if ceil {
+						mode = 'C'
+					}
+					return wideRounding(ts[0], ts[0], mode)
+				}
 				div := pow10[ts[0].Scale]
 				return strict(func(a []types.Datum) (types.Datum, error) {
 					v := a[0].I
@@ -313,6 +327,9 @@ func roundCheck(name string) func([]types.Type) (types.Type, error) {
 		ov{in: ps(kinds(types.Double)), out: ret(types.BigintType)},
 		ov{in: ps(kinds(types.Double), pInt), out: ret(types.DoubleType)},
 		ov{in: ps(kinds(types.Decimal)), out: func(a []types.Type) types.Type {
+			if isWide(a[0]) { // ksqlDB's type; the short one stays as it was
+				return types.Type{Kind: types.Decimal, Precision: max(a[0].Precision-a[0].Scale, 1)}
+			}
 			return capDecimal(a[0].Precision-a[0].Scale+1, 0)
 		}},
 		ov{in: ps(kinds(types.Decimal), pInt), out: argOr(0, types.DoubleType)},
@@ -339,6 +356,17 @@ func roundImpl(ts []types.Type, trunc bool) Impl {
 			return types.DoubleDatum(roundDouble(a[0].F, a[1].I, trunc)), nil
 		})
 	case types.Decimal:
+		if isWide(ts[0]) {
+			out := ts[0]
+			if len(ts) == 1 {
+				out = types.Type{Kind: types.Decimal, Precision: max(ts[0].Precision-ts[0].Scale, 1)}
+			}
+			mode := byte('R')
+			if trunc {
+				mode = 'T'
+			}
+			return wideRounding(ts[0], out, mode)
+		}
 		scale := ts[0].Scale
 		if len(ts) == 1 {
 			return strict(func(a []types.Datum) (types.Datum, error) {
@@ -486,3 +514,37 @@ func extremum(name, desc string, sign int) *Function {
 // toRadians is Java's Math.toRadians: one multiplication by the constant
 // π/180 (the same value rounded once, not x*π then /180).
 func toRadians(deg float64) float64 { return deg * 0.017453292519943295 }
+
+// AmbiguousExtremum is ksqlDB's refusal of GREATEST or LEAST over
+// numbers of different kinds without a DOUBLE among them (INT with
+// BIGINT, or either with a DECIMAL): its variadic overloads for BIGINT,
+// DECIMAL and DOUBLE all accept them, and it will not pick one. DOUBLE
+// among the arguments leaves one overload; DECIMALs of different
+// precision are one kind. nil when the arguments are fine.
+func AmbiguousExtremum(name string, args []types.Type) error {
+	var kinds [types.Timestamp + 1]bool
+	n := 0
+	for _, t := range args {
+		if !t.IsNumeric() {
+			continue
+		}
+		if t.Kind == types.Double {
+			return nil
+		}
+		if !kinds[t.Kind] {
+			kinds[t.Kind] = true
+			n++
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = a.String()
+		if a.Kind == types.Unknown {
+			parts[i] = "null"
+		}
+	}
+	return typeErrorf("Function '%s' cannot be resolved due to ambiguous method parameters (%s).", strings.ToLower(name), strings.Join(parts, ", "))
+}

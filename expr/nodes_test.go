@@ -118,7 +118,7 @@ func TestCastMatrix(t *testing.T) {
 	}{
 		{lit(true), I}, {lit([]byte("x")), S}, {lit(1), types.DateType}, {arr(1), tMapSI},
 		{lit(1), types.BooleanType}, {date("2021-01-01"), types.TimeType}, {lit("x"), types.BytesType},
-		{arr(true), tArrInt}, {lit(1), d(19, 2)}, {lit(1), d(3, 4)},
+		{arr(true), tArrInt}, {lit(1), d(types.MaxDecimalPrecision+1, 2)}, {lit(1), d(3, 4)},
 	} {
 		if _, err := NewCast(c.from, c.to); !isTypeError(err) {
 			t.Errorf("CAST(%s AS %s): %v, want a type error", c.from, c.to, err)
@@ -166,8 +166,9 @@ func TestDecimalArithmetic(t *testing.T) {
 			t.Errorf("DecimalLiteral(%s) is %s, want %s", s, got, want)
 		}
 	}
-	if _, err := DecimalLiteral("1234567890.1234567890"); err == nil {
-		t.Error("a 20-digit decimal literal was accepted")
+	// More than 18 digits: a wide DECIMAL.
+	if l, err := DecimalLiteral("-1234567890.1234567890"); err != nil || l.T.String() != "DECIMAL(20, 10)" || types.Text(l.V, l.T) != "-1234567890.1234567890" {
+		t.Errorf("a 20-digit decimal literal: %v %v", l, err)
 	}
 }
 

@@ -245,8 +245,12 @@ func widenDecimal(a, b types.Type) types.Type {
 	p2, s2 := asDecimal(b)
 	s := max(s1, s2)
 	p := max(p1-s1, p2-s2) + s
-	if p > types.MaxDecimalPrecision {
-		p = types.MaxDecimalPrecision
+	limit := types.ShortDecimalPrecision // as before wide DECIMALs, for the types of running queries
+	if isWide(a) || isWide(b) {
+		limit = types.MaxDecimalPrecision
+	}
+	if p > limit {
+		p = limit
 		s = min(s, p)
 	}
 	return types.Type{Kind: types.Decimal, Precision: p, Scale: s}

@@ -32,6 +32,7 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 		ValueOptions:    t.ValueOptions,
 		Out:             t.Schema,
 		TimestampColumn: t.TimestampColumn,
+		TimestampFormat: t.TimestampFormat,
 		WindowType:      t.WindowType,
 		WindowSizeMs:    t.WindowSizeMs,
 	}, last)
@@ -120,7 +121,7 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		Schema:      agg.Schema(),
 	}}
 	if w := agg.Window; w != nil {
-		pa.Window, pa.EmitFinal = w, agg.EmitFinal
+		pa.Window, pa.EmitFinal, pa.FinalOnClose = w, agg.EmitFinal, agg.FinalOnClose
 		pa.Store.Kind = WindowStore
 		if w.Type == types.Session {
 			pa.Store.Kind = SessionStore
@@ -401,10 +402,30 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 // over a store of the table (its topic as the changelog, so no internal
 // topic), and JOIN-<right> reading both changes. Both topics are in one
 // sub-topology: task p holds partition p of each.
+//
+// A left that is an earlier join's rows (a RIGHT or FULL join after a
+// table join) is that join's sub-topology, whose rows the join keeps in
+// KTABLE-JOIN-LEFT-<right> (its own changelog); the right table's
+// source joins that sub-topology.
 func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	var changes [2]*Node
 	var stores [2]*Store
+	leftName := ""
+	if _, ok := j.Left.(*planner.Scan); !ok {
+		var err error
+		if changes[0], err = chain(g, j.Left, false); err != nil {
+			return nil, err
+		}
+		ls := planner.Sources(j.Left)[0]
+		name := "KTABLE-JOIN-LEFT-" + j.Right.(*planner.Scan).Source.Name
+		stores[0] = &Store{Name: name, Kind: KeyValue, Changelog: g.t.AppID + "-" + name + "-changelog", KeyFormat: ls.KeyFormat,
+			KeyOptions: ls.KeyOptions, ValueFormat: "JOIN-ROWS", Schema: j.Left.Schema()}
+		leftName = ls.Name
+	}
 	for i, n := range []planner.Node{j.Left, j.Right} {
+		if changes[i] != nil {
+			continue
+		}
 		scan, ok := n.(*planner.Scan)
 		if !ok {
 			return nil, fmt.Errorf("a table join's sides must be tables")
@@ -419,9 +440,16 @@ func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		changes[i] = g.Add("TABLE-CHANGES-"+src.Name, &TableChanges{Out: source.Out, Store: stores[i]}, in)
 	}
 	lk := j.LeftKey.(*expr.Column).Index
+	var lks []int
+	for _, k := range j.LeftKeys {
+		lks = append(lks, k.(*expr.Column).Index)
+	}
+	if leftName == "" {
+		leftName = j.Left.(*planner.Scan).Source.Name
+	}
 	return g.Add("JOIN-"+j.Right.(*planner.Scan).Source.Name, &TableTableJoin{Type: j.Type,
-		Left: j.Left.(*planner.Scan).Source.Name, Right: j.Right.(*planner.Scan).Source.Name,
-		LeftKey: lk, RightKey: j.RightKey, LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}, changes[0], changes[1]), nil
+		Left: leftName, Right: j.Right.(*planner.Scan).Source.Name, LeftRows: stores[0].ValueFormat == "JOIN-ROWS",
+		LeftKey: lk, RightKey: j.RightKey, LeftKeys: lks, RightKeys: j.RightKeys, LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}, changes[0], changes[1]), nil
 }
 
 // streamStreamJoin adds a join of two streams within a window: both
@@ -474,17 +502,28 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		if rep[i] {
 			stores[i].ValueFormat = types.FormatJSON
 		}
+		if j.CompactRows {
+			stores[i].ValueFormat = JoinColumns
+		}
 	}
 	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
 		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
-		LeftStore: stores[0], RightStore: stores[1], Out: j.Schema()}
+		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, Out: j.Schema()}
 	if !j.Window.Legacy && j.Type != planner.InnerJoin {
 		name := "JOIN-" + right + "-OUTER"
 		op.OuterStore = &Store{Name: name, Kind: TimeOrderedBuffer, Changelog: g.t.AppID + "-" + name + "-changelog",
 			KeyFormat: "JOIN-OUTER", ValueFormat: "RECORD", RetentionMs: j.Window.RetentionMs()}
+		if j.CompactRows {
+			op.OuterStore.ValueFormat = JoinColumns
+		}
 	}
 	return g.Add("JOIN-"+right, op, ins[0], ins[1]), nil
 }
+
+// JoinColumns is the value format of stream–stream join stores that keep
+// the columns a query reads of a side's rows, in JSON
+// (StreamStreamJoin.CompactRows).
+const JoinColumns = "JOIN-COLUMNS"
 
 // sideScan returns the scan a join's side reads: n, or the scan under a
 // Rekey; nil for anything else.

@@ -87,15 +87,34 @@ type ForeignKeyJoin struct {
 	// partition count.
 	Registration string
 	Partitions   int32
-	Out          types.Schema
+	// ResultStore, when set, keeps the joined rows the join has emitted
+	// (JSON, keyed by the left's key, with its own changelog), so that
+	// each output change carries the key's previous joined row as its
+	// old row: a filter or an aggregate after the join needs it (a row
+	// that stops passing a WHERE becomes a deletion; an aggregate takes
+	// the old row out). Without it (and in queries planned before it
+	// existed) an update carries only its new row.
+	ResultStore *Store
+	Out         types.Schema
 }
 
 func (j *ForeignKeyJoin) Schema() types.Schema { return j.Out }
 func (j *ForeignKeyJoin) Explain(name string) string {
-	return fmt.Sprintf("  --> %s  ForeignKeyJoin: %s JOIN %s ON %s = %s.%s (store: %s; subscribes on %s)\n", name, j.Type, j.Right,
-		j.ForeignKey, j.Right, j.RightKeySchema.Columns[0].Name, j.LeftStore.Name, j.Registration)
+	stores := j.LeftStore.Name
+	if j.ResultStore != nil {
+		stores = "stores: " + stores + ", " + j.ResultStore.Name
+	} else {
+		stores = "store: " + stores
+	}
+	return fmt.Sprintf("  --> %s  ForeignKeyJoin: %s JOIN %s ON %s = %s.%s (%s; subscribes on %s)\n", name, j.Type, j.Right,
+		j.ForeignKey, j.Right, j.RightKeySchema.Columns[0].Name, stores, j.Registration)
 }
-func (j *ForeignKeyJoin) stores() []*Store { return []*Store{j.LeftStore} }
+func (j *ForeignKeyJoin) stores() []*Store {
+	if j.ResultStore != nil {
+		return []*Store{j.LeftStore, j.ResultStore}
+	}
+	return []*Store{j.LeftStore}
+}
 func (j *ForeignKeyJoin) shape() string {
 	return fmt.Sprintf("fk join %s %s %s", j.Type, j.Left, j.Right)
 }
@@ -183,7 +202,13 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 		ValueFormat: "FK-RESPONSE", Raw: true})
 	rcopy := *rsource
 	rkey := rscan.Schema().Columns[j.RightKey]
-	return g.Add("JOIN-"+right, &ForeignKeyJoin{Type: j.Type, Left: ls.Name, Right: right, ForeignKey: j.LeftKey,
+	op := &ForeignKeyJoin{Type: j.Type, Left: ls.Name, Right: right, ForeignKey: j.LeftKey,
 		RightKeySchema: types.Schema{Columns: []types.Column{rkey}}, RightKeyFormat: rs.KeyFormat, RightKeyOpts: rs.KeyOptions,
-		LeftStore: lstore, LeftRows: !lok, LeftKeyFormat: ls.KeyFormat, LeftKeyOpts: ls.KeyOptions, RightSource: &rcopy, Registration: reg, Partitions: rs.Partitions, Out: j.Schema()}, lchanges, respIn), nil
+		LeftStore: lstore, LeftRows: !lok, LeftKeyFormat: ls.KeyFormat, LeftKeyOpts: ls.KeyOptions, RightSource: &rcopy, Registration: reg, Partitions: rs.Partitions, Out: j.Schema()}
+	if j.OldValues {
+		name := "KTABLE-FK-JOIN-OUTPUT-STATE-STORE-" + right
+		op.ResultStore = &Store{Name: name, Kind: KeyValue, Changelog: app + "-" + name + "-changelog", KeyFormat: ls.KeyFormat,
+			KeyOptions: ls.KeyOptions, ValueFormat: "JOIN-ROWS", Schema: j.Schema()}
+	}
+	return g.Add("JOIN-"+right, op, lchanges, respIn), nil
 }

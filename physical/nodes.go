@@ -43,6 +43,13 @@ type Source struct {
 	// when it is a STRING.
 	TimestampColumn string
 	TimestampFormat string
+	// KeepInvalidTimestamps passes on a record whose TimestampColumn
+	// holds a negative event time (queries recorded before sqlstreams
+	// skipped them, as Kafka Streams does); ThrowOnInvalidTimestamp
+	// fails the query on a record whose TimestampColumn cannot be read
+	// (ksql.timestamp.throw.on.invalid) rather than skip the record.
+	// Set by the engine from the query's command; not part of EXPLAIN.
+	KeepInvalidTimestamps, ThrowOnInvalidTimestamp bool
 	// Read marks, indexed like Schema's columns, the value columns the
 	// nodes after the source read; nil for all. The decoder steps over
 	// the others (see types.NewDecoderRead) and leaves them NULL.
@@ -182,6 +189,14 @@ type Aggregate struct {
 	// window's row once, when it closes.
 	Window    *planner.WindowSpec
 	EmitFinal bool
+	// FinalOnClose (with EmitFinal, time windows) emits as Kafka Streams'
+	// EmitStrategy.onWindowClose does: when a record moves the close time
+	// (stream time - grace) past the end of windows not yet emitted, the
+	// windows whose start is within the store's retention of the latest
+	// window start are emitted then, in order of start and key; older
+	// ones are dropped unseen. Without it closed windows are emitted at
+	// each commit (queries recorded before it).
+	FinalOnClose bool
 }
 
 func (a *Aggregate) Schema() types.Schema { return a.Out }
@@ -327,15 +342,31 @@ type TableTableJoin struct {
 	Left, Right string // the tables' names, for EXPLAIN
 	// LeftKey and RightKey are the positions of the tables' key columns
 	// in their rows.
-	LeftKey, RightKey     int
+	LeftKey, RightKey int
+	// LeftKeys and RightKeys are the positions of all key columns of
+	// tables keyed by several, in pairs; nil for one.
+	LeftKeys, RightKeys   []int
 	LeftStore, RightStore *Store
-	Out                   types.Schema
+	// LeftRows marks a left that is an earlier join's rows (its first
+	// input is that join, a RIGHT or FULL join after a table join):
+	// LeftStore is then the join's own store of them (each its
+	// timestamp and its columns in JSON, keyed by the rows' key, with
+	// its own changelog), which gives each change its old row.
+	LeftRows bool
+	Out      types.Schema
 }
 
 func (j *TableTableJoin) Schema() types.Schema { return j.Out }
 func (j *TableTableJoin) Explain(name string) string {
-	return fmt.Sprintf("  --> %s  TableTableJoin: %s JOIN %s ON %s.%s = %s.%s (stores: %s, %s)\n", name, j.Type, j.Right,
-		j.Left, j.LeftStore.Schema.Columns[j.LeftKey].Name, j.Right, j.RightStore.Schema.Columns[j.RightKey].Name, j.LeftStore.Name, j.RightStore.Name)
+	left := j.Left + "." + j.LeftStore.Schema.Columns[j.LeftKey].Name
+	if j.LeftRows {
+		left = j.LeftStore.Schema.Columns[j.LeftKey].Name // a column of the earlier join's rows
+	}
+	on := left + " = " + j.Right + "." + j.RightStore.Schema.Columns[j.RightKey].Name
+	for n := 1; n < len(j.LeftKeys); n++ {
+		on += " AND " + j.Left + "." + j.LeftStore.Schema.Columns[j.LeftKeys[n]].Name + " = " + j.Right + "." + j.RightStore.Schema.Columns[j.RightKeys[n]].Name
+	}
+	return fmt.Sprintf("  --> %s  TableTableJoin: %s JOIN %s ON %s (stores: %s, %s)\n", name, j.Type, j.Right, on, j.LeftStore.Name, j.RightStore.Name)
 }
 func (j *TableTableJoin) stores() []*Store { return []*Store{j.LeftStore, j.RightStore} }
 func (j *TableTableJoin) shape() string {
@@ -359,7 +390,12 @@ type StreamStreamJoin struct {
 	LeftKey, RightKey                 int
 	Window                            planner.JoinWindow
 	LeftStore, RightStore, OuterStore *Store
-	Out                               types.Schema
+	// CompactRows stores each side's rows (in its window store and the
+	// outer buffer) as the columns the query reads of them, in JSON
+	// (the stores' ValueFormat JOIN-COLUMNS), not as the input record's
+	// value.
+	CompactRows bool
+	Out         types.Schema
 }
 
 func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }
@@ -445,8 +481,14 @@ type Sink struct {
 	KeyOptions, ValueOptions types.FormatOptions
 	Out                      types.Schema
 	// TimestampColumn names the output column whose value becomes the
-	// record timestamp; empty keeps the input's ROWTIME.
-	TimestampColumn string
+	// record timestamp; empty keeps the input's ROWTIME. TimestampFormat
+	// parses it when it is a STRING (ISO-8601 when empty). A row whose
+	// timestamp is NULL, unreadable or negative is skipped, unless
+	// KeepInvalidTimestamps (set by the engine for queries recorded
+	// before) writes it as it did then.
+	TimestampColumn       string
+	TimestampFormat       string
+	KeepInvalidTimestamps bool
 	// WindowType marks a windowed result: each record key ends in the
 	// change's window, as Kafka Streams serializes windowed keys.
 	WindowType   types.WindowType

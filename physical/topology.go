@@ -299,6 +299,40 @@ func (t *Topology) readColumns() {
 			src.Read = nil
 		}
 	}
+	for _, n := range t.Nodes {
+		if j, ok := n.Op.(*StreamStreamJoin); ok {
+			j.readSides(outs, n)
+		}
+	}
+}
+
+// readSides narrows what the sources of a stream–stream join's sides
+// decode to the columns the nodes after the join read of its rows (a
+// side's columns are in the join's rows at its offset), when the join is
+// all that reads them, and the join key. Key and pseudo columns come
+// from the record, not the value, whatever is read.
+func (j *StreamStreamJoin) readSides(outs [][]*Node, n *Node) {
+	read := make([]bool, j.Out.Len())
+	if !markReads(outs, n, read) || len(n.Inputs) != 2 {
+		return
+	}
+	offsets := [2]int{0, j.LeftStore.Schema.Len()}
+	sizes := [2]int{j.LeftStore.Schema.Len(), j.RightStore.Schema.Len()}
+	for i, in := range n.Inputs {
+		src, ok := in.Op.(*Source)
+		if !ok || src.Read != nil || len(outs[in.ID]) != 1 || src.Schema().Len() != sizes[i] {
+			continue
+		}
+		sread := make([]bool, sizes[i])
+		copy(sread, read[offsets[i]:offsets[i]+sizes[i]])
+		if ts := src.Schema().Index(src.TimestampColumn); ts >= 0 {
+			sread[ts] = true
+		}
+		// The join reads the side's key column (a value column of a
+		// repartitioned side).
+		sread[[2]int{j.LeftKey, j.RightKey}[i]] = true
+		src.Read = sread
+	}
 }
 
 // markReads marks what the nodes after n read of its row; false when

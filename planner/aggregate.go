@@ -59,7 +59,12 @@ type Aggregate struct {
 	// EmitFinal (EMIT FINAL, windowed only) emits each window's row once,
 	// when stream time passes its end plus grace, instead of every update.
 	EmitFinal bool
-	out       types.Schema
+	// FinalOnClose makes EMIT FINAL ksqlDB's (Kafka Streams'
+	// emit-on-window-close): windows are emitted as the record that
+	// closes them is processed, those still within the window store's
+	// retention (see physical.Aggregate.FinalOnClose).
+	FinalOnClose bool
+	out          types.Schema
 }
 
 // NewAggregate builds a GROUP BY of input. names are the group key

@@ -79,7 +79,18 @@ type Join struct {
 	// NewForeignKeyJoin): LeftKey is an expression over the left table's
 	// rows, RightKey the right table's primary key column.
 	ForeignKey bool
-	out        types.Schema
+	// OldValues asks a foreign-key join for each output change's old
+	// row (the key's previous joined row), which it keeps a store of
+	// the rows it emitted for: set when a filter or an aggregate reads
+	// the join's changes. Queries planned before it existed run without.
+	OldValues bool
+	// CompactRows makes a stream–stream join keep, in its window stores,
+	// only the columns of each side's rows that the query reads, encoded
+	// compactly, instead of the input record's whole value. Queries
+	// planned before it existed keep whole values (their stores'
+	// changelogs hold them).
+	CompactRows bool
+	out         types.Schema
 }
 
 // NewForeignKeyJoin joins two tables, INNER or LEFT, on an expression
@@ -110,7 +121,11 @@ func NewForeignKeyJoin(typ JoinType, left Node, right *Scan, leftName, rightName
 // synthetic key column named synthKey (the left's key column becomes a
 // value column, NULL when the left has no row), which holds the join
 // key whichever side has a row.
-func NewTableJoin(typ JoinType, left, right *Scan, leftName, rightName string, leftKey, rightKey int, synthKey string) (*Join, error) {
+//
+// The left may also be an earlier table–table join's rows, keyed by
+// their key column leftKey (a RIGHT or FULL join after a table join):
+// the join then keeps those rows in a store of its own.
+func NewTableJoin(typ JoinType, left Node, right *Scan, leftName, rightName string, leftKey, rightKey int, synthKey string) (*Join, error) {
 	j, err := newKeyJoin(typ, left, right, leftName, rightName, leftKey, rightKey, synthKey)
 	if err != nil {
 		return nil, err

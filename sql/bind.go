@@ -2,6 +2,7 @@ package sql
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,6 +41,12 @@ type binder struct {
 	// sqlNulls keeps SQL's NULL comparisons (Select.SQLNulls); otherwise
 	// they are ksqlDB's.
 	sqlNulls bool
+	// legacyFns and collectLimits are Select.LegacyFunctions and
+	// Select.CollectLimits.
+	legacyFns     bool
+	collectLimits map[string]int
+	// legacyJoins plans joins as before (Select.LegacyJoins).
+	legacyJoins bool
 	// query is set while binding a persistent query's SELECT (CREATE …
 	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
 	query bool
@@ -74,6 +81,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
+		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins,
 		query: sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
@@ -81,11 +89,19 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	j := s.From.TableRefs
 	var node planner.Node
 	if j.Right != nil {
+		if err := b.kafkaValueJoin(sel, j); err != nil {
+			return nil, err
+		}
 		join, err := b.bindJoin(sel, j)
 		if err != nil {
 			return nil, err
 		}
 		node = join
+		if join.ForeignKey && !sel.LegacyJoins && (s.Where != nil || s.GroupBy != nil) {
+			// A filter or an aggregate reads the join's changes: they
+			// carry the key's previous joined row.
+			join.OldValues = true
+		}
 		switch {
 		case len(sel.partitionExprs) > 0 && join.OfTables():
 			// ksqlDB's rule for tables: their key is the primary key.
@@ -178,6 +194,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		tcol[f] = len(tfns)
 		tfns, targs = append(tfns, tf), append(targs, args)
 	}
+	if len(tfns) > 0 && b.src != nil && b.src.Kind == catalog.Table && !b.legacyFns {
+		return nil, b.errAt(tfns[0].Name, CodeFeatureNotSupport, "Table source is not supported with table functions")
+	}
 	if len(tfns) > 0 {
 		fm, err := planner.NewFlatMap(node, tfns, targs)
 		if err != nil {
@@ -221,6 +240,10 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		if f.WildCard != nil {
 			cols := b.schema.Visible()
+			if len(tfns) > 0 && !b.legacyFns {
+				// * is the input's columns, not the table functions' outputs.
+				cols = slices.DeleteFunc(slices.Clone(cols), func(c int) bool { return c >= len(b.schema.Columns)-len(tfns) })
+			}
 			if q := f.WildCard.Table.O; q != "" && b.join != nil {
 				var err error
 				if cols, err = b.sideColumns(q); err != nil {
@@ -228,6 +251,15 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 				}
 			} else if b.join != nil {
 				cols = keysFirst(b.schema, cols) // a join's key (repartitioned, synthetic) first, as ksqlDB lists it
+				if b.join.hidden != nil {
+					shown := cols[:0:0]
+					for _, c := range cols {
+						if !b.join.hidden[c] {
+							shown = append(shown, c)
+						}
+					}
+					cols = shown
+				}
 			}
 			if rk, ok := node.(*planner.Rekey); ok && !sel.PositionalAliases {
 				cols = rekeyedOrder(rk, cols)
@@ -239,8 +271,12 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 					// the bounds stay in its keys, as in ksqlDB.
 					continue
 				}
+				name := col.Name
+				if b.join != nil && b.join.synth == c {
+					name = b.join.synthName
+				}
 				exprs = append(exprs, &expr.Column{Index: c, Name: col.Name, T: col.Type})
-				names = append(names, col.Name)
+				names = append(names, name)
 			}
 			continue
 		}
@@ -277,13 +313,39 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		names = append(names, name)
 	}
 	if b.join != nil && sel.persistent {
-		b.joinKeyAsKey(exprs)
+		if joinRows(node) && b.join.keyed && !b.join.fk {
+			sink := sel.sink
+			if sink == "" {
+				sink = "the query's result"
+			}
+			if err := b.projectJoinKey(exprs, names, sink); err != nil {
+				return nil, err
+			}
+		} else {
+			b.joinKeyAsKey(exprs)
+		}
 	}
 	proj, err := planner.NewProject(node, exprs, names)
 	if err != nil {
 		return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 	}
 	return &planner.Query{Root: proj, Emit: sel.Emit, Limit: sel.Limit}, nil
+}
+
+// joinRows reports whether n passes a join's rows on unchanged (the
+// join, or a filter of it): a projection over them is keyed by the
+// join's key.
+func joinRows(n planner.Node) bool {
+	for {
+		switch x := n.(type) {
+		case *planner.Join:
+			return true
+		case *planner.Filter:
+			n = x.Input
+		default:
+			return false
+		}
+	}
 }
 
 // rekeyedOrder orders the columns SELECT * reads after PARTITION BY as
@@ -372,9 +434,7 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 			op = expr.OpNot
 		case opcode.Minus:
 			if lit, ok := x.(*expr.Literal); ok && !lit.V.Null {
-				v := lit.V
-				v.I, v.F = -v.I, -v.F
-				return &expr.Literal{V: v, T: lit.T}, nil
+				return expr.NegLiteral(lit), nil
 			}
 			op = expr.OpNeg
 		case opcode.Plus:
@@ -476,6 +536,7 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 // source's; partitions to the source topic's.
 func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	ca.Select.persistent = true
+	ca.Select.sink = "`" + ca.Name + "`"
 	q, err := BindSelect(ca.Select, cat)
 	if err != nil {
 		return nil, err
@@ -593,6 +654,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		// A keyless stream joined on a column: the result is keyed by
 		// it, in ksqlDB's default key format.
 		target.KeyFormat = types.FormatKafka
+		if f, err := types.NormalizeFormat(ca.Select.DefaultKeyFormat); err == nil && f != "" && f != types.FormatNone && !ca.Select.LegacyJoinKeys {
+			target.KeyFormat = f
+		}
 	}
 	if join != nil && target.KeyFormat == types.FormatKafka && len(target.Schema.KeyIndexes()) > 1 {
 		// Keyed by a table's composite key, in its key format.

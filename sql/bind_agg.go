@@ -83,7 +83,11 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		if fromTable {
 			return nil, errorAt(sel.text, w.pos, CodeFeatureNotSupport, "windowed aggregations read streams: %s is a table", srcName)
 		}
-		ws, err := planner.NewWindowSpec(w.typ, w.size, w.advance, w.retention, w.grace, w.zone)
+		grace := w.grace
+		if grace < 0 && sel.Emit == "FINAL" && !sel.LegacyFinal {
+			grace = 0 // ksqlDB closes an EMIT FINAL window at its end unless told otherwise
+		}
+		ws, err := planner.NewWindowSpec(w.typ, w.size, w.advance, w.retention, grace, w.zone)
 		if err != nil {
 			return nil, errorAt(sel.text, w.pos, CodeInvalidParameter, "%v", err)
 		}
@@ -187,6 +191,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	if err != nil {
 		return nil, b.errAt("GROUP", CodeDatatypeMismatch, "%v", err)
 	}
+	if err := b.checkAggregateFormats(scope.aggs); err != nil {
+		return nil, err
+	}
 	if fromTable {
 		// A changed row leaves its old group: the aggregates must be able
 		// to take a row back out.
@@ -206,6 +213,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		}
 	}
 	agg.EmitFinal = sel.Emit == "FINAL"
+	agg.FinalOnClose = agg.EmitFinal && !sel.LegacyFinal
 	node = agg
 	if having != nil {
 		f, err := planner.NewFilter(node, having)
@@ -262,6 +270,11 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 			return nil, false, nil
 		}
 		if name := n.Name.Name.O; sc.windowed && (name == types.WindowStart || name == types.WindowEnd) {
+			if b.join != nil && !b.join.legacy {
+				// ksqlDB does not resolve the window bounds of an
+				// aggregation over a join.
+				return nil, true, b.errAt(name, CodeUndefinedColumn, "SELECT column '%s' cannot be resolved.", name)
+			}
 			i := len(sc.groupCols)
 			if name == types.WindowEnd {
 				i++
@@ -276,6 +289,19 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	if !ok {
 		return nil, true, b.errAt(name, CodeUndefinedFunction, "aggregate function %s is not supported yet", name)
 	}
+	if fn.Name == "SUM" && !b.sqlNulls {
+		// ksqlDB's DECIMAL sum type and overflow; statements recorded
+		// before keep the registry's.
+		fn = expr.KsqlSum
+	}
+	if old, ok := expr.LookupLegacyAggregate(name); ok && b.legacyFns {
+		fn = old
+	}
+	if n, ok := b.collectLimits[name]; ok && !b.legacyFns {
+		if limited, ok := expr.CollectWithLimit(name, n); ok {
+			fn = limited
+		}
+	}
 	// Aggregate arguments read input columns: bind them outside the scope.
 	b.agg = nil
 	bound, err := b.exprs(args)
@@ -286,6 +312,9 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	ts := make([]types.Type, len(bound))
 	for i, a := range bound {
 		ts[i] = a.Type()
+		if _, lit := a.(*expr.Literal); fn.LiteralFrom > 0 && i >= fn.LiteralFrom && !lit && !b.legacyFns {
+			return nil, true, b.errAt(name, CodeInvalidParameter, "Parameter %d passed to function %s must be a literal constant, but was expression: '%s'", i+1, name, strings.Trim(restore(args[i]), "`\""))
+		}
 	}
 	t, err := fn.Check(ts)
 	if err != nil {
@@ -303,6 +332,28 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	}
 	sc.aggs, sc.aggText = append(sc.aggs, call), append(sc.aggText, key)
 	return aggColumn(sc, len(sc.aggs)-1), true, nil
+}
+
+// checkAggregateFormats refuses, as ksqlDB does, a GROUP BY over a source
+// whose value format is KAFKA, and aggregates whose intermediate value
+// ksqlDB keeps as a STRUCT, ARRAY or MAP over a DELIMITED source (its
+// aggregation stores use the source's value format). Queries recorded
+// before these checks (Select.LegacyFunctions) are not refused.
+func (b *binder) checkAggregateFormats(aggs []*planner.AggCall) error {
+	if b.legacyFns || b.src == nil {
+		return nil
+	}
+	switch b.src.ValueFormat {
+	case types.FormatKafka:
+		return b.errAt("GROUP", CodeFeatureNotSupport, "Source(s) %s are using the 'KAFKA' value format. This format does not yet support GROUP BY.", b.src.Name)
+	case types.FormatDelimited:
+		for _, c := range aggs {
+			if c.Fn.CompositeState {
+				return b.errAt(c.Fn.Name, CodeFeatureNotSupport, "One of the functions used in the statement has an intermediate type that the value format can not handle. Please remove the function or change the format. (%s over the DELIMITED source %s)", c.Fn.Name, b.src.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // groupKeysFirst orders a grouped projection as ksqlDB's result: the

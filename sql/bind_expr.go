@@ -278,6 +278,12 @@ func stringArg(n ast.ExprNode) string {
 // call binds an ordinary function call, including lambda arguments.
 func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 	name := strings.TrimPrefix(strings.ToUpper(n.FnName.O), "__")
+	if name == "LOG" && len(n.Args) == 1 && !b.legacyFns {
+		// ksqlDB's one-argument LOG is the natural logarithm (its
+		// documentation says base 10); statements recorded before kept
+		// base 10.
+		name = "LN"
+	}
 	fn, ok := expr.Lookup(name)
 	if !ok {
 		if _, isTable := expr.LookupTable(name); isTable {
@@ -308,6 +314,11 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		if err := temporalLiterals(args); err != nil {
 			return nil, b.errAt(name, CodeDatatypeMismatch, "%v", err)
 		}
+		if !b.sqlNulls { // statements recorded before this check keep running
+			if err := expr.AmbiguousExtremum(name, argTypes); err != nil {
+				return nil, b.errAt(name, CodeAmbiguousFunction, "%v", err)
+			}
+		}
 	}
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
@@ -317,7 +328,7 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		// Statements recorded before CEIL and FLOOR kept a DECIMAL's
 		// type gave DECIMAL(p-s+1, 0): the same whole value, narrowed.
 		t := args[0].Type()
-		return expr.NewCast(e, types.Type{Kind: types.Decimal, Precision: min(t.Precision-t.Scale+1, types.MaxDecimalPrecision), Scale: 0})
+		return expr.NewCast(e, types.Type{Kind: types.Decimal, Precision: min(t.Precision-t.Scale+1, types.ShortDecimalPrecision), Scale: 0})
 	}
 	return e, nil
 }

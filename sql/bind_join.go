@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -60,6 +62,92 @@ type joinScope struct {
 	// fk marks a foreign-key join: its key is the left table's primary
 	// key, which nothing stands in for.
 	fk bool
+	// legacy keeps the projection rules of commands recorded before
+	// sqlstreams followed ksqlDB's join key rules (Select.LegacyJoinKeys).
+	legacy bool
+	// keyed is set once the join's key rules are known (setKeys): key
+	// is the position of its key column in the join's rows; viable are
+	// the positions of the source columns ksqlDB lets stand for it in a
+	// persistent query's projection, in its order (none: the key is
+	// synthetic, named synthName); equiv the join expressions equal to
+	// the key (column positions as #n); hidden the columns repartitions
+	// added, which SELECT * does not show.
+	keyed  bool
+	key    int
+	viable []int
+	equiv  map[string]bool
+	hidden map[int]bool
+}
+
+// equivKey is how an expression of a join's rows is compared in the
+// equivalence sets of its key: a column by position.
+func equivKey(e expr.Expr) string {
+	if c, ok := e.(*expr.Column); ok {
+		return "#" + strconv.Itoa(c.Index)
+	}
+	return e.String()
+}
+
+// setKeys records ksqlDB's key rules for the join being bound (its
+// JoinTree.viableKeyColumns and joinEquivalenceSet): lk and rk are the
+// ON expressions over the join's rows as they are finally laid out,
+// key the position of the join's key column. A FULL join's key is
+// synthetic, as is the key of a join on two expressions that are not
+// columns. The left side's own key rules carry over (an N-way join)
+// when lk is among the expressions its key equals.
+func (js *joinScope) setKeys(lk, rk expr.Expr, key int, full bool, hidden ...int) {
+	js.keyed, js.key, js.viable, js.equiv = true, key, nil, map[string]bool{}
+	js.hidden = map[int]bool{}
+	if in := js.sides[0].inner; in != nil && in.keyed {
+		for h := range in.hidden {
+			js.hidden[h] = true
+		}
+	}
+	for _, h := range hidden {
+		js.hidden[h] = true
+	}
+	if full {
+		return
+	}
+	js.equiv[equivKey(lk)], js.equiv[equivKey(rk)] = true, true
+	var cands []int
+	if in := js.sides[0].inner; in != nil && in.keyed && in.equiv[equivKey(lk)] {
+		for e := range in.equiv {
+			js.equiv[e] = true
+		}
+		cands = append(cands, in.viable...)
+	}
+	for _, e := range []expr.Expr{lk, rk} {
+		if c, ok := e.(*expr.Column); ok {
+			cands = append(cands, c.Index)
+		}
+	}
+	seen := map[int]bool{}
+	for _, c := range cands {
+		if !seen[c] && js.equiv["#"+strconv.Itoa(c)] {
+			seen[c] = true
+			js.viable = append(js.viable, c)
+		}
+	}
+	if len(js.viable) == 0 && js.synth < 0 {
+		// Neither side is a column: the key is synthetic, ROWKEY unless
+		// a source has a column of that name.
+		js.synth, js.synthName = key, "ROWKEY"
+		delete(js.hidden, key)
+		for n := 1; js.named(js.synthName); n++ {
+			js.synthName = "ROWKEY_" + strconv.Itoa(n)
+		}
+	}
+}
+
+// named reports whether a source of the join has a column called name.
+func (js *joinScope) named(name string) bool {
+	for _, l := range js.leaves {
+		if l.src.Schema.Index(name) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // side returns the side whose columns include position i of the join's
@@ -98,7 +186,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	if _, nested := j.Right.(*ast.Join); nested {
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources are not supported yet")
 	}
-	js := &joinScope{synth: -1}
+	js := &joinScope{synth: -1, legacy: sel.LegacyJoinKeys}
 	if l, nested := j.Left.(*ast.Join); nested {
 		// a JOIN b … JOIN c …: the join of a and b is the left side,
 		// planned first, as ksqlDB plans joins from left to right.
@@ -150,8 +238,16 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		within = nil
 	}
 	typ := "INNER"
+	// The FULL of this join: between the previous join's ON and this
+	// join's.
+	full := -1
+	for _, p := range sel.fullJoins {
+		if n := len(js.leaves) - 1; p > b.nthOn(n-1) && p < b.nthOn(n) {
+			full = p
+		}
+	}
 	switch {
-	case sel.fullJoin >= 0:
+	case full >= 0:
 		typ = "FULL"
 	case j.Tp == ast.LeftJoin:
 		typ = "LEFT"
@@ -179,7 +275,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	case left.src.Kind == catalog.Table:
 		return b.bindTableJoin(j, js, typ)
 	case typ == "FULL":
-		return nil, errorAt(b.text, sel.fullJoin, CodeFeatureNotSupport, "Invalid join type: full-outer join not supported for stream-table join. Got %s.", got)
+		return nil, errorAt(b.text, full, CodeFeatureNotSupport, "Invalid join type: full-outer join not supported for stream-table join. Got %s.", got)
 	case typ == "RIGHT":
 		return nil, b.errAt("RIGHT", CodeFeatureNotSupport, "Invalid join type: right join not supported for stream-table join. Got %s.", got)
 	case j.NaturalJoin || j.Using != nil:
@@ -250,6 +346,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
 	leftNode := left.plan()
+	origLK, leftLen := lks[0], left.schema.Len()
 	if repartition {
 		// The stream's rows get the join expressions as their key
 		// columns (new columns unless they are columns already); the
@@ -285,6 +382,14 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
 	join.Repartition = repartition
+	if len(lks) == 1 && !js.legacy {
+		var added []int
+		for i := leftLen; i < left.schema.Len(); i++ {
+			added = append(added, i)
+		}
+		rc := b.schema.Columns[right.offset+rks[0]]
+		js.setKeys(origLK, &expr.Column{Index: right.offset + rks[0], Name: rc.Name, T: rc.Type}, lks[0].(*expr.Column).Index, false, added...)
+	}
 	return join, nil
 }
 
@@ -408,6 +513,9 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 // sides have a column of that name.
 func (b *binder) joinName(c *expr.Column) string {
 	js := b.join
+	if js.synth >= 0 && c.Index == js.synth {
+		return js.synthName
+	}
 	if c.Index >= js.end() {
 		return c.Name // a column added after the join (a table function's)
 	}
@@ -438,7 +546,9 @@ func (b *binder) sideColumns(q string) ([]int, error) {
 		if s.is(q) {
 			var out []int
 			for _, i := range s.schema.Visible() {
-				out = append(out, s.offset+i)
+				if at := s.offset + i; !b.join.hidden[at] && at != b.join.synth {
+					out = append(out, at)
+				}
 			}
 			return out, nil
 		}
@@ -565,12 +675,13 @@ func (b *binder) onSides(on ast.ExprNode) (left, right ast.ExprNode) {
 // its sources, keyed by its join key. The left join must give a stream
 // (a stream–table or stream–stream join).
 func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
-	if sel.fullJoin >= 0 {
-		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with FULL OUTER JOIN are not supported yet")
-	}
 	inner, err := b.bindJoin(sel, l)
 	if err != nil {
 		return err
+	}
+	if inner.Type == planner.FullJoin {
+		// Its key is a synthetic column the next join cannot name yet.
+		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with FULL OUTER JOIN are not supported yet, unless the FULL OUTER JOIN is the last of table-table joins")
 	}
 	scope := b.join
 	first := scope.sides[0].src // the inner join's left: a source, or its own stand-in
@@ -677,4 +788,105 @@ func (b *binder) joinConditions(on ast.ExprNode) (left, right []expr.Expr, err e
 		return nil, nil, err
 	}
 	return []expr.Expr{l}, []expr.Expr{r}, nil
+}
+
+// projectJoinKey applies ksqlDB's key rules to a persistent query's
+// projection exprs (named names) over a join's rows (JoinNode's
+// validateKeyPresent and FinalProjectNode): the projection must select
+// the join's key column or, failing that, one of the source columns that
+// stand for it (the first of them, in ksqlDB's order, becomes the key:
+// its references read the key column); the key may appear only once.
+// sink names the query's result in errors.
+func (b *binder) projectJoinKey(exprs []expr.Expr, names []string, sink string) error {
+	js := b.join
+	refs := func(pos int) []int {
+		var out []int
+		for i, e := range exprs {
+			if c, ok := e.(*expr.Column); ok && c.Index == pos {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	if len(refs(js.key)) == 0 {
+		if len(js.viable) == 0 {
+			name := js.synthName
+			return Errorf(CodeSyntaxError, "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS.\n"+
+				"The query used to build %s must include the join expression %s in its projection (eg, SELECT %s...).\n"+
+				"%s was added as a synthetic key column because the join criteria did not match any source column. "+
+				"This expression must be included in the projection and may be aliased.", sink, name, name, name)
+		}
+		found := -1
+		for _, v := range js.viable {
+			if len(refs(v)) > 0 {
+				found = v
+				break
+			}
+		}
+		if found < 0 {
+			shown := make([]string, len(js.viable))
+			for i, v := range js.viable {
+				c := b.schema.Columns[v]
+				shown[i] = b.show(&expr.Column{Index: v, Name: c.Name, T: c.Type})
+			}
+			what := "join expression " + shown[0]
+			if len(shown) > 1 {
+				what = "join expressions " + strings.Join(shown[:len(shown)-1], ", ") + " or " + shown[len(shown)-1]
+			}
+			return Errorf(CodeSyntaxError, "Key missing from projection (ie, SELECT). \nThe query used to build %s must include the %s in its projection (eg, SELECT %s...).", sink, what, shown[0])
+		}
+		k := b.schema.Columns[js.key]
+		for _, i := range refs(found) {
+			exprs[i] = &expr.Column{Index: js.key, Name: k.Name, T: k.Type}
+		}
+	}
+	if r := refs(js.key); len(r) > 1 {
+		as := make([]string, len(r))
+		for i, n := range r {
+			as[i] = names[n]
+		}
+		sort.Strings(as)
+		name := b.schema.Columns[js.key].Name
+		if js.synth == js.key {
+			name = js.synthName
+		}
+		return Errorf(CodeDuplicateObject, "The projection contains a key column (`%s`) more than once, aliased as: %s.", name, strings.Join(as, " and "))
+	}
+	return nil
+}
+
+// kafkaValueJoin refuses a join of sources in the KAFKA value format, as
+// ksqlDB's analyzer does (queries recorded before keep running them).
+func (b *binder) kafkaValueJoin(sel *Select, j *ast.Join) error {
+	if sel.LegacyJoinKeys {
+		return nil
+	}
+	var names []string
+	var walk func(rs ast.ResultSetNode)
+	walk = func(rs ast.ResultSetNode) {
+		switch n := rs.(type) {
+		case *ast.Join:
+			walk(n.Left)
+			if n.Right != nil {
+				walk(n.Right)
+			}
+		case *ast.TableSource:
+			tn, ok := n.Source.(*ast.TableName)
+			if !ok {
+				return
+			}
+			if src, ok := b.cat.Source(tn.Name.O); ok && src.ValueFormat == types.FormatKafka {
+				name := n.AsName.O
+				if name == "" {
+					name = src.Name
+				}
+				names = append(names, name)
+			}
+		}
+	}
+	walk(j)
+	if len(names) == 0 {
+		return nil
+	}
+	return b.errAt("JOIN", CodeFeatureNotSupport, "Source(s) %s are using the 'KAFKA' value format. This format does not yet support JOIN.", strings.Join(names, ", "))
 }

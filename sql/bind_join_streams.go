@@ -66,6 +66,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	if !rrep {
 		rightKey = rkeys[0]
 	}
+	oldOffset, leftLen, rightLen := right.offset, left.schema.Len(), right.schema.Len()
 	if lrep || rrep {
 		_, rAST := b.onSides(j.On.Expr)
 		if lrep {
@@ -113,9 +114,29 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
 	join.Repartition, join.RepartitionRight = lrep, rrep
+	join.CompactRows = !b.legacyJoins
 	if synth != "" {
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}
 	b.schema = join.Schema()
+	if !js.legacy {
+		var added []int
+		for i := leftLen; i < left.schema.Len(); i++ {
+			added = append(added, i)
+		}
+		for i := rightLen; i < right.schema.Len(); i++ {
+			added = append(added, right.offset+i)
+		}
+		rke := rk
+		if rok {
+			at := right.offset + rkc.Index - oldOffset
+			rke = &expr.Column{Index: at, Name: b.schema.Columns[at].Name, T: rkc.T}
+		}
+		key := leftKey
+		if synth != "" {
+			key = js.synth
+		}
+		js.setKeys(lk, rke, key, synth != "", added...)
+	}
 	return join, nil
 }

@@ -2,8 +2,10 @@ package sql
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/planner"
@@ -28,6 +30,9 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 	}
 	b.join = js
 	b.schema = planner.JoinSchema(left.schema, right.schema, left.name, right.name)
+	if isAnd(j.On.Expr) {
+		return b.bindCompositeTableJoin(j, js, typ)
+	}
 	js.on = true
 	lk, rk, err := b.joinCondition(j.On.Expr)
 	js.on = false
@@ -47,7 +52,14 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
 	}
 	lkc, isCol := lk.(*expr.Column)
-	if left.inner != nil || !isCol || len(lkeys) != 1 || lkc.Index != lkeys[0] {
+	onKey := isCol && len(lkeys) == 1 && lkc.Index == lkeys[0]
+	if left.inner != nil && onKey && (typ == "RIGHT" || typ == "FULL") {
+		// A join's rows joined on their key, RIGHT or FULL: a
+		// primary-key join of the rows (kept in a store of the join's
+		// own) to the right table.
+		return b.bindRowsTableJoin(js, typ, lk, rk, lkeys[0], rkeys[0])
+	}
+	if left.inner != nil || !onKey {
 		// A join's rows on the left are joined as a foreign-key join
 		// (its key or any other expression of its rows).
 		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
@@ -68,17 +80,24 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 	default:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins on %s keys are not supported yet", f)
 	}
+	return b.newTableJoin(js, typ, planner.NewScan(left.src), lk, rk, lkeys[0], rkeys[0])
+}
+
+// newTableJoin plans a primary-key join of left (the left side's table,
+// or the rows of the join before it) to the right side's table.
+func (b *binder) newTableJoin(js *joinScope, typ string, left planner.Node, lk, rk expr.Expr, lkey, rkey int) (*planner.Join, error) {
+	right := &js.sides[1]
 	jt := planner.JoinType(typ)
 	synth := ""
 	if jt == planner.FullJoin {
 		// ksqlDB's synthetic key column: ROWKEY, or ROWKEY_<n> when a
 		// side has a column of that name.
 		synth = "ROWKEY"
-		for n := 1; left.schema.Index(synth) >= 0 || right.schema.Index(synth) >= 0; n++ {
+		for n := 1; js.sides[0].schema.Index(synth) >= 0 || right.schema.Index(synth) >= 0; n++ {
 			synth = "ROWKEY_" + strconv.Itoa(n)
 		}
 	}
-	join, err := planner.NewTableJoin(jt, planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, lkeys[0], rkeys[0], synth)
+	join, err := planner.NewTableJoin(jt, left, planner.NewScan(right.src), js.sides[0].name, right.name, lkey, rkey, synth)
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
@@ -86,7 +105,35 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}
 	b.schema = join.Schema()
+	if !js.legacy {
+		key := lkey
+		if synth != "" {
+			key = js.synth
+		}
+		js.setKeys(lk, rk, key, synth != "")
+	}
 	return join, nil
+}
+
+// bindRowsTableJoin binds a RIGHT or FULL OUTER join of an earlier
+// table–table join's rows, on their key, to a table on its primary key
+// (beyond ksqlDB). The rows and the table must be co-partitioned: the
+// same key format and partition count.
+func (b *binder) bindRowsTableJoin(js *joinScope, typ string, lk, rk expr.Expr, lkey, rkey int) (*planner.Join, error) {
+	left, right := &js.sides[0], &js.sides[1]
+	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
+	}
+	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); table-table joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
+	}
+	switch f := right.src.KeyFormat; f {
+	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
+	default:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins on %s keys are not supported yet", f)
+	}
+	return b.newTableJoin(js, typ, left.plan(), lk, rk, lkey, rkey)
 }
 
 // bindForeignKeyJoin binds a foreign-key join of two tables: the left's
@@ -121,4 +168,122 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 	c, isCol := fk.(*expr.Column)
 	js.fk = !isCol || len(lkeys) != 1 || c.Index != lkeys[0]
 	return join, nil
+}
+
+// isAnd reports whether a join condition is several ANDed ones.
+func isAnd(on ast.ExprNode) bool {
+	for {
+		p, ok := on.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		on = p.Expr
+	}
+	bin, ok := on.(*ast.BinaryOperationExpr)
+	return ok && bin.Op == opcode.LogicAnd
+}
+
+// bindCompositeTableJoin binds a join of two tables keyed by several
+// columns on all of them (ON l.x = r.x AND l.y = r.y, beyond ksqlDB):
+// INNER, LEFT or RIGHT. The rows of one key have the same key bytes in
+// both tables, so that each side finds the other's row by its own key:
+// the key columns pair up in order, with the same types (and, but for
+// DELIMITED keys, the same names), in the same key format, and the
+// tables are co-partitioned.
+func (b *binder) bindCompositeTableJoin(j *ast.Join, js *joinScope, typ string) (*planner.Join, error) {
+	left, right := &js.sides[0], &js.sides[1]
+	js.on = true
+	ls, rs, err := b.joinConditions(j.On.Expr)
+	js.on = false
+	if err != nil {
+		return nil, err
+	}
+	var conds []string
+	for i := range ls {
+		conds = append(conds, b.show(ls[i])+" = "+b.show(rs[i]))
+	}
+	got := strings.Join(conds, " AND ")
+	lkeys, rkeys := left.src.Schema.KeyIndexes(), right.src.Schema.KeyIndexes()
+	if left.inner != nil {
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins of an earlier join's rows on several conditions are not supported yet. Got %s.", got)
+	}
+	if len(rkeys) != len(rs) {
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: table-table joins require to join on the primary key of the right input table: all of its %d key columns, each once. Got %s.", len(rkeys), got)
+	}
+	// pair[n]: the left key column joined to the right's n-th key column.
+	pair := make([]int, len(rkeys))
+	for n := range pair {
+		pair[n] = -1
+	}
+	for i := range rs {
+		rc, rok := rs[i].(*expr.Column)
+		lc, lok := ls[i].(*expr.Column)
+		at := -1
+		for n, k := range rkeys {
+			if rok && rc.Index == right.offset+k && pair[n] < 0 {
+				at = n
+			}
+		}
+		if at < 0 {
+			return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: table-table joins require to join on the primary key of the right input table: all of its %d key columns, each once. Got %s.", len(rkeys), got)
+		}
+		if lt, rt := ls[i].Type(), rs[i].Type(); !lt.Equal(rt) {
+			return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(ls[i]), lt, b.show(rs[i]), rt)
+		}
+		if !lok || len(lkeys) != len(rkeys) || !slicesContains(lkeys, lc.Index) {
+			return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join on several conditions must join all key columns of both tables (foreign-key joins take one expression). Got %s.", got)
+		}
+		pair[at] = lc.Index
+	}
+	for n, k := range rkeys {
+		lname, rname := left.schema.Columns[pair[n]].Name, right.schema.Columns[k].Name
+		if pair[n] != lkeys[n] || (left.src.KeyFormat != types.FormatDelimited && lname != rname) {
+			return nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join on several key columns pairs them in the order of the tables' keys, under the same names (%s has %s, %s has %s). Got %s.",
+				left.src.Name, keyNames(left.schema, lkeys), right.src.Name, keyNames(right.schema, rkeys), got)
+		}
+	}
+	switch {
+	case typ == "FULL":
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "FULL OUTER JOIN on several key columns is not supported yet")
+	case left.src.KeyFormat != right.src.KeyFormat:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); table-table joins that repartition are not supported yet", left.src.Name, right.src.Name, left.src.KeyFormat, right.src.KeyFormat)
+	}
+	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
+	}
+	switch f := right.src.KeyFormat; f {
+	case types.FormatJSON, types.FormatDelimited:
+	default:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins on %s keys of several columns are not supported yet", f)
+	}
+	join, err := planner.NewTableJoin(planner.JoinType(typ), planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, lkeys[0], rkeys[0], "")
+	if err != nil {
+		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
+	}
+	join.LeftKeys, join.RightKeys = make([]expr.Expr, len(lkeys)), rkeys
+	out := join.Schema()
+	for n, k := range lkeys {
+		join.LeftKeys[n] = &expr.Column{Index: k, Name: out.Columns[k].Name, T: out.Columns[k].Type}
+	}
+	b.schema = out
+	return join, nil
+}
+
+func slicesContains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// keyNames lists a schema's key columns for errors.
+func keyNames(schema types.Schema, keys []int) string {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = schema.Columns[k].Name
+	}
+	return "(" + strings.Join(names, ", ") + ")"
 }

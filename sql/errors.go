@@ -9,6 +9,7 @@ const (
 	CodeUndefinedTable    = "42P01"
 	CodeUndefinedColumn   = "42703"
 	CodeUndefinedFunction = "42883"
+	CodeAmbiguousFunction = "42725"
 	CodeDuplicateObject   = "42710"
 	CodeDatatypeMismatch  = "42804"
 	CodeInvalidParameter  = "22023"

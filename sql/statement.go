@@ -124,6 +124,50 @@ type Select struct {
 	// a STRING literal bind (ksqlDB refuses them), and CEIL and FLOOR of
 	// a DECIMAL(p, s) give DECIMAL(p-s+1, 0), not DECIMAL(p, s).
 	SQLNulls bool
+	// LegacyFinal binds EMIT FINAL as sqlstreams did before it followed
+	// ksqlDB (Kafka Streams' emit-on-window-close, KIP-825): a window
+	// without GRACE PERIOD gets the default grace (not 0), and closed
+	// windows are emitted at each commit, every one of them (not as each
+	// record closes them, within the window store's retention). The
+	// engine sets it for queries replayed from commands recorded before,
+	// so that their output stays as it was.
+	LegacyFinal bool
+	// LegacyFunctions binds as sqlstreams did before these followed
+	// ksqlDB: the aggregates whose results changed keep their former
+	// definitions (expr.LookupLegacyAggregate), collect limits are not
+	// read, SELECT * lists a table function's output column too, and
+	// ksqlDB's refusals (non-literal offset-aggregate arguments, GROUP BY
+	// over KAFKA, composite intermediates over DELIMITED) are not made.
+	// The engine sets it for queries replayed from commands recorded
+	// before, so that they run and their output stays as it was.
+	LegacyFunctions bool
+	// CollectLimits caps COLLECT_LIST and COLLECT_SET (by name) at other
+	// than 1,000 values: ksqlDB's ksql.functions.collect_list.limit and
+	// ksql.functions.collect_set.limit, recorded with the command.
+	CollectLimits map[string]int
+	// LegacyJoinKeys binds a join's projection as sqlstreams did before
+	// it followed ksqlDB's key rules for joins: SELECT * shows the
+	// columns a repartition added (KSQL_COL_<n>), a join on two
+	// expressions has no synthetic ROWKEY, and a persistent query's
+	// projection may leave out the join key or name it twice. The engine
+	// sets it for queries replayed from commands recorded before, so that
+	// their output columns and keys stay as they were.
+	LegacyJoinKeys bool
+	// DefaultKeyFormat is ksql.persistence.default.format.key as the
+	// statement was run with (recorded with its command): the key format
+	// of a join's result whose sources have no key (default KAFKA).
+	DefaultKeyFormat string
+	// sink names a persistent query's result, for errors.
+	sink string
+	// LegacyJoins plans joins as sqlstreams did before the second
+	// revision of join planning: a foreign-key join under a WHERE or a
+	// GROUP BY without the store of its emitted rows that gives its
+	// changes their old rows (planner.Join.OldValues), and stream–stream
+	// join stores that keep whole input values (not
+	// planner.Join.CompactRows). The engine sets it for queries replayed
+	// from commands recorded before, so that their topology, store
+	// formats and output stay as they were.
+	LegacyJoins bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
@@ -137,11 +181,13 @@ type Select struct {
 	unsupPos    int
 	// fullJoin is the position of FULL [OUTER] JOIN's FULL, which TiDB
 	// does not parse: it is cut out (the join parses as INNER) and
-	// binding refuses it; -1 when absent.
-	fullJoin int
-	stmt     *ast.SelectStmt
-	rw       rewritten
-	toks     []token
+	// binding refuses it; -1 when absent. fullJoins are the positions
+	// of every FULL of an N-way join, in order.
+	fullJoin  int
+	fullJoins []int
+	stmt      *ast.SelectStmt
+	rw        rewritten
+	toks      []token
 	// partitionBy and partitionEnd delimit the PARTITION BY expressions'
 	// tokens (0 when absent); partitionExprs are their parse.
 	partitionBy, partitionEnd int

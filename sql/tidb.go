@@ -53,7 +53,7 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 		case t.is("EMIT") && (toks[i+1].is("CHANGES") || toks[i+1].is("FINAL")):
 			sel.Emit = toks[i+1].text
 			clause = 2
-		case t.is("WINDOW") && (toks[i+1].is("TUMBLING") || toks[i+1].is("HOPPING") || toks[i+1].is("SESSION")):
+		case t.is("WINDOW") && (isWindowKind(toks[i+1]) || i+2 < len(toks) && toks[i+1].kind == tIdent && isWindowKind(toks[i+2])):
 			if sel.window != nil {
 				return nil, errorAt(p.text, t.pos, CodeSyntaxError, "syntax error: a SELECT takes one WINDOW clause")
 			}
@@ -67,6 +67,7 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 			if sel.fullJoin < 0 {
 				sel.fullJoin = t.pos
 			}
+			sel.fullJoins = append(sel.fullJoins, t.pos)
 			clause = 1
 			if toks[i+1].is("OUTER") {
 				clause = 2

@@ -28,8 +28,9 @@ var windowUnits = map[string]int64{
 	"DAY": 86_400_000, "DAYS": 86_400_000,
 }
 
-// parseWindow reads WINDOW TUMBLING|HOPPING|SESSION ( … ) starting at
-// toks[i] (WINDOW) and returns the clause and the index after it:
+// parseWindow reads WINDOW [name] TUMBLING|HOPPING|SESSION ( … ) starting
+// at toks[i] (WINDOW) and returns the clause and the index after it (the
+// name, which ksqlDB's grammar allows, is read and ignored, as there):
 //
 //	TUMBLING (SIZE d [, RETENTION d] [, GRACE PERIOD d] [, TIME ZONE 'tz'])
 //	HOPPING (SIZE d, ADVANCE BY d [, RETENTION d] [, GRACE PERIOD d] [, TIME ZONE 'tz'])
@@ -37,9 +38,15 @@ var windowUnits = map[string]int64{
 //
 // where d is a whole number and a unit (MILLISECONDS … DAYS, singular or
 // plural).
+// isWindowKind reports whether t is TUMBLING, HOPPING or SESSION.
+func isWindowKind(t token) bool { return t.is("TUMBLING") || t.is("HOPPING") || t.is("SESSION") }
+
 func parseWindow(text string, toks []token, i int) (*windowClause, int, error) {
 	p := &parser{text: text, toks: toks, i: i + 1}
 	w := &windowClause{pos: toks[i].pos, size: -1, advance: -1, retention: -1, grace: -1}
+	if !isWindowKind(p.peek()) {
+		p.i++ // the window's name
+	}
 	kind := p.next()
 	w.typ = types.WindowType(kind.text)
 	if err := p.expectPunct("("); err != nil {

@@ -51,8 +51,12 @@ type adec struct {
 	defaults []Datum // top-level dRecord: per missing field, the reader schema's default (Null: none)
 	size     int     // dFixed, dDecimalFixed
 	scale    int64   // dDecimal*: multiply the unscaled value by this
-	symbols  [][]byte
-	err      error // a plan that did not resolve: each record is bad
+	// wide, for dDecimal* into a wide DECIMAL: the column's type, and
+	// wscale the writer's scale.
+	wide    *Type
+	wscale  int
+	symbols [][]byte
+	err     error // a plan that did not resolve: each record is bad
 }
 
 type adecField struct {
@@ -469,7 +473,12 @@ func decNode(s avro.Schema, t Type) (*adec, error) {
 			if d.Scale() > t.Scale || d.Precision()-d.Scale() > t.Precision-t.Scale {
 				return nil, fmt.Errorf("cannot read Avro decimal(%d, %d) as %s", d.Precision(), d.Scale(), t)
 			}
-			n.op, n.scale = dDecimal, pow10[t.Scale-d.Scale()]
+			if t.IsWideDecimal() {
+				wt := t
+				n.op, n.wide, n.wscale = dDecimal, &wt, d.Scale()
+			} else {
+				n.op, n.scale = dDecimal, pow10[t.Scale-d.Scale()]
+			}
 			if fixed {
 				n.op = dDecimalFixed
 			}
@@ -702,6 +711,15 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 		if err != nil {
 			return err
 		}
+		if n.wide != nil {
+			v, buf, ok := WideDecimalFromUnscaled(b, n.wscale, *n.wide, c.buf)
+			c.buf = buf
+			if !ok {
+				return fmt.Errorf("decimal out of range")
+			}
+			*d = Datum{B: v.B, L: d.L[:0]}
+			return nil
+		}
 		v, ok := fromTwosComplement(b)
 		if ok && n.scale != 1 {
 			if v > math.MaxInt64/n.scale || v < math.MinInt64/n.scale {
@@ -709,7 +727,7 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 			}
 			v *= n.scale
 		}
-		if !ok || v >= pow10[MaxDecimalPrecision] || v <= -pow10[MaxDecimalPrecision] {
+		if !ok || v >= pow10[ShortDecimalPrecision] || v <= -pow10[ShortDecimalPrecision] {
 			return fmt.Errorf("decimal out of range")
 		}
 		*d = Datum{I: v, L: d.L[:0]}

@@ -45,6 +45,7 @@ type aenc struct {
 	elem      *aenc
 	fields    []aencField
 	scale     int
+	wide      bool             // eDecimal*: the value is a wide DECIMAL's bytes
 	size      int              // eFixed, eDecimalFixed
 	symbols   map[string]int32 // eEnum
 	fieldName string
@@ -268,7 +269,7 @@ func encNode(s avro.Schema, t Type) (*aenc, error) {
 			if d.Scale() != t.Scale {
 				return nil, fmt.Errorf("cannot write %s as an Avro decimal of scale %d", t, d.Scale())
 			}
-			n.op, n.scale = eDecimal, t.Scale
+			n.op, n.scale, n.wide = eDecimal, t.Scale, t.IsWideDecimal()
 		default:
 			return bad()
 		}
@@ -283,7 +284,7 @@ func encNode(s avro.Schema, t Type) (*aenc, error) {
 			if d.Scale() != t.Scale {
 				return nil, fmt.Errorf("cannot write %s as an Avro decimal of scale %d", t, d.Scale())
 			}
-			n.op, n.scale = eDecimalFixed, t.Scale
+			n.op, n.scale, n.wide = eDecimalFixed, t.Scale, t.IsWideDecimal()
 		default:
 			return bad()
 		}
@@ -479,15 +480,25 @@ func (c *avroCodec) encode(n *aenc, d Datum) error {
 		}
 		_, _ = w.Write(d.B)
 	case eDecimal:
+		if n.wide {
+			w.WriteBytes(d.B)
+			break
+		}
 		c.scratch = appendTwosComplement(c.scratch[:0], d.I)
 		w.WriteBytes(c.scratch)
 	case eDecimalFixed:
-		c.scratch = appendTwosComplement(c.scratch[:0], d.I)
+		neg := d.I < 0
+		if n.wide {
+			c.scratch = append(c.scratch[:0], d.B...)
+			neg = len(d.B) > 0 && d.B[0]&0x80 != 0
+		} else {
+			c.scratch = appendTwosComplement(c.scratch[:0], d.I)
+		}
 		if len(c.scratch) > n.size {
 			return fmt.Errorf("decimal does not fit a fixed of %d", n.size)
 		}
 		pad := byte(0)
-		if d.I < 0 {
+		if neg {
 			pad = 0xff
 		}
 		for i := len(c.scratch); i < n.size; i++ {

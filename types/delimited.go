@@ -37,6 +37,7 @@ type delimitedCodec struct {
 	names   []string
 	types   []Type
 	delim   []byte // the delimiter's UTF-8 bytes
+	ksql    bool   // quote as ksqlDB does (FormatOptions.KsqlQuoting)
 	scratch []byte // unescaped quoted fields and decoded base64 (decoding)
 	qbuf    []byte // a field being quoted (encoding)
 }
@@ -47,8 +48,8 @@ var (
 	errAfterQuote   = errors.New("unexpected character after a quoted field")
 )
 
-func newDelimitedCodec(s Schema, cols []int, delim rune) (*delimitedCodec, error) {
-	c := &delimitedCodec{cols: cols, delim: utf8.AppendRune(nil, delim)}
+func newDelimitedCodec(s Schema, cols []int, delim rune, ksql bool) (*delimitedCodec, error) {
+	c := &delimitedCodec{cols: cols, delim: utf8.AppendRune(nil, delim), ksql: ksql}
 	for _, col := range cols {
 		sc := s.Columns[col]
 		switch sc.Type.Kind {
@@ -196,6 +197,12 @@ func (c *delimitedCodec) set(d *Datum, t Type, field []byte, quoted bool) error 
 	case Double:
 		d.F, err = parseDouble(text)
 	case Decimal:
+		if t.IsWideDecimal() {
+			var v Datum
+			v, c.scratch, err = ParseDecimalDatum(text, t, c.scratch)
+			d.B = v.B
+			break
+		}
 		d.I, err = parseDecimalFor(text, t)
 	case Date, Time, Timestamp:
 		d.I, err = parseTemporal(text, k)
@@ -239,9 +246,13 @@ func (c *delimitedCodec) Encode(dst []byte, row Row) ([]byte, error) {
 				dst = appendDouble(dst, d.F)
 			}
 		case Decimal:
-			dst = AppendDecimal(dst, d.I, c.types[i].Scale)
+			dst = AppendDecimalDatum(dst, d, c.types[i])
 		}
-		if len(dst) == start || c.needsQuotes(dst[start:]) {
+		if c.ksql {
+			if c.ksqlQuotes(dst[start:], i == 0) {
+				dst = c.quote(dst, start)
+			}
+		} else if len(dst) == start || c.needsQuotes(dst[start:]) {
 			dst = c.quote(dst, start)
 		}
 	}
@@ -251,6 +262,23 @@ func (c *delimitedCodec) Encode(dst []byte, row Row) ([]byte, error) {
 func (c *delimitedCodec) needsQuotes(f []byte) bool {
 	return bytes.IndexByte(f, '"') >= 0 || bytes.IndexByte(f, '\n') >= 0 ||
 		bytes.IndexByte(f, '\r') >= 0 || bytes.Contains(f, c.delim)
+}
+
+// ksqlQuotes says whether ksqlDB's CSV printer (Commons CSV 1.4, quote
+// mode MINIMAL) quotes field f; first is true for the record's first field.
+func (c *delimitedCodec) ksqlQuotes(f []byte, first bool) bool {
+	if len(f) == 0 {
+		return first
+	}
+	b := f[0]
+	alnum := b >= '0' && b <= '9' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z'
+	switch {
+	case first && !alnum, b <= '#':
+		return true
+	case c.needsQuotes(f):
+		return true
+	}
+	return f[len(f)-1] <= ' '
 }
 
 // quote rewrites dst[start:] as a quoted field with its quotes doubled.

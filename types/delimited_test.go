@@ -229,3 +229,45 @@ func TestDelimitedDecodeThenEncode(t *testing.T) {
 		t.Errorf("got %s", b)
 	}
 }
+
+// TestDelimitedKsqlQuoting pins the quoting of FormatOptions.KsqlQuoting:
+// Commons CSV 1.4's MINIMAL mode, which quotes by a field's first and last
+// characters as well as by the characters that need it.
+func TestDelimitedKsqlQuoting(t *testing.T) {
+	s := Schema{Columns: []Column{{Name: "A", Type: StringType}, {Name: "B", Type: StringType}, {Name: "I", Type: IntType}}}
+	cols := []int{0, 1, 2}
+	enc, err := NewEncoderOpts(FormatDelimited, s, cols, FormatOptions{KsqlQuoting: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := NewEncoder(FormatDelimited, s, cols)
+	for _, c := range []struct {
+		a, b      string
+		i         int64
+		ksql, old string
+	}{
+		{"x", "y", 1, `x,y,1`, `x,y,1`},
+		// a first field starting with other than a letter or digit
+		{"-x", "-y", -10, `"-x",-y,-10`, `-x,-y,-10`},
+		// any field starting with a character up to '#', or ending with one up to ' '
+		{"!", "#a", 2, `"!","#a",2`, `!,#a,2`},
+		{"a ", " b", 3, `"a "," b",3`, `a , b,3`},
+		{"a\tb\t", "$", 4, "\"a\tb\t\",$,4", "a\tb\t,$,4"},
+		// the empty string is quoted only as the first field
+		{"", "", 5, `"",,5`, `"","",5`},
+		{"a,b", `q"`, 6, `"a,b","q""",6`, `"a,b","q""",6`},
+	} {
+		row := Row{StringDatum(c.a), StringDatum(c.b), IntDatum(c.i)}
+		if b, _ := enc.Encode(nil, row); string(b) != c.ksql {
+			t.Errorf("ksql quoting of %q %q %d: %s, want %s", c.a, c.b, c.i, b, c.ksql)
+		}
+		if b, _ := plain.Encode(nil, row); string(b) != c.old {
+			t.Errorf("plain quoting of %q %q %d: %s, want %s", c.a, c.b, c.i, b, c.old)
+		}
+	}
+	// A single negative number is a first field too.
+	one, _ := NewEncoderOpts(FormatDelimited, s, []int{2}, FormatOptions{KsqlQuoting: true})
+	if b, _ := one.Encode(nil, Row{{}, {}, IntDatum(-5)}); string(b) != `"-5"` {
+		t.Errorf("single -5: %s", b)
+	}
+}

@@ -52,6 +52,16 @@ type FormatOptions struct {
 	// It may not be '"', '\r' or '\n'. See ParseDelimiter.
 	Delimiter rune
 
+	// KsqlQuoting makes the DELIMITED encoder quote fields as ksqlDB's CSV
+	// printer (Apache Commons CSV 1.4, quote mode MINIMAL) does: also a
+	// first field that starts with other than a letter or digit ("-10"), a
+	// field that starts with a character up to '#' (" x", "!") or ends
+	// with one up to ' ', and an empty first field; an empty STRING that
+	// is not the first field is written bare, as NULL is. Without it the
+	// encoder quotes only fields that need it and every empty STRING, as
+	// queries recorded before it did. Decoders ignore it.
+	KsqlQuoting bool
+
 	// WrapSingleValue is ksqlDB's WRAP_SINGLE_VALUE. nil keeps the
 	// default: a value with one column is wrapped in a JSON object
 	// ({"ID":42}), while a key with one column is not (42); a key or
@@ -267,7 +277,7 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 		if d == 0 {
 			d = ','
 		}
-		return newDelimitedCodec(s, cols, d)
+		return newDelimitedCodec(s, cols, d, o.KsqlQuoting)
 	case FormatProtobuf, FormatProtobufNoSR:
 		return newProtoCodec(format, s, cols, o)
 	case FormatJSONSR:

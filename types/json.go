@@ -553,6 +553,15 @@ func (c *jsonCodec) scalar(d *Datum, n *jnode, k jkind, text []byte) error {
 		if k != jNumber && k != jString {
 			return fmt.Errorf("want %s, got %s", t, k)
 		}
+		if t.IsWideDecimal() {
+			v, scratch, err := ParseDecimalDatum(text, t, c.scratch)
+			c.scratch = scratch
+			if err != nil {
+				return err
+			}
+			d.B = v.B
+			break
+		}
 		x, err := parseDecimalFor(text, t)
 		if err != nil {
 			return err
@@ -680,7 +689,7 @@ func AppendJSONValue(dst []byte, d Datum, t Type) []byte {
 		dst = base64.StdEncoding.AppendEncode(dst, d.B)
 		return append(dst, '"')
 	case Decimal:
-		return AppendDecimal(dst, d.I, t.Scale)
+		return AppendDecimalDatum(dst, d, t)
 	case Array, Map, Struct:
 		return AppendJSONComposite(dst, d, t, AppendJSONValue, AppendText)
 	}

@@ -269,9 +269,9 @@ func TestJSONRefusesNonStringMapKeys(t *testing.T) {
 	if _, err := NewEncoder(FormatJSON, s, []int{0}); err == nil {
 		t.Error("encoder accepted MAP<INTEGER, STRING>")
 	}
-	bad := Schema{Columns: []Column{{Name: "X", Type: decType(30, 2)}}}
+	bad := Schema{Columns: []Column{{Name: "X", Type: decType(MaxDecimalPrecision+1, 2)}}}
 	if _, err := NewDecoder(FormatJSON, bad, []int{0}); err == nil {
-		t.Error("DECIMAL(30, 2) accepted")
+		t.Error("DECIMAL(1001, 2) accepted")
 	}
 }
 

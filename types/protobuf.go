@@ -57,6 +57,7 @@ type protoCodec struct {
 	encIdx  []int
 	encErr  error
 	bufs    [][]byte // per nesting depth: a message being written
+	dbuf    []byte   // wide DECIMAL values of the record being read
 
 	plans   map[pkey]*pdec
 	lastKey pkey

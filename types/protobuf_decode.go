@@ -333,6 +333,7 @@ func scalarOp(k protoreflect.Kind, t Type) (pop, error) {
 
 // Decode reads the header (PROTOBUF), then the message into the columns.
 func (c *protoCodec) Decode(data []byte, row Row) error {
+	c.dbuf = c.dbuf[:0]
 	if data == nil {
 		for _, col := range c.cols {
 			setNull(&row[col])
@@ -697,8 +698,20 @@ func (c *protoCodec) one(f *pfield, typ protowire.Type, b []byte, d *Datum) (int
 		case pTime:
 			d.I = ((ints[0]*60+ints[1])*60+ints[2])*1000 + ints[3]/1_000_000
 		case pDecimal:
-			u, ok := fromTwosComplement(raw)
 			scale := ints[2]
+			if f.t.IsWideDecimal() {
+				if scale > f.scale || scale < 0 {
+					return 0, fmt.Errorf("decimal of scale %d does not fit %s", scale, f.t)
+				}
+				v, buf, ok := WideDecimalFromUnscaled(raw, int(scale), f.t, c.dbuf)
+				c.dbuf = buf
+				if !ok {
+					return 0, fmt.Errorf("decimal out of range for %s", f.t)
+				}
+				d.B = v.B
+				break
+			}
+			u, ok := fromTwosComplement(raw)
 			if !ok || scale > f.scale || scale < 0 {
 				return 0, fmt.Errorf("decimal of scale %d does not fit %s", scale, f.t)
 			}

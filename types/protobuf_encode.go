@@ -290,8 +290,12 @@ func (c *protoCodec) encodeOne(dst []byte, f pencField, d Datum, depth int) ([]b
 		body = appendVarintField(body, 4, uint64(ms%1000*1_000_000))
 	case pDecimal:
 		body = protowire.AppendTag(body, 1, protowire.BytesType)
-		var tmp [8]byte
-		body = protowire.AppendBytes(body, appendTwosComplement(tmp[:0], d.I))
+		if f.t.IsWideDecimal() {
+			body = protowire.AppendBytes(body, d.B)
+		} else {
+			var tmp [8]byte
+			body = protowire.AppendBytes(body, appendTwosComplement(tmp[:0], d.I))
+		}
 		body = appendVarintField(body, 2, uint64(f.t.Precision))
 		body = appendVarintField(body, 3, uint64(f.t.Scale))
 	}

@@ -10,8 +10,9 @@ import "strconv"
 //	DATE               I (days since 1970-01-01)
 //	TIME               I (milliseconds since midnight)
 //	TIMESTAMP          I (milliseconds since the Unix epoch, UTC)
-//	DECIMAL(p, s)      I (the unscaled value: 12.34 in DECIMAL(4,2) is 1234;
-//	                   precision up to 18)
+//	DECIMAL(p, s)      I (the unscaled value: 12.34 in DECIMAL(4,2) is 1234)
+//	                   for p up to 18; B (the unscaled value as two's-
+//	                   complement bytes) above: see decimal.go
 //	DOUBLE             F
 //	STRING, BYTES      B
 //	ARRAY              L (the elements)
@@ -27,9 +28,6 @@ type Datum struct {
 	B    []byte
 	L    []Datum
 }
-
-// MaxDecimalPrecision is the largest DECIMAL precision a Datum holds.
-const MaxDecimalPrecision = 18
 
 // Row is a reusable slice of datums laid out by a Schema.
 type Row []Datum
@@ -128,7 +126,7 @@ func AppendText(dst []byte, d Datum, t Type) []byte {
 	case Timestamp:
 		return appendTimestamp(dst, d.I)
 	case Decimal:
-		return AppendDecimal(dst, d.I, t.Scale)
+		return AppendDecimalDatum(dst, d, t)
 	case Array, Map, Struct:
 		return AppendJSONValue(dst, d, t)
 	}

@@ -224,7 +224,7 @@ func appendBinary(dst []byte, d types.Datum, t types.Type) ([]byte, error) {
 		return binary.BigEndian.AppendUint64(dst, uint64((d.I-unixToPGMillis)*1000)), nil
 	case types.Decimal:
 		var buf [32]byte
-		return appendNumeric(dst, types.AppendDecimal(buf[:0], d.I, t.Scale))
+		return appendNumeric(dst, types.AppendDecimalDatum(buf[:0], d, t))
 	}
 	// json and text: the binary form is the text form.
 	return appendText(dst, d, t), nil

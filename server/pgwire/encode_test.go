@@ -149,3 +149,28 @@ func BenchmarkRow(b *testing.B) {
 		})
 	}
 }
+
+// TestWideDecimalNumeric: a DECIMAL wider than 18 digits goes out as
+// NUMERIC, in text and in binary, with its type's scale.
+func TestWideDecimalNumeric(t *testing.T) {
+	typ := types.Type{Kind: types.Decimal, Precision: 38, Scale: 10}
+	d, _, err := types.ParseDecimalDatum([]byte("-1234567890123456789012345678.5"), typ, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(appendText(nil, d, typ)); got != "-1234567890123456789012345678.5000000000" {
+		t.Errorf("text %s", got)
+	}
+	b, err := appendBinary(nil, d, typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n pgtype.Numeric
+	if err := pgtype.NewMap().Scan(pgtype.NumericOID, pgtype.BinaryFormatCode, b, &n); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := new(big.Rat).SetString("-1234567890123456789012345678.5")
+	if got := numericRat(t, n); got.Cmp(want) != 0 || typeMod(typ) != int32(38<<16|10)+4 {
+		t.Errorf("binary %s", got.FloatString(10))
+	}
+}

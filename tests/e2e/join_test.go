@@ -34,7 +34,13 @@ import (
 //     tables (pull query and topic, last value per key).
 //   - table–table on a foreign key, INNER and LEFT, over tables of 3 and
 //     2 partitions, with updates that change the foreign key (to NULL
-//     too) and deletes on both sides: the final result tables.
+//     too) and deletes on both sides: the final result tables; the same
+//     under a WHERE over both sides' values, which updates on either
+//     side flip (a row that stops passing it must be deleted), and a
+//     WHERE over a primary-key join.
+//   - N-way table joins: a primary-key join's rows joined FULL OUTER and
+//     RIGHT to a third table on their key, over updates and deletes on
+//     all three: the final result tables.
 //   - stream–stream WITHIN, INNER without GRACE and LEFT and FULL with
 //     one, over rows out of order by less than the grace period: the
 //     output records (each joined pair once, each row without a match
@@ -59,10 +65,16 @@ func TestJoinsDifferential(t *testing.T) {
 		`CREATE TABLE tt_left AS SELECT l.id, a, b FROM lt l LEFT JOIN rt r ON l.id = r.id`,
 		`CREATE TABLE tt_right AS SELECT l.id, a, b FROM lt l RIGHT JOIN rt r ON l.id = r.id`,
 		`CREATE TABLE tt_full AS SELECT ROWKEY AS k, l.id AS lid, r.id AS rid, a, b FROM lt l FULL OUTER JOIN rt r ON l.id = r.id`,
+		`CREATE TABLE xt (id VARCHAR PRIMARY KEY, c BIGINT) WITH (KAFKA_TOPIC='xt', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE TABLE tt3_full AS SELECT ROWKEY AS k, a, b, c FROM lt l JOIN rt r ON l.id = r.id FULL OUTER JOIN xt x ON l.id = x.id`,
+		`CREATE TABLE tt3_right AS SELECT x.id, a, b, c FROM lt l LEFT JOIN rt r ON l.id = r.id RIGHT JOIN xt x ON l.id = x.id`,
 		`CREATE TABLE fl (id VARCHAR PRIMARY KEY, fk VARCHAR, a BIGINT) WITH (KAFKA_TOPIC='fl', VALUE_FORMAT='JSON', PARTITIONS=3)`,
 		`CREATE TABLE fr (id VARCHAR PRIMARY KEY, b BIGINT) WITH (KAFKA_TOPIC='fr', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE TABLE fk_inner AS SELECT l.id, fk, a, b FROM fl l JOIN fr r ON l.fk = r.id`,
 		`CREATE TABLE fk_left AS SELECT l.id, fk, a, b FROM fl l LEFT JOIN fr r ON fk = r.id`,
+		`CREATE TABLE fk_where AS SELECT l.id, fk, a, b FROM fl l JOIN fr r ON l.fk = r.id WHERE a < 600 AND b >= 300`,
+		`CREATE TABLE fk_left_where AS SELECT l.id, fk, a, b FROM fl l LEFT JOIN fr r ON fk = r.id WHERE b IS NULL OR b < 500`,
+		`CREATE TABLE tt_where AS SELECT l.id, a, b FROM lt l LEFT JOIN rt r ON l.id = r.id WHERE a + COALESCE(b, 0) < 1000`,
 		`CREATE STREAM ls (k VARCHAR KEY, v BIGINT) WITH (KAFKA_TOPIC='ls', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE STREAM rs (k VARCHAR KEY, w BIGINT) WITH (KAFKA_TOPIC='rs', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE STREAM ss_inner AS SELECT l.k, v, w FROM ls l JOIN rs r WITHIN 5 SECONDS ON l.k = r.k`,
@@ -95,7 +107,8 @@ func TestJoinsDifferential(t *testing.T) {
 			"ST_INNER": {"orders", "cust"}, "ST_LEFT": {"orders", "cust"},
 			"TT_INNER": {"lt", "rt"}, "TT_LEFT": {"lt", "rt"}, "TT_RIGHT": {"lt", "rt"}, "TT_FULL": {"lt", "rt"},
 			"SS_INNER": {"ls", "rs"}, "SS_LEFT": {"ls", "rs"}, "SS_FULL": {"ls", "rs"},
-			"FK_INNER": {"fl", "fr"}, "FK_LEFT": {"fl", "fr"},
+			"FK_INNER": {"fl", "fr"}, "FK_LEFT": {"fl", "fr"}, "FK_WHERE": {"fl", "fr"}, "FK_LEFT_WHERE": {"fl", "fr"},
+			"TT_WHERE": {"lt", "rt"}, "TT3_FULL": {"lt", "rt", "xt"}, "TT3_RIGHT": {"lt", "rt", "xt"},
 		} {
 			app := "sqlstreams_query_" + ids[sink]
 			if strings.HasPrefix(sink, "ST_") {
@@ -144,8 +157,11 @@ func TestJoinsDifferential(t *testing.T) {
 		var recs []*kgo.Record
 		for i := 0; i < n; i++ {
 			topic, field := "lt", "A"
-			if rng.IntN(2) == 0 {
+			switch rng.IntN(3) {
+			case 0:
 				topic, field = "rt", "B"
+			case 1:
+				topic, field = "xt", "C"
 			}
 			var v []byte
 			if rng.IntN(6) != 0 {
@@ -283,15 +299,15 @@ CREATE TABLE fchanges (side TEXT, seq INT, id TEXT, fk TEXT, val INT, deleted IN
 		}
 		fmt.Fprintf(&script, "INSERT INTO orders VALUES (%d, %s, %s, %d);\n", phase, q(string(r.Key)), q(v.Cust), v.Amt)
 	}
-	for _, topic := range []string{"lt", "rt"} {
+	for _, topic := range []string{"lt", "rt", "xt"} {
 		for _, r := range readPartitioned(t, ctx, s.KafkaAddr, topic) {
-			var v struct{ A, B int }
+			var v struct{ A, B, C int }
 			if r.Value != nil {
 				if err := json.Unmarshal(r.Value, &v); err != nil {
 					t.Fatal(err)
 				}
 			}
-			fmt.Fprintf(&script, "INSERT INTO tchanges VALUES (%s, %d, %s, %d, %d);\n", q(topic), r.Offset, q(string(r.Key)), v.A+v.B, b2i(r.Value == nil))
+			fmt.Fprintf(&script, "INSERT INTO tchanges VALUES (%s, %d, %s, %d, %d);\n", q(topic), r.Offset, q(string(r.Key)), v.A+v.B+v.C, b2i(r.Value == nil))
 		}
 	}
 	for _, topic := range []string{"fl", "fr"} {
@@ -331,6 +347,7 @@ CREATE VIEW st AS SELECT o.cust, o.oid, o.amt,
   FROM orders o;
 CREATE VIEW lfin AS SELECT id, val FROM tchanges t WHERE side = 'lt' AND seq = (SELECT MAX(seq) FROM tchanges u WHERE u.side = 'lt' AND u.id = t.id) AND NOT deleted;
 CREATE VIEW rfin AS SELECT id, val FROM tchanges t WHERE side = 'rt' AND seq = (SELECT MAX(seq) FROM tchanges u WHERE u.side = 'rt' AND u.id = t.id) AND NOT deleted;
+CREATE VIEW xfin AS SELECT id, val FROM tchanges t WHERE side = 'xt' AND seq = (SELECT MAX(seq) FROM tchanges u WHERE u.side = 'xt' AND u.id = t.id) AND NOT deleted;
 CREATE VIEW flfin AS SELECT id, fk, val FROM fchanges t WHERE side = 'fl' AND seq = (SELECT MAX(seq) FROM fchanges u WHERE u.side = 'fl' AND u.id = t.id) AND NOT deleted;
 CREATE VIEW frfin AS SELECT id, val FROM fchanges t WHERE side = 'fr' AND seq = (SELECT MAX(seq) FROM fchanges u WHERE u.side = 'fr' AND u.id = t.id) AND NOT deleted;
 CREATE VIEW l AS SELECT k, val, ts FROM ss WHERE side = 'ls';
@@ -347,10 +364,20 @@ SELECT '#TT_RIGHT';
 SELECT r.id, l.val, r.val FROM lfin l RIGHT JOIN rfin r ON l.id = r.id ORDER BY 1;
 SELECT '#TT_FULL';
 SELECT COALESCE(l.id, r.id), l.id, r.id, l.val, r.val FROM lfin l FULL OUTER JOIN rfin r ON l.id = r.id ORDER BY 1;
+SELECT '#TT3_FULL';
+SELECT COALESCE(lr.id, x.id), lr.a, lr.b, x.val FROM (SELECT l.id, l.val AS a, r.val AS b FROM lfin l JOIN rfin r ON l.id = r.id) lr FULL OUTER JOIN xfin x ON lr.id = x.id ORDER BY 1;
+SELECT '#TT3_RIGHT';
+SELECT x.id, lr.a, lr.b, x.val FROM (SELECT l.id, l.val AS a, r.val AS b FROM lfin l LEFT JOIN rfin r ON l.id = r.id) lr RIGHT JOIN xfin x ON lr.id = x.id ORDER BY 1;
 SELECT '#FK_INNER';
 SELECT l.id, l.fk, l.val, r.val FROM flfin l JOIN frfin r ON l.fk = r.id ORDER BY 1;
 SELECT '#FK_LEFT';
 SELECT l.id, l.fk, l.val, r.val FROM flfin l LEFT JOIN frfin r ON l.fk = r.id ORDER BY 1;
+SELECT '#FK_WHERE';
+SELECT l.id, l.fk, l.val, r.val FROM flfin l JOIN frfin r ON l.fk = r.id WHERE l.val < 600 AND r.val >= 300 ORDER BY 1;
+SELECT '#FK_LEFT_WHERE';
+SELECT l.id, l.fk, l.val, r.val FROM flfin l LEFT JOIN frfin r ON l.fk = r.id WHERE r.val IS NULL OR r.val < 500 ORDER BY 1;
+SELECT '#TT_WHERE';
+SELECT l.id, l.val, r.val FROM lfin l LEFT JOIN rfin r ON l.id = r.id WHERE l.val + COALESCE(r.val, 0) < 1000 ORDER BY 1;
 SELECT '#SS_INNER';
 SELECT l.k, l.val, r.val, MAX(l.ts, r.ts) FROM l JOIN r ON l.k = r.k AND r.ts BETWEEN l.ts - 5000 AND l.ts + 5000 ORDER BY 1, 2, 3;
 SELECT '#SS_LEFT';
@@ -456,6 +483,11 @@ SELECT * FROM (
 	compare("TT_FULL", tableOut("TT_FULL", []string{"LID", "RID", "A", "B"}))
 	compare("FK_INNER", tableOut("FK_INNER", []string{"FK", "A", "B"}))
 	compare("FK_LEFT", tableOut("FK_LEFT", []string{"FK", "A", "B"}))
+	compare("FK_WHERE", tableOut("FK_WHERE", []string{"FK", "A", "B"}))
+	compare("FK_LEFT_WHERE", tableOut("FK_LEFT_WHERE", []string{"FK", "A", "B"}))
+	compare("TT_WHERE", tableOut("TT_WHERE", []string{"A", "B"}))
+	compare("TT3_FULL", tableOut("TT3_FULL", []string{"A", "B", "C"}))
+	compare("TT3_RIGHT", tableOut("TT3_RIGHT", []string{"A", "B", "C"}))
 	compare("SS_INNER", streamOut("SS_INNER", []string{"V", "W"}, true))
 	compare("SS_LEFT", streamOut("SS_LEFT", []string{"V", "W"}, true))
 	compare("SS_FULL", streamOut("SS_FULL", []string{"V", "W"}, true))
@@ -463,7 +495,9 @@ SELECT * FROM (
 	conn = connect(t, ctx, s)
 	pullEqual(t, ctx, conn, "SELECT l_id, a, b FROM tt_left", want["TT_LEFT"])
 	pullEqual(t, ctx, conn, "SELECT k, lid, rid, a, b FROM tt_full", want["TT_FULL"])
+	pullEqual(t, ctx, conn, "SELECT k, a, b, c FROM tt3_full", want["TT3_FULL"])
 	pullEqual(t, ctx, conn, "SELECT l_id, fk, a, b FROM fk_left", want["FK_LEFT"])
+	pullEqual(t, ctx, conn, "SELECT l_id, fk, a, b FROM fk_where", want["FK_WHERE"])
 }
 
 // pullEqual retries a pull query until its rows (NULL as "NULL") equal
