@@ -131,17 +131,9 @@ type fkLeftRows struct {
 
 func newFKLeftRows(name string, op *physical.ForeignKeyJoin) (*fkLeftRows, error) {
 	schema := op.LeftStore.Schema
-	all := make([]int, schema.Len())
-	for i := range all {
-		all[i] = i
-	}
-	enc, err := types.NewEncoder(types.FormatJSON, schema, all)
+	enc, dec, err := rowCodec(name, schema)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	dec, err := types.NewDecoderRead(types.FormatJSON, schema, all, nil, types.FormatOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	key, err := types.NewDecoderOpts(op.LeftKeyFormat, schema, schema.KeyIndexes(), op.LeftKeyOpts)
 	if err != nil {
@@ -162,17 +154,9 @@ type fkResultRows struct {
 }
 
 func newFKResultRows(name string, schema types.Schema, store *taskStore) (*fkResultRows, error) {
-	all := make([]int, schema.Len())
-	for i := range all {
-		all[i] = i
-	}
-	enc, err := types.NewEncoder(types.FormatJSON, schema, all)
+	enc, dec, err := rowCodec(name, schema)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	dec, err := types.NewDecoderRead(types.FormatJSON, schema, all, nil, types.FormatOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	return &fkResultRows{store: store, enc: enc, dec: dec, old: make(types.Row, schema.Len())}, nil
 }

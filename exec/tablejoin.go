@@ -74,18 +74,29 @@ type joinRows struct {
 	change Change
 }
 
-func newJoinRows(name string, schema types.Schema, out *outbox) (*joinRows, error) {
+// rowCodec encodes and decodes whole rows of schema as JSON objects: the
+// join stores that keep rows of the join's own (joinRows, fkLeftRows,
+// fkResultRows) write them so.
+func rowCodec(name string, schema types.Schema) (types.Encoder, types.Decoder, error) {
 	all := make([]int, schema.Len())
 	for i := range all {
 		all[i] = i
 	}
 	enc, err := types.NewEncoder(types.FormatJSON, schema, all)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	dec, err := types.NewDecoderRead(types.FormatJSON, schema, all, nil, types.FormatOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return enc, dec, nil
+}
+
+func newJoinRows(name string, schema types.Schema, out *outbox) (*joinRows, error) {
+	enc, dec, err := rowCodec(name, schema)
+	if err != nil {
+		return nil, err
 	}
 	return &joinRows{enc: enc, dec: dec, row: make(types.Row, schema.Len()), old: make(types.Row, schema.Len()), out: out}, nil
 }
