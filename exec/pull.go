@@ -95,8 +95,8 @@ type KeySelection struct {
 // behind.
 var ErrStandbyLag = errors.New("no standby copy within the allowed lag")
 
-// ErrPartitionMoved fails a pull query that a partition it needs was
-// planned to be read here from has left (KeySelection.Whole, .Only).
+// ErrPartitionMoved fails a pull query when a partition it planned to read
+// here has left this instance (KeySelection.Whole, .Only).
 var ErrPartitionMoved = errors.New("the partition moved to another instance while the query ran")
 
 // parts returns the partitions of store a pull with sel reads here: the
