@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
 )
 
@@ -25,36 +23,14 @@ import (
 func TestTimestampsAndConfigsByCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-
-	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := map[string]string{"auto.offset.reset": "earliest", "sqlstreams.generated.aliases": "ksql",
 		"sqlstreams.null.comparison": "ksql", "ksql.persistence.wrap.single.values": "false"}
-	for _, stmt := range []string{
+	eng, brokers := replayOld(t, ctx, props,
 		"CREATE STREAM s (id INT KEY, n BIGINT, name STRING) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);",
 		"CREATE STREAM old_ts WITH (KAFKA_TOPIC='old_ts', TIMESTAMP='n') AS SELECT id, n FROM s;",
 		"CREATE STREAM old_names WITH (KAFKA_TOPIC='old_names') AS SELECT id, name FROM s;",
 		"CREATE TABLE old_final WITH (KAFKA_TOPIC='old_final') AS SELECT id, COUNT(*) AS c FROM s WINDOW TUMBLING (SIZE 10 MILLISECONDS, GRACE PERIOD 0 SECONDS) GROUP BY id EMIT FINAL;",
-	} {
-		if _, err := log.Append(ctx, catalog.Command{Statement: stmt, Props: props}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log.Close()
-
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	)
 	sess := engine.NewSession()
 	for _, stmt := range []string{
 		"SET 'auto.offset.reset'='earliest';",

@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
 )
 
@@ -22,34 +20,12 @@ import (
 func TestDecimalSumByCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-
-	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := map[string]string{"auto.offset.reset": "earliest", "sqlstreams.generated.aliases": "ksql"}
-	for _, stmt := range []string{
+	eng, brokers := replayOld(t, ctx, props,
 		"CREATE STREAM s (id INT KEY, n INT, b BIGINT, d DECIMAL(4, 2)) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);",
 		"CREATE TABLE old_sum WITH (KAFKA_TOPIC='old_sum') AS SELECT id, SUM(d) AS s FROM s GROUP BY id;",
 		"CREATE STREAM old_g WITH (KAFKA_TOPIC='old_g') AS SELECT id, GREATEST(n, b) AS g FROM s;",
-	} {
-		if _, err := log.Append(ctx, catalog.Command{Statement: stmt, Props: props}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log.Close()
-
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	)
 	sess := engine.NewSession()
 	for _, stmt := range []string{
 		"SET 'auto.offset.reset'='earliest';",
@@ -59,7 +35,7 @@ func TestDecimalSumByCommand(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	_, err = eng.Execute(ctx, sess, "CREATE STREAM new_g AS SELECT id, GREATEST(n, b) AS g FROM s;", discard{})
+	_, err := eng.Execute(ctx, sess, "CREATE STREAM new_g AS SELECT id, GREATEST(n, b) AS g FROM s;", discard{})
 	if err == nil || !strings.Contains(err.Error(), "ambiguous method parameters (INTEGER, BIGINT)") {
 		t.Errorf("GREATEST(INT, BIGINT) in a new statement: %v", err)
 	}

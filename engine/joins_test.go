@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
 )
 
@@ -19,36 +17,14 @@ import (
 func TestJoinsByCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-
 	// The commands an earlier version wrote: no joins property.
-	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := map[string]string{"auto.offset.reset": "earliest", "sqlstreams.generated.aliases": "ksql", "sqlstreams.null.comparison": "ksql"}
 	const join = "SELECT i.id, title FROM items i JOIN cats c ON i.cat = c.id WHERE live;"
-	for _, stmt := range []string{
+	eng, brokers := replayOld(t, ctx, props,
 		"CREATE TABLE items (id VARCHAR PRIMARY KEY, cat VARCHAR) WITH (KAFKA_TOPIC='items', VALUE_FORMAT='JSON', PARTITIONS=1);",
 		"CREATE TABLE cats (id VARCHAR PRIMARY KEY, title VARCHAR, live BOOLEAN) WITH (KAFKA_TOPIC='cats', VALUE_FORMAT='JSON', PARTITIONS=1);",
-		"CREATE TABLE old_q WITH (KAFKA_TOPIC='old_q') AS " + join,
-	} {
-		if _, err := log.Append(ctx, catalog.Command{Statement: stmt, Props: props}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log.Close()
-
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+		"CREATE TABLE old_q WITH (KAFKA_TOPIC='old_q') AS "+join,
+	)
 	sess := engine.NewSession()
 	for _, stmt := range []string{
 		"SET 'auto.offset.reset'='earliest';",

@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
 )
 
@@ -20,34 +18,12 @@ import (
 func TestNullComparisonsByCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-
 	// The commands an earlier version wrote: no null-comparison property.
-	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := map[string]string{"auto.offset.reset": "earliest", "sqlstreams.generated.aliases": "ksql"}
-	for _, stmt := range []string{
+	eng, brokers := replayOld(t, ctx, props,
 		"CREATE STREAM s (id INT KEY, n INT, d DECIMAL(4, 2)) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);",
 		"CREATE STREAM old_q WITH (KAFKA_TOPIC='old_q') AS SELECT id, n = 5 AS eq, n NOT IN (1, 2) AS notin, FLOOR(d) AS f FROM s;",
-	} {
-		if _, err := log.Append(ctx, catalog.Command{Statement: stmt, Props: props}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log.Close()
-
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	)
 	sess := engine.NewSession()
 	for _, stmt := range []string{
 		"SET 'auto.offset.reset'='earliest';",

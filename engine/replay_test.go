@@ -1,0 +1,42 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/engine"
+)
+
+// replayOld starts an embedded broker whose command topic holds stmts as
+// an earlier version recorded them, with props (without the property of
+// the behaviour under test), and opens an engine on it, which replays
+// their queries as they ran then. It returns the engine and the broker's
+// addresses; both close when the test ends.
+func replayOld(t *testing.T, ctx context.Context, props map[string]string, stmts ...string) (*engine.Engine, []string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range stmts {
+		if _, err := log.Append(ctx, catalog.Command{Statement: stmt, Props: props}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.Close()
+	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng, brokers
+}
