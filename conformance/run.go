@@ -468,16 +468,25 @@ func (e *env) registerSchemas(ctx context.Context, c *Case) error {
 		}
 		return out, nil
 	}
+	// inputOf is a side's schema as the registry takes it, its references
+	// registered first.
+	inputOf := func(s schemaSide) (registry.SchemaInput, error) {
+		refs, err := registerRefs(s.refs)
+		if err != nil {
+			return registry.SchemaInput{}, err
+		}
+		in := schemaInput(s.format, s.schema)
+		in.References = refs
+		return in, nil
+	}
 	for _, s := range sides {
 		if s.id == 0 || s.schema == nil {
 			continue
 		}
-		refs, err := registerRefs(s.refs)
+		in, err := inputOf(s)
 		if err != nil {
 			return err
 		}
-		in := schemaInput(s.format, s.schema)
-		in.References = refs
 		if err := register(s.subject, in, s.id); err != nil {
 			return err
 		}
@@ -498,12 +507,10 @@ func (e *env) registerSchemas(ctx context.Context, c *Case) error {
 		if s.schema == nil {
 			continue
 		}
-		refs, err := registerRefs(s.refs)
+		in, err := inputOf(s)
 		if err != nil {
 			return err
 		}
-		in := schemaInput(s.format, s.schema)
-		in.References = refs
 		if _, err := e.reg.Lookup(s.subject, in); err == nil {
 			continue
 		}

@@ -22,17 +22,23 @@ var (
 )
 
 func stddevSample() *AggregateFunction {
+	return youngsCramer("STDDEV_SAMPLE", "The sample standard deviation of the non-NULL values; 0.0 for fewer than two.", true)
+}
+
+// youngsCramer is an aggregate of the non-NULL numeric values' sample
+// variance (Youngs and Cramer), or its square root with sqrt.
+func youngsCramer(name, description string, sqrt bool) *AggregateFunction {
 	return &AggregateFunction{
-		Name:        "STDDEV_SAMPLE",
-		Description: "The sample standard deviation of the non-NULL values; 0.0 for fewer than two.",
-		Signatures:  []string{"STDDEV_SAMPLE(INTEGER | BIGINT | DOUBLE | DECIMAL) -> DOUBLE"},
+		Name:        name,
+		Description: description,
+		Signatures:  []string{name + "(INTEGER | BIGINT | DOUBLE | DECIMAL) -> DOUBLE"},
 		Check: func(args []types.Type) (types.Type, error) {
 			if len(args) != 1 || !args[0].IsNumeric() {
-				return types.Type{}, typeErrorf("function STDDEV_SAMPLE does not accept %s", describeArgs(args))
+				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
 			}
 			return types.DoubleType, nil
 		},
-		New: func(args []types.Type) Accumulator { return &youngsCramerAcc{t: args[0], sqrt: true} },
+		New: func(args []types.Type) Accumulator { return &youngsCramerAcc{t: args[0], sqrt: sqrt} },
 	}
 }
 

@@ -67,18 +67,7 @@ func moreAggregates() []*AggregateFunction {
 			},
 			New: func([]types.Type) Accumulator { return &histogramAcc{} },
 		},
-		{
-			Name:        "STDDEV_SAMP",
-			Description: "The sample variance of the non-NULL values (what ksqlDB's STDDEV_SAMP returns; STDDEV_SAMPLE is the standard deviation); 0.0 for fewer than two.",
-			Signatures:  []string{"STDDEV_SAMP(INTEGER | BIGINT | DOUBLE | DECIMAL) -> DOUBLE"},
-			Check: func(args []types.Type) (types.Type, error) {
-				if len(args) != 1 || !args[0].IsNumeric() {
-					return types.Type{}, typeErrorf("function STDDEV_SAMP does not accept %s", describeArgs(args))
-				}
-				return types.DoubleType, nil
-			},
-			New: func(args []types.Type) Accumulator { return &youngsCramerAcc{t: args[0]} },
-		},
+		youngsCramer("STDDEV_SAMP", "The sample variance of the non-NULL values (what ksqlDB's STDDEV_SAMP returns; STDDEV_SAMPLE is the standard deviation); 0.0 for fewer than two.", false),
 		{
 			Name:        "CORRELATION",
 			Description: "The Pearson correlation of the pairs where both values are non-NULL (NaN when it is undefined, as in ksqlDB).",
