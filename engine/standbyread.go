@@ -67,10 +67,12 @@ func (e *Engine) selectHere(mat *exec.Query, src *catalog.Source, only []int32, 
 	}
 	store, _ := mat.PullStore(src.Name)
 	for _, p := range only {
-		lag, ok := mat.StandbyPartition(store, p)
+		lag, caughtUp, ok := mat.StandbyPartition(store, p)
 		switch {
 		case !ok:
 			return sql.Errorf(codeUnavailable, "partition %d of %s has no standby copy on this instance (%s) now", p, src.Name, e.cfg.InstanceID)
+		case !caughtUp:
+			return sql.Errorf(codeUnavailable, "the standby copy of partition %d of %s on this instance (%s) is still reading its changelog (%d offsets behind)", p, src.Name, e.cfg.InstanceID, lag)
 		case sb.maxLag >= 0 && lag > sb.maxLag:
 			return sql.Errorf(codeUnavailable, "the standby copy of partition %d of %s on this instance (%s) is %d offsets behind, more than %s (%d)", p, src.Name, e.cfg.InstanceID, lag, MaxOffsetLagProp, sb.maxLag)
 		}
@@ -84,7 +86,7 @@ func (e *Engine) selectHere(mat *exec.Query, src *catalog.Source, only []int32, 
 // instance whose member keeps one (which checks its lag when asked), not
 // one of exclude.
 func (e *Engine) standbyFor(mat *exec.Query, ps pullStore, members ownersEntry, p int32, sr standbyRead, exclude []string) (string, bool) {
-	if lag, ok := mat.StandbyPartition(ps.store, p); ok && (sr.maxLag < 0 || lag <= sr.maxLag) && !slices.Contains(exclude, "") {
+	if lag, caughtUp, ok := mat.StandbyPartition(ps.store, p); ok && caughtUp && (sr.maxLag < 0 || lag <= sr.maxLag) && !slices.Contains(exclude, "") {
 		return "", true
 	}
 	sub, ok := mat.StoreSub(ps.store)

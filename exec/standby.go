@@ -64,19 +64,35 @@ type standbyStore struct {
 	tp    topicPartition
 	apply func(*kgo.Record) error
 	bulk  *bulkWriter // nil: apply writes through the overlay
-	// stable is the changelog's last stable offset as last fetched.
-	mu      sync.Mutex
-	stable  int64
-	applied int64
-	pending int
+	// stable is the changelog's last stable offset as last fetched;
+	// target, the one it had when the copy opened (-1 until known).
+	// Until the copy has applied the changelog up to target (caughtUp),
+	// it may hold any part of the store, even none of it: pull queries
+	// do not read it, however small the changelog (ksqlDB's lag alone
+	// would let a copy that has not read a 500-record changelog answer
+	// under a max.allowed.offset.lag of 1,000 — an empty answer).
+	mu       sync.Mutex
+	stable   int64
+	target   int64
+	caughtUp bool
+	applied  int64
+	pending  int
 }
 
 // lag is how many changelog offsets the store is behind its changelog's
-// last stable offset as last fetched.
-func (s *standbyStore) lag() int64 {
+// last stable offset as last fetched, and whether it has caught up with
+// the changelog it opened on (only then may pull queries read it).
+func (s *standbyStore) lag() (int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return max(s.stable-max(s.applied, 0), 0)
+	return max(s.stable-max(s.applied, 0), 0), s.caughtUp
+}
+
+// readable reports whether a pull query allowing maxLag (negative: any)
+// may read the copy.
+func (s *standbyStore) readable(maxLag int64) bool {
+	lag, caughtUp := s.lag()
+	return caughtUp && (maxLag < 0 || lag <= maxLag)
 }
 
 // standbyCheckpointEvery is how often a standby writes its stores'
@@ -150,6 +166,13 @@ func (s *standbyRunner) run(ctx context.Context) {
 				return
 			}
 			for _, r := range fp.Records {
+				if r.Attrs.IsControl() {
+					// A transaction's marker: nothing to apply, but the
+					// copy's position passes it, so a copy that read
+					// everything is 0 behind the last stable offset.
+					ss.ts.applied = r.Offset + 1
+					continue
+				}
 				if err := ss.apply(r); err != nil && !errors.Is(err, errNullKey) {
 					s.q.log.Warn("standby: skipping a changelog record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
 				}
@@ -159,6 +182,9 @@ func (s *standbyRunner) run(ctx context.Context) {
 			if fp.LastStableOffset >= 0 {
 				ss.mu.Lock()
 				ss.stable = fp.LastStableOffset
+				if ss.target < 0 {
+					ss.target = fp.LastStableOffset
+				}
 				ss.mu.Unlock()
 			}
 		})
@@ -193,6 +219,9 @@ func (s *standbyRunner) commit(t *standbyTask, final bool) error {
 		// new position.
 		ss.mu.Lock()
 		ss.applied = ss.ts.applied
+		if !ss.caughtUp && ss.target >= 0 && max(ss.applied, 0) >= ss.target {
+			ss.caughtUp = true
+		}
 		ss.mu.Unlock()
 		sum += max(ss.ts.applied, 0)
 	}
@@ -280,6 +309,7 @@ func (s *standbyRunner) open(ctx context.Context, id TaskID) error {
 		cl, err := kgo.NewClient(
 			kgo.SeedBrokers(q.cfg.Brokers...),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.KeepControlRecords(),
 			kgo.FetchMaxWait(200*time.Millisecond),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		)
@@ -306,7 +336,7 @@ func (s *standbyRunner) open(ctx context.Context, id TaskID) error {
 				s.release(t)
 				return fmt.Errorf("opening store %s: %w", spec.Name, err)
 			}
-			ss := &standbyStore{task: t, ts: ts, tp: topicPartition{spec.Changelog, id.Partition}, applied: ts.applied}
+			ss := &standbyStore{task: t, ts: ts, tp: topicPartition{spec.Changelog, id.Partition}, applied: ts.applied, target: -1}
 			switch spec.Kind {
 			case physical.WindowStore:
 				var buf []byte
@@ -320,8 +350,21 @@ func (s *standbyRunner) open(ctx context.Context, id TaskID) error {
 				ss.apply = func(r *kgo.Record) error { return restoreAggregate(bulk, r) }
 			}
 			if end, err := changelogEnd(ctx, s.cl, spec.Changelog, id.Partition); err == nil {
-				ss.stable = end
+				if ts.checkpoint > end {
+					// Written from another changelog (one deleted and made
+					// again): read this one from its start.
+					q.log.Warn("standby store is ahead of its changelog; reading it from the start", "store", ts.dir, "checkpoint", ts.checkpoint, "end", end)
+					if err := ts.wipe(q.cfg.RocksResources); err != nil {
+						_ = ts.ov.Close() // closed once already: a no-op
+						s.release(t)
+						return fmt.Errorf("wiping store %s: %w", spec.Name, err)
+					}
+					ss.applied = -1
+				}
+				ss.stable, ss.target = end, end
+				ss.caughtUp = max(ts.applied, 0) >= end
 			} else {
+				// Unknown until the first fetch tells: not readable.
 				ss.stable = max(ts.applied, 0)
 			}
 			t.stores = append(t.stores, ss)
@@ -481,28 +524,31 @@ func (q *Query) removeStandbyStore(ss *standbyStore) {
 }
 
 // StandbyPartition reports whether this instance keeps a standby copy of
-// partition p of store, and how many changelog offsets it is behind.
-func (q *Query) StandbyPartition(store string, p int32) (lag int64, ok bool) {
+// partition p of store, how many changelog offsets it is behind, and
+// whether it has caught up with the changelog it opened on (a copy that
+// has not is never read).
+func (q *Query) StandbyPartition(store string, p int32) (lag int64, caughtUp, ok bool) {
 	q.mu.Lock()
 	ss := q.standbys[store][p]
 	q.mu.Unlock()
 	if ss == nil {
-		return 0, false
+		return 0, false, false
 	}
-	return ss.lag(), true
+	lag, caughtUp = ss.lag()
+	return lag, caughtUp, true
 }
 
 // StandbyStores returns the standby copies of store's partitions parts
-// whose lag is at most maxLag (negative: any), as Stores does for active
-// ones; a partition missing from the answer is not kept here, or too far
-// behind.
+// that have caught up and whose lag is at most maxLag (negative: any),
+// as Stores does for active ones; a partition missing from the answer
+// is not kept here, still catching up, or too far behind.
 func (q *Query) StandbyStores(store string, parts []int32, maxLag int64) []Partition {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []Partition
 	for _, p := range parts {
 		ss := q.standbys[store][p]
-		if ss == nil || maxLag >= 0 && ss.lag() > maxLag {
+		if ss == nil || !ss.readable(maxLag) {
 			continue
 		}
 		out = append(out, Partition{ID: p, Store: ss.ts.base})
