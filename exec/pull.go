@@ -413,10 +413,12 @@ func (r *PullRunner) row(record func(p int32, k, v []byte) (*kgo.Record, error),
 	if err != nil || rec == nil {
 		return err
 	}
-	err = r.src.process(rec)
+	if err = r.src.process(rec); err == nil {
+		return nil
+	}
 	var ce *clientError
 	switch {
-	case err == nil, errors.Is(err, types.ErrBadRecord):
+	case errors.Is(err, types.ErrBadRecord):
 		return nil
 	case errors.As(err, &ce):
 		return ce.err

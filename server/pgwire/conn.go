@@ -498,7 +498,7 @@ func (c *conn) readyForQuery() {
 	if c.ended {
 		return
 	}
-	c.w.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
+	c.w.readyForQuery(c.txStatus)
 	c.w.flush()
 }
 

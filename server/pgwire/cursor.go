@@ -149,5 +149,5 @@ func (c *conn) fetch(pt *portal, max uint32) {
 	if rw.started {
 		pt.tag = "SELECT " + strconv.FormatUint(uint64(n), 10)
 	}
-	c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(pt.tag)})
+	c.w.commandComplete(pt.tag)
 }

@@ -137,8 +137,8 @@ func fieldDescriptions(dst []pgproto3.FieldDescription, cols []types.Column, for
 // otherwise there must be one per column.
 func resolveFormats(dst []int16, codes []int16, ncols int) ([]int16, error) {
 	dst = dst[:0]
-	if len(codes) > 1 && len(codes) != ncols {
-		return dst, sql.Errorf(codeProtocolViolation, "bind message has %d result formats but query has %d columns", len(codes), ncols)
+	if err := formatCount(codes, ncols); err != nil {
+		return dst, err
 	}
 	for i := 0; i < ncols; i++ {
 		f := formatText
@@ -152,6 +152,15 @@ func resolveFormats(dst []int16, codes []int16, ncols int) ([]int16, error) {
 		dst = append(dst, f)
 	}
 	return dst, nil
+}
+
+// formatCount reports an error when Bind's result format codes are
+// neither none, one, nor one per column.
+func formatCount(codes []int16, ncols int) error {
+	if len(codes) > 1 && len(codes) != ncols {
+		return sql.Errorf(codeProtocolViolation, "bind message has %d result formats but query has %d columns", len(codes), ncols)
+	}
+	return nil
 }
 
 // checkFormats reports an error for a format code other than text or binary.

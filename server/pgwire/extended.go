@@ -154,7 +154,7 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		}
 	}
 	if pt.described {
-		if _, err := resolveFormats(nil, m.ResultFormatCodes, len(pt.cols)); err != nil {
+		if err := formatCount(m.ResultFormatCodes, len(pt.cols)); err != nil {
 			c.extendedError(err, "", -1)
 			return
 		}
@@ -312,7 +312,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		if pt.rows {
 			tag = "SELECT 0"
 		}
-		c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+		c.w.commandComplete(tag)
 		return
 	}
 	if pt.cur != nil {
@@ -347,7 +347,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		return
 	}
 	pt.done, pt.rows = true, rw.started
-	c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(pt.tag)})
+	c.w.commandComplete(pt.tag)
 	c.afterStatement()
 }
 

@@ -21,8 +21,6 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/jackc/pgx/v5/pgproto3"
-
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -193,7 +191,7 @@ func (c *conn) runPull(pt *portal) bool {
 		return true
 	}
 	pt.done, pt.rows = true, rw.started
-	c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(pt.tag)})
+	c.w.commandComplete(pt.tag)
 	c.afterStatement()
 	return true
 }

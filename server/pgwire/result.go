@@ -160,8 +160,15 @@ func (rw *resultWriter) tag(res engine.Result) string {
 	if res.Tag != "" || !rw.started {
 		return noNUL(res.Tag)
 	}
+	if rw.rows < int64(len(selectTags)) {
+		return selectTags[rw.rows]
+	}
 	return "SELECT " + strconv.FormatInt(rw.rows, 10)
 }
+
+// selectTags are the tags of the commonest results (a point lookup's),
+// made once.
+var selectTags = [...]string{"SELECT 0", "SELECT 1", "SELECT 2", "SELECT 3"}
 
 // sameWireTypes reports whether two column lists look the same to a client:
 // as many columns, with the same type OIDs.

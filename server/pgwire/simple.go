@@ -72,7 +72,7 @@ func (c *conn) execSimple(stmt string) error {
 	if err != nil {
 		return err
 	}
-	return c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+	return c.w.commandComplete(tag)
 }
 
 // statement is one statement of a query string and the byte offset where

@@ -14,8 +14,6 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/jackc/pgx/v5/pgproto3"
-
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -105,7 +103,7 @@ func (c *conn) trySimplePull(stmt string) (handled bool, err error) {
 	if err != nil {
 		return true, err
 	}
-	return true, c.w.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+	return true, c.w.commandComplete(tag)
 }
 
 // planSimple plans a simple-protocol template as a prepared statement with

@@ -21,6 +21,15 @@ type spinReader struct {
 	nc  net.Conn
 	rc  syscall.RawConn
 	srv *Server
+
+	// One Read's buffer and result, kept here (not captured by a
+	// closure) so that a Read allocates nothing; poll is r.readFD,
+	// bound once.
+	p    []byte
+	n    int
+	err  error
+	spun bool
+	poll func(fd uintptr) bool
 }
 
 func newSpinReader(nc net.Conn, srv *Server) io.Reader {
@@ -32,39 +41,19 @@ func newSpinReader(nc net.Conn, srv *Server) io.Reader {
 	if err != nil {
 		return nc
 	}
-	return &spinReader{nc: nc, rc: rc, srv: srv}
+	r := &spinReader{nc: nc, rc: rc, srv: srv}
+	r.poll = r.readFD
+	return r
 }
 
 func (r *spinReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var err error
-	spun := false
-	rerr := r.rc.Read(func(fd uintptr) bool {
-		for {
-			n, err = syscall.Read(int(fd), p)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != syscall.EAGAIN {
-				return true
-			}
-			if spun || !r.srv.lone() {
-				return false
-			}
-			spun = true
-			until := time.Now().Add(spinFor)
-			for time.Now().Before(until) {
-				n, err = syscall.Read(int(fd), p)
-				if err != syscall.EAGAIN && err != syscall.EINTR {
-					return true
-				}
-			}
-			return false
-		}
-	})
+	r.p, r.n, r.err, r.spun = p, 0, nil, false
+	rerr := r.rc.Read(r.poll)
+	n, err := r.n, r.err
+	r.p, r.err = nil, nil
 	if rerr != nil {
 		return 0, rerr
 	}
@@ -75,4 +64,30 @@ func (r *spinReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// readFD reads the socket into r.p; it returns false to park in the
+// network poller until the socket is readable.
+func (r *spinReader) readFD(fd uintptr) bool {
+	for {
+		r.n, r.err = syscall.Read(int(fd), r.p)
+		if r.err == syscall.EINTR {
+			continue
+		}
+		if r.err != syscall.EAGAIN {
+			return true
+		}
+		if r.spun || !r.srv.lone() {
+			return false
+		}
+		r.spun = true
+		until := time.Now().Add(spinFor)
+		for time.Now().Before(until) {
+			r.n, r.err = syscall.Read(int(fd), r.p)
+			if r.err != syscall.EAGAIN && r.err != syscall.EINTR {
+				return true
+			}
+		}
+		return false
+	}
 }

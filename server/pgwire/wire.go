@@ -291,6 +291,10 @@ type writer struct {
 	timer   *time.Timer
 	armed   bool
 	stopped bool
+	// The messages every statement ends with, reused (under mu) so that
+	// a statement's end allocates nothing.
+	cc  pgproto3.CommandComplete
+	rfq pgproto3.ReadyForQuery
 }
 
 func newWriter(nc net.Conn, delay time.Duration) *writer {
@@ -302,6 +306,22 @@ func (w *writer) send(msg pgproto3.BackendMessage) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.appendLocked(msg)
+}
+
+// commandComplete buffers a CommandComplete with tag.
+func (w *writer) commandComplete(tag string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cc.CommandTag = append(w.cc.CommandTag[:0], tag...)
+	return w.appendLocked(&w.cc)
+}
+
+// readyForQuery buffers a ReadyForQuery with the transaction status.
+func (w *writer) readyForQuery(status byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rfq.TxStatus = status
+	return w.appendLocked(&w.rfq)
 }
 
 // sendRow buffers msg and writes it out now or within the flush delay.
