@@ -90,6 +90,8 @@ func (r *changelogReader) add(rs *restoration) (bool, error) {
 		}
 	}
 	if ts.checkpoint == rs.until {
+		// A standby or a clean close left it at the changelog's end.
+		r.q.log.Info("store up to date", "store", ts.dir, "records", 0, "until", rs.until)
 		return true, nil
 	}
 	if rs.until <= 0 {

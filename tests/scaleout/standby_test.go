@@ -17,8 +17,10 @@ import (
 
 var standbyCount = flag.Int("scaleout.standbys", 1, "num.standby.replicas of TestStandbyFailover (0 measures the same failover without standbys)")
 
-// restoredRE finds the records each store restore read, in a server log.
-var restoredRE = regexp.MustCompile(`msg="store restored".*?records=(\d+)`)
+// restoredRE finds the records each store restore read, in a server log
+// (0 for a store that was up to date: a standby read to the changelog's
+// end).
+var restoredRE = regexp.MustCompile(`msg="store (?:restored|up to date)".*?records=(\d+)`)
 
 // restores returns the records read by each store restore in log.
 func restores(log string) []int {

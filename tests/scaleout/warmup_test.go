@@ -50,7 +50,7 @@ func TestWarmupThenMove(t *testing.T) {
 	// follow-up rebalances of its own join (cooperative rebalancing runs
 	// a second round after revocations) the move comes there and no
 	// probe is needed. Either way the tasks move, and only after warming.
-	if !s3.WaitLog(90*time.Second, `msg="store restored"`) {
+	if !testserver.WaitFor(90*time.Second, func() bool { return restoredRE.MatchString(s3.Log()) }) {
 		t.Fatal("no stateful task moved to the new instance after its warm-up (no probing rebalance either: " +
 			fmt.Sprint(strings.Contains(s3.Log(), "probing rebalance")) + ")")
 	}
@@ -79,7 +79,7 @@ func TestWarmupThenMove(t *testing.T) {
 		t.Error("counts are not exact after the tasks moved")
 	}
 	lines := slices.DeleteFunc(strings.Split(s3.Log(), "\n"), func(l string) bool {
-		return !strings.Contains(l, "warm") && !strings.Contains(l, "store restored")
+		return !strings.Contains(l, "warm") && !restoredRE.MatchString(l)
 	})
 	t.Logf("new instance's warm-up log:\n%s", strings.Join(lines[:min(len(lines), 12)], "\n"))
 }
