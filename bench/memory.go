@@ -64,6 +64,8 @@ func runMemory(n int) error {
 	runtime.GC()
 	debug.SetMemoryLimit(budget.GoSoftLimit)
 	defer debug.SetMemoryLimit(-1)
+	engine.SetHeapFloor(budget.HeapFloor)
+	defer engine.SetHeapFloor(0)
 	rocks := state.NewRocksResources(budget.BlockCache, budget.WriteBuffers, budget.ValueCache)
 	defer rocks.Close()
 	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, ServiceID: "mem", InstanceID: "bench",

@@ -26,6 +26,9 @@ type MemoryBudget struct {
 	NativeSlack  int64 // RocksDB's other native memory
 	ValueCache   int64 // committed values cached in front of the stores (Go heap)
 	GoSoftLimit  int64 // for debug.SetMemoryLimit
+	// HeapFloor is the Go heap's goal when its live part is small
+	// (SetHeapFloor): fewer collections, so shorter pull-query tails.
+	HeapFloor int64
 	// FetchMaxBytes bounds one fetch of each stream thread's client.
 	FetchMaxBytes int32
 	// MaxTxnRecords bounds the records of one transaction of a stream
@@ -37,7 +40,8 @@ type MemoryBudget struct {
 // NewMemoryBudget shares limit out: a quarter for the block cache, an
 // eighth each for memtables and the value cache, a sixteenth for RocksDB's
 // other native memory, and the Go heap's soft limit at the rest (9/16 of
-// the limit, the value cache included). Each stream thread fetches at most
+// the limit, the value cache included); the Go heap may grow to an eighth
+// of the limit before it is collected (HeapFloor). Each stream thread fetches at most
 // limit/1024 bytes at a time (between 1 MiB and 50 MiB; a fetch of small records decodes into many more bytes of records).
 func NewMemoryBudget(limit int64) (MemoryBudget, error) {
 	if limit < MinMemoryLimit {
@@ -51,6 +55,7 @@ func NewMemoryBudget(limit int64) (MemoryBudget, error) {
 		ValueCache:   limit / 8,
 	}
 	b.GoSoftLimit = limit - b.BlockCache - b.WriteBuffers - b.NativeSlack
+	b.HeapFloor = limit / 8
 	b.FetchMaxBytes = int32(min(max(limit/1024, 1<<20), 50<<20))
 	b.MaxTxnRecords = int(limit >> 16)
 	return b, nil

@@ -16,6 +16,9 @@ func TestNewMemoryBudget(t *testing.T) {
 		if b.ValueCache >= b.GoSoftLimit/2 {
 			t.Errorf("limit %d: value cache %d leaves too little of the Go heap's %d", limit, b.ValueCache, b.GoSoftLimit)
 		}
+		if b.HeapFloor <= 0 || b.HeapFloor+b.ValueCache > b.GoSoftLimit/2 {
+			t.Errorf("limit %d: a heap floor of %d with a value cache of %d in a Go heap of %d", limit, b.HeapFloor, b.ValueCache, b.GoSoftLimit)
+		}
 		if b.MaxTxnRecords < 4096 {
 			t.Errorf("limit %d: transactions of at most %d records", limit, b.MaxTxnRecords)
 		}

@@ -150,8 +150,9 @@ func runServer(args []string) int {
 			}
 		}
 		debug.SetMemoryLimit(budget.GoSoftLimit)
+		engine.SetHeapFloor(budget.HeapFloor)
 		fetchMax, maxTxn = budget.FetchMaxBytes, budget.MaxTxnRecords
-		log.Info("memory limit", "limit", *memoryLimit, "go_soft_limit_mib", budget.GoSoftLimit>>20, "block_cache_mib", cacheBytes>>20,
+		log.Info("memory limit", "limit", *memoryLimit, "go_soft_limit_mib", budget.GoSoftLimit>>20, "go_heap_floor_mib", budget.HeapFloor>>20, "block_cache_mib", cacheBytes>>20,
 			"memtables_mib", bufferBytes>>20, "value_cache_mib", valueBytes>>20, "fetch_max_kib", fetchMax>>10, "max_txn_records", maxTxn)
 	}
 	fsyncMode, err := broker.ParseSync(*kafkaFsync)
