@@ -17,12 +17,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -36,6 +38,8 @@ import (
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
 )
+
+var pullMemoryLimit = flag.String("pull-memory-limit", "1GiB", "pull scenario: sqlstreams runs as under server --memory-limit of this size (its caches and the Go heap's soft limit and floor); empty: no limit")
 
 var pullSeconds = flag.Int("pull-seconds", 0, "pull scenario: seconds per pgbench run (default 3 with -quick, 8 otherwise)")
 
@@ -223,7 +227,20 @@ func startSQLStreamsPull(ctx context.Context) (addr string, stop func(), err err
 		return "", stop, err
 	}
 	cleanup = append(cleanup, b.Close)
-	rocks := state.NewRocksResources(0, 0, 0)
+	var budget engine.MemoryBudget
+	if *pullMemoryLimit != "" {
+		limit, err := engine.ParseBytes(*pullMemoryLimit)
+		if err == nil {
+			budget, err = engine.NewMemoryBudget(limit)
+		}
+		if err != nil {
+			return "", stop, fmt.Errorf("-pull-memory-limit: %w", err)
+		}
+		debug.SetMemoryLimit(budget.GoSoftLimit)
+		engine.SetHeapFloor(budget.HeapFloor)
+		cleanup = append(cleanup, func() { debug.SetMemoryLimit(math.MaxInt64); engine.SetHeapFloor(0) })
+	}
+	rocks := state.NewRocksResources(budget.BlockCache, budget.WriteBuffers, budget.ValueCache)
 	cleanup = append(cleanup, func() { rocks.Close() })
 	eng, err := engine.Open(ctx, engine.Config{Brokers: []string{b.addr}, ServiceID: "svc_pull", InstanceID: "bench",
 		StateDir: filepath.Join(dir, "state"), RocksResources: rocks})
