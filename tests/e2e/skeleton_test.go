@@ -122,12 +122,13 @@ func TestWalkingSkeleton(t *testing.T) {
 	}
 	defer kc.Close()
 	want := map[string]int64{"u2": 20}
-	next := 3
+	next, bad := 3, 0
 	produce := func(count int) {
 		t.Helper()
 		recs := make([]*kgo.Record, 0, count+2)
 		recs = append(recs, &kgo.Record{Key: []byte("bad1"), Value: []byte(`not json`)},
 			&kgo.Record{Key: []byte("bad2"), Value: []byte(`{"PAGEID":"cart","VIEWTIME":"x"}`)})
+		bad += 2
 		for i := 0; i < count; i++ {
 			k := fmt.Sprintf("u%d", next)
 			page := "home"
@@ -146,7 +147,7 @@ func TestWalkingSkeleton(t *testing.T) {
 
 	produce(30000)
 	// Crash while the query works through the backlog.
-	written, committed := waitMidRun(t, ctx, s.KafkaAddr, "CARTVIEWS", 1000)
+	written, committed := waitMidRun(t, ctx, s.KafkaAddr, "CARTVIEWS", 1000, func() { produce(2000) })
 	t.Logf("SIGKILL with %d records written to CARTVIEWS while waiting, %d of them committed", written, committed)
 	crashAndRestart(t, s)
 	kc.ForceMetadataRefresh()
@@ -223,8 +224,8 @@ func TestWalkingSkeleton(t *testing.T) {
 			logged++
 		}
 	}
-	if logged < 6 {
-		t.Fatalf("processing log has %d entries for the 6 bad records: %q", logged, plog)
+	if logged < bad {
+		t.Fatalf("processing log has %d entries for the %d bad records: %q", logged, bad, plog)
 	}
 
 	// The catalog survived the restarts; the query is running again.
@@ -368,10 +369,15 @@ func waitOutput(t *testing.T, ctx context.Context, addr string, n int) {
 // an open transaction (a partition's end offset is past its last stable
 // offset), so the crash leaves written output uncommitted. (Output seen
 // only read_committed does not show a query midway: it commits every
-// 100ms and works through a batch in a transaction or two.) It returns how
-// many records were written since the call, and how many of them are
-// committed; it fails t if that does not happen within a minute.
-func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int64) (written, committed int64) {
+// 100ms and works through a batch in a transaction or two.)
+//
+// A query can use up its input before a poll catches it midway (on a
+// loaded machine the poll itself is slow), so whenever out has not grown
+// for midRunIdle, waitMidRun calls more, which must produce more input
+// for the query, and keeps watching. It returns how many records were
+// written since the call, and how many of them are committed; it fails t
+// if that does not happen within a minute.
+func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int64, more func()) (written, committed int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -381,6 +387,7 @@ func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	fed := 0
 	// offsets returns the sums of out's end and last stable offsets, and
 	// whether a partition has an open transaction.
 	offsets := func() (end, stable int64, open bool) {
@@ -390,7 +397,7 @@ func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int
 			if ctx.Err() == nil {
 				t.Fatalf("listing the offsets of %s: %v", out, err)
 			}
-			t.Fatalf("%s never had %d records written and some in an open transaction", out, atLeast)
+			t.Fatalf("%s never had %d records written and some in an open transaction (more input produced %d times)", out, atLeast, fed)
 		}
 		ends.Each(func(o kadm.ListedOffset) {
 			end += o.Offset
@@ -402,14 +409,30 @@ func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int
 		return end, stable, open
 	}
 	end0, stable0, _ := offsets()
+	last, grew := end0, time.Now()
 	for {
 		end, stable, open := offsets()
 		if end-end0 >= atLeast && open {
+			if fed > 0 {
+				t.Logf("%s midway after more input %d times", out, fed)
+			}
 			return end - end0, stable - stable0
+		}
+		switch {
+		case end != last:
+			last, grew = end, time.Now()
+		case time.Since(grew) >= midRunIdle:
+			more()
+			fed++
+			grew = time.Now()
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// midRunIdle is how long waitMidRun lets a query's output stand still
+// before it asks for more input.
+const midRunIdle = 500 * time.Millisecond
 
 // waitCaughtUp waits until group has committed offsets at the last stable
 // offsets of topic.

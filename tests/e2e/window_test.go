@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,7 +199,10 @@ func TestWindowsDifferential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	now := int64(1_700_000_000_000)
 	seq := 0
+	var producing sync.Mutex // the trickle below and waitMidRun's more
 	produce := func(count int) {
+		producing.Lock()
+		defer producing.Unlock()
 		recs := make([]*kgo.Record, 0, count)
 		for i := 0; i < count; i++ {
 			now += rng.Int64N(40)
@@ -233,7 +237,7 @@ func TestWindowsDifferential(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}()
-		written, committed := waitMidRun(t, ctx, s.KafkaAddr, "HOP", 20)
+		written, committed := waitMidRun(t, ctx, s.KafkaAddr, "HOP", 20, func() { produce(100) })
 		t.Logf("round %d: SIGKILL with %d records written to HOP while waiting, %d of them committed", round, written, committed)
 		crashAndRestart(t, s)
 		kc.ForceMetadataRefresh()
