@@ -389,24 +389,30 @@ func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int
 	adm := kadm.NewClient(cl)
 	fed := 0
 	// offsets returns the sums of out's end and last stable offsets, and
-	// whether a partition has an open transaction.
+	// whether a partition has an open transaction. A listing that fails
+	// (the broker restarted a moment ago) is tried again.
+	var listErr error
 	offsets := func() (end, stable int64, open bool) {
-		ends, err1 := adm.ListEndOffsets(ctx, out)
-		lsos, err2 := adm.ListCommittedOffsets(ctx, out)
-		if err := errors.Join(err1, err2, ends.Error(), lsos.Error()); err != nil {
-			if ctx.Err() == nil {
-				t.Fatalf("listing the offsets of %s: %v", out, err)
+		for {
+			ends, err1 := adm.ListEndOffsets(ctx, out)
+			lsos, err2 := adm.ListCommittedOffsets(ctx, out)
+			err := errors.Join(err1, err2, ends.Error(), lsos.Error())
+			if err == nil {
+				ends.Each(func(o kadm.ListedOffset) {
+					end += o.Offset
+					if lso, ok := lsos.Lookup(out, o.Partition); ok {
+						stable += lso.Offset
+						open = open || lso.Offset < o.Offset
+					}
+				})
+				return end, stable, open
 			}
-			t.Fatalf("%s never had %d records written and some in an open transaction (more input produced %d times)", out, atLeast, fed)
+			if ctx.Err() != nil {
+				t.Fatalf("%s never had %d records written and some in an open transaction (more input produced %d times; last failed listing: %v)", out, atLeast, fed, listErr)
+			}
+			listErr = err
+			time.Sleep(50 * time.Millisecond)
 		}
-		ends.Each(func(o kadm.ListedOffset) {
-			end += o.Offset
-			if lso, ok := lsos.Lookup(out, o.Partition); ok {
-				stable += lso.Offset
-				open = open || lso.Offset < o.Offset
-			}
-		})
-		return end, stable, open
 	}
 	end0, stable0, _ := offsets()
 	last, grew := end0, time.Now()
