@@ -264,75 +264,28 @@ type output struct {
 // readCommitted reads topic from the start up to its last stable offset.
 func readCommitted(t *testing.T, ctx context.Context, addr, topic string) output {
 	t.Helper()
-	adm, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	lso, err := kadm.NewClient(adm).ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	out := output{count: map[string]int{}, t10: map[string]int64{}}
-	pos := map[int32]int64{}
-	done := func() bool {
-		ok := true
-		lso.Each(func(o kadm.ListedOffset) {
-			if pos[o.Partition] < o.Offset-1 {
-				ok = false
-			}
-		})
-		return ok
-	}
-	for !done() {
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			t.Fatal("timed out reading", topic)
+	for _, r := range readPartitioned(t, ctx, addr, topic) {
+		var v struct{ T10 int64 }
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Errorf("output record %s: %v", r.Value, err)
 		}
-		if fs.Empty() {
-			break // only control records remain before the LSO
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			pos[r.Partition] = r.Offset
-			var v struct{ T10 int64 }
-			if err := json.Unmarshal(r.Value, &v); err != nil {
-				t.Errorf("output record %s: %v", r.Value, err)
-			}
-			out.total++
-			out.count[string(r.Key)]++
-			out.t10[string(r.Key)] = v.T10
-		})
+		out.total++
+		out.count[string(r.Key)]++
+		out.t10[string(r.Key)] = v.T10
 	}
 	return out
 }
 
-// readRaw returns the values of every record in topic (a single
-// partition) up to its current end.
+// readRaw returns the values of every record in topic up to its current
+// end, read_uncommitted.
 func readRaw(t *testing.T, ctx context.Context, addr, topic string) [][]byte {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	var out [][]byte
-	for {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if fs.Empty() || ctx.Err() != nil {
-			return out
-		}
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r.Value) })
+	for _, r := range readTo(t, ctx, addr, topic, kgo.ReadUncommitted()) {
+		out = append(out, r.Value)
 	}
+	return out
 }
 
 // waitOutput waits until topic CARTVIEWS has at least n records (read
