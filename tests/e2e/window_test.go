@@ -463,7 +463,11 @@ func readTo(t *testing.T, ctx context.Context, addr, topic string, level kgo.Iso
 		if ctx.Err() != nil {
 			t.Fatalf("reading %s timed out:%s", topic, behind())
 		}
-		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("reading %s: %v", topic, err) })
+		fs.EachError(func(_ string, p int32, err error) {
+			// The client retries; a topic that stays unreadable
+			// ends at ctx with where each partition stands.
+			t.Logf("reading %s[%d]: %v", topic, p, err)
+		})
 		fs.EachRecord(func(r *kgo.Record) {
 			pos[r.Partition] = r.Offset + 1
 			if !r.Attrs.IsControl() {
