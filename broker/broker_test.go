@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
 // testLogger logs to t until the test ends (kfake may still log from its
@@ -157,14 +160,20 @@ func endOffsets(t testing.TB, addr, topic string) map[int32]int64 {
 	return out
 }
 
+// freePort returns a free loopback port for a broker the test may restart
+// on it. It is below the kernel's ephemeral range (testserver.FreeAddr), so
+// that no process listening on port 0 takes it while the broker is down.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	_, p, err := net.SplitHostPort(testserver.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
 }
 
 // TestRestartKeepsRecords: records and committed group offsets written to a

@@ -64,7 +64,7 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 		produce(batch)
 		// Kill the server while it works through the batch, later into
 		// it each round.
-		written, committed := waitMidRun(t, ctx, s.KafkaAddr, "BYAUCTION", int64(1+round*3000))
+		written, committed := waitMidRun(t, ctx, s.KafkaAddr, "BYAUCTION", int64(1+round*3000), func() { produce(2000) })
 		t.Logf("round %d: SIGKILL with %d records written to BYAUCTION while waiting, %d of them committed", round, written, committed)
 		crashAndRestart(t, s)
 		kc.ForceMetadataRefresh()

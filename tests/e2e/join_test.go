@@ -231,7 +231,9 @@ func TestJoinsDifferential(t *testing.T) {
 	tableChanges(1000)
 	fkChanges(1500)
 	streamRows(3000)
-	written, committed := waitMidRun(t, ctx, s.KafkaAddr, "ST_LEFT", 10)
+	// More orders of the same phase when the joins are through them
+	// before the kill could catch ST_LEFT midway.
+	written, committed := waitMidRun(t, ctx, s.KafkaAddr, "ST_LEFT", 10, func() { orderPhase(300) })
 	t.Logf("SIGKILL with %d records written to ST_LEFT while waiting, %d of them committed", written, committed)
 	crashAndRestart(t, s)
 	kc.ForceMetadataRefresh()
@@ -240,6 +242,7 @@ func TestJoinsDifferential(t *testing.T) {
 	tableChanges(500)
 	fkChanges(500)
 	caughtUp()
+	phase3 := oseq
 	orderPhase(1500)
 	streamRows(2000)
 	// Rows three hours later, on keys of their own (in every partition),
@@ -289,10 +292,11 @@ CREATE TABLE fchanges (side TEXT, seq INT, id TEXT, fk TEXT, val INT, deleted IN
 			t.Fatal(err)
 		}
 		// Order phase n follows cust phase n: orders 0–1499 phase 1,
-		// 1500–4499 phase 2, the rest phase 3.
+		// from 1500 phase 2 (3000 and those produced while waiting for
+		// the kill), from phase3 phase 3.
 		phase := 1
 		switch {
-		case v.Amt >= 4500:
+		case v.Amt >= phase3:
 			phase = 3
 		case v.Amt >= 1500:
 			phase = 2

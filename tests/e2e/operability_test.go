@@ -41,17 +41,29 @@ func TestGracefulDrain(t *testing.T) {
 	push := connect(t, ctx, s)
 	exec1(t, ctx, push, `SET 'auto.offset.reset' = 'earliest'`)
 	pushErr := make(chan error, 1)
+	firstRow := make(chan struct{})
 	go func() {
 		rs, err := push.Query(ctx, `SELECT * FROM drain_in EMIT CHANGES`)
 		if err == nil {
-			for rs.Next() {
+			for n := 0; rs.Next(); n++ {
+				if n == 0 {
+					close(firstRow)
+				}
 			}
 			rs.Close()
 			err = rs.Err()
 		}
 		pushErr <- err
 	}()
-	time.Sleep(500 * time.Millisecond) // the push query is running
+	// The push query is running once a row came (not after a fixed
+	// sleep: on a loaded machine it may not have started).
+	select {
+	case <-firstRow:
+	case err := <-pushErr:
+		t.Fatalf("the push query ended before its first row: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the push query sent no row within 60 s")
+	}
 
 	if err := s.Stop(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

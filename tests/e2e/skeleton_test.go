@@ -122,12 +122,13 @@ func TestWalkingSkeleton(t *testing.T) {
 	}
 	defer kc.Close()
 	want := map[string]int64{"u2": 20}
-	next := 3
+	next, bad := 3, 0
 	produce := func(count int) {
 		t.Helper()
 		recs := make([]*kgo.Record, 0, count+2)
 		recs = append(recs, &kgo.Record{Key: []byte("bad1"), Value: []byte(`not json`)},
 			&kgo.Record{Key: []byte("bad2"), Value: []byte(`{"PAGEID":"cart","VIEWTIME":"x"}`)})
+		bad += 2
 		for i := 0; i < count; i++ {
 			k := fmt.Sprintf("u%d", next)
 			page := "home"
@@ -146,7 +147,7 @@ func TestWalkingSkeleton(t *testing.T) {
 
 	produce(30000)
 	// Crash while the query works through the backlog.
-	written, committed := waitMidRun(t, ctx, s.KafkaAddr, "CARTVIEWS", 1000)
+	written, committed := waitMidRun(t, ctx, s.KafkaAddr, "CARTVIEWS", 1000, func() { produce(2000) })
 	t.Logf("SIGKILL with %d records written to CARTVIEWS while waiting, %d of them committed", written, committed)
 	crashAndRestart(t, s)
 	kc.ForceMetadataRefresh()
@@ -223,8 +224,8 @@ func TestWalkingSkeleton(t *testing.T) {
 			logged++
 		}
 	}
-	if logged < 6 {
-		t.Fatalf("processing log has %d entries for the 6 bad records: %q", logged, plog)
+	if logged < bad {
+		t.Fatalf("processing log has %d entries for the %d bad records: %q", logged, bad, plog)
 	}
 
 	// The catalog survived the restarts; the query is running again.
@@ -263,75 +264,28 @@ type output struct {
 // readCommitted reads topic from the start up to its last stable offset.
 func readCommitted(t *testing.T, ctx context.Context, addr, topic string) output {
 	t.Helper()
-	adm, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	lso, err := kadm.NewClient(adm).ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	out := output{count: map[string]int{}, t10: map[string]int64{}}
-	pos := map[int32]int64{}
-	done := func() bool {
-		ok := true
-		lso.Each(func(o kadm.ListedOffset) {
-			if pos[o.Partition] < o.Offset-1 {
-				ok = false
-			}
-		})
-		return ok
-	}
-	for !done() {
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			t.Fatal("timed out reading", topic)
+	for _, r := range readPartitioned(t, ctx, addr, topic) {
+		var v struct{ T10 int64 }
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Errorf("output record %s: %v", r.Value, err)
 		}
-		if fs.Empty() {
-			break // only control records remain before the LSO
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			pos[r.Partition] = r.Offset
-			var v struct{ T10 int64 }
-			if err := json.Unmarshal(r.Value, &v); err != nil {
-				t.Errorf("output record %s: %v", r.Value, err)
-			}
-			out.total++
-			out.count[string(r.Key)]++
-			out.t10[string(r.Key)] = v.T10
-		})
+		out.total++
+		out.count[string(r.Key)]++
+		out.t10[string(r.Key)] = v.T10
 	}
 	return out
 }
 
-// readRaw returns the values of every record in topic (a single
-// partition) up to its current end.
+// readRaw returns the values of every record in topic up to its current
+// end, read_uncommitted.
 func readRaw(t *testing.T, ctx context.Context, addr, topic string) [][]byte {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	var out [][]byte
-	for {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if fs.Empty() || ctx.Err() != nil {
-			return out
-		}
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r.Value) })
+	for _, r := range readTo(t, ctx, addr, topic, kgo.ReadUncommitted()) {
+		out = append(out, r.Value)
 	}
+	return out
 }
 
 // waitOutput waits until topic CARTVIEWS has at least n records (read
@@ -368,10 +322,15 @@ func waitOutput(t *testing.T, ctx context.Context, addr string, n int) {
 // an open transaction (a partition's end offset is past its last stable
 // offset), so the crash leaves written output uncommitted. (Output seen
 // only read_committed does not show a query midway: it commits every
-// 100ms and works through a batch in a transaction or two.) It returns how
-// many records were written since the call, and how many of them are
-// committed; it fails t if that does not happen within a minute.
-func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int64) (written, committed int64) {
+// 100ms and works through a batch in a transaction or two.)
+//
+// A query can use up its input before a poll catches it midway (on a
+// loaded machine the poll itself is slow), so whenever out has not grown
+// for midRunIdle, waitMidRun calls more, which must produce more input
+// for the query, and keeps watching. It returns how many records were
+// written since the call, and how many of them are committed; it fails t
+// if that does not happen within a minute.
+func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int64, more func()) (written, committed int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -381,35 +340,58 @@ func waitMidRun(t *testing.T, ctx context.Context, addr, out string, atLeast int
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	fed := 0
 	// offsets returns the sums of out's end and last stable offsets, and
-	// whether a partition has an open transaction.
+	// whether a partition has an open transaction. A listing that fails
+	// (the broker restarted a moment ago) is tried again.
+	var listErr error
 	offsets := func() (end, stable int64, open bool) {
-		ends, err1 := adm.ListEndOffsets(ctx, out)
-		lsos, err2 := adm.ListCommittedOffsets(ctx, out)
-		if err := errors.Join(err1, err2, ends.Error(), lsos.Error()); err != nil {
-			if ctx.Err() == nil {
-				t.Fatalf("listing the offsets of %s: %v", out, err)
+		for {
+			ends, err1 := adm.ListEndOffsets(ctx, out)
+			lsos, err2 := adm.ListCommittedOffsets(ctx, out)
+			err := errors.Join(err1, err2, ends.Error(), lsos.Error())
+			if err == nil {
+				ends.Each(func(o kadm.ListedOffset) {
+					end += o.Offset
+					if lso, ok := lsos.Lookup(out, o.Partition); ok {
+						stable += lso.Offset
+						open = open || lso.Offset < o.Offset
+					}
+				})
+				return end, stable, open
 			}
-			t.Fatalf("%s never had %d records written and some in an open transaction", out, atLeast)
+			if ctx.Err() != nil {
+				t.Fatalf("%s never had %d records written and some in an open transaction (more input produced %d times; last failed listing: %v)", out, atLeast, fed, listErr)
+			}
+			listErr = err
+			time.Sleep(50 * time.Millisecond)
 		}
-		ends.Each(func(o kadm.ListedOffset) {
-			end += o.Offset
-			if lso, ok := lsos.Lookup(out, o.Partition); ok {
-				stable += lso.Offset
-				open = open || lso.Offset < o.Offset
-			}
-		})
-		return end, stable, open
 	}
 	end0, stable0, _ := offsets()
+	last, grew := end0, time.Now()
 	for {
 		end, stable, open := offsets()
 		if end-end0 >= atLeast && open {
+			if fed > 0 {
+				t.Logf("%s midway after more input %d times", out, fed)
+			}
 			return end - end0, stable - stable0
+		}
+		switch {
+		case end != last:
+			last, grew = end, time.Now()
+		case time.Since(grew) >= midRunIdle:
+			more()
+			fed++
+			grew = time.Now()
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// midRunIdle is how long waitMidRun lets a query's output stand still
+// before it asks for more input.
+const midRunIdle = 500 * time.Millisecond
 
 // waitCaughtUp waits until group has committed offsets at the last stable
 // offsets of topic.

@@ -10,9 +10,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -198,7 +200,10 @@ func TestWindowsDifferential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	now := int64(1_700_000_000_000)
 	seq := 0
+	var producing sync.Mutex // the trickle below and waitMidRun's more
 	produce := func(count int) {
+		producing.Lock()
+		defer producing.Unlock()
 		recs := make([]*kgo.Record, 0, count)
 		for i := 0; i < count; i++ {
 			now += rng.Int64N(40)
@@ -233,7 +238,7 @@ func TestWindowsDifferential(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}()
-		written, committed := waitMidRun(t, ctx, s.KafkaAddr, "HOP", 20)
+		written, committed := waitMidRun(t, ctx, s.KafkaAddr, "HOP", 20, func() { produce(100) })
 		t.Logf("round %d: SIGKILL with %d records written to HOP while waiting, %d of them committed", round, written, committed)
 		crashAndRestart(t, s)
 		kc.ForceMetadataRefresh()
@@ -403,20 +408,72 @@ func TestWindowsDifferential(t *testing.T) {
 // in offset order within each partition.
 func readPartitioned(t *testing.T, ctx context.Context, addr, topic string) []*kgo.Record {
 	t.Helper()
+	return readTo(t, ctx, addr, topic, kgo.ReadCommitted())
+}
+
+// readTo returns the records of topic from the start to its end as listed
+// when it starts (the last stable offsets read_committed, the high
+// watermarks read_uncommitted), in offset order within each partition. It
+// reads until every partition is there, markers included, never until
+// polls go quiet: a loaded machine can be quiet for seconds in the middle
+// of a topic.
+func readTo(t *testing.T, ctx context.Context, addr, topic string, level kgo.IsolationLevel) []*kgo.Record {
+	t.Helper()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	list := kadm.NewClient(adm).ListEndOffsets
+	if level == kgo.ReadCommitted() {
+		list = kadm.NewClient(adm).ListCommittedOffsets
+	}
+	var ends kadm.ListedOffsets
+	for {
+		if ends, err = list(ctx, topic); err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("listing the end offsets of %s: %v", topic, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level), kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	var out []*kgo.Record
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if fs.Empty() || ctx.Err() != nil {
-			return out
-		}
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	pos := map[int32]int64{} // the offset after the last record read
+	behind := func() string {
+		var b strings.Builder
+		ends.Each(func(o kadm.ListedOffset) {
+			if pos[o.Partition] < o.Offset {
+				fmt.Fprintf(&b, " p%d at %d of %d;", o.Partition, pos[o.Partition], o.Offset)
+			}
+		})
+		return b.String()
 	}
+	var out []*kgo.Record
+	for behind() != "" {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s timed out:%s", topic, behind())
+		}
+		fs.EachError(func(_ string, p int32, err error) {
+			// The client retries; a topic that stays unreadable
+			// ends at ctx with where each partition stands.
+			t.Logf("reading %s[%d]: %v", topic, p, err)
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			pos[r.Partition] = r.Offset + 1
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
+	}
+	return out
 }

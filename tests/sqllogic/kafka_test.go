@@ -206,15 +206,18 @@ func caughtUp(ctx context.Context, brokers string, queries map[string]string) (s
 	if len(gaps) > 0 {
 		// Look for records a read_committed reader would see in the gaps.
 		starts := map[string]map[int32]kgo.Offset{}
+		until := map[string]map[int32]int64{}
 		for _, gp := range gaps {
 			if starts[gp.topic] == nil {
 				starts[gp.topic] = map[int32]kgo.Offset{}
+				until[gp.topic] = map[int32]int64{}
 			}
 			if cur, ok := starts[gp.topic][gp.partition]; !ok || gp.from < cur.EpochOffset().Offset {
 				starts[gp.topic][gp.partition] = kgo.NewOffset().At(gp.from)
 			}
+			until[gp.topic][gp.partition] = gp.until
 		}
-		visible, err := firstVisible(ctx, brokers, starts)
+		visible, err := firstVisible(ctx, brokers, starts, until)
 		if err != nil {
 			return "", err
 		}
@@ -239,19 +242,24 @@ func caughtUp(ctx context.Context, brokers string, queries map[string]string) (s
 	return "", nil
 }
 
-// visibleWait is how long firstVisible waits for records: a fetch that has
-// some returns at once, so this is what a caught-up check costs when
-// transaction markers trail the committed offsets.
-const visibleWait = 400 * time.Millisecond
+// visibleQuiet is how long firstVisible waits for any record before it
+// takes the partitions still short of their ends for having none to show.
+const visibleQuiet = 5 * time.Second
 
-// firstVisible reads the partitions from the given offsets with
-// read_committed and returns the offset of the first record each one
-// shows within visibleWait.
-func firstVisible(ctx context.Context, brokers string, starts map[string]map[int32]kgo.Offset) (map[string]map[int32]int64, error) {
+// firstVisible reads the partitions from the given offsets up to the
+// given ends with read_committed, control records kept, and returns the
+// offset of the first record each one shows before its end; a partition
+// without one is absent. It reads until every partition reached its end
+// or showed a record, not until a poll goes quiet: on a loaded machine the
+// first fetch alone can take longer than a short wait. Only when no record
+// at all comes for visibleQuiet (compaction removed a gap's last offsets,
+// and an open transaction holds back what follows) does it stop there.
+func firstVisible(ctx context.Context, brokers string, starts map[string]map[int32]kgo.Offset, ends map[string]map[int32]int64) (map[string]map[int32]int64, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers),
 		kgo.ConsumePartitions(starts),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(100*time.Millisecond),
 	)
 	if err != nil {
@@ -259,23 +267,45 @@ func firstVisible(ctx context.Context, brokers string, starts map[string]map[int
 	}
 	defer cl.Close()
 	out := map[string]map[int32]int64{}
-	ctx, cancel := context.WithTimeout(ctx, visibleWait)
-	defer cancel()
-	for ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) {
-			if out[r.Topic] == nil {
-				out[r.Topic] = map[int32]int64{}
-			}
-			if _, seen := out[r.Topic][r.Partition]; !seen {
-				out[r.Topic][r.Partition] = r.Offset
-			}
-		})
+	done := map[string]map[int32]bool{}
+	pending := 0
+	for t, ps := range starts {
+		done[t] = map[int32]bool{}
+		pending += len(ps)
+	}
+	for pending > 0 {
+		pctx, cancel := context.WithTimeout(ctx, visibleQuiet)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("reading the partitions behind their ends: %w", err)
+		}
+		if pctx.Err() != nil && fs.NumRecords() == 0 {
+			return out, nil
+		}
 		for _, fe := range fs.Errors() {
 			if fe.Err != context.DeadlineExceeded && fe.Err != context.Canceled {
 				return nil, fmt.Errorf("reading %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
 			}
 		}
+		fs.EachRecord(func(r *kgo.Record) {
+			end := ends[r.Topic][r.Partition]
+			if done[r.Topic][r.Partition] {
+				return
+			}
+			switch {
+			case r.Offset >= end:
+			case !r.Attrs.IsControl():
+				if out[r.Topic] == nil {
+					out[r.Topic] = map[int32]int64{}
+				}
+				out[r.Topic][r.Partition] = r.Offset
+			case r.Offset+1 < end:
+				return // a marker short of the end: read on
+			}
+			done[r.Topic][r.Partition] = true
+			pending--
+		})
 	}
 	return out, nil
 }

@@ -16,7 +16,10 @@
 //
 // Hazards: the free ports are only free when picked, and another process
 // may take one before the server listens (its start then fails, it does
-// not hang); a restart reuses them. The server inherits the test's
+// not hang); a restart reuses them. They are picked below the kernel's
+// ephemeral range, so that processes listening on port 0 (which the
+// machine's other tests do all the time) cannot take them while a killed
+// server restarts. The server inherits the test's
 // environment, so SQLSTREAMS_* variables set there change the defaults of
 // flags not given. The binary is built without -race, whatever the test's
 // own flags.
@@ -30,10 +33,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,9 +113,9 @@ func Main(m *testing.M) int {
 }
 
 // FreeAddr returns a loopback address ("127.0.0.1:port") whose port was
-// free a moment ago: it was listened on with port 0, then closed. Another
-// process may take it before the caller does; that is rare, and the
-// server's start then fails rather than hangs.
+// free a moment ago (see freeAddrs). Another process may take it before
+// the caller listens; that is rare, and the server's start then fails
+// rather than hangs.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
 	addrs, err := freeAddrs(1)
@@ -120,19 +125,56 @@ func FreeAddr(tb testing.TB) string {
 	return addrs[0]
 }
 
+// Ports are picked from [portsFrom, the start of the kernel's ephemeral
+// range), ports the kernel never hands out itself. A port from the
+// ephemeral range (a listen on port 0) is free again the moment a killed
+// server's listeners close, and any process on the machine that listens on
+// port 0 meanwhile (an in-process test broker, another test's server) may
+// get it, so the restart fails with "address already in use". Below the
+// range, only a process that picks port numbers itself, as this one does,
+// can take it.
+const portsFrom = 10000
+
 // freeAddrs returns n distinct free loopback addresses: all n are held
-// open at once, so none repeats.
+// open at once, so none repeats. The ports are below the kernel's
+// ephemeral range (see portsFrom), picked at random and tried until one
+// listens; where that range is unknown or small, the kernel picks.
 func freeAddrs(n int) ([]string, error) {
 	var addrs []string
+	lo, hi := portsFrom, ephemeralStart()
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
+		var ln net.Listener
+		var err error
+		for try := 0; ln == nil && hi-lo >= 1000 && try < 100; try++ {
+			ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo)))
+		}
+		if ln == nil {
+			if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				return nil, err
+			}
 		}
 		defer ln.Close()
 		addrs = append(addrs, ln.Addr().String())
 	}
 	return addrs, nil
+}
+
+// ephemeralStart returns the first port of the kernel's ephemeral range
+// (Linux's net.ipv4.ip_local_port_range), or 0 where it cannot tell.
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // An Option changes how Start and Launch run the server.
