@@ -20,7 +20,8 @@ import (
 )
 
 // The log cleaner: compaction of cleanup.policy=compact topics (every
-// changelog, the command topic) and retention.ms / retention.bytes.
+// changelog; not the command topic, which is cleanup.policy=delete with
+// retention.ms=-1) and retention.ms / retention.bytes.
 //
 // kfake's cleaner (Cluster.Compact, and its own ticker, hourly by default)
 // compacts every batch but a partition's last, open transactions
