@@ -464,6 +464,18 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	var stores [2]*Store
 	names := [2]string{"LEFT", "RIGHT"}
 	scans := [2]*planner.Scan{sideScan(j.Left), sideScan(j.Right)}
+	if scans[0] == nil {
+		// An earlier join's rows (an N-way join), always repartitioned:
+		// they are named and keyed after the first source they come from.
+		if !j.Repartition || !j.CompactRows {
+			return nil, fmt.Errorf("a stream join of an earlier join's rows must repartition them")
+		}
+		if rk, ok := j.Left.(*planner.Rekey); ok {
+			if _, ok := rk.Input.(*planner.Join); ok {
+				scans[0] = planner.NewScan(planner.Sources(rk.Input)[0])
+			}
+		}
+	}
 	if scans[0] == nil || scans[1] == nil {
 		return nil, fmt.Errorf("a stream join's sides must be streams")
 	}

@@ -42,7 +42,10 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	rkc, rok := rk.(*expr.Column)
 	// A side whose ON expression is not its key column is repartitioned
 	// by it; so is the right when the key formats differ.
-	lrep := !lok || len(lkeys) != 1 || lkc.Index != lkeys[0]
+	// The rows of an earlier join on the left are always repartitioned:
+	// one of its rows may give several joined rows, which the window
+	// store tells apart by their offsets in the repartition topic.
+	lrep := !lok || len(lkeys) != 1 || lkc.Index != lkeys[0] || left.inner != nil
 	rrep := !rok || len(rkeys) != 1 || rkc.Index != right.offset+rkeys[0]
 	if !lrep && !rrep && left.src.KeyFormat != right.src.KeyFormat {
 		rrep = true
@@ -58,7 +61,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "stream-stream joins on %s keys are not supported yet", f)
 		}
 	}
-	var leftNode, rightNode planner.Node = planner.NewScan(left.src), planner.NewScan(right.src)
+	var leftNode, rightNode planner.Node = left.plan(), planner.NewScan(right.src)
 	leftKey, rightKey := 0, 0
 	if !lrep {
 		leftKey = lkeys[0]
@@ -105,7 +108,13 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	synth := ""
 	if jt == planner.FullJoin {
 		synth = "ROWKEY"
-		for n := 1; left.schema.Index(synth) >= 0 || right.schema.Index(synth) >= 0; n++ {
+		taken := func(name string) bool { return left.schema.Index(name) >= 0 || right.schema.Index(name) >= 0 }
+		if left.inner != nil {
+			// The sources' columns: an earlier FULL join's synthetic key
+			// among the left's rows is not a name the query can use.
+			taken = js.named
+		}
+		for n := 1; taken(synth); n++ {
 			synth = "ROWKEY_" + strconv.Itoa(n)
 		}
 	}

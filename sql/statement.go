@@ -172,6 +172,9 @@ type Select struct {
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
 	within *withinClause
+	// withins are all the WITHIN clauses, in order: one per stream–stream
+	// join of an N-way join (within is the first).
+	withins []*withinClause
 	// persistent marks the SELECT of a CREATE … AS (set when binding it);
 	// inserting, that of an INSERT INTO … SELECT.
 	persistent, inserting bool
