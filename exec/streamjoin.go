@@ -176,9 +176,10 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 			// JSON: the stored rows decode from those alone.
 			src := sources[i]
 			var cols []int
-			for _, c := range src.Out.ValueIndexes() {
-				if src.Read == nil || src.Read[c] {
-					cols = append(cols, c)
+			for i, c := range src.Out.Columns {
+				value := !c.Key && !c.Pseudo && !c.Window && !c.Header
+				if (value || c.Header && op.StoreHeaders) && (src.Read == nil || src.Read[i]) {
+					cols = append(cols, i)
 				}
 			}
 			if j.sides[i].enc, err = types.NewEncoder(types.FormatJSON, src.Out, cols); err != nil {
@@ -186,6 +187,11 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 			}
 			if dec.value, err = types.NewDecoderRead(types.FormatJSON, src.Out, cols, nil, types.FormatOptions{}); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if op.StoreHeaders {
+				// They come back with the value columns; a stored row's
+				// record has no headers.
+				dec.headerCols, dec.headerKeys = nil, nil
 			}
 		}
 		j.inputs[i] = streamJoinInput{j: j, side: i}

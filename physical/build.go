@@ -517,16 +517,22 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		if j.CompactRows {
 			stores[i].ValueFormat = JoinColumns
 		}
+		if j.CompactRows && j.StoreHeaders {
+			stores[i].ValueFormat = JoinColumnsHeaders
+		}
 	}
 	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
 		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
-		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, Out: j.Schema()}
+		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, StoreHeaders: j.CompactRows && j.StoreHeaders, Out: j.Schema()}
 	if !j.Window.Legacy && j.Type != planner.InnerJoin {
 		name := "JOIN-" + right + "-OUTER"
 		op.OuterStore = &Store{Name: name, Kind: TimeOrderedBuffer, Changelog: g.t.AppID + "-" + name + "-changelog",
 			KeyFormat: "JOIN-OUTER", ValueFormat: "RECORD", RetentionMs: j.Window.RetentionMs()}
 		if j.CompactRows {
 			op.OuterStore.ValueFormat = JoinColumns
+		}
+		if op.StoreHeaders {
+			op.OuterStore.ValueFormat = JoinColumnsHeaders
 		}
 	}
 	return g.Add("JOIN-"+right, op, ins[0], ins[1]), nil
@@ -536,6 +542,10 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 // the columns a query reads of a side's rows, in JSON
 // (StreamStreamJoin.CompactRows).
 const JoinColumns = "JOIN-COLUMNS"
+
+// JoinColumnsHeaders is JoinColumns with the sides' header columns too
+// (StreamStreamJoin.StoreHeaders).
+const JoinColumnsHeaders = "JOIN-COLUMNS-HEADERS"
 
 // sideScan returns the scan a join's side reads: n, or the scan under a
 // Rekey; nil for anything else.

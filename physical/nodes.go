@@ -395,7 +395,11 @@ type StreamStreamJoin struct {
 	// (the stores' ValueFormat JOIN-COLUMNS), not as the input record's
 	// value.
 	CompactRows bool
-	Out         types.Schema
+	// StoreHeaders stores, with CompactRows, each side's header columns
+	// with its value columns (the stores' ValueFormat
+	// JOIN-COLUMNS-HEADERS): stored rows keep them.
+	StoreHeaders bool
+	Out          types.Schema
 }
 
 func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }

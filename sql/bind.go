@@ -47,6 +47,9 @@ type binder struct {
 	collectLimits map[string]int
 	// legacyJoins plans joins as before (Select.LegacyJoins).
 	legacyJoins bool
+	// legacyJoins2 plans joins as the second revision did
+	// (Select.LegacyJoins2).
+	legacyJoins2 bool
 	// query is set while binding a persistent query's SELECT (CREATE …
 	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
 	query bool
@@ -81,7 +84,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
-		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins,
+		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2,
 		query: sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")

@@ -124,6 +124,11 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	}
 	join.Repartition, join.RepartitionRight = lrep, rrep
 	join.CompactRows = !b.legacyJoins
+	if join.CompactRows && !b.legacyJoins2 {
+		// Header columns are not in the record's value: the stores keep
+		// them with the value columns, or stored rows would lose them.
+		join.StoreHeaders = len(left.schema.HeaderIndexes()) > 0 || len(right.schema.HeaderIndexes()) > 0
+	}
 	if synth != "" {
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}

@@ -168,6 +168,12 @@ type Select struct {
 	// from commands recorded before, so that their topology, store
 	// formats and output stay as they were.
 	LegacyJoins bool
+	// LegacyJoins2 plans joins as the second revision of join planning
+	// did (sqlstreams.joins=2, and every revision before it): a
+	// stream–stream join's stores keep no header columns of its rows
+	// (planner.Join.StoreHeaders). The engine sets it for queries
+	// replayed from commands recorded before the third revision.
+	LegacyJoins2 bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
