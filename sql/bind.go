@@ -264,7 +264,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 					cols = shown
 				}
 			}
-			if rk, ok := node.(*planner.Rekey); ok && !sel.PositionalAliases {
+			if rk, ok := node.(*planner.Rekey); ok && b.join != nil && f.WildCard.Table.O == "" && !b.legacyJoins2 {
+				cols = b.joinRekeyedStar(rk)
+			} else if ok && !sel.PositionalAliases {
 				cols = rekeyedOrder(rk, cols)
 			}
 			for _, c := range cols {
@@ -324,7 +326,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			if err := b.projectJoinKey(exprs, names, sink); err != nil {
 				return nil, err
 			}
-		} else {
+		} else if len(sel.partitionExprs) == 0 || b.legacyJoins2 {
+			// (After PARTITION BY the key is its expression's: the
+			// columns of the join stay what they are.)
 			b.joinKeyAsKey(exprs)
 		}
 	}

@@ -658,6 +658,39 @@ func (b *binder) joinKeyColumn(e expr.Expr) expr.Expr {
 	return e
 }
 
+// joinRekeyedStar lists the columns SELECT * gives after PARTITION BY of
+// a join's rows, in ksqlDB's layout of them (each source's columns with
+// its pseudo and key columns in its value): the new key columns, then
+// each source's in turn — its value columns, its ROWTIME, ROWPARTITION
+// and ROWOFFSET, then its key columns. Columns a repartition added and a
+// FULL join's synthetic key stay out.
+func (b *binder) joinRekeyedStar(rk *planner.Rekey) []int {
+	js := b.join
+	out := append([]int(nil), rk.Keys...)
+	isKey := map[int]bool{}
+	for _, k := range rk.Keys {
+		isKey[k] = true
+	}
+	for _, l := range js.leaves {
+		own := l.src.RowSchema().Columns
+		var vals, pseudo, keys []int
+		for i, c := range l.schema.Columns {
+			at := l.offset + i
+			switch {
+			case i >= len(own) || isKey[at] || js.hidden[at] || at == js.synth || c.Window:
+			case c.Pseudo:
+				pseudo = append(pseudo, at)
+			case own[i].Key:
+				keys = append(keys, at)
+			default:
+				vals = append(vals, at)
+			}
+		}
+		out = append(append(append(out, vals...), pseudo...), keys...)
+	}
+	return out
+}
+
 // onSides returns the ON condition's two operands as written, the left
 // side's first (after joinCondition has bound it).
 func (b *binder) onSides(on ast.ExprNode) (left, right ast.ExprNode) {
