@@ -2,6 +2,7 @@ package sql
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -21,8 +22,21 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins take ON left_expression = right_expression; NATURAL and USING are not supported")
 	case j.On == nil:
 		return nil, b.errAt("JOIN", CodeSyntaxError, "a join needs ON left_expression = right_expression")
-	case left.src.Windowed() || right.src.Windowed():
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of windowed sources are not supported yet")
+	case (left.src.Windowed() || right.src.Windowed()) && left.inner != nil:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of windowed sources are not supported yet in a join of more than two sources")
+	case left.src.Windowed() != right.src.Windowed():
+		what := func(s *joinSide) string {
+			if s.src.Windowed() {
+				return strings.ToUpper(string(s.src.WindowType)) + " windowed"
+			}
+			return "not windowed"
+		}
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join windowed source to non-windowed source.\n`%s` is %s\n`%s` is %s", left.src.Name, what(left), right.src.Name, what(right))
+	case (left.src.WindowType == types.Session) != (right.src.WindowType == types.Session):
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Incompatible windowed sources.\nLeft source: %s\nRight source: %s\n"+
+			"Session windowed sources can only be joined to other session windowed sources, and may still not result in expected behaviour as session bounds must be an exact match for the join to work\n"+
+			"Hopping and tumbling windowed sources can only be joined to other hopping and tumbling windowed sources",
+			strings.ToUpper(string(left.src.WindowType)), strings.ToUpper(string(right.src.WindowType)))
 	case left.src.Topic == right.src.Topic:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join '%s' to '%s': both read topic %s", left.src.Name, right.src.Name, left.src.Topic)
 	}
@@ -49,6 +63,11 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	rrep := !rok || len(rkeys) != 1 || rkc.Index != right.offset+rkeys[0]
 	if !lrep && !rrep && left.src.KeyFormat != right.src.KeyFormat {
 		rrep = true
+	}
+	if left.src.Windowed() && (lrep || rrep || left.src.WindowType != right.src.WindowType || left.src.WindowSizeMs != right.src.WindowSizeMs) {
+		// Windowed rows join when their keys, windows included, are the
+		// same bytes: a join on anything else would repartition them.
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "Implicit repartitioning of windowed sources is not supported. See https://github.com/confluentinc/ksql/issues/4385.")
 	}
 	if lp, rp := left.src.Partitions, right.src.Partitions; !lrep && !rrep && lp > 0 && rp > 0 && lp != rp {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
