@@ -174,6 +174,11 @@ type Select struct {
 	// (planner.Join.StoreHeaders). The engine sets it for queries
 	// replayed from commands recorded before the third revision.
 	LegacyJoins2 bool
+	// LegacySum keeps SUM NULL for a group with no non-NULL values
+	// (expr.KsqlSum); otherwise it is 0, as in ksqlDB
+	// (expr.KsqlSumZero). The engine sets it for queries replayed from
+	// commands recorded before sqlstreams.sum.
+	LegacySum bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
