@@ -464,15 +464,21 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	var stores [2]*Store
 	names := [2]string{"LEFT", "RIGHT"}
 	scans := [2]*planner.Scan{sideScan(j.Left), sideScan(j.Right)}
+	var rows *planner.Join // an earlier join's rows on the left, not repartitioned
 	if scans[0] == nil {
-		// An earlier join's rows (an N-way join), always repartitioned:
-		// they are named and keyed after the first source they come from.
-		if !j.Repartition || !j.CompactRows {
-			return nil, fmt.Errorf("a stream join of an earlier join's rows must repartition them")
+		// An earlier join's rows (an N-way join): they are named after
+		// the first source they come from.
+		if !j.CompactRows {
+			return nil, fmt.Errorf("a stream join of an earlier join's rows must keep compact rows")
 		}
-		if rk, ok := j.Left.(*planner.Rekey); ok {
-			if _, ok := rk.Input.(*planner.Join); ok {
-				scans[0] = planner.NewScan(planner.Sources(rk.Input)[0])
+		left := j.Left
+		if rk, ok := left.(*planner.Rekey); ok && j.Repartition {
+			left = rk.Input
+		}
+		if inner, ok := left.(*planner.Join); ok {
+			scans[0] = planner.NewScan(planner.Sources(inner)[0])
+			if !j.Repartition {
+				rows = inner
 			}
 		}
 	}
@@ -503,6 +509,8 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		var err error
 		if rep[i] {
 			ins[i], err = repartitionSide(g, n, []expr.Expr{keys[i]}, layout, name, name)
+		} else if i == 0 && rows != nil {
+			ins[i], err = chain(g, rows, false)
 		} else {
 			ins[i] = g.Add("SOURCE-"+scan.Source.Name, scanSource(scan))
 		}
@@ -524,6 +532,9 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
 		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
 		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, StoreHeaders: j.CompactRows && j.StoreHeaders, Out: j.Schema()}
+	if rows != nil {
+		op.LeftRows = joinRowsSource(rows)
+	}
 	if !j.Window.Legacy && j.Type != planner.InnerJoin {
 		name := "JOIN-" + right + "-OUTER"
 		op.OuterStore = &Store{Name: name, Kind: TimeOrderedBuffer, Changelog: g.t.AppID + "-" + name + "-changelog",
@@ -536,6 +547,24 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		}
 	}
 	return g.Add("JOIN-"+right, op, ins[0], ins[1]), nil
+}
+
+// joinRowsSource describes an earlier stream–table join's rows as a
+// stream–stream join's window store keeps them: keyed as the records
+// they came from (the stream's, or the repartition topic's in the
+// table's key format), every column a value (its sources' pseudo
+// columns too), and pseudo columns of its own after them.
+func joinRowsSource(rows *planner.Join) *Source {
+	by := planner.Sources(rows)[0]
+	if rows.Repartition {
+		by = rows.Right.(*planner.Scan).Source
+	}
+	cols := append([]types.Column(nil), rows.Schema().Columns...)
+	for i := range cols {
+		cols[i].Pseudo, cols[i].Header = false, false
+	}
+	return &Source{KeyFormat: by.KeyFormat, KeyOptions: by.KeyOptions, ValueFormat: types.FormatJSON,
+		Out: types.Schema{Columns: append(cols, types.PseudoColumns...)}}
 }
 
 // JoinColumns is the value format of stream–stream join stores that keep

@@ -399,7 +399,11 @@ type StreamStreamJoin struct {
 	// with its value columns (the stores' ValueFormat
 	// JOIN-COLUMNS-HEADERS): stored rows keep them.
 	StoreHeaders bool
-	Out          types.Schema
+	// LeftRows, when set, describes the left's rows: an earlier join's,
+	// read in the join's sub-topology (not from a topic), as the left
+	// store keeps them (see joinRowsSource).
+	LeftRows *Source
+	Out      types.Schema
 }
 
 func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }

@@ -11,6 +11,28 @@ import (
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
+// singleRows reports whether n, the plan of an earlier join, emits at
+// most one row per input record, each with that record's key and offset:
+// stream–table joins over a stream (rekeyed or not), not over a
+// stream–stream join.
+func singleRows(n planner.Node) bool {
+	for {
+		switch x := n.(type) {
+		case *planner.Scan:
+			return true
+		case *planner.Rekey:
+			n = x.Input
+		case *planner.Join:
+			if x.Window != nil || x.OfTables() {
+				return false
+			}
+			n = x.Left
+		default:
+			return false
+		}
+	}
+}
+
 // bindStreamJoin binds a join of two streams WITHIN a window, on their
 // key columns, any of INNER, LEFT, RIGHT and FULL OUTER. A side joined on
 // anything but its key column is repartitioned by its ON expression
@@ -56,10 +78,13 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	rkc, rok := rk.(*expr.Column)
 	// A side whose ON expression is not its key column is repartitioned
 	// by it; so is the right when the key formats differ.
-	// The rows of an earlier join on the left are always repartitioned:
-	// one of its rows may give several joined rows, which the window
-	// store tells apart by their offsets in the repartition topic.
-	lrep := !lok || len(lkeys) != 1 || lkc.Index != lkeys[0] || left.inner != nil
+	// The rows of an earlier join on the left are repartitioned unless
+	// they are a stream–table join's rows on their key, co-partitioned
+	// with the right (singleRows): another join's record may give several
+	// joined rows, which the window store tells apart by their offsets
+	// in the repartition topic.
+	lrep := !lok || len(lkeys) != 1 || lkc.Index != lkeys[0] ||
+		left.inner != nil && (!singleRows(left.node) || left.src.KeyFormat != right.src.KeyFormat || left.src.Partitions != right.src.Partitions)
 	rrep := !rok || len(rkeys) != 1 || rkc.Index != right.offset+rkeys[0]
 	if !lrep && !rrep && left.src.KeyFormat != right.src.KeyFormat {
 		rrep = true
