@@ -290,7 +290,8 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[configsProp] = configsOn
 		cmd.Props[delimitedProp] = delimitedKsql
 		cmd.Props[functionsProp] = functionsKsql
-		cmd.Props[joinsProp] = joinsV2
+		cmd.Props[joinsProp] = joinsV3
+		cmd.Props[sumProp] = sumKsql
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
 			// As ksqlDB, whether or not it exists. (Only new statements:
@@ -512,10 +513,21 @@ const (
 // old rows (a row that stops passing the WHERE is deleted downstream),
 // and a stream–stream join's window stores keep only the columns the
 // query reads (not whole input values). Commands recorded before keep
-// their topologies, store formats and output.
+// their topologies, store formats and output. The third revision
+// (joinsV3, sql.Select.LegacyJoins2 when absent) keeps header columns in
+// a stream–stream join's window stores.
+// sumProp, recorded with every catalog command since, makes SUM of a
+// group with no non-NULL values 0, as ksqlDB's SUM starts from 0
+// (sql.Select.LegacySum when absent: NULL, as before).
+const (
+	sumProp = "sqlstreams.sum"
+	sumKsql = "ksql"
+)
+
 const (
 	joinsProp = "sqlstreams.joins"
 	joinsV2   = "2"
+	joinsV3   = "3"
 )
 
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
@@ -580,13 +592,16 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		return Result{}, err
 	}
 	legacyJoinKeys := !live && e.cfg.Headless == nil && cmd.Props[joinKeysProp] != joinKeysKsql
-	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV2
+	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV2 && cmd.Props[joinsProp] != joinsV3
+	legacyJoins2 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV3
+	legacySum := !live && e.cfg.Headless == nil && cmd.Props[sumProp] != sumKsql
 	legacy := func(sel *sql.Select) {
 		sel.PositionalAliases = positional
 		sel.SQLNulls = sqlNulls
 		sel.LegacyFinal = legacyFinal
 		sel.LegacyFunctions, sel.CollectLimits = legacyFns, limits
-		sel.LegacyJoinKeys, sel.LegacyJoins = legacyJoinKeys, legacyJoins
+		sel.LegacyJoinKeys, sel.LegacyJoins, sel.LegacyJoins2 = legacyJoinKeys, legacyJoins, legacyJoins2
+		sel.LegacySum = legacySum
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:

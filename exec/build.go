@@ -285,6 +285,9 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 			if len(n.Inputs) == 2 {
 				sources[i], _ = n.Inputs[i].Op.(*physical.Source)
 			}
+			if i == 0 && op.LeftRows != nil {
+				sources[i] = op.LeftRows // an earlier join's rows
+			}
 			if sources[i] == nil {
 				return nil, fmt.Errorf("%s must read two stream sources", n.Name)
 			}

@@ -66,12 +66,16 @@ type streamJoinOp struct {
 	streamTime, minBuffered int64
 	nLeft, nRight           int
 	leftKey, synth          int
-	copies                  []datumCopy
-	row                     types.Row
-	change                  Change
-	next                    Processor
-	inputs                  [2]Processor
-	bufferScan              storeScan
+	// winCol is, for windowed sides (a join of windowed streams), the
+	// position of WINDOWSTART (WINDOWEND follows) in each side's rows;
+	// -1: not windowed. The joined rows have the window of their keys.
+	winCol     [2]int
+	copies     []datumCopy
+	row        types.Row
+	change     Change
+	next       Processor
+	inputs     [2]Processor
+	bufferScan storeScan
 	// scratch
 	skey, from, to, bkey []byte
 	rec                  kgo.Record
@@ -149,7 +153,7 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 	j := &streamJoinOp{name: name, before: w.BeforeMs, after: w.AfterMs, grace: w.GraceMs, retention: w.RetentionMs(), legacy: w.Legacy,
 		buffer: stores[2], out: out, streamTime: math.MinInt64, minBuffered: math.MinInt64,
 		nLeft: op.LeftStore.Schema.Len(), nRight: op.RightStore.Schema.Len(), leftKey: op.LeftKey, synth: -1,
-		row: make(types.Row, op.Out.Len()), next: next}
+		row: make(types.Row, op.Out.Len()), next: next, winCol: [2]int{-1, -1}}
 	j.segment = max(j.retention/2, 60_000)
 	switch op.Type {
 	case physical.LeftJoin:
@@ -176,9 +180,10 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 			// JSON: the stored rows decode from those alone.
 			src := sources[i]
 			var cols []int
-			for _, c := range src.Out.ValueIndexes() {
-				if src.Read == nil || src.Read[c] {
-					cols = append(cols, c)
+			for i, c := range src.Out.Columns {
+				value := !c.Key && !c.Pseudo && !c.Window && !c.Header
+				if (value || c.Header && op.StoreHeaders) && (src.Read == nil || src.Read[i]) {
+					cols = append(cols, i)
 				}
 			}
 			if j.sides[i].enc, err = types.NewEncoder(types.FormatJSON, src.Out, cols); err != nil {
@@ -187,8 +192,16 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 			if dec.value, err = types.NewDecoderRead(types.FormatJSON, src.Out, cols, nil, types.FormatOptions{}); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
+			if op.StoreHeaders {
+				// They come back with the value columns; a stored row's
+				// record has no headers.
+				dec.headerCols, dec.headerKeys = nil, nil
+			}
 		}
 		j.inputs[i] = streamJoinInput{j: j, side: i}
+		if sources[i].WindowType != types.NoWindow {
+			j.winCol[i] = sources[i].Out.WindowIndex()
+		}
 	}
 	j.sides[1].key = op.RightKey
 	for _, c := range op.Out.Columns {
@@ -445,6 +458,13 @@ func (j *streamJoinOp) emit(l, r types.Row, key *types.Datum, ts int64, rec *kgo
 	ch := &j.change
 	ch.Old, ch.New, ch.Timestamp, ch.Record = nil, out, ts, rec
 	ch.Windowed, ch.WindowStart, ch.WindowEnd = false, 0, 0
+	if w := j.winCol[0]; w >= 0 {
+		win := l
+		if l == nil {
+			win, w = r, j.winCol[1]
+		}
+		ch.Windowed, ch.WindowStart, ch.WindowEnd = true, win[w].I, win[w+1].I
+	}
 	return j.next.Process(ch)
 }
 

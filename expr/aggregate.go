@@ -58,23 +58,37 @@ type Checker interface {
 // statements. SUM in the registry keeps DECIMAL(18, s) for short
 // decimals, whose sum turns NULL on overflow, for statements recorded
 // before (their output must not change).
-var KsqlSum = &AggregateFunction{
-	Name:        "SUM",
-	Description: baseAggregates["SUM"].Description,
-	Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(p, s)"},
-	Check: func(args []types.Type) (types.Type, error) {
-		t, err := baseAggregates["SUM"].Check(args)
-		if err == nil && args[0].Kind == types.Decimal {
-			t = args[0]
-		}
-		return t, err
-	},
-	New: func(args []types.Type) Accumulator {
-		if args[0].Kind == types.Decimal && !isWide(args[0]) {
-			return &checkedSumAcc{sumAcc{t: args[0], checked: true}}
-		}
-		return baseAggregates["SUM"].New(args)
-	},
+var KsqlSum = ksqlSum(false)
+
+// KsqlSumZero is KsqlSum that is 0, not NULL, for a group with no
+// non-NULL values yet (INTEGER, BIGINT, DOUBLE and DECIMAL up to 18
+// digits), as ksqlDB's SUM starts from 0: a LEFT join's missing values
+// sum to 0. The binder uses it for statements recorded since; those
+// recorded before keep KsqlSum.
+var KsqlSumZero = ksqlSum(true)
+
+func ksqlSum(zero bool) *AggregateFunction {
+	return &AggregateFunction{
+		Name:        "SUM",
+		Description: baseAggregates["SUM"].Description,
+		Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(p, s)"},
+		Check: func(args []types.Type) (types.Type, error) {
+			t, err := baseAggregates["SUM"].Check(args)
+			if err == nil && args[0].Kind == types.Decimal {
+				t = args[0]
+			}
+			return t, err
+		},
+		New: func(args []types.Type) Accumulator {
+			if args[0].Kind == types.Decimal && !isWide(args[0]) {
+				return &checkedSumAcc{sumAcc{t: args[0], checked: true, zero: zero}}
+			}
+			if zero && !isWide(args[0]) {
+				return &sumAcc{t: args[0], zero: true}
+			}
+			return baseAggregates["SUM"].New(args)
+		},
+	}
 }
 
 // LookupAggregate finds an aggregate function by name, case-insensitively.
@@ -234,6 +248,8 @@ func (countAcc) Result(st []byte) types.Datum {
 type sumAcc struct {
 	t       types.Type
 	checked bool
+	// zero makes the sum of no values 0 (KsqlSumZero), not NULL.
+	zero bool
 }
 
 var (
@@ -296,6 +312,12 @@ func (s *sumAcc) Add(dst, st []byte, args []types.Datum) []byte {
 }
 
 func (s *sumAcc) Result(st []byte) types.Datum {
+	if len(st) == 0 && s.zero {
+		if s.t.Kind == types.Double {
+			return types.DoubleDatum(0)
+		}
+		return types.IntDatum(0)
+	}
 	if len(st) != 8 {
 		return types.NullDatum
 	}

@@ -464,6 +464,24 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	var stores [2]*Store
 	names := [2]string{"LEFT", "RIGHT"}
 	scans := [2]*planner.Scan{sideScan(j.Left), sideScan(j.Right)}
+	var rows *planner.Join // an earlier join's rows on the left, not repartitioned
+	if scans[0] == nil {
+		// An earlier join's rows (an N-way join): they are named after
+		// the first source they come from.
+		if !j.CompactRows {
+			return nil, fmt.Errorf("a stream join of an earlier join's rows must keep compact rows")
+		}
+		left := j.Left
+		if rk, ok := left.(*planner.Rekey); ok && j.Repartition {
+			left = rk.Input
+		}
+		if inner, ok := left.(*planner.Join); ok {
+			scans[0] = planner.NewScan(planner.Sources(inner)[0])
+			if !j.Repartition {
+				rows = inner
+			}
+		}
+	}
 	if scans[0] == nil || scans[1] == nil {
 		return nil, fmt.Errorf("a stream join's sides must be streams")
 	}
@@ -491,6 +509,8 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		var err error
 		if rep[i] {
 			ins[i], err = repartitionSide(g, n, []expr.Expr{keys[i]}, layout, name, name)
+		} else if i == 0 && rows != nil {
+			ins[i], err = chain(g, rows, false)
 		} else {
 			ins[i] = g.Add("SOURCE-"+scan.Source.Name, scanSource(scan))
 		}
@@ -505,10 +525,16 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		if j.CompactRows {
 			stores[i].ValueFormat = JoinColumns
 		}
+		if j.CompactRows && j.StoreHeaders {
+			stores[i].ValueFormat = JoinColumnsHeaders
+		}
 	}
 	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
 		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
-		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, Out: j.Schema()}
+		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, StoreHeaders: j.CompactRows && j.StoreHeaders, Out: j.Schema()}
+	if rows != nil {
+		op.LeftRows = joinRowsSource(rows)
+	}
 	if !j.Window.Legacy && j.Type != planner.InnerJoin {
 		name := "JOIN-" + right + "-OUTER"
 		op.OuterStore = &Store{Name: name, Kind: TimeOrderedBuffer, Changelog: g.t.AppID + "-" + name + "-changelog",
@@ -516,14 +542,39 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		if j.CompactRows {
 			op.OuterStore.ValueFormat = JoinColumns
 		}
+		if op.StoreHeaders {
+			op.OuterStore.ValueFormat = JoinColumnsHeaders
+		}
 	}
 	return g.Add("JOIN-"+right, op, ins[0], ins[1]), nil
+}
+
+// joinRowsSource describes an earlier stream–table join's rows as a
+// stream–stream join's window store keeps them: keyed as the records
+// they came from (the stream's, or the repartition topic's in the
+// table's key format), every column a value (its sources' pseudo
+// columns too), and pseudo columns of its own after them.
+func joinRowsSource(rows *planner.Join) *Source {
+	by := planner.Sources(rows)[0]
+	if rows.Repartition {
+		by = rows.Right.(*planner.Scan).Source
+	}
+	cols := append([]types.Column(nil), rows.Schema().Columns...)
+	for i := range cols {
+		cols[i].Pseudo, cols[i].Header = false, false
+	}
+	return &Source{KeyFormat: by.KeyFormat, KeyOptions: by.KeyOptions, ValueFormat: types.FormatJSON,
+		Out: types.Schema{Columns: append(cols, types.PseudoColumns...)}}
 }
 
 // JoinColumns is the value format of stream–stream join stores that keep
 // the columns a query reads of a side's rows, in JSON
 // (StreamStreamJoin.CompactRows).
 const JoinColumns = "JOIN-COLUMNS"
+
+// JoinColumnsHeaders is JoinColumns with the sides' header columns too
+// (StreamStreamJoin.StoreHeaders).
+const JoinColumnsHeaders = "JOIN-COLUMNS-HEADERS"
 
 // sideScan returns the scan a join's side reads: n, or the scan under a
 // Rekey; nil for anything else.

@@ -395,7 +395,15 @@ type StreamStreamJoin struct {
 	// (the stores' ValueFormat JOIN-COLUMNS), not as the input record's
 	// value.
 	CompactRows bool
-	Out         types.Schema
+	// StoreHeaders stores, with CompactRows, each side's header columns
+	// with its value columns (the stores' ValueFormat
+	// JOIN-COLUMNS-HEADERS): stored rows keep them.
+	StoreHeaders bool
+	// LeftRows, when set, describes the left's rows: an earlier join's,
+	// read in the join's sub-topology (not from a topic), as the left
+	// store keeps them (see joinRowsSource).
+	LeftRows *Source
+	Out      types.Schema
 }
 
 func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }

@@ -62,6 +62,13 @@ func TestTopologies(t *testing.T) {
 			{Name: "URL", Type: types.StringType},
 		}},
 	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "PURCHASES", Kind: catalog.Stream, Topic: "purchases", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 2,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "AMOUNT", Type: types.IntType},
+		}},
+	}, false)
 	datadriven.RunTest(t, "testdata/topologies", func(t *testing.T, d *datadriven.TestData) string {
 		st, err := sql.Parse(d.Input)
 		if err != nil {

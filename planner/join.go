@@ -90,7 +90,13 @@ type Join struct {
 	// planned before it existed keep whole values (their stores'
 	// changelogs hold them).
 	CompactRows bool
-	out         types.Schema
+	// StoreHeaders makes a stream–stream join with CompactRows keep, in
+	// its stores, the header columns of each side's rows too (they are
+	// not in the record's value, so stored rows would come back with
+	// them NULL). Set by the third revision of join planning, when a
+	// side has header columns.
+	StoreHeaders bool
+	out          types.Schema
 }
 
 // NewForeignKeyJoin joins two tables, INNER or LEFT, on an expression

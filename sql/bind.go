@@ -47,6 +47,11 @@ type binder struct {
 	collectLimits map[string]int
 	// legacyJoins plans joins as before (Select.LegacyJoins).
 	legacyJoins bool
+	// legacyJoins2 plans joins as the second revision did
+	// (Select.LegacyJoins2).
+	legacyJoins2 bool
+	// legacySum keeps SUM NULL for a group of no values (Select.LegacySum).
+	legacySum bool
 	// query is set while binding a persistent query's SELECT (CREATE …
 	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
 	query bool
@@ -81,7 +86,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
-		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins,
+		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacySum: sel.LegacySum,
 		query: sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
@@ -261,7 +266,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 					cols = shown
 				}
 			}
-			if rk, ok := node.(*planner.Rekey); ok && !sel.PositionalAliases {
+			if rk, ok := node.(*planner.Rekey); ok && b.join != nil && f.WildCard.Table.O == "" && !b.legacyJoins2 {
+				cols = b.joinRekeyedStar(rk)
+			} else if ok && !sel.PositionalAliases {
 				cols = rekeyedOrder(rk, cols)
 			}
 			for _, c := range cols {
@@ -321,7 +328,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			if err := b.projectJoinKey(exprs, names, sink); err != nil {
 				return nil, err
 			}
-		} else {
+		} else if len(sel.partitionExprs) == 0 || b.legacyJoins2 {
+			// (After PARTITION BY the key is its expression's: the
+			// columns of the join stay what they are.)
 			b.joinKeyAsKey(exprs)
 		}
 	}

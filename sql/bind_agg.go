@@ -293,6 +293,9 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 		// ksqlDB's DECIMAL sum type and overflow; statements recorded
 		// before keep the registry's.
 		fn = expr.KsqlSum
+		if !b.legacySum {
+			fn = expr.KsqlSumZero
+		}
 	}
 	if old, ok := expr.LookupLegacyAggregate(name); ok && b.legacyFns {
 		fn = old

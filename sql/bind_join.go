@@ -103,6 +103,11 @@ func (js *joinScope) setKeys(lk, rk expr.Expr, key int, full bool, hidden ...int
 			js.hidden[h] = true
 		}
 	}
+	if in := js.sides[0].inner; in != nil && in.synth >= 0 {
+		// An earlier FULL join's synthetic key: SELECT * shows the
+		// sources' columns.
+		js.hidden[in.synth] = true
+	}
 	for _, h := range hidden {
 		js.hidden[h] = true
 	}
@@ -233,9 +238,11 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	}
 	// The WITHIN clause, when it is this join's (between its JOIN and its
 	// ON in an N-way join).
-	within := sel.within
-	if n := len(js.leaves) - 1; within != nil && (within.pos < b.nthOn(n-1) || within.pos > b.nthOn(n)) {
-		within = nil
+	var within *withinClause
+	for _, w := range sel.withins {
+		if n := len(js.leaves) - 1; w.pos > b.nthOn(n-1) && w.pos < b.nthOn(n) {
+			within = w
+		}
 	}
 	typ := "INNER"
 	// The FULL of this join: between the previous join's ON and this
@@ -264,8 +271,6 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		return nil, b.errAt("JOIN", CodeDuplicateObject, "the two sides of a join need different names: both are %s; give one an alias", left.name)
 	case left.src.Kind == catalog.Table && right.src.Kind == catalog.Stream:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Invalid join order: table-stream joins are not supported; only stream-table joins. Got %s.", got)
-	case left.inner != nil && right.src.Kind == catalog.Stream:
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "joining %s to the result of another join is not supported yet: a stream–stream join must come first in a join of more than two sources", right.src.Name)
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && within == nil:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. To learn about how to specify a WITHIN clause with a stream-stream join, please visit: https://docs.confluent.io/current/ksql/docs/syntax-reference.html#create-stream-as-select")
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream:
@@ -653,6 +658,39 @@ func (b *binder) joinKeyColumn(e expr.Expr) expr.Expr {
 	return e
 }
 
+// joinRekeyedStar lists the columns SELECT * gives after PARTITION BY of
+// a join's rows, in ksqlDB's layout of them (each source's columns with
+// its pseudo and key columns in its value): the new key columns, then
+// each source's in turn — its value columns, its ROWTIME, ROWPARTITION
+// and ROWOFFSET, then its key columns. Columns a repartition added and a
+// FULL join's synthetic key stay out.
+func (b *binder) joinRekeyedStar(rk *planner.Rekey) []int {
+	js := b.join
+	out := append([]int(nil), rk.Keys...)
+	isKey := map[int]bool{}
+	for _, k := range rk.Keys {
+		isKey[k] = true
+	}
+	for _, l := range js.leaves {
+		own := l.src.RowSchema().Columns
+		var vals, pseudo, keys []int
+		for i, c := range l.schema.Columns {
+			at := l.offset + i
+			switch {
+			case i >= len(own) || isKey[at] || js.hidden[at] || at == js.synth || c.Window:
+			case c.Pseudo:
+				pseudo = append(pseudo, at)
+			case own[i].Key:
+				keys = append(keys, at)
+			default:
+				vals = append(vals, at)
+			}
+		}
+		out = append(append(append(out, vals...), pseudo...), keys...)
+	}
+	return out
+}
+
 // onSides returns the ON condition's two operands as written, the left
 // side's first (after joinCondition has bound it).
 func (b *binder) onSides(on ast.ExprNode) (left, right ast.ExprNode) {
@@ -679,7 +717,7 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	if err != nil {
 		return err
 	}
-	if inner.Type == planner.FullJoin {
+	if inner.Type == planner.FullJoin && inner.OfTables() {
 		// Its key is a synthetic column the next join cannot name yet.
 		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with FULL OUTER JOIN are not supported yet, unless the FULL OUTER JOIN is the last of table-table joins")
 	}

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -9,6 +10,28 @@ import (
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/types"
 )
+
+// singleRows reports whether n, the plan of an earlier join, emits at
+// most one row per input record, each with that record's key and offset:
+// stream–table joins over a stream (rekeyed or not), not over a
+// stream–stream join.
+func singleRows(n planner.Node) bool {
+	for {
+		switch x := n.(type) {
+		case *planner.Scan:
+			return true
+		case *planner.Rekey:
+			n = x.Input
+		case *planner.Join:
+			if x.Window != nil || x.OfTables() {
+				return false
+			}
+			n = x.Left
+		default:
+			return false
+		}
+	}
+}
 
 // bindStreamJoin binds a join of two streams WITHIN a window, on their
 // key columns, any of INNER, LEFT, RIGHT and FULL OUTER. A side joined on
@@ -21,8 +44,21 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins take ON left_expression = right_expression; NATURAL and USING are not supported")
 	case j.On == nil:
 		return nil, b.errAt("JOIN", CodeSyntaxError, "a join needs ON left_expression = right_expression")
-	case left.src.Windowed() || right.src.Windowed():
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of windowed sources are not supported yet")
+	case (left.src.Windowed() || right.src.Windowed()) && left.inner != nil:
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of windowed sources are not supported yet in a join of more than two sources")
+	case left.src.Windowed() != right.src.Windowed():
+		what := func(s *joinSide) string {
+			if s.src.Windowed() {
+				return strings.ToUpper(string(s.src.WindowType)) + " windowed"
+			}
+			return "not windowed"
+		}
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join windowed source to non-windowed source.\n`%s` is %s\n`%s` is %s", left.src.Name, what(left), right.src.Name, what(right))
+	case (left.src.WindowType == types.Session) != (right.src.WindowType == types.Session):
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Incompatible windowed sources.\nLeft source: %s\nRight source: %s\n"+
+			"Session windowed sources can only be joined to other session windowed sources, and may still not result in expected behaviour as session bounds must be an exact match for the join to work\n"+
+			"Hopping and tumbling windowed sources can only be joined to other hopping and tumbling windowed sources",
+			strings.ToUpper(string(left.src.WindowType)), strings.ToUpper(string(right.src.WindowType)))
 	case left.src.Topic == right.src.Topic:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can not join '%s' to '%s': both read topic %s", left.src.Name, right.src.Name, left.src.Topic)
 	}
@@ -42,10 +78,21 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	rkc, rok := rk.(*expr.Column)
 	// A side whose ON expression is not its key column is repartitioned
 	// by it; so is the right when the key formats differ.
-	lrep := !lok || len(lkeys) != 1 || lkc.Index != lkeys[0]
+	// The rows of an earlier join on the left are repartitioned unless
+	// they are a stream–table join's rows on their key, co-partitioned
+	// with the right (singleRows): another join's record may give several
+	// joined rows, which the window store tells apart by their offsets
+	// in the repartition topic.
+	lrep := !lok || len(lkeys) != 1 || lkc.Index != lkeys[0] ||
+		left.inner != nil && (!singleRows(left.node) || left.src.KeyFormat != right.src.KeyFormat || left.src.Partitions != right.src.Partitions)
 	rrep := !rok || len(rkeys) != 1 || rkc.Index != right.offset+rkeys[0]
 	if !lrep && !rrep && left.src.KeyFormat != right.src.KeyFormat {
 		rrep = true
+	}
+	if left.src.Windowed() && (lrep || rrep || left.src.WindowType != right.src.WindowType || left.src.WindowSizeMs != right.src.WindowSizeMs) {
+		// Windowed rows join when their keys, windows included, are the
+		// same bytes: a join on anything else would repartition them.
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "Implicit repartitioning of windowed sources is not supported. See https://github.com/confluentinc/ksql/issues/4385.")
 	}
 	if lp, rp := left.src.Partitions, right.src.Partitions; !lrep && !rrep && lp > 0 && rp > 0 && lp != rp {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
@@ -58,7 +105,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "stream-stream joins on %s keys are not supported yet", f)
 		}
 	}
-	var leftNode, rightNode planner.Node = planner.NewScan(left.src), planner.NewScan(right.src)
+	var leftNode, rightNode planner.Node = left.plan(), planner.NewScan(right.src)
 	leftKey, rightKey := 0, 0
 	if !lrep {
 		leftKey = lkeys[0]
@@ -105,7 +152,13 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	synth := ""
 	if jt == planner.FullJoin {
 		synth = "ROWKEY"
-		for n := 1; left.schema.Index(synth) >= 0 || right.schema.Index(synth) >= 0; n++ {
+		taken := func(name string) bool { return left.schema.Index(name) >= 0 || right.schema.Index(name) >= 0 }
+		if left.inner != nil {
+			// The sources' columns: an earlier FULL join's synthetic key
+			// among the left's rows is not a name the query can use.
+			taken = js.named
+		}
+		for n := 1; taken(synth); n++ {
 			synth = "ROWKEY_" + strconv.Itoa(n)
 		}
 	}
@@ -115,6 +168,11 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	}
 	join.Repartition, join.RepartitionRight = lrep, rrep
 	join.CompactRows = !b.legacyJoins
+	if join.CompactRows && !b.legacyJoins2 {
+		// Header columns are not in the record's value: the stores keep
+		// them with the value columns, or stored rows would lose them.
+		join.StoreHeaders = len(left.schema.HeaderIndexes()) > 0 || len(right.schema.HeaderIndexes()) > 0
+	}
 	if synth != "" {
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}

@@ -168,10 +168,24 @@ type Select struct {
 	// from commands recorded before, so that their topology, store
 	// formats and output stay as they were.
 	LegacyJoins bool
+	// LegacyJoins2 plans joins as the second revision of join planning
+	// did (sqlstreams.joins=2, and every revision before it): a
+	// stream–stream join's stores keep no header columns of its rows
+	// (planner.Join.StoreHeaders). The engine sets it for queries
+	// replayed from commands recorded before the third revision.
+	LegacyJoins2 bool
+	// LegacySum keeps SUM NULL for a group with no non-NULL values
+	// (expr.KsqlSum); otherwise it is 0, as in ksqlDB
+	// (expr.KsqlSumZero). The engine sets it for queries replayed from
+	// commands recorded before sqlstreams.sum.
+	LegacySum bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
 	within *withinClause
+	// withins are all the WITHIN clauses, in order: one per stream–stream
+	// join of an N-way join (within is the first).
+	withins []*withinClause
 	// persistent marks the SELECT of a CREATE … AS (set when binding it);
 	// inserting, that of an INSERT INTO … SELECT.
 	persistent, inserting bool

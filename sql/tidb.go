@@ -21,11 +21,6 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 	sel := &Select{base: base{text: p.text, namePos: -1}, Limit: -1, toks: p.toks, fullJoin: -1}
 	r := &rewriter{text: p.text}
 	drop := func(from, to int) { r.replace(from, to, " ") }
-	markUnsupported := func(what string, t token) {
-		if sel.unsupported == "" {
-			sel.unsupported, sel.unsupPos = what, t.pos
-		}
-	}
 	drop(0, p.toks[start].pos)
 	depth := 0
 	toks := p.toks
@@ -73,14 +68,14 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 				clause = 2
 			}
 		case t.is("WITHIN"):
-			if sel.within != nil {
-				markUnsupported("joins of more than two streams (a second WITHIN)", t)
-			}
 			w, end, err := parseWithin(p.text, toks, i)
 			if err != nil {
 				return nil, err
 			}
-			sel.within = w
+			if sel.within == nil {
+				sel.within = w
+			}
+			sel.withins = append(sel.withins, w)
 			clause = end - i
 		case t.is("PARTITION") && toks[i+1].is("BY"):
 			sel.partitionBy = i + 2
