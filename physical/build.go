@@ -308,6 +308,9 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
 	op := &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
 		Store: store, Out: j.Schema()}
+	if j.Repartition && types.InfersColumns(src.KeyFormat) {
+		op.KeySubject = g.t.AppID + "-JOIN-" + src.Name + "-repartition-key"
+	}
 	if len(j.LeftKeys) > 1 {
 		op.LeftKeys, op.TableKeys = j.LeftKeys, j.RightKeys
 	}
@@ -381,8 +384,14 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 		schema = types.Schema{Columns: cols}
 	}
 	full := g.t.AppID + "-" + topic + "-repartition"
+	opts := layout.options
+	if types.InfersColumns(layout.format) {
+		// The key schema is registered under the topic's own subject,
+		// as ksqlDB names it, never under a source's.
+		opts.Subject = full + "-key"
+	}
 	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: keys,
-		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: layout.options,
+		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: opts,
 		In: schema, Partitions: layout.partitions, NullKeys: true}, in)
 	// The join reads every column from the value, in the same layout.
 	cols := make([]types.Column, len(schema.Columns))
@@ -484,6 +493,11 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	}
 	if layout.format == types.FormatNone {
 		layout.format, layout.options = types.FormatKafka, types.FormatOptions{}
+	}
+	if rep[0] && rep[1] && types.InfersColumns(layout.format) {
+		// Both sides are written with the schema made from the key
+		// column, not with a source's registered one.
+		layout.options.SchemaID, layout.options.ReaderSchemaID, layout.options.FullName = 0, 0, ""
 	}
 	for i, n := range []planner.Node{j.Left, j.Right} {
 		scan := scans[i]

@@ -273,7 +273,12 @@ type StreamTableJoin struct {
 	LeftKeys  []expr.Expr
 	TableKeys []int
 	Store     *Store
-	Out       types.Schema
+	// KeySubject, for a table keyed in a schema-registry format, is the
+	// subject the lookups' key schema is registered under (the stream's
+	// repartition topic's, which writes the same keys), so that a join
+	// never registers a schema under the table's own subject.
+	KeySubject string
+	Out        types.Schema
 }
 
 func (j *StreamTableJoin) Schema() types.Schema { return j.Out }

@@ -47,13 +47,17 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	if !lrep && !rrep && left.src.KeyFormat != right.src.KeyFormat {
 		rrep = true
 	}
+	if registryKeys(left.src, right.src) {
+		// Both sides are written with one key schema (registryKeys).
+		lrep, rrep = true, true
+	}
 	if lp, rp := left.src.Partitions, right.src.Partitions; !lrep && !rrep && lp > 0 && rp > 0 && lp != rp {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
 	for _, s := range []*joinSide{left, right} {
 		switch f := s.src.KeyFormat; f {
-		case types.FormatKafka, types.FormatJSON, types.FormatDelimited, types.FormatNone:
+		case types.FormatKafka, types.FormatJSON, types.FormatDelimited, types.FormatNone, types.FormatAvro, types.FormatProtobuf, types.FormatJSONSR:
 		default:
 			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "stream-stream joins on %s keys are not supported yet", f)
 		}
