@@ -56,11 +56,7 @@ func newStreamTableJoin(name string, op *physical.StreamTableJoin, table *physic
 		keys = append(keys, key)
 	}
 	ts := op.Store.Schema
-	kopts := op.Store.KeyOptions
-	if op.KeySubject != "" {
-		kopts.Subject = op.KeySubject
-	}
-	enc, err := types.NewEncoderOpts(op.Store.KeyFormat, ts, ts.KeyIndexes(), kopts)
+	enc, err := types.NewEncoderOpts(op.Store.KeyFormat, ts, ts.KeyIndexes(), op.Store.KeyOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s key: %w", name, err)
 	}

@@ -305,12 +305,16 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		ValueOptions:         src.ValueOptions,
 		Schema:               tscan.Schema(),
 	}
+	if types.InfersColumns(src.KeyFormat) {
+		// The table's rows are kept by key value: the stream's key
+		// finds them whatever schema each side's key was written with.
+		source.KeyByValue = true
+		store.KeyFormat, store.KeyOptions = ByValueKey, types.FormatOptions{}
+	}
 	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
 	op := &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
 		Store: store, Out: j.Schema()}
-	if j.Repartition && types.InfersColumns(src.KeyFormat) {
-		op.KeySubject = g.t.AppID + "-JOIN-" + src.Name + "-repartition-key"
-	}
+
 	if len(j.LeftKeys) > 1 {
 		op.LeftKeys, op.TableKeys = j.LeftKeys, j.RightKeys
 	}

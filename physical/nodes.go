@@ -67,7 +67,16 @@ type Source struct {
 	// source reads as they are (a foreign-key join's subscription and
 	// response topics): nothing is decoded, and Out is empty.
 	Raw bool
+	// KeyByValue replaces each record's key, as it is read (and as the
+	// topic restores a store), by its key columns in JSON (ByValueKey),
+	// so that stores key rows by value: a table in a schema-registry key
+	// format, whose producers may write one key with several schemas.
+	KeyByValue bool
 }
+
+// ByValueKey is the key format of stores a KeyByValue source keeps: the
+// key columns in JSON, without options.
+const ByValueKey = types.FormatJSON
 
 func (s *Source) Schema() types.Schema { return s.Out }
 func (s *Source) Explain(name string) string {
@@ -273,12 +282,7 @@ type StreamTableJoin struct {
 	LeftKeys  []expr.Expr
 	TableKeys []int
 	Store     *Store
-	// KeySubject, for a table keyed in a schema-registry format, is the
-	// subject the lookups' key schema is registered under (the stream's
-	// repartition topic's, which writes the same keys), so that a join
-	// never registers a schema under the table's own subject.
-	KeySubject string
-	Out        types.Schema
+	Out       types.Schema
 }
 
 func (j *StreamTableJoin) Schema() types.Schema { return j.Out }
