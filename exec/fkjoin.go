@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -200,7 +201,7 @@ func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	enc, err := types.NewEncoderOpts(op.RightKeyFormat, op.RightKeySchema, []int{0}, op.RightKeyOpts)
+	enc, err := fkEncoder(op)
 	if err != nil {
 		return nil, fmt.Errorf("%s foreign key: %w", name, err)
 	}
@@ -695,4 +696,54 @@ func (s *fkSubscriptionsOp) respond(pk []byte, part int32, sub, fk, rv []byte, t
 // changelog, in the task's partition.
 func (s *fkSubscriptionsOp) changelog(key, sub []byte, ts int64) {
 	storeChangelog(s.out, s.subs, key, sub, ts)
+}
+
+// fkEncoder returns the encoder of a join's foreign keys: the right
+// table's key format and options, so that a foreign key is the record key
+// of the right's row (and goes to its partition). A right table in a
+// schema-registry format whose source names no key schema (declared
+// columns, no KEY_SCHEMA_ID) is written as its producers most likely
+// write its keys: with its subject's latest schema when the foreign key
+// can be written with it, else with the schema made from the key column.
+func fkEncoder(op *physical.ForeignKeyJoin) (types.Encoder, error) {
+	enc, err := types.NewEncoderOpts(op.RightKeyFormat, op.RightKeySchema, []int{0}, op.RightKeyOpts)
+	if err != nil {
+		return nil, err
+	}
+	o := op.RightKeyOpts
+	subject := op.RightSource.KeyOptions.Subject
+	if !types.InfersColumns(op.RightKeyFormat) || o.Schemas == nil || o.SchemaID != 0 || o.ReaderSchemaID != 0 || subject == "" {
+		return enc, nil
+	}
+	id, _, err := o.Schemas.Latest(subject)
+	if err != nil {
+		// No schema yet (or no answer now): the key column's own.
+		return enc, nil
+	}
+	o.SchemaID = id
+	latest, err := types.NewEncoderOpts(op.RightKeyFormat, op.RightKeySchema, []int{0}, o)
+	if err != nil {
+		return enc, nil
+	}
+	return &fittingEncoder{try: latest, fallback: enc}, nil
+}
+
+// fittingEncoder writes with try until it fails for other than the
+// registry's sake (its schema does not fit the columns), then with
+// fallback for good.
+type fittingEncoder struct {
+	try, fallback types.Encoder
+	failed        bool
+}
+
+func (e *fittingEncoder) Encode(dst []byte, row types.Row) ([]byte, error) {
+	if !e.failed {
+		n := len(dst)
+		out, err := e.try.Encode(dst, row)
+		if err == nil || errors.Is(err, types.ErrRegistry) {
+			return out, err
+		}
+		e.failed, dst = true, dst[:n]
+	}
+	return e.fallback.Encode(dst, row)
 }
