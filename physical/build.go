@@ -314,7 +314,6 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
 	op := &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
 		Store: store, Out: j.Schema()}
-
 	if len(j.LeftKeys) > 1 {
 		op.LeftKeys, op.TableKeys = j.LeftKeys, j.RightKeys
 	}
