@@ -280,6 +280,9 @@ type sourceOp struct {
 	// raw passes records on undecoded (physical.Source.Raw).
 	raw    bool
 	newRow types.Row // a copy of the new row of a change carried with its old row
+	// keyed is the record passed on for a KeyByValue source: the
+	// fetched one with its key by value (recordDecoder.byValue).
+	keyed  kgo.Record
 	change Change
 	next   Processor
 }
@@ -309,8 +312,15 @@ func (s *sourceOp) process(r *kgo.Record) error {
 		c.Timestamp = r.Timestamp.UnixMilli()
 		return s.next.Process(c)
 	}
-	if err := s.dec.byValue(r); err != nil {
-		return err
+	if s.dec.topicKey != nil && r.Key != nil {
+		// The nodes after see a copy keyed by value; the fetched
+		// record (what the processing log shows) keeps its key.
+		s.keyed = *r
+		if err := s.dec.byValue(&s.keyed); err != nil {
+			return err
+		}
+		r = &s.keyed
+		c.Record = r
 	}
 	if s.table {
 		if r.Key == nil {
