@@ -3,7 +3,6 @@ package exec
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -700,50 +699,9 @@ func (s *fkSubscriptionsOp) changelog(key, sub []byte, ts int64) {
 
 // fkEncoder returns the encoder of a join's foreign keys: the right
 // table's key format and options, so that a foreign key is the record key
-// of the right's row (and goes to its partition). A right table in a
-// schema-registry format whose source names no key schema (declared
-// columns, no KEY_SCHEMA_ID) is written as its producers most likely
-// write its keys: with its subject's latest schema when the foreign key
-// can be written with it, else with the schema made from the key column.
+// of the right's row (and goes to its partition); for a right table in a
+// schema-registry format that names no key schema, its subject's latest
+// schema when it fits (latestKeyEncoder).
 func fkEncoder(op *physical.ForeignKeyJoin) (types.Encoder, error) {
-	enc, err := types.NewEncoderOpts(op.RightKeyFormat, op.RightKeySchema, []int{0}, op.RightKeyOpts)
-	if err != nil {
-		return nil, err
-	}
-	o := op.RightKeyOpts
-	subject := op.RightSource.KeyOptions.Subject
-	if !types.InfersColumns(op.RightKeyFormat) || o.Schemas == nil || o.SchemaID != 0 || o.ReaderSchemaID != 0 || subject == "" {
-		return enc, nil
-	}
-	id, _, err := o.Schemas.Latest(subject)
-	if err != nil {
-		// No schema yet (or no answer now): the key column's own.
-		return enc, nil
-	}
-	o.SchemaID = id
-	latest, err := types.NewEncoderOpts(op.RightKeyFormat, op.RightKeySchema, []int{0}, o)
-	if err != nil {
-		return enc, nil
-	}
-	return &fittingEncoder{try: latest, fallback: enc}, nil
-}
-
-// fittingEncoder writes with try until it fails for other than the
-// registry's sake (its schema does not fit the columns), then with
-// fallback for good.
-type fittingEncoder struct {
-	try, fallback types.Encoder
-	failed        bool
-}
-
-func (e *fittingEncoder) Encode(dst []byte, row types.Row) ([]byte, error) {
-	if !e.failed {
-		n := len(dst)
-		out, err := e.try.Encode(dst, row)
-		if err == nil || errors.Is(err, types.ErrRegistry) {
-			return out, err
-		}
-		e.failed, dst = true, dst[:n]
-	}
-	return e.fallback.Encode(dst, row)
+	return latestKeyEncoder(op.RightKeyFormat, op.RightKeySchema, []int{0}, op.RightKeyOpts, op.RightSource.KeyOptions.Subject)
 }

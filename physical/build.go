@@ -336,6 +336,9 @@ func joinRepartition(g *Graph, j *planner.Join, tscan *planner.Scan) (*Node, err
 		keys, rights = j.LeftKeys, j.RightKeys
 	}
 	layout := keyLayout{format: table.KeyFormat, options: table.KeyOptions, partitions: table.Partitions}
+	if types.InfersColumns(table.KeyFormat) {
+		layout.latestOf = table.KeyOptions.Subject
+	}
 	rs := j.Right.Schema()
 	for _, r := range rights {
 		layout.columns = append(layout.columns, rs.Columns[r])
@@ -350,6 +353,8 @@ type keyLayout struct {
 	format     string
 	options    types.FormatOptions
 	partitions int32
+	// latestOf is Repartition.KeyLatestOf: a table's subject.
+	latestOf string
 }
 
 // repartitionSide adds the sub-topology that repartitions a join's side
@@ -394,7 +399,7 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 		opts.Subject = full + "-key"
 	}
 	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: keys,
-		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: opts,
+		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: opts, KeyLatestOf: layout.latestOf,
 		In: schema, Partitions: layout.partitions, NullKeys: true}, in)
 	// The join reads every column from the value, in the same layout.
 	cols := make([]types.Column, len(schema.Columns))

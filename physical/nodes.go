@@ -455,7 +455,12 @@ type Repartition struct {
 	KeySchema  types.Schema
 	KeyFormat  string
 	KeyOptions types.FormatOptions // the sink's: a registry format's schema source and subject
-	In         types.Schema
+	// KeyLatestOf, for a key in a schema-registry format that names no
+	// schema, is the subject (a table's) whose latest schema the keys are
+	// written with when it fits, so that they go to the partitions the
+	// table's producers' keys go to; "" writes the key columns' own.
+	KeyLatestOf string
+	In          types.Schema
 	// Partitions is the topic's partition count; 0 for the query's
 	// input's. A join's repartition topic has the table's.
 	Partitions int32

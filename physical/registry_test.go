@@ -64,6 +64,9 @@ func TestRegistryKeyJoinTopologies(t *testing.T) {
 	if rep.KeyFormat != types.FormatAvro || rep.KeyOptions.SchemaID != 4 || rep.KeyOptions.Subject != "sqlstreams_query_CSAS_O_1-JOIN-T-repartition-key" {
 		t.Errorf("repartition key: %s %+v", rep.KeyFormat, rep.KeyOptions)
 	}
+	if rep.KeyLatestOf != "T-key" {
+		t.Errorf("repartition keys follow subject %q, want the table's T-key", rep.KeyLatestOf)
+	}
 	if src := m["SOURCE-T"].(*physical.Source); !src.KeyByValue {
 		t.Error("the table's source does not key its rows by value")
 	}
