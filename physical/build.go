@@ -530,7 +530,8 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	}
 	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
 		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
-		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, Out: j.Schema()}
+		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, Out: j.Schema(),
+		KeyByValue: types.InfersColumns(layout.format) && rep[0] && rep[1]}
 	if !j.Window.Legacy && j.Type != planner.InnerJoin {
 		name := "JOIN-" + right + "-OUTER"
 		op.OuterStore = &Store{Name: name, Kind: TimeOrderedBuffer, Changelog: g.t.AppID + "-" + name + "-changelog",

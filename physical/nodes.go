@@ -404,7 +404,12 @@ type StreamStreamJoin struct {
 	// (the stores' ValueFormat JOIN-COLUMNS), not as the input record's
 	// value.
 	CompactRows bool
-	Out         types.Schema
+	// KeyByValue keys both sides' stored rows by their key column's
+	// value (JSON) instead of their record keys: keys in a
+	// schema-registry format, whose two sides may be written with two
+	// schema IDs.
+	KeyByValue bool
+	Out        types.Schema
 }
 
 func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }

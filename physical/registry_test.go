@@ -87,6 +87,10 @@ func TestRegistryKeyJoinTopologies(t *testing.T) {
 		}
 	}
 
+	if j := m["JOIN-S2"].(*physical.StreamStreamJoin); !j.KeyByValue {
+		t.Error("the stream-stream join does not key its stored rows by value")
+	}
+
 	// Table–table LEFT: the foreign-key join on the key, its foreign
 	// keys' schema registered under the registration topic's subject.
 	m = ops(build("CTAS_O_3", "CREATE TABLE o AS SELECT t.id, v_u FROM t LEFT JOIN u ON t.id = u.id;"))
