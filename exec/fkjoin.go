@@ -200,7 +200,7 @@ func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	enc, err := types.NewEncoderOpts(op.RightKeyFormat, op.RightKeySchema, []int{0}, op.RightKeyOpts)
+	enc, err := fkEncoder(op)
 	if err != nil {
 		return nil, fmt.Errorf("%s foreign key: %w", name, err)
 	}
@@ -695,4 +695,13 @@ func (s *fkSubscriptionsOp) respond(pk []byte, part int32, sub, fk, rv []byte, t
 // changelog, in the task's partition.
 func (s *fkSubscriptionsOp) changelog(key, sub []byte, ts int64) {
 	storeChangelog(s.out, s.subs, key, sub, ts)
+}
+
+// fkEncoder returns the encoder of a join's foreign keys: the right
+// table's key format and options, so that a foreign key is the record key
+// of the right's row (and goes to its partition); for a right table in a
+// schema-registry format that names no key schema, its subject's latest
+// schema when it fits (latestKeyEncoder).
+func fkEncoder(op *physical.ForeignKeyJoin) (types.Encoder, error) {
+	return latestKeyEncoder(op.RightKeyFormat, op.RightKeySchema, []int{0}, op.RightKeyOpts, op.RightSource.KeyOptions.Subject)
 }

@@ -47,6 +47,9 @@ func tableRecordApplier(dec *recordDecoder, st kvWriter) func(*kgo.Record) error
 		if r.Key == nil {
 			return errNullKey
 		}
+		if err := dec.byValue(r); err != nil {
+			return err
+		}
 		if r.Value == nil {
 			return st.Delete(r.Key)
 		}

@@ -49,7 +49,7 @@ func newRepartition(name string, r *physical.Repartition, out *outbox) (*reparti
 		idx[i] = i
 	}
 	var err error
-	if op.key, err = types.NewEncoderOpts(r.KeyFormat, r.KeySchema, idx, r.KeyOptions); err != nil {
+	if op.key, err = latestKeyEncoder(r.KeyFormat, r.KeySchema, idx, r.KeyOptions, r.KeyLatestOf); err != nil {
 		return nil, fmt.Errorf("%s key: %w", name, err)
 	}
 	var cols []int

@@ -39,6 +39,12 @@ type recordDecoder struct {
 	// the record's headers (fillHeaders).
 	headerCols []int
 	headerKeys []string
+	// topicKey, for a physical.Source.KeyByValue, decodes the keys read
+	// from the topic, which byValue replaces by the key columns encoded
+	// with valueKey (into valueBuf); key then decodes those.
+	topicKey types.Decoder
+	valueKey types.Encoder
+	valueBuf []byte
 }
 
 func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
@@ -46,6 +52,17 @@ func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
 	key, err := types.NewDecoderOpts(s.KeyFormat, schema, schema.KeyIndexes(), s.KeyOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s key: %w", name, err)
+	}
+	var topicKey types.Decoder
+	var valueKey types.Encoder
+	if s.KeyByValue {
+		topicKey = key
+		if key, err = types.NewDecoderOpts(physical.ByValueKey, schema, schema.KeyIndexes(), types.FormatOptions{}); err != nil {
+			return nil, fmt.Errorf("%s key: %w", name, err)
+		}
+		if valueKey, err = types.NewEncoderOpts(physical.ByValueKey, schema, schema.KeyIndexes(), types.FormatOptions{}); err != nil {
+			return nil, fmt.Errorf("%s key: %w", name, err)
+		}
 	}
 	value, err := types.NewDecoderRead(s.ValueFormat, schema, schema.ValueIndexes(), s.Read, s.ValueOptions)
 	if err != nil {
@@ -56,7 +73,8 @@ func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
 		return nil, fmt.Errorf("%s: schema lacks the pseudo columns", name)
 	}
 	d := &recordDecoder{name: name, key: key, value: value, row: make(types.Row, schema.Len()), rowtime: rt, tsCol: -1,
-		window: s.WindowType, windowSize: s.WindowSizeMs, winCol: schema.WindowIndex(), valueCols: schema.ValueIndexes()}
+		window: s.WindowType, windowSize: s.WindowSizeMs, winCol: schema.WindowIndex(), valueCols: schema.ValueIndexes(),
+		topicKey: topicKey, valueKey: valueKey}
 	for _, c := range schema.HeaderIndexes() {
 		d.headerCols = append(d.headerCols, c)
 		d.headerKeys = append(d.headerKeys, schema.Columns[c].HeaderKey)
@@ -82,6 +100,26 @@ func newRecordDecoder(name string, s *physical.Source) (*recordDecoder, error) {
 		}
 	}
 	return d, nil
+}
+
+// byValue replaces the key of r, a record read from a KeyByValue
+// source's topic, by its key columns encoded as the stores keep them
+// (physical.ByValueKey); r's key is valid until the next byValue. A key
+// that does not decode makes r bad. Other sources' records and null keys
+// are left as they are.
+func (d *recordDecoder) byValue(r *kgo.Record) error {
+	if d.topicKey == nil || r.Key == nil {
+		return nil
+	}
+	if err := d.topicKey.Decode(r.Key, d.row); err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	var err error
+	if d.valueBuf, err = d.valueKey.Encode(d.valueBuf[:0], d.row); err != nil {
+		return fmt.Errorf("%w: key: %v", types.ErrBadRecord, err)
+	}
+	r.Key = d.valueBuf
+	return nil
 }
 
 // decode fills d.row from r and returns the record's event time.
@@ -242,6 +280,9 @@ type sourceOp struct {
 	// raw passes records on undecoded (physical.Source.Raw).
 	raw    bool
 	newRow types.Row // a copy of the new row of a change carried with its old row
+	// keyed is the record passed on for a KeyByValue source: the
+	// fetched one with its key by value (recordDecoder.byValue).
+	keyed  kgo.Record
 	change Change
 	next   Processor
 }
@@ -270,6 +311,16 @@ func (s *sourceOp) process(r *kgo.Record) error {
 	if s.raw {
 		c.Timestamp = r.Timestamp.UnixMilli()
 		return s.next.Process(c)
+	}
+	if s.dec.topicKey != nil && r.Key != nil {
+		// The nodes after see a copy keyed by value; the fetched
+		// record (what the processing log shows) keeps its key.
+		s.keyed = *r
+		if err := s.dec.byValue(&s.keyed); err != nil {
+			return err
+		}
+		r = &s.keyed
+		c.Record = r
 	}
 	if s.table {
 		if r.Key == nil {

@@ -132,6 +132,11 @@ type streamJoinSide struct {
 	enc types.Encoder
 	val []byte
 	key int // the key column in the side's rows
+	// keyEnc, for a join by key value (StreamStreamJoin.KeyByValue),
+	// encodes the key column as the stores key rows (JSON, unwrapped),
+	// into keyBuf; nil: the stores key rows by their record keys.
+	keyEnc types.Encoder
+	keyBuf []byte
 	// streamTime is the largest time put into the side's store (Kafka
 	// Streams' window stores each observe their own); expired the
 	// segment start below which the store was cut.
@@ -204,6 +209,16 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 		}
 	}
 	j.sides[1].key = op.RightKey
+	if op.KeyByValue {
+		unwrap := false
+		for i := range j.sides {
+			src := sources[i].Out
+			var err error
+			if j.sides[i].keyEnc, err = types.NewEncoderOpts(types.FormatJSON, src, []int{j.sides[i].key}, types.FormatOptions{WrapSingleValue: &unwrap}); err != nil {
+				return nil, fmt.Errorf("%s key: %w", name, err)
+			}
+		}
+	}
 	for _, c := range op.Out.Columns {
 		j.copies = append(j.copies, copyFor(c.Type))
 	}
@@ -235,6 +250,14 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 		// Kafka Streams drops it too; it is logged as skipped.
 		return errNullJoinKey
 	}
+	key := r.Key
+	if enc := j.sides[s].keyEnc; enc != nil {
+		var err error
+		if j.sides[s].keyBuf, err = enc.Encode(j.sides[s].keyBuf[:0], row); err != nil {
+			return &evalError{node: j.name, err: err}
+		}
+		key = j.sides[s].keyBuf
+	}
 	ts := c.Timestamp
 	before, after := j.before, j.after
 	if s == 1 {
@@ -253,7 +276,7 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 		value = side.val
 	}
 	if ts > side.streamTime-j.retention {
-		j.skey = j.windowKey(j.skey[:0], floorTo(ts, j.segment), r.Key)
+		j.skey = j.windowKey(j.skey[:0], floorTo(ts, j.segment), key)
 		j.skey = binary.BigEndian.AppendUint64(j.skey, flip(ts))
 		j.skey = binary.BigEndian.AppendUint64(j.skey, uint64(r.Offset))
 		if err := j.put(side.store, side.changelog, j.skey, value, ts); err != nil {
@@ -276,7 +299,7 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 		live = other.streamTime - j.retention
 	}
 	for seg := floorTo(from, j.segment); seg <= to; seg += j.segment {
-		j.from = j.windowKey(j.from[:0], seg, r.Key)
+		j.from = j.windowKey(j.from[:0], seg, key)
 		j.to = append(j.to[:0], j.from...)
 		j.from = binary.BigEndian.AppendUint64(j.from, flip(from))
 		j.to = binary.BigEndian.AppendUint64(j.to, flip(to)+1)
@@ -295,12 +318,12 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 				continue
 			}
 			matched = true
-			orow, err := j.decodeStored(o, r.Key, it.Value(), ots, off, r.Partition)
+			orow, err := j.decodeStored(o, key, it.Value(), ots, off, r.Partition)
 			if err != nil {
 				return err
 			}
 			if j.buffer != nil && j.outer[o] {
-				j.bkey = j.bufferKey(j.bkey[:0], ots, o, r.Key, off)
+				j.bkey = j.bufferKey(j.bkey[:0], ots, o, key, off)
 				if err := j.del(j.buffer, j.bufferLog, j.bkey, ts); err != nil {
 					return err
 				}
@@ -327,7 +350,7 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 		}
 		return j.emit(nil, row, &row[j.sides[s].key], ts, r)
 	}
-	j.bkey = j.bufferKey(j.bkey[:0], ts, s, r.Key, r.Offset)
+	j.bkey = j.bufferKey(j.bkey[:0], ts, s, key, r.Offset)
 	if j.minBuffered != math.MinInt64 {
 		j.minBuffered = min(j.minBuffered, ts)
 	}

@@ -305,6 +305,12 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		ValueOptions:         src.ValueOptions,
 		Schema:               tscan.Schema(),
 	}
+	if types.InfersColumns(src.KeyFormat) {
+		// The table's rows are kept by key value: the stream's key
+		// finds them whatever schema each side's key was written with.
+		source.KeyByValue = true
+		store.KeyFormat, store.KeyOptions = ByValueKey, types.FormatOptions{}
+	}
 	mat := g.Add("MATERIALIZE-"+src.Name, &Materialize{Out: tscan.Schema(), Store: store}, in)
 	op := &StreamTableJoin{Left: j.Type == planner.LeftJoin, Table: src.Name, LeftKey: j.LeftKey, TableKey: j.RightKey,
 		Store: store, Out: j.Schema()}
@@ -330,6 +336,9 @@ func joinRepartition(g *Graph, j *planner.Join, tscan *planner.Scan) (*Node, err
 		keys, rights = j.LeftKeys, j.RightKeys
 	}
 	layout := keyLayout{format: table.KeyFormat, options: table.KeyOptions, partitions: table.Partitions}
+	if types.InfersColumns(table.KeyFormat) {
+		layout.latestOf = table.KeyOptions.Subject
+	}
 	rs := j.Right.Schema()
 	for _, r := range rights {
 		layout.columns = append(layout.columns, rs.Columns[r])
@@ -344,6 +353,8 @@ type keyLayout struct {
 	format     string
 	options    types.FormatOptions
 	partitions int32
+	// latestOf is Repartition.KeyLatestOf: a table's subject.
+	latestOf string
 }
 
 // repartitionSide adds the sub-topology that repartitions a join's side
@@ -381,8 +392,14 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 		schema = types.Schema{Columns: cols}
 	}
 	full := g.t.AppID + "-" + topic + "-repartition"
+	opts := layout.options
+	if types.InfersColumns(layout.format) {
+		// The key schema is registered under the topic's own subject,
+		// as ksqlDB names it, never under a source's.
+		opts.Subject = full + "-key"
+	}
 	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: keys,
-		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: layout.options,
+		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: opts, KeyLatestOf: layout.latestOf,
 		In: schema, Partitions: layout.partitions, NullKeys: true}, in)
 	// The join reads every column from the value, in the same layout.
 	cols := make([]types.Column, len(schema.Columns))
@@ -503,6 +520,11 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	if layout.format == types.FormatNone {
 		layout.format, layout.options = types.FormatKafka, types.FormatOptions{}
 	}
+	if rep[0] && rep[1] && types.InfersColumns(layout.format) {
+		// Both sides are written with the schema made from the key
+		// column, not with a source's registered one.
+		layout.options.SchemaID, layout.options.ReaderSchemaID, layout.options.FullName = 0, 0, ""
+	}
 	for i, n := range []planner.Node{j.Left, j.Right} {
 		scan := scans[i]
 		name := "JOIN-" + right + "-" + names[i]
@@ -531,7 +553,8 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	}
 	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
 		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
-		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, StoreHeaders: j.CompactRows && j.StoreHeaders, Out: j.Schema()}
+		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, StoreHeaders: j.CompactRows && j.StoreHeaders, Out: j.Schema(),
+		KeyByValue: types.InfersColumns(layout.format) && rep[0] && rep[1]}
 	if rows != nil {
 		op.LeftRows = joinRowsSource(rows)
 	}

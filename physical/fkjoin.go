@@ -201,9 +201,15 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 	respIn := g.Add("SOURCE-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-"+right, &Source{Topic: resp, KeyFormat: types.FormatNone,
 		ValueFormat: "FK-RESPONSE", Raw: true})
 	rcopy := *rsource
+	rkeyOpts := rs.KeyOptions
+	if types.InfersColumns(rs.KeyFormat) {
+		// The foreign key's schema is registered under the registration
+		// topic's subject (its records' keys), not the right table's.
+		rkeyOpts.Subject = reg + "-key"
+	}
 	rkey := rscan.Schema().Columns[j.RightKey]
 	op := &ForeignKeyJoin{Type: j.Type, Left: ls.Name, Right: right, ForeignKey: j.LeftKey,
-		RightKeySchema: types.Schema{Columns: []types.Column{rkey}}, RightKeyFormat: rs.KeyFormat, RightKeyOpts: rs.KeyOptions,
+		RightKeySchema: types.Schema{Columns: []types.Column{rkey}}, RightKeyFormat: rs.KeyFormat, RightKeyOpts: rkeyOpts,
 		LeftStore: lstore, LeftRows: !lok, LeftKeyFormat: ls.KeyFormat, LeftKeyOpts: ls.KeyOptions, RightSource: &rcopy, Registration: reg, Partitions: rs.Partitions, Out: j.Schema()}
 	if j.OldValues {
 		name := "KTABLE-FK-JOIN-OUTPUT-STATE-STORE-" + right

@@ -67,7 +67,16 @@ type Source struct {
 	// source reads as they are (a foreign-key join's subscription and
 	// response topics): nothing is decoded, and Out is empty.
 	Raw bool
+	// KeyByValue replaces each record's key, as it is read (and as the
+	// topic restores a store), by its key columns in JSON (ByValueKey),
+	// so that stores key rows by value: a table in a schema-registry key
+	// format, whose producers may write one key with several schemas.
+	KeyByValue bool
 }
+
+// ByValueKey is the key format of stores a KeyByValue source keeps: the
+// key columns in JSON, without options.
+const ByValueKey = types.FormatJSON
 
 func (s *Source) Schema() types.Schema { return s.Out }
 func (s *Source) Explain(name string) string {
@@ -403,7 +412,12 @@ type StreamStreamJoin struct {
 	// read in the join's sub-topology (not from a topic), as the left
 	// store keeps them (see joinRowsSource).
 	LeftRows *Source
-	Out      types.Schema
+	// KeyByValue keys both sides' stored rows by their key column's
+	// value (JSON) instead of their record keys: keys in a
+	// schema-registry format, whose two sides may be written with two
+	// schema IDs.
+	KeyByValue bool
+	Out        types.Schema
 }
 
 func (j *StreamStreamJoin) Schema() types.Schema { return j.Out }
@@ -454,7 +468,12 @@ type Repartition struct {
 	KeySchema  types.Schema
 	KeyFormat  string
 	KeyOptions types.FormatOptions // the sink's: a registry format's schema source and subject
-	In         types.Schema
+	// KeyLatestOf, for a key in a schema-registry format that names no
+	// schema, is the subject (a table's) whose latest schema the keys are
+	// written with when it fits, so that they go to the partitions the
+	// table's producers' keys go to; "" writes the key columns' own.
+	KeyLatestOf string
+	In          types.Schema
 	// Partitions is the topic's partition count; 0 for the query's
 	// input's. A join's repartition topic has the table's.
 	Partitions int32

@@ -331,8 +331,8 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	// Unless the ON's stream side is the stream's key columns (in the
 	// table's key format), the stream is repartitioned by it first, into
 	// as many partitions as the table has.
-	switch f := right.src.KeyFormat; f {
-	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
+	switch f := right.src.KeyFormat; {
+	case f == types.FormatKafka, f == types.FormatJSON, f == types.FormatDelimited, types.InfersColumns(f):
 	default:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins on %s keys are not supported yet", f)
 	}
@@ -345,7 +345,11 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		// under the same names.
 		keyJoin = keyJoin && (len(lks) == 1 || left.schema.Columns[skeys[n]].Name == right.schema.Columns[tkeys[n]].Name)
 	}
-	repartition := !keyJoin || left.src.KeyFormat != right.src.KeyFormat
+	// Keys in a schema-registry format are compared by value: the same
+	// value written with two schemas has two byte strings (and two
+	// partitions), so the stream is always repartitioned, its key
+	// written with the table's key schema (registryKeys).
+	repartition := !keyJoin || left.src.KeyFormat != right.src.KeyFormat || registryKeys(left.src, right.src)
 	if lp, rp := left.src.Partitions, right.src.Partitions; !repartition && lp > 0 && rp > 0 && lp != rp {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
@@ -891,6 +895,20 @@ func (b *binder) projectJoinKey(exprs []expr.Expr, names []string, sink string) 
 		return Errorf(CodeDuplicateObject, "The projection contains a key column (`%s`) more than once, aliased as: %s.", name, strings.Join(as, " and "))
 	}
 	return nil
+}
+
+// registryKeys reports whether a join side's key format needs the schema
+// registry (AVRO, PROTOBUF, JSON_SR). Two topics may write one key value
+// with different schemas (different schema IDs, different bytes), so
+// such keys meet only after a repartition writes them with one schema,
+// as ksqlDB repartitions every join side with such a key.
+func registryKeys(sides ...*catalog.Source) bool {
+	for _, s := range sides {
+		if types.InfersColumns(s.KeyFormat) {
+			return true
+		}
+	}
+	return false
 }
 
 // kafkaValueJoin refuses a join of sources in the KAFKA value format, as

@@ -89,10 +89,19 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	if !lrep && !rrep && left.src.KeyFormat != right.src.KeyFormat {
 		rrep = true
 	}
+	if left.src.Windowed() && registryKeys(left.src, right.src) {
+		// Windowed keys in a registry format would be repartitioned
+		// (registryKeys), which windowed rows are not.
+		return nil, b.errAt("ON", CodeFeatureNotSupport, "a join of windowed sources with schema-registry key formats is not supported yet")
+	}
 	if left.src.Windowed() && (lrep || rrep || left.src.WindowType != right.src.WindowType || left.src.WindowSizeMs != right.src.WindowSizeMs) {
 		// Windowed rows join when their keys, windows included, are the
 		// same bytes: a join on anything else would repartition them.
 		return nil, b.errAt("ON", CodeFeatureNotSupport, "Implicit repartitioning of windowed sources is not supported. See https://github.com/confluentinc/ksql/issues/4385.")
+	}
+	if registryKeys(left.src, right.src) {
+		// Both sides are written with one key schema (registryKeys).
+		lrep, rrep = true, true
 	}
 	if lp, rp := left.src.Partitions, right.src.Partitions; !lrep && !rrep && lp > 0 && rp > 0 && lp != rp {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
@@ -100,7 +109,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	}
 	for _, s := range []*joinSide{left, right} {
 		switch f := s.src.KeyFormat; f {
-		case types.FormatKafka, types.FormatJSON, types.FormatDelimited, types.FormatNone:
+		case types.FormatKafka, types.FormatJSON, types.FormatDelimited, types.FormatNone, types.FormatAvro, types.FormatProtobuf, types.FormatJSONSR:
 		default:
 			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "stream-stream joins on %s keys are not supported yet", f)
 		}

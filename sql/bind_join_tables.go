@@ -7,6 +7,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 
+	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -68,6 +69,13 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
+	if registryKeys(left.src, right.src) && (typ == "INNER" || typ == "LEFT") {
+		// Keys in a schema-registry format are compared by value: the
+		// left's key, written with the right's key schema, finds the
+		// right's row whatever schemas the two topics' keys were written
+		// with (a foreign-key join on the key, as for differing formats).
+		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
+	}
 	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf && (typ == "INNER" || typ == "LEFT") {
 		// The right's rows are found by the left's key encoded as the
 		// right's keys are: a foreign-key join on the key.
@@ -75,10 +83,8 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 	} else if lf != rf {
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); table-table joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
 	}
-	switch f := right.src.KeyFormat; f {
-	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
-	default:
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins on %s keys are not supported yet", f)
+	if err := b.sameKeySchemas(left.src, right.src, typ); err != nil {
+		return nil, err
 	}
 	return b.newTableJoin(js, typ, planner.NewScan(left.src), lk, rk, lkeys[0], rkeys[0])
 }
@@ -128,10 +134,8 @@ func (b *binder) bindRowsTableJoin(js *joinScope, typ string, lk, rk expr.Expr, 
 	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); table-table joins that repartition are not supported yet", left.src.Name, right.src.Name, lf, rf)
 	}
-	switch f := right.src.KeyFormat; f {
-	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
-	default:
-		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins on %s keys are not supported yet", f)
+	if err := b.sameKeySchemas(left.src, right.src, typ); err != nil {
+		return nil, err
 	}
 	return b.newTableJoin(js, typ, left.plan(), lk, rk, lkey, rkey)
 }
@@ -147,8 +151,8 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 	case "RIGHT", "FULL":
 		return nil, b.errAt(typ, CodeFeatureNotSupport, "%s OUTER JOIN on a foreign key is not supported", typ)
 	}
-	switch f := right.src.KeyFormat; f {
-	case types.FormatKafka, types.FormatJSON, types.FormatDelimited:
+	switch f := right.src.KeyFormat; {
+	case f == types.FormatKafka, f == types.FormatJSON, f == types.FormatDelimited, types.InfersColumns(f):
 	default:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "foreign-key joins to a table with %s keys are not supported yet", f)
 	}
@@ -168,6 +172,39 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 	c, isCol := fk.(*expr.Column)
 	js.fk = !isCol || len(lkeys) != 1 || c.Index != lkeys[0]
 	return join, nil
+}
+
+// sameKeySchemas checks the key formats of a primary-key join of two
+// tables that meet on their key bytes (RIGHT and FULL OUTER joins, whose
+// rows both sides emit): KAFKA, JSON and DELIMITED keys, and keys in one
+// schema-registry format unless the sources name different key schemas
+// (KEY_SCHEMA_ID, or the schemas their columns were inferred from) — a
+// key written with two schemas has two byte strings. INNER and LEFT joins
+// of such keys compare them by value (a foreign-key join on the key).
+func (b *binder) sameKeySchemas(left, right *catalog.Source, typ string) error {
+	f := right.KeyFormat
+	switch {
+	case f == types.FormatKafka, f == types.FormatJSON, f == types.FormatDelimited:
+		return nil
+	case !types.InfersColumns(f):
+		return b.errAt("JOIN", CodeFeatureNotSupport, "table-table joins on %s keys are not supported yet", f)
+	}
+	lid, rid := keySchemaID(left), keySchemaID(right)
+	if lid != 0 && rid != 0 && lid != rid {
+		return b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: %s OUTER JOIN of tables whose %s keys are written with different schemas (IDs %d and %d) is not supported; INNER and LEFT joins are",
+			left.Name, right.Name, typ, f, lid, rid)
+	}
+	return nil
+}
+
+// keySchemaID is the registered schema a source's keys are written with,
+// when it names one: KEY_SCHEMA_ID, or the schema its key columns were
+// inferred from; 0 when its columns were declared.
+func keySchemaID(s *catalog.Source) int {
+	if s.KeyOptions.SchemaID != 0 {
+		return s.KeyOptions.SchemaID
+	}
+	return s.KeyOptions.ReaderSchemaID
 }
 
 // isAnd reports whether a join condition is several ANDed ones.
