@@ -66,17 +66,16 @@ type standbyStore struct {
 	bulk  *bulkWriter // nil: apply writes through the overlay
 	// stable is the changelog's last stable offset as last fetched;
 	// target, the one it had when the copy opened (-1 until known).
-	// Until the copy has applied the changelog up to target (caughtUp),
+	// Until the copy has applied the changelog up to target,
 	// it may hold any part of the store, even none of it: pull queries
 	// do not read it, however small the changelog (ksqlDB's lag alone
 	// would let a copy that has not read a 500-record changelog answer
 	// under a max.allowed.offset.lag of 1,000 — an empty answer).
-	mu       sync.Mutex
-	stable   int64
-	target   int64
-	caughtUp bool
-	applied  int64
-	pending  int
+	mu      sync.Mutex
+	stable  int64
+	target  int64
+	applied int64
+	pending int
 }
 
 // lag is how many changelog offsets the store is behind its changelog's
@@ -85,7 +84,7 @@ type standbyStore struct {
 func (s *standbyStore) lag() (int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return max(s.stable-max(s.applied, 0), 0), s.caughtUp
+	return max(s.stable-max(s.applied, 0), 0), s.target >= 0 && max(s.applied, 0) >= s.target
 }
 
 // readable reports whether a pull query allowing maxLag (negative: any)
@@ -219,9 +218,6 @@ func (s *standbyRunner) commit(t *standbyTask, final bool) error {
 		// new position.
 		ss.mu.Lock()
 		ss.applied = ss.ts.applied
-		if !ss.caughtUp && ss.target >= 0 && max(ss.applied, 0) >= ss.target {
-			ss.caughtUp = true
-		}
 		ss.mu.Unlock()
 		sum += max(ss.ts.applied, 0)
 	}
@@ -362,7 +358,6 @@ func (s *standbyRunner) open(ctx context.Context, id TaskID) error {
 					ss.applied = -1
 				}
 				ss.stable, ss.target = end, end
-				ss.caughtUp = max(ts.applied, 0) >= end
 			} else {
 				// Unknown until the first fetch tells: not readable.
 				ss.stable = max(ts.applied, 0)
