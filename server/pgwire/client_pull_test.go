@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,4 +186,78 @@ func TestRealPgxPreparedPull(t *testing.T) {
 	if res.Err != nil || len(res.Rows) != 1 || string(res.Rows[0][0]) != "again" {
 		t.Fatalf("prepared before DROP, run after: %v %q", res.Err, res.Rows)
 	}
+}
+
+// TestRealPgxPreparedPullStringKey runs a prepared lookup on a VARCHAR key
+// (one with a quote in it) through the engine's plan, and again after the
+// table is dropped and created, when the plan is stale and the portal's
+// text — built from the key alone — runs instead.
+func TestRealPgxPreparedPullStringKey(t *testing.T) {
+	s := sharedReal(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn := s.pgxConn(t, ctx)
+	kc, err := kgo.NewClient(kgo.SeedBrokers(s.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	create := func(topic string, rows map[string]string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE TABLE pull_str (k VARCHAR PRIMARY KEY, v VARCHAR) WITH (KAFKA_TOPIC='%s', VALUE_FORMAT='JSON', PARTITIONS=2)", topic)); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range rows {
+			if err := kc.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(k), Value: fmt.Appendf(nil, `{"V":%q}`, v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for k := range rows {
+			for {
+				var n int
+				rs, err := conn.Query(ctx, "SELECT v FROM pull_str WHERE k = '"+strings.ReplaceAll(k, "'", "''")+"'", pgx.QueryExecModeSimpleProtocol)
+				if err == nil {
+					for rs.Next() {
+						n++
+					}
+					rs.Close()
+				}
+				if n == 1 {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("key %q never arrived", k)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	create("pull_str1", map[string]string{"o'k": "first", "plain": "p1"})
+	pc := conn.PgConn()
+	if _, err := pc.Prepare(ctx, "pull_str_stmt", "SELECT v FROM pull_str WHERE k = $1", nil); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(stage, key, want string) {
+		t.Helper()
+		res := pc.ExecPrepared(ctx, "pull_str_stmt", [][]byte{[]byte(key)}, []int16{0}, nil).Read()
+		got := ""
+		if len(res.Rows) == 1 {
+			got = string(res.Rows[0][0])
+		}
+		if res.Err != nil || len(res.Rows) > 1 || got != want {
+			t.Fatalf("%s, key %q: %v %q, want %q", stage, key, res.Err, res.Rows, want)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		lookup("planned", "o'k", "first")
+		lookup("planned", "plain", "p1")
+		lookup("planned", "absent'", "")
+	}
+	if _, err := conn.Exec(ctx, "DROP TABLE pull_str"); err != nil {
+		t.Fatal(err)
+	}
+	create("pull_str2", map[string]string{"o'k": "second"})
+	lookup("stale plan", "o'k", "second")
+	lookup("replanned", "o'k", "second")
+	lookup("replanned", "plain", "")
 }

@@ -89,6 +89,8 @@ type conn struct {
 	inBatch        bool    // extended-protocol messages since the last Sync
 	skipUntilSync  bool    // an extended-protocol error: discard until Sync
 	rw             resultWriter
+	pullCtx        context.Context // pull queries', kept from one to the next (runGuarded)
+	pullCancel     context.CancelFunc
 	ended          bool           // a FATAL error was sent: the session is over
 	cursors        sync.WaitGroup // goroutines of suspended statements
 }
@@ -415,8 +417,20 @@ func (c *conn) runPullQuery(f func(ctx context.Context) error) error {
 }
 
 func (c *conn) runGuarded(mayLend bool, f func(ctx context.Context) error) error {
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if !mayLend && c.stmtTimeout == 0 {
+		// A pull query's context is kept for the next one until a
+		// CancelRequest ends it: one per statement would cost more
+		// allocations than the point lookup it runs.
+		if c.pullCtx == nil || c.pullCtx.Err() != nil {
+			c.pullCtx, c.pullCancel = context.WithCancel(c.ctx)
+		}
+		ctx, cancel = c.pullCtx, c.pullCancel
+	} else {
+		ctx, cancel = context.WithCancel(c.ctx)
+		defer cancel()
+	}
 	if c.stmtTimeout > 0 {
 		var cancelT context.CancelFunc
 		ctx, cancelT = context.WithTimeout(ctx, c.stmtTimeout)

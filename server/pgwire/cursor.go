@@ -77,7 +77,7 @@ func (c *conn) openCursor(pt *portal, l *local) *cursor {
 		defer c.cursors.Done()
 		defer close(cur.done)
 		defer c.recoverCursor(cur)
-		cur.res, cur.err = c.runStatement(ctx, pt.text, l, &cursorWriter{ctx: ctx, ch: cur.events})
+		cur.res, cur.err = c.runStatement(ctx, pt.boundText(), l, &cursorWriter{ctx: ctx, ch: cur.events})
 		close(cur.events)
 	}()
 	return cur

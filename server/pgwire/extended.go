@@ -57,7 +57,7 @@ type prepared struct {
 // portal is a statement bound by Bind, ready to execute.
 type portal struct {
 	stmt  *prepared
-	text  string  // the statement with its parameters substituted
+	text  string  // the statement with its parameters substituted; read it with boundText
 	codes []int16 // result format codes as Bind sent them
 
 	described bool           // cols holds the description of text
@@ -66,6 +66,9 @@ type portal struct {
 	pull   *engine.Pull // the statement's plan, when it has one (pull.go)
 	key    types.Datum  // the key to look up, when the plan takes one
 	keyBuf []byte       // holds key's bytes
+	// lazyText: text is not built yet; it is the statement with key as
+	// its one parameter (boundText builds it).
+	lazyText bool
 
 	cur  *cursor // the statement, suspended after a row-limited Execute
 	done bool    // ran to completion; a second Execute does not run it again
@@ -128,8 +131,13 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		c.extendedError(sql.Errorf(codeDuplicateCursor, "portal %q already exists", m.DestinationPortal), "", -1)
 		return
 	}
+	pl := c.pullPlan(p)
+	// A point plan's key parameter that is valid as its literal is kept
+	// as the key alone; the text is built only if something needs it
+	// (boundText).
+	lazy := pl != nil && p.pullKey && keyParamValid(p.params, m.ParameterFormatCodes, m.Parameters)
 	text := p.stmt
-	if len(p.params.oids) > 0 || len(m.Parameters) > 0 {
+	if !lazy && (len(p.params.oids) > 0 || len(m.Parameters) > 0) {
 		var err error
 		if text, err = bindParams(p.stmt, p.params, m.ParameterFormatCodes, m.Parameters); err != nil {
 			c.extendedError(err, "", -1)
@@ -141,15 +149,24 @@ func (c *conn) bind(m *pgproto3.Bind) {
 	if len(p.params.oids) == 0 {
 		pt.described, pt.cols = p.described, p.cols
 	}
-	if pl := c.pullPlan(p); pl != nil {
+	if pl != nil {
 		ok := true
 		if p.pullKey {
 			pt.key, pt.keyBuf, ok = pullKey(p.params.oids[0], m.ParameterFormatCodes, m.Parameters[0], pt.keyBuf)
 		}
-		if ok {
-			pt.pull = pl
+		switch {
+		case ok:
+			pt.pull, pt.lazyText = pl, lazy
 			if !pt.described {
 				pt.described, pt.cols = true, pl.Columns()
+			}
+		case lazy:
+			// keyParamValid and pullKey disagree; bind the text as
+			// without a plan (it cannot fail where keyParamValid held).
+			var err error
+			if pt.text, err = bindParams(p.stmt, p.params, m.ParameterFormatCodes, m.Parameters); err != nil {
+				c.extendedError(err, "", -1)
+				return
 			}
 		}
 	}
@@ -241,7 +258,7 @@ func (c *conn) describePortal(pt *portal) error {
 	if pt.described {
 		return nil
 	}
-	cols, err := c.describeText(pt.text)
+	cols, err := c.describeText(pt.boundText())
 	if err != nil {
 		return err
 	}
@@ -302,7 +319,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	}
 	p := pt.stmt
 	switch {
-	case pt.text == "":
+	case p.stmt == "":
 		c.w.send(&pgproto3.EmptyQueryResponse{})
 		return
 	case pt.done:
@@ -322,7 +339,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	if pt.pull != nil && m.MaxRows == 0 && c.runPull(pt) {
 		return
 	}
-	l := c.intercept(pt.text)
+	l := c.intercept(pt.boundText())
 	if err := c.checkTxState(l); err != nil {
 		c.extendedError(err, "", -1)
 		return
@@ -335,7 +352,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	rw := &c.rw
 	rw.reset(false, pt.codes, pt.cols, pt.described)
 	err := c.run(func(ctx context.Context) error {
-		res, err := c.runStatement(ctx, pt.text, l, rw)
+		res, err := c.runStatement(ctx, pt.boundText(), l, rw)
 		if rw.err != nil {
 			return rw.err
 		}

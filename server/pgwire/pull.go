@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -194,4 +195,44 @@ func (c *conn) runPull(pt *portal) bool {
 	c.w.commandComplete(pt.tag)
 	c.afterStatement()
 	return true
+}
+
+// keyParamValid reports whether Bind's values are one text-format value
+// for a point plan's key parameter that bindParams would accept: then the
+// portal keeps the key alone and builds its text only when needed
+// (boundText), with the literal bindParams would have written.
+func keyParamValid(pi paramInfo, formats []int16, values [][]byte) bool {
+	if len(values) != 1 || len(pi.oids) != 1 || len(formats) > 1 || (len(formats) == 1 && formats[0] != formatText) {
+		return false
+	}
+	v := values[0]
+	if v == nil {
+		return true
+	}
+	switch pi.oids[0] {
+	case oidInt2, oidInt4, oidInt8:
+		_, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+		return err == nil
+	}
+	return bytes.IndexByte(v, 0) < 0 && utf8.Valid(v)
+}
+
+// boundText returns the portal's statement with its parameters
+// substituted, building it the first time for a portal that kept only
+// its key.
+func (pt *portal) boundText() string {
+	if !pt.lazyText {
+		return pt.text
+	}
+	p := pt.stmt
+	lit := "NULL"
+	switch oid := p.params.oids[0]; {
+	case pt.key.Null:
+	case oid == oidInt2 || oid == oidInt4 || oid == oidInt8:
+		lit = strconv.FormatInt(pt.key.I, 10)
+	default:
+		lit, _ = quoteString(string(pt.key.B)) // keyParamValid checked it
+	}
+	pt.text, pt.lazyText = substitute(p.stmt, p.params, func(int) string { return lit }), false
+	return pt.text
 }

@@ -5,18 +5,30 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // spinFor is how long a lone connection's reader polls its socket for the
-// client's next request before it parks in the network poller.
+// client's next request before it waits in the kernel.
 const spinFor = 40 * time.Microsecond
+
+// waitFor is how long, after the spin, a lone connection's reader waits
+// for the socket in a blocking ppoll(2) of its own before it parks in the
+// network poller. The kernel then wakes this thread itself when the
+// request comes, which is one wake-up where the network poller takes two
+// (the poller's thread, then a thread to run the reader), and the
+// thread usually keeps its P across the wait (the runtime leaves a P in
+// a system call alone for up to 10 ms while others are idle).
+var waitFor = unix.NsecToTimespec(int64(2 * time.Millisecond))
 
 // spinReader reads a TCP connection as net.Conn does, except that while
 // it is the server's only connection, a read that finds nothing polls the
-// socket for up to spinFor before parking: a client that sends its next
-// request within that time (a benchmark, an application looping over
-// lookups) finds the server awake, without the park, the poller's wake-up
-// and the rescheduling a request otherwise costs.
+// socket for up to spinFor, then waits for it in the kernel for up to
+// waitFor, before parking: a client that sends its next request within
+// that time (a benchmark, an application looping over lookups) finds the
+// server awake, without the park, the poller's wake-up and the
+// rescheduling a request otherwise costs.
 type spinReader struct {
 	nc  net.Conn
 	rc  syscall.RawConn
@@ -30,6 +42,8 @@ type spinReader struct {
 	err  error
 	spun bool
 	poll func(fd uintptr) bool
+	fds  [1]unix.PollFd
+	ts   unix.Timespec // ppoll's timeout, which the system call rewrites
 }
 
 func newSpinReader(nc net.Conn, srv *Server) io.Reader {
@@ -88,6 +102,11 @@ func (r *spinReader) readFD(fd uintptr) bool {
 				return true
 			}
 		}
-		return false
+		// A blocking wait; the connection's Close waits for it to end
+		// (the read holds the descriptor), at most waitFor.
+		r.fds[0], r.ts = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}, waitFor
+		if n, err := unix.Ppoll(r.fds[:], &r.ts, nil); n <= 0 || err != nil {
+			return false
+		}
 	}
 }

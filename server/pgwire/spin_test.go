@@ -40,7 +40,7 @@ func TestSpinReader(t *testing.T) {
 		t.Fatalf("a TCP connection got %T, not a spinning reader", r)
 	}
 	buf := make([]byte, 16)
-	for _, after := range []time.Duration{0, 10 * time.Microsecond, 5 * time.Millisecond} {
+	for _, after := range []time.Duration{0, 10 * time.Microsecond, 500 * time.Microsecond, 5 * time.Millisecond} {
 		go func() {
 			time.Sleep(after)
 			client.Write([]byte("ping"))

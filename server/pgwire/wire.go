@@ -7,6 +7,7 @@ package pgwire
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -160,10 +161,114 @@ func (r *msgReader) readReused() (pgproto3.FrontendMessage, error) {
 	if _, err := io.ReadFull(r.br, body); err != nil {
 		return nil, unexpectedEOF(err)
 	}
-	if err := msg.Decode(body); err != nil {
+	decode := msg.Decode
+	switch typ {
+	case 'B':
+		decode = r.decodeBind
+	case 'E':
+		decode = r.decodeExecute
+	}
+	if err := decode(body); err != nil {
 		return nil, protocolErrorf("invalid %q message: %v", typ, err)
 	}
 	return msg, nil
+}
+
+// pgproto3's errors for a malformed Bind or Execute, as their Decode
+// methods give them.
+var (
+	errBindFormat    = (&pgproto3.Bind{}).Decode(nil)
+	errExecuteFormat = (&pgproto3.Execute{}).Decode([]byte{0})
+)
+
+// decodeExecute decodes an Execute as pgproto3's Execute.Decode does, into
+// r.execute, keeping the portal's name when it repeats (Decode copies it).
+func (r *msgReader) decodeExecute(src []byte) error {
+	m := &r.execute
+	i := bytes.IndexByte(src, 0)
+	if i < 0 {
+		return io.EOF
+	}
+	if string(src[:i]) != m.Portal {
+		m.Portal = string(src[:i])
+	}
+	if len(src[i+1:]) < 4 {
+		return errExecuteFormat
+	}
+	m.MaxRows = binary.BigEndian.Uint32(src[i+1:])
+	return nil
+}
+
+// decodeBind decodes a Bind as pgproto3's Bind.Decode does, into r.bind,
+// reusing its slices and its names when they repeat: a prepared statement
+// bound over and over costs no allocation here (Decode makes three: the
+// statement's name, the parameters and the result formats).
+func (r *msgReader) decodeBind(src []byte) error {
+	m := &r.bind
+	cstring := func(old string) (string, bool) {
+		i := bytes.IndexByte(src, 0)
+		if i < 0 {
+			return "", false
+		}
+		b := src[:i]
+		src = src[i+1:]
+		if string(b) == old {
+			return old, true
+		}
+		return string(b), true
+	}
+	codes := func(dst []int16) ([]int16, bool) {
+		if len(src) < 2 {
+			return nil, false
+		}
+		n := int(binary.BigEndian.Uint16(src))
+		src = src[2:]
+		if len(src) < 2*n {
+			return nil, false
+		}
+		dst = dst[:0]
+		for i := range n {
+			dst = append(dst, int16(binary.BigEndian.Uint16(src[2*i:])))
+		}
+		src = src[2*n:]
+		return dst, true
+	}
+	var ok bool
+	if m.DestinationPortal, ok = cstring(m.DestinationPortal); !ok {
+		return errBindFormat
+	}
+	if m.PreparedStatement, ok = cstring(m.PreparedStatement); !ok {
+		return errBindFormat
+	}
+	if m.ParameterFormatCodes, ok = codes(m.ParameterFormatCodes); !ok {
+		return errBindFormat
+	}
+	if len(src) < 2 {
+		return errBindFormat
+	}
+	n := int(binary.BigEndian.Uint16(src))
+	src = src[2:]
+	m.Parameters = m.Parameters[:0]
+	for range n {
+		if len(src) < 4 {
+			return errBindFormat
+		}
+		size := int(int32(binary.BigEndian.Uint32(src)))
+		src = src[4:]
+		if size == -1 {
+			m.Parameters = append(m.Parameters, nil)
+			continue
+		}
+		if size < 0 || len(src) < size {
+			return errBindFormat
+		}
+		m.Parameters = append(m.Parameters, src[:size:size])
+		src = src[size:]
+	}
+	if m.ResultFormatCodes, ok = codes(m.ResultFormatCodes); !ok {
+		return errBindFormat
+	}
+	return nil
 }
 
 // decodeMessage decodes a message of type typ from body, which it may
