@@ -27,10 +27,11 @@ import (
 // one the join writes the stream's keys with), over 4 partitions: a
 // key value then has other bytes, and often another partition, on the
 // table's topic than on the join's repartition topic. A query run now
-// (sqlstreams.joins=4) repartitions the table too and joins every
-// click; one replayed from a command recorded under sqlstreams.joins=3
-// keeps its topology (no repartition of the table), so it joins only
-// the clicks whose key lands in the same partition both ways.
+// (sqlstreams.joins=4) repartitions the table too and finds every
+// click's user, and sees the table's later updates and deletes; one
+// replayed from a command recorded under sqlstreams.joins=3 keeps its
+// topology (no repartition of the table), so it finds only the users
+// whose key lands in the same partition both ways.
 func TestJoinsV4ByCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
@@ -54,7 +55,7 @@ func TestJoinsV4ByCommand(t *testing.T) {
 
 	props := map[string]string{"auto.offset.reset": "earliest", "sqlstreams.generated.aliases": "ksql", "sqlstreams.null.comparison": "ksql",
 		"sqlstreams.join.keys": "ksql", "sqlstreams.headers.propagate": "true", "sqlstreams.joins": "3"}
-	const join = "SELECT c.id, page, name FROM clicks c JOIN users u ON c.id = u.id;"
+	const join = "SELECT c.id, page, name FROM clicks c LEFT JOIN users u ON c.id = u.id;"
 	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +145,18 @@ func TestJoinsV4ByCommand(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("new_q:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// A delete and an update, keyed by the producer, reach the
+	// repartitioned table.
+	produce(t, ctx, brokers, "users", &kgo.Record{Key: srKey(prodID, 1), Timestamp: time.UnixMilli(150)},
+		&kgo.Record{Key: srKey(prodID, 2), Value: []byte(`{"NAME":"v2"}`), Timestamp: time.UnixMilli(150)})
+	waitConsumed(t, ctx, adm, brokers, newGroup, tableReps[0], n+2)
+	produce(t, ctx, brokers, "clicks", &kgo.Record{Key: []byte("1"), Value: []byte(`{"PAGE":"q1"}`), Timestamp: time.UnixMilli(200)},
+		&kgo.Record{Key: []byte("2"), Value: []byte(`{"PAGE":"q2"}`), Timestamp: time.UnixMilli(200)})
+	got = consume(t, ctx, brokers, "new_q", n+2)[n:]
+	slices.Sort(got)
+	if want := []string{`{"PAGE":"q1","NAME":null}`, `{"PAGE":"q2","NAME":"v2"}`}; !slices.Equal(got, want) {
+		t.Errorf("new_q after a delete and an update: %v, want %v", got, want)
+	}
 
 	// The old query writes the clicks' keys with the key column's own
 	// schema: a click finds its user only where that key's partition is
@@ -165,10 +178,16 @@ func TestJoinsV4ByCommand(t *testing.T) {
 	if len(same) == n {
 		t.Fatalf("every key has one partition under schema IDs %d and %d: nothing to show", prodID, ourID)
 	}
-	for _, v := range consume(t, ctx, brokers, "old_q", len(same)) {
-		var row struct{ PAGE string }
-		if err := json.Unmarshal([]byte(v), &row); err != nil || !same[row.PAGE] {
-			t.Errorf("old_q joined %s, whose key the two schema IDs send to different partitions", v)
+	for _, v := range consume(t, ctx, brokers, "old_q", n+2) {
+		var row struct{ PAGE, NAME *string }
+		if err := json.Unmarshal([]byte(v), &row); err != nil || row.PAGE == nil {
+			t.Fatalf("old_q: %s: %v", v, err)
+		}
+		if *row.PAGE == "q1" {
+			continue // user 1 is deleted
+		}
+		if found := row.NAME != nil; found != same["p"+(*row.PAGE)[1:]] {
+			t.Errorf("old_q: %s; the two schema IDs send its key to the same partition: %v", v, same[*row.PAGE])
 		}
 	}
 }
