@@ -216,6 +216,14 @@ func TestRegistryKeyTableRepartition(t *testing.T) {
 	}
 }
 
+// sameSet reports whether two space-separated lists hold the same names.
+func sameSet(a, b string) bool {
+	x, y := strings.Fields(a), strings.Fields(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
 // TestRegistryKeyWindowedJoin pins a join of windowed streams on
 // schema-registry keys: both sides repartitioned with the left's window
 // (a HOPPING left and a TUMBLING right of another size), their window
@@ -271,6 +279,31 @@ func TestRegistryKeyWindowedJoin(t *testing.T) {
 	j := m["JOIN-R"].Op.(*physical.StreamStreamJoin)
 	if !j.KeyByValue || j.WindowType != types.Hopping {
 		t.Errorf("the join keys stored rows by value %v, window %q", j.KeyByValue, j.WindowType)
+	}
+	// SELECT * lists each side's window bounds as values, as ksqlDB
+	// does; commands recorded before sqlstreams.joins=4 did not.
+	for _, legacy := range []bool{false, true} {
+		st, err := sql.Parse("CREATE STREAM o AS SELECT * FROM k JOIN k2 WITHIN 1 MINUTE ON k.id = k2.id;")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.(*sql.CreateAs).Select.LegacyJoins3 = legacy
+		sink, err := sql.BindCreateAs(st.(*sql.CreateAs), cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range sink.Target.Schema.Columns {
+			names = append(names, c.Name)
+		}
+		got := strings.Join(names, " ")
+		want := "K_ID K_WINDOWSTART K_WINDOWEND K_V K2_ID K2_WINDOWSTART K2_WINDOWEND K2_V"
+		if legacy {
+			want = "K_ID K_V K2_ID K2_V"
+		}
+		if !sameSet(got, want) {
+			t.Errorf("legacy %v: SELECT * gives %s, want %s", legacy, got, want)
+		}
 	}
 	for _, c := range []struct{ stmt, err string }{
 		{"CREATE STREAM o AS SELECT * FROM l JOIN r WITHIN 1 MINUTE ON l.id = r.v;", "Implicit repartitioning of windowed sources is not supported"},

@@ -276,9 +276,12 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			}
 			for _, c := range cols {
 				col := b.schema.Columns[c]
-				if col.Window && sel.persistent {
+				if col.Window && sel.persistent && (b.join == nil || b.legacyJoins3) {
 					// A persistent query's result is windowed itself:
-					// the bounds stay in its keys, as in ksqlDB.
+					// the bounds stay in its keys, as in ksqlDB. A join
+					// of windowed sources lists each side's bounds as
+					// values too, as ksqlDB does (since
+					// sqlstreams.joins=4).
 					continue
 				}
 				name := col.Name
