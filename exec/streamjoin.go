@@ -218,11 +218,9 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 			}
 		}
 	}
-	if op.KeyByValue {
-		j.keyWindow = op.WindowType
-	}
 	j.sides[1].key = op.RightKey
 	if op.KeyByValue {
+		j.keyWindow = op.WindowType
 		unwrap := false
 		for i := range j.sides {
 			src := sources[i].Out
