@@ -290,7 +290,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[configsProp] = configsOn
 		cmd.Props[delimitedProp] = delimitedKsql
 		cmd.Props[functionsProp] = functionsKsql
-		cmd.Props[joinsProp] = joinsV3
+		cmd.Props[joinsProp] = joinsV4
 		cmd.Props[sumProp] = sumKsql
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
@@ -515,7 +515,9 @@ const (
 // query reads (not whole input values). Commands recorded before keep
 // their topologies, store formats and output. The third revision
 // (joinsV3, sql.Select.LegacyJoins2 when absent) keeps header columns in
-// a stream–stream join's window stores.
+// a stream–stream join's window stores. The fourth (joinsV4,
+// sql.Select.LegacyJoins3 when absent) repartitions a stream–table
+// join's table in a schema-registry key format.
 // sumProp, recorded with every catalog command since, makes SUM of a
 // group with no non-NULL values 0, as ksqlDB's SUM starts from 0
 // (sql.Select.LegacySum when absent: NULL, as before).
@@ -528,6 +530,7 @@ const (
 	joinsProp = "sqlstreams.joins"
 	joinsV2   = "2"
 	joinsV3   = "3"
+	joinsV4   = "4"
 )
 
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
@@ -592,15 +595,16 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		return Result{}, err
 	}
 	legacyJoinKeys := !live && e.cfg.Headless == nil && cmd.Props[joinKeysProp] != joinKeysKsql
-	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV2 && cmd.Props[joinsProp] != joinsV3
-	legacyJoins2 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV3
+	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV2 && cmd.Props[joinsProp] != joinsV3 && cmd.Props[joinsProp] != joinsV4
+	legacyJoins2 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV3 && cmd.Props[joinsProp] != joinsV4
+	legacyJoins3 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV4
 	legacySum := !live && e.cfg.Headless == nil && cmd.Props[sumProp] != sumKsql
 	legacy := func(sel *sql.Select) {
 		sel.PositionalAliases = positional
 		sel.SQLNulls = sqlNulls
 		sel.LegacyFinal = legacyFinal
 		sel.LegacyFunctions, sel.CollectLimits = legacyFns, limits
-		sel.LegacyJoinKeys, sel.LegacyJoins, sel.LegacyJoins2 = legacyJoinKeys, legacyJoins, legacyJoins2
+		sel.LegacyJoinKeys, sel.LegacyJoins, sel.LegacyJoins2, sel.LegacyJoins3 = legacyJoinKeys, legacyJoins, legacyJoins2, legacyJoins3
 		sel.LegacySum = legacySum
 	}
 	switch st := st.(type) {

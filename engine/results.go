@@ -483,6 +483,8 @@ func graphOf(t *physical.Topology) *Graph {
 				gn.Kind = "StreamTableJoin"
 			case *physical.Repartition:
 				gn.Kind, gn.WritesTopic, gn.Repartition = "Repartition", op.Topic, true
+			case *physical.TableRepartition:
+				gn.Kind, gn.WritesTopic, gn.Repartition = "TableRepartition", op.Topic, true
 			case *physical.Sink:
 				gn.Kind, gn.WritesTopic = "Sink", op.Topic
 			default:

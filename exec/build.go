@@ -325,6 +325,8 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		return newFKSubscriptions(n.Name, op, subs, right, env.out), nil
 	case *physical.Repartition:
 		return newRepartition(n.Name, op, env.out)
+	case *physical.TableRepartition:
+		return newTableRepartition(n.Name, op, env.out)
 	case *physical.Sink:
 		return newSink(n.Name, op, env.out, env.ksqlDelimited)
 	}

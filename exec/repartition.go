@@ -33,6 +33,11 @@ type repartitionOp struct {
 	// rec is the input record of the change being written, whose own
 	// headers go along (outbox.userHeaders).
 	rec *kgo.Record
+	// window, for windowed rows (physical.Repartition.WindowType), is
+	// appended to each key from the row's columns winCol (WINDOWSTART)
+	// and winCol+1 (WINDOWEND).
+	window types.WindowType
+	winCol int
 }
 
 func newRepartition(name string, r *physical.Repartition, out *outbox) (*repartitionOp, error) {
@@ -51,6 +56,12 @@ func newRepartition(name string, r *physical.Repartition, out *outbox) (*reparti
 	var err error
 	if op.key, err = latestKeyEncoder(r.KeyFormat, r.KeySchema, idx, r.KeyOptions, r.KeyLatestOf); err != nil {
 		return nil, fmt.Errorf("%s key: %w", name, err)
+	}
+	if r.WindowType != types.NoWindow {
+		if op.winCol = r.In.Index(types.WindowStart); op.winCol < 0 || op.winCol+1 >= r.In.Len() {
+			return nil, fmt.Errorf("%s: windowed rows without WINDOWSTART and WINDOWEND", name)
+		}
+		op.window = r.WindowType
 	}
 	var cols []int
 	for i, c := range r.In.Columns {
@@ -101,13 +112,13 @@ func (r *repartitionOp) sameKey(x, y types.Row) (bool, error) {
 		return false, nil // written as before: x's removal is skipped
 	}
 	var err error
-	if r.oldKey, err = r.key.Encode(r.oldKey[:0], r.keyRow); err != nil {
+	if r.oldKey, err = r.encodeKey(r.oldKey[:0], x); err != nil {
 		return false, err
 	}
 	if err := r.evalKey(y); err != nil || anyNullRow(r.keyRow) {
 		return false, nil
 	}
-	if r.newKey, err = r.key.Encode(r.newKey[:0], r.keyRow); err != nil {
+	if r.newKey, err = r.encodeKey(r.newKey[:0], y); err != nil {
 		return false, err
 	}
 	return string(r.oldKey) == string(r.newKey), nil
@@ -167,7 +178,7 @@ func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 	start := len(r.out.arena)
 	var err error
 	if !nullKey {
-		if r.out.arena, err = r.key.Encode(r.out.arena, r.keyRow); err != nil {
+		if r.out.arena, err = r.encodeKey(r.out.arena, row); err != nil {
 			return err
 		}
 	}
@@ -191,6 +202,16 @@ func (r *repartitionOp) write(row types.Row, ts int64, undo bool) error {
 	}
 	r.out.produce(rec)
 	return nil
+}
+
+// encodeKey appends the key of row (evaluated into r.keyRow): the key
+// columns, then for windowed rows the row's window.
+func (r *repartitionOp) encodeKey(dst []byte, row types.Row) ([]byte, error) {
+	out, err := r.key.Encode(dst, r.keyRow)
+	if err != nil || r.window == types.NoWindow {
+		return out, err
+	}
+	return r.window.AppendWindowKey(out, row[r.winCol].I, row[r.winCol+1].I), nil
 }
 
 // anyNullRow reports whether a GROUP BY key has a NULL column: ksqlDB

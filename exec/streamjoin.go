@@ -69,7 +69,12 @@ type streamJoinOp struct {
 	// winCol is, for windowed sides (a join of windowed streams), the
 	// position of WINDOWSTART (WINDOWEND follows) in each side's rows;
 	// -1: not windowed. The joined rows have the window of their keys.
-	winCol     [2]int
+	winCol [2]int
+	// keyWindow, for windowed rows keyed by value (a join of
+	// repartitioned windowed streams), is appended to each stored key
+	// from the row's window columns: rows meet when their key values and
+	// windows do. NoWindow: keys are as they come.
+	keyWindow  types.WindowType
 	copies     []datumCopy
 	row        types.Row
 	change     Change
@@ -206,10 +211,16 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 		j.inputs[i] = streamJoinInput{j: j, side: i}
 		if sources[i].WindowType != types.NoWindow {
 			j.winCol[i] = sources[i].Out.WindowIndex()
+		} else if op.WindowType != types.NoWindow {
+			// Repartitioned windowed rows: the bounds are value columns.
+			if j.winCol[i] = sources[i].Out.Index(types.WindowStart); j.winCol[i] < 0 || sources[i].Out.Index(types.WindowEnd) != j.winCol[i]+1 {
+				return nil, fmt.Errorf("%s: windowed rows without WINDOWSTART and WINDOWEND", name)
+			}
 		}
 	}
 	j.sides[1].key = op.RightKey
 	if op.KeyByValue {
+		j.keyWindow = op.WindowType
 		unwrap := false
 		for i := range j.sides {
 			src := sources[i].Out
@@ -255,6 +266,10 @@ func (j *streamJoinOp) process(s int, c *Change) error {
 		var err error
 		if j.sides[s].keyBuf, err = enc.Encode(j.sides[s].keyBuf[:0], row); err != nil {
 			return &evalError{node: j.name, err: err}
+		}
+		if j.keyWindow != types.NoWindow {
+			w := j.winCol[s]
+			j.sides[s].keyBuf = j.keyWindow.AppendWindowKey(j.sides[s].keyBuf, row[w].I, row[w+1].I)
 		}
 		key = j.sides[s].keyBuf
 	}

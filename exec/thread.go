@@ -88,6 +88,9 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		if s, ok := n.Op.(*physical.Sink); ok && s.WindowType != types.NoWindow {
 			windowed[s.Topic] = s.WindowType.WindowKeyLen()
 		}
+		if r, ok := n.Op.(*physical.Repartition); ok && r.WindowType != types.NoWindow {
+			windowed[r.Topic] = r.WindowType.WindowKeyLen()
+		}
 	}
 	note := func(to *[]topicPartition, pause bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, cl *kgo.Client, m map[string][]int32) {

@@ -293,11 +293,23 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 	}
 	source := scanSource(tscan)
 	source.Table = true
-	in := g.Add("SOURCE-"+src.Name, source)
+	var in *Node
+	if j.RepartitionTable {
+		// The table's records, keyed again as the stream's are, read
+		// back from a topic of the join's own.
+		rights := []int{j.RightKey}
+		if len(j.LeftKeys) > 1 {
+			rights = j.RightKeys
+		}
+		source.Topic = tableRepartition(g, tscan, joinKeyLayout(j, tscan), rights, "JOIN-"+src.Name+"-TABLE")
+		in = g.Add("SOURCE-JOIN-"+src.Name+"-TABLE-repartition", source)
+	} else {
+		in = g.Add("SOURCE-"+src.Name, source)
+	}
 	store := &Store{
 		Name:                 src.Name,
 		Kind:                 KeyValue,
-		Changelog:            src.Topic,
+		Changelog:            source.Topic,
 		SourceTopicChangelog: true,
 		KeyFormat:            src.KeyFormat,
 		ValueFormat:          src.ValueFormat,
@@ -331,19 +343,57 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 // testdata/topologies.
 func joinRepartition(g *Graph, j *planner.Join, tscan *planner.Scan) (*Node, error) {
 	table := tscan.Source
-	keys, rights := []expr.Expr{j.LeftKey}, []int{j.RightKey}
+	keys := []expr.Expr{j.LeftKey}
 	if len(j.LeftKeys) > 1 {
-		keys, rights = j.LeftKeys, j.RightKeys
+		keys = j.LeftKeys
+	}
+	layout := joinKeyLayout(j, tscan)
+	return repartitionSide(g, j.Left, keys, layout, "JOIN-"+table.Name, "JOIN-"+table.Name)
+}
+
+// joinKeyLayout is how a stream–table join's repartition topics key
+// their rows: as the table's keys (its key columns, format and
+// partitions). In a schema-registry format a stream's keys follow the
+// latest schema of the table's subject; with the table repartitioned
+// too (Join.RepartitionTable) both write the schema made from the key
+// columns, so a key value has the same bytes on both topics.
+func joinKeyLayout(j *planner.Join, tscan *planner.Scan) keyLayout {
+	table := tscan.Source
+	rights := []int{j.RightKey}
+	if len(j.LeftKeys) > 1 {
+		rights = j.RightKeys
 	}
 	layout := keyLayout{format: table.KeyFormat, options: table.KeyOptions, partitions: table.Partitions}
-	if types.InfersColumns(table.KeyFormat) {
+	if types.InfersColumns(table.KeyFormat) && !j.RepartitionTable {
 		layout.latestOf = table.KeyOptions.Subject
 	}
 	rs := j.Right.Schema()
 	for _, r := range rights {
 		layout.columns = append(layout.columns, rs.Columns[r])
 	}
-	return repartitionSide(g, j.Left, keys, layout, "JOIN-"+table.Name, "JOIN-"+table.Name)
+	return layout
+}
+
+// tableRepartition adds the sub-topology that writes a join's table to
+// <appid>-<name>-repartition, its key columns keys (positions in the
+// table's rows) keyed by layout: the table's source (Raw) and
+// REPARTITION-<name>. It returns the topic, which the join's
+// sub-topology reads as the table. A stream–table join names it
+// JOIN-<table>-TABLE (keyed as its stream's repartition keys rows,
+// joinKeyLayout), a foreign-key join KTABLE-FK-JOIN-<right>-TABLE (keyed
+// as the foreign keys). These names are pinned by testdata/topologies.
+func tableRepartition(g *Graph, tscan *planner.Scan, layout keyLayout, keys []int, name string) string {
+	src := tscan.Source
+	topic := g.t.AppID + "-" + name + "-repartition"
+	opts := layout.options
+	if types.InfersColumns(layout.format) {
+		opts.Subject = topic + "-key"
+	}
+	raw := g.Add("SOURCE-"+src.Name, &Source{Topic: src.Topic, KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat, Raw: true})
+	g.Add("REPARTITION-"+name, &TableRepartition{Topic: topic, In: tscan.Schema(), TopicKeyFormat: src.KeyFormat, TopicKeyOptions: src.KeyOptions,
+		KeyCols: keys, KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: opts,
+		Partitions: layout.partitions}, raw)
+	return topic
 }
 
 // keyLayout is how a join's repartition topic keys its rows: the key
@@ -355,6 +405,10 @@ type keyLayout struct {
 	partitions int32
 	// latestOf is Repartition.KeyLatestOf: a table's subject.
 	latestOf string
+	// window is Repartition.WindowType: windowed rows' keys end in
+	// their window (their WINDOWSTART and WINDOWEND are read back as
+	// value columns).
+	window types.WindowType
 }
 
 // repartitionSide adds the sub-topology that repartitions a join's side
@@ -400,12 +454,16 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 	}
 	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: keys,
 		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: opts, KeyLatestOf: layout.latestOf,
-		In: schema, Partitions: layout.partitions, NullKeys: true}, in)
-	// The join reads every column from the value, in the same layout.
+		In: schema, Partitions: layout.partitions, NullKeys: true, WindowType: layout.window}, in)
+	// The join reads every column from the value, in the same layout:
+	// windowed rows' window bounds too.
 	cols := make([]types.Column, len(schema.Columns))
 	copy(cols, schema.Columns)
 	for i := range cols {
 		cols[i].Key = false
+		if layout.window != types.NoWindow {
+			cols[i].Window = false
+		}
 	}
 	if joined {
 		cols = append(cols, types.PseudoColumns...)
@@ -525,6 +583,11 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		// column, not with a source's registered one.
 		layout.options.SchemaID, layout.options.ReaderSchemaID, layout.options.FullName = 0, 0, ""
 	}
+	if rep[0] && rep[1] {
+		// Windowed sides (on schema-registry keys): both keyed by the
+		// left's window, as ksqlDB takes the left's key format.
+		layout.window = scans[0].Source.WindowType
+	}
 	for i, n := range []planner.Node{j.Left, j.Right} {
 		scan := scans[i]
 		name := "JOIN-" + right + "-" + names[i]
@@ -554,7 +617,7 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 	op := &StreamStreamJoin{Type: j.Type, Left: scans[0].Source.Name, Right: right,
 		LeftKey: j.LeftKey.(*expr.Column).Index, RightKey: j.RightKey, Window: *j.Window,
 		LeftStore: stores[0], RightStore: stores[1], CompactRows: j.CompactRows, StoreHeaders: j.CompactRows && j.StoreHeaders, Out: j.Schema(),
-		KeyByValue: types.InfersColumns(layout.format) && rep[0] && rep[1]}
+		KeyByValue: types.InfersColumns(layout.format) && rep[0] && rep[1], WindowType: layout.window}
 	if rows != nil {
 		op.LeftRows = joinRowsSource(rows)
 	}

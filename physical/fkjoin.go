@@ -172,8 +172,20 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 		src := scan.Source
 		source := scanSource(scan)
 		source.Table = true
-		in := g.Add("SOURCE-"+src.Name, source)
-		store := &Store{Name: src.Name, Kind: KeyValue, Changelog: src.Topic, SourceTopicChangelog: true,
+		var in *Node
+		if scan == rscan && j.RepartitionTable {
+			// The right table's records, keyed again as the foreign
+			// keys are written (the schema made from the key column),
+			// read back from a topic of the join's own.
+			name := "KTABLE-FK-JOIN-" + right + "-TABLE"
+			layout := keyLayout{columns: []types.Column{scan.Schema().Columns[j.RightKey]}, format: src.KeyFormat, options: src.KeyOptions,
+				partitions: src.Partitions}
+			source.Topic = tableRepartition(g, scan, layout, []int{j.RightKey}, name)
+			in = g.Add("SOURCE-"+name+"-repartition", source)
+		} else {
+			in = g.Add("SOURCE-"+src.Name, source)
+		}
+		store := &Store{Name: src.Name, Kind: KeyValue, Changelog: source.Topic, SourceTopicChangelog: true,
 			KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat, KeyOptions: src.KeyOptions, ValueOptions: src.ValueOptions,
 			Schema: scan.Schema()}
 		return g.Add("TABLE-CHANGES-"+src.Name, &TableChanges{Out: source.Out, Store: store}, in), store, source
@@ -201,6 +213,12 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 	respIn := g.Add("SOURCE-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-"+right, &Source{Topic: resp, KeyFormat: types.FormatNone,
 		ValueFormat: "FK-RESPONSE", Raw: true})
 	rcopy := *rsource
+	if j.RepartitionTable {
+		// The foreign keys are written as the right table's repartition
+		// keys its rows, not with its subject's latest schema
+		// (exec's latestKeyEncoder follows RightSource's subject).
+		rcopy.KeyOptions.Subject = ""
+	}
 	rkeyOpts := rs.KeyOptions
 	if types.InfersColumns(rs.KeyFormat) {
 		// The foreign key's schema is registered under the registration

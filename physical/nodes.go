@@ -417,6 +417,13 @@ type StreamStreamJoin struct {
 	// schema-registry format, whose two sides may be written with two
 	// schema IDs.
 	KeyByValue bool
+	// WindowType, for a join of windowed streams whose sides are both
+	// repartitioned (schema-registry keys), is the window type of the
+	// repartition topics' keys: the sides' rows carry their
+	// WINDOWSTART and WINDOWEND as value columns, and rows meet when
+	// their keys and windows do (a time window by its start, a session
+	// by its start and end). NoWindow otherwise.
+	WindowType types.WindowType
 	Out        types.Schema
 }
 
@@ -481,6 +488,11 @@ type Repartition struct {
 	// LEFT join still emits them) instead of dropping them as bad (GROUP
 	// BY).
 	NullKeys bool
+	// WindowType, for windowed rows (In has WINDOWSTART and WINDOWEND),
+	// appends each row's window to its key as Kafka Streams serializes
+	// windowed keys; the topic is partitioned by the key without it.
+	// NoWindow: keys are the key columns alone.
+	WindowType types.WindowType
 }
 
 func (r *Repartition) Schema() types.Schema { return r.In }
@@ -489,7 +501,15 @@ func (r *Repartition) Explain(name string) string {
 	for i, k := range r.KeyExprs {
 		keys[i] = k.String()
 	}
-	return fmt.Sprintf("  --> %s (topic: %s, key: %s BY %s, value: JSON)\n", name, r.Topic, r.KeyFormat, strings.Join(keys, ", "))
+	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s BY %s, value: JSON)\n", name, r.Topic, r.KeyFormat, r.windowNote(), strings.Join(keys, ", "))
+}
+
+// windowNote names the window the keys end in, for EXPLAIN.
+func (r *Repartition) windowNote() string {
+	if r.WindowType == types.NoWindow {
+		return ""
+	}
+	return " windowed " + strings.ToUpper(string(r.WindowType))
 }
 func (r *Repartition) internalTopic() InternalTopic {
 	return InternalTopic{Name: r.Topic, Partitions: r.Partitions}

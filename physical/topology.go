@@ -331,6 +331,10 @@ func (j *StreamStreamJoin) readSides(outs [][]*Node, n *Node) {
 		// The join reads the side's key column (a value column of a
 		// repartitioned side).
 		sread[[2]int{j.LeftKey, j.RightKey}[i]] = true
+		if w := src.Schema().Index(types.WindowStart); w >= 0 && j.WindowType != types.NoWindow {
+			// So are the window bounds of repartitioned windowed rows.
+			sread[w], sread[w+1] = true, true
+		}
 		src.Read = sread
 	}
 }

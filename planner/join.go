@@ -96,7 +96,16 @@ type Join struct {
 	// them NULL). Set by the third revision of join planning, when a
 	// side has header columns.
 	StoreHeaders bool
-	out          types.Schema
+	// RepartitionTable makes a stream–table or foreign-key join on a
+	// (right) table in a schema-registry key format read the table
+	// through a repartition of its own, its keys written with the same
+	// key schema as the stream's repartition or the foreign keys are
+	// (the schema made from the key columns, not the table subject's
+	// latest): a key value its producers wrote under another schema ID
+	// (other bytes, maybe another partition) still meets the rows of
+	// that value. Set by the fourth revision of join planning.
+	RepartitionTable bool
+	out              types.Schema
 }
 
 // NewForeignKeyJoin joins two tables, INNER or LEFT, on an expression

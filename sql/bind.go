@@ -50,6 +50,9 @@ type binder struct {
 	// legacyJoins2 plans joins as the second revision did
 	// (Select.LegacyJoins2).
 	legacyJoins2 bool
+	// legacyJoins3 plans joins as the third revision did
+	// (Select.LegacyJoins3).
+	legacyJoins3 bool
 	// legacySum keeps SUM NULL for a group of no values (Select.LegacySum).
 	legacySum bool
 	// query is set while binding a persistent query's SELECT (CREATE …
@@ -86,7 +89,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
-		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacySum: sel.LegacySum,
+		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
 		query: sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
@@ -273,9 +276,12 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			}
 			for _, c := range cols {
 				col := b.schema.Columns[c]
-				if col.Window && sel.persistent {
+				if col.Window && sel.persistent && (b.join == nil || b.legacyJoins3) {
 					// A persistent query's result is windowed itself:
-					// the bounds stay in its keys, as in ksqlDB.
+					// the bounds stay in its keys, as in ksqlDB. A join
+					// of windowed sources lists each side's bounds as
+					// values too, as ksqlDB does (since
+					// sqlstreams.joins=4).
 					continue
 				}
 				name := col.Name

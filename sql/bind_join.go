@@ -391,6 +391,11 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
 	join.Repartition = repartition
+	// The table's producers may have written a key value under another
+	// schema ID than the stream's repartition writes (other bytes,
+	// another partition): the table is repartitioned too, both with the
+	// schema made from the key columns, as ksqlDB repartitions both.
+	join.RepartitionTable = repartition && registryKeys(right.src) && !b.legacyJoins3
 	if len(lks) == 1 && !js.legacy {
 		var added []int
 		for i := leftLen; i < left.schema.Len(); i++ {

@@ -90,11 +90,16 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 		rrep = true
 	}
 	if left.src.Windowed() && registryKeys(left.src, right.src) {
-		// Windowed keys in a registry format would be repartitioned
-		// (registryKeys), which windowed rows are not.
-		return nil, b.errAt("ON", CodeFeatureNotSupport, "a join of windowed sources with schema-registry key formats is not supported yet")
-	}
-	if left.src.Windowed() && (lrep || rrep || left.src.WindowType != right.src.WindowType || left.src.WindowSizeMs != right.src.WindowSizeMs) {
+		// ksqlDB repartitions both sides of a join on schema-registry
+		// keys, windowed ones too: each side's key and window are
+		// written as the left's windowed keys (so a time window meets
+		// one of another size with the same start). The join must be
+		// on both key columns: a windowed row is never rekeyed.
+		onKeys := lok && len(lkeys) == 1 && lkc.Index == lkeys[0] && rok && len(rkeys) == 1 && rkc.Index == right.offset+rkeys[0]
+		if !onKeys {
+			return nil, b.errAt("ON", CodeFeatureNotSupport, "Implicit repartitioning of windowed sources is not supported. See https://github.com/confluentinc/ksql/issues/4385.")
+		}
+	} else if left.src.Windowed() && (lrep || rrep || left.src.WindowType != right.src.WindowType || left.src.WindowSizeMs != right.src.WindowSizeMs) {
 		// Windowed rows join when their keys, windows included, are the
 		// same bytes: a join on anything else would repartition them.
 		return nil, b.errAt("ON", CodeFeatureNotSupport, "Implicit repartitioning of windowed sources is not supported. See https://github.com/confluentinc/ksql/issues/4385.")

@@ -164,6 +164,11 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
+	// The right table's producers may have written a key value under
+	// another schema ID than the foreign keys are written with (other
+	// bytes, another partition): the right table is repartitioned with
+	// the foreign keys' key schema, as ksqlDB repartitions it.
+	join.RepartitionTable = registryKeys(right.src) && !b.legacyJoins3
 	b.schema = join.Schema()
 	// A join on the left's key (an earlier join's rows, or a table of
 	// another key format) is a primary-key join to ksqlDB: the right's

@@ -174,6 +174,16 @@ type Select struct {
 	// (planner.Join.StoreHeaders). The engine sets it for queries
 	// replayed from commands recorded before the third revision.
 	LegacyJoins2 bool
+	// LegacyJoins3 plans joins as the third revision of join planning
+	// did (sqlstreams.joins=3, and every revision before it): a
+	// stream–table join reads a table in a schema-registry key format
+	// from the table's topic, the stream's keys written with the table
+	// subject's latest key schema, not through a repartition of the
+	// table (planner.Join.RepartitionTable), and SELECT * over a join of
+	// windowed streams leaves out the sides' WINDOWSTART and WINDOWEND.
+	// The engine sets it for queries replayed from commands recorded
+	// before the fourth revision.
+	LegacyJoins3 bool
 	// LegacySum keeps SUM NULL for a group with no non-NULL values
 	// (expr.KsqlSum); otherwise it is 0, as in ksqlDB
 	// (expr.KsqlSumZero). The engine sets it for queries replayed from
