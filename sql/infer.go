@@ -22,8 +22,9 @@ type Inferred struct {
 // A value that is not a record gives one column ROWVAL and
 // WRAP_SINGLE_VALUE=false. An AVRO or JSON_SR key is always one column
 // ROWKEY, of the record's STRUCT type when the schema is a record (but for
-// cs.LegacyKeyColumns); a PROTOBUF key is one column per field. It returns the IDs it used; without a registry,
-// or with nothing to infer, it does nothing.
+// cs.LegacyKeyColumns); a PROTOBUF key is one column per field. It
+// returns the IDs it used; without a registry, or with nothing to infer,
+// it does nothing.
 func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (Inferred, error) {
 	var got Inferred
 	topic, ok := cs.Props["KAFKA_TOPIC"]
