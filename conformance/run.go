@@ -340,11 +340,22 @@ func (e *env) start(ctx context.Context, withRegistry bool) error {
 	return err
 }
 
+// ksqlDefaultPartitions is the partition count ksqlDB's runner gives a
+// topic the test does not list (Topic.DEFAULT_PARTITIONS): the topics of
+// its input and output records, and those CREATE STREAM|TABLE statements
+// with columns name without PARTITIONS. A listed topic without a count
+// has one (TopicNode).
+const ksqlDefaultPartitions = 4
+
 // createTopics creates the topics ksqlDB's runner creates before the
-// statements run: those the test lists, those its input records go to,
-// and those CREATE STREAM|TABLE statements name without PARTITIONS, each
-// with one partition unless the test says otherwise. Schemas the test
-// gives are registered under <topic>-key and <topic>-value.
+// statements run: those the test lists (with their count, else one
+// partition), those its input records go to, and those CREATE
+// STREAM|TABLE statements name (with their PARTITIONS). The unlisted ones
+// have ksqlDB's four partitions in a case that gives some topic more than
+// one (a listed count, a CREATE's PARTITIONS), so that the co-partition
+// checks compare the counts ksqlDB's do (a sink made WITH (PARTITIONS=4)
+// joins a table over such a topic); elsewhere they have one, which every
+// such check sees alike and which keeps each query one task.
 func (e *env) createTopics(ctx context.Context, c *Case) error {
 	parts := map[string]int32{}
 	for _, t := range c.Topics {
@@ -354,34 +365,60 @@ func (e *env) createTopics(ctx context.Context, c *Case) error {
 		}
 		parts[t.Name] = n
 	}
-	for _, r := range c.Inputs {
-		if _, ok := parts[r.Topic]; !ok {
-			parts[r.Topic] = 1
-		}
-	}
+	implicit := int32(1)
+	stated := map[string]int32{}
+	var creates []string
 	for _, text := range c.Statements {
 		st, err := sql.Parse(text)
 		if err != nil {
 			continue
 		}
-		cs, ok := st.(*sql.CreateSource)
-		if !ok {
-			continue
-		}
-		topic, ok := cs.Props["KAFKA_TOPIC"]
-		if !ok {
-			continue
-		}
-		if p, given := cs.Props["PARTITIONS"]; given {
-			// The statement's count wins over the one-partition
-			// default its input records would give the topic.
-			if n, err := strconv.Atoi(p.Value); err == nil && n > 0 {
-				parts[topic.Value] = int32(n)
+		var props sql.Props
+		switch st := st.(type) {
+		case *sql.CreateSource:
+			props = st.Props
+			if topic, ok := props["KAFKA_TOPIC"]; ok {
+				creates = append(creates, topic.Value)
 			}
+		case *sql.CreateAs:
+			props = st.Props
+		default:
 			continue
 		}
-		if _, ok := parts[topic.Value]; !ok {
-			parts[topic.Value] = 1
+		p, given := props["PARTITIONS"]
+		if !given {
+			continue
+		}
+		n, err := strconv.Atoi(p.Value)
+		if err != nil || n <= 0 {
+			continue
+		}
+		if n > 1 {
+			implicit = ksqlDefaultPartitions
+		}
+		if topic, ok := props["KAFKA_TOPIC"]; ok {
+			if _, isCreate := st.(*sql.CreateSource); isCreate {
+				stated[topic.Value] = int32(n)
+			}
+		}
+	}
+	for _, n := range parts {
+		if n > 1 {
+			implicit = ksqlDefaultPartitions
+		}
+	}
+	for _, r := range c.Inputs {
+		if _, ok := parts[r.Topic]; !ok {
+			parts[r.Topic] = implicit
+		}
+	}
+	for _, t := range creates {
+		if n, ok := stated[t]; ok {
+			// The statement's count wins over the default its input
+			// records would give the topic.
+			parts[t] = n
+		} else if _, ok := parts[t]; !ok {
+			parts[t] = implicit
 		}
 	}
 	for t, n := range parts {

@@ -292,6 +292,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		cmd.Props[functionsProp] = functionsKsql
 		cmd.Props[joinsProp] = joinsV4
 		cmd.Props[sumProp] = sumKsql
+		cmd.Props[keyInferenceProp] = keyInferenceKsql
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
 			// As ksqlDB, whether or not it exists. (Only new statements:
@@ -526,6 +527,16 @@ const (
 	sumKsql = "ksql"
 )
 
+// keyInferenceProp, recorded with every catalog command since, infers an
+// AVRO or JSON_SR record key schema as ksqlDB does: one key column ROWKEY
+// of the record's STRUCT type (sql.CreateSource.LegacyKeyColumns when
+// absent: a key column per field, as before, so that sources declared
+// before keep their columns).
+const (
+	keyInferenceProp = "sqlstreams.key.inference"
+	keyInferenceKsql = "ksql"
+)
+
 const (
 	joinsProp = "sqlstreams.joins"
 	joinsV2   = "2"
@@ -610,6 +621,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	switch st := st.(type) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = positional
+		st.LegacyKeyColumns = !live && e.cfg.Headless == nil && cmd.Props[keyInferenceProp] != keyInferenceKsql
 	case *sql.CreateAs:
 		legacy(st.Select)
 	case *sql.InsertSelect:

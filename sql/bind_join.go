@@ -505,6 +505,10 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 		case len(found) > 1:
 			return nil, b.errAt(name, CodeSyntaxError, "Column '%s' is ambiguous. Could be %s.%s or %s.%s.", name, found[0].name, name, found[1].name, name)
 		case len(found) == 1:
+		case js.rowsKeyNamed(name) >= 0:
+			k := js.rowsKeyNamed(name)
+			c := b.schema.Columns[k]
+			return &expr.Column{Index: k, Name: c.Name, T: c.Type}, nil
 		case js.synth >= 0 && name == js.synthName:
 			c := b.schema.Columns[js.synth]
 			return &expr.Column{Index: js.synth, Name: c.Name, T: c.Type}, nil
@@ -533,6 +537,9 @@ func (b *binder) joinName(c *expr.Column) string {
 	if c.Index >= js.end() {
 		return c.Name // a column added after the join (a table function's)
 	}
+	if name, ok := js.rowsOnly(c.Index); ok {
+		return name
+	}
 	side := js.side(c.Index)
 	col := side.schema.Columns[c.Index-side.offset].Name
 	for _, l := range js.leaves {
@@ -547,6 +554,9 @@ func (b *binder) joinName(c *expr.Column) string {
 // side.COLUMN, as the user wrote it.
 func (b *binder) show(e expr.Expr) string {
 	if c, ok := e.(*expr.Column); ok && b.join != nil && c.Index < b.join.end() {
+		if name, ok := b.join.rowsOnly(c.Index); ok {
+			return name
+		}
 		side := b.join.side(c.Index)
 		return side.name + "." + side.schema.Columns[c.Index-side.offset].Name
 	}
@@ -725,10 +735,6 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	inner, err := b.bindJoin(sel, l)
 	if err != nil {
 		return err
-	}
-	if inner.Type == planner.FullJoin && inner.OfTables() {
-		// Its key is a synthetic column the next join cannot name yet.
-		return b.errAt("JOIN", CodeFeatureNotSupport, "joins of more than two sources with FULL OUTER JOIN are not supported yet, unless the FULL OUTER JOIN is the last of table-table joins")
 	}
 	scope := b.join
 	first := scope.sides[0].src // the inner join's left: a source, or its own stand-in

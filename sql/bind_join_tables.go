@@ -52,6 +52,12 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 	if lt, rt := lk.Type(), rk.Type(); !lt.Equal(rt) {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: types don't match. Got %s{%s} = %s{%s}.", b.show(lk), lt, b.show(rk), rt)
 	}
+	if left.inner != nil && len(lkeys) == 1 {
+		if _, synthetic := js.rowsOnly(lkeys[0]); synthetic {
+			// The rows of a FULL OUTER join, keyed by its synthetic key.
+			return b.bindAfterFullJoin(js, typ, lk, rk, lkeys[0], rkeys[0])
+		}
+	}
 	lkc, isCol := lk.(*expr.Column)
 	onKey := isCol && len(lkeys) == 1 && lkc.Index == lkeys[0]
 	if left.inner != nil && onKey && (typ == "RIGHT" || typ == "FULL") {

@@ -19,9 +19,12 @@ type Inferred struct {
 // (key) format is AVRO, JSON_SR or PROTOBUF and cs declares no value (key) column, the columns
 // come from the schema with the ID in prev (a replay), or VALUE_SCHEMA_ID
 // (KEY_SCHEMA_ID), or the latest version of <topic>-value (<topic>-key).
-// A value that is not a record gives one column ROWVAL (a key, ROWKEY) and
-// WRAP_SINGLE_VALUE=false. It returns the IDs it used; without a registry,
-// or with nothing to infer, it does nothing.
+// A value that is not a record gives one column ROWVAL and
+// WRAP_SINGLE_VALUE=false. An AVRO or JSON_SR key is always one column
+// ROWKEY, of the record's STRUCT type when the schema is a record (but for
+// cs.LegacyKeyColumns); a PROTOBUF key is one column per field. It
+// returns the IDs it used; without a registry, or with nothing to infer,
+// it does nothing.
 func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (Inferred, error) {
 	var got Inferred
 	topic, ok := cs.Props["KAFKA_TOPIC"]
@@ -83,6 +86,16 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		cols, wrapped, err := types.SchemaColumnsNamed(schemas, format, rs, single, fullName)
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring columns from schema ID %d: %v", id, err)
+		}
+		if key && wrapped && format != types.FormatProtobuf && !cs.LegacyKeyColumns {
+			// ksqlDB infers a key unwrapped: an AVRO record or a JSON_SR
+			// object is one column ROWKEY of its STRUCT type (PROTOBUF
+			// keys stay one column per field: a message is always wrapped).
+			st := types.Type{Kind: types.Struct, Fields: make([]types.Field, len(cols))}
+			for i, c := range cols {
+				st.Fields[i] = types.Field{Name: c.Name, Type: c.Type}
+			}
+			cols = []types.Column{{Name: single, Type: st}}
 		}
 		for _, c := range cols {
 			if !cs.OriginalFieldNames {

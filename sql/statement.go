@@ -71,6 +71,12 @@ type CreateSource struct {
 	// without it they are upper-cased, as ksqlDB does. The engine sets
 	// it for statements replayed from commands recorded before.
 	OriginalFieldNames bool
+	// LegacyKeyColumns infers the fields of an AVRO or JSON_SR record key
+	// schema as key columns, one per field; without it the key is one
+	// column ROWKEY of the record's STRUCT type, as ksqlDB infers keys
+	// (always unwrapped). The engine sets it for statements replayed from
+	// commands recorded before the change.
+	LegacyKeyColumns bool
 }
 
 // CreateAs is CREATE [OR REPLACE] STREAM|TABLE name [WITH (…)] AS SELECT ….

@@ -39,8 +39,9 @@ import (
 //     side flip (a row that stops passing it must be deleted), and a
 //     WHERE over a primary-key join.
 //   - N-way table joins: a primary-key join's rows joined FULL OUTER and
-//     RIGHT to a third table on their key, over updates and deletes on
-//     all three: the final result tables.
+//     RIGHT to a third table on their key, and a FULL OUTER join's rows
+//     joined LEFT to a third table on their synthetic key, over updates
+//     and deletes on all three: the final result tables.
 //   - stream–stream WITHIN, INNER without GRACE and LEFT and FULL with
 //     one, over rows out of order by less than the grace period: the
 //     output records (each joined pair once, each row without a match
@@ -68,6 +69,7 @@ func TestJoinsDifferential(t *testing.T) {
 		`CREATE TABLE xt (id VARCHAR PRIMARY KEY, c BIGINT) WITH (KAFKA_TOPIC='xt', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE TABLE tt3_full AS SELECT ROWKEY AS k, a, b, c FROM lt l JOIN rt r ON l.id = r.id FULL OUTER JOIN xt x ON l.id = x.id`,
 		`CREATE TABLE tt3_right AS SELECT x.id, a, b, c FROM lt l LEFT JOIN rt r ON l.id = r.id RIGHT JOIN xt x ON l.id = x.id`,
+		`CREATE TABLE tt3_fl AS SELECT ROWKEY AS k, a, b, c FROM lt l FULL OUTER JOIN rt r ON l.id = r.id LEFT JOIN xt x ON ROWKEY = x.id`,
 		`CREATE TABLE fl (id VARCHAR PRIMARY KEY, fk VARCHAR, a BIGINT) WITH (KAFKA_TOPIC='fl', VALUE_FORMAT='JSON', PARTITIONS=3)`,
 		`CREATE TABLE fr (id VARCHAR PRIMARY KEY, b BIGINT) WITH (KAFKA_TOPIC='fr', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE TABLE fk_inner AS SELECT l.id, fk, a, b FROM fl l JOIN fr r ON l.fk = r.id`,
@@ -109,10 +111,17 @@ func TestJoinsDifferential(t *testing.T) {
 			"SS_INNER": {"ls", "rs"}, "SS_LEFT": {"ls", "rs"}, "SS_FULL": {"ls", "rs"},
 			"FK_INNER": {"fl", "fr"}, "FK_LEFT": {"fl", "fr"}, "FK_WHERE": {"fl", "fr"}, "FK_LEFT_WHERE": {"fl", "fr"},
 			"TT_WHERE": {"lt", "rt"}, "TT3_FULL": {"lt", "rt", "xt"}, "TT3_RIGHT": {"lt", "rt", "xt"},
+			"TT3_FL": {"lt", "rt", "xt"},
 		} {
 			app := "sqlstreams_query_" + ids[sink]
 			if strings.HasPrefix(sink, "ST_") {
 				topics = append(topics, app+"-JOIN-CUST-repartition")
+			}
+			if sink == "TT3_FL" {
+				// A FULL join's rows find xt's by their key through a
+				// foreign-key join's topics.
+				topics = append(topics, app+"-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-XT-topic",
+					app+"-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-XT-topic")
 			}
 			if strings.HasPrefix(sink, "FK_") {
 				// Subscriptions, then their answers.
@@ -370,6 +379,8 @@ SELECT '#TT_FULL';
 SELECT COALESCE(l.id, r.id), l.id, r.id, l.val, r.val FROM lfin l FULL OUTER JOIN rfin r ON l.id = r.id ORDER BY 1;
 SELECT '#TT3_FULL';
 SELECT COALESCE(lr.id, x.id), lr.a, lr.b, x.val FROM (SELECT l.id, l.val AS a, r.val AS b FROM lfin l JOIN rfin r ON l.id = r.id) lr FULL OUTER JOIN xfin x ON lr.id = x.id ORDER BY 1;
+SELECT '#TT3_FL';
+SELECT lr.id, lr.a, lr.b, x.val FROM (SELECT COALESCE(l.id, r.id) AS id, l.val AS a, r.val AS b FROM lfin l FULL OUTER JOIN rfin r ON l.id = r.id) lr LEFT JOIN xfin x ON lr.id = x.id ORDER BY 1;
 SELECT '#TT3_RIGHT';
 SELECT x.id, lr.a, lr.b, x.val FROM (SELECT l.id, l.val AS a, r.val AS b FROM lfin l LEFT JOIN rfin r ON l.id = r.id) lr RIGHT JOIN xfin x ON lr.id = x.id ORDER BY 1;
 SELECT '#FK_INNER';
@@ -492,6 +503,7 @@ SELECT * FROM (
 	compare("TT_WHERE", tableOut("TT_WHERE", []string{"A", "B"}))
 	compare("TT3_FULL", tableOut("TT3_FULL", []string{"A", "B", "C"}))
 	compare("TT3_RIGHT", tableOut("TT3_RIGHT", []string{"A", "B", "C"}))
+	compare("TT3_FL", tableOut("TT3_FL", []string{"A", "B", "C"}))
 	compare("SS_INNER", streamOut("SS_INNER", []string{"V", "W"}, true))
 	compare("SS_LEFT", streamOut("SS_LEFT", []string{"V", "W"}, true))
 	compare("SS_FULL", streamOut("SS_FULL", []string{"V", "W"}, true))
