@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,12 +11,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
-	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -35,23 +31,7 @@ import (
 func TestJoinsV4ByCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
-	reg, err := registry.Open(ctx, registry.Config{Brokers: brokers, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Close)
-	srv := httptest.NewServer(reg.Handler())
-	t.Cleanup(srv.Close)
-	schemas, err := registry.NewClient(registry.ClientConfig{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	brokers, schemas := registryCluster(ctx, t)
 
 	props := map[string]string{"auto.offset.reset": "earliest", "sqlstreams.generated.aliases": "ksql", "sqlstreams.null.comparison": "ksql",
 		"sqlstreams.join.keys": "ksql", "sqlstreams.headers.propagate": "true", "sqlstreams.joins": "3"}

@@ -2,16 +2,11 @@ package engine_test
 
 import (
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
-	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -23,23 +18,7 @@ import (
 func TestKeyInferenceByCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
-	reg, err := registry.Open(ctx, registry.Config{Brokers: brokers, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Close)
-	srv := httptest.NewServer(reg.Handler())
-	t.Cleanup(srv.Close)
-	schemas, err := registry.NewClient(registry.ClientConfig{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	brokers, schemas := registryCluster(ctx, t)
 	keySchema := `{"type":"record","name":"Key","fields":[{"name":"k","type":"string"},{"name":"n","type":["null","int"]}]}`
 	id, err := schemas.Register("k-key", types.RegisteredSchema{Type: types.SchemaTypeAvro, Text: keySchema})
 	if err != nil {
