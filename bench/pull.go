@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,6 +43,10 @@ import (
 var pullMemoryLimit = flag.String("pull-memory-limit", "1GiB", "pull scenario: sqlstreams runs as under server --memory-limit of this size (its caches and the Go heap's soft limit and floor); empty: no limit")
 
 var pullSeconds = flag.Int("pull-seconds", 0, "pull scenario: seconds per pgbench run (default 3 with -quick, 8 otherwise)")
+
+var pullLogs = flag.String("pull-logs", "", "pull scenario: keep pgbench's per-transaction logs (-l) of every run in this directory, one subdirectory per run")
+
+var pullTrace = flag.String("trace", "", "pull scenario: write an execution trace (runtime/trace) of this process during each sqlstreams run to PREFIX.pull.<protocol>.<clients>.<run>")
 
 // pullKeys is the table's size, as in the issue.
 const pullKeys = 10_000
@@ -147,20 +152,40 @@ func runPull(reps int) error {
 }
 
 // startProfile starts a CPU profile of this process (sqlstreams serving
-// pgbench) with -cpuprofile, named PREFIX.name.
+// pgbench) with -cpuprofile, and an execution trace with -trace, each
+// named PREFIX.name.
 func startProfile(name string) (stop func(), err error) {
-	if *cpuprofile == "" {
-		return func() {}, nil
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
 	}
-	f, err := os.Create(*cpuprofile + "." + name)
-	if err != nil {
-		return nil, err
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile + "." + name)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
+	if *pullTrace != "" {
+		f, err := os.Create(*pullTrace + "." + name)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() { trace.Stop(); f.Close() })
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return stop, nil
 }
 
 // summarizePull keeps each system's best run (highest tps) with its
@@ -424,10 +449,15 @@ var tpsRE = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection tim
 func runPgbench(ctx context.Context, pgbench, work, script, addr string, cfg pullConfig, secs int, tag string) (pullRun, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	logDir := filepath.Join(work, "log-"+tag+"-"+cfg.mode+"-"+strconv.Itoa(cfg.clients))
-	if err := os.Mkdir(logDir, 0o755); err != nil {
+	if *pullLogs != "" {
+		logDir = filepath.Join(*pullLogs, tag+"-"+cfg.mode+"-"+strconv.Itoa(cfg.clients))
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return pullRun{}, err
 	}
-	defer os.RemoveAll(logDir)
+	if *pullLogs == "" {
+		defer os.RemoveAll(logDir)
+	}
 	cmd := exec.CommandContext(ctx, pgbench, "-n", "-f", script, "-M", cfg.mode,
 		"-c", strconv.Itoa(cfg.clients), "-j", strconv.Itoa(min(cfg.clients, 2)), "-T", strconv.Itoa(secs),
 		"-l", "--log-prefix="+filepath.Join(logDir, "tx"),
