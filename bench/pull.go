@@ -44,6 +44,8 @@ var pullMemoryLimit = flag.String("pull-memory-limit", "1GiB", "pull scenario: s
 
 var pullSeconds = flag.Int("pull-seconds", 0, "pull scenario: seconds per pgbench run (default 3 with -quick, 8 otherwise)")
 
+var pullPolled = flag.Bool("pull-polled-sockets", false, "pull scenario: keep every connection's socket in Go's network poller (pgwire.WithPolledSockets), as before the lone connection read its socket itself")
+
 var pullLogs = flag.String("pull-logs", "", "pull scenario: keep pgbench's per-transaction logs (-l) of every run in this directory, one subdirectory per run")
 
 var pullTrace = flag.String("trace", "", "pull scenario: write an execution trace (runtime/trace) of this process during each sqlstreams run to PREFIX.pull.<protocol>.<clients>.<run>")
@@ -303,7 +305,11 @@ func startSQLStreamsPull(ctx context.Context) (addr string, stop func(), err err
 	if err != nil {
 		return "", stop, err
 	}
-	srv := pgwire.New(eng, pgwire.WithLogger(slog.Default()), pgwire.WithMaxConnections(100))
+	opts := []pgwire.Option{pgwire.WithLogger(slog.Default()), pgwire.WithMaxConnections(100)}
+	if *pullPolled {
+		opts = append(opts, pgwire.WithPolledSockets())
+	}
+	srv := pgwire.New(eng, opts...)
 	go srv.Serve(ln)
 	cleanup = append(cleanup, func() { srv.Close() })
 	return ln.Addr().String(), stop, nil

@@ -22,6 +22,7 @@ type config struct {
 	tls              *tls.Config
 	allowInsecure    bool
 	metrics          *metrics.Registry
+	polledOnly       bool
 }
 
 // DefaultMaxConnections is the connection limit when WithMaxConnections is
@@ -83,6 +84,14 @@ func WithStartupTimeout(d time.Duration) Option {
 // limit.
 func WithMaxConnections(n int) Option {
 	return func(c *config) { c.maxConns = n }
+}
+
+// WithPolledSockets keeps every connection's socket in the Go runtime's
+// network poller. By default the server's only connection reads its
+// socket outside the poller until another one opens (sockConn), which
+// lowers a lone client's tail latency.
+func WithPolledSockets() Option {
+	return func(c *config) { c.polledOnly = true }
 }
 
 // WithIdleTimeout closes a connection that sends nothing for d between

@@ -41,6 +41,7 @@ type Server struct {
 	conns     map[*conn]struct{} // every accepted connection
 	nconns    atomic.Int32       // len(conns)
 	byPID     map[uint32]*conn   // connections past startup, for CancelRequest
+	loner     *sockConn          // the only connection's socket, out of the network poller
 	wg        sync.WaitGroup     // connection goroutines
 
 	panics atomic.Int64 // recovered panics, for tests
@@ -125,6 +126,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
+		if tc, ok := nc.(*net.TCPConn); ok && !s.cfg.polledOnly {
+			nc = newSockConn(tc, s)
+		}
 		c := newConn(s, nc)
 		if !s.track(c) {
 			nc.Close()
@@ -254,9 +258,37 @@ func (s *Server) track(c *conn) bool {
 	}
 	s.conns[c] = struct{}{}
 	s.nconns.Store(int32(len(s.conns)))
+	// Only a lone connection's socket stays out of the network poller.
+	if len(s.conns) > 1 && s.loner != nil {
+		s.loner.requestHandover()
+		s.loner = nil
+	}
 	s.wg.Add(1)
 	c.metricsDone = s.cfg.metrics.ConnOpened("pgwire")
 	return true
+}
+
+// claimLone records u as the lone connection's socket, about to leave the
+// network poller, if the server has one connection; a connection opened
+// after asks it back (track).
+func (s *Server) claimLone(u *sockConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.conns) != 1 || s.closed {
+		return false
+	}
+	s.loner = u
+	u.handover.Store(false)
+	return true
+}
+
+// releaseLone forgets u as the lone connection's socket.
+func (s *Server) releaseLone(u *sockConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loner == u {
+		s.loner = nil
+	}
 }
 
 func (s *Server) untrack(c *conn) {
@@ -266,6 +298,9 @@ func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.nconns.Store(int32(len(s.conns)))
+	if s.loner != nil && c.raw == net.Conn(s.loner) {
+		s.loner = nil
+	}
 	if c.pid != 0 && s.byPID[c.pid] == c {
 		delete(s.byPID, c.pid)
 	}

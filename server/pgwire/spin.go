@@ -41,9 +41,11 @@ type spinReader struct {
 	n    int
 	err  error
 	spun bool
-	poll func(fd uintptr) bool
-	fds  [1]unix.PollFd
-	ts   unix.Timespec // ppoll's timeout, which the system call rewrites
+
+	lastYield time.Time // see yieldSometimes
+	poll      func(fd uintptr) bool
+	fds       [1]unix.PollFd
+	ts        unix.Timespec // ppoll's timeout, which the system call rewrites
 }
 
 func newSpinReader(nc net.Conn, srv *Server) io.Reader {
@@ -65,6 +67,9 @@ func (r *spinReader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	r.p, r.n, r.err, r.spun = p, 0, nil, false
+	if r.srv.lone() {
+		yieldSometimes(&r.lastYield)
+	}
 	rerr := r.rc.Read(r.poll)
 	n, err := r.n, r.err
 	r.p, r.err = nil, nil
