@@ -24,6 +24,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
@@ -45,6 +46,10 @@ var pullMemoryLimit = flag.String("pull-memory-limit", "1GiB", "pull scenario: s
 var pullSeconds = flag.Int("pull-seconds", 0, "pull scenario: seconds per pgbench run (default 3 with -quick, 8 otherwise)")
 
 var pullPolled = flag.Bool("pull-polled-sockets", false, "pull scenario: keep every connection's socket in Go's network poller (pgwire.WithPolledSockets), as before the lone connection read its socket itself")
+
+var pullProcs = flag.Int("pull-procs", 0, "pull scenario: GOMAXPROCS of this process (sqlstreams' engine and server) during the scenario; 0: unchanged (the number of CPUs)")
+
+var pullRate = flag.Int("pull-rate", 0, "pull scenario: pgbench's target rate in transactions/s (-R), all clients together; 0: as fast as each system answers")
 
 var pullLogs = flag.String("pull-logs", "", "pull scenario: keep pgbench's per-transaction logs (-l) of every run in this directory, one subdirectory per run")
 
@@ -114,6 +119,9 @@ func runPull(reps int) error {
 		return err
 	}
 
+	if *pullProcs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*pullProcs))
+	}
 	sqlAddr, stopSQL, err := startSQLStreamsPull(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlstreams: %w", err)
@@ -464,10 +472,14 @@ func runPgbench(ctx context.Context, pgbench, work, script, addr string, cfg pul
 	if *pullLogs == "" {
 		defer os.RemoveAll(logDir)
 	}
-	cmd := exec.CommandContext(ctx, pgbench, "-n", "-f", script, "-M", cfg.mode,
+	args := []string{"-n", "-f", script, "-M", cfg.mode,
 		"-c", strconv.Itoa(cfg.clients), "-j", strconv.Itoa(min(cfg.clients, 2)), "-T", strconv.Itoa(secs),
-		"-l", "--log-prefix="+filepath.Join(logDir, "tx"),
-		"-h", host, "-p", port, "-U", "bench", "postgres")
+		"-l", "--log-prefix=" + filepath.Join(logDir, "tx"),
+		"-h", host, "-p", port, "-U", "bench", "postgres"}
+	if *pullRate > 0 {
+		args = append(args, "-R", strconv.Itoa(*pullRate))
+	}
+	cmd := exec.CommandContext(ctx, pgbench, args...)
 	cmd.Dir = logDir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
