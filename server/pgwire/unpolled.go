@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -139,55 +140,55 @@ func (u *sockConn) Read(p []byte) (int, error) {
 		}
 		return rd.Read(p)
 	}
-	n, err, again := u.readUnpolled(p)
+	n, err := u.readUnpolled(p)
 	u.rmu.Unlock()
-	if again {
+	if err == errHandover {
 		return u.Read(p)
 	}
 	return n, err
 }
 
-// readUnpolled reads the socket out of the poller; again reports that a
-// handover was asked for meanwhile, for Read to make first.
-func (u *sockConn) readUnpolled(p []byte) (n int, err error, again bool) {
+// errHandover: readUnpolled saw a handover request, for Read to make
+// before it reads on.
+var errHandover = errors.New("pgwire: socket handover requested")
+
+// readUnpolled reads the socket out of the poller.
+func (u *sockConn) readUnpolled(p []byte) (int, error) {
 	if u.closed.Load() {
-		return 0, u.opError("read", net.ErrClosed), false
+		return 0, u.opError("read", net.ErrClosed)
 	}
 	if len(p) == 0 {
-		return 0, nil, false
+		return 0, nil
 	}
 	yieldSometimes(&u.lastYield)
 	spun := false
 	fds := [2]unix.PollFd{{Fd: int32(u.fd), Events: unix.POLLIN}, {Fd: int32(u.rev), Events: unix.POLLIN}}
 	var ts unix.Timespec
 	for {
-		n, err, ok := readOnce(u.fd, p)
-		if !ok && !spun && u.srv.lone() {
+		n, err := readOnce(u.fd, p)
+		if err == syscall.EAGAIN && !spun && u.srv.lone() {
 			spun = true
-			n, err, ok = spinRead(u.fd, p)
+			n, err = spinRead(u.fd, p)
 		}
-		if ok {
-			switch {
-			case err != nil:
-				return 0, u.opError("read", err), false
-			case n == 0:
-				return 0, io.EOF, false
-			}
-			return n, nil, false
-		}
-		if u.closed.Load() {
-			return 0, u.opError("read", net.ErrClosed), false
-		}
-		if u.handover.Load() {
-			return 0, nil, true
+		switch {
+		case err == nil && n == 0:
+			return 0, io.EOF
+		case err == nil:
+			return n, nil
+		case err != syscall.EAGAIN:
+			return 0, u.opError("read", err)
+		case u.closed.Load():
+			return 0, u.opError("read", net.ErrClosed)
+		case u.handover.Load():
+			return 0, errHandover
 		}
 		tp, live := timeout(u.rdl.Load(), &ts)
 		if !live {
-			return 0, u.opError("read", os.ErrDeadlineExceeded), false
+			return 0, u.opError("read", os.ErrDeadlineExceeded)
 		}
 		fds[0].Revents, fds[1].Revents = 0, 0
 		if _, err := unix.Ppoll(fds[:], tp, nil); err != nil && err != unix.EINTR {
-			return 0, u.opError("read", err), false
+			return 0, u.opError("read", err)
 		}
 		if fds[1].Revents != 0 {
 			drain(u.rev)
@@ -195,29 +196,26 @@ func (u *sockConn) readUnpolled(p []byte) (n int, err error, again bool) {
 	}
 }
 
-// readOnce reads fd once; ok is false when nothing was there (EAGAIN).
-func readOnce(fd int, p []byte) (n int, err error, ok bool) {
+// readOnce reads fd once, retrying an interrupted read; EAGAIN: nothing
+// was there.
+func readOnce(fd int, p []byte) (int, error) {
 	for {
-		n, err = syscall.Read(fd, p)
-		switch err {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return 0, nil, false
+		n, err := syscall.Read(fd, p)
+		if err != syscall.EINTR {
+			return n, err
 		}
-		return n, err, true
 	}
 }
 
-// spinRead polls fd with reads for up to spinFor.
-func spinRead(fd int, p []byte) (n int, err error, ok bool) {
+// spinRead polls fd with reads for up to spinFor; EAGAIN: nothing came.
+func spinRead(fd int, p []byte) (int, error) {
 	until := time.Now().Add(spinFor)
 	for time.Now().Before(until) {
-		if n, err, ok = readOnce(fd, p); ok {
-			return n, err, true
+		if n, err := readOnce(fd, p); err != syscall.EAGAIN {
+			return n, err
 		}
 	}
-	return 0, nil, false
+	return 0, syscall.EAGAIN
 }
 
 // yieldSometimes lets the scheduler run once a millisecond of reads
