@@ -3,7 +3,6 @@ package pgwire
 import (
 	"errors"
 	"io"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -13,25 +12,7 @@ import (
 // arrives while it polls and what arrives after it parked, reports the
 // peer's close as io.EOF and honours read deadlines, as net.Conn does.
 func TestSpinReader(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server := <-accepted
-	defer server.Close()
+	client, server := tcpPair(t)
 
 	srv := &Server{}
 	srv.nconns.Store(1) // lone: the reader spins

@@ -16,6 +16,18 @@ import (
 // connection.
 func unpolledPair(t *testing.T) (client net.Conn, u *sockConn, srv *Server) {
 	t.Helper()
+	client, server := tcpPair(t)
+	srv = &Server{log: testLogger(), conns: map[*conn]struct{}{{}: {}}}
+	srv.nconns.Store(1)
+	u = newSockConn(server, srv)
+	t.Cleanup(func() { u.Close() })
+	return client, u, srv
+}
+
+// tcpPair returns both ends of a loopback TCP connection, closed when the
+// test ends.
+func tcpPair(t *testing.T) (client net.Conn, server *net.TCPConn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -32,12 +44,9 @@ func unpolledPair(t *testing.T) (client net.Conn, u *sockConn, srv *Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.Close() })
-	srv = &Server{log: testLogger(), conns: map[*conn]struct{}{{}: {}}}
-	srv.nconns.Store(1)
-	u = newSockConn((<-accepted).(*net.TCPConn), srv)
-	t.Cleanup(func() { u.Close() })
-	return client, u, srv
+	server = (<-accepted).(*net.TCPConn)
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
 }
 
 // returnsWithin runs f and fails unless it returns within d.
