@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
@@ -51,12 +50,7 @@ func (c *collect) sorted() []string {
 // openPullEngine starts a kfake cluster (over TCP) and an engine on it.
 func openPullEngine(t *testing.T, ctx context.Context) (*engine.Engine, []string) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
+	brokers := kfakeBrokers(t)
 	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -11,17 +11,24 @@ import (
 	"github.com/sqlstreams/sqlstreams/registry"
 )
 
-// registryCluster starts a one-broker kfake cluster and a schema registry
-// over it, served on loopback HTTP, for the test's lifetime; it returns
-// the brokers and a client of the registry.
-func registryCluster(ctx context.Context, t *testing.T) ([]string, *registry.Client) {
+// kfakeBrokers starts a one-broker kfake cluster (over TCP) for the
+// test's lifetime and returns its addresses.
+func kfakeBrokers(t *testing.T) []string {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
+	return c.ListenAddrs()
+}
+
+// registryCluster starts a one-broker kfake cluster and a schema registry
+// over it, served on loopback HTTP, for the test's lifetime; it returns
+// the brokers and a client of the registry.
+func registryCluster(ctx context.Context, t *testing.T) ([]string, *registry.Client) {
+	t.Helper()
+	brokers := kfakeBrokers(t)
 	reg, err := registry.Open(ctx, registry.Config{Brokers: brokers, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

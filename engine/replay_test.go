@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
 )
@@ -17,12 +15,7 @@ import (
 // addresses; both close when the test ends.
 func replayOld(t *testing.T, ctx context.Context, props map[string]string, stmts ...string) (*engine.Engine, []string) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
+	brokers := kfakeBrokers(t)
 	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
 	if err != nil {
 		t.Fatal(err)

@@ -89,23 +89,15 @@ func (r *spinReader) Read(p []byte) (int, error) {
 // network poller until the socket is readable.
 func (r *spinReader) readFD(fd uintptr) bool {
 	for {
-		r.n, r.err = syscall.Read(int(fd), r.p)
-		if r.err == syscall.EINTR {
-			continue
-		}
-		if r.err != syscall.EAGAIN {
+		if r.n, r.err = readOnce(int(fd), r.p); r.err != syscall.EAGAIN {
 			return true
 		}
 		if r.spun || !r.srv.lone() {
 			return false
 		}
 		r.spun = true
-		until := time.Now().Add(spinFor)
-		for time.Now().Before(until) {
-			r.n, r.err = syscall.Read(int(fd), r.p)
-			if r.err != syscall.EAGAIN && r.err != syscall.EINTR {
-				return true
-			}
+		if r.n, r.err = spinRead(int(fd), r.p); r.err != syscall.EAGAIN {
+			return true
 		}
 		// A blocking wait; the connection's Close waits for it to end
 		// (the read holds the descriptor), at most waitFor.
