@@ -53,6 +53,8 @@ var pullRate = flag.Int("pull-rate", 0, "pull scenario: pgbench's target rate in
 
 var pullLogs = flag.String("pull-logs", "", "pull scenario: keep pgbench's per-transaction logs (-l) of every run in this directory, one subdirectory per run")
 
+var pullConfigs = flag.String("pull-configs", "", "pull scenario: run only these configurations, a comma-separated list of <protocol>/<clients> (e.g. simple/16); empty: prepared and simple with 1 and 16 clients")
+
 var pullTrace = flag.String("trace", "", "pull scenario: write an execution trace (runtime/trace) of this process during each sqlstreams run to PREFIX.pull.<protocol>.<clients>.<run>")
 
 // pullKeys is the table's size, as in the issue.
@@ -134,8 +136,12 @@ func runPull(reps int) error {
 	defer stopPG()
 	logf("pull: sqlstreams on %s, postgres on %s", sqlAddr, pgAddr)
 
+	cfgs, err := parsePullConfigs(*pullConfigs)
+	if err != nil {
+		return err
+	}
 	var results []pullResult
-	for _, cfg := range []pullConfig{{"prepared", 1}, {"prepared", 16}, {"simple", 1}, {"simple", 16}} {
+	for _, cfg := range cfgs {
 		var sqlRuns, pgRuns []pullRun
 		for i := 0; i < reps; i++ {
 			stopProfile, err := startProfile(fmt.Sprintf("pull.%s.%d.%d", cfg.mode, cfg.clients, i))
@@ -159,6 +165,23 @@ func runPull(reps int) error {
 		results = append(results, summarizePull(cfg, secs, reps, sqlRuns, pgRuns))
 	}
 	return reportPull(os.Stdout, results, *jsonOut)
+}
+
+// parsePullConfigs reads -pull-configs; empty is all four.
+func parsePullConfigs(s string) ([]pullConfig, error) {
+	if s == "" {
+		return []pullConfig{{"prepared", 1}, {"prepared", 16}, {"simple", 1}, {"simple", 16}}, nil
+	}
+	var cfgs []pullConfig
+	for _, f := range strings.Split(s, ",") {
+		mode, clients, ok := strings.Cut(strings.TrimSpace(f), "/")
+		n, err := strconv.Atoi(clients)
+		if !ok || err != nil || n < 1 || (mode != "prepared" && mode != "simple") {
+			return nil, fmt.Errorf("-pull-configs: %q is not <prepared|simple>/<clients>", f)
+		}
+		cfgs = append(cfgs, pullConfig{mode, n})
+	}
+	return cfgs, nil
 }
 
 // startProfile starts a CPU profile of this process (sqlstreams serving

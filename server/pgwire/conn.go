@@ -29,12 +29,14 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // inboxSize is how many messages the reader may run ahead of the handler.
@@ -84,6 +86,11 @@ type conn struct {
 	discardAll     bool              // DISCARD ALL ran: reset after the statement
 	stmts          map[string]*prepared
 	simplePlans    map[string]simplePlan // simplepull.go
+	simpleMemo     simpleMemo
+	simpleToks     []token // simpleTemplate's scratch, and its results:
+	simpleKey      []byte
+	simpleLit      types.Datum
+	simpleOID      uint32
 	portals        map[string]*portal
 	spare          *portal // a closed unnamed portal, for newPortal
 	inBatch        bool    // extended-protocol messages since the last Sync
@@ -93,6 +100,15 @@ type conn struct {
 	pullCancel     context.CancelFunc
 	ended          bool           // a FATAL error was sent: the session is over
 	cursors        sync.WaitGroup // goroutines of suspended statements
+
+	// Waiting in the server's serving loop (evloop.go): evl is the
+	// connection's, park is the owner (parkOwned…), wake hands the
+	// connection back, slot is its place in the loop (-1: none).
+	evl    *servLoop
+	park   atomic.Int32
+	wake   chan inbound
+	slot   int32
+	active atomic.Int64 // when it parked or the loop last handled a message, UnixNano (for the idle timeout)
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -107,6 +123,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		ctx:      ctx,
 		cancel:   cancel,
 		in:       make(chan inbound, inboxSize),
+		wake:     make(chan inbound, 1),
+		slot:     -1,
 		done:     make(chan struct{}),
 		sess:     engine.NewSession(),
 		stmts:    map[string]*prepared{},
@@ -205,6 +223,9 @@ func (c *conn) abort() {
 func (c *conn) close() {
 	c.cancel()
 	close(c.done)
+	if c.evl != nil {
+		c.evl.forget(c)
+	}
 	c.closePortals()
 	c.cursors.Wait()
 	// Write what is pending, without waiting long for a client that has
@@ -278,7 +299,7 @@ func (c *conn) loop() {
 		}
 		var in inbound
 		if !c.readerStarted() {
-			in = c.readDirect()
+			in = c.next()
 		} else {
 			select {
 			case in = <-c.in:
@@ -292,7 +313,13 @@ func (c *conn) loop() {
 				in.err = errConnEnded
 			}
 		}
+		var panicked errServePanic
 		switch {
+		case in.err == errStop:
+			return
+		case errors.As(in.err, &panicked):
+			c.fatal(sql.Errorf(sql.CodeInternal, "%s", panicked.Error()))
+			return
 		case in.err == errIdle:
 			c.log.Info("pgwire: closing idle connection", "pid", c.pid, "idle", c.srv.cfg.idleTimeout)
 			c.fatal(sql.Errorf(codeIdleTimeout, "terminating connection due to idle-session timeout"))
@@ -526,6 +553,7 @@ func (c *conn) afterStatement() {
 	c.closePortals()
 	clear(c.stmts)
 	clear(c.simplePlans)
+	c.simpleMemo = simpleMemo{}
 	for _, p := range pgParams {
 		if !p.readOnly {
 			c.setParam(p.name, "", true)

@@ -57,7 +57,12 @@ func (t token) name() (string, bool) {
 
 // lex splits text into tokens.
 func lex(text string) []token {
-	var toks []token
+	return lexInto(nil, text)
+}
+
+// lexInto is lex appending to toks[:0], for a caller that reuses them.
+func lexInto(toks []token, text string) []token {
+	toks = toks[:0]
 	for i := 0; i < len(text); {
 		c := text[i]
 		switch {

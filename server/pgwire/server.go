@@ -38,11 +38,13 @@ type Server struct {
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
-	conns     map[*conn]struct{} // every accepted connection
-	nconns    atomic.Int32       // len(conns)
-	byPID     map[uint32]*conn   // connections past startup, for CancelRequest
-	loner     *sockConn          // the only connection's socket, out of the network poller
-	wg        sync.WaitGroup     // connection goroutines
+	conns     map[*conn]struct{}      // every accepted connection
+	nconns    atomic.Int32            // len(conns)
+	byPID     map[uint32]*conn        // connections past startup, for CancelRequest
+	loner     *sockConn               // the only connection's socket, out of the network poller
+	wg        sync.WaitGroup          // connection goroutines
+	evl       atomic.Pointer[loopSet] // started by the first connection to park (evloop.go)
+	evlErr    bool                    // it could not start
 
 	panics atomic.Int64 // recovered panics, for tests
 }
@@ -165,6 +167,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.stopServingLoop()
 		return err
 	case <-ctx.Done():
 	}
@@ -176,6 +179,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Warn("pgwire: connections still open at the end of the shutdown; closed them", "connections", left)
 	<-done
+	s.stopServingLoop()
 	return err
 }
 
@@ -200,6 +204,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.stopServingLoop()
 	return err
 }
 
@@ -260,6 +265,7 @@ func (s *Server) track(c *conn) bool {
 	s.nconns.Store(int32(len(s.conns)))
 	// Only a lone connection's socket stays out of the network poller.
 	if len(s.conns) > 1 && s.loner != nil {
+		s.loner.claimed.Store(false)
 		s.loner.requestHandover()
 		s.loner = nil
 	}
@@ -279,6 +285,7 @@ func (s *Server) claimLone(u *sockConn) bool {
 	}
 	s.loner = u
 	u.handover.Store(false)
+	u.claimed.Store(true)
 	return true
 }
 
@@ -288,6 +295,7 @@ func (s *Server) releaseLone(u *sockConn) {
 	defer s.mu.Unlock()
 	if s.loner == u {
 		s.loner = nil
+		u.claimed.Store(false)
 	}
 }
 
@@ -299,10 +307,17 @@ func (s *Server) untrack(c *conn) {
 	delete(s.conns, c)
 	s.nconns.Store(int32(len(s.conns)))
 	if s.loner != nil && c.raw == net.Conn(s.loner) {
+		s.loner.claimed.Store(false)
 		s.loner = nil
 	}
 	if c.pid != 0 && s.byPID[c.pid] == c {
 		delete(s.byPID, c.pid)
+	}
+	// A connection left alone reads its socket itself (sockConn).
+	if len(s.conns) == 1 {
+		for last := range s.conns {
+			last.unpark()
+		}
 	}
 	s.mu.Unlock()
 	s.wg.Done()

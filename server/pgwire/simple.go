@@ -48,6 +48,18 @@ func (c *conn) query(text string) {
 
 // execSimple runs one statement of a Query message.
 func (c *conn) execSimple(stmt string) error {
+	// A statement whose template has a point-lookup plan runs it. The
+	// template was not one intercept answers when it was planned, and
+	// intercept does not look at a SELECT's literals.
+	if p, key, ok := c.simplePull(stmt, false); ok {
+		if err := c.checkTxState(nil); err != nil {
+			return err
+		}
+		if handled, err := c.runSimplePull(stmt, p, key); handled {
+			c.srv.cfg.metrics.CountStatement("pgwire", err == nil)
+			return err
+		}
+	}
 	l := c.intercept(stmt)
 	if err := c.checkTxState(l); err != nil {
 		return err

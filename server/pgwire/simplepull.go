@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -30,60 +31,16 @@ type simplePlan struct {
 // whose key is its only literal. handled is false when it did not run
 // (nothing was sent); the caller then runs the text.
 func (c *conn) trySimplePull(stmt string) (handled bool, err error) {
-	toks := lex(stmt)
-	if len(toks) < 4 || !toks[0].is("SELECT") {
-		return false, nil
-	}
-	lit := -1
-	for i, t := range toks {
-		switch t.kind {
-		case tokNumber, tokString:
-			if lit >= 0 {
-				return false, nil // more than one literal
-			}
-			lit = i
-		case tokParam:
-			return false, nil
-		case tokIdent:
-			if t.is("EMIT") {
-				return false, nil
-			}
-		}
-	}
-	if lit < 0 {
-		return false, nil
-	}
-	t := toks[lit]
-	var key types.Datum
-	oid := uint32(oidText)
-	if t.kind == tokNumber {
-		n, err := strconv.ParseInt(t.val, 10, 64)
-		if err != nil {
-			return false, nil // not an integer key
-		}
-		key, oid = types.IntDatum(n), oidInt8
-	} else {
-		key = types.StringDatum(t.val)
-	}
-	// The template: the literal's kind is part of it, a number and a
-	// string in one place are two templates.
-	template := stmt[:t.from] + "$1" + stmt[t.to:]
-	cacheKey := template
-	if oid == oidText {
-		cacheKey += "\x00text"
-	}
-	sp, ok := c.simplePlans[cacheKey]
+	sp, key, ok := c.simplePull(stmt, true)
 	if !ok {
-		sp = c.planSimple(template, oid)
-		if c.simplePlans == nil || len(c.simplePlans) >= maxSimplePlans {
-			c.simplePlans = map[string]simplePlan{}
-		}
-		c.simplePlans[cacheKey] = sp
-	}
-	if sp.p == nil {
 		return false, nil
 	}
-	pl := sp.p.pull
+	return c.runSimplePull(stmt, sp, key)
+}
+
+// runSimplePull runs the simple-protocol plan p with key.
+func (c *conn) runSimplePull(stmt string, p *prepared, key types.Datum) (handled bool, err error) {
+	pl := p.pull
 	rw := &c.rw
 	rw.reset(true, nil, nil, false)
 	rw.pullQuery()
@@ -97,13 +54,127 @@ func (c *conn) trySimplePull(stmt string) (handled bool, err error) {
 		return err
 	})
 	if errors.Is(err, engine.ErrStale) && !rw.started {
-		delete(c.simplePlans, cacheKey)
+		c.simpleMemo = simpleMemo{}
+		if c.simpleTemplate(stmt) {
+			delete(c.simplePlans, string(c.simpleKey))
+		}
 		return false, nil
 	}
 	if err != nil {
 		return true, err
 	}
 	return true, c.w.commandComplete(tag)
+}
+
+// simpleMemo is the last statement simplePull found a plan for: the
+// serving loop looks a Query up to decide it may run it (quick), then
+// runs it.
+type simpleMemo struct {
+	text string
+	p    *prepared
+	key  types.Datum
+}
+
+// simplePull returns the plan of stmt's template and its key when stmt
+// is a SELECT whose only literal, an integer or a string, is the key the
+// plan looks up. Without plan, it only looks in the cache; with it, a
+// template not seen yet is planned and cached (a template that does not
+// qualify is cached too, as not qualifying).
+func (c *conn) simplePull(stmt string, plan bool) (p *prepared, key types.Datum, ok bool) {
+	if m := &c.simpleMemo; m.p != nil && m.text == stmt {
+		return m.p, m.key, true
+	}
+	if !c.simpleTemplate(stmt) {
+		return nil, key, false
+	}
+	sp, cached := c.simplePlans[string(c.simpleKey)]
+	if !cached {
+		if !plan {
+			return nil, key, false
+		}
+		template := string(c.simpleKey[:len(c.simpleKey)-len(textSuffix(c.simpleOID))])
+		sp = c.planSimple(template, c.simpleOID)
+		if c.simplePlans == nil || len(c.simplePlans) >= maxSimplePlans {
+			c.simplePlans = map[string]simplePlan{}
+		}
+		c.simplePlans[string(c.simpleKey)] = sp
+	}
+	if sp.p == nil {
+		return nil, key, false
+	}
+	c.simpleMemo = simpleMemo{text: stmt, p: sp.p, key: c.simpleLit}
+	return sp.p, c.simpleLit, true
+}
+
+// cachedSimplePull reports whether a Query message's text is a single
+// statement that simplePull has a plan for.
+func (c *conn) cachedSimplePull(text string) bool {
+	text = strings.TrimSpace(text)
+	text = strings.TrimSpace(strings.TrimSuffix(text, ";"))
+	_, _, ok := c.simplePull(text, false)
+	return ok
+}
+
+// textSuffix marks the cache key of a template whose literal is a string.
+func textSuffix(oid uint32) string {
+	if oid == oidText {
+		return "\x00text"
+	}
+	return ""
+}
+
+// simpleTemplate finds the template of stmt, a SELECT whose only literal
+// is an integer or a string: its plan cache key goes to c.simpleKey, the
+// literal to c.simpleLit and its type to c.simpleOID. It reports false
+// for any other statement, or one of several.
+func (c *conn) simpleTemplate(stmt string) bool {
+	toks := lexInto(c.simpleToks, stmt)
+	c.simpleToks = toks
+	if len(toks) < 4 || !toks[0].is("SELECT") {
+		return false
+	}
+	lit := -1
+	for i, t := range toks {
+		switch t.kind {
+		case tokNumber, tokString:
+			if lit >= 0 {
+				return false // more than one literal
+			}
+			lit = i
+		case tokParam:
+			return false
+		case tokOp:
+			if t.val == ";" {
+				return false // several statements
+			}
+		case tokIdent:
+			if t.is("EMIT") {
+				return false
+			}
+		}
+	}
+	if lit < 0 {
+		return false
+	}
+	t := toks[lit]
+	oid := uint32(oidText)
+	if t.kind == tokNumber {
+		n, err := strconv.ParseInt(t.val, 10, 64)
+		if err != nil {
+			return false // not an integer key
+		}
+		c.simpleLit, oid = types.IntDatum(n), oidInt8
+	} else {
+		c.simpleLit = types.StringDatum(t.val)
+	}
+	// The template: the literal's kind is part of it, a number and a
+	// string in one place are two templates.
+	c.simpleOID = oid
+	k := append(c.simpleKey[:0], stmt[:t.from]...)
+	k = append(k, "$1"...)
+	k = append(k, stmt[t.to:]...)
+	c.simpleKey = append(k, textSuffix(oid)...)
+	return true
 }
 
 // planSimple plans a simple-protocol template as a prepared statement with

@@ -54,16 +54,28 @@ type sockConn struct {
 
 	closed   atomic.Bool
 	handover atomic.Bool  // asked to go back to the poller
+	claimed  atomic.Bool  // the server's loner (claimLone)
 	rdl, wdl atomic.Int64 // deadlines, UnixNano; 0: none
 
 	closeOnce sync.Once
 	closeErr  error
 
 	lastYield time.Time // Read's; see yieldSometimes
+
+	// While the serving loop handles the connection (evloop.go), reads
+	// and writes do not wait: a read that finds nothing returns
+	// errWouldBlock, and what a write cannot send now waits in wpend
+	// for the connection's goroutine (finishWrites). armedFD is the
+	// descriptor in the loop's epoll set, -1: none; its owner changes
+	// it.
+	nonblock  atomic.Bool
+	wpend     []byte // under wmu
+	armedFD   int
+	armedLoop *servLoop
 }
 
 func newSockConn(tc *net.TCPConn, srv *Server) *sockConn {
-	return &sockConn{srv: srv, laddr: tc.LocalAddr(), raddr: tc.RemoteAddr(), polled: tc, rd: newSpinReader(tc, srv), fd: -1}
+	return &sockConn{srv: srv, laddr: tc.LocalAddr(), raddr: tc.RemoteAddr(), polled: tc, rd: newSpinReader(tc, srv), fd: -1, armedFD: -1}
 }
 
 func (u *sockConn) LocalAddr() net.Addr  { return u.laddr }
@@ -124,12 +136,21 @@ func timeout(d int64, ts *unix.Timespec) (*unix.Timespec, bool) {
 
 func (u *sockConn) Read(p []byte) (int, error) {
 	u.rmu.Lock()
+	if u.nonblock.Load() {
+		defer u.rmu.Unlock()
+		return u.readNow(p)
+	}
 	if !u.closed.Load() {
 		switch {
 		case u.fd < 0 && u.srv.lone():
 			u.unpoll()
-		case u.fd >= 0 && u.handover.Load():
+		case u.fd >= 0 && (u.handover.Load() || !u.srv.lone()):
+			// Another connection is open: a read the serving loop
+			// does not make waits in the poller.
 			u.handOver()
+		case u.fd >= 0 && !u.claimed.Load():
+			// Out of the poller for the serving loop, and now alone.
+			u.srv.claimLone(u)
 		}
 	}
 	if u.fd < 0 {
@@ -146,6 +167,43 @@ func (u *sockConn) Read(p []byte) (int, error) {
 		return u.Read(p)
 	}
 	return n, err
+}
+
+// readNow reads what the socket has, for the serving loop; Read calls it
+// holding rmu.
+func (u *sockConn) readNow(p []byte) (int, error) {
+	if u.closed.Load() || u.fd < 0 {
+		return 0, u.opError("read", net.ErrClosed)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := readOnce(u.fd, p)
+	switch {
+	case err == syscall.EAGAIN:
+		return 0, errWouldBlock
+	case err != nil:
+		return 0, u.opError("read", err)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// leavePoller takes the socket out of the network poller, for the
+// serving loop; false when it cannot (closed, or the duplicate failed).
+func (u *sockConn) leavePoller() bool {
+	u.rmu.Lock()
+	defer u.rmu.Unlock()
+	if u.closed.Load() {
+		return false
+	}
+	if u.fd >= 0 {
+		return true
+	}
+	u.wmu.Lock()
+	defer u.wmu.Unlock()
+	return u.takeSocket() == nil
 }
 
 // errHandover: readUnpolled saw a handover request, for Read to make
@@ -242,15 +300,22 @@ func (u *sockConn) unpoll() {
 	}
 	u.wmu.Lock()
 	defer u.wmu.Unlock()
+	if err := u.takeSocket(); err != nil {
+		u.srv.log.Debug("pgwire: reading a lone connection in the network poller", "err", err)
+		u.srv.releaseLone(u)
+	}
+}
+
+// takeSocket moves the socket out of the poller; the caller holds rmu and
+// wmu.
+func (u *sockConn) takeSocket() error {
 	err := u.openEventfds()
 	var fd int
 	if err == nil {
 		fd, err = dupSocket(u.polled)
 	}
 	if err != nil {
-		u.srv.log.Debug("pgwire: reading a lone connection in the network poller", "err", err)
-		u.srv.releaseLone(u)
-		return
+		return err
 	}
 	tc := u.polled
 	u.pmu.Lock()
@@ -259,6 +324,16 @@ func (u *sockConn) unpoll() {
 	// Closing tc takes the socket out of the poller; the duplicate keeps
 	// it open. A deadline set on tc meanwhile is in rdl and wdl too.
 	tc.Close()
+	return nil
+}
+
+// disarm takes the socket out of the serving loop's epoll set before its
+// descriptor closes; the caller holds rmu and wmu.
+func (u *sockConn) disarm() {
+	if u.armedFD >= 0 && u.armedFD == u.fd {
+		u.armedLoop.disarm(u.fd)
+	}
+	u.armedFD, u.armedLoop = -1, nil
 }
 
 func (u *sockConn) openEventfds() error {
@@ -309,6 +384,7 @@ func (u *sockConn) handOver() {
 	u.wmu.Lock()
 	defer u.wmu.Unlock()
 	u.handover.Store(false)
+	u.disarm()
 	f := os.NewFile(uintptr(u.fd), "pgwire")
 	nc, err := net.FileConn(f) // a duplicate, in the poller
 	f.Close()
@@ -341,6 +417,67 @@ func (u *sockConn) Write(p []byte) (int, error) {
 	if u.closed.Load() || u.fd < 0 {
 		return 0, u.opError("write", net.ErrClosed)
 	}
+	if u.nonblock.Load() {
+		return u.writeNow(p)
+	}
+	if len(u.wpend) > 0 {
+		if _, err := u.writeAll(u.wpend); err != nil {
+			return 0, err
+		}
+		u.wpend = u.wpend[:0]
+	}
+	return u.writeAll(p)
+}
+
+// writeNow writes p for the serving loop, keeping in wpend what the
+// socket does not take now; Write calls it holding wmu.
+func (u *sockConn) writeNow(p []byte) (int, error) {
+	if len(u.wpend) > 0 {
+		u.wpend = append(u.wpend, p...)
+		return len(p), nil
+	}
+	written := 0
+	for written < len(p) {
+		n, err := syscall.Write(u.fd, p[written:])
+		switch {
+		case err == nil:
+			written += n
+		case err == syscall.EINTR:
+		case err == syscall.EAGAIN:
+			u.wpend = append(u.wpend, p[written:]...)
+			return len(p), nil
+		default:
+			return written, u.opError("write", err)
+		}
+	}
+	return written, nil
+}
+
+// pendingWrite reports whether writes wait in wpend.
+func (u *sockConn) pendingWrite() bool {
+	u.wmu.Lock()
+	defer u.wmu.Unlock()
+	return len(u.wpend) > 0
+}
+
+// finishWrites writes what waits in wpend, as Write would.
+func (u *sockConn) finishWrites() error {
+	u.wmu.Lock()
+	defer u.wmu.Unlock()
+	if len(u.wpend) == 0 {
+		return nil
+	}
+	if u.closed.Load() || u.fd < 0 {
+		return u.opError("write", net.ErrClosed)
+	}
+	_, err := u.writeAll(u.wpend)
+	u.wpend = u.wpend[:0]
+	return err
+}
+
+// writeAll writes p to the socket out of the poller, waiting for room as
+// long as the write deadline allows; the caller holds wmu.
+func (u *sockConn) writeAll(p []byte) (int, error) {
 	fds := [2]unix.PollFd{{Fd: int32(u.fd), Events: unix.POLLOUT}, {Fd: int32(u.wev), Events: unix.POLLIN}}
 	var ts unix.Timespec
 	written := 0
@@ -425,6 +562,7 @@ func (u *sockConn) Close() error {
 		u.rmu.Lock()
 		u.wmu.Lock()
 		if u.polled == nil && u.fd >= 0 {
+			u.disarm()
 			u.closeErr = unix.Close(u.fd)
 			u.fd = -1
 		}
