@@ -15,7 +15,8 @@ import (
 )
 
 // sockConn is a client's TCP socket, read outside the Go runtime's network
-// poller while it is the server's only connection.
+// poller while it is the server's only connection, and while the
+// connection waits for its next request in the serving loop (evloop.go).
 //
 // A socket in the poller wakes the runtime's polling thread for every
 // packet that arrives, even when the connection's goroutine is already
@@ -30,7 +31,10 @@ import (
 // Only Read moves the socket, at its start, when the connection's
 // goroutine is about to wait for the client: out of the poller when the
 // server has one connection (unpoll), back in when the server has asked
-// for it because another one opened (requestHandover, handOver). A
+// for it because another one opened (requestHandover, handOver) or when
+// a read with other connections open is not the serving loop's; and the
+// connection's goroutine takes it out before it parks in the loop
+// (leavePoller). A
 // deadline, Close and the handover request reach a Read or Write waiting
 // out of the poller through an eventfd each.
 type sockConn struct {
