@@ -427,7 +427,13 @@ func startPostgres(ctx context.Context, bin, work string) (addr string, stop fun
 		return "", nil, err
 	}
 	stop = func() {
-		_ = srv.Process.Signal(os.Interrupt) // fast shutdown
+		// pg_ctl signals the postmaster itself: under runuser, a signal
+		// to the child process does not reach it, and it outlived the
+		// scenario until it noticed its data directory gone.
+		if out, err := command("pg_ctl", "stop", "-D", data, "-m", "fast", "-w", "-t", "20").CombinedOutput(); err != nil {
+			logf("pull: pg_ctl stop: %v: %s", err, out)
+		}
+		_ = srv.Process.Signal(os.Interrupt) // fast shutdown, without runuser
 		done := make(chan struct{})
 		go func() { srv.Wait(); close(done) }()
 		select {
