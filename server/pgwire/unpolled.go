@@ -424,13 +424,26 @@ func (u *sockConn) Write(p []byte) (int, error) {
 	if u.nonblock.Load() {
 		return u.writeNow(p)
 	}
-	if len(u.wpend) > 0 {
-		if _, err := u.writeAll(u.wpend); err != nil {
-			return 0, err
-		}
-		u.wpend = u.wpend[:0]
+	if err := u.writePending(); err != nil {
+		return 0, err
 	}
 	return u.writeAll(p)
+}
+
+// writeSome writes p until it is written or the socket takes no more
+// (EAGAIN, with what was written).
+func (u *sockConn) writeSome(p []byte) (int, error) {
+	written := 0
+	for written < len(p) {
+		n, err := syscall.Write(u.fd, p[written:])
+		switch {
+		case err == nil:
+			written += n
+		case err != syscall.EINTR:
+			return written, err
+		}
+	}
+	return written, nil
 }
 
 // writeNow writes p for the serving loop, keeping in wpend what the
@@ -440,21 +453,14 @@ func (u *sockConn) writeNow(p []byte) (int, error) {
 		u.wpend = append(u.wpend, p...)
 		return len(p), nil
 	}
-	written := 0
-	for written < len(p) {
-		n, err := syscall.Write(u.fd, p[written:])
-		switch {
-		case err == nil:
-			written += n
-		case err == syscall.EINTR:
-		case err == syscall.EAGAIN:
-			u.wpend = append(u.wpend, p[written:]...)
-			return len(p), nil
-		default:
-			return written, u.opError("write", err)
-		}
+	n, err := u.writeSome(p)
+	switch {
+	case err == syscall.EAGAIN:
+		u.wpend = append(u.wpend, p[n:]...)
+	case err != nil:
+		return n, u.opError("write", err)
 	}
-	return written, nil
+	return len(p), nil
 }
 
 // pendingWrite reports whether writes wait in wpend.
@@ -468,11 +474,16 @@ func (u *sockConn) pendingWrite() bool {
 func (u *sockConn) finishWrites() error {
 	u.wmu.Lock()
 	defer u.wmu.Unlock()
+	if len(u.wpend) > 0 && (u.closed.Load() || u.fd < 0) {
+		return u.opError("write", net.ErrClosed)
+	}
+	return u.writePending()
+}
+
+// writePending writes wpend; the caller holds wmu.
+func (u *sockConn) writePending() error {
 	if len(u.wpend) == 0 {
 		return nil
-	}
-	if u.closed.Load() || u.fd < 0 {
-		return u.opError("write", net.ErrClosed)
 	}
 	_, err := u.writeAll(u.wpend)
 	u.wpend = u.wpend[:0]
@@ -485,18 +496,15 @@ func (u *sockConn) writeAll(p []byte) (int, error) {
 	fds := [2]unix.PollFd{{Fd: int32(u.fd), Events: unix.POLLOUT}, {Fd: int32(u.wev), Events: unix.POLLIN}}
 	var ts unix.Timespec
 	written := 0
-	for written < len(p) {
-		n, err := syscall.Write(u.fd, p[written:])
+	for {
+		n, err := u.writeSome(p[written:])
+		written += n
 		switch {
 		case err == nil:
-			written += n
-			continue
-		case err == syscall.EINTR:
-			continue
+			return written, nil
 		case err != syscall.EAGAIN:
 			return written, u.opError("write", err)
-		}
-		if u.closed.Load() {
+		case u.closed.Load():
 			return written, u.opError("write", net.ErrClosed)
 		}
 		tp, live := timeout(u.wdl.Load(), &ts)
@@ -511,7 +519,6 @@ func (u *sockConn) writeAll(p []byte) (int, error) {
 			drain(u.wev)
 		}
 	}
-	return written, nil
 }
 
 func (u *sockConn) SetDeadline(t time.Time) error {
