@@ -328,7 +328,8 @@ func (c *conn) quick(msg pgproto3.FrontendMessage) bool {
 	}
 	switch m := msg.(type) {
 	case *pgproto3.Query:
-		return c.cachedSimplePull(m.String)
+		// A Query closes the portals, which waits for a suspended one.
+		return c.portalsIdle() && c.cachedSimplePull(m.String)
 	case *pgproto3.Bind:
 		p := c.stmts[m.PreparedStatement]
 		pt := c.portals[m.DestinationPortal]
