@@ -313,12 +313,11 @@ func (c *conn) loop() {
 				in.err = errConnEnded
 			}
 		}
-		var panicked errServePanic
 		switch {
 		case in.err == errStop:
 			return
-		case errors.As(in.err, &panicked):
-			c.fatal(sql.Errorf(sql.CodeInternal, "%s", panicked.Error()))
+		case isServePanic(in.err):
+			c.fatal(sql.Errorf(sql.CodeInternal, "%s", in.err.Error()))
 			return
 		case in.err == errIdle:
 			c.log.Info("pgwire: closing idle connection", "pid", c.pid, "idle", c.srv.cfg.idleTimeout)

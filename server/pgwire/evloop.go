@@ -309,6 +309,11 @@ type errServePanic struct{ r any }
 
 func (e errServePanic) Error() string { return fmt.Sprintf("internal error: %v", e.r) }
 
+func isServePanic(err error) bool {
+	_, ok := err.(errServePanic)
+	return ok
+}
+
 // quickType reports whether a message of type typ may be one the loop
 // handles (conn.quick decides).
 func quickType(typ byte) bool {
