@@ -1,8 +1,10 @@
 package pgwire
 
-// This file holds the serving loop: one goroutine that waits, in an epoll
-// set of its own, for the next request of every connection that is idle
-// between statements, and answers the point lookups among them itself.
+// This file holds the serving loops: goroutines that wait, each in an
+// epoll set of its own, for the next request of the connections that are
+// idle between statements, and answer the point lookups among them
+// themselves. There is one loop per two CPUs (loopSet), at least one; a
+// connection stays with the loop it first parked in.
 //
 // With several connections, a request served by the connection's own
 // goroutine costs a wake-up of the runtime's network poller thread, a
@@ -14,7 +16,9 @@ package pgwire
 // is where the tail of 16 pgbench clients came from. The loop instead
 // takes the requests that are ready in one epoll_wait, reads each socket
 // once, answers the lookup, writes the reply, and waits again: one thread
-// and a read and a write per request.
+// and a read, a write and a re-arm (epoll_ctl) per request. The price is
+// that one loop answers its connections in turn, on one CPU, and that a
+// lookup stalled in the store holds up the others.
 //
 // A connection goes to the loop only from its own goroutine, when that
 // goroutine is about to wait for the next message with nothing buffered
@@ -33,8 +37,9 @@ package pgwire
 // owns the connection unless it is parked or being served; the loop takes
 // it from parked to serving, and gives it back (to parked, or to the
 // goroutine through conn.wake). The goroutine takes it back from parked
-// itself when its context ends or the server's last other connection
-// leaves, or asks the loop to give it back while it serves.
+// itself when its context ends or its idle timeout passes, or asks the
+// loop to give it back while it serves; the server gives it back when
+// the connection is left alone (conn.unpark).
 
 import (
 	"errors"
