@@ -86,7 +86,8 @@ type conn struct {
 	discardAll     bool              // DISCARD ALL ran: reset after the statement
 	stmts          map[string]*prepared
 	simplePlans    map[string]simplePlan // simplepull.go
-	simpleMemo     simpleMemo
+	simpleText     string                // the statement simpleTemplate last looked at
+	simpleOK       bool
 	simpleToks     []token // simpleTemplate's scratch, and its results:
 	simpleKey      []byte
 	simpleLit      types.Datum
@@ -552,7 +553,6 @@ func (c *conn) afterStatement() {
 	c.closePortals()
 	clear(c.stmts)
 	clear(c.simplePlans)
-	c.simpleMemo = simpleMemo{}
 	for _, p := range pgParams {
 		if !p.readOnly {
 			c.setParam(p.name, "", true)

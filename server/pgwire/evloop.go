@@ -386,9 +386,6 @@ func (c *conn) next() inbound {
 		if in, ok := c.parkIn(u); ok {
 			return in
 		}
-		if c.ended {
-			return inbound{err: errStop}
-		}
 	}
 	return c.readDirect()
 }

@@ -54,7 +54,6 @@ func (c *conn) runSimplePull(stmt string, p *prepared, key types.Datum) (handled
 		return err
 	})
 	if errors.Is(err, engine.ErrStale) && !rw.started {
-		c.simpleMemo = simpleMemo{}
 		if c.simpleTemplate(stmt) {
 			delete(c.simplePlans, string(c.simpleKey))
 		}
@@ -66,24 +65,12 @@ func (c *conn) runSimplePull(stmt string, p *prepared, key types.Datum) (handled
 	return true, c.w.commandComplete(tag)
 }
 
-// simpleMemo is the last statement simplePull found a plan for: the
-// serving loop looks a Query up to decide it may run it (quick), then
-// runs it.
-type simpleMemo struct {
-	text string
-	p    *prepared
-	key  types.Datum
-}
-
 // simplePull returns the plan of stmt's template and its key when stmt
 // is a SELECT whose only literal, an integer or a string, is the key the
 // plan looks up. Without plan, it only looks in the cache; with it, a
 // template not seen yet is planned and cached (a template that does not
 // qualify is cached too, as not qualifying).
 func (c *conn) simplePull(stmt string, plan bool) (p *prepared, key types.Datum, ok bool) {
-	if m := &c.simpleMemo; m.p != nil && m.text == stmt {
-		return m.p, m.key, true
-	}
 	if !c.simpleTemplate(stmt) {
 		return nil, key, false
 	}
@@ -92,17 +79,20 @@ func (c *conn) simplePull(stmt string, plan bool) (p *prepared, key types.Datum,
 		if !plan {
 			return nil, key, false
 		}
-		template := string(c.simpleKey[:len(c.simpleKey)-len(textSuffix(c.simpleOID))])
-		sp = c.planSimple(template, c.simpleOID)
+		cacheKey, lit, oid := string(c.simpleKey), c.simpleLit, c.simpleOID
+		sp = c.planSimple(cacheKey[:len(cacheKey)-len(textSuffix(oid))], oid)
 		if c.simplePlans == nil || len(c.simplePlans) >= maxSimplePlans {
 			c.simplePlans = map[string]simplePlan{}
 		}
-		c.simplePlans[string(c.simpleKey)] = sp
+		c.simplePlans[cacheKey] = sp
+		if sp.p == nil {
+			return nil, key, false
+		}
+		return sp.p, lit, true
 	}
 	if sp.p == nil {
 		return nil, key, false
 	}
-	c.simpleMemo = simpleMemo{text: stmt, p: sp.p, key: c.simpleLit}
 	return sp.p, c.simpleLit, true
 }
 
@@ -126,8 +116,19 @@ func textSuffix(oid uint32) string {
 // simpleTemplate finds the template of stmt, a SELECT whose only literal
 // is an integer or a string: its plan cache key goes to c.simpleKey, the
 // literal to c.simpleLit and its type to c.simpleOID. It reports false
-// for any other statement, or one of several.
+// for any other statement, or one of several. The last statement's
+// answer is kept: a simple query is looked up more than once (by the
+// serving loop's check, execSimple and trySimplePull), and lexed once.
 func (c *conn) simpleTemplate(stmt string) bool {
+	if stmt == c.simpleText {
+		return c.simpleOK
+	}
+	c.simpleText = stmt
+	c.simpleOK = c.findTemplate(stmt)
+	return c.simpleOK
+}
+
+func (c *conn) findTemplate(stmt string) bool {
 	toks := lexInto(c.simpleToks, stmt)
 	c.simpleToks = toks
 	if len(toks) < 4 || !toks[0].is("SELECT") {
