@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -55,7 +56,7 @@ func outAvroSchema() string {
 // startRegistry serves an embedded registry on brokers over loopback HTTP,
 // as the server does, and returns a client of it.
 func startRegistry(ctx context.Context, brokers []string) (*registry.Client, func(), error) {
-	reg, err := registry.Open(ctx, registry.Config{Brokers: brokers, Logger: slog.Default()})
+	reg, err := registry.Open(ctx, registry.Config{Kafka: kafka.Plain(brokers...), Logger: slog.Default()})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/datagen"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/state"
 )
 
@@ -314,7 +315,7 @@ func startLatencySystem(ctx context.Context, admin *kadm.Client, brokers []strin
 	}
 	stateDir := dir + "/state-" + id
 	rocks := state.NewRocksResources(0, 0, 0)
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, ServiceID: id, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks, Threads: *threads,
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), ServiceID: id, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks, Threads: *threads,
 		CommitInterval: time.Duration(*commitMs) * time.Millisecond})
 	if err != nil {
 		rocks.Close()

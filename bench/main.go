@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -409,7 +410,7 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 	// The state memory budgets of a server with default flags.
 	rocks := state.NewRocksResources(0, 0, 0)
 	defer rocks.Close()
-	cfg := engine.Config{Brokers: brokers, ServiceID: svc, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks,
+	cfg := engine.Config{Kafka: kafka.Plain(brokers...), ServiceID: svc, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks,
 		Threads: *threads}
 	format := "JSON"
 	if schemas != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/state"
 )
 
@@ -68,7 +69,7 @@ func runMemory(n int) error {
 	defer engine.SetHeapFloor(0)
 	rocks := state.NewRocksResources(budget.BlockCache, budget.WriteBuffers, budget.ValueCache)
 	defer rocks.Close()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, ServiceID: "mem", InstanceID: "bench",
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), ServiceID: "mem", InstanceID: "bench",
 		StateDir: dir + "/state", RocksResources: rocks, FetchMaxBytes: budget.FetchMaxBytes, MaxTxnRecords: budget.MaxTxnRecords, Threads: *threads})
 	if err != nil {
 		return err

@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/server/pgwire"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -300,7 +301,7 @@ func startSQLStreamsPull(ctx context.Context) (addr string, stop func(), err err
 	}
 	rocks := state.NewRocksResources(budget.BlockCache, budget.WriteBuffers, budget.ValueCache)
 	cleanup = append(cleanup, func() { rocks.Close() })
-	eng, err := engine.Open(ctx, engine.Config{Brokers: []string{b.addr}, ServiceID: "svc_pull", InstanceID: "bench",
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(b.addr), ServiceID: "svc_pull", InstanceID: "bench",
 		StateDir: filepath.Join(dir, "state"), RocksResources: rocks})
 	if err != nil {
 		return "", stop, err

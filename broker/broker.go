@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // DefaultAddr is the address the broker listens on when Config.Addr is
@@ -223,7 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if scan != nil {
 		b.logScan = *scan
 	}
-	b.cl, err = kgo.NewClient(b.internalOpts()...)
+	b.cl, err = b.newInternalClient()
 	if err != nil {
 		cluster.Close()
 		return nil, fmt.Errorf("broker: internal client: %w", err)
@@ -276,18 +278,16 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// internalOpts are the client options for the broker's own clients: every
+// newInternalClient builds one of the broker's own clients: every
 // connection is an in-process pipe, whatever the metadata advertises.
-func (b *Broker) internalOpts(extra ...kgo.Opt) []kgo.Opt {
-	return append([]kgo.Opt{
-		kgo.SeedBrokers(b.Addr()),
-		kgo.Dialer(b.ln.dialInternal),
+func (b *Broker) newInternalClient(extra ...kgo.Opt) (*kgo.Client, error) {
+	return kafka.Plain(b.Addr()).WithDialer(b.ln.dialInternal).NewClient(append([]kgo.Opt{
 		kgo.ClientID("sqlstreams-broker"),
 		kgo.RetryTimeout(30 * time.Second),
 		// kadm answers from cached metadata this young; the
 		// checkpoint on Close must see topics created just before.
 		kgo.MetadataMinAge(10 * time.Millisecond),
-	}, extra...)
+	}, extra...)...)
 }
 
 // Addr returns the address clients should bootstrap from: the advertised

@@ -348,13 +348,13 @@ func (b *Broker) scan(ctx context.Context, scans []*partScan) error {
 		offsets[s.tp.topic][s.tp.partition] = kgo.NewOffset().At(s.from)
 		byTP[s.tp] = s
 	}
-	cl, err := kgo.NewClient(b.internalOpts(
+	cl, err := b.newInternalClient(
 		kgo.ConsumePartitions(offsets),
 		kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
 		kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(100*time.Millisecond),
-	)...)
+	)
 	if err != nil {
 		return fmt.Errorf("scan client: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // Command is one catalog-changing statement as stored in the command topic.
@@ -72,10 +74,9 @@ type CommandLog struct {
 // (one partition, infinite retention) when it is missing. instanceID
 // names this instance's transactional producer (see
 // [CommandTransactionalID]).
-func OpenCommandLog(ctx context.Context, brokers []string, serviceID, instanceID string) (*CommandLog, error) {
+func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID string) (*CommandLog, error) {
 	topic := CommandTopic(serviceID)
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers...),
+	cl, err := kp.NewClient(
 		kgo.TransactionalID(CommandTransactionalID(serviceID, instanceID)),
 		kgo.TransactionTimeout(10*time.Second),
 		kgo.DefaultProduceTopic(topic),
@@ -86,10 +87,10 @@ func OpenCommandLog(ctx context.Context, brokers []string, serviceID, instanceID
 		return nil, err
 	}
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{
+	resp, err := adm.CreateTopic(ctx, 1, kp.Topics.ReplicationFactor(), kp.Topics.With(map[string]*string{
 		"retention.ms":   ptr("-1"),
 		"cleanup.policy": ptr("delete"),
-	}, topic)
+	}), topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -100,8 +101,7 @@ func OpenCommandLog(ctx context.Context, brokers []string, serviceID, instanceID
 	// Control records (commit and abort markers) come too, so the reader
 	// knows its position even when the topic ends in markers or aborted
 	// commands: replay ends at the end offset, not at a quiet poll.
-	rd, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers...),
+	rd, err := kp.NewClient(
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(500*time.Millisecond),

@@ -166,7 +166,7 @@ func (e *env) caughtUp(ctx context.Context) (string, error) {
 // read_committed reader sees from the given offsets, if any within a
 // short wait.
 func (e *env) firstVisible(ctx context.Context, starts map[string]map[int32]kgo.Offset) (map[string]map[int32]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ConsumePartitions(starts),
+	cl, err := e.kp.NewClient(kgo.ConsumePartitions(starts),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(30*time.Millisecond))
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -138,7 +139,7 @@ func needsRegistry(c *Case) bool {
 type env struct {
 	o        Options
 	brk      *broker.Broker
-	brokers  []string
+	kp       kafka.Profile // the embedded broker's
 	schemas  types.SchemaSource
 	reg      *registry.Registry
 	closeReg func()
@@ -300,9 +301,9 @@ func (e *env) start(ctx context.Context, withRegistry bool) error {
 	if e.brk, err = broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", Logger: e.o.Logger}); err != nil {
 		return err
 	}
-	e.brokers = []string{e.brk.Addr()}
+	e.kp = kafka.Plain(e.brk.Addr())
 	if withRegistry {
-		reg, err := registry.Open(ctx, registry.Config{Brokers: e.brokers, Logger: e.o.Logger})
+		reg, err := registry.Open(ctx, registry.Config{Kafka: e.kp, Logger: e.o.Logger})
 		if err != nil {
 			return fmt.Errorf("schema registry: %w", err)
 		}
@@ -328,13 +329,13 @@ func (e *env) start(ctx context.Context, withRegistry bool) error {
 		}
 		e.schemas = cl
 	}
-	if e.cl, err = kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ProducerLinger(0),
+	if e.cl, err = e.kp.NewClient(kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(10*time.Millisecond)); err != nil {
 		return err
 	}
 	e.adm = kadm.NewClient(e.cl)
 	e.eng, err = engine.Open(ctx, engine.Config{
-		Brokers: e.brokers, ServiceID: serviceID, InstanceID: "test", Logger: e.o.Logger,
+		Kafka: e.kp, ServiceID: serviceID, InstanceID: "test", Logger: e.o.Logger,
 		StateDir: e.dir, CommitInterval: 20 * time.Millisecond, Schemas: e.schemas,
 	})
 	return err
@@ -1053,7 +1054,7 @@ func (e *env) readAll(ctx context.Context, topic string) ([]*kgo.Record, error) 
 	if len(want) == 0 {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
+	cl, err := e.kp.NewClient(kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(50*time.Millisecond))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/exec"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
@@ -28,8 +29,8 @@ import (
 
 // Config configures an Engine.
 type Config struct {
-	// Brokers are the Kafka seed brokers.
-	Brokers []string
+	// Kafka is how the engine and its queries reach Kafka.
+	Kafka kafka.Profile
 	// Settings are the server's settings and where each came from, for
 	// SHOW PROPERTIES.
 	Settings []Setting
@@ -169,13 +170,13 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	// Admin answers come from the client's metadata cache; keep it fresh so
 	// a topic created a moment ago is seen.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond))
+	cl, err := cfg.Kafka.NewClient(kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
 	var cmds *catalog.CommandLog
 	if cfg.Headless == nil {
-		if cmds, err = catalog.OpenCommandLog(ctx, cfg.Brokers, cfg.ServiceID, cfg.InstanceID); err != nil {
+		if cmds, err = catalog.OpenCommandLog(ctx, cfg.Kafka, cfg.ServiceID, cfg.InstanceID); err != nil {
 			cl.Close()
 			return nil, err
 		}
@@ -893,7 +894,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		KsqlDelimited:     props[delimitedProp] == delimitedKsql || e.cfg.Headless != nil,
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
-		Brokers:           e.cfg.Brokers,
+		Kafka:             e.cfg.Kafka,
 		InstanceID:        e.cfg.InstanceID,
 		Endpoint:          e.cfg.Endpoint,
 		PGEndpoint:        e.cfg.PGEndpoint,
@@ -925,11 +926,21 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 // partitions > 0, and returns the topic's partition count. A missing topic
 // without partitions is an error, as in ksqlDB.
 func (e *Engine) ensureTopic(ctx context.Context, topic string, partitions int32) (int32, error) {
-	return e.ensureTopicConfig(ctx, topic, partitions, nil)
+	return e.ensureTopicConfig(ctx, topic, partitions, -1, nil)
 }
 
-// ensureTopicConfig is ensureTopic with topic configs for a new topic.
-func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions int32, configs map[string]*string) (int32, error) {
+// ensureInternalTopic is ensureTopic for a topic the service keeps for
+// itself (a changelog, a repartition topic): created with the internal
+// topics' replication settings (ksql.internal.topic.replicas and
+// .min.insync.replicas) and these configs.
+func (e *Engine) ensureInternalTopic(ctx context.Context, topic string, partitions int32, configs map[string]*string) (int32, error) {
+	t := e.cfg.Kafka.Topics
+	return e.ensureTopicConfig(ctx, topic, partitions, t.ReplicationFactor(), t.With(configs))
+}
+
+// ensureTopicConfig is ensureTopic with the replication factor (-1: the
+// broker's default) and topic configs of a new topic.
+func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions int32, repl int16, configs map[string]*string) (int32, error) {
 	details, err := e.adm.ListTopics(ctx, topic)
 	if d, ok := details[topic]; err == nil && (!ok || d.Err != nil) {
 		// kadm answers from metadata cached for MetadataMinAge: a topic
@@ -951,7 +962,7 @@ func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions
 	if partitions <= 0 {
 		return 0, sql.Errorf(sql.CodeUndefinedObject, "topic %s does not exist; give PARTITIONS in WITH (…) to create it", topic)
 	}
-	resp, err := e.adm.CreateTopic(ctx, partitions, -1, configs, topic)
+	resp, err := e.adm.CreateTopic(ctx, partitions, repl, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -1066,7 +1077,7 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		if it.Partitions > 0 {
 			parts = it.Partitions // a join's repartition topic: the table's
 		}
-		if _, err := e.ensureTopicConfig(ctx, it.Name, parts, configs); err != nil {
+		if _, err := e.ensureInternalTopic(ctx, it.Name, parts, configs); err != nil {
 			return err
 		}
 	}

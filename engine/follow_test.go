@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // TestTwoInstancesOneCatalog opens two engines of one service and runs
@@ -28,7 +29,7 @@ func TestTwoInstancesOneCatalog(t *testing.T) {
 	}
 	defer c.Close()
 	open := func(id string) *engine.Engine {
-		e, err := engine.Open(ctx, engine.Config{Brokers: c.ListenAddrs(), InstanceID: id, StateDir: t.TempDir()})
+		e, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(c.ListenAddrs()...), InstanceID: id, StateDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // TestProcessingGuarantee: a query created after SET
@@ -27,7 +28,7 @@ func TestProcessingGuarantee(t *testing.T) {
 	}
 	defer c.Close()
 	brokers := c.ListenAddrs()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -36,7 +37,7 @@ func TestJoinsV4ByCommand(t *testing.T) {
 	props := map[string]string{"auto.offset.reset": "earliest", "sqlstreams.generated.aliases": "ksql", "sqlstreams.null.comparison": "ksql",
 		"sqlstreams.join.keys": "ksql", "sqlstreams.headers.propagate": "true", "sqlstreams.joins": "3"}
 	const join = "SELECT c.id, page, name FROM clicks c LEFT JOIN users u ON c.id = u.id;"
-	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
+	log, err := catalog.OpenCommandLog(ctx, kafka.Plain(brokers...), "sqlstreams", "old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestJoinsV4ByCommand(t *testing.T) {
 		}
 	}
 	log.Close()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir(), Schemas: schemas})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir(), Schemas: schemas})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -25,7 +26,7 @@ func TestKeyInferenceByCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
+	log, err := catalog.OpenCommandLog(ctx, kafka.Plain(brokers...), "sqlstreams", "old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestKeyInferenceByCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Close()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir(), Schemas: schemas})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir(), Schemas: schemas})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/exec"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -51,7 +52,7 @@ func (c *collect) sorted() []string {
 func openPullEngine(t *testing.T, ctx context.Context) (*engine.Engine, []string) {
 	t.Helper()
 	brokers := kfakeBrokers(t)
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

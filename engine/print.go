@@ -40,7 +40,7 @@ func (e *Engine) print(ctx context.Context, st *sql.Print, w ResultWriter) (Resu
 	if st.FromBeginning {
 		start = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cfg.Brokers...), kgo.ConsumeTopics(topic),
+	cl, err := e.cfg.Kafka.NewClient(kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(start), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		return Result{}, err

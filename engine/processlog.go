@@ -116,10 +116,12 @@ func (e *Engine) openProcessingLog(ctx context.Context) error {
 		return nil
 	}
 	parts, repl := max(pc.Partitions, 1), pc.Replication
-	if repl == 0 {
-		repl = -1
+	if repl <= 0 {
+		// Its own setting unset: the internal topics' (itself -1, the
+		// broker's default, unless ksql.internal.topic.replicas is set).
+		repl = e.cfg.Kafka.Topics.ReplicationFactor()
 	}
-	resp, err := e.adm.CreateTopic(ctx, parts, repl, nil, topic)
+	resp, err := e.adm.CreateTopic(ctx, parts, repl, e.cfg.Kafka.Topics.With(nil), topic)
 	if err == nil {
 		err = resp.Err
 	}

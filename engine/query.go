@@ -46,7 +46,7 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 	}
 	n := 0
 	err = exec.RunPush(ctx, topo, exec.PushConfig{
-		Brokers:     e.cfg.Brokers,
+		Kafka:       e.cfg.Kafka,
 		OffsetReset: s.Props["auto.offset.reset"],
 		Logger:      e.log,
 	}, func(row types.Row) error {

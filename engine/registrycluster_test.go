@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/registry"
 )
 
@@ -29,7 +30,7 @@ func kfakeBrokers(t *testing.T) []string {
 func registryCluster(ctx context.Context, t *testing.T) ([]string, *registry.Client) {
 	t.Helper()
 	brokers := kfakeBrokers(t)
-	reg, err := registry.Open(ctx, registry.Config{Brokers: brokers, Logger: slog.New(slog.DiscardHandler)})
+	reg, err := registry.Open(ctx, registry.Config{Kafka: kafka.Plain(brokers...), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

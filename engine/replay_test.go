@@ -6,6 +6,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // replayOld starts an embedded broker whose command topic holds stmts as
@@ -16,7 +17,7 @@ import (
 func replayOld(t *testing.T, ctx context.Context, props map[string]string, stmts ...string) (*engine.Engine, []string) {
 	t.Helper()
 	brokers := kfakeBrokers(t)
-	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
+	log, err := catalog.OpenCommandLog(ctx, kafka.Plain(brokers...), "sqlstreams", "old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func replayOld(t *testing.T, ctx context.Context, props map[string]string, stmts
 		}
 	}
 	log.Close()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func (e *Engine) createInternalTopics(ctx context.Context, topics []physical.Int
 		if it.Compact {
 			configs = map[string]*string{"cleanup.policy": &compact}
 		}
-		if _, err := e.ensureTopicConfig(ctx, it.Name, n, configs); err != nil {
+		if _, err := e.ensureInternalTopic(ctx, it.Name, n, configs); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -32,7 +33,7 @@ func TestNumStreamThreads(t *testing.T) {
 	}
 	defer c.Close()
 	brokers := c.ListenAddrs()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir(), Threads: 1})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir(), Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/state"
 )
 
@@ -52,7 +53,7 @@ func BenchmarkAggregate(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
 				began := time.Now()
-				q, err := Start("CTAS_OUT_1", topo, Config{Brokers: brokers, InstanceID: "i", StateDir: b.TempDir(), RocksResources: res})
+				q, err := Start("CTAS_OUT_1", topo, Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: b.TempDir(), RocksResources: res})
 				if err != nil {
 					b.Fatal(err)
 				}

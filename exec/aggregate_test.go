@@ -16,6 +16,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/state"
@@ -167,7 +168,7 @@ func testAggregateExactlyOnceUnderFaults(t *testing.T, threads int) {
 					injected.Add(1)
 					return errorResponse(req, fault.err), nil, true
 				})
-				cfg := Config{Brokers: brokers, InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
+				cfg := Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
 				const n, batches = 6000, 6
 				q, err := Start("CTAS_OUT_1", topo, cfg)
 				if err != nil {
@@ -344,7 +345,7 @@ func TestRestoreWaitsForAnOpenTransaction(t *testing.T) {
 	defer cancel()
 	topo := aggTopology(t, "app", "AUCTION")
 	_, brokers := startAggCluster(t, topo)
-	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
+	cfg := Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
 	q, err := Start("CTAS_OUT_1", topo, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // txnSession is what a stream thread needs of its Kafka client: consume
@@ -46,8 +48,8 @@ type atLeastOnce struct {
 	produceFailed func() bool
 }
 
-func newAtLeastOnce(opts ...kgo.Opt) (*atLeastOnce, error) {
-	cl, err := kgo.NewClient(append(opts, kgo.DisableAutoCommit())...)
+func newAtLeastOnce(p kafka.Profile, opts ...kgo.Opt) (*atLeastOnce, error) {
+	cl, err := p.NewClient(append(opts, kgo.DisableAutoCommit())...)
 	if err != nil {
 		return nil, err
 	}

@@ -103,8 +103,7 @@ func (r *changelogReader) add(rs *restoration) (bool, error) {
 		return true, ts.writeCheckpoint()
 	}
 	if r.cl == nil {
-		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(r.q.cfg.Brokers...),
+		cl, err := r.q.cfg.Kafka.NewClient(
 			kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
 			kgo.KeepControlRecords(),
 			kgo.FetchMaxWait(100*time.Millisecond),

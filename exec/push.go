@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -24,7 +25,8 @@ func (e *clientError) Unwrap() error { return e.err }
 
 // PushConfig configures a push query.
 type PushConfig struct {
-	Brokers []string
+	// Kafka is how the push query reaches Kafka.
+	Kafka kafka.Profile
 	// OffsetReset is where to start reading: "latest" (default, as in
 	// ksqlDB) or "earliest".
 	OffsetReset string
@@ -51,8 +53,7 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 	if cfg.OffsetReset == "earliest" {
 		reset = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(cfg.Brokers...),
+	cl, err := cfg.Kafka.NewClient(
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),

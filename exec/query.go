@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
@@ -30,8 +31,8 @@ type Config struct {
 	// before it existed run without it, so that their output does not
 	// change.
 	KsqlDelimited bool
-	// Brokers are the Kafka seed brokers.
-	Brokers []string
+	// Kafka is how the query's clients reach Kafka.
+	Kafka kafka.Profile
 	// InstanceID names this server among the instances running the query;
 	// it is part of each stream thread's transactional ID.
 	InstanceID string
@@ -319,7 +320,7 @@ func (q *Query) adminClient() (*kgo.Client, error) {
 	q.adminMu.Lock()
 	defer q.adminMu.Unlock()
 	if q.admin == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(q.cfg.Brokers...))
+		cl, err := q.cfg.Kafka.NewClient()
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func testQueryExactlyOnceUnderFaults(t *testing.T, threads int) {
 					return errorResponse(req, fault.err), nil, true
 				})
 			}
-			q, err := Start("Q", bidTopology(t), Config{Brokers: brokers, InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond})
+			q, err := Start("Q", bidTopology(t), Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +257,7 @@ func TestQueryExactlyOnceAcrossStops(t *testing.T) {
 	hook := &stopOnPoll{}
 	// A commit interval longer than the test: the transaction is open
 	// when the stop comes.
-	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: time.Minute, clientOpts: []kgo.Opt{kgo.WithHooks(hook)}}
+	cfg := Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", CommitInterval: time.Minute, clientOpts: []kgo.Opt{kgo.WithHooks(hook)}}
 	q, err := Start("Q", bidTopology(t), cfg)
 	if err != nil {
 		t.Fatal(err)

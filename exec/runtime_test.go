@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -161,7 +162,7 @@ func TestPanicFailsQuery(t *testing.T) {
 	g := physical.NewGraph("app")
 	g.Add("PROBE", p, g.Add("SOURCE-BIDS", &physical.Source{Topic: "bids", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON, Out: bidSchema}))
 	var logged atomic.Pointer[BadRecord]
-	q, err := Start("Q", g.Topology(), Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, extraNodes: buildProbe,
+	q, err := Start("Q", g.Topology(), Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", CommitInterval: 20 * time.Millisecond, extraNodes: buildProbe,
 		BadRecord: func(b BadRecord) {
 			if b.Offset < 0 {
 				logged.Store(&b)
@@ -224,7 +225,7 @@ func TestRestoreWaitsForBroker(t *testing.T) {
 	res := state.NewRocksResources(8<<20, 8<<20, 0)
 	defer res.Close()
 	dir := t.TempDir()
-	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: dir, RocksResources: res}
+	cfg := Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: dir, RocksResources: res}
 	want := map[string]string{}
 	produceUsers(t, ctx, brokers, 0, 6000, 500, want)
 	q, err := Start("CST_USERS_1", usersTopology("app"), cfg)

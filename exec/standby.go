@@ -302,8 +302,7 @@ func (s *standbyRunner) open(ctx context.Context, id TaskID) error {
 		return fmt.Errorf("no stateful sub-topology %d", id.Sub)
 	}
 	if s.cl == nil {
-		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(q.cfg.Brokers...),
+		cl, err := q.cfg.Kafka.NewClient(
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.KeepControlRecords(),
 			kgo.FetchMaxWait(200*time.Millisecond),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/physical"
 )
 
@@ -65,7 +66,7 @@ func TestStandbyReadableOnceCaughtUp(t *testing.T) {
 	}
 	write(30_000)
 
-	cfg := Config{Brokers: brokers, StateDir: t.TempDir()}
+	cfg := Config{Kafka: kafka.Plain(brokers...), StateDir: t.TempDir()}
 	cfg.defaults()
 	q := &Query{topo: topo, cfg: cfg, log: cfg.Logger}
 	s := newStandbyRunner(q, 0)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -123,7 +124,7 @@ func TestTableRestore(t *testing.T) {
 	dir := t.TempDir()
 	res := state.NewRocksResources(8<<20, 8<<20, 0)
 	defer res.Close()
-	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: dir, RocksResources: res}
+	cfg := Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: dir, RocksResources: res}
 	want := map[string]string{}
 
 	produceUsers(t, ctx, brokers, 0, 5000, 500, want)
@@ -223,7 +224,7 @@ func TestTableExactlyOnceUnderFaults(t *testing.T) {
 				injected.Add(1)
 				return errorResponse(req, fault.err), nil, true
 			})
-			q, err := Start("CST_USERS_1", usersTopology("app"), Config{Brokers: brokers, InstanceID: "i",
+			q, err := Start("CST_USERS_1", usersTopology("app"), Config{Kafka: kafka.Plain(brokers...), InstanceID: "i",
 				CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -258,7 +259,7 @@ func BenchmarkTableRestore(b *testing.B) {
 	dir := b.TempDir()
 	res := state.NewRocksResources(64<<20, 64<<20, 0)
 	defer res.Close()
-	cfg := Config{Brokers: brokers, InstanceID: "i", CommitInterval: 100 * time.Millisecond, StateDir: dir, RocksResources: res}
+	cfg := Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", CommitInterval: 100 * time.Millisecond, StateDir: dir, RocksResources: res}
 	start := func() (*Query, time.Duration) {
 		began := time.Now()
 		q, err := Start("CST_USERS_1", usersTopology("app"), cfg)

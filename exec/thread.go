@@ -123,7 +123,6 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		opts = append([]kgo.Opt{kgo.FetchMaxBytes(n)}, opts...)
 	}
 	opts = append([]kgo.Opt{
-		kgo.SeedBrokers(q.cfg.Brokers...),
 		kgo.ConsumerGroup(q.topo.AppID),
 		kgo.ConsumeTopics(q.topo.SourceTopics()...),
 		// Static membership (KIP-345): a thread restarted within the
@@ -150,14 +149,14 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 	var err error
 	if q.cfg.AtLeastOnce {
 		var a *atLeastOnce
-		if a, err = newAtLeastOnce(opts...); err == nil {
+		if a, err = newAtLeastOnce(q.cfg.Kafka, opts...); err == nil {
 			a.produceFailed = func() bool { return t.produceErr.Load() != nil }
 			sess = a
 		}
 	} else {
-		sess, err = kgo.NewGroupTransactSession(append(opts,
+		sess, err = kgo.NewGroupTransactSession(q.cfg.Kafka.Opts(append(opts,
 			kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", q.topo.AppID, q.cfg.InstanceID, n)),
-			kgo.TransactionTimeout(60*time.Second))...)
+			kgo.TransactionTimeout(60*time.Second))...)...)
 	}
 	if err != nil {
 		return nil, err

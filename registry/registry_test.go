@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -34,7 +35,7 @@ func startBroker(t *testing.T) []string {
 // HTTP; it returns a pkg/sr client of it and a function that closes it.
 func serve(t *testing.T, brokers []string) (*sr.Client, func()) {
 	t.Helper()
-	reg, err := registry.Open(context.Background(), registry.Config{Brokers: brokers, Logger: slog.New(slog.DiscardHandler)})
+	reg, err := registry.Open(context.Background(), registry.Config{Kafka: kafka.Plain(brokers...), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestRegistryRestart(t *testing.T) {
 // credentials, as a production registry would), and tells a missing
 // schema (types.ErrSchemaNotFound) from other failures.
 func TestClientBasicAuthTLS(t *testing.T) {
-	reg, err := registry.Open(context.Background(), registry.Config{Brokers: startBroker(t), Logger: slog.New(slog.DiscardHandler)})
+	reg, err := registry.Open(context.Background(), registry.Config{Kafka: kafka.Plain(startBroker(t)...), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

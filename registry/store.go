@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // DefaultTopic is where the embedded registry keeps its schemas, as
@@ -22,8 +24,9 @@ const DefaultTopic = "_schemas"
 
 // Config configures an embedded Registry.
 type Config struct {
-	// Brokers are the Kafka seed brokers holding the schemas topic.
-	Brokers []string
+	// Kafka is how the registry reaches the cluster holding the schemas
+	// topic.
+	Kafka kafka.Profile
 	// Topic is the compacted topic of schemas (default "_schemas").
 	Topic string
 	// Logger receives the registry's logs (default slog.Default()).
@@ -119,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Registry, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ProducerLinger(0),
+	cl, err := cfg.Kafka.NewClient(kgo.ProducerLinger(0),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return nil, err
@@ -139,7 +142,7 @@ func (r *Registry) Close() { r.cl.Close() }
 func (r *Registry) replay(ctx context.Context) error {
 	adm := kadm.NewClient(r.cl)
 	compact := "compact"
-	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, r.cfg.Topic)
+	resp, err := adm.CreateTopic(ctx, 1, r.cfg.Kafka.Topics.ReplicationFactor(), r.cfg.Kafka.Topics.With(map[string]*string{"cleanup.policy": &compact}), r.cfg.Topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("creating %s: %w", r.cfg.Topic, err)
 	}
@@ -156,7 +159,7 @@ func (r *Registry) replay(ctx context.Context) error {
 	}
 	n := 0
 	if end.Offset > 0 {
-		rd, err := kgo.NewClient(kgo.SeedBrokers(r.cfg.Brokers...),
+		rd, err := r.cfg.Kafka.NewClient(
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: {0: kgo.NewOffset().AtStart()}}))
 		if err != nil {
 			return err

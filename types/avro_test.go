@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/registry"
 	. "github.com/sqlstreams/sqlstreams/types"
 )
@@ -29,7 +30,7 @@ func startRegistry(tb testing.TB) *registry.Client {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(c.Close)
-	reg, err := registry.Open(context.Background(), registry.Config{Brokers: c.ListenAddrs(), Logger: slog.New(slog.DiscardHandler)})
+	reg, err := registry.Open(context.Background(), registry.Config{Kafka: kafka.Plain(c.ListenAddrs()...), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}

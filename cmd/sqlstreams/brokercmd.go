@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/broker"
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // runBroker runs only the embedded broker ("sqlstreams broker"): the same
@@ -65,7 +66,7 @@ func runBroker(args []string) int {
 	// The line tests and scripts wait for: the broker serves from here.
 	log.Info("Kafka broker listening", "addr", b.Addr(), "data_dir", *dataDir)
 	if *registryAddr != "" {
-		_, stopRegistry, err := startSchemaRegistry(ctx, log, registrySettings{addr: *registryAddr}, []string{b.Addr()}, true)
+		_, stopRegistry, err := startSchemaRegistry(ctx, log, registrySettings{addr: *registryAddr}, kafka.Plain(b.Addr()), true)
 		if err != nil {
 			log.Error("schema registry", "err", err)
 			return 1

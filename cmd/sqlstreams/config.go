@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // A server's settings come from, highest precedence first: its command
@@ -47,17 +48,25 @@ type configValue struct {
 	line       int
 }
 
-// readConfig reads a properties file into the flags its keys set. Keys
-// that set no flag come back as warnings, naming key and line.
-func readConfig(fs *flag.FlagSet, path string) (map[string]configValue, []string, error) {
+// propLine is one key=value setting of a properties file.
+type propLine struct {
+	key, value string
+	line       int
+}
+
+// readProperties reads a Java properties file: key=value or key: value
+// lines, # and ! comments, a trailing backslash continuing a line, and
+// ${VAR} (or ${env:VAR}) in a value replaced by the environment
+// variable's value.
+func readProperties(path string) ([]propLine, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--config: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	out := map[string]configValue{}
-	var warnings []string
+	var out []propLine
 	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
 	n, start := 0, 0
 	var logical strings.Builder
 	for sc.Scan() {
@@ -78,15 +87,45 @@ func readConfig(fs *flag.FlagSet, path string) (map[string]configValue, []string
 		logical.Reset()
 		i := strings.IndexAny(text, "=:")
 		if i <= 0 {
-			return nil, nil, fmt.Errorf("%s line %d: want key=value, got %q", path, start, text)
+			// Not the line itself: it may hold a secret.
+			return nil, fmt.Errorf("%s line %d: want key=value", path, start)
 		}
 		key, value := strings.TrimSpace(text[:i]), strings.TrimSpace(text[i+1:])
+		if value, err = expandEnv(value); err != nil {
+			return nil, fmt.Errorf("%s line %d (%s): %w", path, start, key, err)
+		}
+		out = append(out, propLine{key: key, value: value, line: start})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readConfig reads a properties file into the flags its keys set and the
+// Kafka client settings it holds (security.protocol, sasl.*, ssl.*,
+// ksql.streams.producer.*, …; see kafka.Parse). Keys that are neither
+// come back as warnings, naming key and line.
+func readConfig(fs *flag.FlagSet, path string) (map[string]configValue, []kafka.Property, []string, error) {
+	lines, err := readProperties(path)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--config: %w", err)
+	}
+	out := map[string]configValue{}
+	var props []kafka.Property
+	var warnings []string
+	for _, l := range lines {
+		key, value := l.key, l.value
 		name, ok := configKeys[key]
 		if !ok && fs.Lookup(key) != nil && key != "config" {
 			name, ok = key, true
 		}
+		if !ok && kafka.IsClientProperty(key) {
+			props = append(props, kafka.Property{Key: key, Value: value, Source: fmt.Sprintf("%s line %d", path, l.line)})
+			continue
+		}
 		if !ok {
-			warnings = append(warnings, fmt.Sprintf("%s line %d: unknown setting %q ignored", path, start, key))
+			warnings = append(warnings, fmt.Sprintf("%s line %d: unknown setting %q ignored", path, l.line, key))
 			continue
 		}
 		if key == "listeners" {
@@ -94,12 +133,9 @@ func readConfig(fs *flag.FlagSet, path string) (map[string]configValue, []string
 			value = strings.TrimSpace(strings.Split(value, ",")[0])
 			value = strings.TrimPrefix(strings.TrimPrefix(value, "http://"), "https://")
 		}
-		out[name] = configValue{key: key, value: value, line: start}
+		out[name] = configValue{key: key, value: value, line: l.line}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("--config: %w", err)
-	}
-	return out, warnings, nil
+	return out, props, warnings, nil
 }
 
 // applyConfig sets the flags the file names, unless the command line or
@@ -139,7 +175,7 @@ func applyConfig(fs *flag.FlagSet, path string, file map[string]configValue) ([]
 			src = fmt.Sprintf("%s line %d (%s)", path, cv.line, cv.key)
 		}
 		value := f.Value.String()
-		if strings.Contains(f.Name, "password") || strings.Contains(f.Name, "users") || strings.Contains(f.Name, "basic-auth") {
+		if strings.Contains(f.Name, "password") || strings.Contains(f.Name, "users") || strings.Contains(f.Name, "basic-auth") || strings.Contains(f.Name, "secret") {
 			value = "[hidden]"
 		}
 		out = append(out, engine.Setting{Name: f.Name, Value: value, Source: src})

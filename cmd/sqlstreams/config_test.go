@@ -36,17 +36,21 @@ instance-id=from-file
 ksql.streams.num.stream.threads=\
   3
 ksql.streams.producer.linger.ms=5
+ksql.unknown.thing=1
 ! another comment
 `)
 	if err := fs.Parse([]string{"--pg-addr", "127.0.0.1:25433"}); err != nil {
 		t.Fatal(err)
 	}
-	file, warnings, err := readConfig(fs, path)
+	file, kafkaProps, warnings, err := readConfig(fs, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "line 8") || !strings.Contains(warnings[0], "ksql.streams.producer.linger.ms") {
-		t.Errorf("warnings %q: want one naming ksql.streams.producer.linger.ms on line 8", warnings)
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "line 9") || !strings.Contains(warnings[0], "ksql.unknown.thing") {
+		t.Errorf("warnings %q: want one naming ksql.unknown.thing on line 9", warnings)
+	}
+	if len(kafkaProps) != 1 || kafkaProps[0].Key != "ksql.streams.producer.linger.ms" || kafkaProps[0].Value != "5" || kafkaProps[0].Source != path+" line 8" {
+		t.Errorf("Kafka client settings %+v: want ksql.streams.producer.linger.ms=5 from line 8", kafkaProps)
 	}
 	settings, err := applyConfig(fs, path, file)
 	if err != nil {
@@ -89,7 +93,7 @@ func TestConfigErrors(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	intFlag(fs, "num-stream-threads", 1, "")
 	path := writeConfig(t, "\n\nksql.streams.num.stream.threads=many\n")
-	file, _, err := readConfig(fs, path)
+	file, _, _, err := readConfig(fs, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +101,7 @@ func TestConfigErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "ksql.streams.num.stream.threads") {
 		t.Fatalf("malformed value: %v, want an error naming the key and line 3", err)
 	}
-	if _, _, err := readConfig(fs, writeConfig(t, "just words\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, _, _, err := readConfig(fs, writeConfig(t, "just words\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("a line without =: %v", err)
 	}
 	if code := runServer([]string{"--config", path, "--data-dir", t.TempDir()}); code != 2 {

@@ -56,7 +56,7 @@ func datagenMain(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprint(stderr, datagenUsage, "\nflags:\n")
 		fs.PrintDefaults()
 	}
-	bootstrap := stringFlag(fs, "bootstrap-servers", "127.0.0.1:9092", "Kafka bootstrap servers, comma-separated")
+	kafkaFlags := addKafkaFlags(fs, "127.0.0.1:9092", "Kafka bootstrap servers, comma-separated")
 	quickstart := stringFlag(fs, "quickstart", "", "generator: pageviews, users, orders or nexmark")
 	topic := stringFlag(fs, "topic", "", "destination topic (default: the quickstart's name); for nexmark a topic-name prefix")
 	countS := stringFlag(fs, "count", "0", "records to produce; 0 produces until interrupted")
@@ -108,14 +108,20 @@ func datagenMain(ctx context.Context, args []string, stderr io.Writer) int {
 			return bad("bad --start-time %q (want RFC 3339 or now)", *startS)
 		}
 	}
+	kp, warnings, err := kafkaFlags.profile(nil)
+	if err != nil {
+		return bad("%v", err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "sqlstreams datagen: %s\n", w)
+	}
 	gen, err := datagen.New(cfg)
 	if err != nil {
 		return bad("%v", err)
 	}
 	topics := datagen.Topics(cfg)
 
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(strings.Split(*bootstrap, ",")...),
+	cl, err := kp.NewClient(
 		kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(5*time.Millisecond),
 	)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -55,7 +56,7 @@ func (f *registryFlags) settings() (registrySettings, error) {
 // of --schema-registry-url, or, with the embedded broker, of the embedded
 // registry it starts (stopped by the returned function). It returns nil
 // when there is neither.
-func startSchemaRegistry(ctx context.Context, log *slog.Logger, s registrySettings, brokers []string, embeddedBroker bool) (types.SchemaSource, func(), error) {
+func startSchemaRegistry(ctx context.Context, log *slog.Logger, s registrySettings, kp kafka.Profile, embeddedBroker bool) (types.SchemaSource, func(), error) {
 	nothing := func() {}
 	if s.url != "" {
 		cfg := registry.ClientConfig{URL: s.url, Username: s.user, Password: s.password}
@@ -82,7 +83,7 @@ func startSchemaRegistry(ctx context.Context, log *slog.Logger, s registrySettin
 		return nil, nothing, nil
 	}
 	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	reg, err := registry.Open(octx, registry.Config{Brokers: brokers, Logger: log})
+	reg, err := registry.Open(octx, registry.Config{Kafka: kp, Logger: log})
 	cancel()
 	if err != nil {
 		return nil, nothing, fmt.Errorf("starting the schema registry: %w", err)

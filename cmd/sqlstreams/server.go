@@ -19,6 +19,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/server/console"
 	"github.com/sqlstreams/sqlstreams/server/pgwire"
@@ -33,7 +34,7 @@ func runServer(args []string) int {
 	pgAddr := stringFlag(fs, "pg-addr", "127.0.0.1:5433", "Postgres wire protocol listen address")
 	httpAddr := stringFlag(fs, "http-addr", "127.0.0.1:8088", "REST API listen address")
 	advertisedHTTP := stringFlag(fs, "advertised-http-addr", "", "host:port other instances of the service reach this one's REST API at, to forward pull queries for the partitions it owns (default: --http-addr)")
-	bootstrap := stringFlag(fs, "bootstrap-servers", "", "Kafka bootstrap servers, comma-separated; empty starts the embedded broker")
+	kafkaFlags := addKafkaFlags(fs, "", "Kafka bootstrap servers, comma-separated; empty (and no bootstrap.servers setting) starts the embedded broker")
 	kafkaAddr := stringFlag(fs, "embedded-kafka-addr", "127.0.0.1:9092", "embedded broker listen address")
 	kafkaFsync := stringFlag(fs, "embedded-kafka-fsync", string(broker.SyncInterval), "when the embedded broker forces records to disk: never (the OS writes back; a power loss loses up to ~30 s), interval (every second; a power loss loses up to ~1 s) or always (before acknowledging; an acknowledged record survives a power loss)")
 	serviceID := stringFlag(fs, "service-id", "sqlstreams", "service ID: names the command topic and prefixes query application IDs")
@@ -68,10 +69,11 @@ func runServer(args []string) int {
 		return 2
 	}
 	var fileValues map[string]configValue
+	var fileKafka []kafka.Property
 	var configWarnings []string
 	if *configFile != "" {
 		var err error
-		if fileValues, configWarnings, err = readConfig(fs, *configFile); err != nil {
+		if fileValues, fileKafka, configWarnings, err = readConfig(fs, *configFile); err != nil {
 			fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 			return 2
 		}
@@ -80,6 +82,14 @@ func runServer(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
+	}
+	kp, kafkaWarnings, err := kafkaFlags.profile(fileKafka)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
+		return 2
+	}
+	for _, s := range kp.Settings() {
+		settings = append(settings, engine.Setting{Name: s.Name, Value: s.Value, Source: "Kafka client setting"})
 	}
 	pgOpts, err := pgFlags.options(*pgAddr)
 	if err != nil {
@@ -98,7 +108,7 @@ func runServer(args []string) int {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
-	for _, w := range configWarnings {
+	for _, w := range append(configWarnings, kafkaWarnings...) {
 		log.Warn(w)
 	}
 
@@ -203,7 +213,7 @@ func runServer(args []string) int {
 		return 2
 	}
 	if err := serve(ctx, log, serverConfig{
-		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, advertisedHTTP: *advertisedHTTP, bootstrap: *bootstrap,
+		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, advertisedHTTP: *advertisedHTTP, kafka: kp,
 		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), internal: intFlags, pgOpts: pgOpts, headless: headless, threads: *threads,
@@ -218,28 +228,29 @@ func runServer(args []string) int {
 }
 
 type serverConfig struct {
-	dataDir, pgAddr, httpAddr, bootstrap, kafkaAddr, serviceID, instanceID string
-	advertisedHTTP                                                         string
-	blockCache, writeBuffers, valueCache                                   int64
-	rest                                                                   restSettings
-	internal                                                               *internalFlags
-	pgOpts                                                                 []pgwire.Option
-	headless                                                               []string
-	threads                                                                int
-	standbys                                                               int
-	leaveGroup                                                             bool
-	recoveryLag                                                            int64
-	probing                                                                time.Duration
-	registry                                                               registrySettings
-	settings                                                               []engine.Setting
-	omitLogRows                                                            bool
-	kafkaFsync                                                             broker.Sync
-	drainTimeout                                                           time.Duration
-	processingLog                                                          engine.ProcessingLogConfig
-	fetchMaxBytes                                                          int32
-	maxTxnRecords                                                          int
-	atLeastOnce                                                            bool
-	commitInterval                                                         time.Duration
+	dataDir, pgAddr, httpAddr, kafkaAddr, serviceID, instanceID string
+	kafka                                                       kafka.Profile // no brokers: the embedded broker
+	advertisedHTTP                                              string
+	blockCache, writeBuffers, valueCache                        int64
+	rest                                                        restSettings
+	internal                                                    *internalFlags
+	pgOpts                                                      []pgwire.Option
+	headless                                                    []string
+	threads                                                     int
+	standbys                                                    int
+	leaveGroup                                                  bool
+	recoveryLag                                                 int64
+	probing                                                     time.Duration
+	registry                                                    registrySettings
+	settings                                                    []engine.Setting
+	omitLogRows                                                 bool
+	kafkaFsync                                                  broker.Sync
+	drainTimeout                                                time.Duration
+	processingLog                                               engine.ProcessingLogConfig
+	fetchMaxBytes                                               int32
+	maxTxnRecords                                               int
+	atLeastOnce                                                 bool
+	commitInterval                                              time.Duration
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -250,7 +261,8 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	// address or a bad users file should not wait for the broker.
 	reg := metrics.New()
 	info := rest.Info{Version: "sqlstreams-dev", ServiceID: cfg.serviceID}
-	if cfg.bootstrap == "" {
+	embedded := len(cfg.kafka.Brokers) == 0
+	if embedded {
 		info.KafkaClusterID = broker.ClusterID
 	}
 	restOpts, restTLS, err := cfg.rest.build(cfg.httpAddr, log, reg, info)
@@ -268,19 +280,19 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		// Peers forward pull queries here over HTTPS.
 		endpoint = "https://" + endpoint
 	}
-	var brokers []string
-	if cfg.bootstrap == "" {
+	kp := cfg.kafka
+	if embedded {
 		b, err := broker.Start(ctx, broker.Config{Addr: cfg.kafkaAddr, DataDir: filepath.Join(cfg.dataDir, "kafka"), Sync: cfg.kafkaFsync, Logger: log})
 		if err != nil {
 			return fmt.Errorf("starting the embedded broker: %w", err)
 		}
 		defer b.Close()
-		brokers = []string{b.Addr()}
+		kp.Brokers = []string{b.Addr()}
 		log.Info("embedded Kafka broker listening", "addr", b.Addr(), "data_dir", filepath.Join(cfg.dataDir, "kafka"))
 	} else {
-		brokers = strings.Split(cfg.bootstrap, ",")
+		log.Info("using Kafka", "profile", kp.String())
 	}
-	schemas, stopRegistry, err := startSchemaRegistry(ctx, log, cfg.registry, brokers, cfg.bootstrap == "")
+	schemas, stopRegistry, err := startSchemaRegistry(ctx, log, cfg.registry, kp, embedded)
 	if err != nil {
 		return err
 	}
@@ -293,7 +305,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	defer rocks.Close()
 	openCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	eng, err := engine.Open(openCtx, engine.Config{
-		Brokers: brokers, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
+		Kafka: kp, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
 		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/server/console"
 	"github.com/sqlstreams/sqlstreams/server/rest"
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 	}
 	reg := metrics.New()
 	eng, err := engine.Open(ctx, engine.Config{
-		Brokers: []string{b.Addr()}, ServiceID: "consoletest", InstanceID: "console-test",
+		Kafka: kafka.Plain(b.Addr()), ServiceID: "consoletest", InstanceID: "console-test",
 		CommitInterval: 50 * time.Millisecond, Logger: quiet, StateDir: stateDir, Metrics: reg,
 	})
 	cancel()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // loopCounts sums the serving loops' counts: messages handled,
@@ -54,7 +55,7 @@ func startLoopServer(t *testing.T, opts ...Option) (*Server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { br.Close() })
-	eng, err := engine.Open(ctx, engine.Config{Brokers: []string{br.Addr()}, InstanceID: "loop", Logger: log, StateDir: filepath.Join(dir, "state")})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(br.Addr()), InstanceID: "loop", Logger: log, StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // BenchmarkPullQueries measures point-lookup pull queries over pgwire (pgx,
@@ -34,7 +35,7 @@ func BenchmarkPullQueries(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer br.Close()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: []string{br.Addr()}, InstanceID: "bench", Logger: log, StateDir: filepath.Join(dir, "state")})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(br.Addr()), InstanceID: "bench", Logger: log, StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
@@ -62,7 +63,7 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: []string{b.Addr()}, InstanceID: "soak", Logger: log, StateDir: filepath.Join(dir, "state")})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(b.Addr()), InstanceID: "soak", Logger: log, StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		t.Fatal(err)
 	}

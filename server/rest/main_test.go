@@ -18,6 +18,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/server/rest"
 )
 
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	eng, err := engine.Open(ctx, engine.Config{
-		Brokers: []string{b.Addr()}, ServiceID: "resttest", InstanceID: "rest-test",
+		Kafka: kafka.Plain(b.Addr()), ServiceID: "resttest", InstanceID: "rest-test",
 		CommitInterval: 50 * time.Millisecond, Logger: quiet, StateDir: stateDir,
 	})
 	cancel()

@@ -24,21 +24,22 @@ const module = "github.com/sqlstreams/sqlstreams/"
 var allowed = map[string][]string{
 	"types":            {},
 	"expr":             {"types"},
-	"catalog":          {"types"},
+	"kafka":            {},
+	"catalog":          {"types", "kafka"},
 	"state":            {"types"},
-	"broker":           {},
-	"registry":         {"types"},
+	"broker":           {"kafka"},
+	"registry":         {"types", "kafka"},
 	"planner":          {"types", "expr", "catalog"},
 	"physical":         {"types", "expr", "planner"},
-	"exec":             {"types", "expr", "physical", "state", "metrics"},
+	"exec":             {"types", "expr", "physical", "state", "metrics", "kafka"},
 	"sql":              {"types", "expr", "catalog", "planner"},
-	"engine":           {"types", "expr", "catalog", "planner", "physical", "exec", "state", "sql", "metrics"},
+	"engine":           {"types", "expr", "catalog", "planner", "physical", "exec", "state", "sql", "metrics", "kafka"},
 	"server/pgwire":    {"types", "catalog", "engine", "sql", "metrics"},
 	"server/rest":      {"types", "catalog", "engine", "sql", "metrics"},
 	"server/console":   {"types", "catalog", "engine", "metrics"},
 	"metrics":          {},
 	"tests/testserver": {},
-	"conformance":      {"types", "catalog", "engine", "sql", "broker", "registry"},
+	"conformance":      {"types", "catalog", "engine", "sql", "broker", "registry", "kafka"},
 }
 
 type pkg struct {
