@@ -35,15 +35,26 @@ type Command struct {
 	ValueSchemaID int `json:"valueSchemaId,omitempty"`
 }
 
-// CommandTopic returns the command topic's name for a service ID.
-func CommandTopic(serviceID string) string { return "_" + serviceID + "_command_topic" }
+// CommandTopic returns the command topic's name for a service ID. Like
+// every topic, group and transactional ID the service names itself, it
+// starts with "<service id>_", so that one prefixed ACL set covers the
+// service (docs/kafka-acls.md).
+func CommandTopic(serviceID string) string { return serviceID + "_command_topic" }
+
+// LegacyCommandTopic is the command topic's name for services created
+// before the one prefix: they keep it (see OpenCommandLog).
+func LegacyCommandTopic(serviceID string) string { return "_" + serviceID + "_command_topic" }
 
 // CommandTransactionalID is the transactional ID instance instanceID
 // writes the command topic with. Each instance has its own, so that one
 // instance starting does not fence another's catalog writes; a restarted
 // instance fences its own zombie.
 func CommandTransactionalID(serviceID, instanceID string) string {
-	return CommandTopic(serviceID) + "_producer_" + instanceID
+	return commandTransactionalID(CommandTopic(serviceID), instanceID)
+}
+
+func commandTransactionalID(topic, instanceID string) string {
+	return topic + "_producer_" + instanceID
 }
 
 // Entry is a command read from the command topic, at its offset.
@@ -71,13 +82,17 @@ type CommandLog struct {
 }
 
 // OpenCommandLog connects to the brokers and creates the command topic
-// (one partition, infinite retention) when it is missing. instanceID
-// names this instance's transactional producer (see
-// [CommandTransactionalID]).
+// (one partition, infinite retention) when it is missing. A service whose
+// command topic has the legacy name (LegacyCommandTopic) keeps it, and
+// its producer's transactional ID with it. instanceID names this
+// instance's transactional producer (see [CommandTransactionalID]).
 func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID string) (*CommandLog, error) {
-	topic := CommandTopic(serviceID)
+	topic, err := commandTopicOf(ctx, kp, serviceID)
+	if err != nil {
+		return nil, err
+	}
 	cl, err := kp.NewClient(
-		kgo.TransactionalID(CommandTransactionalID(serviceID, instanceID)),
+		kgo.TransactionalID(commandTransactionalID(topic, instanceID)),
 		kgo.TransactionTimeout(10*time.Second),
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -115,6 +130,25 @@ func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID
 }
 
 func ptr(s string) *string { return &s }
+
+// commandTopicOf returns the service's command topic: the legacy name
+// when only that topic exists, else the current one.
+func commandTopicOf(ctx context.Context, kp kafka.Profile, serviceID string) (string, error) {
+	topic, legacy := CommandTopic(serviceID), LegacyCommandTopic(serviceID)
+	cl, err := kp.NewClient()
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	details, err := kadm.NewClient(cl).ListTopics(ctx, topic, legacy)
+	if err != nil {
+		return "", fmt.Errorf("looking up command topic %s: %w", topic, err)
+	}
+	if !details.Has(topic) && details.Has(legacy) {
+		return legacy, nil
+	}
+	return topic, nil
+}
 
 // Topic returns the command topic's name.
 func (l *CommandLog) Topic() string { return l.topic }

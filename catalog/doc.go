@@ -2,7 +2,7 @@
 // knows about, their schemas and topics, and the command topic that
 // persists them.
 //
-//	engine ──(validated statement)──▶ CommandLog.Append ──▶ _<service>_command_topic
+//	engine ──(validated statement)──▶ CommandLog.Append ──▶ <service>_command_topic
 //	                                                              │ (one partition,
 //	every instance, at start and after: CommandLog.Replay ◀───────┘  transactional)
 //	          └──▶ engine re-executes each command ──▶ Catalog

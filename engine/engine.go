@@ -134,6 +134,7 @@ type Engine struct {
 
 	// plogPartitions is the processing log topic's partition count;
 	// plogMissing says it does not exist (and was not to be created).
+	plogTopic      string
 	plogPartitions int32
 	plogMissing    bool
 

@@ -16,7 +16,12 @@ import (
 
 // ProcessingLogTopic returns the processing log topic's name for a service
 // ID: the records persistent queries skipped, with the reason, as JSON.
-func ProcessingLogTopic(serviceID string) string { return "_" + serviceID + "_processing_log" }
+// It carries the service's one prefix, "<service id>_".
+func ProcessingLogTopic(serviceID string) string { return serviceID + "_processing_log" }
+
+// LegacyProcessingLogTopic is the processing log topic's default name for
+// services created before the one prefix: one whose topic exists keeps it.
+func LegacyProcessingLogTopic(serviceID string) string { return "_" + serviceID + "_processing_log" }
 
 // processingLogEntry is one processing log record's value. The record's
 // key and value travel base64-encoded (they may be any bytes), unless
@@ -62,12 +67,13 @@ type ProcessingLogConfig struct {
 	NoStream bool
 }
 
-// processingLogTopic returns the processing log topic's name.
+// processingLogTopic returns the processing log topic's name (chosen by
+// openProcessingLog).
 func (e *Engine) processingLogTopic() string {
 	if t := e.cfg.ProcessingLog.Topic; t != "" {
 		return t
 	}
-	return ProcessingLogTopic(e.cfg.ServiceID)
+	return e.plogTopic
 }
 
 // declareProcessingLog adds the processing log stream to the catalog,
@@ -101,11 +107,19 @@ func (e *Engine) declareProcessingLog() {
 // (unless told not to) and learns its partition count.
 func (e *Engine) openProcessingLog(ctx context.Context) error {
 	pc := e.cfg.ProcessingLog
-	topic := e.processingLogTopic()
-	details, err := e.adm.ListTopics(ctx, topic)
+	topic := pc.Topic
+	legacy := LegacyProcessingLogTopic(e.cfg.ServiceID)
+	if topic == "" {
+		topic = ProcessingLogTopic(e.cfg.ServiceID)
+	}
+	details, err := e.adm.ListTopics(ctx, topic, legacy)
 	if err != nil {
 		return err
 	}
+	if pc.Topic == "" && !details.Has(topic) && details.Has(legacy) {
+		topic = legacy
+	}
+	e.plogTopic = topic
 	if d, ok := details[topic]; ok && d.Err == nil {
 		e.plogPartitions = int32(len(d.Partitions))
 		return nil

@@ -54,7 +54,7 @@ func runServer(args []string) int {
 	leaveGroup := boolFlag(fs, "leave-group-on-close", false, "on a clean stop, leave every query's group so that this instance's tasks move to the others at once; for an instance removed for good (by default a stop stays in the groups until the 10 s session timeout, so a restart within it moves no task)")
 	drainTimeout := stringFlag(fs, "drain-timeout", "30s", "after SIGTERM or SIGINT, how long the server may take to drain (end sessions, commit every query, leave its groups) before it exits anyway; a second signal exits at once")
 	logRows := boolFlag(fs, "processing-log-rows", true, "write skipped records' keys and values (base64) to the processing log (ksqlDB's ksql.logging.processing.rows.include)")
-	plogTopic := stringFlag(fs, "processing-log-topic", "", "the processing log's topic (ksqlDB's ksql.logging.processing.topic.name; default _<service-id>_processing_log)")
+	plogTopic := stringFlag(fs, "processing-log-topic", "", "the processing log's topic (ksqlDB's ksql.logging.processing.topic.name; default <service-id>_processing_log)")
 	plogParts := intFlag(fs, "processing-log-topic-partitions", 1, "partitions of the processing log's topic when the server creates it (ksql.logging.processing.topic.partitions)")
 	plogRepl := intFlag(fs, "processing-log-topic-replication", -1, "replication factor of the processing log's topic when the server creates it; -1 is the broker's default (ksql.logging.processing.topic.replication.factor)")
 	plogCreate := boolFlag(fs, "processing-log-topic-auto-create", true, "create the processing log's topic when it is missing (ksql.logging.processing.topic.auto.create)")

@@ -116,7 +116,7 @@ func TestAvroEndToEnd(t *testing.T) {
 	if !strings.Contains(sink.Schema.Schema, `"name":"T10","type":["null","long"]`) {
 		t.Errorf("CARTS-value schema: %s", sink.Schema.Schema)
 	}
-	plog := string(bytes.Join(readRaw(t, ctx, s.KafkaAddr, "_sqlstreams_processing_log"), []byte("\n")))
+	plog := string(bytes.Join(readRaw(t, ctx, s.KafkaAddr, "sqlstreams_processing_log"), []byte("\n")))
 	for _, w := range []string{"schema ID 32767", "schema ID 1"} {
 		if !strings.Contains(plog, w) {
 			t.Errorf("processing log lacks a bad record naming %q:\n%s", w, plog)

@@ -485,7 +485,7 @@ func TestProcessingLogSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl3.Close()
-	if topics, err := kadm.NewClient(cl3).ListTopics(ctx); err != nil || topics.Has("_third_processing_log") {
+	if topics, err := kadm.NewClient(cl3).ListTopics(ctx); err != nil || topics.Has("third_processing_log") {
 		t.Errorf("topics %v (%v): the processing log topic was created although auto.create is false", topics.Names(), err)
 	}
 	if !strings.Contains(s3.Log(), "processing log topic does not exist") {

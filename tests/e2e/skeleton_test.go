@@ -78,7 +78,7 @@ func TestWalkingSkeleton(t *testing.T) {
 
 	if got := rows(t, ctx, conn, "SHOW STREAMS"); len(got) != 3 ||
 		got[0] != "CARTVIEWS|CARTVIEWS|KAFKA|JSON|false" || got[1] != "PAGEVIEWS|pageviews|KAFKA|JSON|false" ||
-		got[2] != "PROCESSING_LOG|_sqlstreams_processing_log|NONE|JSON|false" {
+		got[2] != "PROCESSING_LOG|sqlstreams_processing_log|NONE|JSON|false" {
 		t.Fatalf("SHOW STREAMS: %q", got)
 	}
 	queries := rows(t, ctx, conn, "SHOW QUERIES")
@@ -214,7 +214,7 @@ func TestWalkingSkeleton(t *testing.T) {
 	// the record is and why it was skipped (a record reprocessed after the
 	// crash may be logged twice).
 	logged := 0
-	plog := readRaw(t, ctx, s.KafkaAddr, "_sqlstreams_processing_log")
+	plog := readRaw(t, ctx, s.KafkaAddr, "sqlstreams_processing_log")
 	for _, v := range plog {
 		var entry struct{ Query, Topic, Error string }
 		if err := json.Unmarshal(v, &entry); err != nil {
