@@ -205,7 +205,7 @@ type jaasLogin struct {
 	options map[string]string
 }
 
-var jaasOption = regexp.MustCompile(`^\s*([A-Za-z0-9_.\-]+)\s*=\s*("((?:[^"\\]|\\.)*)"|([^\s;"]+))`)
+var jaasOption = regexp.MustCompile(`^\s*([A-Za-z0-9_.\-]+)\s*=\s*("((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|([^\s;"']+))`)
 
 // parseJAAS reads a JAAS login line as Java users write it:
 //
@@ -233,9 +233,12 @@ func parseJAAS(s string) (jaasLogin, error) {
 		if m == nil {
 			return jaasLogin{}, fmt.Errorf("cannot read the option at %q: want key=\"value\"", firstWord(rest))
 		}
-		v := m[4]
-		if m[3] != "" || strings.HasPrefix(m[2], `"`) {
+		v := m[5]
+		switch {
+		case strings.HasPrefix(m[2], `"`):
 			v = unescapeJAAS(m[3])
+		case strings.HasPrefix(m[2], `'`):
+			v = unescapeJAAS(m[4])
 		}
 		l.options[m[1]] = v
 		rest = rest[len(m[0]):]

@@ -1,0 +1,263 @@
+// Package kafkatest starts Kafka clusters that behave like production ones
+// for tests: several kfake brokers behind SASL_SSL (a CA made for the
+// test), ACLs on, the service's principal granted only what it is given.
+// Only tests import it.
+package kafkatest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sqlstreams/sqlstreams/kafka"
+)
+
+// CA is a certificate authority made for one test.
+type CA struct {
+	CertPEM []byte
+	cert    *x509.Certificate
+	key     *ecdsa.PrivateKey
+}
+
+// NewCA makes a CA.
+func NewCA(t testing.TB) *CA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "sqlstreams test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &CA{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), cert: cert, key: key}
+}
+
+// Issue returns a certificate and key (PEM) signed by the CA for a server
+// at hosts (IP addresses or names) or, with no hosts, for a client named
+// commonName.
+func (ca *CA) Issue(t testing.TB, commonName string, hosts ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// ServerTLS is a listener's TLS configuration with a certificate for
+// 127.0.0.1 and localhost; clientCAs, when set, asks for and verifies
+// client certificates (mutual TLS).
+func (ca *CA) ServerTLS(t testing.TB, clientCAs bool) *tls.Config {
+	t.Helper()
+	c, k := ca.Issue(t, "localhost", "127.0.0.1", "localhost")
+	cert, err := tls.X509KeyPair(c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCAs {
+		pool := x509.NewCertPool()
+		pool.AddCert(ca.cert)
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg
+}
+
+// WriteFile writes b into the test's temporary directory and returns its
+// path.
+func WriteFile(t testing.TB, name string, b []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Cluster is a kfake cluster with SASL over TLS and ACLs on.
+type Cluster struct {
+	*kfake.Cluster
+	CA      *CA
+	CAFile  string // the CA's PEM file, for ssl.ca.location
+	Brokers []string
+	// Mechanism is the users' SASL mechanism (SCRAM-SHA-512 by default).
+	Mechanism string
+	// User and Password are the service's principal, which the ACLs of
+	// Options.Grants name; AdminUser and AdminPassword a superuser's.
+	User, Password           string
+	AdminUser, AdminPassword string
+}
+
+// Options shape a Cluster.
+type Options struct {
+	// Brokers is the number of brokers (default 3).
+	Brokers int
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (the default).
+	Mechanism string
+	// Grants are the service principal's ACLs (their Principal is set to
+	// the service's user).
+	Grants []kfake.ACL
+	// Extra are further kfake options (MaxVersions, BrokerConfigs, …).
+	Extra []kfake.Opt
+}
+
+// NewCluster starts a cluster that behaves like a production one: brokers
+// behind SASL_SSL with a CA made for the test, ACLs on, a superuser, and
+// a service user granted exactly o.Grants. It closes when the test ends.
+func NewCluster(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	if o.Brokers == 0 {
+		o.Brokers = 3
+	}
+	if o.Mechanism == "" {
+		o.Mechanism = "SCRAM-SHA-512"
+	}
+	ca := NewCA(t)
+	c := &Cluster{CA: ca, CAFile: WriteFile(t, "ca.pem", ca.CertPEM), Mechanism: o.Mechanism,
+		User: "sqlstreams", Password: "svc-" + randomWord(), AdminUser: "admin", AdminPassword: "adm-" + randomWord()}
+	opts := append([]kfake.Opt{
+		kfake.NumBrokers(o.Brokers),
+		kfake.EnableSASL(),
+		kfake.Superuser(o.Mechanism, c.AdminUser, c.AdminPassword),
+		kfake.User(o.Mechanism, c.User, c.Password, o.Grants...),
+		kfake.EnableACLs(),
+		kfake.TLS(ca.ServerTLS(t, false)),
+	}, o.Extra...)
+	kc, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	c.Cluster, c.Brokers = kc, kc.ListenAddrs()
+	return c
+}
+
+func randomWord() string {
+	n, _ := rand.Int(rand.Reader, big.NewInt(1<<40))
+	return n.Text(36)
+}
+
+// Properties are the client settings of the service's principal, as a
+// user would write them in a properties file.
+func (c *Cluster) Properties() []kafka.Property { return c.properties(c.User, c.Password) }
+
+// AdminProperties are a superuser's.
+func (c *Cluster) AdminProperties() []kafka.Property {
+	return c.properties(c.AdminUser, c.AdminPassword)
+}
+
+func (c *Cluster) properties(user, pass string) []kafka.Property {
+	module := "org.apache.kafka.common.security.scram.ScramLoginModule"
+	if c.Mechanism == "PLAIN" {
+		module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+	}
+	kv := [][2]string{
+		{"bootstrap.servers", joinComma(c.Brokers)},
+		{"security.protocol", "SASL_SSL"},
+		{"sasl.mechanism", c.Mechanism},
+		{"sasl.jaas.config", module + ` required username="` + user + `" password="` + pass + `";`},
+		{"ssl.ca.location", c.CAFile},
+	}
+	out := make([]kafka.Property, len(kv))
+	for i, p := range kv {
+		out[i] = kafka.Property{Key: p[0], Value: p[1], Source: "kafkatest"}
+	}
+	return out
+}
+
+// Profile is the service principal's connection profile.
+func (c *Cluster) Profile(t testing.TB) kafka.Profile { return mustParse(t, c.Properties()) }
+
+// AdminProfile is a superuser's.
+func (c *Cluster) AdminProfile(t testing.TB) kafka.Profile { return mustParse(t, c.AdminProperties()) }
+
+func mustParse(t testing.TB, props []kafka.Property) kafka.Profile {
+	t.Helper()
+	p, warnings, err := kafka.Parse(props)
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("profile: %v %q", err, warnings)
+	}
+	return p
+}
+
+// PropertiesFile writes the service principal's settings as a properties
+// file and returns its path.
+func (c *Cluster) PropertiesFile(t testing.TB) string {
+	var b []byte
+	for _, p := range c.Properties() {
+		b = append(b, p.Key+"="+p.Value+"\n"...)
+	}
+	return WriteFile(t, "client.properties", b)
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += x
+	}
+	return out
+}
+
+// Prefixed is an ALLOW ACL on every resource of a type whose name starts
+// with prefix.
+func Prefixed(res kmsg.ACLResourceType, prefix string, op kmsg.ACLOperation) kfake.ACL {
+	return kfake.ACL{Resource: res, Name: prefix, Pattern: kmsg.ACLResourcePatternTypePrefixed, Operation: op, Allow: true}
+}
+
+// Literal is an ALLOW ACL on one named resource ("kafka-cluster" for the
+// cluster).
+func Literal(res kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
+	return kfake.ACL{Resource: res, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
+}
