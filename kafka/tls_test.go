@@ -50,7 +50,6 @@ func TestTruststore(t *testing.T) {
 	}
 }
 
-
 func tlsPair(certPEM, keyPEM []byte) (*tls.Config, error) {
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
