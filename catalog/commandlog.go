@@ -87,7 +87,7 @@ type CommandLog struct {
 // its producer's transactional ID with it. instanceID names this
 // instance's transactional producer (see [CommandTransactionalID]).
 func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID string) (*CommandLog, error) {
-	topic, err := commandTopicOf(ctx, kp, serviceID)
+	topic, exists, err := commandTopicOf(ctx, kp, serviceID)
 	if err != nil {
 		return nil, err
 	}
@@ -102,16 +102,18 @@ func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID
 		return nil, err
 	}
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, 1, kp.Topics.ReplicationFactor(), kp.Topics.With(map[string]*string{
-		"retention.ms":   ptr("-1"),
-		"cleanup.policy": ptr("delete"),
-	}), topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		cl.Close()
-		return nil, fmt.Errorf("creating command topic %s: %w", topic, err)
+	if !exists {
+		resp, err := adm.CreateTopic(ctx, 1, kp.Topics.ReplicationFactor(), kp.Topics.With(map[string]*string{
+			"retention.ms":   ptr("-1"),
+			"cleanup.policy": ptr("delete"),
+		}), topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			cl.Close()
+			return nil, fmt.Errorf("creating command topic %s: %w", topic, err)
+		}
 	}
 	// Control records (commit and abort markers) come too, so the reader
 	// knows its position even when the topic ends in markers or aborted
@@ -131,23 +133,30 @@ func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID
 
 func ptr(s string) *string { return &s }
 
-// commandTopicOf returns the service's command topic: the legacy name
-// when only that topic exists, else the current one.
-func commandTopicOf(ctx context.Context, kp kafka.Profile, serviceID string) (string, error) {
+// commandTopicOf returns the service's command topic, and whether it
+// exists: the legacy name when only that topic exists, else the current
+// one.
+func commandTopicOf(ctx context.Context, kp kafka.Profile, serviceID string) (string, bool, error) {
 	topic, legacy := CommandTopic(serviceID), LegacyCommandTopic(serviceID)
 	cl, err := kp.NewClient()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer cl.Close()
-	details, err := kadm.NewClient(cl).ListTopics(ctx, topic, legacy)
+	adm := kadm.NewClient(cl)
+	details, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return "", fmt.Errorf("looking up command topic %s: %w", topic, err)
+		return "", false, fmt.Errorf("looking up command topic %s: %w", topic, err)
 	}
-	if !details.Has(topic) && details.Has(legacy) {
-		return legacy, nil
+	if details.Has(topic) {
+		return topic, true, nil
 	}
-	return topic, nil
+	// A principal with ACLs on the one prefix only may not see the
+	// legacy name: then it is not this service's.
+	if old, err := adm.ListTopics(ctx, legacy); err == nil && old.Has(legacy) {
+		return legacy, true, nil
+	}
+	return topic, false, nil
 }
 
 // Topic returns the command topic's name.

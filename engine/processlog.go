@@ -112,12 +112,16 @@ func (e *Engine) openProcessingLog(ctx context.Context) error {
 	if topic == "" {
 		topic = ProcessingLogTopic(e.cfg.ServiceID)
 	}
-	details, err := e.adm.ListTopics(ctx, topic, legacy)
+	details, err := e.adm.ListTopics(ctx, topic)
 	if err != nil {
 		return err
 	}
-	if pc.Topic == "" && !details.Has(topic) && details.Has(legacy) {
-		topic = legacy
+	if pc.Topic == "" && !details.Has(topic) {
+		// A principal with ACLs on the one prefix only may not see the
+		// legacy name: then it is not this service's.
+		if old, err := e.adm.ListTopics(ctx, legacy); err == nil && old.Has(legacy) {
+			topic, details = legacy, old
+		}
 	}
 	e.plogTopic = topic
 	if d, ok := details[topic]; ok && d.Err == nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
@@ -179,10 +180,15 @@ type inputLog struct {
 // produce writes n more records: ids in order, keys k0…k49 in turn, n
 // from 0 to 199.
 func (l *inputLog) produce(t *testing.T, ctx context.Context, addr string, n int) {
+	l.produceWith(t, ctx, kafka.Plain(addr), n)
+}
+
+// produceWith is produce with a client of the profile kp.
+func (l *inputLog) produceWith(t *testing.T, ctx context.Context, kp kafka.Profile, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cl == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("ev"))
+		cl, err := kp.NewClient(kgo.DefaultProduceTopic("ev"))
 		if err != nil {
 			t.Error(err)
 			return
@@ -252,8 +258,14 @@ func countsOf(m map[string]map[string]any) []string {
 // "id|k|n", in no order.
 func allCommitted(t *testing.T, ctx context.Context, addr, topic string) []string {
 	t.Helper()
+	return allCommittedWith(t, ctx, kafka.Plain(addr), topic)
+}
+
+// allCommittedWith is allCommitted with clients of the profile kp.
+func allCommittedWith(t *testing.T, ctx context.Context, kp kafka.Profile, topic string) []string {
+	t.Helper()
 	var out []string
-	readCommitted(t, ctx, addr, topic, func(r *kgo.Record) {
+	readCommittedWith(t, ctx, kp, topic, func(r *kgo.Record) {
 		var v struct {
 			K string
 			N int64

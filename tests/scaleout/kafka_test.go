@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // produce writes JSON values keyed by key to topic, synchronously.
@@ -77,7 +79,13 @@ func assignment(ctx context.Context, addr, group, topic string, n int) string {
 // end (as of the call), handing each data record to fn.
 func readCommitted(t *testing.T, ctx context.Context, addr, topic string, fn func(*kgo.Record)) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+	readCommittedWith(t, ctx, kafka.Plain(addr), topic, fn)
+}
+
+// readCommittedWith is readCommitted with clients of the profile kp.
+func readCommittedWith(t *testing.T, ctx context.Context, kp kafka.Profile, topic string, fn func(*kgo.Record)) {
+	t.Helper()
+	cl, err := kp.NewClient(kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.KeepControlRecords()) // markers move the position to the end
 	if err != nil {
@@ -117,8 +125,14 @@ func readCommitted(t *testing.T, ctx context.Context, addr, topic string, fn fun
 // each key's last value decoded as JSON.
 func latestCommitted(t *testing.T, ctx context.Context, addr, topic string) map[string]map[string]any {
 	t.Helper()
+	return latestCommittedWith(t, ctx, kafka.Plain(addr), topic)
+}
+
+// latestCommittedWith is latestCommitted with clients of the profile kp.
+func latestCommittedWith(t *testing.T, ctx context.Context, kp kafka.Profile, topic string) map[string]map[string]any {
+	t.Helper()
 	out := map[string]map[string]any{}
-	readCommitted(t, ctx, addr, topic, func(r *kgo.Record) {
+	readCommittedWith(t, ctx, kp, topic, func(r *kgo.Record) {
 		if r.Value == nil {
 			delete(out, string(r.Key))
 			return
