@@ -371,11 +371,9 @@ func localAddr(addr net.Addr) string {
 	if !ok || !tcp.IP.IsUnspecified() {
 		return addr.String()
 	}
-	host := "127.0.0.1"
-	if tcp.IP.To4() == nil {
-		host = "::1"
-	}
-	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+	// A wildcard listener of network "tcp" is dual-stack: IPv4
+	// loopback reaches it.
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
 
 // Cluster returns the underlying kfake cluster, for tests that inject
