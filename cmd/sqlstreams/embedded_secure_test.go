@@ -257,3 +257,61 @@ func writeTemp(t *testing.T, name, text string) string {
 	}
 	return path
 }
+
+// TestSecureBrokerCommand: `sqlstreams broker` with TLS, SASL users and a
+// registry behind TLS and basic authentication serves users with their
+// credentials, before and after a restart on the same data directory
+// (the internal credentials are new then; the users are the flags').
+func TestSecureBrokerCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker; skipped with -short")
+	}
+	ca, cert, key := tlsFiles(t, "127.0.0.1", "localhost")
+	caFile := writeTemp(t, "ca.pem", string(ca.CertPEM))
+	regUsers := writeTemp(t, "registry-users", "bob:bob-secret\n")
+	b := testserver.StartBroker(t, testserver.Args(
+		"--tls-cert", cert, "--tls-key", key, "--sasl-users", "alice:alice-secret,carol:carol-secret",
+		"--schema-registry-tls-cert", cert, "--schema-registry-tls-key", key, "--schema-registry-auth-users", regUsers,
+	))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	status := func(user, pass string) int {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "https://"+b.RegistryAddr+"/subjects", nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for run := 1; run <= 2; run++ {
+		// The registry starts just after the broker's ready line.
+		if !testserver.WaitFor(30*time.Second, func() bool { return status("bob", "bob-secret") == http.StatusOK }) {
+			t.Fatalf("run %d: the registry does not answer bob: %d\n%s", run, status("bob", "bob-secret"), b.LogTail(30))
+		}
+		if code := status("", ""); code != http.StatusUnauthorized {
+			t.Errorf("run %d: registry without credentials: %d, want 401", run, code)
+		}
+		for _, u := range [][2]string{{"alice", "alice-secret"}, {"carol", "carol-secret"}} {
+			topics := listTopics(t, ctx, props("bootstrap.servers", b.KafkaAddr, "security.protocol", "SASL_SSL", "sasl.mechanism", "SCRAM-SHA-256",
+				"sasl.username", u[0], "sasl.password", u[1], "ssl.ca.location", caFile))
+			if !topics.Has("_schemas") {
+				t.Errorf("run %d, %s: topics %v, want _schemas (the registry's, created with the internal user)", run, u[0], topics.Names())
+			}
+		}
+		if run == 1 {
+			if err := b.Stop(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Restart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
