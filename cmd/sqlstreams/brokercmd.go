@@ -69,7 +69,7 @@ func runBroker(args []string) int {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	if security.insecureRemote {
-		log.Warn("the broker listens beyond loopback without TLS and SASL users (--allow-remote)", "addr", *addr)
+		log.Warn("the broker listens beyond loopback without both TLS and SASL users (--allow-remote)", "addr", *addr)
 	}
 	b, err := broker.Start(sctx, security.config(broker.Config{Addr: *addr, Advertise: *advertise, DataDir: *dataDir, Sync: mode, Logger: log}))
 	cancel()

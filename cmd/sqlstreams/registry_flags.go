@@ -137,7 +137,7 @@ func startSchemaRegistry(ctx context.Context, log *slog.Logger, s registrySettin
 		go func() { _ = hs.Serve(ln) }()
 	}
 	if s.insecureRemote {
-		log.Warn("the schema registry listens beyond loopback without TLS and authentication (--schema-registry-allow-remote)", "addr", s.addr)
+		log.Warn("the schema registry listens beyond loopback without both TLS and authentication (--schema-registry-allow-remote)", "addr", s.addr)
 	}
 	clientCfg.URL = scheme + "://" + localAddr(ln.Addr())
 	log.Info("schema registry listening", "addr", ln.Addr().String(), "scheme", scheme, "auth", s.users != nil)

@@ -295,7 +295,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	kp := cfg.kafka
 	if embedded {
 		if cfg.kafkaSecurity.insecureRemote {
-			log.Warn("the embedded broker listens beyond loopback without TLS and SASL users (--embedded-kafka-allow-remote)", "addr", cfg.kafkaAddr)
+			log.Warn("the embedded broker listens beyond loopback without both TLS and SASL users (--embedded-kafka-allow-remote)", "addr", cfg.kafkaAddr)
 		}
 		b, err := broker.Start(ctx, cfg.kafkaSecurity.config(broker.Config{Addr: cfg.kafkaAddr, Advertise: cfg.kafkaAdvertise,
 			DataDir: filepath.Join(cfg.dataDir, "kafka"), Sync: cfg.kafkaFsync, Logger: log}))
