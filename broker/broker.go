@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,10 +49,28 @@ type Config struct {
 	// Advertise is the host:port clients are told to connect to in
 	// metadata responses, overriding the default of the listen address
 	// (with the real port). A listen address on every interface has no
-	// host clients could use, so it is advertised as 127.0.0.1 unless
-	// Advertise says otherwise; set it when clients on other machines
-	// must reach the broker.
+	// host clients could use, so it is advertised as this machine's host
+	// name (as Kafka does), or 127.0.0.1 when the name does not resolve,
+	// unless Advertise says otherwise; set it when clients on other
+	// machines reach the broker by another name.
 	Advertise string
+
+	// TLS, when set, serves TLS on every connection to Addr (the SSL and
+	// SASL_SSL security protocols). It needs a certificate in
+	// Certificates; asking for client certificates (ClientAuth) is
+	// possible but then [Broker.Profile]'s clients, which have none,
+	// cannot connect. The broker's own clients connect in-process
+	// and are not affected.
+	TLS *tls.Config
+
+	// Users, when not empty, turns SASL on: every connection must log in
+	// as one of them with SCRAM-SHA-256 or SCRAM-SHA-512 (the
+	// SASL_PLAINTEXT and SASL_SSL security protocols; PLAIN is not
+	// offered). Each may do anything on the broker. The broker's own
+	// clients log in as [InternalUser]. Users are these on every start:
+	// credentials changed with AlterUserScramCredentials last until the
+	// broker stops.
+	Users []User
 
 	// DataDir is the directory where topics, committed offsets, groups,
 	// producer state and the repair checkpoint are persisted; it is
@@ -90,6 +109,7 @@ type Broker struct {
 	ln      *gatedListener
 	log     *slog.Logger
 	dataDir string
+	sec     *security
 
 	// admin talks to the cluster over in-process pipes, so it works
 	// whatever address the broker listens on or advertises.
@@ -149,23 +169,33 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if interval <= 0 {
 		interval = DefaultSyncInterval
 	}
+	sec, secOpts, err := newSecurity(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var st *storage
 	if cfg.DataDir != "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("broker: data directory: %w", err)
 		}
 		st = newStorage(cfg.DataDir, log)
+		if err := removeSASLFile(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("broker: removing the last run's SASL users: %w", err)
+		}
 	}
 
 	// kfake's own listener hard-codes 127.0.0.1; ours honours the host
-	// and holds outside connections back until the repair is done.
+	// and holds outside connections back until the repair is done. TLS
+	// is ours too (not kfake.TLS, which would also wrap the in-process
+	// connections of the broker's own clients).
 	var ln *gatedListener
 	listen := func(network, _ string) (net.Listener, error) {
 		l, err := net.Listen(network, addr)
 		if err != nil {
 			return nil, err
 		}
-		ln = newGatedListener(l, advertised(l.Addr(), cfg.Advertise), log)
+		ln = newGatedListener(l, advertised(l.Addr(), cfg.Advertise, log), log)
+		ln.wrap = sec.wrap
 		return ln, nil
 	}
 
@@ -188,6 +218,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			"log.cleaner.backoff.ms": strconv.Itoa(kfakeCleanerOff),
 		}),
 	}
+	opts = append(opts, secOpts...)
 	var scan *scanReport
 	if cfg.DataDir != "" {
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
@@ -213,7 +244,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if st != nil {
 		st.install(cluster)
 	}
+	if sec.internal != nil {
+		protectInternalUser(cluster)
+	}
 	b := &Broker{
+		sec:      sec,
 		storage:  st,
 		cluster:  cluster,
 		ln:       ln,
@@ -274,14 +309,17 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	} else {
 		close(b.loopDone)
 	}
-	log.Info("embedded broker started", "addr", b.Addr(), "data_dir", cfg.DataDir, "fsync", mode)
+	log.Info("embedded broker started", "listen", ln.tcp.Addr().String(), "advertised", b.Addr(), "security_protocol", sec.protocol(),
+		"data_dir", cfg.DataDir, "fsync", mode)
 	return b, nil
 }
 
 // newInternalClient builds one of the broker's own clients: every
 // connection is an in-process pipe, whatever the metadata advertises.
 func (b *Broker) newInternalClient(extra ...kgo.Opt) (*kgo.Client, error) {
-	return kafka.Plain(b.Addr()).WithDialer(b.ln.dialInternal).NewClient(append([]kgo.Opt{
+	p := kafka.Plain(b.Addr()).WithDialer(b.ln.dialInternal)
+	p.SASL = b.sec.internal
+	return p.NewClient(append([]kgo.Opt{
 		kgo.ClientID("sqlstreams-broker"),
 		kgo.RetryTimeout(30 * time.Second),
 		// kadm answers from cached metadata this young; the
@@ -295,6 +333,47 @@ func (b *Broker) newInternalClient(extra ...kgo.Opt) (*kgo.Client, error) {
 // Config.Addr asked for port 0) unless Config.Advertise overrides it.
 func (b *Broker) Addr() string {
 	return b.ln.Addr().String()
+}
+
+// Profile returns p pointed at this broker, for clients in this process
+// (the server's engine and schema registry): its brokers are [Broker.Addr],
+// its connections go to the listener on this machine whatever address the
+// broker advertises, and with TLS or SASL on it carries the broker's own
+// credentials: TLS that trusts exactly the broker's certificate, and the
+// internal superuser's SCRAM-SHA-512 login. p's TLS and SASL are replaced;
+// its other settings are kept. The credentials are valid until the broker
+// stops; keep the profile inside the process.
+func (b *Broker) Profile(p kafka.Profile) kafka.Profile {
+	p.Brokers = []string{b.Addr()}
+	p.TLS = b.sec.clientTLS
+	p.SASL = b.sec.internal
+	p.Principal = ""
+	if b.sec.internal != nil {
+		p.Principal = "User:" + InternalUser
+	}
+	local := localAddr(b.ln.tcp.Addr())
+	var d net.Dialer
+	return p.WithDialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, network, local)
+	})
+}
+
+// ListenAddr is the address the broker listens on (with the real port),
+// which may differ from the advertised [Broker.Addr].
+func (b *Broker) ListenAddr() net.Addr {
+	return b.ln.tcp.Addr()
+}
+
+// localAddr is where a client on this machine reaches a listener on addr:
+// addr itself, or loopback for a listener on every interface.
+func localAddr(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	// A wildcard listener of network "tcp" is dual-stack: IPv4
+	// loopback reaches it.
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
 
 // Cluster returns the underlying kfake cluster, for tests that inject
@@ -331,6 +410,9 @@ func (b *Broker) Close() {
 		}
 		if b.dataDir != "" {
 			b.markClean()
+			if err := removeSASLFile(b.dataDir); err != nil {
+				b.log.Warn("broker: kfake's SASL users file not removed", "err", err)
+			}
 		}
 		b.log.Info("embedded broker stopped", "addr", b.Addr())
 	})
@@ -351,8 +433,9 @@ func (b *Broker) markClean() {
 
 // advertised returns the address to report to clients for a listener on
 // real: override if set, otherwise real with an unspecified (every
-// interface) host replaced by loopback.
-func advertised(real net.Addr, override string) net.Addr {
+// interface) host replaced by the host name, or by loopback when the name
+// does not resolve.
+func advertised(real net.Addr, override string, log *slog.Logger) net.Addr {
 	if override != "" {
 		return hostPortAddr(override)
 	}
@@ -360,7 +443,26 @@ func advertised(real net.Addr, override string) net.Addr {
 	if !ok || !tcp.IP.IsUnspecified() {
 		return real
 	}
-	return hostPortAddr(net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port)))
+	port := strconv.Itoa(tcp.Port)
+	host, err := os.Hostname()
+	var ips []net.IP
+	if err == nil {
+		ips, err = net.LookupIP(host)
+	}
+	if err != nil || len(ips) == 0 {
+		log.Warn("broker: listening on every interface, but the host name does not resolve: advertising 127.0.0.1, which only clients on this machine can use; set the advertised address",
+			"listen", real.String(), "host", host, "err", err)
+		return hostPortAddr(net.JoinHostPort("127.0.0.1", port))
+	}
+	remote := false
+	for _, ip := range ips {
+		remote = remote || !ip.IsLoopback()
+	}
+	if !remote {
+		log.Warn("broker: listening on every interface, but the advertised host name resolves to loopback here; clients on other machines need it to resolve to this one, or set the advertised address",
+			"listen", real.String(), "advertised", net.JoinHostPort(host, port))
+	}
+	return hostPortAddr(net.JoinHostPort(host, port))
 }
 
 // hostPortAddr is a net.Addr that is just a host:port string.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,12 +239,35 @@ func TestListenHost(t *testing.T) {
 		t.Fatalf("127.0.0.1 answers too; the listener ignored the host")
 	}
 
+	// Every interface: the listener really is on 0.0.0.0 (a client
+	// reaches it through loopback and through every other local address)
+	// and advertises the host name, as Kafka does.
 	all := startBroker(t, Config{Addr: "0.0.0.0:0"})
 	defer all.Close()
-	if !strings.HasPrefix(all.Addr(), "127.0.0.1:") {
-		t.Fatalf("wildcard listener advertises %s, want 127.0.0.1:<port>", all.Addr())
+	tcp, ok := all.ListenAddr().(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		t.Fatalf("ListenAddr() = %v, want 0.0.0.0:<port>", all.ListenAddr())
+	}
+	host, _ := os.Hostname()
+	if want := net.JoinHostPort(host, strconv.Itoa(tcp.Port)); all.Addr() != want && all.Addr() != net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port)) {
+		t.Fatalf("wildcard listener advertises %s, want %s (or 127.0.0.1 when the name does not resolve)", all.Addr(), want)
 	}
 	createTopic(t, all.Addr(), "y", 1)
+	ips := []string{"127.0.0.1"}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			ips = append(ips, n.IP.String())
+		}
+	}
+	for _, ip := range ips {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, strconv.Itoa(tcp.Port)), 5*time.Second)
+		if err != nil {
+			t.Fatalf("the wildcard listener does not answer on %s: %v", ip, err)
+		}
+		c.Close()
+	}
+	t.Logf("wildcard listener answered on %v; advertises %s", ips, all.Addr())
 }
 
 // TestCleanRestartWritesNoMarkers: after a clean run with committed and

@@ -16,7 +16,12 @@
 //     run only when no transaction is open on a partition it cleans, with
 //     the old segment files kept until a round is over, since kfake deletes
 //     them before it writes the compacted ones (precompact.go);
-//   - storage faults (storage.go) and durability modes ([Sync]).
+//   - storage faults (storage.go) and durability modes ([Sync]);
+//   - security (security.go): TLS on outside connections, SCRAM users, the
+//     internal superuser its own clients and [Broker.Profile]'s log in as
+//     (a random password per start; kfake's persisted SASL users are
+//     deleted at start and stop), and SaslHandshake advertised from v0 so
+//     that librdkafka 2.0 clients can log in.
 //
 // Start, step by step:
 //

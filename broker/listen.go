@@ -27,6 +27,9 @@ type gatedListener struct {
 	gate chan struct{} // closed by open
 	done chan struct{} // closed by Close
 	conn chan net.Conn
+	// wrap, when set, wraps each outside connection (TLS); set it
+	// before open.
+	wrap func(net.Conn) net.Conn
 
 	openOnce  sync.Once
 	closeOnce sync.Once
@@ -77,6 +80,9 @@ func (l *gatedListener) pump() {
 				return
 			}
 			continue
+		}
+		if l.wrap != nil {
+			c = l.wrap(c)
 		}
 		select {
 		case l.conn <- c:

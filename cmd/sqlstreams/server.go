@@ -35,7 +35,9 @@ func runServer(args []string) int {
 	httpAddr := stringFlag(fs, "http-addr", "127.0.0.1:8088", "REST API listen address")
 	advertisedHTTP := stringFlag(fs, "advertised-http-addr", "", "host:port other instances of the service reach this one's REST API at, to forward pull queries for the partitions it owns (default: --http-addr)")
 	kafkaFlags := addKafkaFlags(fs, "", "Kafka bootstrap servers, comma-separated; empty (and no bootstrap.servers setting) starts the embedded broker")
-	kafkaAddr := stringFlag(fs, "embedded-kafka-addr", "127.0.0.1:9092", "embedded broker listen address")
+	kafkaAddr := stringFlag(fs, "embedded-kafka-addr", "127.0.0.1:9092", "embedded broker listen address; beyond loopback it needs --embedded-kafka-tls-cert and --embedded-kafka-sasl-users-file (or --embedded-kafka-allow-remote)")
+	kafkaAdvertise := stringFlag(fs, "embedded-kafka-advertise", "", "host:port the embedded broker tells clients to connect to (default: the listen address; on every interface, this machine's host name)")
+	kafkaSec := addEmbeddedKafkaFlags(fs, "embedded-kafka-", "embedded-kafka-addr")
 	kafkaFsync := stringFlag(fs, "embedded-kafka-fsync", string(broker.SyncInterval), "when the embedded broker forces records to disk: never (the OS writes back; a power loss loses up to ~30 s), interval (every second; a power loss loses up to ~1 s) or always (before acknowledging; an acknowledged record survives a power loss)")
 	serviceID := stringFlag(fs, "service-id", "sqlstreams", "service ID: names the command topic and prefixes query application IDs")
 	instanceID := stringFlag(fs, "instance-id", "", "this server's stable name within the service (default: host name)")
@@ -96,10 +98,18 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
 	}
-	regSettings, err := regFlags.settings()
+	embedded := len(kp.Brokers) == 0
+	regSettings, err := regFlags.settings(embedded)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
+	}
+	var kafkaSecurity embeddedKafkaSettings
+	if embedded {
+		if kafkaSecurity, err = kafkaSec.settings(*kafkaAddr); err != nil {
+			fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
+			return 2
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -214,7 +224,7 @@ func runServer(args []string) int {
 	}
 	if err := serve(ctx, log, serverConfig{
 		dataDir: *dataDir, pgAddr: *pgAddr, httpAddr: *httpAddr, advertisedHTTP: *advertisedHTTP, kafka: kp,
-		kafkaAddr: *kafkaAddr, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
+		kafkaAddr: *kafkaAddr, kafkaAdvertise: *kafkaAdvertise, kafkaSecurity: kafkaSecurity, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), internal: intFlags, pgOpts: pgOpts, headless: headless, threads: *threads,
 		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
@@ -230,6 +240,8 @@ func runServer(args []string) int {
 type serverConfig struct {
 	dataDir, pgAddr, httpAddr, kafkaAddr, serviceID, instanceID string
 	kafka                                                       kafka.Profile // no brokers: the embedded broker
+	kafkaAdvertise                                              string
+	kafkaSecurity                                               embeddedKafkaSettings
 	advertisedHTTP                                              string
 	blockCache, writeBuffers, valueCache                        int64
 	rest                                                        restSettings
@@ -282,13 +294,20 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	}
 	kp := cfg.kafka
 	if embedded {
-		b, err := broker.Start(ctx, broker.Config{Addr: cfg.kafkaAddr, DataDir: filepath.Join(cfg.dataDir, "kafka"), Sync: cfg.kafkaFsync, Logger: log})
+		if cfg.kafkaSecurity.insecureRemote {
+			log.Warn("the embedded broker listens beyond loopback without both TLS and SASL users (--embedded-kafka-allow-remote)", "addr", cfg.kafkaAddr)
+		}
+		b, err := broker.Start(ctx, cfg.kafkaSecurity.config(broker.Config{Addr: cfg.kafkaAddr, Advertise: cfg.kafkaAdvertise,
+			DataDir: filepath.Join(cfg.dataDir, "kafka"), Sync: cfg.kafkaFsync, Logger: log}))
 		if err != nil {
 			return fmt.Errorf("starting the embedded broker: %w", err)
 		}
 		defer b.Close()
-		kp.Brokers = []string{b.Addr()}
-		log.Info("embedded Kafka broker listening", "addr", b.Addr(), "data_dir", filepath.Join(cfg.dataDir, "kafka"))
+		// The server's own clients reach the broker on this machine,
+		// with its internal credentials when it has TLS or SASL on.
+		kp = b.Profile(kp)
+		log.Info("embedded Kafka broker listening", "listen", b.ListenAddr().String(), "advertised", b.Addr(), "security_protocol", securityProtocol(cfg.kafkaSecurity),
+			"data_dir", filepath.Join(cfg.dataDir, "kafka"))
 	} else {
 		log.Info("using Kafka", "profile", kp.String())
 	}
