@@ -78,9 +78,18 @@ func TestKafkaACLs(t *testing.T) {
 		kfakeACL(kafka.Permission{Operation: kafka.Describe, Resource: orders}),
 		kfakeACL(kafka.Permission{Operation: kafka.Create, Resource: sink}),
 		kfakeACL(kafka.Permission{Operation: kafka.Write, Resource: sink}))
+	// carol lacks WRITE on the service's transactional ids and CREATE on
+	// the command topic.
+	var carol []kfake.ACL
+	for _, p := range engine.KafkaService(service, engine.ProcessingLogConfig{}).Permissions() {
+		if !(p.Type == kafka.TransactionalID && p.Name == service+"_") && !(p.Operation == kafka.Create && p.Name == "_svc_command_topic") {
+			carol = append(carol, kfakeACL(p))
+		}
+	}
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
 		kfake.Superuser("SCRAM-SHA-256", "admin", "admin-secret"),
 		kfake.User("SCRAM-SHA-256", "alice", "alice-secret", acls...),
+		kfake.User("SCRAM-SHA-256", "carol", "carol-secret", carol...),
 		kfake.SeedTopics(2, "orders"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +116,20 @@ func TestKafkaACLs(t *testing.T) {
 		t.Errorf("wrong password: the start failed after %v, want within a few seconds", took)
 	}
 	t.Logf("wrong password: failed in %v: %v", took.Round(time.Millisecond), err)
+
+	// Lacking two permissions, one of them the command topic's: both are
+	// logged at once, and the start fails on the command topic, explained.
+	carolLogs := &lockedBuffer{}
+	_, err = engine.Open(ctx, engine.Config{Kafka: profile("carol", "carol-secret"), ServiceID: service, InstanceID: "i",
+		StateDir: t.TempDir(), CheckKafka: true, Logger: slog.New(slog.NewTextHandler(carolLogs, nil))})
+	if !errors.Is(err, kafka.ErrDenied) || !strings.Contains(err.Error(), `Kafka refused CREATE on topic "_svc_command_topic" for User:carol`) {
+		t.Errorf("carol: %v, want the start refused on the command topic", err)
+	}
+	for _, w := range []string{`permission="WRITE on transactional ids prefixed \"svc_\""`, `permission="CREATE on topic \"_svc_command_topic\""`, "count=2"} {
+		if !strings.Contains(carolLogs.String(), w) {
+			t.Errorf("carol: the start's log lacks %s:\n%s", w, carolLogs)
+		}
+	}
 
 	logs := &lockedBuffer{}
 	eng, err := engine.Open(ctx, engine.Config{Kafka: profile("alice", "alice-secret"), ServiceID: service, InstanceID: "i",
