@@ -75,6 +75,8 @@ type Entry struct {
 // concurrently with itself.
 type CommandLog struct {
 	topic string
+	kp    kafka.Profile // for explaining the broker's refusals
+	txnID string
 	cl    *kgo.Client // transactional producer and admin
 	adm   *kadm.Client
 	rd    *kgo.Client // read_committed reader, control records kept
@@ -112,7 +114,8 @@ func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID
 		}
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			cl.Close()
-			return nil, fmt.Errorf("creating command topic %s: %w", topic, err)
+			return nil, fmt.Errorf("creating command topic %s: %w", topic, kp.Explain(err,
+				kafka.Permission{Operation: kafka.Create, Resource: kafka.Resource{Type: kafka.Topic, Name: topic}}))
 		}
 	}
 	// Control records (commit and abort markers) come too, so the reader
@@ -128,7 +131,7 @@ func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID
 		cl.Close()
 		return nil, err
 	}
-	return &CommandLog{topic: topic, cl: cl, adm: adm, rd: rd}, nil
+	return &CommandLog{topic: topic, kp: kp, txnID: commandTransactionalID(topic, instanceID), cl: cl, adm: adm, rd: rd}, nil
 }
 
 func ptr(s string) *string { return &s }
@@ -167,14 +170,14 @@ func (l *CommandLog) Topic() string { return l.topic }
 func (l *CommandLog) EndOffset(ctx context.Context) (int64, error) {
 	offs, err := l.adm.ListCommittedOffsets(ctx, l.topic)
 	if err != nil {
-		return 0, err
+		return 0, l.explain(err, kafka.Describe)
 	}
 	o, ok := offs.Lookup(l.topic, 0)
 	if !ok {
 		return 0, fmt.Errorf("last stable offset of %s: partition 0 missing", l.topic)
 	}
 	if o.Err != nil {
-		return 0, fmt.Errorf("last stable offset of %s: %w", l.topic, o.Err)
+		return 0, fmt.Errorf("last stable offset of %s: %w", l.topic, l.explain(o.Err, kafka.Describe))
 	}
 	return o.Offset, nil
 }
@@ -197,7 +200,7 @@ func (l *CommandLog) Read(ctx context.Context) ([]Entry, int64, error) {
 		}
 	})
 	if ferr != nil {
-		return nil, l.pos, ferr
+		return nil, l.pos, l.explain(ferr, kafka.Read)
 	}
 	var out []Entry
 	for _, r := range fs.Records() {
@@ -248,7 +251,15 @@ func (l *CommandLog) Append(ctx context.Context, c Command) (int64, error) {
 		// and a new one starts from a clean sequence.
 		off, err = l.appendOnce(ctx, b)
 	}
-	return off, err
+	return off, l.explain(err, kafka.Write)
+}
+
+// explain explains a refusal of op on the command topic (or of WRITE on
+// this instance's transactional id).
+func (l *CommandLog) explain(err error, op kafka.Operation) error {
+	return l.kp.Explain(err,
+		kafka.Permission{Operation: op, Resource: kafka.Resource{Type: kafka.Topic, Name: l.topic}},
+		kafka.Permission{Operation: kafka.Write, Resource: kafka.Resource{Type: kafka.TransactionalID, Name: l.txnID}})
 }
 
 // appendOnce writes one command in a transaction of its own.

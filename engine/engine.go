@@ -119,6 +119,13 @@ type Config struct {
 	// Schemas is the schema registry the AVRO format uses (nil: AVRO
 	// sources and sinks fail when they read or write a record).
 	Schemas types.SchemaSource
+	// CheckKafka checks the service's permissions on Kafka: at Open every
+	// missing one is logged at once, and a CREATE … AS or INSERT INTO …
+	// SELECT whose query lacks one is refused, naming each. For a
+	// cluster with ACLs (the server sets it when Kafka is not the
+	// embedded broker); off, refusals still come explained as they
+	// happen.
+	CheckKafka bool
 }
 
 const defaultCommitInterval = 100 * time.Millisecond
@@ -137,6 +144,9 @@ type Engine struct {
 	plogTopic      string
 	plogPartitions int32
 	plogMissing    bool
+	// noExactlyOnce, when set, says why the brokers cannot run
+	// exactly-once queries (too old; the server runs at-least-once).
+	noExactlyOnce error
 
 	mu      sync.Mutex // serializes catalog changes
 	running map[string]*exec.Query
@@ -169,6 +179,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	e := &Engine{cfg: cfg, log: cfg.Logger}
+	if err := e.connect(ctx); err != nil {
+		return nil, err
+	}
 	// Admin answers come from the client's metadata cache; keep it fresh so
 	// a topic created a moment ago is seen.
 	cl, err := cfg.Kafka.NewClient(kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond))
@@ -182,8 +196,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, err
 		}
 	}
-	e := &Engine{
-		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds,
+	*e = Engine{
+		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds, noExactlyOnce: e.noExactlyOnce,
 		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, nextID: 1,
 		appliedCh: make(chan struct{}), waiting: map[int64]*applyResult{},
 		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[storeKey]pullStore{}, client: cfg.ForwardClient},
@@ -193,7 +207,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if err := e.openProcessingLog(ctx); err != nil {
 		e.Close()
-		return nil, fmt.Errorf("creating the processing log topic: %w", err)
+		plog := kafka.Resource{Type: kafka.Topic, Name: e.processingLogTopic()}
+		return nil, fmt.Errorf("creating the processing log topic: %w", cfg.Kafka.Explain(err,
+			kafka.Permission{Operation: kafka.Create, Resource: plog}))
 	}
 	if cfg.Headless != nil {
 		for _, text := range cfg.Headless {
@@ -641,7 +657,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	case *sql.Pause:
 		return e.pause(st, cmd, record)
 	case *sql.InsertSelect:
-		return e.insertSelect(ctx, st, cmd, record)
+		return e.insertSelect(ctx, st, cmd, live, record)
 	case *sql.CreateType:
 		return e.createType(st, cmd, record)
 	case *sql.DropType:
@@ -951,7 +967,13 @@ func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions
 		details, err = e.adm.ListTopics(ctx, topic)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("looking up topic %s: %w", topic, err)
+		return 0, fmt.Errorf("looking up topic %s: %w", topic, e.cfg.Kafka.Explain(err,
+			kafka.Permission{Operation: kafka.Describe, Resource: kafka.Resource{Type: kafka.Topic, Name: topic}}))
+	}
+	if d, ok := details[topic]; ok && kafka.Denied(d.Err) {
+		// Not allowed to see it: whether it exists is unknown.
+		return 0, fmt.Errorf("looking up topic %s: %w", topic, e.cfg.Kafka.Explain(d.Err,
+			kafka.Permission{Operation: kafka.Describe, Resource: kafka.Resource{Type: kafka.Topic, Name: topic}}))
 	}
 	if d, ok := details[topic]; ok && d.Err == nil {
 		n := int32(len(d.Partitions))
@@ -968,7 +990,8 @@ func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return 0, fmt.Errorf("creating topic %s: %w", topic, err)
+		return 0, fmt.Errorf("creating topic %s: %w", topic, e.cfg.Kafka.Explain(err,
+			kafka.Permission{Operation: kafka.Create, Resource: kafka.Resource{Type: kafka.Topic, Name: topic}}))
 	}
 	return partitions, nil
 }
@@ -1004,18 +1027,18 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	if st.Kind == catalog.Table {
 		prefix = "CTAS_"
 	}
-	if err := e.startPersistent(ctx, prefix+st.Name, sink, cmd, record, true); err != nil {
+	if err := e.startPersistent(ctx, prefix+st.Name, sink, cmd, record, true, live); err != nil {
 		return Result{}, err
 	}
 	return tag, nil
 }
 
-func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd catalog.Command, record recorder) (Result, error) {
+func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd catalog.Command, live bool, record recorder) (Result, error) {
 	sink, err := sql.BindInsertSelect(st, e.cat)
 	if err != nil {
 		return Result{}, err
 	}
-	if err := e.startPersistent(ctx, "INSERTQUERY", sink, cmd, record, false); err != nil {
+	if err := e.startPersistent(ctx, "INSERTQUERY", sink, cmd, record, false, live); err != nil {
 		return Result{}, err
 	}
 	return Result{Tag: "INSERT 0 0"}, nil
@@ -1024,7 +1047,7 @@ func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd cat
 // startPersistent records the command, assigns the query its ID
 // (prefix_<command offset>, or the one the command carries), registers
 // the query (and its sink, when newSink) in the catalog and starts it.
-func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, record recorder, newSink bool) error {
+func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, record recorder, newSink, live bool) error {
 	e.useSchemas(sink.Target)
 	if _, err := e.queryThreads(cmd.Props); err != nil {
 		return err
@@ -1032,7 +1055,8 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if _, err := queryIdleAdvance(cmd.Props); err != nil {
 		return err
 	}
-	if _, err := e.queryAtLeastOnce(cmd.Props); err != nil {
+	alos, err := e.queryAtLeastOnce(cmd.Props)
+	if err != nil {
 		return err
 	}
 	if _, err := e.queryCommitInterval(cmd.Props); err != nil {
@@ -1040,8 +1064,14 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	}
 	// Built once under a stand-in ID to validate before the command is
 	// recorded, and again under the query's ID.
-	if _, err := physical.Build(physical.AppID(e.cfg.ServiceID, prefix+"_0"), sink); err != nil {
+	probe, err := physical.Build(physical.AppID(e.cfg.ServiceID, prefix+"_0"), sink)
+	if err != nil {
 		return err
+	}
+	if live {
+		if err := e.checkQuery(ctx, probe, alos); err != nil {
+			return err
+		}
 	}
 	if newSink {
 		// A sink topic that exists keeps its partitions unless the
@@ -1170,7 +1200,7 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 	}
 	// startPersistent registers the query again under the same ID.
 	noRecord := func(catalog.Command) (int64, error) { return -1, nil }
-	return e.startPersistent(ctx, "", sink, cmd, noRecord, false)
+	return e.startPersistent(ctx, "", sink, cmd, noRecord, false, false)
 }
 
 // compatibleSchema checks that next can replace prev as a sink's schema:

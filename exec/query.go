@@ -510,13 +510,54 @@ func (q *Query) runThread(ctx context.Context, n int) {
 	}
 }
 
-// thread runs one stream thread until ctx ends or it fails.
+// thread runs one stream thread until ctx ends or it fails. A refusal of
+// the broker comes back explained (operation, resource, principal).
 func (q *Query) thread(ctx context.Context, n int) error {
 	t, err := newStreamThread(q, n)
 	if err != nil {
-		return err
+		return q.cfg.Kafka.Explain(err, q.needs(n)...)
 	}
-	return t.run(ctx)
+	return q.cfg.Kafka.Explain(t.run(ctx), q.needs(n)...)
+}
+
+// needs are the permissions stream thread n needs: READ on the query's
+// group and input topics, WRITE on its output and internal topics and,
+// under exactly-once, on its transactional id. (The order puts the
+// resources whose refusal is the likelier first.)
+func (q *Query) needs(n int) []kafka.Permission {
+	perm := func(op kafka.Operation, t kafka.ResourceType, name string) kafka.Permission {
+		return kafka.Permission{Operation: op, Resource: kafka.Resource{Type: t, Name: name}}
+	}
+	out := []kafka.Permission{perm(kafka.Read, kafka.Group, q.topo.AppID)}
+	if !q.cfg.AtLeastOnce {
+		out = append(out, perm(kafka.Write, kafka.TransactionalID, q.transactionalID(n)))
+	}
+	seen := map[string]bool{}
+	for _, t := range q.topo.SourceTopics() {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, perm(kafka.Read, kafka.Topic, t))
+		}
+	}
+	for _, nd := range q.topo.Nodes {
+		if s, ok := nd.Op.(*physical.Sink); ok && !seen[s.Topic] {
+			seen[s.Topic] = true
+			out = append(out, perm(kafka.Write, kafka.Topic, s.Topic))
+		}
+	}
+	for _, it := range q.topo.InternalTopics() {
+		if !seen[it.Name] {
+			seen[it.Name] = true
+			out = append(out, perm(kafka.Write, kafka.Topic, it.Name))
+		}
+	}
+	return out
+}
+
+// transactionalID is stream thread n's transactional id under
+// exactly-once: <application id>-<instance>-<thread>.
+func (q *Query) transactionalID(n int) string {
+	return fmt.Sprintf("%s-%s-%d", q.topo.AppID, q.cfg.InstanceID, n)
 }
 
 // badRecord counts and logs a record that could not be processed.

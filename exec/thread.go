@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -155,16 +156,19 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		}
 	} else {
 		sess, err = kgo.NewGroupTransactSession(q.cfg.Kafka.Opts(append(opts,
-			kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", q.topo.AppID, q.cfg.InstanceID, n)),
+			kgo.TransactionalID(q.transactionalID(n)),
 			kgo.TransactionTimeout(60*time.Second))...)...)
 	}
 	if err != nil {
 		return nil, err
 	}
 	t.sess, t.cl = sess, sess.Client()
-	promise := func(_ *kgo.Record, err error) {
+	promise := func(r *kgo.Record, err error) {
 		if err != nil {
 			e := err // only a failure's error escapes to the heap
+			if kafka.Denied(err) {
+				e = q.cfg.Kafka.Explain(err, kafka.Permission{Operation: kafka.Write, Resource: kafka.Resource{Type: kafka.Topic, Name: r.Topic}})
+			}
 			t.produceErr.CompareAndSwap(nil, &e)
 		}
 	}
@@ -191,7 +195,10 @@ func (t *streamThread) run(ctx context.Context) error {
 	defer t.endOnExit()
 	for {
 		t.followPause()
-		fetches, stopping := t.poll(ctx)
+		fetches, stopping, err := t.poll(ctx)
+		if err != nil {
+			return err
+		}
 		if fetches == nil {
 			return nil
 		}
@@ -302,8 +309,11 @@ func (t *streamThread) followPause() {
 // stores are being restored (restoring takes the rest of the loop). It
 // returns nil fetches when the thread should stop with nothing polled;
 // stopping says that ctx ended — records polled as the stop came are
-// processed (and committed on the way out), but no more are polled.
-func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool) {
+// processed (and committed on the way out), but no more are polled. A
+// refusal of the broker (an ACL revoked from the query's topic or group)
+// fails the thread, explained, as retrying cannot cure it; what it polled
+// is then aborted.
+func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool, error) {
 	wait := t.q.cfg.CommitInterval
 	if t.tm.reader.restoring() {
 		wait = 5 * time.Millisecond
@@ -318,15 +328,27 @@ func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool) {
 	cancel()
 	stopping, polled := ctx.Err() != nil, fetches.NumRecords() > 0
 	if stopping && !polled {
-		return nil, true
+		return nil, true, nil
 	}
 	t.unprocessed = polled
+	var denied error
 	fetches.EachError(func(topic string, p int32, err error) {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		switch {
+		case kafka.Denied(err) && denied == nil:
+			var need []kafka.Permission
+			if topic != "" {
+				need = append(need, kafka.Permission{Operation: kafka.Read, Resource: kafka.Resource{Type: kafka.Topic, Name: topic}})
+			}
+			denied = t.q.cfg.Kafka.Explain(err, append(need, t.q.needs(t.n)...)...)
+		case !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 			t.q.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
 		}
 	})
-	return fetches, stopping
+	if denied != nil {
+		dropFetches(fetches) // unprocessed (when polled): leaving aborts
+		return nil, stopping, denied
+	}
+	return fetches, stopping, nil
 }
 
 // handleRebalance applies the partitions the group callbacks noted:
@@ -540,7 +562,17 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 	}
 	t.out.reset()
 	if err != nil {
-		return fmt.Errorf("ending transaction: %w", err)
+		// The commit sends the group's offsets (READ on the group and
+		// the input topics) and ends the transaction (WRITE on the
+		// transactional id); a refused write of a record came through
+		// its promise.
+		var need []kafka.Permission
+		for _, p := range q.needs(t.n) {
+			if p.Type != kafka.Topic || p.Operation == kafka.Read {
+				need = append(need, p)
+			}
+		}
+		return fmt.Errorf("ending transaction: %w", q.cfg.Kafka.Explain(err, need...))
 	}
 	if committed {
 		q.commits.Add(1)
@@ -551,6 +583,10 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 		q.log.Info("transaction aborted; records will be reprocessed", "thread", t.n)
 	}
 	if pe := t.produceErr.Swap(nil); pe != nil {
+		if kafka.Denied(*pe) {
+			// Retrying cannot cure a refusal: fail now, explained.
+			return *pe
+		}
 		q.log.Warn("produce failed; transaction aborted", "thread", t.n, "err", *pe)
 		// A produce that keeps failing (its topic deleted, say) fails
 		// the thread, so the query shows FAILED with the error and

@@ -20,6 +20,9 @@ const (
 	CodeQueryCanceled     = "57014"
 	CodeNotInState        = "55000" // object_not_in_prerequisite_state
 	CodeAdminShutdown     = "57P01"
+	// CodeInsufficientPrivilege: Kafka does not grant the service a
+	// permission the statement needs.
+	CodeInsufficientPrivilege = "42501"
 )
 
 // Error is a statement error with its SQLSTATE and, when it concerns the

@@ -3,7 +3,8 @@
 // the demo data generator ("sqlstreams datagen"), resets a persistent
 // query ("sqlstreams reset --query ID"), runs the broker alone
 // ("sqlstreams broker"), or runs ksqlDB test files against an in-process
-// broker and engine ("sqlstreams test").
+// broker and engine ("sqlstreams test"), or lists every permission the
+// service lacks on a Kafka cluster ("sqlstreams check-kafka").
 //
 // The server serves the Postgres wire protocol and the REST API and, when
 // no --bootstrap-servers is given, starts an embedded Kafka-protocol broker
@@ -36,10 +37,12 @@ func main() {
 		code = runReset(args)
 	case "test":
 		code = runTest(args)
+	case "check-kafka":
+		code = runCheckKafka(args)
 	case "help":
-		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams broker [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags] | sqlstreams reset --query ID [flags] | sqlstreams test [flags]")
+		fmt.Println("usage: sqlstreams [server] [flags] | sqlstreams broker [flags] | sqlstreams shell [flags] | sqlstreams datagen [flags] | sqlstreams reset --query ID [flags] | sqlstreams test [flags] | sqlstreams check-kafka [flags]")
 	default:
-		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, broker, shell, datagen, reset or test)\n", cmd)
+		fmt.Fprintf(os.Stderr, "sqlstreams: unknown command %q (want server, broker, shell, datagen, reset, test or check-kafka)\n", cmd)
 		code = 2
 	}
 	os.Exit(code)

@@ -327,7 +327,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		Kafka: kp, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
-		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval,
+		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval, CheckKafka: !embedded,
 		LeaveGroupOnClose: cfg.leaveGroup, StandbyReplicas: cfg.standbys, AcceptableRecoveryLag: recoveryLag(cfg.recoveryLag), ProbingInterval: cfg.probing,
 		Endpoint: endpoint, PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
 		ForwardClient: fwd.client, ForwardUser: fwd.user, ForwardPassword: fwd.password,

@@ -261,3 +261,30 @@ func Prefixed(res kmsg.ACLResourceType, prefix string, op kmsg.ACLOperation) kfa
 func Literal(res kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
 	return kfake.ACL{Resource: res, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
 }
+
+// ACL is the ALLOW ACL that grants p.
+func ACL(p kafka.Permission) kfake.ACL {
+	rt := map[kafka.ResourceType]kmsg.ACLResourceType{
+		kafka.Topic: kmsg.ACLResourceTypeTopic, kafka.Group: kmsg.ACLResourceTypeGroup,
+		kafka.TransactionalID: kmsg.ACLResourceTypeTransactionalId, kafka.Cluster: kmsg.ACLResourceTypeCluster,
+	}[p.Type]
+	op := map[kafka.Operation]kmsg.ACLOperation{
+		kafka.Read: kmsg.ACLOperationRead, kafka.Write: kmsg.ACLOperationWrite, kafka.Create: kmsg.ACLOperationCreate,
+		kafka.Delete: kmsg.ACLOperationDelete, kafka.Describe: kmsg.ACLOperationDescribe, kafka.Alter: kmsg.ACLOperationAlter,
+		kafka.DescribeConfigs: kmsg.ACLOperationDescribeConfigs, kafka.IdempotentWrite: kmsg.ACLOperationIdempotentWrite,
+	}[p.Operation]
+	pt := kmsg.ACLResourcePatternTypeLiteral
+	if p.Prefixed {
+		pt = kmsg.ACLResourcePatternTypePrefixed
+	}
+	return kfake.ACL{Resource: rt, Name: p.Name, Pattern: pt, Operation: op, Allow: true}
+}
+
+// ACLs grants each permission (ACL of each).
+func ACLs(ps []kafka.Permission) []kfake.ACL {
+	out := make([]kfake.ACL, len(ps))
+	for i, p := range ps {
+		out[i] = ACL(p)
+	}
+	return out
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
@@ -38,35 +39,14 @@ CREATE TABLE cnt WITH (KAFKA_TOPIC='cnt', PARTITIONS=6) AS SELECT k, COUNT(*) AS
 CREATE STREAM owned WITH (KAFKA_TOPIC='owned', PARTITIONS=6) AS SELECT ev.k AS k, ev.id AS eid, o.name AS oname FROM ev JOIN owners o ON ev.k = o.k`
 )
 
-// prodGrants are the ACLs the service's principal gets: those
-// docs/kafka-acls.md lists for a service, and its queries' inputs and
-// outputs. Nothing more: a permission the service needs and lacks fails
-// the test.
+// prodGrants are the ACLs the service's principal gets: exactly those
+// docs/kafka-acls.md lists (kafka.Service.Permissions, what check-kafka
+// checks), with READ on its queries' inputs and WRITE and CREATE on their
+// outputs. A permission the service needs and lacks fails the test.
 func prodGrants(service string, inputs, outputs []string) []kfake.ACL {
-	var out []kfake.ACL
-	pre := service + "_"
-	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationCreate, kmsg.ACLOperationRead, kmsg.ACLOperationWrite,
-		kmsg.ACLOperationDescribe, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationDelete} {
-		out = append(out, kafkatest.Prefixed(kmsg.ACLResourceTypeTopic, pre, op))
-	}
-	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete} {
-		out = append(out, kafkatest.Prefixed(kmsg.ACLResourceTypeGroup, pre, op))
-	}
-	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationWrite, kmsg.ACLOperationDescribe} {
-		out = append(out, kafkatest.Prefixed(kmsg.ACLResourceTypeTransactionalId, pre, op))
-	}
-	for _, t := range inputs {
-		for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationDescribe} {
-			out = append(out, kafkatest.Literal(kmsg.ACLResourceTypeTopic, t, op))
-		}
-	}
-	for _, t := range outputs {
-		for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationCreate, kmsg.ACLOperationRead, kmsg.ACLOperationWrite,
-			kmsg.ACLOperationDescribe, kmsg.ACLOperationDescribeConfigs} {
-			out = append(out, kafkatest.Literal(kmsg.ACLResourceTypeTopic, t, op))
-		}
-	}
-	return out
+	svc := engine.KafkaService(service, engine.ProcessingLogConfig{})
+	svc.Read, svc.Write = inputs, outputs
+	return kafkatest.ACLs(svc.Permissions())
 }
 
 // epochsAsKafka makes kfake answer OffsetForLeaderEpoch as Kafka does
@@ -109,7 +89,7 @@ func TestProductionKafka(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	outputs := []string{"big", "cnt", "owned"}
-	kc := kafkatest.NewCluster(t, kafkatest.Options{Grants: prodGrants(prodService, []string{"ev", "owners"}, outputs)})
+	kc := kafkatest.NewCluster(t, kafkatest.Options{Grants: prodGrants(prodService, []string{"ev", "owners", "big"}, outputs)})
 	epochsAsKafka(kc.Cluster)
 	admin := kc.AdminProfile(t)
 	adm, err := admin.NewClient()
@@ -146,6 +126,13 @@ func TestProductionKafka(t *testing.T) {
 		exec1(t, ctx, conn, strings.TrimSpace(st))
 	}
 
+	// The join takes the table as it is when an event comes, and a task
+	// does not wait for a partition it has not fetched yet (Kafka
+	// Streams' max.task.idle.ms=0 before KIP-695): events start once the
+	// join's group has read every owner.
+	if !testserver.WaitFor(time.Minute, func() bool { return groupCaughtUp(ctx, adm, prodService+"_query_CSAS_OWNED_", "owners") }) {
+		t.Fatal("the join never read the owners table")
+	}
 	in := &inputLog{}
 	in.produceWith(t, ctx, admin, faultKeys)
 	w := newWatcher(c)
@@ -325,4 +312,34 @@ func (l *inputLog) joinOracle(t *testing.T, ownerCSV string) []string {
 	rows := strings.Split(strings.TrimSpace(string(out)), "\n")
 	sort.Strings(rows)
 	return rows
+}
+
+// groupCaughtUp says whether the consumer group whose name starts with
+// prefix has committed offsets at the end of every partition of topic.
+func groupCaughtUp(ctx context.Context, cl *kgo.Client, prefix, topic string) bool {
+	adm := kadm.NewClient(cl)
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		return false
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return false
+	}
+	for _, g := range groups.Groups() {
+		if !strings.HasPrefix(g, prefix) {
+			continue
+		}
+		offs, err := adm.FetchOffsets(ctx, g)
+		if err != nil {
+			return false
+		}
+		caught := true
+		ends.Each(func(e kadm.ListedOffset) {
+			o, ok := offs.Lookup(topic, e.Partition)
+			caught = caught && ok && o.At >= e.Offset
+		})
+		return caught
+	}
+	return false
 }
