@@ -197,7 +197,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		for _, text := range cfg.Headless {
 			st, err := sql.Parse(text)
 			if err == nil {
-				_, err = e.apply(ctx, st, catalog.Command{Statement: text}, -1, false)
+				// Not recorded, so replayed with no gates: give the
+				// command today's, as Execute records them.
+				props := map[string]string{}
+				currentBehaviour(props)
+				_, err = e.apply(ctx, st, catalog.Command{Statement: text, Props: props}, -1, false)
 			}
 			if err != nil {
 				e.Close()
@@ -281,18 +285,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		if cmd.Props == nil {
 			cmd.Props = map[string]string{}
 		}
-		cmd.Props[aliasesProp] = aliasesKsql
-		cmd.Props[nullsProp] = nullsKsql
-		cmd.Props[joinKeysProp] = joinKeysKsql
-		cmd.Props[headersProp] = "true"
-		cmd.Props[finalProp] = finalKsql
-		cmd.Props[timestampsProp] = timestampsSkip
-		cmd.Props[configsProp] = configsOn
-		cmd.Props[delimitedProp] = delimitedKsql
-		cmd.Props[functionsProp] = functionsKsql
-		cmd.Props[joinsProp] = joinsV4
-		cmd.Props[sumProp] = sumKsql
-		cmd.Props[keyInferenceProp] = keyInferenceKsql
+		currentBehaviour(cmd.Props)
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
 			// As ksqlDB, whether or not it exists. (Only new statements:
@@ -348,6 +341,26 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		return e.print(ctx, st, w)
 	}
 	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "statement is not supported yet")
+}
+
+// currentBehaviour sets in props the behaviour gates a command recorded
+// now carries, each at its current value: a replay of the command then
+// builds its query as it runs now, whatever later versions change.
+// Headless mode's commands, never recorded, get them too, so a query
+// from the queries file behaves as the same statement run by a client.
+func currentBehaviour(props map[string]string) {
+	props[aliasesProp] = aliasesKsql
+	props[nullsProp] = nullsKsql
+	props[joinKeysProp] = joinKeysKsql
+	props[headersProp] = "true"
+	props[finalProp] = finalKsql
+	props[timestampsProp] = timestampsSkip
+	props[configsProp] = configsOn
+	props[delimitedProp] = delimitedKsql
+	props[functionsProp] = functionsKsql
+	props[joinsProp] = joinsV4
+	props[sumProp] = sumKsql
+	props[keyInferenceProp] = keyInferenceKsql
 }
 
 // aliasesProp, recorded with every catalog command, says how the
