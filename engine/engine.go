@@ -361,6 +361,7 @@ func currentBehaviour(props map[string]string) {
 	props[joinsProp] = joinsV4
 	props[sumProp] = sumKsql
 	props[keyInferenceProp] = keyInferenceKsql
+	props[distinctProp] = distinctCounted
 }
 
 // aliasesProp, recorded with every catalog command, says how the
@@ -540,6 +541,17 @@ const (
 	sumKsql = "ksql"
 )
 
+// distinctProp, recorded with every catalog command since, makes
+// COUNT_DISTINCT and COLLECT_SET over a table keep a count per value
+// (expr.AggregateFunction.ForTable), so that a row taken back out
+// forgets its value only when no other row of its group holds it
+// (sql.Select.LegacyDistinct when absent: the stream state, whose
+// stores the queries recorded before hold).
+const (
+	distinctProp    = "sqlstreams.table.distinct"
+	distinctCounted = "counted"
+)
+
 // keyInferenceProp, recorded with every catalog command since, infers an
 // AVRO or JSON_SR record key schema as ksqlDB does: one key column ROWKEY
 // of the record's STRUCT type (sql.CreateSource.LegacyKeyColumns when
@@ -623,6 +635,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	legacyJoins2 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV3 && cmd.Props[joinsProp] != joinsV4
 	legacyJoins3 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV4
 	legacySum := !live && e.cfg.Headless == nil && cmd.Props[sumProp] != sumKsql
+	legacyDistinct := !live && e.cfg.Headless == nil && cmd.Props[distinctProp] != distinctCounted
 	legacy := func(sel *sql.Select) {
 		sel.PositionalAliases = positional
 		sel.SQLNulls = sqlNulls
@@ -630,6 +643,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		sel.LegacyFunctions, sel.CollectLimits = legacyFns, limits
 		sel.LegacyJoinKeys, sel.LegacyJoins, sel.LegacyJoins2, sel.LegacyJoins3 = legacyJoinKeys, legacyJoins, legacyJoins2, legacyJoins3
 		sel.LegacySum = legacySum
+		sel.LegacyDistinct = legacyDistinct
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
