@@ -133,8 +133,8 @@ type Select struct {
 	// LegacyFinal binds EMIT FINAL as sqlstreams did before it followed
 	// ksqlDB (Kafka Streams' emit-on-window-close, KIP-825): a window
 	// without GRACE PERIOD gets the default grace (not 0), and closed
-	// windows are emitted at each commit, every one of them (not as each
-	// record closes them, within the window store's retention). The
+	// windows are emitted at each commit (not as each record closes
+	// them). The
 	// engine sets it for queries replayed from commands recorded before,
 	// so that their output stays as it was.
 	LegacyFinal bool
