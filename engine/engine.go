@@ -988,6 +988,30 @@ func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions
 	return partitions, nil
 }
 
+// alignTopicConfig sets configs on an existing topic (incrementally:
+// other settings stay): a window changelog created before window
+// changelogs were compact,delete, or with another additional
+// retention, gets its retention at the query's start. A cluster that
+// refuses (no ALTER_CONFIGS permission) leaves the topic as it was,
+// with a warning: the query runs, its changelog keeps growing.
+func (e *Engine) alignTopicConfig(ctx context.Context, topic string, configs map[string]*string) {
+	var alter []kadm.AlterConfig
+	for k, v := range configs {
+		alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: v})
+	}
+	resps, err := e.adm.AlterTopicConfigs(ctx, alter, topic)
+	if err == nil {
+		for _, r := range resps {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		e.log.Warn("could not set a window changelog's cleanup policy and retention; it keeps every window", "topic", topic, "err", err)
+	}
+}
+
 func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Command, live bool, record recorder) (Result, error) {
 	tag := Result{Tag: "CREATE " + st.Kind.String()}
 	if old, ok := e.cat.Source(st.Name); ok {
@@ -1053,6 +1077,9 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if _, err := e.queryCommitInterval(cmd.Props); err != nil {
 		return err
 	}
+	if _, err := windowChangelogExtra(cmd.Props); err != nil {
+		return err
+	}
 	// Built once under a stand-in ID to validate before the command is
 	// recorded, and again under the query's ID.
 	if _, err := physical.Build(physical.AppID(e.cfg.ServiceID, prefix+"_0"), sink); err != nil {
@@ -1079,22 +1106,21 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	// Internal topics have as many partitions as the query's input, so
 	// task p of every sub-topology reads and writes partition p.
 	inputParts := planner.Sources(sink.Input)[0].Partitions
-	compact := "compact"
+	additional, err := windowChangelogExtra(cmd.Props)
+	if err != nil {
+		return err
+	}
 	for _, it := range topo.InternalTopics() {
-		var configs map[string]*string
-		if it.Compact {
-			configs = map[string]*string{"cleanup.policy": &compact}
-		}
-		if it.RetentionMs > 0 {
-			policy, retention := "compact,delete", strconv.FormatInt(it.RetentionMs, 10)
-			configs = map[string]*string{"cleanup.policy": &policy, "retention.ms": &retention}
-		}
+		configs := it.Configs(additional)
 		parts := inputParts
 		if it.Partitions > 0 {
 			parts = it.Partitions // a join's repartition topic: the table's
 		}
 		if _, err := e.ensureTopicConfig(ctx, it.Name, parts, configs); err != nil {
 			return err
+		}
+		if it.RetentionMs > 0 {
+			e.alignTopicConfig(ctx, it.Name, configs)
 		}
 	}
 	materialized := ""

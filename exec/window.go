@@ -74,6 +74,12 @@ type windowing struct {
 	session      sessionScratch
 	// markGroup writes the mark to the changelog like a group.
 	markGroup group
+	// wall is the wall-clock time (ms) of the last spill of changed
+	// windows: their changelog records' and the mark's timestamp when it
+	// is later than their event time, so that the changelog's time
+	// retention (compact,delete) counts from when they were written and
+	// never deletes the mark before a window it covers.
+	wall int64
 }
 
 // markKey is the window store's key for its progress mark: shorter than
@@ -367,7 +373,7 @@ func (w *windowing) flush(a *aggregateOp) error {
 			return err
 		}
 		if a.out != nil {
-			w.markGroup.key, w.markGroup.state, w.markGroup.ts = markKey, w.mark, max(w.streamTime, 0)
+			w.markGroup.key, w.markGroup.state, w.markGroup.ts = markKey, w.mark, max(w.streamTime, 0, w.wall)
 			a.writeChangelog(&w.markGroup)
 		}
 		w.marked = m
