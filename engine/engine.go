@@ -215,7 +215,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		for _, text := range cfg.Headless {
 			st, err := sql.Parse(text)
 			if err == nil {
-				_, err = e.apply(ctx, st, catalog.Command{Statement: text}, -1, false)
+				// Not recorded, so replayed with no gates: give the
+				// command today's, as Execute records them.
+				props := map[string]string{}
+				currentBehaviour(props)
+				_, err = e.apply(ctx, st, catalog.Command{Statement: text, Props: props}, -1, false)
 			}
 			if err != nil {
 				e.Close()
@@ -299,18 +303,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		if cmd.Props == nil {
 			cmd.Props = map[string]string{}
 		}
-		cmd.Props[aliasesProp] = aliasesKsql
-		cmd.Props[nullsProp] = nullsKsql
-		cmd.Props[joinKeysProp] = joinKeysKsql
-		cmd.Props[headersProp] = "true"
-		cmd.Props[finalProp] = finalKsql
-		cmd.Props[timestampsProp] = timestampsSkip
-		cmd.Props[configsProp] = configsOn
-		cmd.Props[delimitedProp] = delimitedKsql
-		cmd.Props[functionsProp] = functionsKsql
-		cmd.Props[joinsProp] = joinsV4
-		cmd.Props[sumProp] = sumKsql
-		cmd.Props[keyInferenceProp] = keyInferenceKsql
+		currentBehaviour(cmd.Props)
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
 			// As ksqlDB, whether or not it exists. (Only new statements:
@@ -366,6 +359,27 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		return e.print(ctx, st, w)
 	}
 	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "statement is not supported yet")
+}
+
+// currentBehaviour sets in props the behaviour gates a command recorded
+// now carries, each at its current value: a replay of the command then
+// builds its query as it runs now, whatever later versions change.
+// Headless mode's commands, never recorded, get them too, so a query
+// from the queries file behaves as the same statement run by a client.
+func currentBehaviour(props map[string]string) {
+	props[aliasesProp] = aliasesKsql
+	props[nullsProp] = nullsKsql
+	props[joinKeysProp] = joinKeysKsql
+	props[headersProp] = "true"
+	props[finalProp] = finalKsql
+	props[timestampsProp] = timestampsSkip
+	props[configsProp] = configsOn
+	props[delimitedProp] = delimitedKsql
+	props[functionsProp] = functionsKsql
+	props[joinsProp] = joinsV4
+	props[sumProp] = sumKsql
+	props[keyInferenceProp] = keyInferenceKsql
+	props[distinctProp] = distinctCounted
 }
 
 // aliasesProp, recorded with every catalog command, says how the
@@ -545,6 +559,17 @@ const (
 	sumKsql = "ksql"
 )
 
+// distinctProp, recorded with every catalog command since, makes
+// COUNT_DISTINCT and COLLECT_SET over a table keep a count per value
+// (expr.AggregateFunction.ForTable), so that a row taken back out
+// forgets its value only when no other row of its group holds it
+// (sql.Select.LegacyDistinct when absent: the stream state, whose
+// stores the queries recorded before hold).
+const (
+	distinctProp    = "sqlstreams.table.distinct"
+	distinctCounted = "counted"
+)
+
 // keyInferenceProp, recorded with every catalog command since, infers an
 // AVRO or JSON_SR record key schema as ksqlDB does: one key column ROWKEY
 // of the record's STRUCT type (sql.CreateSource.LegacyKeyColumns when
@@ -628,6 +653,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	legacyJoins2 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV3 && cmd.Props[joinsProp] != joinsV4
 	legacyJoins3 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV4
 	legacySum := !live && e.cfg.Headless == nil && cmd.Props[sumProp] != sumKsql
+	legacyDistinct := !live && e.cfg.Headless == nil && cmd.Props[distinctProp] != distinctCounted
 	legacy := func(sel *sql.Select) {
 		sel.PositionalAliases = positional
 		sel.SQLNulls = sqlNulls
@@ -635,6 +661,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		sel.LegacyFunctions, sel.CollectLimits = legacyFns, limits
 		sel.LegacyJoinKeys, sel.LegacyJoins, sel.LegacyJoins2, sel.LegacyJoins3 = legacyJoinKeys, legacyJoins, legacyJoins2, legacyJoins3
 		sel.LegacySum = legacySum
+		sel.LegacyDistinct = legacyDistinct
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
@@ -996,6 +1023,30 @@ func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions
 	return partitions, nil
 }
 
+// alignTopicConfig sets configs on an existing topic (incrementally:
+// other settings stay): a window changelog created before window
+// changelogs were compact,delete, or with another additional
+// retention, gets its retention at the query's start. A cluster that
+// refuses (no ALTER_CONFIGS permission) leaves the topic as it was,
+// with a warning: the query runs, its changelog keeps growing.
+func (e *Engine) alignTopicConfig(ctx context.Context, topic string, configs map[string]*string) {
+	var alter []kadm.AlterConfig
+	for k, v := range configs {
+		alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: v})
+	}
+	resps, err := e.adm.AlterTopicConfigs(ctx, alter, topic)
+	if err == nil {
+		for _, r := range resps {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		e.log.Warn("could not set a window changelog's cleanup policy and retention; it keeps every window", "topic", topic, "err", err)
+	}
+}
+
 func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Command, live bool, record recorder) (Result, error) {
 	tag := Result{Tag: "CREATE " + st.Kind.String()}
 	if old, ok := e.cat.Source(st.Name); ok {
@@ -1062,6 +1113,9 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	if _, err := e.queryCommitInterval(cmd.Props); err != nil {
 		return err
 	}
+	if _, err := windowChangelogExtra(cmd.Props); err != nil {
+		return err
+	}
 	// Built once under a stand-in ID to validate before the command is
 	// recorded, and again under the query's ID.
 	probe, err := physical.Build(physical.AppID(e.cfg.ServiceID, prefix+"_0"), sink)
@@ -1094,22 +1148,21 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	// Internal topics have as many partitions as the query's input, so
 	// task p of every sub-topology reads and writes partition p.
 	inputParts := planner.Sources(sink.Input)[0].Partitions
-	compact := "compact"
+	additional, err := windowChangelogExtra(cmd.Props)
+	if err != nil {
+		return err
+	}
 	for _, it := range topo.InternalTopics() {
-		var configs map[string]*string
-		if it.Compact {
-			configs = map[string]*string{"cleanup.policy": &compact}
-		}
-		if it.RetentionMs > 0 {
-			policy, retention := "compact,delete", strconv.FormatInt(it.RetentionMs, 10)
-			configs = map[string]*string{"cleanup.policy": &policy, "retention.ms": &retention}
-		}
+		configs := it.Configs(additional)
 		parts := inputParts
 		if it.Partitions > 0 {
 			parts = it.Partitions // a join's repartition topic: the table's
 		}
 		if _, err := e.ensureInternalTopic(ctx, it.Name, parts, configs); err != nil {
 			return err
+		}
+		if it.RetentionMs > 0 {
+			e.alignTopicConfig(ctx, it.Name, configs)
 		}
 	}
 	materialized := ""

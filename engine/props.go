@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/sql"
 )
 
@@ -54,4 +55,23 @@ func (e *Engine) queryCommitInterval(props map[string]string) (time.Duration, er
 		return time.Duration(ms) * time.Millisecond, nil
 	}
 	return e.commitInterval(), nil
+}
+
+// windowChangelogExtra returns how much longer than its store a window
+// or session store's changelog keeps records: Kafka Streams'
+// windowstore.changelog.additional.retention.ms (ksqlDB users set it
+// with or without ksql.streams.), one day by default.
+func windowChangelogExtra(props map[string]string) (int64, error) {
+	for _, name := range []string{"windowstore.changelog.additional.retention.ms", "ksql.streams.windowstore.changelog.additional.retention.ms"} {
+		v, ok := props[name]
+		if !ok {
+			continue
+		}
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || ms < 0 {
+			return 0, sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number of milliseconds, not %q", name, v)
+		}
+		return ms, nil
+	}
+	return physical.DefaultAdditionalRetentionMs, nil
 }

@@ -92,7 +92,7 @@ func (e *Engine) resetQuery(ctx context.Context, st *sql.ResetQuery) (Result, er
 	if err := os.RemoveAll(filepath.Join(e.cfg.StateDir, topo.AppID)); err != nil {
 		return Result{}, fmt.Errorf("resetting %s: deleting its local state: %w (the query is stopped; RESET QUERY again to finish)", cq.ID, err)
 	}
-	if err := e.createInternalTopics(ctx, internal, parts, parts[topo.SourceTopics()[0]]); err != nil {
+	if err := e.createInternalTopics(ctx, internal, parts, parts[topo.SourceTopics()[0]], cq.Props); err != nil {
 		return Result{}, fmt.Errorf("resetting %s: %w (the query is stopped; RESET QUERY again to finish)", cq.ID, err)
 	}
 	if err := restart(); err != nil {
@@ -191,8 +191,11 @@ func (e *Engine) deleteInternalTopics(ctx context.Context, topics []string) erro
 
 // createInternalTopics creates a reset query's internal topics again, each
 // with the partition count it had (def where it was missing).
-func (e *Engine) createInternalTopics(ctx context.Context, topics []physical.InternalTopic, parts map[string]int32, def int32) error {
-	compact := "compact"
+func (e *Engine) createInternalTopics(ctx context.Context, topics []physical.InternalTopic, parts map[string]int32, def int32, props map[string]string) error {
+	additional, err := windowChangelogExtra(props)
+	if err != nil {
+		return err
+	}
 	for _, it := range topics {
 		n := parts[it.Name]
 		if n == 0 {
@@ -201,11 +204,7 @@ func (e *Engine) createInternalTopics(ctx context.Context, topics []physical.Int
 		if n == 0 {
 			return fmt.Errorf("internal topic %s: no partition count to create it with", it.Name)
 		}
-		var configs map[string]*string
-		if it.Compact {
-			configs = map[string]*string{"cleanup.policy": &compact}
-		}
-		if _, err := e.ensureInternalTopic(ctx, it.Name, n, configs); err != nil {
+		if _, err := e.ensureInternalTopic(ctx, it.Name, n, it.Configs(additional)); err != nil {
 			return err
 		}
 	}

@@ -382,6 +382,9 @@ func (a *aggregateOp) Flush() error {
 // overlay and the changelog, and forgets them: at Flush, and before an
 // EMIT FINAL emission reads the store in the middle of a transaction.
 func (a *aggregateOp) spill() error {
+	if a.win != nil && a.nextG > 0 {
+		a.win.wall = time.Now().UnixMilli()
+	}
 	for _, gr := range a.changed[:a.nextG] {
 		var err error
 		if gr.deleted {
@@ -511,7 +514,15 @@ func (a *aggregateOp) writeChangelog(gr *group) {
 	}
 	rec.Topic = a.changelog
 	rec.Partition = a.store.partition
-	rec.Timestamp = time.UnixMilli(gr.ts)
+	ts := gr.ts
+	if a.win != nil {
+		// Window changelogs delete by record time (compact,delete):
+		// stamped with the time they were written, as Kafka Streams'
+		// are for live input, a window of replayed input stays for its
+		// retention too instead of going at once.
+		ts = max(ts, a.win.wall)
+	}
+	rec.Timestamp = time.UnixMilli(ts)
 	a.store.last = rec
 	a.out.produce(rec)
 }

@@ -50,8 +50,12 @@ type restoration struct {
 	// stable offset, or for a source table's store the group's committed
 	// offset of the table's topic.
 	until int64
-	next  int64 // offset after the last one read
-	from  int64 // where the restore began, for its progress
+	// logStart is the changelog's log start offset when the restore
+	// began, for a changelog whose time retention deletes from its start
+	// (0 otherwise): reading begins there at the earliest.
+	logStart int64
+	next     int64 // offset after the last one read
+	from     int64 // where the restore began, for its progress
 	// open holds transactional records until their producer's marker:
 	// applied on commit, dropped on abort.
 	open  map[int64][]*kgo.Record
@@ -94,9 +98,10 @@ func (r *changelogReader) add(rs *restoration) (bool, error) {
 		r.q.log.Info("store up to date", "store", ts.dir, "records", 0, "until", rs.until)
 		return true, nil
 	}
-	if rs.until <= 0 {
-		// Nothing was ever committed: nothing to restore.
-		ts.next = 0
+	if rs.until <= 0 || rs.logStart >= rs.until {
+		// Nothing was ever committed, or retention deleted all of it
+		// (the store keeps what it has): nothing to restore.
+		ts.next = max(rs.until, 0)
 		if err := ts.commit(); err != nil {
 			return false, err
 		}
@@ -114,10 +119,11 @@ func (r *changelogReader) add(rs *restoration) (bool, error) {
 		r.cl = cl
 	}
 	start := kgo.NewOffset().AtStart()
-	if ts.checkpoint >= 0 {
-		start = kgo.NewOffset().At(ts.checkpoint)
+	if ts.checkpoint >= 0 || rs.logStart > 0 {
+		// Past what retention deleted, if it reached the checkpoint.
+		start = kgo.NewOffset().At(max(ts.checkpoint, rs.logStart))
 	}
-	rs.next = max(ts.checkpoint, 0)
+	rs.next = max(ts.checkpoint, 0, rs.logStart)
 	rs.from = rs.next
 	// Both batches sized for the first chunk at once: growing them
 	// record by record copied them over and over.

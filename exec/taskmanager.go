@@ -212,6 +212,15 @@ func (tm *taskManager) initialize(ctx context.Context, cl *kgo.Client, tasks []*
 				until = end
 			}
 			rs := &restoration{task: t, store: ts, tp: topicPartition{spec.Changelog, t.id.Partition}, until: until, apply: apply, bulk: bulk}
+			if spec.RetentionMs > 0 && !spec.SourceTopicChangelog {
+				// A window changelog's retention deletes from its start,
+				// maybe past the checkpoint, maybe everything.
+				start, err := changelogStart(ctx, cl, spec.Changelog, t.id.Partition)
+				if err != nil {
+					return err
+				}
+				rs.logStart = start
+			}
 			done, err := tm.reader.add(rs)
 			if err != nil {
 				return fmt.Errorf("restoring store %s: %w", ts.dir, err)
@@ -423,6 +432,19 @@ func changelogEnd(ctx context.Context, cl *kgo.Client, topic string, p int32) (i
 	o, ok := offs.Lookup(topic, p)
 	if !ok || o.Err != nil {
 		return 0, fmt.Errorf("end of %s/%d: %v", topic, p, o.Err)
+	}
+	return o.Offset, nil
+}
+
+// changelogStart returns a changelog partition's log start offset.
+func changelogStart(ctx context.Context, cl *kgo.Client, topic string, p int32) (int64, error) {
+	offs, err := kadm.NewClient(cl).ListStartOffsets(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("listing %s's start: %w", topic, err)
+	}
+	o, ok := offs.Lookup(topic, p)
+	if !ok || o.Err != nil {
+		return 0, fmt.Errorf("start of %s/%d: %v", topic, p, o.Err)
 	}
 	return o.Offset, nil
 }

@@ -74,6 +74,12 @@ type windowing struct {
 	session      sessionScratch
 	// markGroup writes the mark to the changelog like a group.
 	markGroup group
+	// wall is the wall-clock time (ms) of the last spill of changed
+	// windows: their changelog records' and the mark's timestamp when it
+	// is later than their event time, so that the changelog's time
+	// retention (compact,delete) counts from when they were written and
+	// never deletes the mark before a window it covers.
+	wall int64
 }
 
 // markKey is the window store's key for its progress mark: shorter than
@@ -257,11 +263,16 @@ func (w *windowing) update(a *aggregateOp) error {
 // (KStreamWindowAggregate, KIP-825) after each record: when the close
 // time (stream time - grace) has moved past the end of a window not yet
 // emitted, it emits, in order of start and key, the stored windows that
-// start after the last emission's range and end by the close time — of
-// those, only the ones that start no earlier than the latest window
-// start minus the retention, as Kafka Streams' time-ordered window store
-// returns them (with the default retention, size + grace, a window is
-// missed when stream time jumps over its close by more than a window).
+// start after the last emission's range and end by the close time.
+//
+// Unlike Kafka Streams, it emits every one of them, however far stream
+// time jumped: Kafka Streams fetches only the windows that start no
+// earlier than the latest window start minus the retention, so that with
+// the default retention (size + grace) a window whose close stream time
+// jumps over by more than a window is never emitted. Here such a window
+// is emitted by the record that closes it, in the transaction whose
+// commit also expires it (flush: retention ≥ size + grace, so every
+// window below the expiry cut has closed and been emitted by then).
 func (w *windowing) emitOnClose(a *aggregateOp) error {
 	closeTime := w.streamTime - w.grace
 	if w.emitted != math.MinInt64 && w.emitted >= closeTime {
@@ -278,10 +289,6 @@ func (w *windowing) emitOnClose(a *aggregateOp) error {
 			return nil // no window closed since the last emission
 		}
 	}
-	// The largest window start put: that of the row that set stream
-	// time, whose windows are always open.
-	latest := w.streamTime / w.advance * w.advance
-	lo = max(lo, latest-w.retention)
 	if lo <= hi {
 		if err := a.spill(); err != nil {
 			return err
@@ -366,7 +373,7 @@ func (w *windowing) flush(a *aggregateOp) error {
 			return err
 		}
 		if a.out != nil {
-			w.markGroup.key, w.markGroup.state, w.markGroup.ts = markKey, w.mark, max(w.streamTime, 0)
+			w.markGroup.key, w.markGroup.state, w.markGroup.ts = markKey, w.mark, max(w.streamTime, 0, w.wall)
 			a.writeChangelog(&w.markGroup)
 		}
 		w.marked = m

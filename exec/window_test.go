@@ -179,3 +179,151 @@ func BenchmarkWindowUpdate(b *testing.B) {
 		})
 	}
 }
+
+// TestEmitFinalStreamTimeJump: EMIT FINAL (ksqlDB's, on close) emits
+// every window that held rows exactly once, however far stream time
+// jumps past its close: 20 s of in-order bids over 700 auctions in
+// TUMBLING 10 s windows without grace, then one bid a day later, which
+// closes the second period's windows (Kafka Streams fetches only those
+// within the retention of the latest window start, and loses them) and
+// expires all of them, committing every 1,000 records as the thread
+// would.
+func TestEmitFinalStreamTimeJump(t *testing.T) {
+	spec, err := planner.NewWindowSpec(types.Tumbling, 10_000, 10_000, -1, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitted := map[[2]int64]int{}
+	task := newWindowedAggTask(t, spec, func(r *kgo.Record) {
+		if r.Topic == "out" {
+			k := r.Key
+			emitted[[2]int64{int64(binary.BigEndian.Uint64(k)), int64(binary.BigEndian.Uint64(k[len(k)-8:]))}]++
+		}
+	})
+	task.agg.win.final, task.agg.win.onClose = true, true
+	windows := map[[2]int64]bool{}
+	n := 0
+	send := func(auction, ts int64) {
+		r := &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, uint64(auction)), Value: []byte(`{"bidder":7,"price":3}`), Timestamp: time.UnixMilli(ts)}
+		if err := task.feed(r); err != nil {
+			t.Fatal(err)
+		}
+		task.out.flush()
+		if n++; n%1000 == 0 {
+			commitTask(t, task)
+		}
+	}
+	for i := int64(0); i*7 < 20_000; i++ {
+		ts, a := i*7, (i*7919)%700
+		send(a, ts)
+		windows[[2]int64{a, ts / 10_000 * 10_000}] = true
+	}
+	commitTask(t, task)
+	closedBefore := len(emitted)
+	day := int64(24 * time.Hour / time.Millisecond)
+	send(1, day)
+	commitTask(t, task)
+	if closedBefore == 0 || closedBefore == len(windows) {
+		t.Fatalf("%d of %d windows emitted before the jump: the input does not test it", closedBefore, len(windows))
+	}
+	for w := range windows {
+		if emitted[w] != 1 {
+			t.Errorf("window %v emitted %d times", w, emitted[w])
+		}
+	}
+	if len(emitted) != len(windows) {
+		t.Errorf("%d windows emitted, %d held rows", len(emitted), len(windows))
+	}
+	// The jump expired them: only the last bid's window and the progress
+	// mark are left.
+	it, err := task.store.ov.Range(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	for it.Next() {
+		if k := it.Key(); len(k) >= 8 && storedStart(k) < day/10_000*10_000 {
+			t.Errorf("window %d of auction %x still stored", storedStart(k), k[8:])
+		}
+		left++
+	}
+	it.Close()
+	if left != 2 {
+		t.Errorf("%d keys left in the store, want the new window and the mark", left)
+	}
+}
+
+// commitTask flushes the task's aggregation and commits its store, as
+// the thread does at a commit.
+func commitTask(t *testing.T, task *aggTask) {
+	t.Helper()
+	if err := task.agg.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	task.out.flush()
+	if err := task.store.commit(); err != nil {
+		t.Fatal(err)
+	}
+	task.out.reset()
+}
+
+// TestEmitFinalSessionsStreamTimeJump: EMIT FINAL over session windows
+// emits each session once when it expires, however far stream time
+// jumps: every session of 20 s of bids (several per auction) is emitted
+// after one bid a day later, and none is left in the store.
+func TestEmitFinalSessionsStreamTimeJump(t *testing.T) {
+	spec, err := planner.NewWindowSpec(types.Session, 500, 0, -1, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitted := map[string]int{}
+	task := newWindowedAggTask(t, spec, func(r *kgo.Record) {
+		if r.Topic == "out" {
+			if r.Value == nil {
+				t.Errorf("EMIT FINAL wrote a tombstone for %x", r.Key)
+			}
+			emitted[string(r.Key)]++
+		}
+	})
+	task.agg.win.final = true
+	n := 0
+	send := func(auction, ts int64) {
+		r := &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, uint64(auction)), Value: []byte(`{"bidder":7,"price":3}`), Timestamp: time.UnixMilli(ts)}
+		if err := task.feed(r); err != nil {
+			t.Fatal(err)
+		}
+		task.out.flush()
+		if n++; n%1000 == 0 {
+			commitTask(t, task)
+		}
+	}
+	// Auction a bids every 100 ms for 1 s, then pauses 1 s: sessions of
+	// [2 s·j + a ms, 2 s·j + 900 + a ms].
+	sessions := map[string]bool{}
+	for j := int64(0); j < 10; j++ {
+		for step := int64(0); step < 10; step++ {
+			for a := int64(0); a < 50; a++ {
+				send(a, 2000*j+100*step+a)
+			}
+		}
+		for a := int64(0); a < 50; a++ {
+			k := binary.BigEndian.AppendUint64(nil, uint64(a))
+			sessions[string(types.Session.AppendWindowKey(k, 2000*j+a, 2000*j+900+a))] = true
+		}
+	}
+	commitTask(t, task)
+	before := len(emitted)
+	send(1, int64(24*time.Hour/time.Millisecond))
+	commitTask(t, task)
+	if before == 0 || before == len(sessions) {
+		t.Fatalf("%d of %d sessions emitted before the jump: the input does not test it", before, len(sessions))
+	}
+	for k := range sessions {
+		if emitted[k] != 1 {
+			t.Errorf("session %x emitted %d times", k, emitted[k])
+		}
+	}
+	if len(emitted) != len(sessions) {
+		t.Errorf("%d sessions emitted, want %d", len(emitted), len(sessions))
+	}
+}

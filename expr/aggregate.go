@@ -31,6 +31,25 @@ type AggregateFunction struct {
 	// the arguments must be literal constants, as ksqlDB's UDAF
 	// initialisation arguments are.
 	LiteralFrom int
+	// NewRetracting, when set, returns the accumulator the aggregate
+	// uses over a table (ForTable): New's state, enough for a stream,
+	// cannot take a row back out correctly. Its state format differs
+	// from New's.
+	NewRetracting func(args []types.Type) Accumulator
+}
+
+// ForTable returns the definition of f that aggregates a table: f, or a
+// copy of it whose accumulator is NewRetracting's. The binder uses it for
+// statements recorded since distinct aggregates kept a count per value
+// over tables; those recorded before keep New's state, which their
+// stores hold.
+func (f *AggregateFunction) ForTable() *AggregateFunction {
+	if f.NewRetracting == nil {
+		return f
+	}
+	g := *f
+	g.New, g.NewRetracting = f.NewRetracting, nil
+	return &g
 }
 
 // Accumulator folds rows into an aggregate's state. It may keep scratch

@@ -41,6 +41,9 @@ func moreAggregates() []*AggregateFunction {
 				return types.BigintType, nil
 			},
 			New: func(args []types.Type) Accumulator { return &setAcc{t: args[0], limit: 1_000_000, count: true} },
+			NewRetracting: func(args []types.Type) Accumulator {
+				return &countedAcc{attrAcc: attrAcc{t: args[0], limit: 1_000_000}, count: true}
+			},
 		},
 		{
 			Name:        "ATTR",
@@ -388,7 +391,7 @@ func collectAgg(name string, distinct bool) *AggregateFunction {
 }
 
 func collectAggLimit(name string, distinct bool, limit int) *AggregateFunction {
-	return &AggregateFunction{
+	f := &AggregateFunction{
 		CompositeState: true,
 		Name:           name,
 		Description:    "Collects the values into an ARRAY (" + map[bool]string{true: "distinct", false: "in order"}[distinct] + ", at most 1,000 unless ksql.functions." + strings.ToLower(name) + ".limit says otherwise).",
@@ -404,6 +407,12 @@ func collectAggLimit(name string, distinct bool, limit int) *AggregateFunction {
 			return &listAcc{t: args[0], limit: limit, distinct: distinct}
 		},
 	}
+	if distinct {
+		f.NewRetracting = func(args []types.Type) Accumulator {
+			return &countedAcc{attrAcc: attrAcc{t: args[0], limit: limit}}
+		}
+	}
+	return f
 }
 
 // listAcc: state is a count (uvarint) then the values in order; NULLs are
@@ -987,6 +996,9 @@ func (m *momentsAcc) Result(st []byte) types.Datum {
 type attrAcc struct {
 	t   types.Type
 	enc []byte
+	// limit, when above 0, caps the distinct values kept: a new one is
+	// left out when the state holds limit (countedAcc).
+	limit int
 }
 
 var (
@@ -1021,24 +1033,26 @@ func (a *attrAcc) entry(b []byte) (v []byte, n uint64, rest []byte, ok bool) {
 	return b[:end], binary.BigEndian.Uint64(b[end:]), b[end+8:], true
 }
 
-// adjust adds delta to the count of the encoded value v.
+// adjust adds delta to the count of the encoded value v; a value whose
+// count reaches 0 goes.
 func (a *attrAcc) adjust(dst, st, v []byte, delta int64) []byte {
-	found := false
+	found, held := false, 0
 	for b := st; ; {
 		e, n, rest, ok := a.entry(b)
 		if !ok {
 			break
 		}
+		held++
 		if bytes.Equal(e, v) {
 			found = true
 			n = uint64(int64(n) + delta)
 		}
-		if n > 0 {
+		if int64(n) > 0 {
 			dst = binary.BigEndian.AppendUint64(append(dst, e...), n)
 		}
 		b = rest
 	}
-	if !found && delta > 0 {
+	if !found && delta > 0 && (a.limit <= 0 || held < a.limit) {
 		dst = binary.BigEndian.AppendUint64(append(dst, v...), uint64(delta))
 	}
 	return dst
@@ -1072,4 +1086,61 @@ func (a *attrAcc) Result(st []byte) types.Datum {
 	}
 	d, _ := readValue(e[1:], a.t)
 	return d
+}
+
+// countedAcc is COUNT_DISTINCT and COLLECT_SET over a table
+// (AggregateFunction.NewRetracting): the distinct values in the order
+// first seen, each with the number of the group's rows that hold it, in
+// ATTR's state layout, so that taking a row back out forgets its value
+// only when no other row of the group holds it. COUNT_DISTINCT (count)
+// leaves NULL out and counts the values; COLLECT_SET keeps NULL as a
+// value, as its stream form does, and at most limit values: one left out
+// at the limit does not come back when others go.
+type countedAcc struct {
+	attrAcc
+	count bool
+	out   []types.Datum
+}
+
+var (
+	_ Undoer = (*countedAcc)(nil)
+	_ Merger = (*countedAcc)(nil)
+)
+
+func (c *countedAcc) Add(dst, st []byte, args []types.Datum) []byte {
+	if c.count && args[0].Null {
+		return append(dst, st...)
+	}
+	return c.adjust(dst, st, c.encode(args[0]), 1)
+}
+
+func (c *countedAcc) Undo(dst, st []byte, args []types.Datum) []byte {
+	if c.count && args[0].Null {
+		return append(dst, st...)
+	}
+	return c.adjust(dst, st, c.encode(args[0]), -1)
+}
+
+func (c *countedAcc) Result(st []byte) types.Datum {
+	n := int64(0)
+	c.out = c.out[:0]
+	for b := st; ; {
+		e, _, rest, ok := c.entry(b)
+		if !ok {
+			break
+		}
+		n++
+		if !c.count {
+			d := types.NullDatum
+			if e[0] == 1 {
+				d, _ = readValue(e[1:], c.t)
+			}
+			c.out = append(c.out, d)
+		}
+		b = rest
+	}
+	if c.count {
+		return types.IntDatum(n)
+	}
+	return types.Datum{L: c.out}
 }

@@ -200,11 +200,12 @@ type Aggregate struct {
 	EmitFinal bool
 	// FinalOnClose (with EmitFinal, time windows) emits as Kafka Streams'
 	// EmitStrategy.onWindowClose does: when a record moves the close time
-	// (stream time - grace) past the end of windows not yet emitted, the
-	// windows whose start is within the store's retention of the latest
-	// window start are emitted then, in order of start and key; older
-	// ones are dropped unseen. Without it closed windows are emitted at
-	// each commit (queries recorded before it).
+	// (stream time - grace) past the end of windows not yet emitted,
+	// they are emitted then, in order of start and key — all of them,
+	// where Kafka Streams finds only those whose start is within the
+	// store's retention of the latest window start and drops older ones
+	// unseen. Without it closed windows are emitted at each commit
+	// (queries recorded before it).
 	FinalOnClose bool
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/types"
@@ -239,10 +240,34 @@ type InternalTopic struct {
 	// Partitions is its partition count; 0 for as many as the query's
 	// input has.
 	Partitions int32
-	// RetentionMs, when set, also deletes the changelog's records older
-	// than it (cleanup.policy=compact,delete), as Kafka Streams does for
-	// window stores whose keys never repeat.
+	// RetentionMs, when set, is the retention of the window, session or
+	// join window store the changelog restores: the changelog also
+	// deletes records older than it plus the additional retention
+	// (cleanup.policy=compact,delete; see Configs), as Kafka Streams
+	// does for stores whose keys never repeat.
 	RetentionMs int64
+}
+
+// DefaultAdditionalRetentionMs is Kafka Streams' default
+// windowstore.changelog.additional.retention.ms: a window changelog
+// keeps records a day longer than its store.
+const DefaultAdditionalRetentionMs = 24 * 3600 * 1000
+
+// Configs returns the topic configs to create it (or alter it) with:
+// compacted changelogs cleanup.policy=compact; those of window, session
+// and join window stores compact,delete with retention.ms the store's
+// retention plus additionalMs (windowstore.changelog.additional.retention.ms);
+// nil for a repartition topic.
+func (it InternalTopic) Configs(additionalMs int64) map[string]*string {
+	if it.RetentionMs > 0 {
+		policy, retention := "compact,delete", strconv.FormatInt(it.RetentionMs+additionalMs, 10)
+		return map[string]*string{"cleanup.policy": &policy, "retention.ms": &retention}
+	}
+	if it.Compact {
+		compact := "compact"
+		return map[string]*string{"cleanup.policy": &compact}
+	}
+	return nil
 }
 
 // InternalTopics returns the topics the topology needs created: its
@@ -258,9 +283,9 @@ func (t *Topology) InternalTopics() []InternalTopic {
 	for _, s := range t.Stores {
 		if !s.SourceTopicChangelog {
 			it := InternalTopic{Name: s.Changelog, Compact: true, Partitions: s.Partitions}
-			if s.Kind == JoinWindowStore {
-				// Kafka Streams' window changelogs keep a day more.
-				it.RetentionMs = s.RetentionMs + 24*3600*1000
+			switch s.Kind {
+			case WindowStore, SessionStore, JoinWindowStore:
+				it.RetentionMs = s.RetentionMs
 			}
 			out = append(out, it)
 		}

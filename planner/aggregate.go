@@ -61,8 +61,8 @@ type Aggregate struct {
 	EmitFinal bool
 	// FinalOnClose makes EMIT FINAL ksqlDB's (Kafka Streams'
 	// emit-on-window-close): windows are emitted as the record that
-	// closes them is processed, those still within the window store's
-	// retention (see physical.Aggregate.FinalOnClose).
+	// closes them is processed, every one of them however far stream
+	// time jumps (see physical.Aggregate.FinalOnClose).
 	FinalOnClose bool
 	out          types.Schema
 }

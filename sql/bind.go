@@ -55,6 +55,9 @@ type binder struct {
 	legacyJoins3 bool
 	// legacySum keeps SUM NULL for a group of no values (Select.LegacySum).
 	legacySum bool
+	// legacyDistinct keeps distinct aggregates' stream state over tables
+	// (Select.LegacyDistinct).
+	legacyDistinct bool
 	// query is set while binding a persistent query's SELECT (CREATE …
 	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
 	query bool
@@ -90,7 +93,8 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
-		query: sel.persistent || sel.inserting}
+		legacyDistinct: sel.LegacyDistinct,
+		query:          sel.persistent || sel.inserting}
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}

@@ -198,6 +198,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		// A changed row leaves its old group: the aggregates must be able
 		// to take a row back out.
 		for _, c := range scope.aggs {
+			if !b.legacyDistinct {
+				c.Fn = c.Fn.ForTable()
+			}
 			if _, ok := c.NewAccumulator().(expr.Undoer); !ok {
 				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s cannot aggregate a table (it cannot take a changed row back out); use it on a stream", c.Fn.Name)
 			}

@@ -133,8 +133,8 @@ type Select struct {
 	// LegacyFinal binds EMIT FINAL as sqlstreams did before it followed
 	// ksqlDB (Kafka Streams' emit-on-window-close, KIP-825): a window
 	// without GRACE PERIOD gets the default grace (not 0), and closed
-	// windows are emitted at each commit, every one of them (not as each
-	// record closes them, within the window store's retention). The
+	// windows are emitted at each commit (not as each record closes
+	// them). The
 	// engine sets it for queries replayed from commands recorded before,
 	// so that their output stays as it was.
 	LegacyFinal bool
@@ -195,6 +195,13 @@ type Select struct {
 	// (expr.KsqlSumZero). The engine sets it for queries replayed from
 	// commands recorded before sqlstreams.sum.
 	LegacySum bool
+	// LegacyDistinct aggregates a table with COUNT_DISTINCT and
+	// COLLECT_SET as sqlstreams did before they kept a count per value
+	// there (expr.AggregateFunction.ForTable): taking a row back out
+	// forgets its value although another row of the group still holds
+	// it. The engine sets it for queries replayed from commands recorded
+	// before sqlstreams.table.distinct, whose stores hold that state.
+	LegacyDistinct bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
