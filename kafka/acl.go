@@ -20,6 +20,7 @@ const (
 	Alter
 	Describe
 	DescribeConfigs
+	AlterConfigs
 	IdempotentWrite
 )
 
@@ -41,6 +42,8 @@ func (o Operation) String() string {
 		return "DESCRIBE"
 	case DescribeConfigs:
 		return "DESCRIBE_CONFIGS"
+	case AlterConfigs:
+		return "ALTER_CONFIGS"
 	case IdempotentWrite:
 		return "IDEMPOTENT_WRITE"
 	}
@@ -52,6 +55,8 @@ func (o Operation) flag() string {
 	switch o {
 	case DescribeConfigs:
 		return "DescribeConfigs"
+	case AlterConfigs:
+		return "AlterConfigs"
 	case IdempotentWrite:
 		return "IdempotentWrite"
 	}
@@ -76,6 +81,8 @@ func (o Operation) kmsg() kmsg.ACLOperation {
 		return kmsg.ACLOperationDescribe
 	case DescribeConfigs:
 		return kmsg.ACLOperationDescribeConfigs
+	case AlterConfigs:
+		return kmsg.ACLOperationAlterConfigs
 	case IdempotentWrite:
 		return kmsg.ACLOperationIdempotentWrite
 	}
@@ -242,6 +249,7 @@ func (s Service) Permissions() []Permission {
 		{Operation: Read, Resource: topics, Why: "reading internal topics and restoring state"},
 		{Operation: Write, Resource: topics, Why: "writing internal topics"},
 		{Operation: Delete, Resource: topics, Why: "RESET QUERY deletes a query's internal topics", Optional: true},
+		{Operation: AlterConfigs, Resource: topics, Why: "window changelogs of queries created before they were compact,delete get their retention at start", Optional: true},
 		{Operation: Read, Resource: groups, Why: "queries' consumer groups (" + prefix + "query_<ID>)"},
 		{Operation: Delete, Resource: groups, Why: "RESET QUERY deletes a query's consumer group", Optional: true},
 		{Operation: Write, Resource: txns, Why: "exactly-once stream threads' transactional ids (" + prefix + "query_<ID>-<instance>-<thread>)"},

@@ -157,7 +157,7 @@ func opsOf(bits int32) (map[Operation]bool, bool) {
 		return nil, false
 	}
 	out := map[Operation]bool{}
-	for _, op := range []Operation{Read, Write, Create, Delete, Alter, Describe, DescribeConfigs, IdempotentWrite} {
+	for _, op := range []Operation{Read, Write, Create, Delete, Alter, Describe, DescribeConfigs, AlterConfigs, IdempotentWrite} {
 		if bits&(1<<uint(op.kmsg())) != 0 {
 			out[op] = true
 		}

@@ -85,6 +85,7 @@ func TestCheckListsEveryMissingPermission(t *testing.T) {
 	want := []string{
 		`WRITE on topics prefixed "svc_"`,
 		`DELETE on topics prefixed "svc_" (optional)`,
+		`ALTER_CONFIGS on topics prefixed "svc_" (optional)`,
 		`DELETE on groups prefixed "svc_" (optional)`,
 		`WRITE on transactional ids prefixed "svc_"`,
 		`CREATE on topic "_svc_command_topic"`,
@@ -124,7 +125,7 @@ func TestCheckExistingTopics(t *testing.T) {
 			t.Errorf("%s reported missing: the topic exists and WRITE is granted", m)
 		}
 	}
-	if len(missing) != 7 {
-		t.Errorf("missing %d permissions, want the 7 under the prefix: %v", len(missing), missing)
+	if len(missing) != 8 {
+		t.Errorf("missing %d permissions, want the 8 under the prefix: %v", len(missing), missing)
 	}
 }

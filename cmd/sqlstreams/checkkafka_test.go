@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sqlstreams/sqlstreams/engine"
-	"github.com/sqlstreams/sqlstreams/kafka"
+	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 )
 
 // TestCheckKafka: check-kafka, given the server's connection settings,
@@ -19,25 +19,10 @@ import (
 // command that grants it and exits 1; once all is granted it says so and
 // exits 0. A wrong password is a clear failure, not a hang.
 func TestCheckKafka(t *testing.T) {
-	prefixed := func(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
-		return kfake.ACL{Resource: rt, Name: name, Pattern: kmsg.ACLResourcePatternTypePrefixed, Operation: op, Allow: true}
-	}
-	literal := func(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
-		return kfake.ACL{Resource: rt, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
-	}
+	prefixed, literal := kafkatest.Prefixed, kafkatest.Literal
 	const topic, group, txn = kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeTransactionalId
 	svc := engine.KafkaService("svc", engine.ProcessingLogConfig{})
-	var all []kfake.ACL // bob: everything the service needs
-	for _, p := range svc.Permissions() {
-		rt := map[kafka.ResourceType]kmsg.ACLResourceType{kafka.Topic: topic, kafka.Group: group, kafka.TransactionalID: txn}[p.Type]
-		op := map[kafka.Operation]kmsg.ACLOperation{kafka.Read: kmsg.ACLOperationRead, kafka.Write: kmsg.ACLOperationWrite,
-			kafka.Create: kmsg.ACLOperationCreate, kafka.Delete: kmsg.ACLOperationDelete}[p.Operation]
-		if p.Prefixed {
-			all = append(all, prefixed(rt, p.Name, op))
-		} else {
-			all = append(all, literal(rt, p.Name, op))
-		}
-	}
+	all := kafkatest.ACLs(svc.Permissions()) // bob: everything the service needs
 	all = append(all, literal(topic, "orders", kmsg.ACLOperationRead))
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
 		kfake.Superuser("SCRAM-SHA-512", "admin", "admin-secret"),
@@ -83,9 +68,11 @@ func TestCheckKafka(t *testing.T) {
 	for _, want := range []string{
 		"Missing (1):\n" +
 			`  READ on topic "orders": a query's input` + "\n" + grant("--operation Read --topic orders"),
-		"Missing, needed only by some statements (2):\n" +
+		"Missing, needed only by some statements (3):\n" +
 			`  DELETE on topics prefixed "svc_": RESET QUERY deletes a query's internal topics` + "\n" +
 			grant("--operation Delete --resource-pattern-type prefixed --topic svc_") +
+			`  ALTER_CONFIGS on topics prefixed "svc_": window changelogs of queries created before they were compact,delete get their retention at start` + "\n" +
+			grant("--operation AlterConfigs --resource-pattern-type prefixed --topic svc_") +
 			`  DELETE on groups prefixed "svc_": RESET QUERY deletes a query's consumer group` + "\n" +
 			grant("--operation Delete --resource-pattern-type prefixed --group svc_"),
 	} {

@@ -271,7 +271,7 @@ func ACL(p kafka.Permission) kfake.ACL {
 	op := map[kafka.Operation]kmsg.ACLOperation{
 		kafka.Read: kmsg.ACLOperationRead, kafka.Write: kmsg.ACLOperationWrite, kafka.Create: kmsg.ACLOperationCreate,
 		kafka.Delete: kmsg.ACLOperationDelete, kafka.Describe: kmsg.ACLOperationDescribe, kafka.Alter: kmsg.ACLOperationAlter,
-		kafka.DescribeConfigs: kmsg.ACLOperationDescribeConfigs, kafka.IdempotentWrite: kmsg.ACLOperationIdempotentWrite,
+		kafka.DescribeConfigs: kmsg.ACLOperationDescribeConfigs, kafka.AlterConfigs: kmsg.ACLOperationAlterConfigs, kafka.IdempotentWrite: kmsg.ACLOperationIdempotentWrite,
 	}[p.Operation]
 	pt := kmsg.ACLResourcePatternTypeLiteral
 	if p.Prefixed {
