@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // TestHeadlessHeaders checks that a query from the queries file behaves
@@ -18,7 +19,7 @@ func TestHeadlessHeaders(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	brokers := kfakeBrokers(t)
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir(), Headless: []string{
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir(), Headless: []string{
 		"CREATE STREAM s (id INT KEY, v INT) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);",
 		"CREATE STREAM out WITH (KAFKA_TOPIC='out') AS SELECT id, v FROM s WHERE v > 0;",
 	}})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // windowCluster starts a one-broker kfake cluster for the test's
@@ -86,7 +87,7 @@ func TestWindowChangelogRetention(t *testing.T) {
 	c, brokers, adm := windowCluster(t)
 	// An existing query: its command recorded, its changelog created as
 	// before (compact only).
-	log, err := catalog.OpenCommandLog(ctx, brokers, "sqlstreams", "old")
+	log, err := catalog.OpenCommandLog(ctx, kafka.Plain(brokers...), "sqlstreams", "old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestWindowChangelogRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func() *engine.Engine {
-		eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir()})
+		eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +201,7 @@ func windowSoak(t *testing.T, extra string) {
 			}
 		}
 	}()
-	eng, err := engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i", StateDir: t.TempDir(), LeaveGroupOnClose: true})
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir(), LeaveGroupOnClose: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func windowSoak(t *testing.T, extra string) {
 	}
 	end, _ := ends.Lookup("w", 0)
 	began = time.Now()
-	eng, err = engine.Open(ctx, engine.Config{Brokers: brokers, InstanceID: "i2", StateDir: t.TempDir()})
+	eng, err = engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i2", StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
