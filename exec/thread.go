@@ -132,6 +132,11 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		// member that owes a rejoin), so a rolling restart moves no task.
 		kgo.InstanceID(q.memberID(n)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// The Java consumer's fetch.max.wait.ms, as Kafka Streams runs:
+		// partitions resumed when their task has restored are fetched
+		// only after the fetch in flight returns (franz-go's default
+		// wait is 5 s when there is nothing new).
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
 		kgo.Balancers(t.bal),
