@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
@@ -154,4 +156,16 @@ func since(from, at time.Time) string {
 		return "never"
 	}
 	return at.Sub(from).Round(100 * time.Millisecond).String()
+}
+
+// ask runs q on a new connection to s.
+func ask(ctx context.Context, s *testserver.Server, q string) ([]string, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, "postgres://sqlstreams@"+s.PGAddr+"/sqlstreams?sslmode=disable")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	return rows(cctx, conn, q)
 }
