@@ -504,6 +504,10 @@ func (t *streamThread) maybeCommit(ctx context.Context) error {
 // its writes are applied when it committed, dropped when it aborted.
 func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error {
 	q := t.q
+	// An abort the thread chose (a rebalance, records without a task)
+	// fails the records still buffered ("client is aborting buffered
+	// records"): no produce failure of the query's.
+	chosenAbort := try != kgo.TryCommit
 	if try == kgo.TryCommit {
 		for _, task := range t.tm.tasks {
 			if task.state != taskRunning {
@@ -581,7 +585,7 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 		q.aborts.Add(1)
 		q.log.Info("transaction aborted; records will be reprocessed", "thread", t.n)
 	}
-	if pe := t.produceErr.Swap(nil); pe != nil {
+	if pe := t.produceErr.Swap(nil); pe != nil && !chosenAbort {
 		q.log.Warn("produce failed; transaction aborted", "thread", t.n, "err", *pe)
 		// A produce that keeps failing (its topic deleted, say) fails
 		// the thread, so the query shows FAILED with the error and
