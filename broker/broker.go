@@ -286,6 +286,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		b.journal.watch(cluster)
 	}
+	// Stable offsets per partition, as Kafka answers them (stable.go).
+	stable := newStableOffsets()
+	if err := stable.restore(ctx, b.admin); err != nil {
+		b.cl.Close()
+		cluster.Close()
+		return nil, fmt.Errorf("broker: listing open transactions: %w", err)
+	}
+	stable.watch(cluster)
 
 	ln.open()
 	loopCtx, stop := context.WithCancel(context.Background())

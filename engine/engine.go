@@ -63,6 +63,13 @@ type Config struct {
 	AtLeastOnce bool
 	// CommitInterval is how often persistent queries commit (default 100 ms).
 	CommitInterval time.Duration
+	// TransactionTimeout is transaction.timeout.ms of persistent queries
+	// under exactly-once (default 10 s, as Kafka Streams sets it; a
+	// query's property overrides it): how long an instance that died
+	// with a transaction open can hold back read_committed readers of
+	// what it wrote, unless it comes back first (see
+	// exec.Config.TransactionTimeout).
+	TransactionTimeout time.Duration
 	// Endpoint is this instance's REST address (host:port) as other
 	// instances reach it: published in the query groups' member metadata
 	// so that pull queries asked elsewhere are forwarded here for the
@@ -931,6 +938,10 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	if err != nil {
 		return err
 	}
+	txnTimeout, err := e.queryTransactionTimeout(props)
+	if err != nil {
+		return err
+	}
 	cq, _ := e.cat.Query(id)
 	cfg := exec.Config{
 		Paused:            cq != nil && cq.Paused,
@@ -954,6 +965,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		BadRecord:         e.logBadRecord,
 	}
 	cfg.LeaveGroupOnClose = e.cfg.LeaveGroupOnClose
+	cfg.TransactionTimeout = txnTimeout
 	if err := e.queryStandby(props, &cfg); err != nil {
 		return err
 	}
@@ -1114,6 +1126,9 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		return err
 	}
 	if _, err := windowChangelogExtra(cmd.Props); err != nil {
+		return err
+	}
+	if _, err := e.queryTransactionTimeout(cmd.Props); err != nil {
 		return err
 	}
 	// Built once under a stand-in ID to validate before the command is

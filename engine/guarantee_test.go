@@ -17,7 +17,7 @@ import (
 // TestProcessingGuarantee: a query created after SET
 // 'processing.guarantee'='at_least_once' writes its output outside
 // transactions (and all of it), one created without it inside them; a
-// bad guarantee or commit interval is refused before anything is
+// bad guarantee, commit interval or transaction timeout is refused before anything is
 // created.
 func TestProcessingGuarantee(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -43,6 +43,7 @@ func TestProcessingGuarantee(t *testing.T) {
 		"CREATE STREAM eos AS SELECT * FROM src",
 		"SET 'processing.guarantee'='at_least_once'",
 		"SET 'commit.interval.ms'='50'",
+		"SET 'ksql.streams.transaction.timeout.ms'='20000'",
 		"CREATE STREAM alos AS SELECT * FROM src",
 		"CREATE TABLE alos_counts AS SELECT id, COUNT(*) AS n FROM src GROUP BY id",
 	} {
@@ -53,6 +54,7 @@ func TestProcessingGuarantee(t *testing.T) {
 	for _, bad := range []struct{ set, want string }{
 		{"SET 'processing.guarantee'='maybe_once'", "processing.guarantee"},
 		{"SET 'commit.interval.ms'='soon'", "commit.interval.ms"},
+		{"SET 'transaction.timeout.ms'='500'", "transaction.timeout.ms"},
 	} {
 		s2 := engine.NewSession()
 		if _, err := eng.Execute(ctx, s2, bad.set, discard{}); err != nil {

@@ -145,6 +145,7 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 			"num.stream.threads":   strconv.Itoa(max(e.cfg.Threads, 1)),
 			IdleAdvanceProp:        "0",
 		}
+		props["transaction.timeout.ms"] = strconv.FormatInt(e.transactionTimeout().Milliseconds(), 10)
 		source := map[string]string{}
 		for k := range props {
 			source[k] = "default"

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/exec"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/sql"
 )
@@ -74,4 +75,51 @@ func windowChangelogExtra(props map[string]string) (int64, error) {
 		return ms, nil
 	}
 	return physical.DefaultAdditionalRetentionMs, nil
+}
+
+// TransactionTimeoutProps are the names a query's transaction timeout is
+// set by (SET before its CREATE … AS), as Kafka Streams and ksqlDB users
+// write it.
+var TransactionTimeoutProps = []string{
+	"transaction.timeout.ms", "producer.transaction.timeout.ms",
+	"ksql.streams.transaction.timeout.ms", "ksql.streams.producer.transaction.timeout.ms",
+}
+
+// DefaultTransactionTimeout is a query's transaction timeout when neither
+// the server nor the query sets one: Kafka Streams' under exactly-once.
+const DefaultTransactionTimeout = exec.DefaultTransactionTimeout
+
+// MaxTransactionTimeout is the largest transaction timeout a query may
+// ask for: Kafka's default transaction.max.timeout.ms (brokers refuse
+// more than theirs).
+const MaxTransactionTimeout = 15 * time.Minute
+
+// queryTransactionTimeout returns the transaction timeout of a query with
+// props, else the server's.
+func (e *Engine) queryTransactionTimeout(props map[string]string) (time.Duration, error) {
+	for _, name := range TransactionTimeoutProps {
+		v, ok := props[name]
+		if !ok {
+			continue
+		}
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || ms < 1000 || ms > MaxTransactionTimeout.Milliseconds() {
+			return 0, sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number of milliseconds from 1000 to %d, not %q", name, MaxTransactionTimeout.Milliseconds(), v)
+		}
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	return e.transactionTimeout(), nil
+}
+
+// transactionTimeout is the server's transaction timeout: the engine's
+// setting, else the Kafka settings' transaction.timeout.ms, else Kafka
+// Streams' default under exactly-once.
+func (e *Engine) transactionTimeout() time.Duration {
+	if e.cfg.TransactionTimeout > 0 {
+		return e.cfg.TransactionTimeout
+	}
+	if e.cfg.Kafka.TransactionTimeout > 0 {
+		return e.cfg.Kafka.TransactionTimeout
+	}
+	return DefaultTransactionTimeout
 }

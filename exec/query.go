@@ -48,6 +48,17 @@ type Config struct {
 	// CommitInterval is how often open transactions commit (default
 	// 100 ms, Kafka Streams' default under exactly-once).
 	CommitInterval time.Duration
+	// TransactionTimeout is transaction.timeout.ms under exactly-once
+	// (default DefaultTransactionTimeout, 10 s, as Kafka Streams sets it):
+	// how long the broker lets a stream thread's transaction stay open
+	// before it aborts it. A crashed instance's open transaction blocks
+	// read_committed readers of every partition it wrote (outputs,
+	// repartition topics, changelogs) and the group's committed offsets
+	// until it ends, so this bounds a failover unless the instance comes
+	// back first (a restarted thread fences its transactional ID at
+	// start). A commit must end within it: a commit's flush waits at most
+	// half of it. The broker caps it (transaction.max.timeout.ms).
+	TransactionTimeout time.Duration
 	// OffsetReset is where the query starts on partitions without a
 	// committed offset: "earliest" (default) or "latest".
 	OffsetReset string
@@ -146,6 +157,9 @@ func (c *Config) defaults() {
 	if c.CommitInterval <= 0 {
 		c.CommitInterval = 100 * time.Millisecond
 	}
+	if c.TransactionTimeout <= 0 {
+		c.TransactionTimeout = DefaultTransactionTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -162,6 +176,22 @@ func (c *Config) defaults() {
 		c.ProbingRebalanceInterval = DefaultProbingInterval
 	}
 }
+
+// DefaultTransactionTimeout is Config.TransactionTimeout's default:
+// Kafka Streams' transaction.timeout.ms under exactly-once.
+const DefaultTransactionTimeout = 10 * time.Second
+
+// flushTimeout bounds how long a commit waits for its records to be
+// written: half the transaction timeout, so that the commit ends well
+// inside it.
+func (c *Config) flushTimeout() time.Duration { return c.TransactionTimeout / 2 }
+
+// aheadWait bounds how long a task waits for a changelog whose last
+// stable offset is behind its store's checkpoint before it takes the
+// store as lost and restores it from the changelog's start: three
+// transaction timeouts (30 s by default), longer than another producer's
+// transaction may stay open.
+func (c *Config) aheadWait() time.Duration { return 3 * c.TransactionTimeout }
 
 func (c *Config) resetOffset() kgo.Offset {
 	if c.OffsetReset == "latest" {

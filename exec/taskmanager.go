@@ -382,22 +382,17 @@ func (tm *taskManager) closeAll() {
 	tm.reader.close()
 }
 
-// aheadWait bounds how long a task waits for a changelog whose last
-// stable offset is behind its store's checkpoint before it takes the
-// store as lost and restores it from the changelog's start: longer than a
-// transaction may stay open (transaction.timeout.ms, 10 s).
-const aheadWait = 30 * time.Second
-
 // changelogBehind reports whether a changelog of t's stores ends (by its
 // last stable offset) before the offset the store's checkpoint says it
 // applied, committed. That happens while another producer's transaction
 // that began earlier is still open (a thread that had the task, failing
 // to end its transaction): the checkpointed offsets are committed but not
-// yet stable. The task is then released and waits, up to aheadWait;
-// restoring now would take the store for ahead of its changelog and wipe
-// it, losing every update past the open transaction.
+// yet stable. The task is then released and waits, up to three
+// transaction timeouts (Config.aheadWait); restoring now would take the
+// store for ahead of its changelog and wipe it, losing every update past
+// the open transaction.
 func (tm *taskManager) changelogBehind(ctx context.Context, cl *kgo.Client, t *Task) bool {
-	if !t.aheadSince.IsZero() && time.Since(t.aheadSince) > aheadWait {
+	if !t.aheadSince.IsZero() && time.Since(t.aheadSince) > tm.q.cfg.aheadWait() {
 		return false // waited enough: a lost changelog; restore from the start
 	}
 	for _, ts := range t.stores {

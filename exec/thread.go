@@ -132,6 +132,11 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		// member that owes a rejoin), so a rolling restart moves no task.
 		kgo.InstanceID(q.memberID(n)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// The Java consumer's fetch.max.wait.ms, as Kafka Streams runs:
+		// partitions resumed when their task has restored are fetched
+		// only after the fetch in flight returns (franz-go's default
+		// wait is 5 s when there is nothing new).
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(q.cfg.resetOffset()),
 		kgo.Balancers(t.bal),
@@ -157,7 +162,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 	} else {
 		sess, err = kgo.NewGroupTransactSession(q.cfg.Kafka.Opts(append(opts,
 			kgo.TransactionalID(q.transactionalID(n)),
-			kgo.TransactionTimeout(60*time.Second))...)...)
+			kgo.TransactionTimeout(q.cfg.TransactionTimeout))...)...)
 	}
 	if err != nil {
 		return nil, err
@@ -193,6 +198,12 @@ func (t *streamThread) run(ctx context.Context) error {
 	defer t.tm.closeAll()
 	defer t.sb.stop()
 	defer t.endOnExit()
+	if err := t.fence(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	for {
 		t.followPause()
 		fetches, stopping, err := t.poll(ctx)
@@ -237,6 +248,25 @@ func (t *streamThread) run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// fence initializes the thread's transactional producer as the thread
+// starts, as Kafka Streams' threads do: InitProducerID with
+// the thread's transactional ID fences its earlier producer and aborts
+// the transaction that producer left open (a crashed instance restarted
+// on its data dir, or this thread failing and starting again). franz-go
+// sends it only before the first record or offset commit, so without
+// this a restarted instance with nothing to process would leave that
+// transaction open, holding back read_committed readers of everything it
+// wrote, and the group's offsets, until the transaction timeout.
+func (t *streamThread) fence(ctx context.Context) error {
+	if t.q.cfg.AtLeastOnce {
+		return nil
+	}
+	if _, _, err := t.cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("initializing the transactional producer: %w", err)
+	}
+	return nil
 }
 
 // closeWait bounds how long a stopping thread waits for its client to
@@ -495,6 +525,10 @@ func (t *streamThread) maybeCommit(ctx context.Context) error {
 // its writes are applied when it committed, dropped when it aborted.
 func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error {
 	q := t.q
+	// An abort the thread chose (a rebalance, records without a task)
+	// fails the records still buffered ("client is aborting buffered
+	// records"): no produce failure of the query's.
+	chosenAbort := try != kgo.TryCommit
 	if try == kgo.TryCommit {
 		for _, task := range t.tm.tasks {
 			if task.state != taskRunning {
@@ -514,16 +548,16 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 		// timeout) aborts the transaction, whatever the session would
 		// make of it, so that its input comes again.
 		// A record that cannot be written (its topic deleted: franz-go
-		// may hold it waiting for the topic) is given up after
-		// flushTimeout, well inside the transaction timeout. (Not
+		// may hold it waiting for the topic) is given up after the
+		// flush timeout, half the transaction timeout. (Not
 		// kgo.RecordDeliveryTimeout: it counts from the record's
 		// timestamp, which is its input's, so reprocessing old input
 		// would time out at once.)
-		fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+		fctx, cancel := context.WithTimeout(ctx, q.cfg.flushTimeout())
 		err := t.cl.Flush(fctx)
 		cancel()
 		if err != nil {
-			e := fmt.Errorf("records not written within %v: %w", flushTimeout, err)
+			e := fmt.Errorf("records not written within %v: %w", q.cfg.flushTimeout(), err)
 			t.produceErr.CompareAndSwap(nil, &e)
 		}
 		if t.produceErr.Load() != nil {
@@ -582,7 +616,7 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 		q.aborts.Add(1)
 		q.log.Info("transaction aborted; records will be reprocessed", "thread", t.n)
 	}
-	if pe := t.produceErr.Swap(nil); pe != nil {
+	if pe := t.produceErr.Swap(nil); pe != nil && !chosenAbort {
 		if kafka.Denied(*pe) {
 			// Retrying cannot cure a refusal: fail now, explained.
 			return *pe
@@ -604,10 +638,6 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 // maxProduceFailures is how many transactions in a row may fail to write
 // their records before the stream thread fails.
 const maxProduceFailures = 3
-
-// flushTimeout bounds how long a commit waits for its records to be
-// written.
-const flushTimeout = 20 * time.Second
 
 // endOnExit ends a transaction still open as the thread leaves:
 // committed when everything polled was processed, aborted otherwise.

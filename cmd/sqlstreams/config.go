@@ -28,6 +28,8 @@ var configKeys = map[string]string{
 	"ksql.streams.num.stream.threads":                  "num-stream-threads",
 	"ksql.streams.processing.guarantee":                "processing-guarantee",
 	"ksql.streams.commit.interval.ms":                  "commit-interval-ms",
+	"ksql.streams.transaction.timeout.ms":              "transaction-timeout-ms",
+	"ksql.streams.producer.transaction.timeout.ms":     "transaction-timeout-ms",
 	"ksql.streams.num.standby.replicas":                "num-standby-replicas",
 	"ksql.streams.acceptable.recovery.lag":             "acceptable-recovery-lag",
 	"ksql.streams.probing.rebalance.interval.ms":       "probing-rebalance-interval-ms",

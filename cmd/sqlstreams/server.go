@@ -50,6 +50,7 @@ func runServer(args []string) int {
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
 	guarantee := stringFlag(fs, "processing-guarantee", "exactly_once_v2", "persistent queries' default processing guarantee: exactly_once_v2, or at_least_once (no transactions: lower latency, records may be processed twice after a failure); a query's SET 'processing.guarantee' overrides it")
 	commitMs := intFlag(fs, "commit-interval-ms", 100, "how often persistent queries commit, in ms (Kafka Streams' commit.interval.ms); a query's SET 'commit.interval.ms' overrides it")
+	txnTimeoutMs := intFlag(fs, "transaction-timeout-ms", int(engine.DefaultTransactionTimeout.Milliseconds()), "persistent queries' transaction timeout under exactly-once, in ms (Kafka Streams' transaction.timeout.ms, 10 s under exactly-once): an instance that dies with a transaction open holds back readers of what it wrote (read_committed) for at most this long, less if it restarts first; a query's SET 'transaction.timeout.ms' overrides it")
 	standbys := intFlag(fs, "num-standby-replicas", 0, "standby replicas of each stateful task (Kafka Streams' num.standby.replicas): other instances keep a hot copy of its state from the changelog, so that it moves or fails over without a long restore; a query's SET 'num.standby.replicas' overrides it")
 	recoveryLag := intFlag(fs, "acceptable-recovery-lag", 10000, "a stateful task moves to an instance only when that instance's copy of its state is at most this many changelog offsets behind; otherwise the instance warms it up first (acceptable.recovery.lag)")
 	probingMs := intFlag(fs, "probing-rebalance-interval-ms", 600000, "how often an instance warming up tasks forces a rebalance to see whether they caught up, in ms (probing.rebalance.interval.ms)")
@@ -206,6 +207,17 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --commit-interval-ms must be from 1 to 3600000, not %d\n", *commitMs)
 		return 2
 	}
+	for _, st := range settings {
+		// transaction.timeout.ms among the Kafka client settings (-X,
+		// --kafka-config) sets it when the flag's own names did not.
+		if st.Name == "transaction-timeout-ms" && st.Source == "default" && kp.TransactionTimeout > 0 {
+			*txnTimeoutMs = int(kp.TransactionTimeout.Milliseconds())
+		}
+	}
+	if *txnTimeoutMs < 1000 || *txnTimeoutMs > int(engine.MaxTransactionTimeout.Milliseconds()) {
+		fmt.Fprintf(os.Stderr, "sqlstreams: --transaction-timeout-ms must be from 1000 to %d, not %d\n", engine.MaxTransactionTimeout.Milliseconds(), *txnTimeoutMs)
+		return 2
+	}
 	if *threads < 1 {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --num-stream-threads must be at least 1, not %d\n", *threads)
 		return 2
@@ -228,6 +240,7 @@ func runServer(args []string) int {
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), internal: intFlags, pgOpts: pgOpts, headless: headless, threads: *threads,
 		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
+		txnTimeout: time.Duration(*txnTimeoutMs) * time.Millisecond,
 		leaveGroup: *leaveGroup, standbys: *standbys, recoveryLag: int64(*recoveryLag), probing: time.Duration(*probingMs) * time.Millisecond,
 	}); err != nil {
 		log.Error("sqlstreams stopped", "err", err)
@@ -263,6 +276,7 @@ type serverConfig struct {
 	maxTxnRecords                                               int
 	atLeastOnce                                                 bool
 	commitInterval                                              time.Duration
+	txnTimeout                                                  time.Duration
 }
 
 func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
@@ -327,7 +341,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		Kafka: kp, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
-		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval, CheckKafka: !embedded,
+		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval, CheckKafka: !embedded, TransactionTimeout: cfg.txnTimeout,
 		LeaveGroupOnClose: cfg.leaveGroup, StandbyReplicas: cfg.standbys, AcceptableRecoveryLag: recoveryLag(cfg.recoveryLag), ProbingInterval: cfg.probing,
 		Endpoint: endpoint, PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
 		ForwardClient: fwd.client, ForwardUser: fwd.user, ForwardPassword: fwd.password,

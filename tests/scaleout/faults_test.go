@@ -2,6 +2,7 @@ package scaleout
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -171,14 +172,16 @@ func TestFaults(t *testing.T) {
 
 // inputLog produces the input and remembers it for the oracle.
 type inputLog struct {
-	mu  sync.Mutex
-	n   int
-	csv bytes.Buffer
-	cl  *kgo.Client
+	// keys is the number of GROUP BY keys (0: faultKeys).
+	keys int
+	mu   sync.Mutex
+	n    int
+	csv  bytes.Buffer
+	cl   *kgo.Client
 }
 
-// produce writes n more records: ids in order, keys k0…k49 in turn, n
-// from 0 to 199.
+// produce writes n more records: ids in order, keys k0…k49 (or as many
+// as l.keys) in turn, n from 0 to 199.
 func (l *inputLog) produce(t *testing.T, ctx context.Context, addr string, n int) {
 	l.produceWith(t, ctx, kafka.Plain(addr), n)
 }
@@ -199,7 +202,7 @@ func (l *inputLog) produceWith(t *testing.T, ctx context.Context, kp kafka.Profi
 	for range n {
 		i := l.n
 		l.n++
-		id, k, v := fmt.Sprintf("e%07d", i), fmt.Sprintf("k%d", i%faultKeys), (i*37)%200
+		id, k, v := fmt.Sprintf("e%07d", i), fmt.Sprintf("k%d", i%cmp.Or(l.keys, faultKeys)), (i*37)%200
 		recs = append(recs, &kgo.Record{Key: []byte(id), Value: fmt.Appendf(nil, `{"K":%q,"N":%d}`, k, v)})
 		fmt.Fprintf(&l.csv, "%s,%s,%d\n", id, k, v)
 	}
@@ -307,6 +310,8 @@ func first(s []string) []string { return s[:min(len(s), 3)] }
 // a partial table.
 type watcher struct {
 	c *cluster
+	// keys is the number of keys of the whole table (0: faultKeys).
+	keys int
 	// set, when not empty, is a statement each connection runs first
 	// (a SET of a session property).
 	set, set2 string
@@ -347,29 +352,30 @@ func (w *watcher) ask(ctx context.Context, s *testserver.Server, record bool) (b
 		}
 	}
 	got, err := rows(cctx, conn, "SELECT k, c FROM cnt")
+	keys := cmp.Or(w.keys, faultKeys)
 	if err != nil {
 		return false, err.Error()
 	}
-	if len(got) != faultKeys && record {
+	if len(got) != keys && record {
 		w.mu.Lock()
-		w.partial = append(w.partial, fmt.Sprintf("%s at %s: %d of %d keys", s.PGAddr, time.Now().Format("15:04:05.000"), len(got), faultKeys))
+		w.partial = append(w.partial, fmt.Sprintf("%s at %s: %d of %d keys", s.PGAddr, time.Now().Format("15:04:05.000"), len(got), keys))
 		w.mu.Unlock()
 	}
-	if len(got) != faultKeys {
+	if len(got) != keys {
 		have := map[string]bool{}
 		for _, r := range got {
 			k, _, _ := strings.Cut(r, "|")
 			have[k] = true
 		}
 		var missing []string
-		for i := range faultKeys {
+		for i := range keys {
 			if k := fmt.Sprintf("k%d", i); !have[k] {
 				missing = append(missing, k)
 			}
 		}
-		return false, fmt.Sprintf("partial: %d of %d keys, missing %v", len(got), faultKeys, missing)
+		return false, fmt.Sprintf("partial: %d of %d keys, missing %v", len(got), keys, missing)
 	}
-	if len(got) != faultKeys {
+	if len(got) != keys {
 		return false, "partial"
 	}
 	return true, ""
