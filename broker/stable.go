@@ -99,6 +99,12 @@ func (s *stableOffsets) restore(ctx context.Context, adm *kadm.Client) error {
 	return nil
 }
 
+// StableOffsetsPerPartition makes a kfake cluster used directly (a
+// test's production-like cluster, whose broker moves the test drives)
+// answer OffsetFetch with require_stable per partition, as Kafka does and
+// as the embedded broker does (see stableOffsets).
+func StableOffsetsPerPartition(c *kfake.Cluster) { newStableOffsets().watch(c) }
+
 // watch installs the control functions on c; each only looks at (or, for
 // an OffsetFetch, narrows) the request, and kfake handles it as usual.
 func (s *stableOffsets) watch(c *kfake.Cluster) {

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
@@ -91,6 +92,10 @@ func TestProductionKafka(t *testing.T) {
 	outputs := []string{"big", "cnt", "owned"}
 	kc := kafkatest.NewCluster(t, kafkatest.Options{Grants: prodGrants(prodService, []string{"ev", "owners", "big"}, outputs)})
 	epochsAsKafka(kc.Cluster)
+	// kfake answers UNSTABLE_OFFSET_COMMIT for a whole group while any
+	// transaction holds offsets of any of its partitions; Kafka, and the
+	// embedded broker, per partition.
+	broker.StableOffsetsPerPartition(kc.Cluster)
 	admin := kc.AdminProfile(t)
 	adm, err := admin.NewClient()
 	if err != nil {
