@@ -232,11 +232,20 @@ func mustParse(t testing.TB, props []kafka.Property) kafka.Profile {
 // PropertiesFile writes the service principal's settings as a properties
 // file and returns its path.
 func (c *Cluster) PropertiesFile(t testing.TB) string {
+	return writeProperties(t, "client.properties", c.Properties())
+}
+
+// AdminPropertiesFile is PropertiesFile for a superuser's settings.
+func (c *Cluster) AdminPropertiesFile(t testing.TB) string {
+	return writeProperties(t, "admin.properties", c.AdminProperties())
+}
+
+func writeProperties(t testing.TB, name string, props []kafka.Property) string {
 	var b []byte
-	for _, p := range c.Properties() {
+	for _, p := range props {
 		b = append(b, p.Key+"="+p.Value+"\n"...)
 	}
-	return WriteFile(t, "client.properties", b)
+	return WriteFile(t, name, b)
 }
 
 func joinComma(s []string) string {

@@ -119,9 +119,19 @@ func TestFaults(t *testing.T) {
 	if d, ok := w.waitWhole(ctx, 90*time.Second, false); !ok {
 		t.Fatalf("the table never showed every key on every instance: %v", d)
 	}
+	underFaults(t, ctx, c, w, func() { in.produce(t, ctx, addr, faultRate/10) }, run, 3*time.Second, 5*time.Second)
+	wantBig, wantCnt := checkFaultOutputs(t, ctx, kafka.Plain(addr), in)
+	t.Logf("%d input records; %d stateless outputs and %d groups equal SQLite's", in.n, len(wantBig), len(wantCnt))
+}
+
+// underFaults runs produce every 100 ms while, after warmup, it runs
+// each fault in turn, settle apart; then it waits until every instance
+// answers the whole table again and reports what w saw: how long each
+// fault kept an instance from answering, and any partial answer (a
+// failure).
+func underFaults(t *testing.T, ctx context.Context, c *cluster, w *watcher, produce func(), faults []fault, warmup, settle time.Duration) {
 	wctx, stopWatch := context.WithCancel(ctx)
 	watchDone := w.run(wctx)
-
 	pctx, stopProduce := context.WithCancel(ctx)
 	produced := make(chan struct{})
 	go func() {
@@ -130,16 +140,16 @@ func TestFaults(t *testing.T) {
 		defer tick.Stop()
 		for pctx.Err() == nil {
 			<-tick.C
-			in.produce(t, ctx, addr, faultRate/10)
+			produce()
 		}
 	}()
-	time.Sleep(3 * time.Second)
-	for _, f := range run {
+	time.Sleep(warmup)
+	for _, f := range faults {
 		began := time.Now()
 		w.mark(f.name)
 		f.do(t, c)
 		t.Logf("fault %q done in %v", f.name, time.Since(began).Round(100*time.Millisecond))
-		time.Sleep(5 * time.Second)
+		time.Sleep(settle)
 	}
 	stopProduce()
 	<-produced
@@ -150,24 +160,30 @@ func TestFaults(t *testing.T) {
 	stopWatch()
 	<-watchDone
 	w.report(t)
+}
 
-	// The outputs equal SQLite's over the input, once each.
-	wantBig, wantCnt := in.oracle(t)
+// checkFaultOutputs checks that the GROUP BY's and the stateless query's
+// outputs (cnt and big), read with read_committed through kp, equal
+// SQLite's answer over the input: every record once. It returns that
+// answer.
+func checkFaultOutputs(t *testing.T, ctx context.Context, kp kafka.Profile, in *inputLog) (wantBig, wantCnt []string) {
+	t.Helper()
+	wantBig, wantCnt = in.oracle(t)
 	var gotCnt []string
 	if !testserver.WaitFor(2*time.Minute, func() bool {
-		gotCnt = countsOf(latestCommitted(t, ctx, addr, "cnt"))
+		gotCnt = countsOf(latestCommittedWith(t, ctx, kp, "cnt"))
 		return slices.Equal(gotCnt, wantCnt)
 	}) {
 		t.Errorf("GROUP BY result differs from SQLite's:\n got %d rows, first %v\nwant %d rows, first %v", len(gotCnt), first(gotCnt), len(wantCnt), first(wantCnt))
 	}
-	gotBig := allCommitted(t, ctx, addr, "big")
+	gotBig := allCommittedWith(t, ctx, kp, "big")
 	sort.Strings(gotBig)
 	if !slices.Equal(gotBig, wantBig) {
 		dup, missing := diff(gotBig, wantBig)
 		t.Errorf("the stateless query's output differs from SQLite's: %d records, want %d; %d duplicates (e.g. %v), %d missing (e.g. %v)",
 			len(gotBig), len(wantBig), len(dup), first(dup), len(missing), first(missing))
 	}
-	t.Logf("%d input records; %d stateless outputs and %d groups equal SQLite's", in.n, len(wantBig), len(wantCnt))
+	return wantBig, wantCnt
 }
 
 // inputLog produces the input and remembers it for the oracle.

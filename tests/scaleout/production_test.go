@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/broker"
 	"github.com/sqlstreams/sqlstreams/engine"
-	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
@@ -144,20 +142,6 @@ func TestProductionKafka(t *testing.T) {
 	if d, ok := w.waitWhole(ctx, 2*time.Minute, false); !ok {
 		t.Fatalf("the table never showed every key on every instance: %v", d)
 	}
-	wctx, stopWatch := context.WithCancel(ctx)
-	watchDone := w.run(wctx)
-	pctx, stopProduce := context.WithCancel(ctx)
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for pctx.Err() == nil {
-			<-tick.C
-			in.produceWith(t, ctx, admin, 50)
-		}
-	}()
-
 	// Not the controller (kfake's is the last broker): kfake keeps a
 	// removed controller as its controller, and then refuses every
 	// CreateTopics (NOT_CONTROLLER), where Kafka elects another. The
@@ -220,37 +204,8 @@ func TestProductionKafka(t *testing.T) {
 			}
 		}},
 	}
-	time.Sleep(2 * time.Second)
-	for _, f := range faults {
-		began := time.Now()
-		w.mark(f.name)
-		f.do(t, c)
-		t.Logf("fault %q done in %v", f.name, time.Since(began).Round(100*time.Millisecond))
-		time.Sleep(4 * time.Second)
-	}
-	stopProduce()
-	<-produced
-	if d, ok := w.waitWhole(ctx, 2*time.Minute, true); !ok {
-		t.Errorf("after the faults some instance never answered the whole table: %v", d)
-	}
-	stopWatch()
-	<-watchDone
-	w.report(t)
-
-	wantBig, wantCnt := in.oracle(t)
-	var gotCnt []string
-	if !testserver.WaitFor(2*time.Minute, func() bool {
-		gotCnt = countsOf(latestCommittedWith(t, ctx, admin, "cnt"))
-		return slices.Equal(gotCnt, wantCnt)
-	}) {
-		t.Errorf("GROUP BY result differs from SQLite's:\n got %d rows, first %v\nwant %d rows, first %v", len(gotCnt), first(gotCnt), len(wantCnt), first(wantCnt))
-	}
-	gotBig := allCommittedWith(t, ctx, admin, "big")
-	sort.Strings(gotBig)
-	if extra, missing := diff(gotBig, wantBig); len(extra)+len(missing) > 0 {
-		t.Errorf("the stateless query's output: %d records, want %d; %d duplicates (e.g. %v), %d missing (e.g. %v)",
-			len(gotBig), len(wantBig), len(extra), first(extra), len(missing), first(missing))
-	}
+	underFaults(t, ctx, c, w, func() { in.produceWith(t, ctx, admin, 50) }, faults, 2*time.Second, 4*time.Second)
+	wantBig, wantCnt := checkFaultOutputs(t, ctx, admin, in)
 	wantOwned := in.joinOracle(t, ownerCSV)
 	var gotOwned []string
 	readCommittedWith(t, ctx, admin, "owned", func(r *kgo.Record) {
@@ -273,7 +228,7 @@ func TestProductionKafka(t *testing.T) {
 		t.Errorf("PRINT 'big': %q, want 2 records", got)
 	}
 	// datagen with a properties file of its own principal's.
-	adminProps := kafkatest.WriteFile(t, "admin.properties", []byte(propertiesText(kc.AdminProperties())))
+	adminProps := kc.AdminPropertiesFile(t)
 	out, err := exec.CommandContext(ctx, testserver.Binary(t), "datagen", "--quickstart", "pageviews", "--count", "20",
 		"--bootstrap-servers", kc.Brokers[0], "--kafka-config", adminProps, "--seed", "1").CombinedOutput()
 	if err != nil {
@@ -284,14 +239,6 @@ func TestProductionKafka(t *testing.T) {
 	if n != 20 {
 		t.Errorf("datagen wrote %d records to pageviews, want 20", n)
 	}
-}
-
-func propertiesText(props []kafka.Property) string {
-	var b strings.Builder
-	for _, p := range props {
-		b.WriteString(p.Key + "=" + p.Value + "\n")
-	}
-	return b.String()
 }
 
 // joinOracle is SQLite's answer to the join over the input and owners
