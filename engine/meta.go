@@ -130,7 +130,10 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 		}
 		l := &TopicList{Topics: []TopicInfo{}}
 		for _, name := range details.Names() {
-			if strings.HasPrefix(name, "_") && !st.Extended {
+			// The service's own command topic and processing log are
+			// internal, as the _-prefixed topics are.
+			internal := strings.HasPrefix(name, "_") || name == e.commandTopic() || name == e.processingLogTopic()
+			if internal && !st.Extended {
 				continue
 			}
 			l.Topics = append(l.Topics, TopicInfo{Name: name, Partitions: len(details[name].Partitions)})
@@ -415,4 +418,12 @@ func windowDesc(src *catalog.Source) string {
 		return string(src.WindowType)
 	}
 	return string(src.WindowType) + ", " + planner.FormatDuration(src.WindowSizeMs)
+}
+
+// commandTopic is the service's command topic ("" in headless mode).
+func (e *Engine) commandTopic() string {
+	if e.cmds == nil {
+		return ""
+	}
+	return e.cmds.Topic()
 }
