@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -414,5 +417,51 @@ func TestRegistryIdentity(t *testing.T) {
 	register("new-value", avroSchema(userV1Again), 1, 1)
 	if got, err := cl.SchemaByID(ctx, 1); err != nil || got.Schema != userV1 {
 		t.Fatalf("ID 1 after restart: %q, %v; want the first text", got.Schema, err)
+	}
+}
+
+// pyRegister registers argv[3] under argv[2] at the registry argv[1] with
+// the schema registry client of Confluent's Python AvroProducer (its
+// serializer registers through CachedSchemaRegistryClient.register), which
+// posts the schema as avro-python prints it: other key order, "doc" last.
+const pyRegister = `
+import sys
+from confluent_kafka.avro import CachedSchemaRegistryClient, loads
+print(CachedSchemaRegistryClient({"url": sys.argv[1]}).register(sys.argv[2], loads(sys.argv[3])))
+`
+
+// TestRegistryIdentityPython reproduces issue 35: an Avro schema
+// registered by sqlstreams, then by Confluent's Python client, stays one
+// version with one ID.
+func TestRegistryIdentityPython(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import confluent_kafka.avro").Run(); err != nil {
+		t.Skip("python3-confluent-kafka with confluent_kafka.avro is not installed; scripts/deps.sh installs it")
+	}
+	ctx := context.Background()
+	reg, err := registry.Open(ctx, registry.Config{Kafka: kafka.Plain(startBroker(t)...), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	srv := httptest.NewServer(reg.Handler())
+	t.Cleanup(srv.Close)
+	cl, err := sr.NewClient(sr.URLs(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const order = `{"type":"record","name":"Order","namespace":"shop","doc":"an order","fields":[{"name":"id","type":"long"},{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}},{"name":"note","type":["null","string"],"default":null}]}`
+	id, err := cl.RegisterSchema(ctx, "orders-value", avroSchema(order), -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		out, err := exec.Command(python, "-c", pyRegister, srv.URL, "orders-value", order).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != strconv.Itoa(id) {
+			t.Fatalf("Python registration %d: %s, %v; want ID %d", i+1, out, err, id)
+		}
+	}
+	if vs, err := cl.SubjectVersions(ctx, "orders-value"); err != nil || !slices.Equal(vs, []int{1}) {
+		t.Fatalf("versions after the Python client registered: %v, %v; want [1]", vs, err)
 	}
 }
