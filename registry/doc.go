@@ -8,10 +8,12 @@
 //	types (AVRO codec) ─▶ types.SchemaSource = Client ──HTTP──▶ any registry
 //
 // The embedded registry keeps Confluent's record layout in its topic, hands
-// out IDs from 1 up (an identical schema keeps one ID across subjects),
-// keeps per-subject versions with soft and permanent deletes, /config
-// compatibility levels (BACKWARD by default) and checks compatibility:
-// Avro with hamba/avro's schema resolution rules, Protobuf (compiled with
-// bufbuild/protocompile) by field numbers and wire types, JSON schemas in
-// the common cases (property types, required properties; not oneOf/$ref).
+// out IDs from 1 up (the same schema keeps one ID across subjects; schemas
+// are compared parsed, not as text, so another text form of a registered
+// schema gets its ID and version back), keeps per-subject versions with
+// soft and permanent deletes, /config compatibility levels (BACKWARD by
+// default) and checks compatibility: Avro with hamba/avro's schema
+// resolution rules, Protobuf (compiled with bufbuild/protocompile) by field
+// numbers and wire types, JSON schemas in the common cases (property types,
+// required properties; not oneOf/$ref).
 package registry

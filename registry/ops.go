@@ -69,7 +69,10 @@ func normType(t string) (string, *Error) {
 }
 
 // Register registers in under subj, or returns the ID it already has
-// there. A new version must pass the subject's compatibility check. In
+// there: a schema is the one already registered when it has the same
+// identity (identity.go) — the same Avro schema in another text form, say
+// — and the first text registered stays the one served. A schema new to
+// subj that another subject holds gets that schema's ID. A new version must pass the subject's compatibility check. In
 // IMPORT mode (mode.go) in may give its ID and version, and the
 // compatibility check is skipped; elsewhere an ID or version is refused.
 func (r *Registry) Register(ctx context.Context, subj string, in SchemaInput) (int, error) {
@@ -90,10 +93,8 @@ func (r *Registry) Register(ctx context.Context, subj string, in SchemaInput) (i
 	if e != nil {
 		return 0, e
 	}
-	canon := canonical(in.Schema)
-	same := func(s *schemaEntry) bool {
-		return s.typ == typ && s.canonical == canon && sameRefs(s.refs, in.References)
-	}
+	ident := identity(typ, in.Schema, p)
+	same := func(s *schemaEntry) bool { return s.same(typ, ident, in.References) }
 	sub := r.subjects[subj]
 	if sub != nil {
 		for _, v := range sub.versions {
@@ -113,10 +114,11 @@ func (r *Registry) Register(ctx context.Context, subj string, in SchemaInput) (i
 			return 0, errIDTaken(id)
 		}
 	} else {
+		// The lowest ID of the same schema: a topic written before
+		// schemas were compared by identity may hold several.
 		for _, s := range r.ids {
-			if same(s) {
+			if same(s) && (id == 0 || s.id < id) {
 				id = s.id
-				break
 			}
 		}
 	}
@@ -362,7 +364,8 @@ func (r *Registry) Version(subj string, ver int) (SubjectSchema, error) {
 	return r.subjectSchema(subj, v), nil
 }
 
-// Lookup finds in among subj's versions.
+// Lookup finds in among subj's versions by its identity (identity.go), so
+// another text form of a registered schema is found.
 func (r *Registry) Lookup(subj string, in SchemaInput) (SubjectSchema, error) {
 	typ, e := normType(in.SchemaType)
 	if e != nil {
@@ -374,9 +377,15 @@ func (r *Registry) Lookup(subj string, in SchemaInput) (SubjectSchema, error) {
 	if sub == nil {
 		return SubjectSchema{}, errSubjectNotFound(subj)
 	}
-	canon := canonical(in.Schema)
+	// As Confluent's lookup, a schema that does not parse is an error
+	// (42201), not a schema that is not found.
+	p, e := r.parse(typ, in.Schema, in.References)
+	if e != nil {
+		return SubjectSchema{}, e
+	}
+	ident := identity(typ, in.Schema, p)
 	for _, v := range sub.versions {
-		if s := r.ids[v.id]; !v.deleted && s.typ == typ && s.canonical == canon && sameRefs(s.refs, in.References) {
+		if !v.deleted && r.ids[v.id].same(typ, ident, in.References) {
 			return r.subjectSchema(subj, v), nil
 		}
 	}

@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -325,5 +328,140 @@ func TestRegistryJSONSchema(t *testing.T) {
 	}
 	if _, err := cl.RegisterSchema(ctx, "j-value", js(`{"type":`), -1, -1); srCode(err) != 42201 {
 		t.Errorf("not JSON: %v, want 42201", err)
+	}
+}
+
+// TestRegistryIdentity: a schema registered again in another text form —
+// other whitespace, other key order, as Confluent's Python client prints
+// Avro — is the schema already registered: its ID and version come back,
+// no version is added, the first text stays the one served, and the
+// lookup finds it; also after the registry is reopened on its topic. A
+// really different schema, or the same text with other references, is a
+// new version.
+func TestRegistryIdentity(t *testing.T) {
+	ctx := context.Background()
+	brokers := startBroker(t)
+	cl, stop := serve(t, brokers)
+	js := func(s string) sr.Schema { return sr.Schema{Type: sr.TypeJSON, Schema: s} }
+	proto := func(s string) sr.Schema { return sr.Schema{Type: sr.TypeProtobuf, Schema: s} }
+
+	// userV1 with field attributes and record keys in another order,
+	// "string" spelled as an object, and whitespace.
+	userV1Again := "{\n  \"fields\": [\n    {\"type\": \"long\", \"name\": \"id\"},\n    {\"type\": {\"type\": \"string\"}, \"name\": \"name\"}\n  ],\n  \"name\": \"User\",\n  \"type\": \"record\"\n}\n"
+	const jsonV1 = `{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"}},"required":["id"]}`
+	jsonV1Again := "{ \"required\": [\"id\"],\n  \"properties\": {\"name\": {\"type\": \"string\"}, \"id\": {\"type\": \"integer\"}},\n  \"type\": \"object\" }"
+	const protoV1 = "syntax = \"proto3\";\npackage acme;\nmessage User { int64 id = 1; string name = 2; }\n"
+	protoV1Again := "// A user.\nsyntax = \"proto3\";\n\npackage acme;\n\nmessage User {\n  int64 id = 1; // the key\n  string name = 2;\n}\n"
+
+	register := func(subj string, s sr.Schema, wantID int, wantVersions ...int) {
+		t.Helper()
+		id, err := cl.RegisterSchema(ctx, subj, s, -1, -1)
+		if err != nil || id != wantID {
+			t.Fatalf("registering under %s: id %d, %v; want %d", subj, id, err, wantID)
+		}
+		if vs, err := cl.SubjectVersions(ctx, subj); err != nil || !slices.Equal(vs, wantVersions) {
+			t.Fatalf("versions of %s: %v, %v; want %v", subj, vs, err, wantVersions)
+		}
+	}
+	lookup := func(subj string, s sr.Schema, wantID, wantVersion int) {
+		t.Helper()
+		got, err := cl.LookupSchema(ctx, subj, s)
+		if err != nil || got.ID != wantID || got.Version != wantVersion {
+			t.Fatalf("lookup under %s: %+v, %v; want ID %d version %d", subj, got, err, wantID, wantVersion)
+		}
+	}
+
+	register("orders-value", avroSchema(userV1), 1, 1)
+	register("orders-value", avroSchema(userV1Again), 1, 1)
+	lookup("orders-value", avroSchema(userV1Again), 1, 1)
+	if got, err := cl.SchemaByVersion(ctx, "orders-value", 1); err != nil || got.Schema.Schema != userV1 {
+		t.Fatalf("version 1 after re-registration: %q, %v; want the first text", got.Schema.Schema, err)
+	}
+	register("orders-value", avroSchema(userV2), 2, 1, 2)
+	// Another subject gets the ID of the same schema in another form.
+	register("copy-value", avroSchema(userV1Again), 1, 1)
+
+	register("j-value", js(jsonV1), 3, 1)
+	register("j-value", js(jsonV1Again), 3, 1)
+	lookup("j-value", js(jsonV1Again), 3, 1)
+	register("j-value", js(`{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"},"tag":{"type":"string"}},"required":["id"]}`), 4, 1, 2)
+
+	register("p-value", proto(protoV1), 5, 1)
+	register("p-value", proto(protoV1Again), 5, 1)
+	lookup("p-value", proto(protoV1Again), 5, 1)
+
+	// References are part of the identity: the same text over another
+	// version of its reference is another schema.
+	const addrV1 = `{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}`
+	const addrV2 = `{"type":"record","name":"Address","fields":[{"name":"city","type":"string"},{"name":"zip","type":"string","default":""}]}`
+	register("addr", avroSchema(addrV1), 6, 1)
+	register("addr", avroSchema(addrV2), 7, 1, 2)
+	const shipment = `{"type":"record","name":"Shipment","fields":[{"name":"to","type":"Address"}]}`
+	withRef := func(v int) sr.Schema {
+		s := avroSchema(shipment)
+		s.References = []sr.SchemaReference{{Name: "Address", Subject: "addr", Version: v}}
+		return s
+	}
+	register("ship-value", withRef(1), 8, 1)
+	register("ship-value", withRef(2), 9, 1, 2)
+	register("ship-value", withRef(1), 8, 1, 2)
+	stop()
+
+	// Reopened on the same topic, the identities are recomputed.
+	cl, _ = serve(t, brokers)
+	register("orders-value", avroSchema(userV1Again), 1, 1, 2)
+	lookup("orders-value", avroSchema(userV1Again), 1, 1)
+	register("j-value", js(jsonV1Again), 3, 1, 2)
+	register("p-value", proto(protoV1Again), 5, 1)
+	register("ship-value", withRef(2), 9, 1, 2)
+	register("new-value", avroSchema(userV1Again), 1, 1)
+	if got, err := cl.SchemaByID(ctx, 1); err != nil || got.Schema != userV1 {
+		t.Fatalf("ID 1 after restart: %q, %v; want the first text", got.Schema, err)
+	}
+}
+
+// pyRegister registers argv[3] under argv[2] at the registry argv[1] with
+// the schema registry client of Confluent's Python AvroProducer (its
+// serializer registers through CachedSchemaRegistryClient.register), which
+// posts the schema as avro-python prints it: other key order, "doc" last.
+const pyRegister = `
+import sys
+from confluent_kafka.avro import CachedSchemaRegistryClient, loads
+print(CachedSchemaRegistryClient({"url": sys.argv[1]}).register(sys.argv[2], loads(sys.argv[3])))
+`
+
+// TestRegistryIdentityPython reproduces issue 35: an Avro schema
+// registered by sqlstreams, then by Confluent's Python client, stays one
+// version with one ID.
+func TestRegistryIdentityPython(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import confluent_kafka.avro").Run(); err != nil {
+		t.Skip("python3-confluent-kafka with confluent_kafka.avro is not installed; scripts/deps.sh installs it")
+	}
+	ctx := context.Background()
+	reg, err := registry.Open(ctx, registry.Config{Kafka: kafka.Plain(startBroker(t)...), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	srv := httptest.NewServer(reg.Handler())
+	t.Cleanup(srv.Close)
+	cl, err := sr.NewClient(sr.URLs(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const order = `{"type":"record","name":"Order","namespace":"shop","doc":"an order","fields":[{"name":"id","type":"long"},{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}},{"name":"note","type":["null","string"],"default":null}]}`
+	id, err := cl.RegisterSchema(ctx, "orders-value", avroSchema(order), -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		out, err := exec.Command(python, "-c", pyRegister, srv.URL, "orders-value", order).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != strconv.Itoa(id) {
+			t.Fatalf("Python registration %d: %s, %v; want ID %d", i+1, out, err, id)
+		}
+	}
+	if vs, err := cl.SubjectVersions(ctx, "orders-value"); err != nil || !slices.Equal(vs, []int{1}) {
+		t.Fatalf("versions after the Python client registered: %v, %v; want [1]", vs, err)
 	}
 }

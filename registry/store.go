@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,7 +73,7 @@ type schemaEntry struct {
 	typ        string // "" for AVRO, as Confluent stores it
 	text       string
 	refs       []Reference
-	canonical  string // compacted text: what makes two schemas the same
+	identity   string // what makes two schemas the same (identity.go)
 	registered []subjectVersion
 }
 
@@ -254,14 +253,6 @@ func (r *Registry) apply(k, v []byte) error {
 	return nil
 }
 
-func canonical(text string) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(text)); err != nil {
-		return text // not JSON: a .proto file
-	}
-	return b.String()
-}
-
 func (r *Registry) putVersion(sv schemaValue) {
 	e := r.ids[sv.ID]
 	if e == nil {
@@ -269,7 +260,10 @@ func (r *Registry) putVersion(sv schemaValue) {
 		if typ == "AVRO" {
 			typ = ""
 		}
-		e = &schemaEntry{id: sv.ID, typ: typ, text: sv.Schema, refs: sv.References, canonical: canonical(sv.Schema)}
+		// The identity is recomputed from the text, here as at replay:
+		// records keep Confluent's layout.
+		e = &schemaEntry{id: sv.ID, typ: typ, text: sv.Schema, refs: sv.References,
+			identity: r.identityOf(typ, sv.Schema, sv.References)}
 		r.ids[sv.ID] = e
 		r.maxID = max(r.maxID, sv.ID)
 	}
