@@ -78,6 +78,9 @@ type taskBalancer struct {
 	// beyond its partitions: its standby tasks (set by
 	// ParseSyncAssignment, read by the stream thread).
 	got atomic.Pointer[AssignmentInfo]
+	// synced, when set, is told every assignment the member receives,
+	// whole (ParseSyncAssignment), before the group's callbacks run.
+	synced func(map[string][]int32)
 }
 
 var _ kgo.GroupBalancer = (*taskBalancer)(nil)
@@ -119,6 +122,9 @@ func (b *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int3
 	}
 	ai := parseAssignmentInfo(assignment)
 	b.got.Store(&ai)
+	if b.synced != nil {
+		b.synced(parts)
+	}
 	return parts, nil
 }
 

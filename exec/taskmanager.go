@@ -1,10 +1,13 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -101,6 +104,47 @@ func (tm *taskManager) handleAssignment(ctx context.Context, cl *kgo.Client, ass
 		}
 	}
 	return tm.initialize(ctx, cl, created)
+}
+
+// reconcile completes the revocations the group callbacks noted (gone)
+// with those they missed: franz-go's GroupTransactSession calls
+// OnPartitionsRevoked and OnPartitionsLost only for the first
+// revocation between two ends of a transaction, so a second one (the
+// group rebalancing twice while the thread polls, or with no transaction
+// open) never reaches the thread. A task left open on a partition the
+// member no longer has keeps its state directory locked (a standby of
+// it here never starts) and its stale stores answer pull queries. So
+// every partition a task reads that synced (the member's latest
+// assignment, whole; nil: none yet) does not have is revoked too, and
+// so is one assigned again while its task still reads it (lost or
+// revoked unseen in between: its task starts again from the committed
+// offset). Partitions noted as assigned that synced no longer has are
+// dropped (revoked since, maybe unseen). missed lists the revocations
+// added.
+func (tm *taskManager) reconcile(gone, gained []topicPartition, synced map[topicPartition]bool) (_, _, missed []topicPartition) {
+	leaving := map[topicPartition]bool{}
+	for _, tp := range gone {
+		leaving[tp] = true
+	}
+	if synced != nil {
+		for tp := range tm.inputs {
+			if !synced[tp] && !leaving[tp] {
+				leaving[tp] = true
+				missed = append(missed, tp)
+			}
+		}
+		gained = slices.DeleteFunc(gained, func(tp topicPartition) bool { return !synced[tp] })
+	}
+	for _, tp := range gained {
+		if tm.inputs[tp] != nil && !leaving[tp] {
+			leaving[tp] = true
+			missed = append(missed, tp)
+		}
+	}
+	slices.SortFunc(missed, func(a, b topicPartition) int {
+		return cmp.Or(strings.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+	})
+	return append(gone, missed...), gained, missed
 }
 
 // abortLeaving drops the uncommitted state of the running tasks all of

@@ -40,6 +40,12 @@ type streamThread struct {
 	// their stores are restored), and the loop acts on them.
 	assignMu          sync.Mutex
 	assigned, revoked []topicPartition
+	// synced is the member's latest assignment, whole, as the group
+	// sent it (nil before the first). franz-go's transactional session
+	// calls OnPartitionsRevoked (and OnPartitionsLost) only for the
+	// first revocation between two ends of a transaction, so the loop
+	// checks its tasks against it too (taskManager.reconcile).
+	synced map[topicPartition]bool
 
 	// ready is reused by process: the tasks of a poll's records.
 	ready []*Task
@@ -71,6 +77,17 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		return MemberInfo{Instance: q.cfg.InstanceID, Thread: n, Endpoint: q.cfg.Endpoint, PG: q.cfg.PGEndpoint,
 			Offsets: q.offsets()}
 	})
+	t.bal.synced = func(m map[string][]int32) {
+		set := map[topicPartition]bool{}
+		for topic, ps := range m {
+			for _, p := range ps {
+				set[topicPartition{topic, p}] = true
+			}
+		}
+		t.assignMu.Lock()
+		t.synced = set
+		t.assignMu.Unlock()
+	}
 	t.bal.ha = haConfig{changelogs: q.changelogsBySub, standbys: q.cfg.StandbyReplicas, acceptableLag: q.cfg.AcceptableRecoveryLag,
 		maxWarmups: q.cfg.MaxWarmupReplicas, probe: q.cfg.ProbingRebalanceInterval, ends: q.changelogEnds}
 	changelogs := map[string]bool{}
@@ -387,9 +404,13 @@ func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool, error) {
 // ones created. It reports whether it aborted the transaction.
 func (t *streamThread) handleRebalance(ctx context.Context) (bool, error) {
 	t.assignMu.Lock()
-	gone, gained := t.revoked, t.assigned
+	gone, gained, synced := t.revoked, t.assigned, t.synced
 	t.revoked, t.assigned = nil, nil
 	t.assignMu.Unlock()
+	gone, gained, missed := t.tm.reconcile(gone, gained, synced)
+	if len(missed) > 0 {
+		t.q.log.Info("partitions revoked without the group's callback (the transactional session reports one revocation per transaction); closing their tasks", "thread", t.n, "partitions", missed)
+	}
 	if len(gone) == 0 && len(gained) == 0 {
 		return false, nil
 	}
