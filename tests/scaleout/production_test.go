@@ -39,12 +39,8 @@ CREATE TABLE cnt WITH (KAFKA_TOPIC='cnt', PARTITIONS=6) AS SELECT k, COUNT(*) AS
 CREATE STREAM owned WITH (KAFKA_TOPIC='owned', PARTITIONS=6) AS SELECT ev.k AS k, ev.id AS eid, o.name AS oname FROM ev JOIN owners o ON ev.k = o.k`
 )
 
-// prodStandbys is the production test's num.standby.replicas. With 1,
-// about one start in three leaves an instance answering part of the
-// table, without an error, for minutes: its standby tasks wait for state
-// directories its own thread still holds (issue 35, the start-up stall);
-// CI runs without standbys until that is fixed.
-var prodStandbys = flag.Int("scaleout.prod-standbys", 0, "num.standby.replicas of TestProductionKafka's instances")
+// prodStandbys is the production test's num.standby.replicas.
+var prodStandbys = flag.Int("scaleout.prod-standbys", 1, "num.standby.replicas of TestProductionKafka's instances")
 
 // prodGrants are the ACLs the service's principal gets: exactly those
 // docs/kafka-acls.md lists (kafka.Service.Permissions, what check-kafka
