@@ -171,12 +171,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
-	s.mu.Lock()
-	left := len(s.conns)
-	for c := range s.conns {
-		c.abort()
-	}
-	s.mu.Unlock()
+	left := s.abortAll()
 	s.log.Warn("pgwire: connections still open at the end of the shutdown; closed them", "connections", left)
 	<-done
 	s.stopServingLoop()
@@ -198,14 +193,28 @@ func (s *Server) Close() error {
 				err = e
 			}
 		}
-		for c := range s.conns {
-			c.abort()
-		}
 	}
 	s.mu.Unlock()
+	s.abortAll()
 	s.wg.Wait()
 	s.stopServingLoop()
 	return err
+}
+
+// abortAll closes every open connection and returns how many there were.
+// It aborts them outside the server's mutex: closing a socket waits for
+// its reader, which may be waiting for the mutex (claimLone).
+func (s *Server) abortAll() int {
+	s.mu.Lock()
+	open := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		open = append(open, c)
+	}
+	s.mu.Unlock()
+	for _, c := range open {
+		c.abort()
+	}
+	return len(open)
 }
 
 // checkListener refuses a non-loopback address when every client is
