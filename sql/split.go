@@ -61,10 +61,17 @@ func Segments(text string) []Segment {
 			i++
 			start = i
 			continue
-		case '\'', '"', '`', 'E', 'e', '-', '/':
-			if end, _ := Skip(text, i); end > i {
-				i = end
-				continue
+		case '\'', '"', '`':
+			i, _ = skipQuote(text, i, false)
+			continue
+		case 'E', 'e', '-', '/':
+			// Most of these start nothing; look at the next byte before
+			// calling Skip.
+			if i+1 < len(text) && (text[i+1] == '\'' || text[i+1] == '-' || text[i+1] == '*') {
+				if end, _ := Skip(text, i); end > i {
+					i = end
+					continue
+				}
 			}
 		}
 		i++
@@ -73,14 +80,27 @@ func Segments(text string) []Segment {
 }
 
 func appendSegment(out []Segment, text string, from, to, end int, terminated bool) []Segment {
+	for from < to && asciiSpace(text[from]) {
+		from++
+	}
+	for to > from && asciiSpace(text[to-1]) {
+		to--
+	}
 	s := text[from:to]
-	trimmed := strings.TrimLeftFunc(s, unicode.IsSpace)
-	pos := from + len(s) - len(trimmed)
-	trimmed = strings.TrimRightFunc(trimmed, unicode.IsSpace)
-	if Blank(trimmed) {
+	if from < to && (text[from] >= utf8.RuneSelf || text[to-1] >= utf8.RuneSelf) {
+		// Other white space (a no-break space, …) is trimmed too.
+		t := strings.TrimLeftFunc(s, unicode.IsSpace)
+		from += len(s) - len(t)
+		s = strings.TrimRightFunc(t, unicode.IsSpace)
+	}
+	if Blank(s) {
 		return out
 	}
-	return append(out, Segment{Text: trimmed, Pos: pos, End: end, Terminated: terminated})
+	return append(out, Segment{Text: s, Pos: from, End: end, Terminated: terminated})
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
 // Split returns the texts of text's statements, as Segments cuts them.
@@ -165,7 +185,7 @@ func Blank(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
-		case c == ';' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		case c == ';' || asciiSpace(c):
 			i++
 		case c == '-' || c == '/':
 			end, closed := Skip(s, i)

@@ -1,6 +1,10 @@
 package pgwire
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/sqlstreams/sqlstreams/sql"
+)
 
 // BenchmarkSimpleTemplate measures what a simple-protocol pull query costs
 // pgwire before the engine sees it: splitting the query string into
@@ -12,9 +16,9 @@ func BenchmarkSimpleTemplate(b *testing.B) {
 	c := &conn{}
 	b.ReportAllocs()
 	for b.Loop() {
-		stmts := splitStatements(q)
+		stmts := sql.Segments(q)
 		c.simpleText = ""
-		c.simpleTemplate(stmts[0].text)
+		c.simpleTemplate(stmts[0].Text)
 	}
 }
 
