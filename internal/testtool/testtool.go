@@ -47,6 +47,16 @@ func NeedAny(t testing.TB, names []string, hint string) string {
 	return ""
 }
 
+// Probe runs the program name with args (e.g. python3 -c "import
+// psycopg2") and calls Missing with hint when it cannot run or fails: for
+// a library or module rather than a program.
+func Probe(t testing.TB, hint, name string, args ...string) {
+	t.Helper()
+	if err := exec.Command(name, args...).Run(); err != nil {
+		Missing(t, "%s %q failed (%v): %s", name, args, err, hint)
+	}
+}
+
 // Missing ends the test for a missing requirement described by format and
 // args: it skips, or under CI=true fails, the test.
 func Missing(t testing.TB, format string, args ...any) {
@@ -54,6 +64,7 @@ func Missing(t testing.TB, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if Strict() {
 		t.Fatalf("%s; CI=true, so this fails instead of skipping", msg)
+	} else {
+		t.Skip(msg)
 	}
-	t.Skip(msg)
 }
