@@ -129,7 +129,8 @@ func lexInto(toks []token, text string) []token {
 			j := i + 1
 			if strings.IndexByte("<>=!~:|&*+-/%^@#?", c) >= 0 {
 				for j < len(text) && strings.IndexByte("<>=!~:|&*+-/%^@#?", text[j]) >= 0 &&
-					!(text[j] == '-' && j+1 < len(text) && text[j+1] == '-') {
+					!(text[j] == '-' && j+1 < len(text) && text[j+1] == '-') &&
+					!(text[j] == '/' && j+1 < len(text) && text[j+1] == '*') { // as in Postgres, an operator ends where a comment starts
 					j++
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/sql/splittest"
 )
 
@@ -45,4 +46,27 @@ func TestLexQuotes(t *testing.T) {
 			t.Errorf("lex(%q)\n got %+v\nwant %+v", tc.text, got, tc.want)
 		}
 	}
+}
+
+// FuzzLexAgreesWithSegments: on any text, pgwire's tokenizer finds no
+// semicolon inside a statement sql.Segments cuts, and every token lies
+// within the text.
+//
+//	go test ./server/pgwire -run '^$' -fuzz FuzzLexAgreesWithSegments
+func FuzzLexAgreesWithSegments(f *testing.F) {
+	for _, c := range splittest.Cases() {
+		f.Add(c.Text)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, s := range sql.Segments(text) {
+			for _, tok := range lex(s.Text) {
+				if tok.from < 0 || tok.to > len(s.Text) || tok.from >= tok.to {
+					t.Fatalf("lex(%q): token %+v out of range", s.Text, tok)
+				}
+				if tok.kind == tokOp && tok.val == ";" {
+					t.Fatalf("lex(%q) finds a semicolon at %d", s.Text, tok.from)
+				}
+			}
+		}
+	})
 }
