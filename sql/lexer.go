@@ -48,6 +48,11 @@ func lex(text string) []token {
 			// engine does not take.
 			out = append(out, token{kind: tError, text: "E'…' strings are not supported: write '…', with '' for a quote", pos: i, end: len(text)})
 			return out
+		case c == '#':
+			// TiDB would read a MySQL comment to the end of the line, so
+			// a # b (Postgres' XOR) would silently be a.
+			out = append(out, token{kind: tError, text: `syntax error at or near "#": it is no operator, and comments start with -- or /*`, pos: i, end: i + 1})
+			return out
 		case isIdentStart(c):
 			j := i + 1
 			for j < len(text) && isIdentPart(text[j]) {

@@ -23,7 +23,8 @@ package sql
 //	           and TiDB; Postgres nests them)
 //
 // There is no dollar quoting ($$ … $$ is not a string), and # starts no
-// comment. A statement ends at a semicolon outside all of these.
+// comment (the engine's tokenizer refuses it: TiDB would read a comment).
+// A statement ends at a semicolon outside all of these.
 
 import (
 	"strings"
