@@ -64,6 +64,11 @@ func TestToolSkipsGoThroughTesttool(t *testing.T) {
 					})
 				}
 			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Getenv" || sel.Sel.Name == "LookupEnv") && len(n.Args) == 1 {
+					if lit, ok := n.Args[0].(*ast.BasicLit); ok && lit.Value == `"CI"` {
+						flag(n, "reading CI (testtool.Strict says whether a missing tool fails)")
+					}
+				}
 				if isSkip(n) && len(n.Args) > 0 {
 					if lit, ok := n.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
 						if msg, _ := strconv.Unquote(lit.Value); missingTool.MatchString(msg) {
