@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -435,9 +436,7 @@ print(CachedSchemaRegistryClient({"url": sys.argv[1]}).register(sys.argv[2], loa
 // version with one ID.
 func TestRegistryIdentityPython(t *testing.T) {
 	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import confluent_kafka.avro").Run(); err != nil {
-		t.Skip("python3-confluent-kafka with confluent_kafka.avro is not installed; scripts/deps.sh installs it")
-	}
+	testtool.Probe(t, "apt-get install python3-confluent-kafka python3-avro; scripts/deps.sh does", python, "-c", "import confluent_kafka.avro")
 	ctx := context.Background()
 	reg, err := registry.Open(ctx, registry.Config{Kafka: kafka.Plain(startBroker(t)...), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

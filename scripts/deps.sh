@@ -22,8 +22,17 @@ command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 # Headless Chromium for the web console's browser test; only the test
 # command asks for it (scripts/test sets SQLSTREAMS_TEST_DEPS=1).
+# The other real clients the tests drive. Under CI=true (scripts/test sets
+# it) a test whose tool is missing fails instead of skipping
+# (internal/testtool), so everything they need is listed here.
 if [ "${SQLSTREAMS_TEST_DEPS:-}" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
+  # node: node-postgres' test in server/pgwire and the console's splitter.
+  command -v node >/dev/null 2>&1 || need+=(nodejs)
+  command -v npm >/dev/null 2>&1 || need+=(npm)
+  command -v curl >/dev/null 2>&1 || need+=(curl)
+  # script gives psql a terminal in server/pgwire's COPY test.
+  command -v script >/dev/null 2>&1 || need+=(bsdutils)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
@@ -31,6 +40,13 @@ if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >&2
+fi
+
+# node-postgres, pinned in server/pgwire/testdata/node/package-lock.json.
+if [ "${SQLSTREAMS_TEST_DEPS:-}" = 1 ] && [ ! -f server/pgwire/testdata/node/node_modules/pg/package.json ]; then
+  echo "installing node-postgres (npm ci in server/pgwire/testdata/node)" >&2
+  (cd server/pgwire/testdata/node && npm ci --no-audit --no-fund --loglevel=error >&2) ||
+    echo "npm ci failed: TestRealNodePostgres will fail under CI=true" >&2
 fi
 
 if ! command -v go >/dev/null 2>&1; then

@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 )
 
 // TestJoinsDifferential runs every join kind over random input while
@@ -47,10 +49,7 @@ import (
 //     output records (each joined pair once, each row without a match
 //     once with NULLs), as a multiset.
 func TestJoinsDifferential(t *testing.T) {
-	sqlite, err := exec.LookPath("sqlite3")
-	if err != nil {
-		t.Skip("sqlite3 is not installed (Debian package sqlite3)")
-	}
+	sqlite := testtool.Need(t, "sqlite3", "apt-get install sqlite3; scripts/deps.sh does")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := startServer(t, "--log-level", "info")
