@@ -60,6 +60,55 @@ const (
 	parkReclaimd              // serving, and its goroutine wants it back
 )
 
+// parkState is who owns a connection that may wait in a serving loop:
+// each transition is one method, named for the party that makes it, so
+// that the protocol can be driven step by step (evloop_test.go).
+type parkState struct{ v atomic.Int32 }
+
+// park: the goroutine hands the connection to the loop (owned → parked),
+// just before arming its socket.
+func (p *parkState) park() { p.v.Store(parkParked) }
+
+// take: the loop takes a parked connection whose socket is ready
+// (parked → serving); false when it is no longer parked.
+func (p *parkState) take() bool { return p.v.CompareAndSwap(parkParked, parkServing) }
+
+// repark: the loop is done and the connection waits again (serving →
+// parked); false when its goroutine asked for it back meanwhile.
+func (p *parkState) repark() bool { return p.v.CompareAndSwap(parkServing, parkParked) }
+
+// give: the loop gives the connection back to its goroutine (→ owned),
+// which it then wakes.
+func (p *parkState) give() { p.v.Store(parkOwned) }
+
+// reclaim: the goroutine takes the connection back. True when it was
+// parked (now owned); false when the loop is serving it (now marked
+// reclaimed: the loop gives it back) or has given it back already — in
+// both cases it comes through the goroutine's wake channel.
+func (p *parkState) reclaim() bool {
+	for {
+		switch p.v.Load() {
+		case parkParked:
+			if p.v.CompareAndSwap(parkParked, parkOwned) {
+				return true
+			}
+		case parkServing:
+			if p.v.CompareAndSwap(parkServing, parkReclaimd) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+}
+
+// unpark: someone other than the loop (the server, the loop's own
+// disarming) takes a parked connection back (parked → owned) and must
+// then wake its goroutine; false when it was not parked.
+func (p *parkState) unpark() bool { return p.v.CompareAndSwap(parkParked, parkOwned) }
+
+func (p *parkState) load() int32 { return p.v.Load() }
+
 // errStop: the loop handled a message after which the connection ends.
 var errStop = errors.New("pgwire: connection ends")
 
@@ -213,28 +262,13 @@ wait:
 // reclaim takes a parked connection back from the serving loop; false:
 // the loop is serving it, or has given it back, and it comes through
 // wake.
-func (c *conn) reclaim() bool {
-	for {
-		switch c.park.Load() {
-		case parkParked:
-			if c.park.CompareAndSwap(parkParked, parkOwned) {
-				return true
-			}
-		case parkServing:
-			if c.park.CompareAndSwap(parkServing, parkReclaimd) {
-				return false
-			}
-		default:
-			return false // given back already: it is on wake
-		}
-	}
-}
+func (c *conn) reclaim() bool { return c.park.reclaim() }
 
 // unpark gives a parked connection back to its goroutine, which reads its
 // socket itself from then on: the server calls it when the connection is
 // left alone.
 func (c *conn) unpark() {
-	if c.park.CompareAndSwap(parkParked, parkOwned) {
+	if c.park.unpark() {
 		c.wake <- inbound{}
 	}
 }

@@ -115,7 +115,7 @@ func (l *servLoop) arm(c *conn, u *sockConn) error {
 		op = unix.EPOLL_CTL_ADD
 	}
 	u.armedFD, u.armedLoop = fd, l
-	c.park.Store(parkParked)
+	c.park.park()
 	err := l.ctl(op, fd, c.slot)
 	if err != nil {
 		u.armedFD, u.armedLoop = -1, nil
@@ -124,7 +124,7 @@ func (l *servLoop) arm(c *conn, u *sockConn) error {
 	if err == nil {
 		return nil
 	}
-	if c.park.CompareAndSwap(parkParked, parkOwned) {
+	if c.park.unpark() {
 		return err
 	}
 	// An event of an earlier arming reached the loop first: it serves c,
@@ -168,7 +168,7 @@ func (l *servLoop) run() {
 				return
 			}
 			c := l.conn(ev.Fd)
-			if c == nil || !c.park.CompareAndSwap(parkParked, parkServing) {
+			if c == nil || !c.park.take() {
 				continue // a connection gone, or taken back
 			}
 			l.serve(c)
@@ -189,13 +189,19 @@ func (l *servLoop) serve(c *conn) {
 			give = true
 		}
 		u.rmu.Unlock()
-		if !give && c.park.CompareAndSwap(parkServing, parkParked) {
+		if !give && c.park.repark() {
+			// Left alone meanwhile, it reads its socket itself: the
+			// server's unpark found it serving and left it.
+			if c.srv.lone() && c.park.unpark() {
+				l.given.Add(1)
+				c.wake <- inbound{}
+			}
 			return
 		}
 		// Its goroutine asked for it back (parkReclaimd).
 	}
 	l.given.Add(1)
-	c.park.Store(parkOwned)
+	c.park.give()
 	c.wake <- back
 }
 
