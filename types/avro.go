@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/hamba/avro/v2"
+	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -57,12 +57,12 @@ type avroCodec struct {
 	encID   int
 	enc     *aenc
 	encErr  error
-	w       *avro.Writer
+	w       avroWriter
 	hdr     sr.ConfluentHeader
 	scratch []byte
 
 	// decoding
-	r       *avro.Reader
+	r       avroReader
 	plans   map[int]*adec // by writer schema ID
 	lastID  int
 	last    *adec
@@ -104,15 +104,13 @@ func newAvroCodec(s Schema, cols []int, wrap bool, o FormatOptions) (*avroCodec,
 		}
 	}
 	c.own = AvroSchema(c.names, c.types, wrap, name)
-	sch, err := avro.ParseWithCache(c.own, "", &avro.SchemaCache{})
+	sch, err := avro.Parse(c.own)
 	if err != nil {
 		return nil, fmt.Errorf("AVRO schema of the columns: %v", err)
 	}
-	if c.ownPlan, err = c.encPlan(sch); err != nil {
+	if c.ownPlan, err = c.encPlan(newAvroTree(sch)); err != nil {
 		return nil, err
 	}
-	c.w = avro.NewWriter(nil, 256)
-	c.r = avro.NewReader(nil, 0)
 	return c, nil
 }
 

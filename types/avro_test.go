@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hamba/avro/v2"
+	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -21,7 +21,7 @@ import (
 )
 
 // The AVRO tests run against the embedded registry over real HTTP, on an
-// in-memory broker; writer data comes from hamba/avro's own encoder.
+// in-memory broker; writer data comes from twmb/avro's own encoder.
 
 func startRegistry(tb testing.TB) *registry.Client {
 	tb.Helper()
@@ -95,7 +95,7 @@ func sameText(t *testing.T, s Schema, cols []int, got, want Row) {
 }
 
 // TestAvroRoundTripEveryType writes a row of every type, checks that
-// hamba/avro reads the bytes with the schema the encoder registered under
+// twmb/avro reads the bytes with the schema the encoder registered under
 // the subject, and reads them back.
 func TestAvroRoundTripEveryType(t *testing.T) {
 	reg := startRegistry(t)
@@ -131,12 +131,12 @@ func TestAvroRoundTripEveryType(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	if err := avro.Unmarshal(sch, payload, &m); err != nil {
-		t.Fatalf("hamba/avro cannot read what the encoder wrote: %v", err)
+	if err := unmarshal(sch, payload, &m); err != nil {
+		t.Fatalf("twmb/avro cannot read what the encoder wrote: %v", err)
 	}
 	arr, _ := union(m["ARR"]).([]any)
 	if union(m["S"]) != "héllo" || union(m["L"]) != int64(math.MaxInt64) || len(arr) != 3 || fmt.Sprint(arr[2]) != "-3" || fmt.Sprint(m["DEC"]) != "-30864/25" {
-		t.Errorf("hamba/avro read %v", m)
+		t.Errorf("twmb/avro read %v", m)
 	}
 	dec, err := NewDecoderOpts(FormatAvro, everyAvro, cols, o)
 	if err != nil {
@@ -163,7 +163,8 @@ func TestAvroRoundTripEveryType(t *testing.T) {
 	sameText(t, everyAvro, cols, got, nulls)
 }
 
-// union unwraps hamba/avro's generic form of a union value, {"type": v}.
+// union unwraps the tagged form of a union value, {"type": v}, that some
+// Avro libraries decode into; twmb/avro decodes the value itself.
 func union(v any) any {
 	if m, ok := v.(map[string]any); ok && len(m) == 1 {
 		for _, x := range m {
@@ -174,7 +175,7 @@ func union(v any) any {
 }
 
 // writerRecord registers writer under subject and returns v encoded with
-// it by hamba/avro, behind the Confluent header.
+// it by twmb/avro, behind the Confluent header.
 func writerRecord(t *testing.T, reg *registry.Client, subject, writer string, v any) []byte {
 	t.Helper()
 	id, err := reg.Register(subject, RegisteredSchema{Type: SchemaTypeAvro, Text: writer})
@@ -185,7 +186,7 @@ func writerRecord(t *testing.T, reg *registry.Client, subject, writer string, v 
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, err := avro.Marshal(sch, v)
+	payload, err := sch.Encode(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,11 +309,11 @@ func TestAvroSchemaIDAndFullName(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	if err := avro.Unmarshal(avro.MustParse(existing), out[5:], &m); err != nil {
+	if err := unmarshal(avro.MustParse(existing), out[5:], &m); err != nil {
 		t.Fatal(err)
 	}
 	if m["score"] != 1.5 || m["id"] != int64(9) || union(m["name"]) != "zed" || m["email"] != nil {
-		t.Errorf("written with schema %d, hamba/avro reads %v", id, m)
+		t.Errorf("written with schema %d, twmb/avro reads %v", id, m)
 	}
 	if _, err := enc.Encode(nil, Row{IntDatum(9), StringDatum("zed"), NullDatum, NullDatum}); err == nil {
 		t.Errorf("a NULL for the non-null field score was written")
@@ -481,15 +482,15 @@ func TestSchemaReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := &avro.SchemaCache{}
-	if _, err := avro.ParseWithCache(address, "", cache); err != nil {
+	var cache avro.SchemaCache
+	if _, err := cache.Parse(address); err != nil {
 		t.Fatal(err)
 	}
-	sch, err := avro.ParseWithCache(person, "", cache)
+	sch, err := cache.Parse(person)
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, err := avro.Marshal(sch, map[string]any{"name": "ann", "addr": map[string]any{"city": "Oslo", "zip": int32(150)}})
+	payload, err := sch.Encode(map[string]any{"name": "ann", "addr": map[string]any{"city": "Oslo", "zip": int32(150)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,7 +628,7 @@ func TestAvroWritesWithTheInferredSchema(t *testing.T) {
 	var h sr.ConfluentHeader
 	gotID, payload, _ := h.DecodeID(out)
 	var m map[string]any
-	if err := avro.Unmarshal(avro.MustParse(text), payload, &m); gotID != id || err != nil || m["pageid"] != "cart" || m["viewtime"] != int64(5) {
+	if err := unmarshal(avro.MustParse(text), payload, &m); gotID != id || err != nil || m["pageid"] != "cart" || m["viewtime"] != int64(5) {
 		t.Errorf("wrote with ID %d (want %d): %v, %v", gotID, id, m, err)
 	}
 	if vs, _ := reg.SR().SubjectVersions(context.Background(), "pv-value"); len(vs) != 1 {
@@ -663,4 +664,14 @@ func TestAvroReaderAliases(t *testing.T) {
 	if got := Text(row[0], cols[0].Type) + "|" + Text(row[1], cols[1].Type); got != "1|ann" {
 		t.Errorf("read %s (columns %v), want 1|ann", got, s)
 	}
+}
+
+// unmarshal decodes payload, which must be all of one value of sch, as
+// twmb/avro does for a generic map.
+func unmarshal(sch *avro.Schema, payload []byte, m *map[string]any) error {
+	rest, err := sch.Decode(payload, m)
+	if err == nil && len(rest) > 0 {
+		err = fmt.Errorf("%d bytes after the value", len(rest))
+	}
+	return err
 }
