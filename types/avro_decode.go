@@ -43,8 +43,8 @@ const (
 type adec struct {
 	op       adop
 	skip     avroSkip // dSkip: the kind of value stepped over
-	branches []*adec   // dUnion: per writer branch
-	elem     *adec     // dArray, dMap
+	branches []*adec  // dUnion: per writer branch
+	elem     *adec    // dArray, dMap
 	fields   []adecField
 	nfields  int     // dRecord: fields of the struct read into
 	missing  []int   // dRecord: reader fields the writer lacks

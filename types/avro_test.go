@@ -163,6 +163,66 @@ func TestAvroRoundTripEveryType(t *testing.T) {
 	sameText(t, everyAvro, cols, got, nulls)
 }
 
+// TestAvroDoesNotAllocate pins the steady-state rule of DESIGN.md for
+// AVRO: once a writer schema's plan is made, reading a record of every
+// type into a reused row, and writing it, allocate nothing; nor does
+// stepping over writer fields no column reads.
+func TestAvroDoesNotAllocate(t *testing.T) {
+	reg := startRegistry(t)
+	cols := everyAvro.ValueIndexes()
+	o := FormatOptions{Schemas: reg, Subject: "every-value"}
+	enc, err := NewEncoderOpts(FormatAvro, everyAvro, cols, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecoderOpts(FormatAvro, everyAvro, cols, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := everyAvroRow()
+	b, err := enc.Encode(nil, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make(Row, everyAvro.Len())
+	if err := dec.Decode(b, row); err != nil {
+		t.Fatal(err)
+	}
+	var buf []byte
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := dec.Decode(b, row); err != nil {
+			t.Fatal(err)
+		}
+		if buf, err = enc.Encode(buf[:0], row); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("every type: %.1f allocations per record", allocs)
+	}
+
+	ucols := users.ValueIndexes()
+	udec, err := NewDecoderOpts(FormatAvro, users, ucols, FormatOptions{Schemas: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := writerRecord(t, reg, "skip-value",
+		`{"type":"record","name":"u","fields":[{"name":"extra","type":{"type":"array","items":{"type":"map","values":["null","string"]}}},{"name":"id","type":"long"},{"name":"f","type":{"type":"fixed","name":"F","size":3}},{"name":"name","type":"string"},{"name":"r","type":{"type":"record","name":"R","fields":[{"name":"x","type":"double"},{"name":"y","type":"boolean"}]}}]}`,
+		map[string]any{"extra": []any{map[string]any{"a": "b", "c": nil}}, "id": int64(2), "f": []byte("abc"), "name": "bob", "r": map[string]any{"x": 1.5, "y": true}})
+	urow := make(Row, users.Len())
+	allocs = testing.AllocsPerRun(200, func() {
+		if err := udec.Decode(rec, urow); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("skipping writer fields: %.1f allocations per record", allocs)
+	}
+	if got := Text(urow[0], BigintType) + "|" + Text(urow[1], StringType); got != "2|bob" {
+		t.Errorf("read %s, want 2|bob", got)
+	}
+}
+
 // union unwraps the tagged form of a union value, {"type": v}, that some
 // Avro libraries decode into; twmb/avro decodes the value itself.
 func union(v any) any {
@@ -233,6 +293,9 @@ func TestAvroSchemaEvolution(t *testing.T) {
 		{"enum read as STRING",
 			`{"type":"record","name":"u","fields":[{"name":"id","type":"long"},{"name":"name","type":{"type":"enum","name":"N","symbols":["X","Y"]}}]}`,
 			map[string]any{"id": int64(5), "name": "Y"}, "5|Y|NULL|NULL"},
+		{"a recursive writer record, its recursive field stepped over",
+			`{"type":"record","name":"u","namespace":"n","fields":[{"name":"id","type":"long"},{"name":"next","type":["null","u"]},{"name":"name","type":"string"}]}`,
+			map[string]any{"id": int64(6), "next": map[string]any{"id": int64(7), "next": map[string]any{"id": int64(8), "next": nil, "name": "z"}, "name": "y"}, "name": "eve"}, "6|eve|NULL|NULL"},
 	}
 	for _, c := range cases {
 		rec := writerRecord(t, reg, "evolve-"+c.name, c.writer, c.v)
