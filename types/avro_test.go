@@ -236,7 +236,7 @@ func union(v any) any {
 
 // writerRecord registers writer under subject and returns v encoded with
 // it by twmb/avro, behind the Confluent header.
-func writerRecord(t *testing.T, reg *registry.Client, subject, writer string, v any) []byte {
+func writerRecord(t testing.TB, reg *registry.Client, subject, writer string, v any) []byte {
 	t.Helper()
 	id, err := reg.Register(subject, RegisteredSchema{Type: SchemaTypeAvro, Text: writer})
 	if err != nil {
@@ -737,4 +737,65 @@ func unmarshal(sch *avro.Schema, payload []byte, m *map[string]any) error {
 		err = fmt.Errorf("%d bytes after the value", len(rest))
 	}
 	return err
+}
+
+// BenchmarkAvroEveryType reads and writes the row of every type
+// (TestAvroRoundTripEveryType's: nested arrays, maps, structs, decimals),
+// and reads a record whose writer schema has fields no column reads (an
+// array of maps, a fixed, a record: stepped over).
+func BenchmarkAvroEveryType(b *testing.B) {
+	reg := startRegistry(b)
+	cols := everyAvro.ValueIndexes()
+	o := FormatOptions{Schemas: reg, Subject: "every-value"}
+	enc, err := NewEncoderOpts(FormatAvro, everyAvro, cols, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dec, err := NewDecoderOpts(FormatAvro, everyAvro, cols, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := everyAvroRow()
+	in, err := enc.Encode(nil, src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	row := make(Row, everyAvro.Len())
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(in)))
+		for i := 0; i < b.N; i++ {
+			if err := dec.Decode(in, row); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(in)))
+		var out []byte
+		for i := 0; i < b.N; i++ {
+			if out, err = enc.Encode(out[:0], src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("skip", func(b *testing.B) {
+		ucols := users.ValueIndexes()
+		udec, err := NewDecoderOpts(FormatAvro, users, ucols, FormatOptions{Schemas: reg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec := writerRecord(b, reg, "skip-value",
+			`{"type":"record","name":"u","fields":[{"name":"extra","type":{"type":"array","items":{"type":"map","values":["null","string"]}}},{"name":"id","type":"long"},{"name":"f","type":{"type":"fixed","name":"F","size":3}},{"name":"name","type":"string"},{"name":"r","type":{"type":"record","name":"R","fields":[{"name":"x","type":"double"},{"name":"y","type":"boolean"}]}}]}`,
+			map[string]any{"extra": []any{map[string]any{"a": "b", "c": nil}, map[string]any{"d": "e"}}, "id": int64(2), "f": []byte("abc"), "name": "bob", "r": map[string]any{"x": 1.5, "y": true}})
+		urow := make(Row, users.Len())
+		b.ReportAllocs()
+		b.SetBytes(int64(len(rec)))
+		for i := 0; i < b.N; i++ {
+			if err := udec.Decode(rec, urow); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
