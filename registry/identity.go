@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/twmb/avro"
-
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 )
