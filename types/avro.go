@@ -42,6 +42,15 @@ import (
 // writer schema that cannot be resolved (a long field for an INT column,
 // say) makes each of its records a bad record naming the schema ID, as do
 // an unknown schema ID, a missing or wrong header and a truncated payload.
+//
+// Schemas are parsed with twmb/avro (avro_schema.go); the resolution above
+// is the codec's own plan per writer schema ID (avro_decode.go,
+// avro_encode.go), not twmb/avro's Resolve: that returns a schema that
+// decodes into Go values through reflection, where the codec fills typed
+// rows in place without allocating, and ksqlDB's rules go beyond Avro's
+// (names matched ignoring case, int and long read as STRING, the reader
+// aliases of an inferred schema). The primitives are read and written by
+// avro_wire.go: twmb/avro exports no reader or writer of single values.
 type avroCodec struct {
 	cols  []int
 	names []string
