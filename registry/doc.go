@@ -15,7 +15,11 @@
 // identity), keeps per-subject versions with soft and permanent deletes,
 // /config compatibility levels (BACKWARD by default) and checks
 // compatibility: Avro with twmb/avro's schema resolution rules
-// (avro.CheckCompatibility), Protobuf (compiled with
-// bufbuild/protocompile) by field numbers and wire types, JSON schemas in
-// the common cases (property types, required properties; not oneOf/$ref).
+// (avro.CheckCompatibility; it follows the specification where Avro Java,
+// and so Confluent, do not — AVRO-2078 is still open: two decimals
+// resolve only when their precisions and scales are equal, so a changed
+// DECIMAL(p, s) is refused under BACKWARD and FORWARD, which Confluent
+// accepts), Protobuf (compiled with bufbuild/protocompile) by field
+// numbers and wire types, JSON schemas in the common cases (property
+// types, required properties; not oneOf/$ref).
 package registry
