@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -329,6 +330,43 @@ func TestRegistryJSONSchema(t *testing.T) {
 	}
 	if _, err := cl.RegisterSchema(ctx, "j-value", js(`{"type":`), -1, -1); srCode(err) != 42201 {
 		t.Errorf("not JSON: %v, want 42201", err)
+	}
+}
+
+// TestRegistryAvroCompatibility: BACKWARD checks follow Avro schema
+// resolution as twmb/avro implements it — a widened type and a renamed
+// field with its old name as an alias pass; a narrowed type, an enum
+// symbol the reader lacks (no enum default) and a changed decimal scale
+// (the specification's rule, which Confluent does not apply) are refused.
+func TestRegistryAvroCompatibility(t *testing.T) {
+	ctx := context.Background()
+	cl, _ := serve(t, startBroker(t))
+	rec := func(field string) sr.Schema {
+		return avroSchema(`{"type":"record","name":"R","fields":[` + field + `]}`)
+	}
+	cases := []struct {
+		name          string
+		first, second sr.Schema
+		ok            bool
+	}{
+		{"int widened to long", rec(`{"name":"a","type":"int"}`), rec(`{"name":"a","type":"long"}`), true},
+		{"renamed, old name as alias", rec(`{"name":"a","type":"int"}`), rec(`{"name":"b","type":"int","aliases":["a"]}`), true},
+		{"long narrowed to int", rec(`{"name":"a","type":"long"}`), rec(`{"name":"a","type":"int"}`), false},
+		{"enum symbol removed", rec(`{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}}`), rec(`{"name":"e","type":{"type":"enum","name":"E","symbols":["A"]}}`), false},
+		{"decimal scale changed", rec(`{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}}`), rec(`{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":3}}`), false},
+	}
+	for i, c := range cases {
+		subj := fmt.Sprintf("compat-%d-value", i)
+		if _, err := cl.RegisterSchema(ctx, subj, c.first, -1, -1); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		_, err := cl.RegisterSchema(ctx, subj, c.second, -1, -1)
+		if c.ok && err != nil {
+			t.Errorf("%s: refused: %v", c.name, err)
+		}
+		if !c.ok && srCode(err) != 409 {
+			t.Errorf("%s: %v, want error code 409", c.name, err)
+		}
 	}
 }
 
