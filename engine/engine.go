@@ -192,7 +192,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	// Admin answers come from the client's metadata cache; keep it fresh so
 	// a topic created a moment ago is seen.
-	cl, err := cfg.Kafka.NewClient(kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond))
+	cl, err := cfg.Kafka.NewClient(kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond),
+		kgo.RecordPartitioner(sourcePartitioner{e: e, def: kgo.StickyKeyPartitioner(nil)}))
 	if err != nil {
 		return nil, err
 	}
