@@ -1,0 +1,173 @@
+package exec
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// checkedBidTopology is bidTopology over a declared source BIDS (murmur2,
+// its default), whose records' partitions its task checks.
+func checkedBidTopology(t testing.TB) *physical.Topology {
+	topo := bidTopology(t)
+	topo.SubTopologies[0].Source().Declared = "BIDS"
+	return topo
+}
+
+// keyIn returns a BIGINT key whose murmur2 partition among n is p
+// (in: true) or is not p (false).
+func keyIn(p, n int32, in bool) []byte {
+	for i := int64(1); ; i++ {
+		k := []byte{0, 0, 0, 0, 0, 0, byte(i >> 8), byte(i)}
+		if (types.Murmur2Partition(k, n) == p) == in {
+			return k
+		}
+	}
+}
+
+// TestPartitionCheck feeds a declared murmur2 source records in and out
+// of their key's murmur2 partition: the misplaced ones are counted
+// (Query.Partitioning), reported once in the server log and the
+// processing log with the topic, the share and the fix, and the records
+// are processed all the same.
+func TestPartitionCheck(t *testing.T) {
+	var logBuf bytes.Buffer
+	var bad []BadRecord
+	cfg := Config{Logger: slog.New(slog.NewTextHandler(&logBuf, nil)), BadRecord: func(b BadRecord) { bad = append(bad, b) }}
+	var produced int
+	task := newTestTask(t, checkedBidTopology(t), 0, cfg, func(*kgo.Record) { produced++ })
+	q := task.tm.q
+	q.checks["BIDS"].parts.Store(4)
+	value := []byte(`{"bidder":7,"price":10000,"channel":"c"}`)
+	good, wrong := keyIn(0, 4, true), keyIn(0, 4, false)
+	for i := range 100 {
+		k := good
+		if i%4 == 0 {
+			k = wrong
+		}
+		if err := task.feed(&kgo.Record{Topic: "bids", Key: k, Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A null key is not checked.
+	if err := task.feed(&kgo.Record{Topic: "bids", Value: value}); err != nil {
+		t.Fatal(err)
+	}
+	task.out.flush()
+	if err := task.flush(); err != nil {
+		t.Fatal(err)
+	}
+	st := q.Partitioning()
+	if len(st) != 1 || st[0] != (PartitionStats{Source: "BIDS", Topic: "bids", Checked: 100, Misplaced: 25}) {
+		t.Errorf("Partitioning() = %+v, want BIDS: 25 of 100 misplaced", st)
+	}
+	if s := q.Status(); len(s.Partitioning) != 1 || s.Partitioning[0].Misplaced != 25 {
+		t.Errorf("Status().Partitioning = %+v", s.Partitioning)
+	}
+	if produced != 101 {
+		t.Errorf("produced %d records, want all 101", produced)
+	}
+	if len(bad) != 1 {
+		t.Fatalf("processing log got %d entries, want 1 (at most one a minute)", len(bad))
+	}
+	msg := bad[0].Err.Error()
+	for _, want := range []string{"topic bids", "1 of 1 keyed records", "PARTITIONER='crc32'", "partitioner=murmur2_random", "source BIDS"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("processing log entry %q lacks %q", msg, want)
+		}
+	}
+	if bad[0].Topic != "bids" || !bytes.Equal(bad[0].Key, wrong) {
+		t.Errorf("processing log entry for %s key %x, want bids key %x", bad[0].Topic, bad[0].Key, wrong)
+	}
+	if n := strings.Count(logBuf.String(), "level=WARN"); n != 1 || !strings.Contains(logBuf.String(), "PARTITIONER='crc32'") {
+		t.Errorf("server log has %d warnings, want 1 naming the fix:\n%s", n, logBuf.String())
+	}
+}
+
+// TestPartitionCheckOnlyMurmur2 checks that sources declared crc32 or
+// unknown, internal topics and keyless sources are not checked.
+func TestPartitionCheckOnlyMurmur2(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(*physical.Source)
+	}{
+		{"crc32", func(s *physical.Source) { s.Partitioner = types.CRC32 }},
+		{"unknown", func(s *physical.Source) { s.Partitioner = types.UnknownPartitioner }},
+		{"internal", func(s *physical.Source) { s.Declared = "" }},
+	} {
+		topo := checkedBidTopology(t)
+		c.set(topo.SubTopologies[0].Source())
+		q := &Query{topo: topo}
+		q.newPartitionChecks()
+		if len(q.checks) != 0 {
+			t.Errorf("%s: %d sources checked, want none", c.name, len(q.checks))
+		}
+	}
+}
+
+// TestPartitionCheckAllocations holds the check to zero allocations per
+// record, a misplaced record's included (after its first report).
+func TestPartitionCheckAllocations(t *testing.T) {
+	cfg := Config{Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
+	task := newTestTask(t, checkedBidTopology(t), 0, cfg, func(*kgo.Record) {})
+	task.tm.q.checks["BIDS"].parts.Store(4)
+	value := []byte(`{"bidder":7,"price":10000,"channel":"c"}`)
+	for _, in := range []bool{true, false} {
+		rec := &kgo.Record{Topic: "bids", Key: keyIn(0, 4, in), Value: value}
+		n := 0
+		step := func() {
+			if err := task.feed(rec); err != nil {
+				t.Fatal(err)
+			}
+			task.out.flush()
+			if n++; n%512 == 0 {
+				task.out.reset()
+			}
+		}
+		for range 1024 {
+			step()
+		}
+		if a := testing.AllocsPerRun(1000, step); a != 0 {
+			t.Errorf("in its partition %v: %.2f allocations per record", in, a)
+		}
+	}
+}
+
+// BenchmarkPartitionCheck is BenchmarkPipeline's "read" case over a
+// declared murmur2 source, unchecked and checked: the check's cost per
+// record.
+func BenchmarkPartitionCheck(b *testing.B) {
+	for _, checked := range []bool{false, true} {
+		b.Run(fmt.Sprintf("checked=%v", checked), func(b *testing.B) {
+			topo := bidTopology(b)
+			if checked {
+				topo = checkedBidTopology(b)
+			}
+			task := newTestTask(b, topo, 0, Config{}, func(*kgo.Record) {})
+			if checked {
+				task.tm.q.checks["BIDS"].parts.Store(4)
+			}
+			rec := &kgo.Record{Key: keyIn(0, 4, true), Value: []byte(`{"auction":1001,"bidder":2001,"price":987654,"channel":"channel-5901","url":"https://www.nexmark.com/auction/bid?id=1001","dateTime":"2026-11-30 05:00:00.000","extra":""}`)}
+			const poll = 64
+			batch := make([]*kgo.Record, poll)
+			for i := range batch {
+				batch[i] = rec
+			}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i += poll {
+				if err := task.feed(batch[:min(poll, b.N-i)]...); err != nil {
+					b.Fatal(err)
+				}
+				task.out.flush()
+				task.out.reset()
+			}
+		})
+	}
+}
