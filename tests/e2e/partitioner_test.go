@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -103,6 +104,12 @@ func TestLibrdkafkaPartitioners(t *testing.T) {
 		`CREATE TABLE pkc AS SELECT l.id, a, c FROM ltab l JOIN ctab c ON l.id = c.id`,
 		`CREATE STREAM multi AS SELECT s.region, s.item, sid, qty, price FROM sales s JOIN prices p ON s.region = p.region AND s.item = p.item`,
 		`CREATE STREAM det AS SELECT b.pid, amt, name FROM bids b LEFT JOIN people_u p ON b.pid = p.id`,
+		// The same topics declared 'unknown': repartitioned by murmur2.
+		`CREATE TABLE persons_x (id VARCHAR PRIMARY KEY, name VARCHAR) WITH (KAFKA_TOPIC='persons', VALUE_FORMAT='JSON', PARTITIONER='unknown')`,
+		`CREATE TABLE customers_x (id VARCHAR PRIMARY KEY, region VARCHAR) WITH (KAFKA_TOPIC='customers', VALUE_FORMAT='JSON', PARTITIONER='unknown')`,
+		`CREATE SOURCE TABLE persons_xsrc (id VARCHAR PRIMARY KEY, name VARCHAR) WITH (KAFKA_TOPIC='persons', VALUE_FORMAT='JSON', PARTITIONER='unknown')`,
+		`CREATE STREAM stx AS SELECT a.seller, aid, price, name FROM auctions a JOIN persons_x p ON a.seller = p.id`,
+		`CREATE TABLE fkx AS SELECT o.oid, cust, amt, region FROM orders o LEFT JOIN customers_x c ON o.cust = c.id`,
 	} {
 		exec1(t, ctx, conn, q)
 	}
@@ -166,7 +173,7 @@ func TestLibrdkafkaPartitioners(t *testing.T) {
 	queryTopics := map[string][]string{
 		"ST": {"auctions", "persons"}, "KEYED": {"bids", "persons"}, "DET": {"bids", "persons"},
 		"FKL": {"orders", "customers"}, "PKI": {"ltab", "rtab"}, "PKF": {"ltab", "rtab"}, "PKC": {"ltab", "ctab"},
-		"MULTI": {"sales", "prices"},
+		"MULTI": {"sales", "prices"}, "STX": {"auctions", "persons"}, "FKX": {"orders", "customers"},
 	}
 	caughtUp := func() {
 		t.Helper()
@@ -414,6 +421,9 @@ SELECT id, name FROM persons;
 	compare("PKF", tableOut("PKF", "A", "B"))
 	compare("PKC", tableOut("PKC", "A", "C"))
 	compare("MULTI", streamOut("MULTI", false, "SID", "QTY", "PRICE"))
+	want["STX"], want["FKX"] = want["ST"], want["FKL"]
+	compare("STX", streamOut("STX", true, "AID", "PRICE", "NAME"))
+	compare("FKX", tableOut("FKX", "CUST", "AMT", "REGION"))
 	if !slices.Contains(want["FKL"], "o900|c900|900|inserted") {
 		t.Errorf("SQLite's FKL lacks o900 joined to the customer INSERT VALUES added: %v", want["FKL"])
 	}
@@ -444,6 +454,14 @@ SELECT id, name FROM persons;
 		}
 	}
 	pullEqual(t, ctx, conn, "SELECT oid, cust, amt, region FROM fkl", want["FKL"])
+	pullEqual(t, ctx, conn, "SELECT id, name FROM persons_xsrc", want["PERSONS"])
+	for i := range 90 {
+		id := fmt.Sprintf("p%d", i)
+		got := rows(t, ctx, conn, fmt.Sprintf("SELECT id, name FROM persons_xsrc WHERE id = '%s'", id))
+		if name, ok := persons[id]; ok != (len(got) == 1) || ok && got[0] != id+"|"+name {
+			t.Errorf("pull of %s from PERSONS_XSRC (unknown): %q, want %q", id, got, name)
+		}
+	}
 	for _, l := range want["FKL"][:20] {
 		oid, _, _ := strings.Cut(l, "|")
 		if got := rows(t, ctx, conn, fmt.Sprintf("SELECT oid, cust, amt, region FROM fkl WHERE oid = '%s'", oid)); len(got) != 1 || strings.ReplaceAll(got[0], "<nil>", "NULL") != l {
@@ -501,6 +519,41 @@ SELECT id, name FROM persons;
 	}
 	if log := s.Log(); !strings.Contains(log, "source PEOPLE_U") || !strings.Contains(log, "of topic persons are not in their key's murmur2 partition") {
 		t.Error("the server log does not warn of PEOPLE_U's records outside their murmur2 partitions")
+	}
+
+	// A restart replays the declarations with their PARTITIONER.
+	stopAndRestart(t, s)
+	conn = connect(t, ctx, s)
+	if got := rows(t, ctx, conn, "DESCRIBE EXTENDED persons"); !slices.Contains(got, "partitioner|crc32") {
+		t.Errorf("after a restart, DESCRIBE EXTENDED persons: %q, want partitioner crc32", got)
+	}
+	pullEventually(t, ctx, conn, "SELECT oid, cust, amt, region FROM fkl", want["FKL"])
+	exec1(t, ctx, conn, `INSERT INTO customers (id, region) VALUES ('c901', 'after')`)
+	pythonProduce(t, ctx, s.KafkaAddr, []prodLine{{"orders", "o901", `{"CUST":"c901","AMT":901}`}})
+	pullEventually(t, ctx, conn, "SELECT oid, cust, amt, region FROM fkl WHERE oid = 'o901'", []string{"o901|c901|901|after"})
+}
+
+// pullEventually is pullEqual retrying errors too (stores restoring
+// after a restart), for up to 60 s.
+func pullEventually(t *testing.T, ctx context.Context, conn *pgx.Conn, query string, want []string) {
+	t.Helper()
+	w := slices.Clone(want)
+	slices.Sort(w)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, err := tryRows(ctx, conn, query)
+		for i, r := range got {
+			got[i] = strings.ReplaceAll(r, "<nil>", "NULL")
+		}
+		slices.Sort(got)
+		if err == nil && slices.Equal(got, w) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s: %v; %d rows, want %d; first differences:\n%s", query, err, len(got), len(w), diff(got, w))
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
