@@ -8,6 +8,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/sql"
 )
 
@@ -36,7 +37,13 @@ func TestPartitioners(t *testing.T) {
 		case "persistent":
 			var id string
 			d.ScanArgs(t, "id", &id)
-			sink, err := sql.BindCreateAs(st.(*sql.CreateAs), cat)
+			var sink *planner.Sink
+			var err error
+			if is, ok := st.(*sql.InsertSelect); ok {
+				sink, err = sql.BindInsertSelect(is, cat)
+			} else {
+				sink, err = sql.BindCreateAs(st.(*sql.CreateAs), cat)
+			}
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
