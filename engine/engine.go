@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -171,6 +172,9 @@ type Engine struct {
 	followDone chan struct{}
 
 	route router // pull queries' routing to partition owners
+	// crcTopics caches the topics declared PARTITIONER='crc32' per
+	// catalog snapshot (partitioner.go).
+	crcTopics atomic.Pointer[crcTopics]
 }
 
 // Open connects to Kafka, replays the command topic and starts every

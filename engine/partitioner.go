@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -34,16 +35,33 @@ func (p sourceTopicPartitioner) Partition(r *kgo.Record, n int) int {
 }
 
 // topicPartitioner is the partitioner the sources over topic declared:
-// crc32 when one declared it, else murmur2. Asked per record the engine
-// produces (INSERT VALUES), not on a hot path.
+// crc32 when one declared it, else murmur2. Asked per keyed record the
+// engine produces (INSERT VALUES, the processing log): a map lookup,
+// the map made again only when the catalog changed.
 func (e *Engine) topicPartitioner(topic string) types.Partitioner {
 	if e.cat == nil {
 		return types.Murmur2
 	}
-	for _, s := range e.cat.Sources() {
-		if s.Topic == topic && s.Partitioner == types.CRC32 {
-			return types.CRC32
+	snap := e.cat.Snapshot()
+	c := e.crcTopics.Load()
+	if c == nil || c.snap != snap {
+		c = &crcTopics{snap: snap, topics: map[string]bool{}}
+		for _, s := range snap.Sources() {
+			if s.Partitioner == types.CRC32 {
+				c.topics[s.Topic] = true
+			}
 		}
+		e.crcTopics.Store(c)
+	}
+	if c.topics[topic] {
+		return types.CRC32
 	}
 	return types.Murmur2
+}
+
+// crcTopics are the topics of a catalog snapshot's sources declared
+// PARTITIONER='crc32'.
+type crcTopics struct {
+	snap   *catalog.Snapshot
+	topics map[string]bool
 }
