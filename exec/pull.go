@@ -142,9 +142,9 @@ func (sel KeySelection) complete(store string, parts []Partition) error {
 	if sel.Whole <= 0 || sel.Only != nil {
 		return nil
 	}
-	if sel.Keys != nil && sel.Partitions == sel.Whole {
+	if sel.Keys != nil && sel.Partitions == sel.Whole && sel.Partitioner.Known() {
 		for _, k := range sel.Keys {
-			if p := DefaultPartition(k, sel.Partitions); !here(p) {
+			if p := sel.Partitioner.Partition(k, sel.Partitions); !here(p) {
 				return fmt.Errorf("partition %d of %s: %w", p, store, ErrPartitionMoved)
 			}
 		}
@@ -463,11 +463,11 @@ func (q *Query) PointLookups(table string) bool {
 // pull query's); r is used by one goroutine at a time.
 func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel KeySelection, emit func(types.Row) error) error {
 	if len(q.Stores(table)) > 0 || q.topo.Store(table) != nil {
+		sel.Partitioner = q.PullPartitioner(table)
 		parts, err := q.pullParts(table, sel)
 		if err != nil {
 			return err
 		}
-		sel.Partitioner = q.PullPartitioner(table)
 		return r.Run(ctx, parts, sel, emit)
 	}
 	st, aggNode, agg, sink := resultAggregate(q.topo)
