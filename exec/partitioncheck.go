@@ -68,19 +68,27 @@ func (q *Query) Partitioning() []PartitionStats {
 }
 
 // newPartitionChecks makes the checks of the topology's declared
-// murmur2 sources with keys (windowed topics' keys end in their window,
-// and keyless ones go anywhere: not checked).
+// murmur2 sources with keys whose partitioning matters: those read by a
+// sub-topology that keeps stores (a join, a table, an aggregation by the
+// key), not a stateless one (a filter, or a stream on its way to a
+// repartition). Windowed topics' keys end in their window, and keyless
+// ones go anywhere: not checked.
 func (q *Query) newPartitionChecks() {
 	q.checks = map[string]*partitionCheck{}
-	for _, n := range q.topo.Nodes {
-		s, ok := n.Op.(*physical.Source)
-		if !ok || s.Declared == "" || s.Raw || s.Partitioner != types.Murmur2 || s.KeyFormat == types.FormatNone ||
-			s.WindowType != types.NoWindow || q.checks[s.Declared] != nil {
+	for _, st := range q.topo.SubTopologies {
+		if !stateful(st) {
 			continue
 		}
-		c := &partitionCheck{source: s.Declared, topic: s.Topic}
-		q.checks[s.Declared] = c
-		q.checkList = append(q.checkList, c)
+		for _, n := range st.Sources {
+			s := n.Op.(*physical.Source)
+			if s.Declared == "" || s.Raw || s.Partitioner != types.Murmur2 || s.KeyFormat == types.FormatNone ||
+				s.WindowType != types.NoWindow || q.checks[s.Declared] != nil {
+				continue
+			}
+			c := &partitionCheck{source: s.Declared, topic: s.Topic}
+			q.checks[s.Declared] = c
+			q.checkList = append(q.checkList, c)
+		}
 	}
 }
 
