@@ -296,9 +296,9 @@ type SourceDescription struct {
 	// unknown.
 	Partitioner string `json:"partitioner"`
 	// Checked and Misplaced count, over the queries running here that
-	// read a murmur2 source, its keyed records read and those that were
-	// not in their key's murmur2 partition (its producers partition
-	// otherwise: declare PARTITIONER='crc32').
+	// read the source where its partitioning matters, its keyed records
+	// read and those that were not in the partition its PARTITIONER
+	// gives their key (its producers partition otherwise).
 	Checked   int64 `json:"partitionCheckedRecords"`
 	Misplaced int64 `json:"misplacedRecords"`
 }
@@ -363,10 +363,13 @@ func (d *SourceDescription) Table() ([]types.Column, [][]string) {
 	}
 	if d.Checked > 0 || d.Misplaced > 0 {
 		v := fmt.Sprintf("%d of %d keyed records read (%.1f%%)", d.Misplaced, d.Checked, 100*float64(d.Misplaced)/float64(max(d.Checked, 1)))
-		if d.Misplaced > 0 {
+		switch {
+		case d.Misplaced > 0 && d.Partitioner == "crc32":
+			v += "; its producers partition otherwise: declare WITH (PARTITIONER='murmur2') (the Java client, Kafka Streams, franz-go) or 'unknown'"
+		case d.Misplaced > 0:
 			v += "; its producers partition otherwise (librdkafka's default is crc32): declare WITH (PARTITIONER='crc32') or produce with partitioner=murmur2_random"
 		}
-		rows = append(rows, []string{"records outside their key's murmur2 partition", v})
+		rows = append(rows, []string{"records outside their key's " + d.Partitioner + " partition", v})
 	}
 	return describeExtCols, rows
 }

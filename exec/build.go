@@ -146,8 +146,8 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 	switch op := n.Op.(type) {
 	case *physical.Source:
 		s, err := newSource(n.Name, op, next)
-		if err == nil && env.q != nil && env.q.checks[op.Declared] != nil && !op.Raw && op.Partitioner == types.Murmur2 {
-			s.check = &sourceCheck{c: env.q.checks[op.Declared], q: env.q}
+		if c := env.q.check(op); err == nil && c != nil {
+			s.check = &sourceCheck{c: c, q: env.q}
 		}
 		return s, err
 	case *physical.Filter:

@@ -77,7 +77,7 @@ func TestPartitionCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := q.Partitioning()
-	if len(st) != 1 || st[0] != (PartitionStats{Source: "BIDS", Topic: "bids", Checked: 100, Misplaced: 25}) {
+	if len(st) != 1 || st[0] != (PartitionStats{Source: "BIDS", Topic: "bids", Partitioner: "murmur2", Checked: 100, Misplaced: 25}) {
 		t.Errorf("Partitioning() = %+v, want BIDS: 25 of 100 misplaced", st)
 	}
 	if s := q.Status(); len(s.Partitioning) != 1 || s.Partitioning[0].Misplaced != 25 {
@@ -100,15 +100,51 @@ func TestPartitionCheck(t *testing.T) {
 	}
 }
 
-// TestPartitionCheckOnlyMurmur2 checks that sources declared crc32 or
-// unknown, internal topics, keyless sources and sources only a stateless
-// sub-topology reads are not checked.
-func TestPartitionCheckOnlyMurmur2(t *testing.T) {
+// TestPartitionCheckCRC32 checks a source declared crc32 against crc32:
+// a record in its key's murmur2 partition instead is counted, and the fix
+// named is PARTITIONER='murmur2'.
+func TestPartitionCheckCRC32(t *testing.T) {
+	var bad []BadRecord
+	cfg := Config{Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)), BadRecord: func(b BadRecord) { bad = append(bad, b) }}
+	topo := checkedTopology(t)
+	topo.SubTopologies[0].Source().Partitioner = types.CRC32
+	task := checkedTask(t, topo, cfg, 4)
+	value := []byte(`{"bidder":7,"price":10}`)
+	var in, out []byte
+	for i := int64(1); in == nil || out == nil; i++ {
+		k := []byte{0, 0, 0, 0, 0, 0, byte(i >> 8), byte(i)}
+		switch {
+		case types.CRC32Partition(k, 4) == 0 && in == nil:
+			in = k
+		case types.CRC32Partition(k, 4) != 0 && types.Murmur2Partition(k, 4) == 0 && out == nil:
+			out = k
+		}
+	}
+	for _, k := range [][]byte{in, in, in, out} {
+		if err := task.feed(&kgo.Record{Topic: "bids", Key: k, Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := task.flush(); err != nil {
+		t.Fatal(err)
+	}
+	st := task.tm.q.Partitioning()
+	if len(st) != 1 || st[0] != (PartitionStats{Source: "BIDS", Topic: "bids", Partitioner: "crc32", Checked: 4, Misplaced: 1}) {
+		t.Errorf("Partitioning() = %+v, want BIDS (crc32): 1 of 4 misplaced", st)
+	}
+	if len(bad) != 1 || !strings.Contains(bad[0].Err.Error(), "PARTITIONER='murmur2'") || !strings.Contains(bad[0].Err.Error(), "key's crc32 partition") {
+		t.Errorf("processing log entries %v, want one naming PARTITIONER='murmur2'", bad)
+	}
+}
+
+// TestPartitionCheckWhich checks that sources declared unknown, internal
+// topics, keyless sources and sources only a stateless sub-topology reads
+// are not checked.
+func TestPartitionCheckWhich(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		set  func(*physical.Source)
 	}{
-		{"crc32", func(s *physical.Source) { s.Partitioner = types.CRC32 }},
 		{"unknown", func(s *physical.Source) { s.Partitioner = types.UnknownPartitioner }},
 		{"internal", func(s *physical.Source) { s.Declared = "" }},
 		{"keyless", func(s *physical.Source) { s.KeyFormat = types.FormatNone }},

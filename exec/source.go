@@ -285,8 +285,8 @@ type sourceOp struct {
 	keyed  kgo.Record
 	change Change
 	next   Processor
-	// check, for a declared murmur2 source, checks each keyed record's
-	// partition (partitioncheck.go); nil checks nothing.
+	// check, for a declared source of a known partitioner, checks each
+	// keyed record's partition (partitioncheck.go); nil checks nothing.
 	check *sourceCheck
 }
 

@@ -22,9 +22,9 @@ type QueryStats struct {
 	Aborts     int64
 	// LateRecords counts rows windowed aggregations dropped as late.
 	LateRecords int64
-	// Sources count, per source read that is declared murmur2 (the
-	// default PARTITIONER), its keyed records checked and those not in
-	// their key's murmur2 partition.
+	// Sources count, per source read where its partitioning matters,
+	// its keyed records checked and those not in the partition its
+	// PARTITIONER gives their key.
 	Sources []SourcePartitioning
 }
 
@@ -175,8 +175,8 @@ var (
 	descCommits    = prometheus.NewDesc("sqlstreams_query_commits_total", "Transactions a persistent query committed.", []string{"query_id"}, nil)
 	descAborts     = prometheus.NewDesc("sqlstreams_query_aborts_total", "Transactions a persistent query aborted.", []string{"query_id"}, nil)
 	descLate       = prometheus.NewDesc("sqlstreams_query_late_records_total", "Rows a windowed aggregation dropped because every window they fall into had closed (stream time past window end + grace).", []string{"query_id"}, nil)
-	descChecked    = prometheus.NewDesc("sqlstreams_source_partition_checked_records_total", "Keyed records a persistent query read from a source declared murmur2 (the default PARTITIONER) and checked to be in their key's murmur2 partition.", []string{"query_id", "source", "topic"}, nil)
-	descMisplaced  = prometheus.NewDesc("sqlstreams_source_misplaced_records_total", "Keyed records a persistent query read from a source declared murmur2 (the default PARTITIONER) that were not in their key's murmur2 partition: the topic's producers partition otherwise (librdkafka's default is crc32); declare WITH (PARTITIONER='crc32').", []string{"query_id", "source", "topic"}, nil)
+	descChecked    = prometheus.NewDesc("sqlstreams_source_partition_checked_records_total", "Keyed records a persistent query read from a source where its partitioning matters and checked to be in the partition its PARTITIONER (murmur2 by default, or crc32) gives their key.", []string{"query_id", "source", "topic"}, nil)
+	descMisplaced  = prometheus.NewDesc("sqlstreams_source_misplaced_records_total", "Keyed records a persistent query read from a source that were not in the partition its PARTITIONER (murmur2 by default) gives their key: the topic's producers partition otherwise (librdkafka's default is crc32); declare WITH (PARTITIONER='crc32'), or 'murmur2' for a source declared crc32.", []string{"query_id", "source", "topic"}, nil)
 	descState      = prometheus.NewDesc("sqlstreams_query_state", "1 for a persistent query's current state (RUNNING, ERROR, …).", []string{"query_id", "state"}, nil)
 )
 
