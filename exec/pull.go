@@ -178,10 +178,8 @@ func (sel KeySelection) only(parts []Partition) []Partition {
 // store is task p's, which owns partition p of those topics.
 func (q *Query) PullStore(table string) (store string, topics []string) {
 	store = table
-	if len(q.Stores(table)) == 0 && q.topo.Store(table) == nil {
-		if _, _, agg, _ := resultAggregate(q.topo); agg != nil {
-			store = agg.Store.Name
-		}
+	if _, _, agg, _ := resultAggregate(q.topo); agg != nil {
+		store = agg.Store.Name
 	}
 	for _, st := range q.topo.SubTopologies {
 		for _, n := range st.Nodes {
@@ -452,27 +450,29 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 // PullWith for table is honoured: the table's rows are stored under its
 // serialized keys (not a windowed aggregate's, whose pull queries scan).
 func (q *Query) PointLookups(table string) bool {
-	if len(q.Stores(table)) > 0 || q.topo.Store(table) != nil {
-		return true
+	if _, _, agg, sink := resultAggregate(q.topo); agg != nil {
+		return sameKeys(agg, sink) && agg.Window == nil
 	}
-	_, _, agg, sink := resultAggregate(q.topo)
-	return agg != nil && sameKeys(agg, sink) && agg.Window == nil
+	return len(q.Stores(table)) > 0 || q.topo.Store(table) != nil
 }
 
 // PullWith is Pull with the query's chain built beforehand (a prepared
 // pull query's); r is used by one goroutine at a time.
 func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel KeySelection, emit func(types.Row) error) error {
-	if len(q.Stores(table)) > 0 || q.topo.Store(table) != nil {
+	// A query that aggregates answers from its aggregate's store; any
+	// other materializes the table in a store of the table's name. The
+	// order matters: the table may be named like the aggregate's store.
+	st, aggNode, agg, sink := resultAggregate(q.topo)
+	if agg == nil {
+		if len(q.Stores(table)) == 0 && q.topo.Store(table) == nil {
+			return fmt.Errorf("exec: query %s keeps no store of %s", q.id, table)
+		}
 		sel.Partitioner = q.PullPartitioner(table)
 		parts, err := q.pullParts(table, sel)
 		if err != nil {
 			return err
 		}
 		return r.Run(ctx, parts, sel, emit)
-	}
-	st, aggNode, agg, sink := resultAggregate(q.topo)
-	if agg == nil {
-		return fmt.Errorf("exec: query %s keeps no store of %s", q.id, table)
 	}
 	// The aggregate's sub-topology, built as a view: its aggregate reads
 	// stored groups, and its sink hands each record here.
