@@ -784,6 +784,11 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 		if old.Topic != src.Topic || old.KeyFormat != src.KeyFormat || old.ValueFormat != src.ValueFormat {
 			return refuse("its topic and formats cannot change")
 		}
+		if old.Partitioner != src.Partitioner {
+			// Its queries were planned (repartitions, routing) for the
+			// old one.
+			return refuse("its PARTITIONER cannot change (%s to %s): DROP it, after the queries that read it, and create it again", old.Partitioner, src.Partitioner)
+		}
 		if err := compatibleSchema(old.Schema, src.Schema); err != nil {
 			return refuse("%v", err)
 		}

@@ -526,6 +526,11 @@ SELECT id, name FROM persons;
 		t.Error("the server log does not warn of PEOPLE_U's records outside their murmur2 partitions")
 	}
 
+	// Its queries were planned for murmur2: OR REPLACE cannot change it.
+	if _, err := conn.Exec(ctx, `CREATE OR REPLACE TABLE people_u (id VARCHAR PRIMARY KEY, name VARCHAR) WITH (KAFKA_TOPIC='persons', VALUE_FORMAT='JSON', PARTITIONER='crc32')`); err == nil || !strings.Contains(err.Error(), "PARTITIONER cannot change (murmur2 to crc32)") {
+		t.Errorf("CREATE OR REPLACE changing PARTITIONER: %v, want a refusal", err)
+	}
+
 	// A restart replays the declarations with their PARTITIONER.
 	stopAndRestart(t, s)
 	conn = connect(t, ctx, s)
