@@ -701,6 +701,10 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
 	}
+	if p, ok := ca.Props["PARTITIONER"]; ok && target.Partitioner != types.Murmur2 {
+		// The query writes its topic: by murmur2, as Kafka's clients do.
+		return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "PARTITIONER '%s' applies to a source declared over an existing topic; a query writes its topic partitioned by murmur2", p.Value)
+	}
 	setSubjects(target)
 	if _, given := ca.Props["VALUE_DELIMITER"]; !given && target.ValueFormat != types.FormatDelimited {
 		target.ValueOptions.Delimiter = 0 // inherited for a DELIMITED value only
@@ -940,6 +944,12 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 			} else {
 				s.KeyOptions.FullName = p.Value
 			}
+		case "PARTITIONER":
+			part, err := types.ParsePartitioner(p.Value)
+			if err != nil {
+				return bad(p, "%v", err)
+			}
+			s.Partitioner = part
 		case "TIMESTAMP":
 			s.TimestampColumn = propIdent(p.Value)
 		case "TIMESTAMP_FORMAT":
