@@ -8,17 +8,17 @@ need=()
 [ -f /usr/include/rocksdb/c.h ] || need+=(librocksdb-dev)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
-/usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1 || need+=(python3-psycopg2)
+/usr/bin/python3 -I -c 'import psycopg2' >/dev/null 2>&1 || need+=(python3-psycopg2)
 # Kafka clients the broker's compatibility and crash tests drive.
-/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
-/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
+/usr/bin/python3 -I -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
+/usr/bin/python3 -I -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 # The batch oracle of the scale-out fault tests.
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 # Confluent's Python Avro serializer and JSON Schema deserializer, and
 # Google's protoc, for the registry formats' end-to-end tests.
-/usr/bin/python3 -c 'import confluent_kafka.avro' >/dev/null 2>&1 || need+=(python3-confluent-kafka python3-avro python3-requests)
-/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || need+=(python3-jsonschema)
+/usr/bin/python3 -I -c 'import confluent_kafka.avro' >/dev/null 2>&1 || need+=(python3-confluent-kafka python3-avro python3-requests)
+/usr/bin/python3 -I -c 'import jsonschema' >/dev/null 2>&1 || need+=(python3-jsonschema)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 # Headless Chromium for the web console's browser test; only the test
 # command asks for it (scripts/test sets SQLSTREAMS_TEST_DEPS=1).

@@ -343,32 +343,8 @@ SELECT s.sid, s.qty, p.price FROM sales s JOIN prices p ON s.region = p.region A
 SELECT '#PERSONS';
 SELECT id, name FROM persons;
 `)
-	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, sqlite, filepath.Join(dir, "oracle.db"))
-	cmd.Stdin = strings.NewReader(script.String())
-	outb, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("sqlite3: %v\n%s", err, outb)
-	}
-	want := map[string][]string{}
-	var cur string
-	for _, l := range strings.Split(strings.TrimSpace(string(outb)), "\n") {
-		if strings.HasPrefix(l, "#") {
-			cur = l[1:]
-			want[cur] = []string{}
-			continue
-		}
-		want[cur] = append(want[cur], l)
-	}
-	str := func(v any) string {
-		switch v := v.(type) {
-		case nil:
-			return "NULL"
-		case float64:
-			return strconv.FormatInt(int64(v), 10)
-		}
-		return fmt.Sprint(v)
-	}
+	want := sqliteSections(t, ctx, sqlite, []byte(script.String()))
+	str := jsonText
 	row := func(key string, m map[string]any, fields ...string) string {
 		parts := []string{}
 		if key != "" {
