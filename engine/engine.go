@@ -224,12 +224,24 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			kafka.Permission{Operation: kafka.Create, Resource: plog}))
 	}
 	if cfg.Headless != nil {
+		// SET and UNSET in the file apply to the statements after them,
+		// as in ksqlDB's headless mode.
+		set := map[string]string{}
 		for _, text := range cfg.Headless {
 			st, err := sql.Parse(text)
-			if err == nil {
+			switch st := st.(type) {
+			case nil:
+			case *sql.SetProperty:
+				set[st.Name] = st.Value
+			case *sql.UnsetProperty:
+				delete(set, st.Name)
+			default:
 				// Not recorded, so replayed with no gates: give the
 				// command today's, as Execute records them.
-				props := map[string]string{}
+				props := copyProps(set)
+				if props == nil {
+					props = map[string]string{}
+				}
 				currentBehaviour(props)
 				_, err = e.apply(ctx, st, catalog.Command{Statement: text, Props: props}, -1, false)
 			}
