@@ -694,9 +694,16 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	}
 	if target.KeyFormat == types.FormatNone && len(target.Schema.KeyIndexes()) > 0 {
 		// A result with key columns from a source without them: the key
-		// format the source was declared with (its KEY_FORMAT or FORMAT,
-		// else KAFKA), as ksqlDB keeps it.
+		// format the source was declared with (its KEY_FORMAT or FORMAT),
+		// as ksqlDB keeps it; for a source declared without one, or with
+		// NONE, ksql.persistence.default.format.key, else KAFKA.
 		target.KeyFormat = declaredKeyFormat(in)
+		if target.KeyFormat == "" || target.KeyFormat == types.FormatNone {
+			target.KeyFormat = types.FormatKafka
+			if f, err := types.NormalizeFormat(ca.Select.DefaultKeyFormat); err == nil && f != "" && f != types.FormatNone {
+				target.KeyFormat = f
+			}
+		}
 	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
@@ -725,7 +732,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 }
 
 // declaredKeyFormat is the key format src's CREATE statement named
-// (KEY_FORMAT, else FORMAT), or KAFKA: a source without key columns holds
+// (KEY_FORMAT, else FORMAT), or empty: a source without key columns holds
 // NONE instead.
 func declaredKeyFormat(src *catalog.Source) string {
 	if st, err := Parse(src.SQL); err == nil {
@@ -739,7 +746,7 @@ func declaredKeyFormat(src *catalog.Source) string {
 			}
 		}
 	}
-	return types.FormatKafka
+	return ""
 }
 
 // checkProjection refuses what ksqlDB refuses in a persistent query's
