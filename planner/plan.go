@@ -186,7 +186,8 @@ var _ Node = (*Rekey)(nil)
 // Rekey is PARTITION BY: its rows carry new key columns computed from
 // Exprs. A key expression that is a plain column makes that column the key;
 // any other expression adds a key column named KSQL_COL_<n>. The input's
-// old key columns become value columns.
+// old key columns become value columns. PARTITION BY NULL leaves the rows
+// without a key: Exprs and Keys are empty.
 type Rekey struct {
 	Input Node
 	Exprs []expr.Expr
@@ -206,6 +207,13 @@ func NewRekey(input Node, exprs []expr.Expr, names []string) (*Rekey, error) {
 		cols[i].Key = false
 	}
 	r := &Rekey{Input: input, Exprs: exprs}
+	if len(exprs) == 1 && exprs[0].Type().Kind == types.Unknown {
+		// PARTITION BY NULL: no key at all, as in ksqlDB (the result's
+		// key format is NONE).
+		r.Exprs = nil
+		r.out = types.Schema{Columns: cols}
+		return r, nil
+	}
 	for i, e := range exprs {
 		if e.Type().Kind == types.Unknown {
 			return nil, fmt.Errorf("cannot PARTITION BY NULL")

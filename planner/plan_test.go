@@ -313,7 +313,6 @@ func TestConstructorErrors(t *testing.T) {
 		{"SELECT COUNT(*) AS n FROM pageviews GROUP BY NULL EMIT CHANGES", "cannot GROUP BY NULL"},
 		{"SELECT attrs, COUNT(*) AS n FROM events GROUP BY attrs EMIT CHANGES", "cannot GROUP BY a value of type MAP<STRING, INTEGER>"},
 		// NewRekey
-		{"SELECT * FROM pageviews PARTITION BY NULL EMIT CHANGES", "cannot PARTITION BY NULL"},
 		{"SELECT * FROM pageviews PARTITION BY pageid, NULL EMIT CHANGES", "cannot PARTITION BY NULL"},
 		{"SELECT * FROM pageviews PARTITION BY pageid, pageid EMIT CHANGES", "PARTITION BY names PAGEID twice"},
 		// NewFlatMap

@@ -720,6 +720,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		target.KeyOptions.Delimiter = 0
 	}
 	if len(target.Schema.KeyIndexes()) == 0 {
+		if p, ok := ca.Props["KEY_FORMAT"]; ok && target.KeyFormat != types.FormatNone && partitionedByNull(q.Root) {
+			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "Key format specified for stream without key columns.")
+		}
 		target.KeyFormat = types.FormatNone
 	}
 	if _, err := types.NewEncoderOpts(target.KeyFormat, target.Schema, target.Schema.KeyIndexes(), target.KeyOptions); err != nil {
@@ -729,6 +732,24 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
+}
+
+// partitionedByNull reports whether the plan ends in PARTITION BY NULL:
+// its rows have no key.
+func partitionedByNull(n planner.Node) bool {
+	for ; n != nil; n = firstChild(n) {
+		if r, ok := n.(*planner.Rekey); ok {
+			return len(r.Exprs) == 0
+		}
+	}
+	return false
+}
+
+func firstChild(n planner.Node) planner.Node {
+	if ch := n.Children(); len(ch) == 1 {
+		return ch[0]
+	}
+	return nil
 }
 
 // declaredKeyFormat is the key format src's CREATE statement named
