@@ -311,18 +311,3 @@ type Print struct {
 	Interval      int64 // print every Interval-th record (default 1)
 	Limit         int64 // -1 for none
 }
-
-// GivesPartitions reports whether text, a CREATE … AS SELECT, names
-// PARTITIONS in its WITH clause.
-func GivesPartitions(text string) bool {
-	st, err := Parse(text)
-	if err != nil {
-		return false
-	}
-	ca, ok := st.(*CreateAs)
-	if !ok {
-		return false
-	}
-	_, given := ca.Props["PARTITIONS"]
-	return given
-}
