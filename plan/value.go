@@ -27,6 +27,7 @@ import (
 //	*expr.AggregateFunction {"name", "variant", "retracting"}
 //	*expr.TableFunction  its name
 //	types.Kind, expr.Op  their names
+//	types.Type           a scalar type by its kind's name ("STRING")
 //	types.SchemaSource   left out: the engine's registry is given back
 //	                     at decoding
 //	float64              a number, or "NaN", "+Inf", "-Inf"
@@ -43,6 +44,7 @@ var (
 	aggPtr       = reflect.TypeFor[*expr.AggregateFunction]()
 	tablePtr     = reflect.TypeFor[*expr.TableFunction]()
 	kindType     = reflect.TypeFor[types.Kind]()
+	typeType     = reflect.TypeFor[types.Type]()
 	exprOpType   = reflect.TypeFor[expr.Op]()
 	schemasType  = reflect.TypeFor[types.SchemaSource]()
 	bytesType    = reflect.TypeFor[[]byte]()
@@ -143,6 +145,10 @@ func (e *encoder) value(v reflect.Value) (any, error) {
 		return m, nil
 	case kindType:
 		return types.Kind(v.Uint()).String(), nil
+	case typeType:
+		if t := v.Interface().(types.Type); (t.Kind != types.Decimal || t.Precision == 0) && t.Elem == nil && t.KeyType == nil && t.Fields == nil {
+			return t.Kind.String(), nil // a scalar type by its kind's name
+		}
 	case exprOpType:
 		n, ok := exprOpNames[expr.Op(v.Uint())]
 		if !ok {
@@ -287,6 +293,15 @@ func (d *decoder) value(x any, v reflect.Value) error {
 		}
 		v.SetUint(uint64(k))
 		return nil
+	case typeType:
+		if name, ok := x.(string); ok {
+			k, ok := typeKinds[name]
+			if !ok {
+				return fmt.Errorf("unknown type %q", name)
+			}
+			v.Set(reflect.ValueOf(types.Type{Kind: types.Kind(k)}))
+			return nil
+		}
 	case exprOpType:
 		name, _ := x.(string)
 		op, ok := exprOpByName[name]
