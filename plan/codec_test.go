@@ -248,3 +248,28 @@ func plannerCatalog(t testing.TB) *catalog.Catalog {
 	}
 	return cat
 }
+
+// fakeSchemas is a schema registry that has nothing.
+type fakeSchemas struct{ types.SchemaSource }
+
+// TestSchemasGivenBack checks that the decoder gives the server's
+// registry to the format options that had one, and to no others.
+func TestSchemasGivenBack(t *testing.T) {
+	reg := fakeSchemas{}
+	topo := physical.NewGraph("app")
+	src := &physical.Source{Topic: "in", KeyFormat: "AVRO", ValueFormat: "AVRO",
+		KeyOptions: types.FormatOptions{Schemas: reg, Subject: "in-key"}, ValueOptions: types.FormatOptions{Subject: "in-value"}}
+	topo.Add("SOURCE", src)
+	b, err := plan.EncodeTopology(topo.Topology())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := plan.DecodeTopology(b, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got.Nodes[0].Op.(*physical.Source)
+	if s.KeyOptions.Schemas != types.SchemaSource(reg) || s.ValueOptions.Schemas != nil || s.KeyOptions.Subject != "in-key" {
+		t.Fatalf("decoded options: %+v %+v", s.KeyOptions, s.ValueOptions)
+	}
+}

@@ -28,8 +28,8 @@ import (
 //	*expr.TableFunction  its name
 //	types.Kind, expr.Op  their names
 //	types.Type           a scalar type by its kind's name ("STRING")
-//	types.SchemaSource   left out: the engine's registry is given back
-//	                     at decoding
+//	types.SchemaSource   true when set: the decoder gives the server's
+//	                     registry back in its place
 //	float64              a number, or "NaN", "+Inf", "-Inf"
 //
 // A field renamed or retyped breaks the plans recorded before it: the
@@ -181,7 +181,11 @@ func (e *encoder) value(v reflect.Value) (any, error) {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			fv := v.Field(i)
-			if f.Type == schemasType || fv.IsZero() {
+			if fv.IsZero() {
+				continue
+			}
+			if f.Type == schemasType {
+				m[f.Name] = true // the server's registry, given back at decoding
 				continue
 			}
 			if !f.IsExported() {
@@ -369,12 +373,15 @@ func (d *decoder) value(x any, v reflect.Value) error {
 			if !ok || !f.IsExported() || len(f.Index) != 1 {
 				return fmt.Errorf("%s has no field %s: the plan is from a newer version", t, name)
 			}
+			if f.Type == schemasType {
+				if fx == true && d.schemas != nil {
+					v.FieldByIndex(f.Index).Set(reflect.ValueOf(&d.schemas).Elem())
+				}
+				continue
+			}
 			if err := d.value(fx, v.FieldByIndex(f.Index)); err != nil {
 				return fmt.Errorf("%s.%s: %w", t.Name(), name, err)
 			}
-		}
-		if t == reflect.TypeFor[types.FormatOptions]() && d.schemas != nil {
-			v.FieldByName("Schemas").Set(reflect.ValueOf(&d.schemas).Elem())
 		}
 		return nil
 	case reflect.Slice:
