@@ -39,6 +39,30 @@ var oldCommands = []struct {
 	{"INSERT INTO old_a SELECT id, LCASE(name) AS ksql_col_1, n = NULL AS isn, n IN (2) AS inn FROM s WHERE id > 100;", nil},
 }
 
+// oldBuild is what the build before plans (c881d36) ran of oldCommands:
+// each query's application ID, topology fingerprint and sink columns,
+// and the output of three records of s (ids 1: NAME a, b, c; N NULL, 2,
+// 3) and one of t (id 1: TITLE one). Recorded by replaying oldCommands
+// with that build.
+var oldBuild = struct {
+	fingerprints map[string]string
+	output       map[string][]string
+}{
+	fingerprints: map[string]string{
+		"CSAS_OLD_A_4":     "sqlstreams_query_CSAS_OLD_A_4 2c1a2c1de8f8bd58 (ID INTEGER, KSQL_COL_1 STRING, ISN BOOLEAN, INN BOOLEAN)",
+		"CSAS_OLD_J_10":    "sqlstreams_query_CSAS_OLD_J_10 3bbfc74f11dc9acd (S_ID INTEGER, NAME STRING, TITLE STRING)",
+		"CST_T_2":          "sqlstreams_query_CST_T_2 0957389a657b4819 ()",
+		"CTAS_OLD_FINAL_8": "sqlstreams_query_CTAS_OLD_FINAL_8 ca615c95ec753665 (ID INTEGER, C BIGINT)",
+		"CTAS_OLD_SUM_6":   "sqlstreams_query_CTAS_OLD_SUM_6 3bb1086add2956cb (ID INTEGER, TOTAL BIGINT, SD DOUBLE)",
+		"INSERTQUERY_12":   "sqlstreams_query_INSERTQUERY_12 3173dbb7262390e8 (ID INTEGER, KSQL_COL_1 STRING, ISN BOOLEAN, INN BOOLEAN)",
+	},
+	output: map[string][]string{
+		"old_a":   {`{"KSQL_COL_1":"A","ISN":null,"INN":null}`, `{"KSQL_COL_1":"B","ISN":null,"INN":null}`, `{"KSQL_COL_1":"C","ISN":null,"INN":null}`},
+		"old_sum": {`{"TOTAL":null,"SD":null}`, `{"TOTAL":2,"SD":0.0}`, `{"TOTAL":5,"SD":0.7071067811865476}`},
+		"old_j":   {`{"NAME":"a","TITLE":"one"}`, `{"NAME":"b","TITLE":"one"}`, `{"NAME":"c","TITLE":"one"}`},
+	},
+}
+
 // commandsOf reads every command of the service's command topic.
 func commandsOf(t *testing.T, ctx context.Context, brokers []string) []catalog.Entry {
 	t.Helper()
@@ -93,9 +117,10 @@ func fingerprints(t *testing.T, eng *engine.Engine) map[string]string {
 
 // TestMigratedCommandsReplayFromPlans replays a command log recorded
 // before plans: its commands are bound once with their recorded
-// properties (their old behaviours), a migration command records each
-// one's plan, and every later start runs the same topologies from those
-// plans without writing more, their output going on as it would have.
+// properties (their old behaviours), into the topologies the build
+// before plans ran (oldBuild), a migration command records each one's
+// plan, and every later start runs the same topologies from those plans
+// without writing more, their output going on as that build's did.
 // Two instances migrating at once write two migration commands of an
 // offset, which is harmless. A command run now records its plan and no
 // sqlstreams.* property.
@@ -134,8 +159,8 @@ func TestMigratedCommandsReplayFromPlans(t *testing.T) {
 	}
 	wg.Wait()
 	first := fingerprints(t, engs[0])
-	if len(first) != 6 { // five queries and the table's materialization (CST_T)
-		t.Fatalf("queries after the migration: %v", first)
+	if fmt.Sprint(first) != fmt.Sprint(oldBuild.fingerprints) {
+		t.Fatalf("queries after the migration:\n%v\nthe build before plans ran:\n%v", first, oldBuild.fingerprints)
 	}
 	if second := fingerprints(t, engs[1]); fmt.Sprint(second) != fmt.Sprint(first) {
 		t.Fatalf("the two instances migrated differently:\n%v\n%v", first, second)
@@ -144,13 +169,10 @@ func TestMigratedCommandsReplayFromPlans(t *testing.T) {
 	produce(t, ctx, brokers, "s",
 		&kgo.Record{Key: intKey(1), Value: []byte(`{"N":null,"NAME":"a"}`), Timestamp: time.UnixMilli(5)},
 		&kgo.Record{Key: intKey(1), Value: []byte(`{"N":2,"NAME":"b"}`), Timestamp: time.UnixMilli(25)})
-	// The old behaviours: positional names (KSQL_COL_1), NULL for a
-	// comparison with NULL, SUM NULL over no values.
-	if got := consume(t, ctx, brokers, "old_a", 2); got[0] != `{"KSQL_COL_1":"A","ISN":null,"INN":null}` {
-		t.Errorf("old_a after the migration: %v", got)
-	}
-	if got := consume(t, ctx, brokers, "old_sum", 2); got[0] != `{"TOTAL":null,"SD":null}` {
-		t.Errorf("old_sum after the migration: %v", got)
+	for topic, want := range oldBuild.output {
+		if got := consume(t, ctx, brokers, topic, 2); fmt.Sprint(got) != fmt.Sprint(want[:2]) {
+			t.Errorf("%s after the migration: %v, want %v", topic, got, want[:2])
+		}
 	}
 	for _, eng := range engs {
 		eng.Close()
@@ -174,11 +196,10 @@ func TestMigratedCommandsReplayFromPlans(t *testing.T) {
 		t.Errorf("the restart wrote %d commands", n-len(es))
 	}
 	produce(t, ctx, brokers, "s", &kgo.Record{Key: intKey(1), Value: []byte(`{"N":3,"NAME":"c"}`), Timestamp: time.UnixMilli(45)})
-	if got := consume(t, ctx, brokers, "old_sum", 3); got[2] != `{"TOTAL":5,"SD":0.7071067811865476}` {
-		t.Errorf("old_sum after the restart: %v", got)
-	}
-	if got := consume(t, ctx, brokers, "old_j", 3); got[2] != `{"NAME":"c","TITLE":"one"}` {
-		t.Errorf("old_j after the restart: %v", got)
+	for topic, want := range oldBuild.output {
+		if got := consume(t, ctx, brokers, topic, 3); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s after the restart: %v, want %v", topic, got, want)
+		}
 	}
 
 	// A statement run now: its command has a plan and no behaviour
