@@ -1024,12 +1024,33 @@ func (e *Engine) startFromPlan(ctx context.Context, prefix string, cmd catalog.C
 	if p.Query == nil {
 		return fmt.Errorf("the plan of query %s has no topology", id)
 	}
+	if err := e.checkPlanSources(p); err != nil {
+		return err
+	}
 	if p.Sink != nil {
 		if err := e.ensureRecordedTopic(ctx, p.Sink); err != nil {
 			return err
 		}
 	}
 	return e.runPlan(ctx, p, id, cmd, p.Sink != nil)
+}
+
+// checkPlanSources checks that the sources a recorded plan reads, and
+// the target an INSERT INTO writes, are in the catalog: a command
+// validated by an instance that another instance's command overtook
+// (a DROP of its input) fails as binding it would have, on every
+// instance alike.
+func (e *Engine) checkPlanSources(p *plan.Plan) error {
+	names := p.Sources
+	if p.Sink == nil {
+		names = append(names[:len(names):len(names)], p.Target)
+	}
+	for _, name := range names {
+		if _, ok := e.cat.Source(name); !ok {
+			return sql.Errorf(sql.CodeUndefinedTable, "stream or table %s does not exist", name)
+		}
+	}
+	return nil
 }
 
 // runPlan runs the query id of a plan: creates its internal topics,
@@ -1116,6 +1137,9 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 		}
 		if p.Query == nil || p.Sink == nil {
 			return fmt.Errorf("the plan of query %s has no topology or sink", id)
+		}
+		if err := e.checkPlanSources(p); err != nil {
+			return err
 		}
 	} else {
 		sink, err := sql.BindCreateAs(st, e.cat)

@@ -280,6 +280,37 @@ func TestPlanNotStatement(t *testing.T) {
 		}
 	}
 	log.Close()
+
+	// A third service's log: the query's command comes after a DROP
+	// of its input (another instance's command overtook it). It fails
+	// as binding it would have, and is skipped.
+	third := kfakeBrokers(t)
+	log, err = catalog.OpenCommandLog(ctx, kafka.Plain(third...), "sqlstreams", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range es {
+		if strings.Contains(e.Command.Statement, "UCASE") {
+			if _, err := log.Append(ctx, catalog.Command{Statement: "DROP STREAM s;"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := log.Append(ctx, es[i].Command); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.Close()
+	dropped, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(third...), InstanceID: "i", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qs := dropped.Catalog().Queries(); len(qs) != 0 {
+		t.Errorf("a query of a dropped source runs: %v", qs[0].ID)
+	}
+	if _, ok := dropped.Catalog().Source("UP"); ok {
+		t.Errorf("the sink of a query of a dropped source is registered")
+	}
+	dropped.Close()
 	eng, err = engine.Open(ctx, engine.Config{Kafka: kafka.Plain(other...), InstanceID: "i", StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
