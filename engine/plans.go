@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -130,6 +132,13 @@ func (e *Engine) finishPlan(ctx context.Context, p *plan.Plan, cmd *catalog.Comm
 	b, err := plan.Encode(p)
 	if err != nil {
 		return nil, "", err
+	}
+	// What is recorded must decode into what was planned: a plan the
+	// codec cannot reproduce is refused before it is recorded.
+	if back, err := plan.Decode(b, "", e.cfg.Schemas); err != nil {
+		return nil, "", fmt.Errorf("the query's plan cannot be recorded: %w", err)
+	} else if again, err := plan.Encode(back); err != nil || !bytes.Equal(again, b) {
+		return nil, "", fmt.Errorf("the query's plan cannot be recorded: it does not decode into itself (%v)", err)
 	}
 	cmd.Plan = b
 	off, err := record(*cmd)
