@@ -321,3 +321,42 @@ func TestPlanNotStatement(t *testing.T) {
 		t.Errorf("up: %v", got)
 	}
 }
+
+// TestReplacedQueryReplaysFromPlan checks that CREATE OR REPLACE records
+// its plan and a restart runs the replaced query from it: same ID, the
+// new topology, the new columns.
+func TestReplacedQueryReplaysFromPlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	brokers := kfakeBrokers(t)
+	open := func() *engine.Engine {
+		eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eng
+	}
+	eng := open()
+	sess := engine.NewSession()
+	for _, stmt := range []string{
+		"SET 'auto.offset.reset'='earliest';",
+		"CREATE STREAM s (id INT KEY, name STRING) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);",
+		"CREATE STREAM up WITH (KAFKA_TOPIC='up') AS SELECT id, UCASE(name) AS u FROM s;",
+		"CREATE OR REPLACE STREAM up WITH (KAFKA_TOPIC='up') AS SELECT id, UCASE(name) AS u, LCASE(name) AS l FROM s;",
+	} {
+		if _, err := eng.Execute(ctx, sess, stmt, discard{}); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	replaced := fingerprints(t, eng)
+	eng.Close()
+	eng = open()
+	defer eng.Close()
+	if again := fingerprints(t, eng); fmt.Sprint(again) != fmt.Sprint(replaced) || len(again) != 1 {
+		t.Fatalf("after a restart:\n%v\nwant:\n%v", again, replaced)
+	}
+	produce(t, ctx, brokers, "s", &kgo.Record{Key: intKey(1), Value: []byte(`{"NAME":"Ab"}`)})
+	if got := consume(t, ctx, brokers, "up", 1); got[0] != `{"U":"AB","L":"ab"}` {
+		t.Errorf("up: %v", got)
+	}
+}
