@@ -8,7 +8,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/hamba/avro/v2"
+	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -20,8 +20,9 @@ import (
 // The stateless-avro scenario: the stateless query over the same bids as
 // Avro values in the Confluent wire format, through the embedded schema
 // registry, in and out. The hand-written pipeline uses the same Avro
-// library (hamba/avro) the way its documentation shows: Unmarshal into a
-// struct, WriteVal of an output struct into a reused Writer.
+// library (twmb/avro) the way its documentation shows: Schema.Decode into
+// a struct, Schema.AppendEncode of an output struct into the transaction's
+// arena.
 
 // bidAvroSchema is the writer schema of the preloaded bids.
 const bidAvroSchema = `{"type":"record","name":"Bid","namespace":"nexmark","fields":[
@@ -94,14 +95,13 @@ func avroEncoder(schemas *registry.Client, topic string) (func([]byte) ([]byte, 
 			return nil, err
 		}
 		out, _ := h.AppendEncode(nil, id, nil)
-		payload, err := avro.Marshal(sch, &b)
-		return append(out, payload...), err
+		return sch.AppendEncode(out, &b)
 	}, nil
 }
 
 // statelessAvro: the stateless query over Avro bids.
 type statelessAvro struct {
-	in, out avro.Schema
+	in, out *avro.Schema
 	outID   int
 	median  int64
 	topic   string
@@ -112,7 +112,6 @@ type statelessAvro struct {
 	bidder  int64
 	euros   int64
 	channel string
-	w       *avro.Writer
 }
 
 func newStatelessAvro(schemas *registry.Client, median int64, out string) (*statelessAvro, error) {
@@ -122,7 +121,7 @@ func newStatelessAvro(schemas *registry.Client, median int64, out string) (*stat
 		return nil, err
 	}
 	s := &statelessAvro{in: avro.MustParse(bidAvroSchema), out: avro.MustParse(outText), outID: id,
-		median: median, topic: out, w: avro.NewWriter(nil, 512)}
+		median: median, topic: out}
 	s.row = avroOut{Bidder: &s.bidder, Euros: &s.euros, Channel: &s.channel}
 	return s, nil
 }
@@ -130,7 +129,10 @@ func newStatelessAvro(schemas *registry.Client, median int64, out string) (*stat
 func (s *statelessAvro) process(r *kgo.Record, b *batch) error {
 	// The writer schema is known (one ID); a general pipeline would look
 	// the ID up, as sqlstreams does.
-	if _, payload, err := s.hdr.DecodeID(r.Value); err != nil || avro.Unmarshal(s.in, payload, &s.bid) != nil {
+	if _, payload, err := s.hdr.DecodeID(r.Value); err != nil {
+		s.bad++
+		return nil
+	} else if _, err := s.in.Decode(payload, &s.bid); err != nil {
 		s.bad++
 		return nil
 	}
@@ -138,14 +140,12 @@ func (s *statelessAvro) process(r *kgo.Record, b *batch) error {
 		return nil
 	}
 	s.bidder, s.euros, s.channel = s.bid.Bidder, s.bid.Price*908/1000, s.bid.Channel
-	s.w.Reset(nil)
-	s.w.WriteVal(s.out, &s.row)
-	if s.w.Error != nil {
-		return fmt.Errorf("encoding: %w", s.w.Error)
-	}
 	start := len(b.arena)
 	a, _ := s.hdr.AppendEncode(b.arena, s.outID, nil)
-	a = append(a, s.w.Buffer()...)
+	a, err := s.out.AppendEncode(a, &s.row)
+	if err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
 	b.arena = a
 	b.add(s.topic, r, a[start:len(a):len(a)])
 	return nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 )
 
 // Clients we did not write keep working against the broker: kcat
@@ -21,9 +23,7 @@ import (
 
 func needCommand(t *testing.T, name string, args ...string) {
 	t.Helper()
-	if err := exec.Command(name, args...).Run(); err != nil {
-		t.Skipf("%s %v unavailable (%v); scripts/deps.sh installs it", name, args, err)
-	}
+	testtool.Probe(t, "scripts/deps.sh installs it", name, args...)
 }
 
 func runClient(t *testing.T, stdin string, name string, args ...string) string {

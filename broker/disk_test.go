@@ -18,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 )
 
 // lockedBuffer collects log output from several goroutines.
@@ -155,7 +157,7 @@ func TestDataDirNotADirectory(t *testing.T) {
 func TestFullDisk(t *testing.T) {
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+		testtool.Missing(t, "cannot mount a tmpfs (needs root): %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	dir := filepath.Join(mnt, "data")
@@ -227,7 +229,7 @@ func TestFullDisk(t *testing.T) {
 func TestInodesExhausted(t *testing.T) {
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=32m,nr_inodes=64", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+		testtool.Missing(t, "cannot mount a tmpfs (needs root): %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	var logs lockedBuffer
@@ -278,7 +280,7 @@ func TestInodesExhausted(t *testing.T) {
 func TestDataDirReadOnly(t *testing.T) {
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+		testtool.Missing(t, "cannot mount a tmpfs (needs root): %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	dir := filepath.Join(mnt, "data")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 )
 
@@ -71,12 +70,12 @@ func syncLoop(ctx context.Context, dir string, interval time.Duration, log *slog
 			return
 		case <-t.C:
 		}
-		_, _, errno := syscall.Syscall(sysSyncfs, d.Fd(), 0, 0)
+		err := syncfs(d)
 		switch {
-		case errno != 0 && !failing:
+		case err != nil && !failing:
 			failing = true
-			log.Error("broker: flushing the data directory failed", "data_dir", dir, "err", errno)
-		case errno == 0 && failing:
+			log.Error("broker: flushing the data directory failed", "data_dir", dir, "err", err)
+		case err == nil && failing:
 			failing = false
 			log.Info("broker: flushing the data directory works again", "data_dir", dir)
 		}

@@ -21,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 )
 
 // librdkafkaProducer is a Python confluent-kafka (librdkafka) idempotent
@@ -63,9 +65,7 @@ sys.stdout.flush()
 // broker restored producer state after a crash, a retried batch was
 // stored again (FACTS.md: hundreds to >10,000 duplicates per 150,000).
 func TestIdempotentProducersAcrossCrashes(t *testing.T) {
-	if err := exec.Command("/usr/bin/python3", "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("python3-confluent-kafka (librdkafka) is not installed; scripts/deps.sh installs it")
-	}
+	testtool.Probe(t, "apt-get install python3-confluent-kafka; scripts/deps.sh does", "/usr/bin/python3", "-c", "import confluent_kafka")
 	const (
 		topic      = "idem"
 		partitions = 3

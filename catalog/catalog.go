@@ -54,6 +54,12 @@ type Source struct {
 	WindowSizeMs int64
 	// Partitions of the topic, as known when the source was created.
 	Partitions int32
+	// Partitioner is how the topic's producers chose a keyed record's
+	// partition (WITH (PARTITIONER=…)): murmur2 (the zero value, Kafka's
+	// Java client and franz-go), crc32 (librdkafka's default) or
+	// unknown. Whatever must agree with the topic's partitioning uses
+	// it; a query writes its sink by murmur2.
+	Partitioner types.Partitioner
 	// IsSource marks CREATE SOURCE STREAM|TABLE: read-only.
 	IsSource bool
 	// SQL is the statement that created the source.

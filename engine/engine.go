@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -173,6 +174,9 @@ type Engine struct {
 	followDone chan struct{}
 
 	route router // pull queries' routing to partition owners
+	// crcTopics caches the topics declared PARTITIONER='crc32' per
+	// catalog snapshot (partitioner.go).
+	crcTopics atomic.Pointer[crcTopics]
 }
 
 // Open connects to Kafka, replays the command topic and starts every
@@ -194,7 +198,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	// Admin answers come from the client's metadata cache; keep it fresh so
 	// a topic created a moment ago is seen.
-	cl, err := cfg.Kafka.NewClient(kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond))
+	cl, err := cfg.Kafka.NewClient(kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond),
+		kgo.RecordPartitioner(sourcePartitioner{e: e, def: kgo.StickyKeyPartitioner(nil)}))
 	if err != nil {
 		return nil, err
 	}
@@ -221,11 +226,24 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			kafka.Permission{Operation: kafka.Create, Resource: plog}))
 	}
 	if cfg.Headless != nil {
+		// SET and UNSET in the file apply to the statements after them,
+		// as in ksqlDB's headless mode.
+		set := map[string]string{}
 		for _, text := range cfg.Headless {
 			st, err := sql.Parse(text)
-			if err == nil {
+			switch st := st.(type) {
+			case nil:
+			case *sql.SetProperty:
+				set[st.Name] = st.Value
+			case *sql.UnsetProperty:
+				delete(set, st.Name)
+			default:
 				// Never recorded, so bound as now at every start.
-				_, err = e.apply(ctx, st, catalog.Command{Statement: text, Props: map[string]string{}}, -1, false)
+				props := copyProps(set)
+				if props == nil {
+					props = map[string]string{}
+				}
+				_, err = e.apply(ctx, st, catalog.Command{Statement: text, Props: props}, -1, false)
 			}
 			if err != nil {
 				e.Close()
@@ -546,6 +564,11 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 		}
 		if old.Topic != src.Topic || old.KeyFormat != src.KeyFormat || old.ValueFormat != src.ValueFormat {
 			return refuse("its topic and formats cannot change")
+		}
+		if old.Partitioner != src.Partitioner {
+			// Its queries were planned (repartitions, routing) for the
+			// old one.
+			return refuse("its PARTITIONER cannot change (%s to %s): DROP it, after the queries that read it, and create it again", old.Partitioner, src.Partitioner)
 		}
 		if err := compatibleSchema(old.Schema, src.Schema); err != nil {
 			return refuse("%v", err)

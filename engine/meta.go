@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/exec"
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
@@ -216,7 +217,9 @@ func (e *Engine) DescribeSource(name string, extended bool) (*SourceDescription,
 		Columns:         append([]types.Column{}, src.Schema.Columns...),
 		TimestampColumn: src.TimestampColumn, WindowType: src.WindowType, WindowSizeMs: src.WindowSizeMs,
 		IsSource: src.IsSource, Statement: src.SQL, Readers: []QueryInfo{},
+		Partitioner: src.Partitioner.String(),
 	}
+	d.Checked, d.Misplaced = e.sourcePartitioning(src.Name)
 	if src.WriterQuery != "" {
 		if q, ok := e.cat.Query(src.WriterQuery); ok {
 			qi := e.queryInfo(q)
@@ -239,6 +242,27 @@ func (e *Engine) DescribeSource(name string, extended bool) (*SourceDescription,
 		}
 	}
 	return d, true
+}
+
+// sourcePartitioning sums, over the queries running here, the keyed
+// records of source they checked and those outside their key's murmur2
+// partition.
+func (e *Engine) sourcePartitioning(source string) (checked, misplaced int64) {
+	e.mu.Lock()
+	qs := make([]*exec.Query, 0, len(e.running))
+	for _, q := range e.running {
+		qs = append(qs, q)
+	}
+	e.mu.Unlock()
+	for _, q := range qs {
+		for _, p := range q.Partitioning() {
+			if p.Source == source {
+				checked += p.Checked
+				misplaced += p.Misplaced
+			}
+		}
+	}
+	return checked, misplaced
 }
 
 func (e *Engine) describe(st *sql.Describe, w ResultWriter) (Result, error) {

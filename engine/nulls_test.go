@@ -51,7 +51,7 @@ func TestNullComparisonsByCommand(t *testing.T) {
 }
 
 // consume reads n record values of topic from its start.
-func consume(t *testing.T, ctx context.Context, brokers []string, topic string, n int) []string {
+func consume(t testing.TB, ctx context.Context, brokers []string, topic string, n int) []string {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))

@@ -60,7 +60,7 @@ func openPullEngine(t *testing.T, ctx context.Context) (*engine.Engine, []string
 	return eng, brokers
 }
 
-func produce(t *testing.T, ctx context.Context, brokers []string, topic string, recs ...*kgo.Record) {
+func produce(t testing.TB, ctx context.Context, brokers []string, topic string, recs ...*kgo.Record) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
 	if err != nil {

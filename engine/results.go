@@ -56,6 +56,10 @@ type QueryStatus struct {
 	Restored    int64 `json:"restored"`
 	Restarts    int64 `json:"restarts"`
 	LateRecords int64 `json:"lateRecords"`
+	// Partitioning counts, per source the query reads that is declared
+	// murmur2, the keyed records it checked and those outside their
+	// key's murmur2 partition.
+	Partitioning []exec.PartitionStats `json:"partitioning,omitempty"`
 }
 
 func statusOf(s exec.Status) QueryStatus {
@@ -63,7 +67,7 @@ func statusOf(s exec.Status) QueryStatus {
 		State: s.State, Err: s.Err, Since: s.Since, LastErr: s.LastErr, LastErrAt: s.LastErrAt,
 		RecordsIn: s.RecordsIn, RecordsOut: s.RecordsOut, BadRecords: s.BadRecords,
 		Commits: s.Commits, Aborts: s.Aborts, Restored: s.Restored, Restarts: s.Restarts,
-		LateRecords: s.LateRecords,
+		LateRecords: s.LateRecords, Partitioning: s.Partitioning,
 	}
 }
 
@@ -288,6 +292,15 @@ type SourceDescription struct {
 	// it (their Sink is the source).
 	Writer  *QueryInfo
 	Readers []QueryInfo
+	// Partitioner is the source's PARTITIONER: murmur2, crc32 or
+	// unknown.
+	Partitioner string `json:"partitioner"`
+	// Checked and Misplaced count, over the queries running here that
+	// read the source where its partitioning matters, its keyed records
+	// read and those that were not in the partition its PARTITIONER
+	// gives their key (its producers partition otherwise).
+	Checked   int64 `json:"partitionCheckedRecords"`
+	Misplaced int64 `json:"misplacedRecords"`
 }
 
 // Table implements Tabular: "Field | Type" rows, or with EXTENDED
@@ -319,6 +332,7 @@ func (d *SourceDescription) Table() ([]types.Column, [][]string) {
 		{"type", d.Source.Kind.String()},
 		{"kafka topic", d.Source.Topic},
 		{"partitions", strconv.Itoa(int(d.Source.Partitions))},
+		{"partitioner", d.Partitioner},
 		{"key format", d.Source.KeyFormat},
 		{"value format", d.Source.ValueFormat},
 		{"source (read-only)", strconv.FormatBool(d.IsSource)},
@@ -346,6 +360,16 @@ func (d *SourceDescription) Table() ([]types.Column, [][]string) {
 	}
 	for _, q := range d.Readers {
 		rows = append(rows, []string{"read by query", q.ID})
+	}
+	if d.Checked > 0 || d.Misplaced > 0 {
+		v := fmt.Sprintf("%d of %d keyed records read (%.1f%%)", d.Misplaced, d.Checked, 100*float64(d.Misplaced)/float64(max(d.Checked, 1)))
+		switch {
+		case d.Misplaced > 0 && d.Partitioner == "crc32":
+			v += "; its producers partition otherwise: declare WITH (PARTITIONER='murmur2') (the Java client, Kafka Streams, franz-go) or 'unknown'"
+		case d.Misplaced > 0:
+			v += "; its producers partition otherwise (librdkafka's default is crc32): declare WITH (PARTITIONER='crc32') or produce with partitioner=murmur2_random"
+		}
+		rows = append(rows, []string{"records outside their key's " + d.Partitioner + " partition", v})
 	}
 	return describeExtCols, rows
 }

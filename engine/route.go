@@ -237,11 +237,12 @@ func (e *Engine) planPull(ctx context.Context, mat *exec.Query, src *catalog.Sou
 	}
 	var missing []int32
 	done := pullPlan{n: ps.n} // every partition needed is here
-	if keys != nil && ps.store == src.Name && src.Partitions == ps.n {
+	if part := mat.PullPartitioner(ps.store); keys != nil && ps.store == src.Name && src.Partitions == ps.n && part.Known() {
 		// The table's own store, partitioned as its topic: a key is in
-		// the partition the sink's partitioner gives it.
+		// the partition its producers' partitioner (or the sink's) gives
+		// it.
 		for _, k := range keys {
-			p := exec.DefaultPartition(k, ps.n)
+			p := part.Partition(k, ps.n)
 			if has, _ := mat.HasPartition(ps.store, p); !has && !slices.Contains(missing, p) {
 				missing = append(missing, p)
 			}

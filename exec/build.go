@@ -28,6 +28,9 @@ type taskEnv struct {
 	late *lateCounter
 	// idleAdvance is Config.WindowIdleAdvance.
 	idleAdvance time.Duration
+	// q, for a task of a persistent query, checks its declared sources'
+	// records' partitions (partitioncheck.go); nil checks nothing.
+	q *Query
 }
 
 // taskGraph is a sub-topology built for one task: a processor per node,
@@ -142,7 +145,11 @@ func (env *taskEnv) store(n *physical.Node, s *physical.Store) (*taskStore, erro
 func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error) {
 	switch op := n.Op.(type) {
 	case *physical.Source:
-		return newSource(n.Name, op, next)
+		s, err := newSource(n.Name, op, next)
+		if c := env.q.check(op); err == nil && c != nil {
+			s.check = &sourceCheck{c: c, q: env.q}
+		}
+		return s, err
 	case *physical.Filter:
 		ev, err := expr.Compile(op.Predicate)
 		if err != nil {

@@ -71,6 +71,7 @@ func newTestTask(t testing.TB, topo *physical.Topology, sub int, cfg Config, sen
 	t.Helper()
 	cfg.defaults()
 	q := &Query{id: "T", topo: topo, cfg: cfg, log: cfg.Logger}
+	q.newPartitionChecks()
 	tt := &testTask{out: &outbox{send: send}}
 	tt.onBad = func(_ *kgo.Record, err error) { tt.lastBad = err }
 	tt.tm = newTaskManager(q, 0, tt.out)

@@ -68,6 +68,10 @@ type KeySelection struct {
 	Windowed             bool
 	WindowFrom, WindowTo int64
 	Partitions           int32
+	// Partitioner is the function that put the keys in Partitions
+	// (the store's input topic's: murmur2 unless the source declared
+	// another); an unknown one looks in every partition.
+	Partitioner types.Partitioner
 	// Only, when non-nil, limits the pull to these partitions of the
 	// store (a pull query forwarded by another instance asks for the
 	// partitions this one owns).
@@ -138,9 +142,9 @@ func (sel KeySelection) complete(store string, parts []Partition) error {
 	if sel.Whole <= 0 || sel.Only != nil {
 		return nil
 	}
-	if sel.Keys != nil && sel.Partitions == sel.Whole {
+	if sel.Keys != nil && sel.Partitions == sel.Whole && sel.Partitioner.Known() {
 		for _, k := range sel.Keys {
-			if p := DefaultPartition(k, sel.Partitions); !here(p) {
+			if p := sel.Partitioner.Partition(k, sel.Partitions); !here(p) {
 				return fmt.Errorf("partition %d of %s: %w", p, store, ErrPartitionMoved)
 			}
 		}
@@ -174,10 +178,8 @@ func (sel KeySelection) only(parts []Partition) []Partition {
 // store is task p's, which owns partition p of those topics.
 func (q *Query) PullStore(table string) (store string, topics []string) {
 	store = table
-	if len(q.Stores(table)) == 0 && q.topo.Store(table) == nil {
-		if _, _, agg, _ := resultAggregate(q.topo); agg != nil {
-			store = agg.Store.Name
-		}
+	if _, _, agg, _ := resultAggregate(q.topo); agg != nil {
+		store = agg.Store.Name
 	}
 	for _, st := range q.topo.SubTopologies {
 		for _, n := range st.Nodes {
@@ -192,6 +194,37 @@ func (q *Query) PullStore(table string) (store string, topics []string) {
 		}
 	}
 	return store, nil
+}
+
+// PullPartitioner returns the function that put each key of store in
+// its partition: the partitioner of the topics its sub-topology reads
+// (their sources' declared PARTITIONER, or what the query's own
+// repartition wrote by), types.UnknownPartitioner when they differ or
+// none is known. Raw topics (a foreign-key join's responses, sent to
+// their subscriber's partition) do not count.
+func (q *Query) PullPartitioner(store string) types.Partitioner {
+	for _, st := range q.topo.SubTopologies {
+		for _, n := range st.Nodes {
+			for _, spec := range physical.StoresOf(n) {
+				if spec.Name != store {
+					continue
+				}
+				p, seen := types.Murmur2, false
+				for _, src := range st.Sources {
+					s := src.Op.(*physical.Source)
+					if s.Raw {
+						continue
+					}
+					if seen && s.Partitioner != p {
+						return types.UnknownPartitioner
+					}
+					p, seen = s.Partitioner, true
+				}
+				return p
+			}
+		}
+	}
+	return types.Murmur2
 }
 
 // LocalPartitions returns the partitions of store this instance can
@@ -323,8 +356,8 @@ func (r *PullRunner) lookup(ctx context.Context, parts []Partition, sel KeySelec
 			return err
 		}
 		first := -1
-		if sel.Partitions > 0 {
-			want := DefaultPartition(k, sel.Partitions)
+		if sel.Partitions > 0 && sel.Partitioner.Known() {
+			want := sel.Partitioner.Partition(k, sel.Partitions)
 			for i, part := range parts {
 				if part.ID == want {
 					first = i
@@ -373,39 +406,8 @@ func (r *PullRunner) get(s state.Store, key []byte) ([]byte, error) {
 
 // DefaultPartition is the partition Kafka's default partitioner picks for
 // a record with key among n partitions: murmur2 of the key, made
-// positive, modulo n (Java's Utils.murmur2 and toPositive).
-func DefaultPartition(key []byte, n int32) int32 {
-	const (
-		seed uint32 = 0x9747b28c
-		m    uint32 = 0x5bd1e995
-	)
-	length := len(key)
-	h := seed ^ uint32(length)
-	for i := 0; i+4 <= length; i += 4 {
-		k := binary.LittleEndian.Uint32(key[i:])
-		k *= m
-		k ^= k >> 24
-		k *= m
-		h *= m
-		h ^= k
-	}
-	tail := key[length&^3:]
-	switch len(tail) {
-	case 3:
-		h ^= uint32(tail[2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(tail[1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(tail[0])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return int32(h&0x7fffffff) % n
-}
+// positive, modulo n (types.Murmur2Partition).
+func DefaultPartition(key []byte, n int32) int32 { return types.Murmur2Partition(key, n) }
 
 // row runs one stored entry through the chain.
 func (r *PullRunner) row(record func(p int32, k, v []byte) (*kgo.Record, error), p int32, k, v []byte) error {
@@ -448,26 +450,29 @@ func (q *Query) Pull(ctx context.Context, topo *physical.Topology, table string,
 // PullWith for table is honoured: the table's rows are stored under its
 // serialized keys (not a windowed aggregate's, whose pull queries scan).
 func (q *Query) PointLookups(table string) bool {
-	if len(q.Stores(table)) > 0 || q.topo.Store(table) != nil {
-		return true
+	if _, _, agg, sink := resultAggregate(q.topo); agg != nil {
+		return sameKeys(agg, sink) && agg.Window == nil
 	}
-	_, _, agg, sink := resultAggregate(q.topo)
-	return agg != nil && sameKeys(agg, sink) && agg.Window == nil
+	return len(q.Stores(table)) > 0 || q.topo.Store(table) != nil
 }
 
 // PullWith is Pull with the query's chain built beforehand (a prepared
 // pull query's); r is used by one goroutine at a time.
 func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel KeySelection, emit func(types.Row) error) error {
-	if len(q.Stores(table)) > 0 || q.topo.Store(table) != nil {
+	// A query that aggregates answers from its aggregate's store; any
+	// other materializes the table in a store of the table's name. The
+	// order matters: the table may be named like the aggregate's store.
+	st, aggNode, agg, sink := resultAggregate(q.topo)
+	if agg == nil {
+		if len(q.Stores(table)) == 0 && q.topo.Store(table) == nil {
+			return fmt.Errorf("exec: query %s keeps no store of %s", q.id, table)
+		}
+		sel.Partitioner = q.PullPartitioner(table)
 		parts, err := q.pullParts(table, sel)
 		if err != nil {
 			return err
 		}
 		return r.Run(ctx, parts, sel, emit)
-	}
-	st, aggNode, agg, sink := resultAggregate(q.topo)
-	if agg == nil {
-		return fmt.Errorf("exec: query %s keeps no store of %s", q.id, table)
 	}
 	// The aggregate's sub-topology, built as a view: its aggregate reads
 	// stored groups, and its sink hands each record here.

@@ -245,6 +245,8 @@ type Status struct {
 	LastErr   string
 	LastErrAt time.Time
 	Stats
+	// Partitioning is Query.Partitioning.
+	Partitioning []PartitionStats
 }
 
 // Query is a running persistent query.
@@ -289,6 +291,11 @@ type Query struct {
 	// admin lists changelog end offsets for the group leader (adminMu).
 	adminMu sync.Mutex
 	admin   *kgo.Client
+	// checks are the declared murmur2 sources whose records' partitions
+	// are checked (partitioncheck.go), by source name and in order;
+	// made at Start, never changed.
+	checks    map[string]*partitionCheck
+	checkList []*partitionCheck
 }
 
 // Start launches the topology's stream threads. They run until Stop.
@@ -317,6 +324,7 @@ func Start(id string, topo *physical.Topology, cfg Config) (*Query, error) {
 			}
 		}
 	}
+	q.newPartitionChecks()
 	// A query paused before it starts fetches nothing at all.
 	q.paused.Store(cfg.Paused)
 	for i := 0; i < cfg.Threads; i++ {
@@ -412,6 +420,9 @@ func (q *Query) Status() Status {
 		Commits: q.commits.Load(), Aborts: q.aborts.Load(), Restored: q.restored.Load(), Restarts: q.restarts.Load(),
 		LateRecords: q.late.Load(),
 	}}
+	if len(q.checkList) > 0 {
+		s.Partitioning = q.Partitioning()
+	}
 	if q.paused.Load() {
 		s.State = StatePaused
 	}

@@ -285,6 +285,9 @@ type sourceOp struct {
 	keyed  kgo.Record
 	change Change
 	next   Processor
+	// check, for a declared source of a known partitioner, checks each
+	// keyed record's partition (partitioncheck.go); nil checks nothing.
+	check *sourceCheck
 }
 
 // errNullKey marks a table record without a key: skipped and counted.
@@ -301,6 +304,13 @@ func newSource(name string, s *physical.Source, next Processor) (*sourceOp, erro
 	return &sourceOp{dec: dec, table: s.Table, undo: s.Repartitioned, next: next}, nil
 }
 
+// Flush, at each commit, adds the records its check counted to the
+// query's count.
+func (s *sourceOp) Flush() error {
+	s.check.flush()
+	return nil
+}
+
 // Process is not called: a source is fed records, see process.
 func (s *sourceOp) Process(*Change) error { return nil }
 
@@ -311,6 +321,9 @@ func (s *sourceOp) process(r *kgo.Record) error {
 	if s.raw {
 		c.Timestamp = r.Timestamp.UnixMilli()
 		return s.next.Process(c)
+	}
+	if s.check != nil && len(r.Key) > 0 {
+		s.check.record(r)
 	}
 	if s.dec.topicKey != nil && r.Key != nil {
 		// The nodes after see a copy keyed by value; the fetched

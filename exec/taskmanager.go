@@ -103,6 +103,9 @@ func (tm *taskManager) handleAssignment(ctx context.Context, cl *kgo.Client, ass
 			t.queues[len(t.queues)-1].src = t.graph.sources[tp.topic]
 		}
 	}
+	if len(created) > 0 {
+		tm.q.refreshPartitionCounts(ctx, cl)
+	}
 	return tm.initialize(ctx, cl, created)
 }
 
@@ -293,7 +296,7 @@ func (tm *taskManager) sourceOf(st *physical.SubTopology, topic string) *physica
 // open locks a task's state directory (stateful tasks), opens its
 // stores and builds its graph.
 func (tm *taskManager) open(t *Task) error {
-	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra, late: &lateCounter{q: tm.q},
+	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra, late: &lateCounter{q: tm.q}, q: tm.q,
 		idleAdvance: tm.q.cfg.WindowIdleAdvance, ksqlDelimited: tm.q.cfg.KsqlDelimited}
 	if stateful(t.sub) {
 		if tm.q.cfg.StateDir == "" {

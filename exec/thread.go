@@ -110,6 +110,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 			windowed[r.Topic] = r.WindowType.WindowKeyLen()
 		}
 	}
+	crc := crc32Topics(q.topo)
 	note := func(to *[]topicPartition, pause bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
 			t.assignMu.Lock()
@@ -162,7 +163,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		// member that is down included (default 60 s).
 		kgo.RebalanceTimeout(20 * time.Second),
 		kgo.ProducerLinger(0),
-		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, windowed: windowed, def: kgo.StickyKeyPartitioner(nil)}),
+		kgo.RecordPartitioner(taskPartitioner{changelogs: changelogs, windowed: windowed, crc32: crc, def: kgo.StickyKeyPartitioner(nil)}),
 		kgo.WithPools(&recordPool{}),
 		kgo.OnPartitionsAssigned(note(&t.assigned, true)),
 		kgo.OnPartitionsRevoked(note(&t.revoked, false)),
@@ -689,17 +690,57 @@ type taskPartitioner struct {
 	changelogs map[string]bool
 	// windowed maps a windowed result topic to its keys' window length.
 	windowed map[string]int
-	def      kgo.Partitioner
+	// crc32 are the topics whose keyed records go to the partition of
+	// their key's CRC32, as librdkafka's default partitioner puts them
+	// (a repartition, foreign-key subscription or sink toward a topic
+	// declared PARTITIONER='crc32').
+	crc32 map[string]bool
+	def   kgo.Partitioner
 }
 
 func (p taskPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
 	if p.changelogs[topic] {
 		return kgo.ManualPartitioner().ForTopic(topic)
 	}
-	if n := p.windowed[topic]; n > 0 {
-		return windowedPartitioner{p.def.ForTopic(topic), n}
+	base := p.def.ForTopic(topic)
+	if p.crc32[topic] {
+		base = crc32Partitioner{base}
 	}
-	return p.def.ForTopic(topic)
+	if n := p.windowed[topic]; n > 0 {
+		return windowedPartitioner{base, n}
+	}
+	return base
+}
+
+// crc32Topics returns the topics topo writes by crc32 (the Partitioner
+// of its repartitions, foreign-key registrations and sinks).
+func crc32Topics(topo *physical.Topology) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range topo.Nodes {
+		switch op := n.Op.(type) {
+		case *physical.Repartition:
+			out[op.Topic] = out[op.Topic] || op.Partitioner == types.CRC32
+		case *physical.ForeignKeyJoin:
+			out[op.Registration] = out[op.Registration] || op.Partitioner == types.CRC32
+		case *physical.Sink:
+			out[op.Topic] = out[op.Topic] || op.Partitioner == types.CRC32
+		}
+	}
+	return out
+}
+
+// crc32Partitioner puts a keyed record in the partition of its key's
+// CRC32 (types.CRC32Partition), as librdkafka's consistent_random does;
+// a record without a key goes where the default partitioner sends it.
+type crc32Partitioner struct {
+	kgo.TopicPartitioner
+}
+
+func (p crc32Partitioner) Partition(r *kgo.Record, n int) int {
+	if len(r.Key) == 0 {
+		return p.TopicPartitioner.Partition(r, n)
+	}
+	return int(types.CRC32Partition(r.Key, int32(n)))
 }
 
 // windowedPartitioner partitions a windowed key by its key bytes alone.

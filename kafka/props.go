@@ -141,7 +141,8 @@ var handled = map[string]setter{
 	"value.serializer":                          ignore,
 	"key.deserializer":                          ignore,
 	"value.deserializer":                        ignore,
-	"partitioner.class":                         ignoreWhy("sqlstreams partitions by the murmur2 of the key, as Java's producer does"),
+	"partitioner.class":                         ignoreWhy(partitionerWhy),
+	"partitioner":                               ignoreWhy(partitionerWhy),
 	"client.dns.lookup":                         ignore,
 	"security.providers":                        ignore,
 	"buffer.memory":                             ignore,
@@ -357,3 +358,7 @@ func Redact(key, value string) string {
 	}
 	return value
 }
+
+// partitionerWhy is why a client partitioner setting is ignored: how a
+// topic is partitioned is part of its source's declaration.
+const partitionerWhy = "sqlstreams writes a keyed record to murmur2(key) % partitions, as Java's producer does, and by crc32 into a topic a source declares WITH (PARTITIONER='crc32'), as librdkafka's default does"

@@ -26,6 +26,9 @@
 //	sqlstreams_query_commits_total{query_id}             counter (engine status)
 //	sqlstreams_query_aborts_total{query_id}              counter (engine status)
 //	sqlstreams_query_late_records_total{query_id}        counter (engine status)
+//	sqlstreams_source_partition_checked_records_total{query_id,source,topic}  counter (engine status)
+//	sqlstreams_source_misplaced_records_total{query_id,source,topic}          counter (engine status):
+//	    keyed records of a source not in the partition its PARTITIONER gives their key
 //	sqlstreams_query_state{query_id,state}               gauge, 1 for the current state
 //	sqlstreams_query_commit_latency_seconds{query_id}    histogram (hook)
 //	sqlstreams_query_consumer_lag{query_id,topic,partition}                gauge (hook)

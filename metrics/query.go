@@ -22,6 +22,17 @@ type QueryStats struct {
 	Aborts     int64
 	// LateRecords counts rows windowed aggregations dropped as late.
 	LateRecords int64
+	// Sources count, per source read where its partitioning matters,
+	// its keyed records checked and those not in the partition its
+	// PARTITIONER gives their key.
+	Sources []SourcePartitioning
+}
+
+// SourcePartitioning is what a query found of one source's
+// partitioning.
+type SourcePartitioning struct {
+	Source, Topic      string
+	Checked, Misplaced int64
 }
 
 // WatchQueries makes every scrape call list and export the queries it
@@ -164,11 +175,13 @@ var (
 	descCommits    = prometheus.NewDesc("sqlstreams_query_commits_total", "Transactions a persistent query committed.", []string{"query_id"}, nil)
 	descAborts     = prometheus.NewDesc("sqlstreams_query_aborts_total", "Transactions a persistent query aborted.", []string{"query_id"}, nil)
 	descLate       = prometheus.NewDesc("sqlstreams_query_late_records_total", "Rows a windowed aggregation dropped because every window they fall into had closed (stream time past window end + grace).", []string{"query_id"}, nil)
+	descChecked    = prometheus.NewDesc("sqlstreams_source_partition_checked_records_total", "Keyed records a persistent query read from a source where its partitioning matters and checked to be in the partition its PARTITIONER (murmur2 by default, or crc32) gives their key.", []string{"query_id", "source", "topic"}, nil)
+	descMisplaced  = prometheus.NewDesc("sqlstreams_source_misplaced_records_total", "Keyed records a persistent query read from a source that were not in the partition its PARTITIONER (murmur2 by default) gives their key: the topic's producers partition otherwise (librdkafka's default is crc32); declare WITH (PARTITIONER='crc32'), or 'murmur2' for a source declared crc32.", []string{"query_id", "source", "topic"}, nil)
 	descState      = prometheus.NewDesc("sqlstreams_query_state", "1 for a persistent query's current state (RUNNING, ERROR, …).", []string{"query_id", "state"}, nil)
 )
 
 func (c *queryCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRecordsIn, descRecordsOut, descBadRecords, descCommits, descAborts, descLate, descState} {
+	for _, d := range []*prometheus.Desc{descRecordsIn, descRecordsOut, descBadRecords, descCommits, descAborts, descLate, descChecked, descMisplaced, descState} {
 		ch <- d
 	}
 }
@@ -206,6 +219,10 @@ func (c *queryCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descCommits, s.Commits, s.ID)
 		counter(descAborts, s.Aborts, s.ID)
 		counter(descLate, s.LateRecords, s.ID)
+		for _, p := range s.Sources {
+			ch <- prometheus.MustNewConstMetric(descChecked, prometheus.CounterValue, float64(p.Checked), s.ID, p.Source, p.Topic)
+			ch <- prometheus.MustNewConstMetric(descMisplaced, prometheus.CounterValue, float64(p.Misplaced), s.ID, p.Source, p.Topic)
+		}
 		if s.State != "" {
 			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, 1, s.ID, s.State)
 		}

@@ -35,8 +35,18 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 		TimestampFormat: t.TimestampFormat,
 		WindowType:      t.WindowType,
 		WindowSizeMs:    t.WindowSizeMs,
+		Partitioner:     sinkPartitioner(t.Partitioner),
 	}, last)
 	return g.Topology(), nil
+}
+
+// sinkPartitioner is how a query writes a target declared with p: by
+// crc32 into a topic declared so, else by murmur2.
+func sinkPartitioner(p types.Partitioner) types.Partitioner {
+	if p == types.CRC32 {
+		return p
+	}
+	return types.Murmur2
 }
 
 // BuildPush turns a push (or pull) query into a topology without a sink:
@@ -267,7 +277,15 @@ func scanSource(scan *planner.Scan) *Source {
 		TimestampFormat: src.TimestampFormat,
 		WindowType:      src.WindowType,
 		WindowSizeMs:    src.WindowSizeMs,
+		Partitioner:     src.Partitioner,
+		Declared:        src.Name,
 	}
+}
+
+// readRepartition makes source, a scan's, read a topic the query wrote
+// (a table repartitioned by murmur2) instead of the source's topic.
+func readRepartition(source *Source, topic string) {
+	source.Topic, source.Partitioner, source.Declared = topic, types.Murmur2, ""
 }
 
 // streamTableJoin adds a stream–table join: the stream's source, the
@@ -301,7 +319,7 @@ func streamTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		if len(j.LeftKeys) > 1 {
 			rights = j.RightKeys
 		}
-		source.Topic = tableRepartition(g, tscan, joinKeyLayout(j, tscan), rights, "JOIN-"+src.Name+"-TABLE")
+		readRepartition(source, tableRepartition(g, tscan, joinKeyLayout(j, tscan), rights, "JOIN-"+src.Name+"-TABLE"))
 		in = g.Add("SOURCE-JOIN-"+src.Name+"-TABLE-repartition", source)
 	} else {
 		in = g.Add("SOURCE-"+src.Name, source)
@@ -367,6 +385,10 @@ func joinKeyLayout(j *planner.Join, tscan *planner.Scan) keyLayout {
 	if types.InfersColumns(table.KeyFormat) && !j.RepartitionTable {
 		layout.latestOf = table.KeyOptions.Subject
 	}
+	if table.Partitioner == types.CRC32 && !j.RepartitionTable {
+		// Toward a topic its producers partitioned by crc32.
+		layout.partitioner = types.CRC32
+	}
 	rs := j.Right.Schema()
 	for _, r := range rights {
 		layout.columns = append(layout.columns, rs.Columns[r])
@@ -409,6 +431,9 @@ type keyLayout struct {
 	// their window (their WINDOWSTART and WINDOWEND are read back as
 	// value columns).
 	window types.WindowType
+	// partitioner is Repartition.Partitioner: crc32 toward a topic
+	// partitioned so.
+	partitioner types.Partitioner
 }
 
 // repartitionSide adds the sub-topology that repartitions a join's side
@@ -454,7 +479,7 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 	}
 	g.Add("REPARTITION-"+name, &Repartition{Topic: full, KeyExprs: keys,
 		KeySchema: types.Schema{Columns: layout.columns}, KeyFormat: layout.format, KeyOptions: opts, KeyLatestOf: layout.latestOf,
-		In: schema, Partitions: layout.partitions, NullKeys: true, WindowType: layout.window}, in)
+		In: schema, Partitions: layout.partitions, NullKeys: true, WindowType: layout.window, Partitioner: layout.partitioner}, in)
 	// The join reads every column from the value, in the same layout:
 	// windowed rows' window bounds too.
 	cols := make([]types.Column, len(schema.Columns))
@@ -469,7 +494,7 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 		cols = append(cols, types.PseudoColumns...)
 	}
 	return g.Add("SOURCE-"+topic+"-repartition", &Source{Topic: full, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
-		Out: types.Schema{Columns: cols}}), nil
+		Out: types.Schema{Columns: cols}, Partitioner: layout.partitioner}), nil
 }
 
 // tableTableJoin adds a join of two tables on their primary keys: each
@@ -508,8 +533,23 @@ func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 		src := scan.Source
 		source := scanSource(scan)
 		source.Table = true
-		in := g.Add("SOURCE-"+src.Name, source)
-		stores[i] = &Store{Name: src.Name, Kind: KeyValue, Changelog: src.Topic, SourceTopicChangelog: true,
+		var in *Node
+		if i == 0 && j.RepartitionLeftTable || i == 1 && j.RepartitionTable {
+			// A table whose topic is not partitioned as the other's
+			// (PARTITIONER): its records, keyed as they are, written to
+			// a topic of the join's own by murmur2 and read back.
+			keys := src.Schema.KeyIndexes()
+			layout := keyLayout{format: src.KeyFormat, options: src.KeyOptions, partitions: src.Partitions}
+			for _, k := range keys {
+				layout.columns = append(layout.columns, scan.Schema().Columns[k])
+			}
+			name := "KTABLE-JOIN-" + src.Name + "-TABLE"
+			readRepartition(source, tableRepartition(g, scan, layout, keys, name))
+			in = g.Add("SOURCE-"+name+"-repartition", source)
+		} else {
+			in = g.Add("SOURCE-"+src.Name, source)
+		}
+		stores[i] = &Store{Name: src.Name, Kind: KeyValue, Changelog: source.Topic, SourceTopicChangelog: true,
 			KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat, KeyOptions: src.KeyOptions, ValueOptions: src.ValueOptions,
 			Schema: scan.Schema()}
 		changes[i] = g.Add("TABLE-CHANGES-"+src.Name, &TableChanges{Out: source.Out, Store: stores[i]}, in)
@@ -572,6 +612,9 @@ func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
 		by = scans[1].Source
 	}
 	layout.format, layout.options, layout.partitions = by.KeyFormat, by.KeyOptions, by.Partitions
+	if by.Partitioner == types.CRC32 && !(rep[0] && rep[1]) {
+		layout.partitioner = types.CRC32 // toward a side its producers partitioned by crc32
+	}
 	if ks := by.Schema.KeyIndexes(); len(ks) == 1 && !(rep[0] && rep[1]) {
 		layout.columns = []types.Column{by.Schema.Columns[ks[0]]} // encoded as that side's keys are
 	}

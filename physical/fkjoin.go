@@ -87,6 +87,9 @@ type ForeignKeyJoin struct {
 	// partition count.
 	Registration string
 	Partitions   int32
+	// Partitioner picks a registration's partition from its foreign
+	// key: the right table's topic's (crc32 for a table declared so).
+	Partitioner types.Partitioner
 	// ResultStore, when set, keeps the joined rows the join has emitted
 	// (JSON, keyed by the left's key, with its own changelog), so that
 	// each output change carries the key's previous joined row as its
@@ -106,8 +109,8 @@ func (j *ForeignKeyJoin) Explain(name string) string {
 	} else {
 		stores = "store: " + stores
 	}
-	return fmt.Sprintf("  --> %s  ForeignKeyJoin: %s JOIN %s ON %s = %s.%s (%s; subscribes on %s)\n", name, j.Type, j.Right,
-		j.ForeignKey, j.Right, j.RightKeySchema.Columns[0].Name, stores, j.Registration)
+	return fmt.Sprintf("  --> %s  ForeignKeyJoin: %s JOIN %s ON %s = %s.%s (%s; subscribes on %s%s)\n", name, j.Type, j.Right,
+		j.ForeignKey, j.Right, j.RightKeySchema.Columns[0].Name, stores, j.Registration, partitionerNote(j.Partitioner))
 }
 func (j *ForeignKeyJoin) stores() []*Store {
 	if j.ResultStore != nil {
@@ -180,7 +183,7 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 			name := "KTABLE-FK-JOIN-" + right + "-TABLE"
 			layout := keyLayout{columns: []types.Column{scan.Schema().Columns[j.RightKey]}, format: src.KeyFormat, options: src.KeyOptions,
 				partitions: src.Partitions}
-			source.Topic = tableRepartition(g, scan, layout, []int{j.RightKey}, name)
+			readRepartition(source, tableRepartition(g, scan, layout, []int{j.RightKey}, name))
 			in = g.Add("SOURCE-"+name+"-repartition", source)
 		} else {
 			in = g.Add("SOURCE-"+src.Name, source)
@@ -229,6 +232,11 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 	op := &ForeignKeyJoin{Type: j.Type, Left: ls.Name, Right: right, ForeignKey: j.LeftKey,
 		RightKeySchema: types.Schema{Columns: []types.Column{rkey}}, RightKeyFormat: rs.KeyFormat, RightKeyOpts: rkeyOpts,
 		LeftStore: lstore, LeftRows: !lok, LeftKeyFormat: ls.KeyFormat, LeftKeyOpts: ls.KeyOptions, RightSource: &rcopy, Registration: reg, Partitions: rs.Partitions, Out: j.Schema()}
+	if rs.Partitioner == types.CRC32 && !j.RepartitionTable {
+		// Each subscription to the partition of the right's row of its
+		// foreign key, which its producers put there by crc32.
+		op.Partitioner = types.CRC32
+	}
 	if j.OldValues {
 		name := "KTABLE-FK-JOIN-OUTPUT-STATE-STORE-" + right
 		op.ResultStore = &Store{Name: name, Kind: KeyValue, Changelog: app + "-" + name + "-changelog", KeyFormat: ls.KeyFormat,

@@ -72,6 +72,16 @@ type Source struct {
 	// so that stores key rows by value: a table in a schema-registry key
 	// format, whose producers may write one key with several schemas.
 	KeyByValue bool
+	// Partitioner is how the topic's keyed records were partitioned:
+	// the declared source's (WITH PARTITIONER), or, for a repartition
+	// topic, what its writer uses. A store this source's sub-topology
+	// keeps is partitioned by it (pull-query routing).
+	Partitioner types.Partitioner
+	// Declared, for a source declared in the catalog (not an internal
+	// topic), is its name: the source whose records, when it is left
+	// murmur2, are checked to be in their key's murmur2 partition, each
+	// one outside counted and reported under this name.
+	Declared string
 }
 
 // ByValueKey is the key format of stores a KeyByValue source keeps: the
@@ -80,7 +90,15 @@ const ByValueKey = types.FormatJSON
 
 func (s *Source) Schema() types.Schema { return s.Out }
 func (s *Source) Explain(name string) string {
-	return fmt.Sprintf("  %s (topic: %s, key: %s%s, value: %s%s)\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), s.ValueFormat, tsNote(s.TimestampColumn))
+	return fmt.Sprintf("  %s (topic: %s, key: %s%s%s, value: %s%s)\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), partitionerNote(s.Partitioner), s.ValueFormat, tsNote(s.TimestampColumn))
+}
+
+// partitionerNote names a partitioner other than murmur2 for EXPLAIN.
+func partitionerNote(p types.Partitioner) string {
+	if p == types.Murmur2 {
+		return ""
+	}
+	return " partitioned by " + p.String()
 }
 func (s *Source) shape() string {
 	return fmt.Sprintf("source %s key %s value %s", s.Topic, s.KeyFormat, s.ValueFormat)
@@ -494,6 +512,9 @@ type Repartition struct {
 	// windowed keys; the topic is partitioned by the key without it.
 	// NoWindow: keys are the key columns alone.
 	WindowType types.WindowType
+	// Partitioner picks a keyed record's partition: murmur2, or crc32
+	// toward a table whose topic is partitioned so.
+	Partitioner types.Partitioner
 }
 
 func (r *Repartition) Schema() types.Schema { return r.In }
@@ -502,7 +523,7 @@ func (r *Repartition) Explain(name string) string {
 	for i, k := range r.KeyExprs {
 		keys[i] = k.String()
 	}
-	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s BY %s, value: JSON)\n", name, r.Topic, r.KeyFormat, r.windowNote(), strings.Join(keys, ", "))
+	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s BY %s%s, value: JSON)\n", name, r.Topic, r.KeyFormat, r.windowNote(), strings.Join(keys, ", "), partitionerNote(r.Partitioner))
 }
 
 // windowNote names the window the keys end in, for EXPLAIN.
@@ -516,7 +537,7 @@ func (r *Repartition) internalTopic() InternalTopic {
 	return InternalTopic{Name: r.Topic, Partitions: r.Partitions}
 }
 func (r *Repartition) shape() string {
-	return fmt.Sprintf("repartition %s key %s", r.Topic, r.KeySchema)
+	return fmt.Sprintf("repartition %s key %s", r.Topic, r.KeySchema) + partitionerNote(r.Partitioner)
 }
 
 // Sink encodes rows laid out by Schema and writes them to Topic: the key
@@ -541,11 +562,15 @@ type Sink struct {
 	// change's window, as Kafka Streams serializes windowed keys.
 	WindowType   types.WindowType
 	WindowSizeMs int64
+	// Partitioner picks a keyed record's partition: the target's (a
+	// query writes its own topic by murmur2; INSERT INTO a source
+	// declared crc32 writes by crc32).
+	Partitioner types.Partitioner
 }
 
 func (s *Sink) Schema() types.Schema { return s.Out }
 func (s *Sink) Explain(name string) string {
-	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
+	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s%s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), partitionerNote(s.Partitioner), s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
 }
 
 // windowNote describes a windowed key for EXPLAIN.

@@ -97,17 +97,50 @@ func NewGraph(appID string) *Graph {
 
 // Add appends a node named name doing op over inputs, which must have
 // been added before.
+//
+// Node and store names are unique in a topology. Some are made of a
+// user's source name (SOURCE-<name>, a joined table's store <name>), so a
+// source named like an internal node or store (AGGREGATE, TABLE-INPUT,
+// GROUPBY-repartition, …) would take its name: the later node or store
+// gets a numbered name instead. Topologies without such a clash keep the
+// names they always had.
 func (g *Graph) Add(name string, op Op, inputs ...*Node) *Node {
-	n := &Node{ID: len(g.t.Nodes), Name: name, Op: op, Inputs: inputs}
+	n := &Node{ID: len(g.t.Nodes), Name: g.unique(name, g.hasNode), Op: op, Inputs: inputs}
 	g.t.Nodes = append(g.t.Nodes, n)
 	if su, ok := op.(storeUser); ok {
 		for _, s := range su.stores() {
-			if g.t.Store(s.Name) == nil {
+			switch have := g.t.Store(s.Name); {
+			case have == s: // shared by several nodes (a join's table)
+			case have == nil:
+				g.t.Stores = append(g.t.Stores, s)
+			default:
+				s.Name = g.unique(s.Name, func(name string) bool { return g.t.Store(name) != nil })
 				g.t.Stores = append(g.t.Stores, s)
 			}
 		}
 	}
 	return n
+}
+
+// unique returns name, or name-2, name-3, … when taken says it is used.
+func (g *Graph) unique(name string, taken func(string) bool) string {
+	if !taken(name) {
+		return name
+	}
+	for i := 2; ; i++ {
+		if alt := fmt.Sprintf("%s-%d", name, i); !taken(alt) {
+			return alt
+		}
+	}
+}
+
+func (g *Graph) hasNode(name string) bool {
+	for _, n := range g.t.Nodes {
+		if n.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Topology derives the sub-topologies, decides which columns each source

@@ -125,10 +125,16 @@ func (a *Aggregate) String() string {
 // group key before aggregating: unless the group key is exactly the
 // input's key columns, rows of one group may sit in several partitions. A
 // table's aggregation always is: its first sub-topology turns each change
-// into the old row's removal and the new row's addition.
+// into the old row's removal and the new row's addition. So is an input
+// read from a source declared PARTITIONER='unknown'.
 func (a *Aggregate) NeedsRepartition() bool {
 	if a.FromTable {
 		return true
+	}
+	for _, src := range Sources(a.Input) {
+		if !src.Partitioner.Known() {
+			return true // its producers may have put a key anywhere
+		}
 	}
 	in := a.Input.Schema()
 	keys := in.KeyIndexes()

@@ -105,7 +105,13 @@ type Join struct {
 	// (other bytes, maybe another partition) still meets the rows of
 	// that value. Set by the fourth revision of join planning.
 	RepartitionTable bool
-	out              types.Schema
+	// RepartitionLeftTable, in a table–table join on primary keys,
+	// reads the left table through a repartition of its own by
+	// murmur2, as RepartitionTable does the right: a table whose topic
+	// is partitioned otherwise than the other's (its PARTITIONER).
+	// RepartitionTable does the same for the right of such a join.
+	RepartitionLeftTable bool
+	out                  types.Schema
 }
 
 // NewForeignKeyJoin joins two tables, INNER or LEFT, on an expression

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hamba/avro/v2"
+	"github.com/twmb/avro"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -159,10 +159,10 @@ func sameRefs(a, b []Reference) bool {
 	return true
 }
 
-// parsed is a schema checked and compiled: an avro.Schema, a protobuf
+// parsed is a schema checked and compiled: an Avro schema, a protobuf
 // file descriptor, or a JSON schema's text.
 type parsed struct {
-	avro  avro.Schema
+	avro  *avro.Schema
 	proto protoreflect.FileDescriptor
 	json  []byte
 }
@@ -176,7 +176,7 @@ func (r *Registry) parse(typ, text string, refs []Reference) (parsed, *Error) {
 		if err := r.addRefs(cache, refs, 0); err != nil {
 			return parsed{}, err
 		}
-		s, err := avro.ParseWithCache(text, "", cache)
+		s, err := cache.Parse(text)
 		if err != nil {
 			return parsed{}, errInvalidSchema(err.Error())
 		}
@@ -220,7 +220,7 @@ func (r *Registry) addRefs(cache *avro.SchemaCache, refs []Reference, depth int)
 		if err := r.addRefs(cache, s.refs, depth+1); err != nil {
 			return err
 		}
-		if _, err := avro.ParseWithCache(s.text, "", cache); err != nil {
+		if _, err := cache.Parse(s.text); err != nil {
 			return errInvalidSchema(fmt.Sprintf("reference %s: %v", ref.Name, err))
 		}
 	}
@@ -268,7 +268,6 @@ func (r *Registry) check(subj, typ string, p parsed, against int) []string {
 		live = live[len(live)-1:]
 	}
 	base := strings.TrimSuffix(level, "_TRANSITIVE")
-	compat := avro.NewSchemaCompatibility()
 	var msgs []string
 	for _, v := range live {
 		s := r.ids[v.id]
@@ -285,7 +284,7 @@ func (r *Registry) check(subj, typ string, p parsed, against int) []string {
 		compatible := func(reader, writer parsed) []string {
 			switch {
 			case reader.avro != nil:
-				if err := compat.Compatible(reader.avro, writer.avro); err != nil {
+				if err := avro.CheckCompatibility(writer.avro, reader.avro); err != nil {
 					return []string{err.Error()}
 				}
 				return nil

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/registry"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -331,6 +333,43 @@ func TestRegistryJSONSchema(t *testing.T) {
 	}
 }
 
+// TestRegistryAvroCompatibility: BACKWARD checks follow Avro schema
+// resolution as twmb/avro implements it — a widened type and a renamed
+// field with its old name as an alias pass; a narrowed type, an enum
+// symbol the reader lacks (no enum default) and a changed decimal scale
+// (the specification's rule, which Confluent does not apply) are refused.
+func TestRegistryAvroCompatibility(t *testing.T) {
+	ctx := context.Background()
+	cl, _ := serve(t, startBroker(t))
+	rec := func(field string) sr.Schema {
+		return avroSchema(`{"type":"record","name":"R","fields":[` + field + `]}`)
+	}
+	cases := []struct {
+		name          string
+		first, second sr.Schema
+		ok            bool
+	}{
+		{"int widened to long", rec(`{"name":"a","type":"int"}`), rec(`{"name":"a","type":"long"}`), true},
+		{"renamed, old name as alias", rec(`{"name":"a","type":"int"}`), rec(`{"name":"b","type":"int","aliases":["a"]}`), true},
+		{"long narrowed to int", rec(`{"name":"a","type":"long"}`), rec(`{"name":"a","type":"int"}`), false},
+		{"enum symbol removed", rec(`{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}}`), rec(`{"name":"e","type":{"type":"enum","name":"E","symbols":["A"]}}`), false},
+		{"decimal scale changed", rec(`{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}}`), rec(`{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":3}}`), false},
+	}
+	for i, c := range cases {
+		subj := fmt.Sprintf("compat-%d-value", i)
+		if _, err := cl.RegisterSchema(ctx, subj, c.first, -1, -1); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		_, err := cl.RegisterSchema(ctx, subj, c.second, -1, -1)
+		if c.ok && err != nil {
+			t.Errorf("%s: refused: %v", c.name, err)
+		}
+		if !c.ok && srCode(err) != 409 {
+			t.Errorf("%s: %v, want error code 409", c.name, err)
+		}
+	}
+}
+
 // TestRegistryIdentity: a schema registered again in another text form —
 // other whitespace, other key order, as Confluent's Python client prints
 // Avro — is the schema already registered: its ID and version come back,
@@ -435,9 +474,7 @@ print(CachedSchemaRegistryClient({"url": sys.argv[1]}).register(sys.argv[2], loa
 // version with one ID.
 func TestRegistryIdentityPython(t *testing.T) {
 	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import confluent_kafka.avro").Run(); err != nil {
-		t.Skip("python3-confluent-kafka with confluent_kafka.avro is not installed; scripts/deps.sh installs it")
-	}
+	testtool.Probe(t, "apt-get install python3-confluent-kafka python3-avro; scripts/deps.sh does", python, "-c", "import confluent_kafka.avro")
 	ctx := context.Background()
 	reg, err := registry.Open(ctx, registry.Config{Kafka: kafka.Plain(startBroker(t)...), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -694,12 +694,23 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	}
 	if target.KeyFormat == types.FormatNone && len(target.Schema.KeyIndexes()) > 0 {
 		// A result with key columns from a source without them: the key
-		// format the source was declared with (its KEY_FORMAT or FORMAT,
-		// else KAFKA), as ksqlDB keeps it.
+		// format the source was declared with (its KEY_FORMAT or FORMAT),
+		// as ksqlDB keeps it; for a source declared without one, or with
+		// NONE, ksql.persistence.default.format.key, else KAFKA.
 		target.KeyFormat = declaredKeyFormat(in)
+		if target.KeyFormat == "" || target.KeyFormat == types.FormatNone {
+			target.KeyFormat = types.FormatKafka
+			if f, err := types.NormalizeFormat(ca.Select.DefaultKeyFormat); err == nil && f != "" && f != types.FormatNone {
+				target.KeyFormat = f
+			}
+		}
 	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
+	}
+	if p, ok := ca.Props["PARTITIONER"]; ok && target.Partitioner != types.Murmur2 {
+		// The query writes its topic: by murmur2, as Kafka's clients do.
+		return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "PARTITIONER '%s' applies to a source declared over an existing topic; a query writes its topic partitioned by murmur2", p.Value)
 	}
 	setSubjects(target)
 	if _, given := ca.Props["VALUE_DELIMITER"]; !given && target.ValueFormat != types.FormatDelimited {
@@ -721,7 +732,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 }
 
 // declaredKeyFormat is the key format src's CREATE statement named
-// (KEY_FORMAT, else FORMAT), or KAFKA: a source without key columns holds
+// (KEY_FORMAT, else FORMAT), or empty: a source without key columns holds
 // NONE instead.
 func declaredKeyFormat(src *catalog.Source) string {
 	if st, err := Parse(src.SQL); err == nil {
@@ -735,7 +746,7 @@ func declaredKeyFormat(src *catalog.Source) string {
 			}
 		}
 	}
-	return types.FormatKafka
+	return ""
 }
 
 // checkProjection refuses what ksqlDB refuses in a persistent query's
@@ -940,6 +951,12 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 			} else {
 				s.KeyOptions.FullName = p.Value
 			}
+		case "PARTITIONER":
+			part, err := types.ParsePartitioner(p.Value)
+			if err != nil {
+				return bad(p, "%v", err)
+			}
+			s.Partitioner = part
 		case "TIMESTAMP":
 			s.TimestampColumn = propIdent(p.Value)
 		case "TIMESTAMP_FORMAT":

@@ -349,7 +349,8 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	// value written with two schemas has two byte strings (and two
 	// partitions), so the stream is always repartitioned, its key
 	// written with the table's key schema (registryKeys).
-	repartition := !keyJoin || left.src.KeyFormat != right.src.KeyFormat || registryKeys(left.src, right.src)
+	repartition := !keyJoin || left.src.KeyFormat != right.src.KeyFormat || registryKeys(left.src, right.src) ||
+		!coPartitioned(left.src, right.src)
 	if lp, rp := left.src.Partitions, right.src.Partitions; !repartition && lp > 0 && rp > 0 && lp != rp {
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
@@ -395,7 +396,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	// schema ID than the stream's repartition writes (other bytes,
 	// another partition): the table is repartitioned too, both with the
 	// schema made from the key columns, as ksqlDB repartitions both.
-	join.RepartitionTable = repartition && registryKeys(right.src) && !b.legacyJoins3
+	join.RepartitionTable = repartition && (registryKeys(right.src) && !b.legacyJoins3 || !right.src.Partitioner.Known())
 	if len(lks) == 1 && !js.legacy {
 		var added []int
 		for i := leftLen; i < left.schema.Len(); i++ {
@@ -405,6 +406,14 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		js.setKeys(origLK, &expr.Column{Index: right.offset + rks[0], Name: rc.Name, T: rc.Type}, lks[0].(*expr.Column).Index, false, added...)
 	}
 	return join, nil
+}
+
+// coPartitioned reports whether two sources' producers put a key in the
+// same partition: both declared the same known PARTITIONER. A source
+// declared 'unknown' is co-partitioned with nothing (it is repartitioned
+// by murmur2 first); a crc32 topic and a murmur2 one are not.
+func coPartitioned(a, b *catalog.Source) bool {
+	return a.Partitioner == b.Partitioner && a.Partitioner.Known()
 }
 
 // joinCondition binds ON's a = b and returns the side of the stream
@@ -742,7 +751,7 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	// The stand-in for the left join's rows: a stream keyed by the join
 	// key, in the format and partitions of the topic it was joined on.
 	stand := &catalog.Source{Name: first.Name, Kind: catalog.Stream, KeyFormat: first.KeyFormat, KeyOptions: first.KeyOptions,
-		Partitions: first.Partitions, Schema: rows}
+		Partitions: first.Partitions, Partitioner: first.Partitioner, Schema: rows}
 	if inner.OfTables() {
 		// A table–table join's rows are a table keyed like its left
 		// table: the next join is a (foreign-key) table–table join.
@@ -755,10 +764,17 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 		if stand.KeyFormat == types.FormatNone {
 			stand.KeyFormat, stand.KeyOptions = types.FormatKafka, types.FormatOptions{}
 		}
+		stand.Partitioner = types.Murmur2
 	case inner.Repartition:
 		// Keyed like the right side it was repartitioned to meet.
 		t := scope.leaves[len(scope.leaves)-1].src
 		stand.KeyFormat, stand.KeyOptions, stand.Partitions = t.KeyFormat, t.KeyOptions, t.Partitions
+		stand.Partitioner = types.Murmur2
+		if t.Partitioner == types.CRC32 && !inner.RepartitionTable {
+			stand.Partitioner = types.CRC32
+		}
+	case inner.RepartitionLeftTable:
+		stand.Partitioner = types.Murmur2
 	}
 	left := &js.sides[0]
 	left.src, left.schema, left.node, left.inner = stand, rows, inner, scope

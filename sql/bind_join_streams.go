@@ -89,6 +89,13 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	if !lrep && !rrep && left.src.KeyFormat != right.src.KeyFormat {
 		rrep = true
 	}
+	if !coPartitioned(left.src, right.src) {
+		// The topics' producers partitioned keys otherwise (their
+		// PARTITIONER): a side declared 'unknown' is repartitioned by
+		// murmur2, else the right toward the left's partitioning.
+		lrep = lrep || !left.src.Partitioner.Known()
+		rrep = rrep || !right.src.Partitioner.Known() || !lrep
+	}
 	if left.src.Windowed() && registryKeys(left.src, right.src) {
 		// ksqlDB repartitions both sides of a join on schema-registry
 		// keys, windowed ones too: each side's key and window are

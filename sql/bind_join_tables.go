@@ -82,6 +82,12 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		// with (a foreign-key join on the key, as for differing formats).
 		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
 	}
+	if !coPartitioned(left.src, right.src) && (typ == "INNER" || typ == "LEFT") {
+		// The topics' producers partitioned keys otherwise (their
+		// PARTITIONER): the left's rows find the right's by their key
+		// sent to the right's partition, a foreign-key join on the key.
+		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
+	}
 	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf && (typ == "INNER" || typ == "LEFT") {
 		// The right's rows are found by the left's key encoded as the
 		// right's keys are: a foreign-key join on the key.
@@ -92,7 +98,15 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 	if err := b.sameKeySchemas(left.src, right.src, typ); err != nil {
 		return nil, err
 	}
-	return b.newTableJoin(js, typ, planner.NewScan(left.src), lk, rk, lkeys[0], rkeys[0])
+	join, err := b.newTableJoin(js, typ, planner.NewScan(left.src), lk, rk, lkeys[0], rkeys[0])
+	if err == nil && !coPartitioned(left.src, right.src) {
+		// A RIGHT or FULL join of tables partitioned otherwise: each
+		// table not partitioned by murmur2 is read through a
+		// repartition of its own by murmur2.
+		join.RepartitionLeftTable = left.src.Partitioner != types.Murmur2
+		join.RepartitionTable = right.src.Partitioner != types.Murmur2
+	}
+	return join, err
 }
 
 // newTableJoin plans a primary-key join of left (the left side's table,
@@ -143,6 +157,16 @@ func (b *binder) bindRowsTableJoin(js *joinScope, typ string, lk, rk expr.Expr, 
 	if err := b.sameKeySchemas(left.src, right.src, typ); err != nil {
 		return nil, err
 	}
+	if !coPartitioned(left.src, right.src) {
+		if left.src.Partitioner != types.Murmur2 {
+			return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s: the joined rows are partitioned by %s and %s by %s (PARTITIONER); a RIGHT or FULL join of them is not supported yet", left.src.Name, right.src.Name, left.src.Partitioner, right.src.Name, right.src.Partitioner)
+		}
+		join, err := b.newTableJoin(js, typ, left.plan(), lk, rk, lkey, rkey)
+		if err == nil {
+			join.RepartitionTable = true // the right, by murmur2 as the rows are
+		}
+		return join, err
+	}
 	return b.newTableJoin(js, typ, left.plan(), lk, rk, lkey, rkey)
 }
 
@@ -174,7 +198,7 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 	// another schema ID than the foreign keys are written with (other
 	// bytes, another partition): the right table is repartitioned with
 	// the foreign keys' key schema, as ksqlDB repartitions it.
-	join.RepartitionTable = registryKeys(right.src) && !b.legacyJoins3
+	join.RepartitionTable = registryKeys(right.src) && !b.legacyJoins3 || !right.src.Partitioner.Known()
 	b.schema = join.Schema()
 	// A join on the left's key (an earlier join's rows, or a table of
 	// another key format) is a primary-key join to ksqlDB: the right's
@@ -308,6 +332,13 @@ func (b *binder) bindCompositeTableJoin(j *ast.Join, js *joinScope, typ string) 
 	join, err := planner.NewTableJoin(planner.JoinType(typ), planner.NewScan(left.src), planner.NewScan(right.src), left.name, right.name, lkeys[0], rkeys[0], "")
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
+	}
+	if !coPartitioned(left.src, right.src) {
+		// Tables partitioned otherwise (PARTITIONER): each one not
+		// partitioned by murmur2 is read through a repartition of its
+		// own by murmur2.
+		join.RepartitionLeftTable = left.src.Partitioner != types.Murmur2
+		join.RepartitionTable = right.src.Partitioner != types.Murmur2
 	}
 	join.LeftKeys, join.RightKeys = make([]expr.Expr, len(lkeys)), rkeys
 	out := join.Schema()

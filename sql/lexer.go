@@ -40,17 +40,19 @@ func lex(text string) []token {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
 			i++
-		case c == '-' && i+1 < len(text) && text[i+1] == '-':
-			for i < len(text) && text[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(text) && text[i+1] == '*':
-			end := strings.Index(text[i+2:], "*/")
-			if end < 0 {
-				i = len(text)
-			} else {
-				i += end + 4
-			}
+		case c == '-' && i+1 < len(text) && text[i+1] == '-',
+			c == '/' && i+1 < len(text) && text[i+1] == '*':
+			i, _ = Skip(text, i) // an unterminated block comment runs to the end
+		case (c == 'E' || c == 'e') && i+1 < len(text) && text[i+1] == '\'' && (i == 0 || !isIdentPart(text[i-1])):
+			// Skip's rules make this a Postgres escape string, which the
+			// engine does not take.
+			out = append(out, token{kind: tError, text: "E'…' strings are not supported: write '…', with '' for a quote", pos: i, end: len(text)})
+			return out
+		case c == '#':
+			// TiDB would read a MySQL comment to the end of the line, so
+			// a # b (Postgres' XOR) would silently be a.
+			out = append(out, token{kind: tError, text: `syntax error at or near "#": it is no operator, and comments start with -- or /*`, pos: i, end: i + 1})
+			return out
 		case isIdentStart(c):
 			j := i + 1
 			for j < len(text) && isIdentPart(text[j]) {
@@ -72,20 +74,19 @@ func lex(text string) []token {
 			out = append(out, token{kind: tNumber, text: text[i:j], pos: i, end: j})
 			i = j
 		case c == '\'' || c == '"' || c == '`':
-			j := skipQuoted(text, i)
-			if j >= len(text) || text[j] != c || j == i {
+			j, closed := Skip(text, i)
+			if !closed {
 				out = append(out, token{kind: tError, text: "unterminated quoted text", pos: i, end: len(text)})
 				return out
 			}
-			body := text[i+1 : j]
 			q := string(c)
-			body = strings.ReplaceAll(body, q+q, q)
+			body := strings.ReplaceAll(text[i+1:j-1], q+q, q)
 			kind := tQuoted
 			if c == '\'' {
 				kind = tString
 			}
-			out = append(out, token{kind: kind, text: body, pos: i, end: j + 1})
-			i = j + 1
+			out = append(out, token{kind: kind, text: body, pos: i, end: j})
+			i = j
 		default:
 			n := 1
 			if i+1 < len(text) {

@@ -89,6 +89,46 @@ type rewriter struct {
 	edits []edit
 }
 
+// newRewriter returns a rewriter over text with its comments blanked out
+// (each byte but a newline becomes a space, so offsets and lines stay):
+// TiDB reads -- as a comment only before a space, so 1--1 would be 2 to it
+// and 1 to the splitter and the envelope's tokenizer, as to ksqlDB.
+func newRewriter(text string) *rewriter {
+	return &rewriter{text: blankComments(text)}
+}
+
+// blankComments returns text with the comments Skip finds outside quotes
+// turned into spaces, newlines kept.
+func blankComments(text string) string {
+	if !strings.Contains(text, "--") && !strings.Contains(text, "/*") {
+		return text
+	}
+	var b []byte
+	for i := 0; i < len(text); {
+		c := text[i]
+		end, _ := Skip(text, i)
+		if end == i {
+			i++
+			continue
+		}
+		if c == '-' || c == '/' {
+			if b == nil {
+				b = []byte(text)
+			}
+			for j := i; j < end; j++ {
+				if b[j] != '\n' {
+					b[j] = ' '
+				}
+			}
+		}
+		i = end
+	}
+	if b == nil {
+		return text
+	}
+	return string(b)
+}
+
 func (r *rewriter) replace(pos, end int, repl string) {
 	r.edits = append(r.edits, edit{pos: pos, end: end, repl: repl, seq: len(r.edits)})
 }

@@ -147,6 +147,9 @@ func bind(st Statement, cat *catalog.Catalog) (string, error) {
 		if src.Windowed() {
 			win = fmt.Sprintf(" window=%s/%d", src.WindowType, src.WindowSizeMs)
 		}
+		if src.Partitioner != types.Murmur2 {
+			win += " partitioner=" + src.Partitioner.String()
+		}
 		return fmt.Sprintf("%s %s topic=%s key=%s value=%s partitions=%d%s\n%s\n", src.Kind, src.Name, src.Topic, src.KeyFormat, src.ValueFormat, src.Partitions, win, src.Schema), nil
 	case *InsertValues:
 		src, _ := cat.Source(st.Target)

@@ -19,7 +19,7 @@ import (
 // are rewritten (see rewrite.go), and the rest goes to TiDB.
 func (p *parser) selectStmt(start int) (*Select, error) {
 	sel := &Select{base: base{text: p.text, namePos: -1}, Limit: -1, toks: p.toks, fullJoin: -1}
-	r := &rewriter{text: p.text}
+	r := newRewriter(p.text)
 	drop := func(from, to int) { r.replace(from, to, " ") }
 	drop(0, p.toks[start].pos)
 	depth := 0
@@ -158,7 +158,7 @@ func skipParens(toks []token, i int) int {
 
 // parseTiDBInsert hands an INSERT … VALUES statement to TiDB.
 func parseTiDBInsert(text string, toks []token) (*ast.InsertStmt, error) {
-	r := &rewriter{text: text}
+	r := newRewriter(text)
 	n := len(toks) - 1
 	if n > 0 && isPunct(toks[n-1], ";") {
 		r.replace(toks[n-1].pos, toks[n-1].end, " ")
@@ -267,7 +267,7 @@ func (sel *Select) parsePartitionBy() error {
 	}
 	// Rewrite "SELECT <expr>" over the statement text: blank all but the
 	// expression, which keeps positions.
-	r := &rewriter{text: sel.text}
+	r := newRewriter(sel.text)
 	r.replace(0, toks[from].pos, "SELECT ")
 	if err := r.rewriteExprs(toks, from, to); err != nil {
 		return err

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package state
 
 import (
@@ -11,17 +13,6 @@ import (
 
 	"github.com/linxGnu/grocksdb"
 )
-
-// Ingester is implemented by stores that can take a large batch as a
-// sorted file rather than write by write (Rocks): what a restore from a
-// changelog wants, where inserting a million random keys into a memtable
-// one by one costs several times more than sorting them once.
-type Ingester interface {
-	// IngestBatch applies b like BulkWriter.ApplyBatchUnlogged: a later
-	// operation on a key overrides an earlier one, the batch is visible
-	// at once, whole, and FlushMemtables makes it durable.
-	IngestBatch(b *Batch) error
-}
 
 // maxIngestL0 is how many files RocksDB's level 0 may hold for IngestBatch
 // to add one more (RocksDB's own level0_slowdown_writes_trigger): an

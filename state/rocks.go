@@ -1,3 +1,5 @@
+//go:build cgo
+
 package state
 
 import (
@@ -14,25 +16,6 @@ var (
 	_ Store   = (*Rocks)(nil)
 	_ Flusher = (*Rocks)(nil)
 )
-
-// RocksOptions configures OpenRocks. The zero value is valid.
-type RocksOptions struct {
-	// Resources is the server-wide block cache and write-buffer budget the
-	// store draws on. Nil gives the store private resources (an 8 MiB
-	// cache and a 16 MiB budget) released by Close: fine for tools and
-	// tests, wrong for a server with many stores.
-	Resources *RocksResources
-
-	// DisableWAL turns RocksDB's write-ahead log off. Writes then live
-	// only in memtables until RocksDB flushes them, so a process crash
-	// loses them and the store must be restored from its changelog from
-	// the last checkpoint that a Flush covered. With the WAL on (the
-	// default) writes are appended to the log but never fsynced per write
-	// either: they survive a process crash, not an OS crash, until Flush.
-	// Either way the changelog topic, not RocksDB, is what makes state
-	// durable.
-	DisableWAL bool
-}
 
 // Rocks is a Store on RocksDB (through grocksdb and the system's librocksdb).
 // One Rocks is one RocksDB database in its own directory.

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package state
 
 import (
@@ -8,13 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/linxGnu/grocksdb"
-)
-
-// Defaults used by NewRocksResources for non-positive arguments.
-const (
-	DefaultBlockCacheBytes  = 64 << 20
-	DefaultWriteBufferBytes = 64 << 20
-	DefaultValueCacheBytes  = 64 << 20
 )
 
 // Memtable sizing. Each store keeps at most maxWriteBufferNumber memtables

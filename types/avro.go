@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/hamba/avro/v2"
+	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -42,6 +42,15 @@ import (
 // writer schema that cannot be resolved (a long field for an INT column,
 // say) makes each of its records a bad record naming the schema ID, as do
 // an unknown schema ID, a missing or wrong header and a truncated payload.
+//
+// Schemas are parsed with twmb/avro (avro_schema.go); the resolution above
+// is the codec's own plan per writer schema ID (avro_decode.go,
+// avro_encode.go), not twmb/avro's Resolve: that returns a schema that
+// decodes into Go values through reflection, where the codec fills typed
+// rows in place without allocating, and ksqlDB's rules go beyond Avro's
+// (names matched ignoring case, int and long read as STRING, the reader
+// aliases of an inferred schema). The primitives are read and written by
+// avro_wire.go: twmb/avro exports no reader or writer of single values.
 type avroCodec struct {
 	cols  []int
 	names []string
@@ -57,12 +66,12 @@ type avroCodec struct {
 	encID   int
 	enc     *aenc
 	encErr  error
-	w       *avro.Writer
+	w       avroWriter
 	hdr     sr.ConfluentHeader
 	scratch []byte
 
 	// decoding
-	r       *avro.Reader
+	r       avroReader
 	plans   map[int]*adec // by writer schema ID
 	lastID  int
 	last    *adec
@@ -104,15 +113,13 @@ func newAvroCodec(s Schema, cols []int, wrap bool, o FormatOptions) (*avroCodec,
 		}
 	}
 	c.own = AvroSchema(c.names, c.types, wrap, name)
-	sch, err := avro.ParseWithCache(c.own, "", &avro.SchemaCache{})
+	sch, err := avro.Parse(c.own)
 	if err != nil {
 		return nil, fmt.Errorf("AVRO schema of the columns: %v", err)
 	}
-	if c.ownPlan, err = c.encPlan(sch); err != nil {
+	if c.ownPlan, err = c.encPlan(newAvroTree(sch)); err != nil {
 		return nil, err
 	}
-	c.w = avro.NewWriter(nil, 256)
-	c.r = avro.NewReader(nil, 0)
 	return c, nil
 }
 

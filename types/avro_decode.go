@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hamba/avro/v2"
+	"github.com/twmb/avro"
 )
 
 // ---- decoding ----
@@ -42,9 +42,9 @@ const (
 // adec is the plan for reading one writer schema into a type.
 type adec struct {
 	op       adop
-	skipType avro.Type // dSkip of a primitive
-	branches []*adec   // dUnion: per writer branch
-	elem     *adec     // dArray, dMap
+	skip     avroSkip // dSkip: the kind of value stepped over
+	branches []*adec  // dUnion: per writer branch
+	elem     *adec    // dArray, dMap
 	fields   []adecField
 	nfields  int     // dRecord: fields of the struct read into
 	missing  []int   // dRecord: reader fields the writer lacks
@@ -106,9 +106,9 @@ func (c *avroCodec) newPlan(id int) *adec {
 		if registryDown(aerr) {
 			return nil
 		}
-		p, err = decRecordTop(sch, c.names, c.types, aliases)
+		p, err = newDecPlanner(sch).decRecordTop(sch.root, c.names, c.types, aliases)
 	} else {
-		p, err = decNode(sch, c.types[0])
+		p, err = newDecPlanner(sch).decNode(sch.root, c.types[0])
 	}
 	if err != nil {
 		return &adec{err: fmt.Errorf("schema ID %d cannot be read as the columns: %v", id, err)}
@@ -137,14 +137,17 @@ func (c *avroCodec) readerAliases() ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u, ok := sch.(*avro.UnionSchema); ok {
-		sch = unionValue(u)
+	rec := sch.node(sch.root)
+	if rec.Type == "union" {
+		if v := unionValue(rec); v != nil {
+			rec = sch.node(v)
+		}
 	}
 	aliases := make([][]string, len(c.names))
-	if rec, ok := sch.(*avro.RecordSchema); ok {
-		for _, f := range rec.Fields() {
-			if pos := matchName(f.Name(), nil, c.names); pos >= 0 {
-				aliases[pos] = f.Aliases()
+	if rec.Type == "record" || rec.Type == "error" {
+		for _, f := range rec.Fields {
+			if pos := matchName(f.Name, nil, c.names); pos >= 0 {
+				aliases[pos] = f.Aliases
 			}
 		}
 	}
@@ -165,11 +168,13 @@ func (c *avroCodec) readerDefaults(p *adec) error {
 	if err != nil {
 		return err
 	}
-	if u, ok := sch.(*avro.UnionSchema); ok {
-		sch = unionValue(u)
+	rec := sch.node(sch.root)
+	if rec.Type == "union" {
+		if v := unionValue(rec); v != nil {
+			rec = sch.node(v)
+		}
 	}
-	rec, ok := sch.(*avro.RecordSchema)
-	if !ok {
+	if rec.Type != "record" && rec.Type != "error" {
 		return nil
 	}
 	var fill func(p *adec)
@@ -186,9 +191,9 @@ func (c *avroCodec) readerDefaults(p *adec) error {
 		p.defaults = make([]Datum, len(p.missing))
 		for i, m := range p.missing {
 			p.defaults[i] = NullDatum
-			for _, f := range rec.Fields() {
-				if matchName(f.Name(), nil, c.names[m:m+1]) == 0 && f.HasDefault() {
-					p.defaults[i] = avroDefault(f.Default(), c.types[m])
+			for _, f := range rec.Fields {
+				if matchName(f.Name, nil, c.names[m:m+1]) == 0 && f.HasDefault {
+					p.defaults[i] = avroDefault(f.Default, c.types[m])
 					break
 				}
 			}
@@ -198,7 +203,7 @@ func (c *avroCodec) readerDefaults(p *adec) error {
 	return nil
 }
 
-// avroDefault converts a field default as hamba/avro gives it to a datum
+// avroDefault converts a field default as twmb/avro gives it to a datum
 // of type t; NULL when it does not fit.
 func avroDefault(v any, t Type) Datum {
 	switch x := v.(type) {
@@ -245,7 +250,7 @@ func avroDefault(v any, t Type) Datum {
 	return NullDatum
 }
 
-var avroParsed sync.Map // depsKey → avro.Schema, shared by codecs
+var avroParsed sync.Map // depsKey → *avroTree, shared by codecs
 
 // errParse marks a schema that does not parse (as opposed to a registry
 // that did not answer).
@@ -258,14 +263,14 @@ func registryDown(err error) bool {
 }
 
 // parseAvroCached parses rs with its references fetched from src.
-func parseAvroCached(src SchemaSource, rs RegisteredSchema) (avro.Schema, error) {
+func parseAvroCached(src SchemaSource, rs RegisteredSchema) (*avroTree, error) {
 	deps, err := resolveRefs(src, rs)
 	if err != nil {
 		return nil, err
 	}
 	key := depsKey(rs.Text, deps)
 	if s, ok := avroParsed.Load(key); ok {
-		return s.(avro.Schema), nil
+		return s.(*avroTree), nil
 	}
 	s, err := parseAvro(rs, deps)
 	if err != nil {
@@ -275,55 +280,65 @@ func parseAvroCached(src SchemaSource, rs RegisteredSchema) (avro.Schema, error)
 	return s, nil
 }
 
-// decRecordTop plans reading a top-level record into the columns; aliases,
-// when set, are per column the reader schema's aliases of its field.
-func decRecordTop(sch avro.Schema, names []string, types []Type, aliases [][]string) (*adec, error) {
-	if u, ok := sch.(*avro.UnionSchema); ok {
-		return decUnion(u, func(b avro.Schema) (*adec, error) {
-			if b.Type() == avro.Null {
-				return &adec{op: dNull}, nil
-			}
-			return decRecordTop(b, names, types, aliases)
-		})
-	}
-	if r, ok := sch.(*avro.RefSchema); ok {
-		sch = r.Schema()
-	}
-	rs, ok := sch.(*avro.RecordSchema)
-	if !ok {
-		return nil, fmt.Errorf("the writer schema is %s, not a record", sch.Type())
-	}
-	return decRecordAliases(rs, names, types, aliases)
+// adecPlanner plans reading one writer schema. skips holds the skip plans
+// of the named records met so far, so that a recursive record's skip plan
+// refers to itself instead of growing without end.
+type adecPlanner struct {
+	tree  *avroTree
+	skips map[*avro.SchemaNode]*adec
 }
 
-func decRecord(rs *avro.RecordSchema, names []string, types []Type) (*adec, error) {
-	return decRecordAliases(rs, names, types, nil)
+func newDecPlanner(t *avroTree) *adecPlanner {
+	return &adecPlanner{tree: t, skips: map[*avro.SchemaNode]*adec{}}
+}
+
+// decRecordTop plans reading a top-level record into the columns; aliases,
+// when set, are per column the reader schema's aliases of its field.
+func (p *adecPlanner) decRecordTop(sch *avro.SchemaNode, names []string, types []Type, aliases [][]string) (*adec, error) {
+	sch = p.tree.node(sch)
+	if sch.Type == "union" {
+		return p.decUnion(sch, func(b *avro.SchemaNode) (*adec, error) {
+			if b.Type == "null" {
+				return &adec{op: dNull}, nil
+			}
+			return p.decRecordTop(b, names, types, aliases)
+		})
+	}
+	if sch.Type != "record" && sch.Type != "error" {
+		return nil, fmt.Errorf("the writer schema is %s, not a record", sch.Type)
+	}
+	return p.decRecordAliases(sch, names, types, aliases)
+}
+
+func (p *adecPlanner) decRecord(rs *avro.SchemaNode, names []string, types []Type) (*adec, error) {
+	return p.decRecordAliases(rs, names, types, nil)
 }
 
 // decRecordAliases plans reading rs into fields names; a writer field
 // matches a field by name, then by one of the writer field's aliases, then
 // by one of the reader's (aliases, per field).
-func decRecordAliases(rs *avro.RecordSchema, names []string, types []Type, aliases [][]string) (*adec, error) {
+func (p *adecPlanner) decRecordAliases(rs *avro.SchemaNode, names []string, types []Type, aliases [][]string) (*adec, error) {
 	n := &adec{op: dRecord, nfields: len(names)}
 	seen := make([]bool, len(names))
-	for _, f := range rs.Fields() {
-		pos := matchName(f.Name(), f.Aliases(), names)
+	for i := range rs.Fields {
+		f := &rs.Fields[i]
+		pos := matchName(f.Name, f.Aliases, names)
 		for i := 0; pos < 0 && i < len(aliases); i++ {
 			for _, a := range aliases[i] {
-				if strings.EqualFold(a, f.Name()) && !seen[i] {
+				if strings.EqualFold(a, f.Name) && !seen[i] {
 					pos = i
 					break
 				}
 			}
 		}
 		if pos < 0 || seen[pos] {
-			n.fields = append(n.fields, adecField{pos: -1, node: skipNode(f.Type())})
+			n.fields = append(n.fields, adecField{pos: -1, node: p.skipNode(&f.Type)})
 			continue
 		}
 		seen[pos] = true
-		fn, err := decNode(f.Type(), types[pos])
+		fn, err := p.decNode(&f.Type, types[pos])
 		if err != nil {
-			return nil, fmt.Errorf("field %s: %v", f.Name(), err)
+			return nil, fmt.Errorf("field %s: %v", f.Name, err)
 		}
 		n.fields = append(n.fields, adecField{pos: pos, node: fn, name: names[pos]})
 	}
@@ -335,11 +350,12 @@ func decRecordAliases(rs *avro.RecordSchema, names []string, types []Type, alias
 	return n, nil
 }
 
-func decUnion(u *avro.UnionSchema, branch func(avro.Schema) (*adec, error)) (*adec, error) {
+func (p *adecPlanner) decUnion(u *avro.SchemaNode, branch func(*avro.SchemaNode) (*adec, error)) (*adec, error) {
 	n := &adec{op: dUnion}
 	ok := false
 	var firstErr error
-	for _, b := range u.Types() {
+	for i := range u.Branches {
+		b := p.tree.node(&u.Branches[i])
 		bn, err := branch(b)
 		if err != nil {
 			// A branch the column cannot take makes only the records
@@ -348,7 +364,7 @@ func decUnion(u *avro.UnionSchema, branch func(avro.Schema) (*adec, error)) (*ad
 				firstErr = err
 			}
 			bn = &adec{err: err}
-		} else if b.Type() != avro.Null {
+		} else if b.Type != "null" {
 			ok = true
 		}
 		n.branches = append(n.branches, bn)
@@ -360,65 +376,62 @@ func decUnion(u *avro.UnionSchema, branch func(avro.Schema) (*adec, error)) (*ad
 }
 
 // skipNode plans stepping over a value of schema s.
-func skipNode(s avro.Schema) *adec {
-	if r, ok := s.(*avro.RefSchema); ok {
-		s = r.Schema()
-	}
-	switch s := s.(type) {
-	case *avro.UnionSchema:
+func (p *adecPlanner) skipNode(s *avro.SchemaNode) *adec {
+	s = p.tree.node(s)
+	switch s.Type {
+	case "union":
 		n := &adec{op: dUnion}
-		for _, b := range s.Types() {
-			n.branches = append(n.branches, skipNode(b))
+		for i := range s.Branches {
+			n.branches = append(n.branches, p.skipNode(&s.Branches[i]))
 		}
 		return n
-	case *avro.ArraySchema:
-		return &adec{op: dArray, elem: skipNode(s.Items()), skipType: avro.Array}
-	case *avro.MapSchema:
-		return &adec{op: dMap, elem: skipNode(s.Values()), skipType: avro.Map}
-	case *avro.RecordSchema:
-		n := &adec{op: dRecord, skipType: avro.Record}
-		for _, f := range s.Fields() {
-			n.fields = append(n.fields, adecField{pos: -1, node: skipNode(f.Type())})
+	case "array":
+		return &adec{op: dArray, elem: p.skipNode(s.Items)}
+	case "map":
+		return &adec{op: dMap, elem: p.skipNode(s.Values)}
+	case "record", "error":
+		if n, ok := p.skips[s]; ok {
+			return n
+		}
+		n := &adec{op: dRecord}
+		p.skips[s] = n
+		for i := range s.Fields {
+			n.fields = append(n.fields, adecField{pos: -1, node: p.skipNode(&s.Fields[i].Type)})
 		}
 		return n
-	case *avro.FixedSchema:
-		return &adec{op: dSkip, skipType: avro.Fixed, size: s.Size()}
+	case "fixed":
+		return &adec{op: dSkip, skip: skipFixed, size: s.Size}
 	}
-	return &adec{op: dSkip, skipType: s.Type()}
+	return &adec{op: dSkip, skip: avroSkipKind(s.Type)}
 }
 
-func decNode(s avro.Schema, t Type) (*adec, error) {
-	if r, ok := s.(*avro.RefSchema); ok {
-		s = r.Schema()
-	}
-	if u, ok := s.(*avro.UnionSchema); ok {
-		return decUnion(u, func(b avro.Schema) (*adec, error) {
-			if b.Type() == avro.Null {
+func (p *adecPlanner) decNode(s *avro.SchemaNode, t Type) (*adec, error) {
+	s = p.tree.node(s)
+	if s.Type == "union" {
+		return p.decUnion(s, func(b *avro.SchemaNode) (*adec, error) {
+			if b.Type == "null" {
 				return &adec{op: dNull}, nil
 			}
-			return decNode(b, t)
+			return p.decNode(b, t)
 		})
 	}
 	bad := func() (*adec, error) {
 		return nil, fmt.Errorf("cannot read Avro %s as %s", avroTypeName(s), t)
 	}
-	lt := avro.LogicalType("")
-	if l := logical(s); l != nil {
-		lt = l.Type()
-	}
+	lt := avroLogical(s)
 	n := &adec{}
-	switch s.Type() {
-	case avro.Null:
+	switch s.Type {
+	case "null":
 		n.op = dNull
-	case avro.Boolean:
+	case "boolean":
 		if t.Kind != Boolean {
 			return bad()
 		}
 		n.op = dBool
-	case avro.Int:
+	case "int":
 		switch {
 		case t.Kind == Int && lt == "", t.Kind == Bigint && lt == "",
-			t.Kind == Date && lt == avro.Date, t.Kind == Time && lt == avro.TimeMillis:
+			t.Kind == Date && lt == "date", t.Kind == Time && lt == "time-millis":
 			n.op = dInt
 		case t.Kind == Double && lt == "":
 			n.op = dIntDouble
@@ -427,40 +440,40 @@ func decNode(s avro.Schema, t Type) (*adec, error) {
 		default:
 			return bad()
 		}
-	case avro.Long:
+	case "long":
 		switch {
 		case t.Kind == Bigint && lt == "",
-			t.Kind == Timestamp && (lt == avro.TimestampMillis || lt == avro.LocalTimestampMillis):
+			t.Kind == Timestamp && (lt == "timestamp-millis" || lt == "local-timestamp-millis"):
 			n.op = dLong
 		case t.Kind == Double && lt == "":
 			n.op = dLongDouble
 		case t.Kind == String && lt == "":
 			n.op = dLongString
-		case t.Kind == Time && lt == avro.TimeMicros,
-			t.Kind == Timestamp && (lt == avro.TimestampMicros || lt == avro.LocalTimestampMicros):
+		case t.Kind == Time && lt == "time-micros",
+			t.Kind == Timestamp && (lt == "timestamp-micros" || lt == "local-timestamp-micros"):
 			n.op = dMicros
 		default:
 			return bad()
 		}
-	case avro.Float:
+	case "float":
 		if t.Kind != Double {
 			return bad()
 		}
 		n.op = dFloat
-	case avro.Double:
+	case "double":
 		if t.Kind != Double {
 			return bad()
 		}
 		n.op = dDouble
-	case avro.String:
+	case "string":
 		if t.Kind != String && t.Kind != Bytes {
 			return bad()
 		}
 		n.op = dString
-	case avro.Bytes, avro.Fixed:
-		fixed := s.Type() == avro.Fixed
+	case "bytes", "fixed":
+		fixed := s.Type == "fixed"
 		if fixed {
-			n.size = s.(*avro.FixedSchema).Size()
+			n.size = s.Size
 		}
 		switch {
 		case (t.Kind == Bytes || t.Kind == String && !fixed) && lt == "":
@@ -468,16 +481,15 @@ func decNode(s avro.Schema, t Type) (*adec, error) {
 			if fixed {
 				n.op = dFixed
 			}
-		case t.Kind == Decimal && lt == avro.Decimal:
-			d := logical(s).(*avro.DecimalLogicalSchema)
-			if d.Scale() > t.Scale || d.Precision()-d.Scale() > t.Precision-t.Scale {
-				return nil, fmt.Errorf("cannot read Avro decimal(%d, %d) as %s", d.Precision(), d.Scale(), t)
+		case t.Kind == Decimal && lt == "decimal":
+			if s.Scale > t.Scale || s.Precision-s.Scale > t.Precision-t.Scale {
+				return nil, fmt.Errorf("cannot read Avro decimal(%d, %d) as %s", s.Precision, s.Scale, t)
 			}
 			if t.IsWideDecimal() {
 				wt := t
-				n.op, n.wide, n.wscale = dDecimal, &wt, d.Scale()
+				n.op, n.wide, n.wscale = dDecimal, &wt, s.Scale
 			} else {
-				n.op, n.scale = dDecimal, pow10[t.Scale-d.Scale()]
+				n.op, n.scale = dDecimal, pow10[t.Scale-s.Scale]
 			}
 			if fixed {
 				n.op = dDecimalFixed
@@ -485,33 +497,33 @@ func decNode(s avro.Schema, t Type) (*adec, error) {
 		default:
 			return bad()
 		}
-	case avro.Enum:
+	case "enum":
 		if t.Kind != String {
 			return bad()
 		}
 		n.op = dEnum
-		for _, sym := range s.(*avro.EnumSchema).Symbols() {
+		for _, sym := range s.Symbols {
 			n.symbols = append(n.symbols, []byte(sym))
 		}
-	case avro.Array:
+	case "array":
 		if t.Kind != Array {
 			return bad()
 		}
-		e, err := decNode(s.(*avro.ArraySchema).Items(), *t.Elem)
+		e, err := p.decNode(s.Items, *t.Elem)
 		if err != nil {
 			return nil, inField(err, "[]")
 		}
 		n.op, n.elem = dArray, e
-	case avro.Map:
+	case "map":
 		if t.Kind != Map {
 			return bad()
 		}
-		e, err := decNode(s.(*avro.MapSchema).Values(), *t.Elem)
+		e, err := p.decNode(s.Values, *t.Elem)
 		if err != nil {
 			return nil, err
 		}
 		n.op, n.elem = dMap, e
-	case avro.Record:
+	case "record", "error":
 		if t.Kind != Struct {
 			return bad()
 		}
@@ -520,7 +532,7 @@ func decNode(s avro.Schema, t Type) (*adec, error) {
 		for i, f := range t.Fields {
 			names[i], types[i] = f.Name, f.Type
 		}
-		return decRecord(s.(*avro.RecordSchema), names, types)
+		return p.decRecord(s, names, types)
 	default:
 		return bad()
 	}
@@ -552,8 +564,7 @@ func (c *avroCodec) Decode(data []byte, row Row) error {
 	if p.err != nil {
 		return badRecord("%v", p.err)
 	}
-	c.r.Reset(payload)
-	c.r.Error = nil
+	c.r.reset(payload)
 	c.buf = c.buf[:0]
 	c.payload = len(payload)
 	if c.wrap {
@@ -561,8 +572,8 @@ func (c *avroCodec) Decode(data []byte, row Row) error {
 	} else {
 		err = c.decode(p, &row[c.cols[0]])
 	}
-	if err == nil && c.r.Error != nil {
-		err = c.r.Error
+	if err == nil && c.r.err != nil {
+		err = c.r.err
 	}
 	if err != nil {
 		return badRecord("schema ID %d: %v", id, err)
@@ -615,9 +626,9 @@ func (c *avroCodec) decodeTop(n *adec, row Row) error {
 }
 
 func (c *avroCodec) branch(n *adec) (*adec, error) {
-	i := c.r.ReadLong()
-	if c.r.Error != nil {
-		return nil, c.r.Error
+	i := c.r.readLong()
+	if c.r.err != nil {
+		return nil, c.r.err
 	}
 	if i < 0 || int(i) >= len(n.branches) {
 		return nil, fmt.Errorf("union branch %d of %d", i, len(n.branches))
@@ -637,13 +648,13 @@ func (c *avroCodec) readBytes(size int) ([]byte, error) {
 	off := len(c.buf)
 	c.buf = append(c.buf, make([]byte, size)...)
 	b := c.buf[off : off+size : off+size]
-	c.r.Read(b)
-	return b, c.r.Error
+	c.r.read(b)
+	return b, c.r.err
 }
 
 // decode reads one value of plan n into d; a nil d steps over it.
 func (c *avroCodec) decode(n *adec, d *Datum) error {
-	r := c.r
+	r := &c.r
 	if n.op == dUnion {
 		b, err := c.branch(n)
 		if err != nil {
@@ -663,29 +674,29 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 		return nil
 	case dBool:
 		*d = Datum{L: d.L[:0]}
-		if r.ReadBool() {
+		if r.readBool() {
 			d.I = 1
 		}
 	case dInt:
-		*d = Datum{I: int64(r.ReadInt()), L: d.L[:0]}
+		*d = Datum{I: int64(r.readInt()), L: d.L[:0]}
 	case dLong:
-		*d = Datum{I: r.ReadLong(), L: d.L[:0]}
+		*d = Datum{I: r.readLong(), L: d.L[:0]}
 	case dMicros:
-		*d = Datum{I: floorDiv(r.ReadLong(), 1000), L: d.L[:0]}
+		*d = Datum{I: floorDiv(r.readLong(), 1000), L: d.L[:0]}
 	case dIntDouble:
-		*d = Datum{F: float64(r.ReadInt()), L: d.L[:0]}
+		*d = Datum{F: float64(r.readInt()), L: d.L[:0]}
 	case dLongDouble:
-		*d = Datum{F: float64(r.ReadLong()), L: d.L[:0]}
+		*d = Datum{F: float64(r.readLong()), L: d.L[:0]}
 	case dIntString:
-		*d = Datum{B: strconv.AppendInt(nil, int64(r.ReadInt()), 10), L: d.L[:0]}
+		*d = Datum{B: strconv.AppendInt(nil, int64(r.readInt()), 10), L: d.L[:0]}
 	case dLongString:
-		*d = Datum{B: strconv.AppendInt(nil, r.ReadLong(), 10), L: d.L[:0]}
+		*d = Datum{B: strconv.AppendInt(nil, r.readLong(), 10), L: d.L[:0]}
 	case dFloat:
-		*d = Datum{F: float64(r.ReadFloat()), L: d.L[:0]}
+		*d = Datum{F: float64(r.readFloat()), L: d.L[:0]}
 	case dDouble:
-		*d = Datum{F: r.ReadDouble(), L: d.L[:0]}
+		*d = Datum{F: r.readDouble(), L: d.L[:0]}
 	case dString:
-		b, err := c.readBytes(int(r.ReadLong()))
+		b, err := c.readBytes(int(r.readLong()))
 		if err != nil {
 			return err
 		}
@@ -697,7 +708,7 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 		}
 		*d = Datum{B: b, L: d.L[:0]}
 	case dEnum:
-		i := r.ReadInt()
+		i := r.readInt()
 		if i < 0 || int(i) >= len(n.symbols) {
 			return fmt.Errorf("enum symbol %d of %d", i, len(n.symbols))
 		}
@@ -705,7 +716,7 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 	case dDecimal, dDecimalFixed:
 		size := n.size
 		if n.op == dDecimal {
-			size = int(r.ReadLong())
+			size = int(r.readLong())
 		}
 		b, err := c.readBytes(size)
 		if err != nil {
@@ -734,9 +745,9 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 	case dArray:
 		l := d.L[:0]
 		for {
-			count, _ := r.ReadBlockHeader()
-			if r.Error != nil {
-				return r.Error
+			count, _ := r.readBlockHeader()
+			if r.err != nil {
+				return r.err
 			}
 			if count == 0 {
 				break
@@ -755,9 +766,9 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 	case dMap:
 		l := d.L[:0]
 		for {
-			count, _ := r.ReadBlockHeader()
-			if r.Error != nil {
-				return r.Error
+			count, _ := r.readBlockHeader()
+			if r.err != nil {
+				return r.err
 			}
 			if count == 0 {
 				break
@@ -767,7 +778,7 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 			}
 			for i := int64(0); i < count; i++ {
 				l = growDatums(l, len(l)+2)
-				k, err := c.readBytes(int(r.ReadLong()))
+				k, err := c.readBytes(int(r.readLong()))
 				if err != nil {
 					return err
 				}
@@ -797,13 +808,43 @@ func (c *avroCodec) decode(n *adec, d *Datum) error {
 		}
 		*d = Datum{L: l}
 	}
-	return r.Error
+	return r.err
+}
+
+// avroSkip is the kind of primitive a dSkip plan steps over.
+type avroSkip uint8
+
+const (
+	skipNothing avroSkip = iota // null
+	skipBool
+	skipVarint // int, long, enum
+	skipFloat
+	skipDouble
+	skipBytes // string, bytes
+	skipFixed // fixed, of size
+)
+
+// avroSkipKind is how a value of primitive or enum type typ is skipped.
+func avroSkipKind(typ string) avroSkip {
+	switch typ {
+	case "boolean":
+		return skipBool
+	case "int", "long", "enum":
+		return skipVarint
+	case "float":
+		return skipFloat
+	case "double":
+		return skipDouble
+	case "string", "bytes":
+		return skipBytes
+	}
+	return skipNothing
 }
 
 // skip steps over a value of plan n (a skip plan, or a reading one whose
 // value nobody wants).
 func (c *avroCodec) skip(n *adec) error {
-	r := c.r
+	r := &c.r
 	switch n.op {
 	case dNull:
 	case dUnion:
@@ -813,35 +854,33 @@ func (c *avroCodec) skip(n *adec) error {
 		}
 		return c.skip(b)
 	case dBool:
-		r.SkipBool()
-	case dInt, dIntDouble, dIntString, dEnum:
-		r.SkipInt()
-	case dLong, dLongDouble, dLongString, dMicros:
-		r.SkipLong()
+		r.readBool()
+	case dInt, dIntDouble, dIntString, dEnum, dLong, dLongDouble, dLongString, dMicros:
+		r.readLong()
 	case dFloat:
-		r.SkipFloat()
+		r.skip(4)
 	case dDouble:
-		r.SkipDouble()
+		r.skip(8)
 	case dString, dDecimal:
-		r.SkipBytes()
+		r.skipBytes()
 	case dFixed, dDecimalFixed:
-		r.SkipNBytes(n.size)
+		r.skip(int64(n.size))
 	case dArray, dMap:
 		for {
-			count, size := r.ReadBlockHeader()
-			if r.Error != nil || count == 0 {
+			count, size := r.readBlockHeader()
+			if r.err != nil || count == 0 {
 				break
 			}
 			if size > 0 {
-				r.SkipNBytes(int(size))
+				r.skip(size)
 				continue
 			}
-			if count < 0 || count > int64(c.payload) {
+			if count > int64(c.payload) {
 				return fmt.Errorf("invalid block of %d", count)
 			}
-			for i := int64(0); i < count && r.Error == nil; i++ {
+			for i := int64(0); i < count && r.err == nil; i++ {
 				if n.op == dMap {
-					r.SkipString()
+					r.skipBytes()
 				}
 				if err := c.skip(n.elem); err != nil {
 					return err
@@ -855,24 +894,22 @@ func (c *avroCodec) skip(n *adec) error {
 			}
 		}
 	case dSkip:
-		switch n.skipType {
-		case avro.Boolean:
-			r.SkipBool()
-		case avro.Int, avro.Enum:
-			r.SkipInt()
-		case avro.Long:
-			r.SkipLong()
-		case avro.Float:
-			r.SkipFloat()
-		case avro.Double:
-			r.SkipDouble()
-		case avro.String, avro.Bytes:
-			r.SkipBytes()
-		case avro.Fixed:
-			r.SkipNBytes(n.size)
+		switch n.skip {
+		case skipBool:
+			r.readBool()
+		case skipVarint:
+			r.readLong()
+		case skipFloat:
+			r.skip(4)
+		case skipDouble:
+			r.skip(8)
+		case skipBytes:
+			r.skipBytes()
+		case skipFixed:
+			r.skip(int64(n.size))
 		}
 	}
-	return r.Error
+	return r.err
 }
 
 // fromTwosComplement reads a big-endian two's complement integer of up to

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/hamba/avro/v2"
+	"github.com/twmb/avro"
 )
 
 // ---- encoding ----
@@ -60,61 +60,67 @@ type aencField struct {
 	def []byte
 }
 
+// aencPlanner plans writing the columns as one schema.
+type aencPlanner struct {
+	tree *avroTree
+}
+
 // encodeDefault encodes the default of a record field, or returns nil
-// when it has none. A union's default is of its first branch.
-func encodeDefault(f *avro.Field) []byte {
-	if !f.HasDefault() {
+// when it has none (or twmb/avro cannot encode it as the field's type).
+func (p aencPlanner) encodeDefault(f *avro.SchemaField) []byte {
+	if !f.HasDefault {
 		return nil
 	}
-	sch := f.Type()
-	var prefix []byte
-	if u, ok := sch.(*avro.UnionSchema); ok {
-		sch, prefix = u.Types()[0], []byte{0}
-	}
-	b, err := avro.Marshal(sch, f.Default())
+	sch, err := f.Type.Schema()
 	if err != nil {
 		return nil
 	}
-	return append(prefix, b...)
+	b, err := sch.AppendEncode(nil, f.Default)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // encPlan plans writing the columns as the writer schema sch (the codec's
 // own schema, or one given by SchemaID).
-func (c *avroCodec) encPlan(sch avro.Schema) (*aenc, error) {
+func (c *avroCodec) encPlan(sch *avroTree) (*aenc, error) {
+	p := aencPlanner{tree: sch}
 	if !c.wrap {
-		return encNode(sch, c.types[0])
+		return p.encNode(sch.root, c.types[0])
 	}
-	return encRecord(sch, c.names, c.types)
+	return p.encRecord(sch.root, c.names, c.types)
 }
 
-func encRecord(sch avro.Schema, names []string, types []Type) (*aenc, error) {
-	if u, ok := sch.(*avro.UnionSchema); ok {
+func (p aencPlanner) encRecord(sch *avro.SchemaNode, names []string, types []Type) (*aenc, error) {
+	sch = p.tree.node(sch)
+	if sch.Type == "union" {
 		// A top-level nullable record: write the record branch.
-		n, err := encUnion(u, Type{Kind: Struct}, func(s avro.Schema) (*aenc, error) { return encRecord(s, names, types) })
-		return n, err
+		return p.encUnion(sch, Type{Kind: Struct}, func(s *avro.SchemaNode) (*aenc, error) { return p.encRecord(s, names, types) })
 	}
-	rs, ok := sch.(*avro.RecordSchema)
-	if !ok {
-		return nil, fmt.Errorf("schema is %s, not a record", sch.Type())
+	if sch.Type != "record" && sch.Type != "error" {
+		return nil, fmt.Errorf("schema is %s, not a record", sch.Type)
 	}
 	n := &aenc{op: eRecord}
 	used := make([]bool, len(names))
-	for _, f := range rs.Fields() {
-		pos := matchName(f.Name(), f.Aliases(), names)
-		def := encodeDefault(f)
+	for i := range sch.Fields {
+		f := &sch.Fields[i]
+		ft := p.tree.node(&f.Type)
+		pos := matchName(f.Name, f.Aliases, names)
+		def := p.encodeDefault(f)
 		if pos < 0 || used[pos] {
-			if def == nil && !nullable(f.Type()) {
-				return nil, fmt.Errorf("schema field %s is not nullable, has no default and no column has its name", f.Name())
+			if def == nil && !nullable(ft) {
+				return nil, fmt.Errorf("schema field %s is not nullable, has no default and no column has its name", f.Name)
 			}
-			n.fields = append(n.fields, aencField{pos: -1, node: &aenc{op: eNull, nullIdx: nullIndex(f.Type())}, def: def})
+			n.fields = append(n.fields, aencField{pos: -1, node: &aenc{op: eNull, nullIdx: nullIndex(ft)}, def: def})
 			continue
 		}
 		used[pos] = true
-		fn, err := encNode(f.Type(), types[pos])
+		fn, err := p.encNode(ft, types[pos])
 		if err != nil {
-			return nil, fmt.Errorf("field %s: %v", f.Name(), err)
+			return nil, fmt.Errorf("field %s: %v", f.Name, err)
 		}
-		if nullable(f.Type()) {
+		if nullable(ft) {
 			def = nil // a NULL is written as null
 		}
 		n.fields = append(n.fields, aencField{pos: pos, node: fn, def: def})
@@ -125,24 +131,6 @@ func encRecord(sch avro.Schema, names []string, types []Type) (*aenc, error) {
 		}
 	}
 	return n, nil
-}
-
-func nullable(s avro.Schema) bool {
-	if s.Type() == avro.Null {
-		return true
-	}
-	return nullIndex(s) >= 0
-}
-
-func nullIndex(s avro.Schema) int {
-	if u, ok := s.(*avro.UnionSchema); ok {
-		for i, b := range u.Types() {
-			if b.Type() == avro.Null {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 // matchName finds the column named name (exactly, then ignoring case, then
@@ -168,11 +156,12 @@ func matchName(name string, aliases []string, names []string) int {
 	return -1
 }
 
-func encUnion(u *avro.UnionSchema, t Type, branch func(avro.Schema) (*aenc, error)) (*aenc, error) {
+func (p aencPlanner) encUnion(u *avro.SchemaNode, t Type, branch func(*avro.SchemaNode) (*aenc, error)) (*aenc, error) {
 	n := &aenc{op: eUnion, t: t, nullIdx: -1, valIdx: -1}
 	var firstErr error
-	for i, b := range u.Types() {
-		if b.Type() == avro.Null {
+	for i := range u.Branches {
+		b := p.tree.node(&u.Branches[i])
+		if b.Type == "null" {
 			n.nullIdx = i
 			continue
 		}
@@ -190,63 +179,51 @@ func encUnion(u *avro.UnionSchema, t Type, branch func(avro.Schema) (*aenc, erro
 	}
 	if n.val == nil {
 		if firstErr == nil {
-			firstErr = fmt.Errorf("union %s has no branch for %s", u, t)
+			firstErr = fmt.Errorf("union %s has no branch for %s", avroTypeName(u), t)
 		}
 		return nil, firstErr
 	}
 	return n, nil
 }
 
-func logical(s avro.Schema) avro.LogicalSchema {
-	if l, ok := s.(avro.LogicalTypeSchema); ok {
-		return l.Logical()
-	}
-	return nil
-}
-
-func encNode(s avro.Schema, t Type) (*aenc, error) {
-	if r, ok := s.(*avro.RefSchema); ok {
-		s = r.Schema()
-	}
-	if u, ok := s.(*avro.UnionSchema); ok {
-		return encUnion(u, t, func(b avro.Schema) (*aenc, error) { return encNode(b, t) })
+func (p aencPlanner) encNode(s *avro.SchemaNode, t Type) (*aenc, error) {
+	s = p.tree.node(s)
+	if s.Type == "union" {
+		return p.encUnion(s, t, func(b *avro.SchemaNode) (*aenc, error) { return p.encNode(b, t) })
 	}
 	bad := func() (*aenc, error) { return nil, fmt.Errorf("cannot write %s as Avro %s", t, avroTypeName(s)) }
-	lt := avro.LogicalType("")
-	if l := logical(s); l != nil {
-		lt = l.Type()
-	}
+	lt := avroLogical(s)
 	n := &aenc{t: t}
-	switch s.Type() {
-	case avro.Boolean:
+	switch s.Type {
+	case "boolean":
 		n.op = eBool
 		if t.Kind != Boolean {
 			return bad()
 		}
-	case avro.Int:
+	case "int":
 		switch {
-		case t.Kind == Int && lt == "", t.Kind == Date && lt == avro.Date, t.Kind == Time && lt == avro.TimeMillis:
+		case t.Kind == Int && lt == "", t.Kind == Date && lt == "date", t.Kind == Time && lt == "time-millis":
 			n.op = eInt
 		default:
 			return bad()
 		}
-	case avro.Long:
+	case "long":
 		switch {
-		case t.Kind == Bigint && lt == "", t.Kind == Timestamp && (lt == avro.TimestampMillis || lt == avro.LocalTimestampMillis):
+		case t.Kind == Bigint && lt == "", t.Kind == Timestamp && (lt == "timestamp-millis" || lt == "local-timestamp-millis"):
 			n.op = eLong
 		case t.Kind == Int && lt == "":
 			n.op = eIntToLong
-		case t.Kind == Time && lt == avro.TimeMicros, t.Kind == Timestamp && (lt == avro.TimestampMicros || lt == avro.LocalTimestampMicros):
+		case t.Kind == Time && lt == "time-micros", t.Kind == Timestamp && (lt == "timestamp-micros" || lt == "local-timestamp-micros"):
 			n.op = eMicros
 		default:
 			return bad()
 		}
-	case avro.Float:
+	case "float":
 		if t.Kind != Double {
 			return bad()
 		}
 		n.op = eFloat
-	case avro.Double:
+	case "double":
 		switch t.Kind {
 		case Double:
 			n.op = eDouble
@@ -255,66 +232,63 @@ func encNode(s avro.Schema, t Type) (*aenc, error) {
 		default:
 			return bad()
 		}
-	case avro.String:
+	case "string":
 		if t.Kind != String {
 			return bad()
 		}
 		n.op = eString
-	case avro.Bytes:
+	case "bytes":
 		switch {
 		case t.Kind == Bytes && lt == "":
 			n.op = eBytes
-		case t.Kind == Decimal && lt == avro.Decimal:
-			d := logical(s).(*avro.DecimalLogicalSchema)
-			if d.Scale() != t.Scale {
-				return nil, fmt.Errorf("cannot write %s as an Avro decimal of scale %d", t, d.Scale())
+		case t.Kind == Decimal && lt == "decimal":
+			if s.Scale != t.Scale {
+				return nil, fmt.Errorf("cannot write %s as an Avro decimal of scale %d", t, s.Scale)
 			}
 			n.op, n.scale, n.wide = eDecimal, t.Scale, t.IsWideDecimal()
 		default:
 			return bad()
 		}
-	case avro.Fixed:
-		f := s.(*avro.FixedSchema)
-		n.size = f.Size()
+	case "fixed":
+		n.size = s.Size
 		switch {
 		case t.Kind == Bytes && lt == "":
 			n.op = eFixed
-		case t.Kind == Decimal && lt == avro.Decimal:
-			d := logical(s).(*avro.DecimalLogicalSchema)
-			if d.Scale() != t.Scale {
-				return nil, fmt.Errorf("cannot write %s as an Avro decimal of scale %d", t, d.Scale())
+		case t.Kind == Decimal && lt == "decimal":
+			if s.Scale != t.Scale {
+				return nil, fmt.Errorf("cannot write %s as an Avro decimal of scale %d", t, s.Scale)
 			}
 			n.op, n.scale, n.wide = eDecimalFixed, t.Scale, t.IsWideDecimal()
 		default:
 			return bad()
 		}
-	case avro.Enum:
+	case "enum":
 		if t.Kind != String {
 			return bad()
 		}
 		n.op, n.symbols = eEnum, map[string]int32{}
-		for i, sym := range s.(*avro.EnumSchema).Symbols() {
+		for i, sym := range s.Symbols {
 			n.symbols[sym] = int32(i)
 		}
-	case avro.Array:
+	case "array":
 		if t.Kind != Array {
 			return bad()
 		}
-		e, err := encNode(s.(*avro.ArraySchema).Items(), *t.Elem)
+		e, err := p.encNode(s.Items, *t.Elem)
 		if err != nil {
 			return nil, err
 		}
 		n.op, n.elem = eArray, e
-	case avro.Map:
+	case "map":
 		if t.Kind != Map {
 			return bad()
 		}
-		e, err := encNode(s.(*avro.MapSchema).Values(), *t.Elem)
+		e, err := p.encNode(s.Values, *t.Elem)
 		if err != nil {
 			return nil, err
 		}
 		n.op, n.elem = eMap, e
-	case avro.Record:
+	case "record", "error":
 		if t.Kind != Struct {
 			return bad()
 		}
@@ -323,18 +297,11 @@ func encNode(s avro.Schema, t Type) (*aenc, error) {
 		for i, f := range t.Fields {
 			names[i], types[i] = f.Name, f.Type
 		}
-		return encRecord(s, names, types)
+		return p.encRecord(s, names, types)
 	default:
 		return bad()
 	}
 	return n, nil
-}
-
-func avroTypeName(s avro.Schema) string {
-	if l := logical(s); l != nil {
-		return string(s.Type()) + " (" + string(l.Type()) + ")"
-	}
-	return string(s.Type())
 }
 
 // Encode appends the Confluent wire header and the Avro encoding of the
@@ -346,18 +313,20 @@ func (c *avroCodec) Encode(dst []byte, row Row) ([]byte, error) {
 			return dst, registryErr(err)
 		}
 	}
-	dst, _ = c.hdr.AppendEncode(dst, c.encID, nil)
-	c.w.Reset(nil)
+	start := len(dst)
+	c.w.buf, _ = c.hdr.AppendEncode(dst, c.encID, nil)
 	var err error
 	if c.wrap {
 		err = c.encodeRecordRow(c.enc, row)
 	} else {
 		err = c.encode(c.enc, row[c.cols[0]])
 	}
+	out := c.w.buf
+	c.w.buf = nil // the codec keeps no hold on the caller's buffer
 	if err != nil {
-		return dst, err
+		return out[:start], err
 	}
-	return append(dst, c.w.Buffer()...), nil
+	return out, nil
 }
 
 func (c *avroCodec) prepareEncode() error {
@@ -394,32 +363,18 @@ func (c *avroCodec) prepareEncode() error {
 	return nil
 }
 
-// parseAvro parses an Avro schema after the schemas it references.
-func parseAvro(rs RegisteredSchema, deps []namedSchema) (avro.Schema, error) {
-	if rs.Type != "" && rs.Type != SchemaTypeAvro {
-		return nil, fmt.Errorf("the schema is %s, not AVRO", rs.Type)
-	}
-	cache := &avro.SchemaCache{}
-	for _, d := range deps {
-		if _, err := avro.ParseWithCache(d.text, "", cache); err != nil {
-			return nil, fmt.Errorf("referenced schema %s: %v", d.name, err)
-		}
-	}
-	return avro.ParseWithCache(rs.Text, "", cache)
-}
-
 func (c *avroCodec) encodeRecordRow(n *aenc, row Row) error {
 	if n.op == eUnion {
-		c.w.WriteLong(int64(n.valIdx))
+		c.w.writeLong(int64(n.valIdx))
 		n = n.val
 	}
 	for _, f := range n.fields {
 		if f.def != nil && (f.pos < 0 || row[c.cols[f.pos]].Null) {
-			_, _ = c.w.Write(f.def)
+			c.w.buf = append(c.w.buf, f.def...)
 			continue
 		}
 		if f.pos < 0 {
-			c.w.WriteLong(int64(f.node.nullIdx))
+			c.w.writeLong(int64(f.node.nullIdx))
 			continue
 		}
 		if err := c.encode(f.node, row[c.cols[f.pos]]); err != nil {
@@ -430,16 +385,16 @@ func (c *avroCodec) encodeRecordRow(n *aenc, row Row) error {
 }
 
 func (c *avroCodec) encode(n *aenc, d Datum) error {
-	w := c.w
+	w := &c.w
 	if n.op == eUnion {
 		if d.Null {
 			if n.nullIdx < 0 {
 				return fmt.Errorf("NULL where the schema allows none")
 			}
-			w.WriteLong(int64(n.nullIdx))
+			w.writeLong(int64(n.nullIdx))
 			return nil
 		}
-		w.WriteLong(int64(n.valIdx))
+		w.writeLong(int64(n.valIdx))
 		n = n.val
 	} else if d.Null && n.op != eNull {
 		return fmt.Errorf("NULL where the schema allows none")
@@ -447,45 +402,45 @@ func (c *avroCodec) encode(n *aenc, d Datum) error {
 	switch n.op {
 	case eNull:
 		if n.nullIdx >= 0 {
-			w.WriteLong(int64(n.nullIdx))
+			w.writeLong(int64(n.nullIdx))
 		}
 	case eBool:
-		w.WriteBool(d.I != 0)
+		w.writeBool(d.I != 0)
 	case eInt:
 		if d.I < math.MinInt32 || d.I > math.MaxInt32 {
 			return fmt.Errorf("%d does not fit an Avro int", d.I)
 		}
-		w.WriteInt(int32(d.I))
+		w.writeLong(d.I)
 	case eLong, eIntToLong:
-		w.WriteLong(d.I)
+		w.writeLong(d.I)
 	case eMicros:
-		w.WriteLong(d.I * 1000)
+		w.writeLong(d.I * 1000)
 	case eFloat:
-		w.WriteFloat(float32(d.F))
+		w.writeFloat(float32(d.F))
 	case eDouble:
-		w.WriteDouble(d.F)
+		w.writeDouble(d.F)
 	case eIntToDouble:
-		w.WriteDouble(float64(d.I))
+		w.writeDouble(float64(d.I))
 	case eString, eBytes:
-		w.WriteBytes(d.B)
+		w.writeBytes(d.B)
 	case eEnum:
 		i, ok := n.symbols[string(d.B)]
 		if !ok {
 			return fmt.Errorf("%q is not a symbol of the enum", d.B)
 		}
-		w.WriteInt(i)
+		w.writeLong(int64(i))
 	case eFixed:
 		if len(d.B) != n.size {
 			return fmt.Errorf("%d bytes for a fixed of %d", len(d.B), n.size)
 		}
-		_, _ = w.Write(d.B)
+		w.buf = append(w.buf, d.B...)
 	case eDecimal:
 		if n.wide {
-			w.WriteBytes(d.B)
+			w.writeBytes(d.B)
 			break
 		}
 		c.scratch = appendTwosComplement(c.scratch[:0], d.I)
-		w.WriteBytes(c.scratch)
+		w.writeBytes(c.scratch)
 	case eDecimalFixed:
 		neg := d.I < 0
 		if n.wide {
@@ -502,41 +457,41 @@ func (c *avroCodec) encode(n *aenc, d Datum) error {
 			pad = 0xff
 		}
 		for i := len(c.scratch); i < n.size; i++ {
-			w.Write([]byte{pad})
+			w.buf = append(w.buf, pad)
 		}
-		_, _ = w.Write(c.scratch)
+		w.buf = append(w.buf, c.scratch...)
 	case eArray:
 		if len(d.L) > 0 {
-			w.WriteLong(int64(len(d.L)))
+			w.writeLong(int64(len(d.L)))
 			for i, e := range d.L {
 				if err := c.encode(n.elem, e); err != nil {
 					return inField(err, fmt.Sprintf("[%d]", i))
 				}
 			}
 		}
-		w.WriteLong(0)
+		w.writeLong(0)
 	case eMap:
 		if len(d.L) > 0 {
-			w.WriteLong(int64(len(d.L) / 2))
+			w.writeLong(int64(len(d.L) / 2))
 			for i := 0; i+1 < len(d.L); i += 2 {
 				if d.L[i].Null {
 					return fmt.Errorf("a NULL map key")
 				}
-				w.WriteBytes(d.L[i].B)
+				w.writeBytes(d.L[i].B)
 				if err := c.encode(n.elem, d.L[i+1]); err != nil {
 					return inField(err, "['"+string(d.L[i].B)+"']")
 				}
 			}
 		}
-		w.WriteLong(0)
+		w.writeLong(0)
 	case eRecord:
 		for _, f := range n.fields {
 			if f.def != nil && (f.pos < 0 || d.L[f.pos].Null) {
-				_, _ = c.w.Write(f.def)
+				c.w.buf = append(c.w.buf, f.def...)
 				continue
 			}
 			if f.pos < 0 {
-				c.w.WriteLong(int64(f.node.nullIdx))
+				c.w.writeLong(int64(f.node.nullIdx))
 				continue
 			}
 			if err := c.encode(f.node, d.L[f.pos]); err != nil {

@@ -3,7 +3,7 @@ package types
 import (
 	"fmt"
 
-	"github.com/hamba/avro/v2"
+	"github.com/twmb/avro"
 )
 
 // AvroColumns returns the columns ksqlDB infers from a registered Avro
@@ -21,120 +21,102 @@ func AvroColumns(rs RegisteredSchema, single string) (cols []Column, wrapped boo
 
 // avroColumns is AvroColumns with references fetched from src.
 func avroColumns(src SchemaSource, rs RegisteredSchema, single string) (cols []Column, wrapped bool, err error) {
-	sch, err := parseAvroCached(src, rs)
+	tree, err := parseAvroCached(src, rs)
 	if err != nil {
 		return nil, false, err
 	}
-	if u, ok := sch.(*avro.UnionSchema); ok {
-		if b := unionValue(u); b != nil {
-			sch = b
+	sch := tree.node(tree.root)
+	if sch.Type == "union" {
+		if b := unionValue(sch); b != nil {
+			sch = tree.node(b)
 		}
 	}
-	if r, ok := sch.(*avro.RecordSchema); ok {
-		for _, f := range r.Fields() {
-			t, err := avroSQLType(f.Type(), 0)
+	if sch.Type == "record" || sch.Type == "error" {
+		for i := range sch.Fields {
+			f := &sch.Fields[i]
+			t, err := avroSQLType(tree, &f.Type, 0)
 			if err != nil {
-				return nil, false, fmt.Errorf("field %s: %v", f.Name(), err)
+				return nil, false, fmt.Errorf("field %s: %v", f.Name, err)
 			}
-			cols = append(cols, Column{Name: f.Name(), Type: t})
+			cols = append(cols, Column{Name: f.Name, Type: t})
 		}
 		return cols, true, nil
 	}
-	t, err := avroSQLType(sch, 0)
+	t, err := avroSQLType(tree, sch, 0)
 	if err != nil {
 		return nil, false, err
 	}
 	return []Column{{Name: single, Type: t}}, false, nil
 }
 
-// unionValue returns the one non-null branch of a union, or nil.
-func unionValue(u *avro.UnionSchema) avro.Schema {
-	var v avro.Schema
-	for _, b := range u.Types() {
-		if b.Type() == avro.Null {
-			continue
-		}
-		if v != nil {
-			return nil
-		}
-		v = b
-	}
-	return v
-}
-
-func avroSQLType(s avro.Schema, depth int) (Type, error) {
+func avroSQLType(tree *avroTree, s *avro.SchemaNode, depth int) (Type, error) {
 	if depth > 32 {
 		return Type{}, fmt.Errorf("the schema nests too deeply (a recursive record?)")
 	}
-	if r, ok := s.(*avro.RefSchema); ok {
-		s = r.Schema()
-	}
-	lt := avro.LogicalType("")
-	if l := logical(s); l != nil {
-		lt = l.Type()
-	}
-	switch s.Type() {
-	case avro.Union:
-		v := unionValue(s.(*avro.UnionSchema))
+	s = tree.node(s)
+	lt := avroLogical(s)
+	switch s.Type {
+	case "union":
+		v := unionValue(s)
 		if v == nil {
-			return Type{}, fmt.Errorf("union %s has no SQL type (only a union of null and one type has)", s)
+			return Type{}, fmt.Errorf("union %s has no SQL type (only a union of null and one type has)", avroTypeName(s))
 		}
-		return avroSQLType(v, depth+1)
-	case avro.Boolean:
+		return avroSQLType(tree, v, depth+1)
+	case "boolean":
 		return BooleanType, nil
-	case avro.Int:
+	case "int":
 		switch lt {
-		case avro.Date:
+		case "date":
 			return DateType, nil
-		case avro.TimeMillis:
+		case "time-millis":
 			return TimeType, nil
 		}
 		return IntType, nil
-	case avro.Long:
+	case "long":
 		switch lt {
-		case avro.TimestampMillis, avro.TimestampMicros, avro.LocalTimestampMillis, avro.LocalTimestampMicros:
+		case "timestamp-millis", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros":
 			return TimestampType, nil
-		case avro.TimeMicros:
+		case "time-micros":
 			return TimeType, nil
 		}
 		return BigintType, nil
-	case avro.Float, avro.Double:
+	case "float", "double":
 		return DoubleType, nil
-	case avro.String, avro.Enum:
+	case "string", "enum":
 		return StringType, nil
-	case avro.Bytes, avro.Fixed:
-		if lt == avro.Decimal {
-			d := logical(s).(*avro.DecimalLogicalSchema)
-			t := Type{Kind: Decimal, Precision: d.Precision(), Scale: d.Scale()}
+	case "bytes", "fixed":
+		if lt == "decimal" {
+			t := Type{Kind: Decimal, Precision: s.Precision, Scale: s.Scale}
 			if err := checkType(t); err != nil {
 				return Type{}, err
 			}
 			return t, nil
 		}
 		return BytesType, nil
-	case avro.Array:
-		e, err := avroSQLType(s.(*avro.ArraySchema).Items(), depth+1)
+	case "array":
+		e, err := avroSQLType(tree, s.Items, depth+1)
 		if err != nil {
 			return Type{}, err
 		}
 		return Type{Kind: Array, Elem: &e}, nil
-	case avro.Map:
-		e, err := avroSQLType(s.(*avro.MapSchema).Values(), depth+1)
+	case "map":
+		e, err := avroSQLType(tree, s.Values, depth+1)
 		if err != nil {
 			return Type{}, err
 		}
 		k := StringType
 		return Type{Kind: Map, KeyType: &k, Elem: &e}, nil
-	case avro.Record:
+	case "record", "error":
 		t := Type{Kind: Struct}
-		for _, f := range s.(*avro.RecordSchema).Fields() {
-			ft, err := avroSQLType(f.Type(), depth+1)
+		for i := range s.Fields {
+			f := &s.Fields[i]
+			ft, err := avroSQLType(tree, &f.Type, depth+1)
 			if err != nil {
-				return Type{}, fmt.Errorf("field %s: %v", f.Name(), err)
+				return Type{}, fmt.Errorf("field %s: %v", f.Name, err)
 			}
-			t.Fields = append(t.Fields, Field{Name: f.Name(), Type: ft})
+			t.Fields = append(t.Fields, Field{Name: f.Name, Type: ft})
 		}
 		return t, nil
 	}
-	return Type{}, fmt.Errorf("Avro %s has no SQL type", s.Type())
+	return Type{}, fmt.Errorf("Avro %s has no SQL type", s.Type)
 }

@@ -8,7 +8,8 @@
 //	DELIMITED  one CSV line of scalar columns (delimited.go)
 //	NONE       no columns
 //	AVRO       every type, Confluent wire format, schemas in a registry
-//	           reached through a SchemaSource (avro.go, with hamba/avro)
+//	           reached through a SchemaSource, parsed with twmb/avro and
+//	           read and written by schema-driven plans (avro.go)
 //	JSON_SR    the JSON format behind the Confluent wire header, with a
 //	           JSON Schema in the registry (jsonsr.go)
 //	PROTOBUF   Confluent wire format with message indexes, .proto files

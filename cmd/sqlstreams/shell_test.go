@@ -9,6 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/sqlstreams/sqlstreams/sql"
+	"github.com/sqlstreams/sqlstreams/sql/splittest"
 )
 
 func TestSplitter(t *testing.T) {
@@ -37,9 +40,10 @@ func TestSplitter(t *testing.T) {
 		{"doubled quote",
 			[]string{"SELECT 'it''s; fine' FROM s;"},
 			[][]string{{"SELECT 'it''s; fine' FROM s"}}, false},
-		{"backslash escape",
-			[]string{`SELECT 'a\'; b' FROM s;`},
-			[][]string{{`SELECT 'a\'; b' FROM s`}}, false},
+		{"a backslash escapes nothing, as on the server",
+			[]string{`INSERT INTO s VALUES ('a\'); SELECT 1;`},
+			[][]string{{`INSERT INTO s VALUES ('a\')`, "SELECT 1"}}, false},
+		{"E string", []string{`SET x = E'a\'; b'; SELECT 1;`}, [][]string{{`SET x = E'a\'; b'`, "SELECT 1"}}, false},
 		{"quoted identifiers",
 			[]string{"SELECT \"a;b\", `c;d` FROM s;"},
 			[][]string{{"SELECT \"a;b\", `c;d` FROM s"}}, false},
@@ -65,6 +69,47 @@ func TestSplitter(t *testing.T) {
 				t.Errorf("incomplete() = %v, want %v (pending %q)", s.incomplete(), tc.open, s.pending)
 			}
 		})
+	}
+}
+
+// TestSplitterCases feeds the quoting cases every splitter shares
+// (sql/splittest) to the shell a line at a time: it must run the
+// statements the server would cut, and wait for more input exactly when
+// the server would see an unterminated statement. One difference is
+// meant: lines holding only comments are not kept for the next statement
+// (no continuation prompt after a comment).
+func TestSplitterCases(t *testing.T) {
+	for _, c := range splittest.Cases() {
+		var s splitter
+		var got []string
+		for _, line := range strings.Split(c.Text, "\n") {
+			got = append(got, s.add(line)...)
+		}
+		if s.incomplete() == c.Complete {
+			t.Errorf("%s: incomplete() = %v after %q", c.Name, s.incomplete(), c.Text)
+		}
+		if rest := s.rest(); rest != "" {
+			got = append(got, rest)
+		}
+		var want []string
+		for _, st := range c.Statements {
+			want = append(want, dropCommentLines(st.Text))
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the shell runs %q from %q, want %q", c.Name, got, c.Text, want)
+		}
+	}
+}
+
+// dropCommentLines drops the lines holding only comments at the start of
+// stmt.
+func dropCommentLines(stmt string) string {
+	for {
+		nl := strings.IndexByte(stmt, '\n')
+		if nl < 0 || !sql.Blank(stmt[:nl]) {
+			return stmt
+		}
+		stmt = strings.TrimLeft(stmt[nl+1:], " \t\r\n")
 	}
 }
 

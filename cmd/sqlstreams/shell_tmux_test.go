@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
@@ -23,10 +24,7 @@ func TestShellUnderTmux(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server; skipped with -short")
 	}
-	tmuxBin, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed; the interactive shell test needs it to provide a terminal")
-	}
+	tmuxBin := testtool.Need(t, "tmux", "it gives the interactive shell a terminal: apt-get install tmux; scripts/deps.sh does")
 	dir := t.TempDir()
 	bin := testserver.Binary(t)
 	srv := testserver.Start(t)

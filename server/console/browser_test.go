@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,17 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 )
-
-// chromium returns the path of a Chromium or Chrome binary, or "".
-func chromium() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := osexec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // TestConsoleInBrowser drives the console in headless Chromium against a
 // real server (embedded broker, engine, REST server): it creates a stream
@@ -37,10 +27,8 @@ func chromium() string {
 // draws the topology, and TERMINATEs the query through the confirmation
 // dialog. Screenshots go to the test's temp dir (or $CONSOLE_SCREENSHOTS).
 func TestConsoleInBrowser(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		t.Skip("Chromium is not installed (apt-get install chromium; scripts/deps.sh installs it for scripts/test): the console's browser test cannot run")
-	}
+	bin := testtool.NeedAny(t, []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"},
+		"apt-get install chromium; scripts/deps.sh installs it for scripts/test")
 	shots := os.Getenv("CONSOLE_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()

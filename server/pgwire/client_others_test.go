@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 )
 
 // clientEnv is the environment that points libpq-style clients at s.
@@ -22,14 +24,8 @@ func clientEnv(s *realServer) []string {
 // parameters without types, type parsing of results, rows of a push query
 // as they arrive, and closing during a push query.
 func TestRealNodePostgres(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm not installed")
-	}
+	node := testtool.Need(t, "node", "apt-get install nodejs; scripts/deps.sh does")
+	npm := testtool.Need(t, "npm", "apt-get install npm; scripts/deps.sh does")
 	dir, _ := filepath.Abs(filepath.Join("testdata", "node"))
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "pg", "package.json")); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -37,7 +33,7 @@ func TestRealNodePostgres(t *testing.T) {
 		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("skipping: npm ci could not install node-postgres (no registry access?): %v\n%s", err, out)
+			testtool.Missing(t, "npm ci could not install node-postgres (no registry access?; scripts/deps.sh runs it): %v\n%s", err, out)
 		}
 	}
 	s := sharedReal(t)
@@ -65,9 +61,7 @@ func TestRealNodePostgres(t *testing.T) {
 // conversion of results, SET/SHOW and errors inside a transaction.
 func TestRealPsycopg2(t *testing.T) {
 	python := "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import psycopg2").Run(); err != nil {
-		t.Skip("psycopg2 not installed: apt-get install python3-psycopg2 (scripts/deps.sh does)")
-	}
+	testtool.Probe(t, "apt-get install python3-psycopg2; scripts/deps.sh does", python, "-c", "import psycopg2")
 	s := sharedReal(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

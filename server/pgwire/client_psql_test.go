@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
@@ -112,13 +113,8 @@ func TestRealPsqlDescribe(t *testing.T) {
 // psql as they are produced; Ctrl-C sends a CancelRequest that stops the
 // query and frees its consumer.
 func TestRealPsqlCopyStreamsLive(t *testing.T) {
-	script, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("script (util-linux) not installed: it gives psql a terminal")
-	}
-	if _, err := exec.LookPath("psql"); err != nil {
-		t.Skip("psql not installed")
-	}
+	script := testtool.Need(t, "script", "util-linux's script gives psql a terminal: apt-get install util-linux")
+	testtool.Need(t, "psql", "apt-get install postgresql-client; scripts/deps.sh does")
 	s := sharedReal(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

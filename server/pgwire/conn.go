@@ -106,7 +106,7 @@ type conn struct {
 	// connection's, park is the owner (parkOwned…), wake hands the
 	// connection back, slot is its place in the loop (-1: none).
 	evl    *servLoop
-	park   atomic.Int32
+	park   parkState
 	wake   chan inbound
 	slot   int32
 	active atomic.Int64 // when it parked or the loop last handled a message, UnixNano (for the idle timeout)

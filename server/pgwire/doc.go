@@ -26,6 +26,25 @@
 //	client ◀──TCP── writer (buffer; rows flushed at 16 KiB or after the flush delay,
 //	                        the rest at Sync, Flush or ReadyForQuery)
 //
+// How a connection waits for its client depends on the platform. The
+// plain path, on every platform and with WithPolledOnly: the conn's
+// goroutines read its net.Conn, waiting in the Go runtime's network
+// poller. On Linux two more ways shorten a pull query's round trip
+// (bench/README.md has the figures):
+//
+//   - a lone connection's socket leaves the network poller and its
+//     goroutine reads it itself, spinning briefly, then waiting in
+//     ppoll(2) on its own thread (sockConn, unpolled_linux.go;
+//     spinReader, spin_linux.go);
+//   - with several connections, one idle between statements parks in a
+//     serving loop, an epoll set that answers planned point lookups on
+//     its own thread (evloop_linux.go); anything else goes back to the
+//     connection's goroutine. The ownership protocol between the two is
+//     the park state machine in evloop.go.
+//
+// evloop_other.go stands in for the Linux files elsewhere: no socket is
+// wrapped, no connection parks.
+//
 // A CancelRequest on a new connection cancels the running statement of the
 // connection with that key; the client sees SQLSTATE 57014. Closing the
 // socket or sending Terminate cancels it too, so a push query stops, and
@@ -40,7 +59,8 @@
 // information_schema), copy.go (COPY TO STDOUT), lex.go (the tokenizer
 // those use), result.go (rows to DataRow), encode.go (types, OIDs,
 // formats), errors.go (ErrorResponse), wire.go (framing and flushing),
-// conn.go (connection life, timeouts), server.go (listener, registry,
+// conn.go (connection life, timeouts), evloop.go (parking idle
+// connections), server.go (listener, registry,
 // connection limit), options.go. Each file opens with what it supports and
 // what it does not.
 //

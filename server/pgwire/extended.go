@@ -93,10 +93,10 @@ func (c *conn) parse(m *pgproto3.Parse) {
 		return
 	}
 	p := &prepared{name: m.Name, query: m.Query}
-	switch stmts := splitStatements(m.Query); len(stmts) {
+	switch stmts := sql.Segments(m.Query); len(stmts) {
 	case 0:
 	case 1:
-		p.stmt, p.off = stmts[0].text, stmts[0].off
+		p.stmt, p.off = stmts[0].Text, stmts[0].Pos
 	default:
 		c.extendedError(&sql.Error{Code: sql.CodeSyntaxError, Msg: "cannot insert multiple commands into a prepared statement", Offset: -1}, "", -1)
 		return

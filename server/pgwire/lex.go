@@ -7,10 +7,16 @@ package pgwire
 //
 // It knows identifiers, "quoted identifiers", 'strings' (standard: no
 // backslash escapes, as in the engine; E'…' strings take them), numbers, $n
-// placeholders, operators and punctuation, and skips comments. It never
-// fails: an unterminated quote runs to the end of the text.
+// placeholders, operators and punctuation, and skips comments. Where a
+// string, quoted identifier or comment ends is sql.Skip's to say, so this
+// tokenizer, the engine's and the statement splitter (sql.Segments) agree.
+// It never fails: an unterminated quote runs to the end of the text.
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/sql"
+)
 
 // tokKind is the kind of a token.
 type tokKind uint8
@@ -68,28 +74,25 @@ func lexInto(toks []token, text string) []token {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
-		case c == '-' && i+1 < len(text) && text[i+1] == '-':
-			for i < len(text) && text[i] != '\n' {
-				i++
+		case c == '-' && i+1 < len(text) && text[i+1] == '-',
+			c == '/' && i+1 < len(text) && text[i+1] == '*':
+			i, _ = sql.Skip(text, i)
+		case c == '\'' || (c == 'E' || c == 'e') && i+1 < len(text) && text[i+1] == '\'':
+			end, closed := sql.Skip(text, i)
+			if end == i { // an E ending a word: sql.Skip starts no string there
+				end = i + 1
+				for end < len(text) && isIdentByte(text[end]) {
+					end++
+				}
+				toks = append(toks, token{kind: tokIdent, val: text[i:end], from: i, to: end})
+				i = end
+				continue
 			}
-		case c == '/' && i+1 < len(text) && text[i+1] == '*':
-			end := strings.Index(text[i+2:], "*/")
-			if end < 0 {
-				i = len(text)
-			} else {
-				i += end + 4
-			}
-		case c == '\'':
-			val, end := scanString(text, i, false)
-			toks = append(toks, token{kind: tokString, val: val, from: i, to: end})
-			i = end
-		case (c == 'E' || c == 'e') && i+1 < len(text) && text[i+1] == '\'':
-			val, end := scanString(text, i+1, true)
-			toks = append(toks, token{kind: tokString, val: val, from: i, to: end})
+			toks = append(toks, token{kind: tokString, val: stringValue(text[i:end], closed), from: i, to: end})
 			i = end
 		case c == '"' || c == '`':
-			val, end := scanQuoted(text, i)
-			toks = append(toks, token{kind: tokQIdent, val: val, from: i, to: end})
+			end, closed := sql.Skip(text, i)
+			toks = append(toks, token{kind: tokQIdent, val: quotedValue(text[i:end], closed), from: i, to: end})
 			i = end
 		case c == '$' && i+1 < len(text) && isDigit(text[i+1]):
 			j := i + 1
@@ -126,7 +129,8 @@ func lexInto(toks []token, text string) []token {
 			j := i + 1
 			if strings.IndexByte("<>=!~:|&*+-/%^@#?", c) >= 0 {
 				for j < len(text) && strings.IndexByte("<>=!~:|&*+-/%^@#?", text[j]) >= 0 &&
-					!(text[j] == '-' && j+1 < len(text) && text[j+1] == '-') {
+					!(text[j] == '-' && j+1 < len(text) && text[j+1] == '-') &&
+					!(text[j] == '/' && j+1 < len(text) && text[j+1] == '*') { // as in Postgres, an operator ends where a comment starts
 					j++
 				}
 			}
@@ -141,24 +145,31 @@ func isIdentStart(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
-// scanString scans the single-quoted string starting at text[i] and returns
-// its value and the offset after it. A doubled quote is a quote; with
-// backslash set, a backslash escapes the next byte (\n, \t, \\, \'), as
-// Postgres E'…' strings do.
-func scanString(text string, i int, backslash bool) (string, int) {
+// stringValue returns the value of the string literal lit ('…' or E'…',
+// as sql.Skip delimits it; an unclosed one runs to the end). A doubled
+// quote is a quote; in an E'…' string a backslash escapes the next byte
+// (\n, \t, \r and \0 stand for what they do in Postgres).
+func stringValue(lit string, closed bool) string {
+	escapes := lit[0] != '\''
+	if escapes {
+		lit = lit[1:]
+	}
+	body := lit[1:]
+	if closed {
+		body = lit[1 : len(lit)-1]
+	}
+	if strings.IndexByte(body, '\'') < 0 && (!escapes || strings.IndexByte(body, '\\') < 0) {
+		return body // the common case: nothing to unescape
+	}
 	var b strings.Builder
-	for j := i + 1; j < len(text); j++ {
-		switch c := text[j]; {
-		case c == '\'':
-			if j+1 < len(text) && text[j+1] == '\'' {
-				b.WriteByte('\'')
-				j++
-				continue
-			}
-			return b.String(), j + 1
-		case c == '\\' && backslash && j+1 < len(text):
+	for j := 0; j < len(body); j++ {
+		switch c := body[j]; {
+		case c == '\'' && j+1 < len(body) && body[j+1] == '\'':
+			b.WriteByte('\'')
 			j++
-			switch text[j] {
+		case c == '\\' && escapes && j+1 < len(body):
+			j++
+			switch body[j] {
 			case 'n':
 				b.WriteByte('\n')
 			case 't':
@@ -168,31 +179,24 @@ func scanString(text string, i int, backslash bool) (string, int) {
 			case '0':
 				b.WriteByte(0)
 			default:
-				b.WriteByte(text[j])
+				b.WriteByte(body[j])
 			}
 		default:
 			b.WriteByte(c)
 		}
 	}
-	return b.String(), len(text)
+	return b.String()
 }
 
-// scanQuoted scans the quoted identifier starting at text[i] ("…" or `…`).
-func scanQuoted(text string, i int) (string, int) {
-	q := text[i]
-	var b strings.Builder
-	for j := i + 1; j < len(text); j++ {
-		if text[j] == q {
-			if j+1 < len(text) && text[j+1] == q {
-				b.WriteByte(q)
-				j++
-				continue
-			}
-			return b.String(), j + 1
-		}
-		b.WriteByte(text[j])
+// quotedValue returns the name the quoted identifier lit ("…" or `…`)
+// stands for: without its quotes, a doubled quote standing for one.
+func quotedValue(lit string, closed bool) string {
+	q := lit[:1]
+	body := lit[1:]
+	if closed {
+		body = lit[1 : len(lit)-1]
 	}
-	return b.String(), len(text)
+	return strings.ReplaceAll(body, q+q, q)
 }
 
 // words reports whether toks start with the given words (case-insensitive

@@ -8,15 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 )
 
 // psql runs psql against addr with args and returns stdout and stderr.
 func psql(t *testing.T, addr string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	path, lerr := exec.LookPath("psql")
-	if lerr != nil {
-		t.Skip("psql not installed")
-	}
+	path := testtool.Need(t, "psql", "apt-get install postgresql-client; scripts/deps.sh does")
 	host, port, _ := net.SplitHostPort(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

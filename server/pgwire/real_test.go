@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
 )
 
@@ -130,10 +131,7 @@ func (s *realServer) rssKiB(t *testing.T) int {
 // runPsql runs psql against s with args and returns its output.
 func (s *realServer) psql(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
-	path, err := exec.LookPath("psql")
-	if err != nil {
-		t.Skip("psql not installed")
-	}
+	path := testtool.Need(t, "psql", "apt-get install postgresql-client; scripts/deps.sh does")
 	host, port, _ := net.SplitHostPort(s.PGAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

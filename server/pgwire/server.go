@@ -129,7 +129,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		backoff = 0
 		if tc, ok := nc.(*net.TCPConn); ok && !s.cfg.polledOnly {
-			nc = newSockConn(tc, s)
+			nc = wrapSocket(tc, s)
 		}
 		c := newConn(s, nc)
 		if !s.track(c) {
@@ -281,31 +281,6 @@ func (s *Server) track(c *conn) bool {
 	s.wg.Add(1)
 	c.metricsDone = s.cfg.metrics.ConnOpened("pgwire")
 	return true
-}
-
-// claimLone records u as the lone connection's socket, about to leave the
-// network poller, if the server has one connection; a connection opened
-// after asks it back (track).
-func (s *Server) claimLone(u *sockConn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.conns) != 1 || s.closed {
-		return false
-	}
-	s.loner = u
-	u.handover.Store(false)
-	u.claimed.Store(true)
-	return true
-}
-
-// releaseLone forgets u as the lone connection's socket.
-func (s *Server) releaseLone(u *sockConn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.loner == u {
-		s.loner = nil
-		u.claimed.Store(false)
-	}
 }
 
 func (s *Server) untrack(c *conn) {

@@ -12,7 +12,6 @@ package pgwire
 
 import (
 	"context"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -27,15 +26,15 @@ func (c *conn) query(text string) {
 		pt.close()
 		delete(c.portals, "")
 	}
-	stmts := splitStatements(text)
+	stmts := sql.Segments(text)
 	if len(stmts) == 0 {
 		c.w.send(&pgproto3.EmptyQueryResponse{})
 	}
 	for _, st := range stmts {
-		err := c.execSimple(st.text)
+		err := c.execSimple(st.Text)
 		c.afterStatement()
 		if err != nil {
-			c.sendError(err, text, st.off)
+			c.sendError(err, text, st.Pos)
 			break
 		}
 	}
@@ -85,44 +84,4 @@ func (c *conn) execSimple(stmt string) error {
 		return err
 	}
 	return c.w.commandComplete(tag)
-}
-
-// statement is one statement of a query string and the byte offset where
-// it starts, so error positions can be made relative to the whole string.
-type statement struct {
-	text string
-	off  int // -1 when it could not be located
-}
-
-// splitStatements splits text with sql.Split and finds where each
-// statement starts in text.
-func splitStatements(text string) []statement {
-	parts := sql.Split(text)
-	out := make([]statement, len(parts))
-	from := 0
-	for i, p := range parts {
-		out[i] = statement{text: p, off: locate(text, from, p)}
-		if out[i].off >= 0 {
-			from = out[i].off + len(p)
-		}
-	}
-	return out
-}
-
-// locate returns the offset of stmt in text at or after from, where only
-// whitespace, semicolons and comments lie between from and it (sql.Split
-// returns statements trimmed, and drops those made only of comments, which
-// may contain the same text); or -1.
-func locate(text string, from int, stmt string) int {
-	for at := from; at <= len(text); {
-		i := strings.Index(text[at:], stmt)
-		if i < 0 {
-			return -1
-		}
-		if sql.Blank(text[from : at+i]) {
-			return at + i
-		}
-		at += i + 1
-	}
-	return -1
 }

@@ -300,11 +300,15 @@ func (s *Server) queryStats() []metrics.QueryStats {
 		if !ok {
 			continue
 		}
-		out = append(out, metrics.QueryStats{
+		qs := metrics.QueryStats{
 			ID: q.ID, State: st.State,
 			RecordsIn: st.RecordsIn, RecordsOut: st.RecordsOut, BadRecords: st.BadRecords,
 			Commits: st.Commits, Aborts: st.Aborts, LateRecords: st.LateRecords,
-		})
+		}
+		for _, p := range st.Partitioning {
+			qs.Sources = append(qs.Sources, metrics.SourcePartitioning{Source: p.Source, Topic: p.Topic, Checked: p.Checked, Misplaced: p.Misplaced})
+		}
+		out = append(out, qs)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 	"github.com/sqlstreams/sqlstreams/server/rest"
 )
 
@@ -244,9 +245,7 @@ func TestInsertsStream(t *testing.T) {
 // TestCurlScript drives /ksql and /query-stream with curl, as ksqlDB's
 // documentation does (testdata/curl.sh).
 func TestCurlScript(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed")
-	}
+	testtool.Need(t, "curl", "apt-get install curl")
 	f := newFixture(t)
 	cmd := exec.CommandContext(testCtx(t, 60*time.Second), "bash", "testdata/curl.sh", f.url, f.suffix)
 	out, err := cmd.CombinedOutput()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 )
 
 // TestJoinsDifferential runs every join kind over random input while
@@ -47,10 +48,7 @@ import (
 //     output records (each joined pair once, each row without a match
 //     once with NULLs), as a multiset.
 func TestJoinsDifferential(t *testing.T) {
-	sqlite, err := exec.LookPath("sqlite3")
-	if err != nil {
-		t.Skip("sqlite3 is not installed (Debian package sqlite3)")
-	}
+	sqlite := testtool.Need(t, "sqlite3", "apt-get install sqlite3; scripts/deps.sh does")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := startServer(t, "--log-level", "info")
@@ -410,38 +408,10 @@ SELECT * FROM (
   SELECT r.k, NULL, r.val, r.ts FROM r WHERE NOT EXISTS (SELECT 1 FROM l WHERE l.k = r.k AND r.ts BETWEEN l.ts - 5000 AND l.ts + 5000)
 ) ORDER BY 1, 2, 3;
 `)
-	dir := t.TempDir()
-	scriptPath := filepath.Join(dir, "oracle.sql")
-	if err := os.WriteFile(scriptPath, script.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, sqlite, filepath.Join(dir, "oracle.db"))
-	cmd.Stdin = bytes.NewReader(script.Bytes())
-	outb, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("sqlite3: %v\n%s", err, outb)
-	}
-	want := map[string][]string{}
-	var cur string
-	for _, l := range strings.Split(strings.TrimSpace(string(outb)), "\n") {
-		if strings.HasPrefix(l, "#") {
-			cur = l[1:]
-			want[cur] = []string{}
-			continue
-		}
-		want[cur] = append(want[cur], l)
-	}
+	want := sqliteSections(t, ctx, sqlite, script.Bytes())
 
 	// What the queries wrote, read_committed.
-	str := func(v any) string {
-		switch v := v.(type) {
-		case nil:
-			return "NULL"
-		case float64:
-			return strconv.FormatInt(int64(v), 10)
-		}
-		return fmt.Sprint(v)
-	}
+	str := jsonText
 	record := func(r *kgo.Record, fields []string, ts bool) string {
 		var m map[string]any
 		if err := json.Unmarshal(r.Value, &m); err != nil {
@@ -611,4 +581,40 @@ func joinCaughtUp(t *testing.T, ctx context.Context, addr, group, topic string) 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// sqliteSections runs script with the sqlite3 command line in a new
+// database and returns its output lines by section: a line "#NAME"
+// starts section NAME.
+func sqliteSections(t *testing.T, ctx context.Context, sqlite string, script []byte) map[string][]string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, sqlite, filepath.Join(t.TempDir(), "oracle.db"))
+	cmd.Stdin = bytes.NewReader(script)
+	outb, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sqlite3: %v\n%s", err, outb)
+	}
+	want := map[string][]string{}
+	var cur string
+	for _, l := range strings.Split(strings.TrimSpace(string(outb)), "\n") {
+		if strings.HasPrefix(l, "#") {
+			cur = l[1:]
+			want[cur] = []string{}
+			continue
+		}
+		want[cur] = append(want[cur], l)
+	}
+	return want
+}
+
+// jsonText renders a decoded JSON value as SQLite prints it: NULL, and
+// numbers as integers.
+func jsonText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case float64:
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return fmt.Sprint(v)
 }

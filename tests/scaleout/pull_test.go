@@ -3,6 +3,7 @@ package scaleout
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // TestPullFromAnyInstance asks every one of two servers pull queries over
@@ -114,4 +116,63 @@ func TestPullFromAnyInstance(t *testing.T) {
 		t.Fatalf("no full answer within 90s of the kill; errors: %q", errs)
 	}
 	t.Logf("after SIGKILL of i2, i1 answered the whole table again after %v; errors meanwhile: %q", window.Round(100*time.Millisecond), errs)
+}
+
+// TestPullCRC32FromAnyInstance looks every key of a table kcat produced
+// with librdkafka's default partitioner (crc32), declared
+// PARTITIONER='crc32', up from each of two servers that share its
+// partitions: a lookup is routed to the owner of the key's crc32
+// partition (routing by murmur2 would ask an instance that does not hold
+// the key, and it answers no row).
+func TestPullCRC32FromAnyInstance(t *testing.T) {
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Skip("kcat is not installed (scripts/deps.sh installs it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := startCluster(t, 2)
+	addr := c.broker.KafkaAddr
+	conns := []*pgx.Conn{connect(t, ctx, c.servers[0]), connect(t, ctx, c.servers[1])}
+	exec1(t, ctx, conns[0], `CREATE TABLE cusers (id VARCHAR PRIMARY KEY, name VARCHAR) WITH (KAFKA_TOPIC='cusers', VALUE_FORMAT='JSON', PARTITIONS=4, PARTITIONER='crc32')`)
+	var in strings.Builder
+	var want []string
+	moved := 0
+	for i := range 60 {
+		key := fmt.Sprintf("u%d", i)
+		fmt.Fprintf(&in, "%s|{\"NAME\":\"n%d\"}\n", key, i)
+		want = append(want, fmt.Sprintf("%s|n%d", key, i))
+		if types.CRC32Partition([]byte(key), 4) != types.Murmur2Partition([]byte(key), 4) {
+			moved++
+		}
+	}
+	slices.Sort(want)
+	cmd := exec.CommandContext(ctx, "kcat", "-b", addr, "-P", "-t", "cusers", "-K", "|")
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kcat: %v\n%s", err, out)
+	}
+	t.Logf("%d of 60 keys have another crc32 partition than murmur2's", moved)
+	for i, conn := range conns {
+		if !testserver.WaitFor(90*time.Second, func() bool {
+			got, err := rows(ctx, conn, "SELECT id, name FROM cusers")
+			slices.Sort(got)
+			return err == nil && slices.Equal(got, want)
+		}) {
+			got, err := rows(ctx, conn, "SELECT id, name FROM cusers")
+			t.Fatalf("server i%d never answered the whole table: %d rows, err %v", i+1, len(got), err)
+		}
+	}
+	for i, conn := range conns {
+		for _, w := range want {
+			key, _, _ := strings.Cut(w, "|")
+			got, err := rows(ctx, conn, "SELECT id, name FROM cusers WHERE id = '"+key+"'")
+			if err != nil || len(got) != 1 || got[0] != w {
+				t.Errorf("i%d: key %s: %v (%v), want %s", i+1, key, got, err, w)
+			}
+			var id, name string
+			if err := conn.QueryRow(ctx, "SELECT id, name FROM cusers WHERE id = $1", key).Scan(&id, &name); err != nil || id+"|"+name != w {
+				t.Errorf("i%d: prepared key %s: %s|%s, %v", i+1, key, id, name, err)
+			}
+		}
+	}
 }

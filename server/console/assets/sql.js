@@ -1,19 +1,35 @@
 // Lexing of SQL text for the editor: tokens for highlighting, statements
 // split at semicolons (outside strings, quoted names and comments), and
 // offsets mapped to line:column.
+//
+// Where a string, quoted name or comment ends follows the server's one
+// splitter (sql.Segments in sql/split.go): '' is a quote inside '…' and a
+// backslash escapes nothing, except in E'…' strings; "…" and `…` are quoted
+// names; -- runs to the end of the line; /* … */ does not nest. The Go test
+// TestSplitCases runs split() with node over the server's quoting cases
+// (sql/splittest/cases.json).
+
+// WS is white space as the server trims it (Go's unicode.IsSpace).
+const WS = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+
+// IDENT is a byte of an identifier to the server: an E after one starts
+// no E'…' string.
+const IDENT = /[A-Za-z0-9_$\u0080-\uffff]/;
 
 // tokenize returns the tokens of text, each {type, text, start}: type is
-// one of ws, comment, string, ident (quoted name), number, word, punct.
+// one of ws, comment, string, ident (quoted name), number, word, punct. An
+// unterminated string, quoted name or block comment runs to the end of
+// text and has open set.
 export function tokenize(text) {
   const out = [];
   let i = 0;
   const n = text.length;
-  const push = (type, start, end) => out.push({ type, text: text.slice(start, end), start });
+  const push = (type, start, end, open) => out.push({ type, text: text.slice(start, end), start, open });
   while (i < n) {
     const c = text[i];
     const start = i;
-    if (/\s/.test(c)) {
-      while (i < n && /\s/.test(text[i])) i++;
+    if (WS.test(c)) {
+      while (i < n && WS.test(text[i])) i++;
       push('ws', start, i);
     } else if (c === '-' && text[i + 1] === '-') {
       while (i < n && text[i] !== '\n') i++;
@@ -21,18 +37,25 @@ export function tokenize(text) {
     } else if (c === '/' && text[i + 1] === '*') {
       const end = text.indexOf('*/', i + 2);
       i = end < 0 ? n : end + 2;
-      push('comment', start, i);
-    } else if (c === "'" || c === '"' || c === '`') {
-      i++;
+      push('comment', start, i, end < 0);
+    } else if (c === "'" || c === '"' || c === '`' ||
+        ((c === 'E' || c === 'e') && text[i + 1] === "'" && (i === 0 || !IDENT.test(text[i - 1])))) {
+      const q = c === '"' || c === '`' ? c : "'";
+      const escapes = q !== c; // E'…'
+      i += escapes ? 2 : 1;
+      let open = true;
       while (i < n) {
-        if (text[i] === c) {
-          if (text[i + 1] === c) { i += 2; continue; }
+        if (escapes && text[i] === '\\') { i += 2; continue; }
+        if (text[i] === q) {
+          if (text[i + 1] === q) { i += 2; continue; }
           i++;
+          open = false;
           break;
         }
         i++;
       }
-      push(c === "'" ? 'string' : 'ident', start, i);
+      if (i > n) i = n;
+      push(q === "'" ? 'string' : 'ident', start, i, open);
     } else if (/[0-9]/.test(c)) {
       while (i < n && /[0-9.eE]/.test(text[i])) i++;
       push('number', start, i);
@@ -49,7 +72,8 @@ export function tokenize(text) {
 
 // split returns the statements of text as {text, start}: start is the
 // offset of the statement's first character in text. Blank statements and
-// comment-only ones are left out.
+// comment-only ones are left out; an unterminated block comment is not
+// blank (the server reports it).
 export function split(text) {
   const stmts = [];
   let begin = 0;
@@ -59,7 +83,7 @@ export function split(text) {
       if (meaningful) stmts.push(trimmed(text, begin, t.start));
       begin = t.start + 1;
       meaningful = false;
-    } else if (t.type !== 'ws' && t.type !== 'comment') {
+    } else if (t.type !== 'ws' && (t.type !== 'comment' || t.open)) {
       meaningful = true;
     }
   }
@@ -68,8 +92,8 @@ export function split(text) {
 }
 
 function trimmed(text, start, end) {
-  while (start < end && /\s/.test(text[start])) start++;
-  while (end > start && /\s/.test(text[end - 1])) end--;
+  while (start < end && WS.test(text[start])) start++;
+  while (end > start && WS.test(text[end - 1])) end--;
   return { text: text.slice(start, end), start };
 }
 

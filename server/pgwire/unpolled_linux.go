@@ -78,6 +78,9 @@ type sockConn struct {
 	armedLoop *servLoop
 }
 
+// wrapSocket takes a new connection's socket; see sockConn.
+func wrapSocket(tc *net.TCPConn, srv *Server) net.Conn { return newSockConn(tc, srv) }
+
 func newSockConn(tc *net.TCPConn, srv *Server) *sockConn {
 	return &sockConn{srv: srv, laddr: tc.LocalAddr(), raddr: tc.RemoteAddr(), polled: tc, rd: newSpinReader(tc, srv), fd: -1, armedFD: -1}
 }
@@ -595,4 +598,29 @@ func (u *sockConn) Close() error {
 		u.rmu.Unlock()
 	})
 	return u.closeErr
+}
+
+// claimLone records u as the lone connection's socket, about to leave the
+// network poller, if the server has one connection; a connection opened
+// after asks it back (track).
+func (s *Server) claimLone(u *sockConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.conns) != 1 || s.closed {
+		return false
+	}
+	s.loner = u
+	u.handover.Store(false)
+	u.claimed.Store(true)
+	return true
+}
+
+// releaseLone forgets u as the lone connection's socket.
+func (s *Server) releaseLone(u *sockConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loner == u {
+		s.loner = nil
+		u.claimed.Store(false)
+	}
 }
