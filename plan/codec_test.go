@@ -3,14 +3,17 @@ package plan_test
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/plan"
+	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -94,6 +97,10 @@ func TestTopologyCorpus(t *testing.T) {
 		}
 		return d.Expected
 	})
+	for _, c := range partitionerCases(t) {
+		roundTrip(t, c.text, c.topo)
+		n++
+	}
 	pcat := plannerCatalog(t)
 	datadriven.RunTest(t, "../planner/testdata/plans", func(t *testing.T, d *datadriven.TestData) string {
 		if topo := build(t, pcat, d.Input, nil); topo != nil {
@@ -102,7 +109,7 @@ func TestTopologyCorpus(t *testing.T) {
 		}
 		return d.Expected
 	})
-	if n < 40 {
+	if n < 60 {
 		t.Fatalf("only %d topologies round-tripped", n)
 	}
 }
@@ -272,4 +279,94 @@ func TestSchemasGivenBack(t *testing.T) {
 	if s.KeyOptions.Schemas != types.SchemaSource(reg) || s.ValueOptions.Schemas != nil || s.KeyOptions.Subject != "in-key" {
 		t.Fatalf("decoded options: %+v %+v", s.KeyOptions, s.ValueOptions)
 	}
+}
+
+// TestNamedIntegers checks that every named integer type a plan holds is
+// encoded by name (a renumbered constant would change old plans' meaning
+// silently), and that a plan holds no maps, functions or interfaces the
+// codec does not know.
+func TestNamedIntegers(t *testing.T) {
+	byName := map[string]bool{"types.Kind": true, "expr.Op": true, "types.Partitioner": true, "catalog.Kind": true}
+	known := map[string]bool{"expr.Expr": true, "types.SchemaSource": true, "physical.Op": true}
+	seen := map[reflect.Type]bool{}
+	var walk func(rt reflect.Type, path string)
+	walk = func(rt reflect.Type, path string) {
+		if seen[rt] {
+			return
+		}
+		seen[rt] = true
+		switch rt {
+		case reflect.TypeFor[*expr.Function](), reflect.TypeFor[*expr.AggregateFunction](), reflect.TypeFor[*expr.TableFunction]():
+			return // by name
+		}
+		switch rt.Kind() {
+		case reflect.Pointer, reflect.Slice:
+			walk(rt.Elem(), path)
+		case reflect.Struct:
+			for i := range rt.NumField() {
+				walk(rt.Field(i).Type, path+"."+rt.Field(i).Name)
+			}
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			if rt.PkgPath() != "" && !byName[rt.String()] {
+				t.Errorf("%s (%s) is a named integer the plan encodes as a number", path, rt)
+			}
+		case reflect.Map, reflect.Interface, reflect.Func, reflect.Chan:
+			if !known[rt.String()] {
+				t.Errorf("%s (%s) cannot be encoded", path, rt)
+			}
+		}
+	}
+	for _, op := range []any{&physical.Source{}, &physical.Filter{}, &physical.Project{}, &physical.Rekey{}, &physical.FlatMap{},
+		&physical.TableChanges{}, &physical.Aggregate{}, &physical.Materialize{}, &physical.StreamTableJoin{},
+		&physical.TableTableJoin{}, &physical.StreamStreamJoin{}, &physical.Repartition{}, &physical.Sink{},
+		&physical.ForeignKeyJoin{}, &physical.ForeignKeySubscriptions{}, &physical.TableRepartition{},
+		&expr.Column{}, &expr.Literal{}, &expr.Binary{}, &expr.Unary{}, &expr.IsNull{}, &expr.Call{},
+		&expr.Cast{}, &expr.In{}, &expr.Between{}, &expr.Like{}, &expr.Distinct{}, &expr.IsTrue{},
+		&expr.Case{}, &expr.Subscript{}, &expr.Field{}, &expr.Array{}, &expr.Map{}, &expr.Struct{},
+		&expr.Lambda{}, &expr.LambdaVar{}, &catalog.Source{}, &physical.Store{}} {
+		walk(reflect.TypeOf(op), reflect.TypeOf(op).Elem().Name())
+	}
+}
+
+// partitionerCase is a persistent query of physical/testdata/partitioners.
+type partitionerCase struct {
+	text   string
+	target *catalog.Source
+	topo   *physical.Topology
+}
+
+// partitionerCases plans the persistent queries of
+// physical/testdata/partitioners (sources declared PARTITIONER=…).
+func partitionerCases(t *testing.T) []partitionerCase {
+	var out []partitionerCase
+	cat := catalog.New()
+	datadriven.RunTest(t, "../physical/testdata/partitioners", func(t *testing.T, d *datadriven.TestData) string {
+		st, err := sql.Parse(d.Input)
+		if err != nil {
+			return d.Expected
+		}
+		switch d.Cmd {
+		case "source":
+			if src, err := sql.BindCreateSource(st.(*sql.CreateSource)); err == nil {
+				cat.AddSource(src, false)
+			}
+		case "persistent":
+			var sink *planner.Sink
+			if is, ok := st.(*sql.InsertSelect); ok {
+				sink, err = sql.BindInsertSelect(is, cat)
+			} else {
+				sink, err = sql.BindCreateAs(st.(*sql.CreateAs), cat)
+			}
+			if err != nil {
+				return d.Expected
+			}
+			topo, err := physical.Build(physical.AppID("sqlstreams", plan.QueryIDPlaceholder), sink)
+			if err != nil {
+				return d.Expected
+			}
+			out = append(out, partitionerCase{text: d.Input, target: sink.Target, topo: topo})
+		}
+		return d.Expected
+	})
+	return out
 }

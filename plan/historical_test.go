@@ -140,7 +140,7 @@ type corpusCase struct {
 var sinkName = regexp.MustCompile(`(?i)^\s*(?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:STREAM|TABLE)|INSERT\s+INTO)\s+([A-Za-z0-9_]+)`)
 
 // corpus plans the persistent queries of physical/testdata/topologies
-// and the expression cases, these also bound as commands recorded before
+// and partitioners and the expression cases, these also bound as commands recorded before
 // plans were (legacy) and with collect limits.
 func corpus(t *testing.T) []corpusCase {
 	var out []corpusCase
@@ -186,6 +186,9 @@ func corpus(t *testing.T) []corpusCase {
 			return d.Expected
 		})
 	})
+	for _, c := range partitionerCases(t) {
+		add(c.text, "", c.target, c.topo)
+	}
 	pcat := plannerCatalog(t)
 	tweaks := map[string]func(*sql.Select){
 		"": nil,

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -26,7 +27,7 @@ import (
 //	*expr.Function       its name (the registry's)
 //	*expr.AggregateFunction {"name", "variant", "retracting"}
 //	*expr.TableFunction  its name
-//	types.Kind, expr.Op  their names
+//	types.Kind, expr.Op, types.Partitioner, catalog.Kind  their names
 //	types.Type           a scalar type by its kind's name ("STRING")
 //	types.SchemaSource   true when set: the decoder gives the server's
 //	                     registry back in its place
@@ -37,23 +38,26 @@ import (
 // change, which must then keep the old name readable.
 
 var (
-	exprType     = reflect.TypeFor[expr.Expr]()
-	opType       = reflect.TypeFor[physical.Op]()
-	storePtr     = reflect.TypeFor[*physical.Store]()
-	fnPtr        = reflect.TypeFor[*expr.Function]()
-	aggPtr       = reflect.TypeFor[*expr.AggregateFunction]()
-	tablePtr     = reflect.TypeFor[*expr.TableFunction]()
-	kindType     = reflect.TypeFor[types.Kind]()
-	typeType     = reflect.TypeFor[types.Type]()
-	exprOpType   = reflect.TypeFor[expr.Op]()
-	schemasType  = reflect.TypeFor[types.SchemaSource]()
-	bytesType    = reflect.TypeFor[[]byte]()
-	float64Type  = reflect.TypeFor[float64]()
-	opKinds      = kindTable[physical.Op](opList)
-	exprKinds    = kindTable[expr.Expr](exprList)
-	typeKinds    = nameTable(int(types.Struct)+1, func(i int) string { return types.Kind(i).String() })
-	exprOpNames  = map[expr.Op]string{expr.OpAdd: "ADD", expr.OpSub: "SUB", expr.OpMul: "MUL", expr.OpDiv: "DIV", expr.OpMod: "MOD", expr.OpConcat: "CONCAT", expr.OpEQ: "EQ", expr.OpNE: "NE", expr.OpLT: "LT", expr.OpLE: "LE", expr.OpGT: "GT", expr.OpGE: "GE", expr.OpAnd: "AND", expr.OpOr: "OR", expr.OpNot: "NOT", expr.OpNeg: "NEG"}
-	exprOpByName = func() map[string]expr.Op {
+	exprType = reflect.TypeFor[expr.Expr]()
+	opType   = reflect.TypeFor[physical.Op]()
+	storePtr = reflect.TypeFor[*physical.Store]()
+	fnPtr    = reflect.TypeFor[*expr.Function]()
+	aggPtr   = reflect.TypeFor[*expr.AggregateFunction]()
+	tablePtr = reflect.TypeFor[*expr.TableFunction]()
+	kindType = reflect.TypeFor[types.Kind]()
+	typeType = reflect.TypeFor[types.Type]()
+	// partitionerType and sourceKindType are encoded by name.
+	partitionerType = reflect.TypeFor[types.Partitioner]()
+	sourceKindType  = reflect.TypeFor[catalog.Kind]()
+	exprOpType      = reflect.TypeFor[expr.Op]()
+	schemasType     = reflect.TypeFor[types.SchemaSource]()
+	bytesType       = reflect.TypeFor[[]byte]()
+	float64Type     = reflect.TypeFor[float64]()
+	opKinds         = kindTable[physical.Op](opList)
+	exprKinds       = kindTable[expr.Expr](exprList)
+	typeKinds       = nameTable(int(types.Struct)+1, func(i int) string { return types.Kind(i).String() })
+	exprOpNames     = map[expr.Op]string{expr.OpAdd: "ADD", expr.OpSub: "SUB", expr.OpMul: "MUL", expr.OpDiv: "DIV", expr.OpMod: "MOD", expr.OpConcat: "CONCAT", expr.OpEQ: "EQ", expr.OpNE: "NE", expr.OpLT: "LT", expr.OpLE: "LE", expr.OpGT: "GT", expr.OpGE: "GE", expr.OpAnd: "AND", expr.OpOr: "OR", expr.OpNot: "NOT", expr.OpNeg: "NEG"}
+	exprOpByName    = func() map[string]expr.Op {
 		m := map[string]expr.Op{}
 		for op, n := range exprOpNames {
 			m[n] = op
@@ -145,6 +149,10 @@ func (e *encoder) value(v reflect.Value) (any, error) {
 		return m, nil
 	case kindType:
 		return types.Kind(v.Uint()).String(), nil
+	case partitionerType:
+		return types.Partitioner(v.Uint()).String(), nil
+	case sourceKindType:
+		return catalog.Kind(v.Uint()).String(), nil
 	case typeType:
 		if t := v.Interface().(types.Type); (t.Kind != types.Decimal || t.Precision == 0) && t.Elem == nil && t.KeyType == nil && t.Fields == nil {
 			return t.Kind.String(), nil // a scalar type by its kind's name
@@ -296,6 +304,24 @@ func (d *decoder) value(x any, v reflect.Value) error {
 			return fmt.Errorf("unknown type kind %q", name)
 		}
 		v.SetUint(uint64(k))
+		return nil
+	case partitionerType:
+		name, _ := x.(string)
+		p, err := types.ParsePartitioner(name)
+		if err != nil || p.String() != name {
+			return fmt.Errorf("unknown partitioner %q", name)
+		}
+		v.SetUint(uint64(p))
+		return nil
+	case sourceKindType:
+		switch x {
+		case catalog.Stream.String():
+			v.SetUint(uint64(catalog.Stream))
+		case catalog.Table.String():
+			v.SetUint(uint64(catalog.Table))
+		default:
+			return fmt.Errorf("unknown source kind %v", x)
+		}
 		return nil
 	case typeType:
 		if name, ok := x.(string); ok {
