@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -68,16 +69,9 @@ if errors:
 // reported: DESCRIBE EXTENDED, the metric, the processing log and the
 // server log name the topic and the fix.
 func TestLibrdkafkaPartitioners(t *testing.T) {
-	sqlite, err := exec.LookPath("sqlite3")
-	if err != nil {
-		t.Skip("sqlite3 is not installed (Debian package sqlite3)")
-	}
-	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Skip("kcat is not installed (scripts/deps.sh installs it)")
-	}
-	if err := exec.Command("/usr/bin/python3", "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka for Python is not installed (Debian python3-confluent-kafka; scripts/deps.sh installs it)")
-	}
+	sqlite := testtool.Need(t, "sqlite3", "Debian package sqlite3; scripts/deps.sh installs it")
+	testtool.Need(t, "kcat", "scripts/deps.sh installs it")
+	testtool.Probe(t, "Debian python3-confluent-kafka; scripts/deps.sh installs it", "/usr/bin/python3", "-I", "-c", "import confluent_kafka")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := startServer(t)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sqlstreams/sqlstreams/internal/testtool"
 	"github.com/sqlstreams/sqlstreams/tests/testserver"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -125,9 +126,7 @@ func TestPullFromAnyInstance(t *testing.T) {
 // partition (routing by murmur2 would ask an instance that does not hold
 // the key, and it answers no row).
 func TestPullCRC32FromAnyInstance(t *testing.T) {
-	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Skip("kcat is not installed (scripts/deps.sh installs it)")
-	}
+	testtool.Need(t, "kcat", "scripts/deps.sh installs it")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := startCluster(t, 2)
