@@ -33,6 +33,22 @@ type Command struct {
 	// a replay gets the same columns.
 	KeySchemaID   int `json:"keySchemaId,omitempty"`
 	ValueSchemaID int `json:"valueSchemaId,omitempty"`
+	// Plan records what the command creates: the source it registers,
+	// the persistent query it starts (its physical topology) and how
+	// that runs, encoded by package plan with its plan-format version.
+	// A command with a plan is carried out from it on replay, restart
+	// and upgrade, never by binding Statement again, so that a later
+	// change to binding or planning cannot change what runs. Commands
+	// recorded before plans have none: they are bound once with their
+	// recorded Props, and a migration command records their plan.
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// Migrates, on a migration command, is the offset of the command
+	// (recorded before plans) whose plan it records, with the query's
+	// ID in QueryID. Such a command changes nothing where it stands: a
+	// replay carries out the command at Migrates from its Plan. Several
+	// migration commands of one offset are harmless; the first counts.
+	// Its Statement is a comment, which builds before plans skip.
+	Migrates *int64 `json:"migrates,omitempty"`
 }
 
 // CommandTopic returns the command topic's name for a service ID. Like

@@ -56,7 +56,7 @@ func TestDecimalSumByCommand(t *testing.T) {
 			}
 		}
 	}
-	if st, ok := eng.QueryStatus("CTAS_NEW_SUM_6"); !ok || st.BadRecords != 1 {
+	if st, ok := eng.QueryStatus(writerOf(t, eng, "NEW_SUM")); !ok || st.BadRecords != 1 {
 		t.Errorf("new_sum's query: %+v %v, want one bad record", st, ok)
 	}
 }

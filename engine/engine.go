@@ -22,6 +22,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/plan"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/state"
@@ -158,7 +159,8 @@ type Engine struct {
 
 	mu      sync.Mutex // serializes catalog changes
 	running map[string]*exec.Query
-	nextID  int // headless mode's query numbers
+	flags   map[string]runFlags // by query ID: what its plan says beside its topology
+	nextID  int                 // headless mode's query numbers
 
 	// The command topic's follower (see follow.go). applied is the
 	// offset up to which commands have been applied (control records
@@ -210,7 +212,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	*e = Engine{
 		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds, noExactlyOnce: e.noExactlyOnce,
-		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, nextID: 1,
+		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, flags: map[string]runFlags{}, nextID: 1,
 		appliedCh: make(chan struct{}), waiting: map[int64]*applyResult{},
 		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[storeKey]pullStore{}, client: cfg.ForwardClient},
 	}
@@ -236,13 +238,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			case *sql.UnsetProperty:
 				delete(set, st.Name)
 			default:
-				// Not recorded, so replayed with no gates: give the
-				// command today's, as Execute records them.
+				// Never recorded, so bound as now at every start.
 				props := copyProps(set)
 				if props == nil {
 					props = map[string]string{}
 				}
-				currentBehaviour(props)
 				_, err = e.apply(ctx, st, catalog.Command{Statement: text, Props: props}, -1, false)
 			}
 			if err != nil {
@@ -327,7 +327,6 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 		if cmd.Props == nil {
 			cmd.Props = map[string]string{}
 		}
-		currentBehaviour(cmd.Props)
 		defaultFormats(st, cmd.Props)
 		if cs, ok := st.(*sql.CreateSource); ok && cs.OrReplace && cs.Source {
 			// As ksqlDB, whether or not it exists. (Only new statements:
@@ -385,232 +384,6 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 	return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "statement is not supported yet")
 }
 
-// currentBehaviour sets in props the behaviour gates a command recorded
-// now carries, each at its current value: a replay of the command then
-// builds its query as it runs now, whatever later versions change.
-// Headless mode's commands, never recorded, get them too, so a query
-// from the queries file behaves as the same statement run by a client.
-func currentBehaviour(props map[string]string) {
-	props[aliasesProp] = aliasesKsql
-	props[nullsProp] = nullsKsql
-	props[joinKeysProp] = joinKeysKsql
-	props[headersProp] = "true"
-	props[finalProp] = finalKsql
-	props[timestampsProp] = timestampsSkip
-	props[configsProp] = configsOn
-	props[delimitedProp] = delimitedKsql
-	props[functionsProp] = functionsKsql
-	props[joinsProp] = joinsV4
-	props[sumProp] = sumKsql
-	props[keyInferenceProp] = keyInferenceKsql
-	props[distinctProp] = distinctCounted
-}
-
-// aliasesProp, recorded with every catalog command, says how the
-// statement's unnamed expressions are named: aliasesKsql is ksqlDB's
-// numbering. Commands recorded without it name them by position
-// (sql.Select.PositionalAliases), so their queries keep their columns.
-const (
-	aliasesProp = "sqlstreams.generated.aliases"
-	// headersProp, recorded with every catalog command since headers
-	// were propagated, makes the command's query carry its input
-	// records' headers onto its output (exec.Config.PropagateHeaders);
-	// queries recorded before keep writing records without them.
-	headersProp = "sqlstreams.headers.propagate"
-	// delimitedProp, recorded with every catalog command since sinks
-	// quote DELIMITED values as ksqlDB does, turns that quoting on for
-	// the command's query (exec.Config.KsqlDelimited); queries recorded
-	// before keep quoting only the fields that need it.
-	delimitedProp = "sqlstreams.delimited.quoting"
-	delimitedKsql = "ksql"
-	// functionsProp, recorded with every catalog command since
-	// STDDEV_SAMP, STDDEV_SAMPLE, CORRELATION and COLLECT_SET compute
-	// what ksqlDB's do (and SELECT * leaves a table function's column
-	// out, and ksqlDB's refusals of aggregates apply), binds the
-	// command's query so; commands recorded before bind as they did
-	// (sql.Select.LegacyFunctions).
-	functionsProp = "sqlstreams.functions"
-	functionsKsql = "ksql"
-	aliasesKsql   = "ksql"
-)
-
-// nullsProp, recorded with every catalog command, says how comparisons,
-// IN and BETWEEN treat a NULL operand: nullsKsql is ksqlDB's (FALSE;
-// expr.KsqlNulls). Commands recorded without it keep SQL's NULL and the
-// other expression details that changed with it (sql.Select.SQLNulls),
-// so their queries' output stays as it was.
-const (
-	nullsProp = "sqlstreams.null.comparison"
-	nullsKsql = "ksql"
-)
-
-// finalProp, recorded with every catalog command, says how EMIT FINAL
-// behaves: finalKsql is ksqlDB's (grace 0 unless given, windows emitted
-// as a record closes them; physical.Aggregate.FinalOnClose). Commands
-// recorded without it keep the default grace and emission at each
-// commit (sql.Select.LegacyFinal).
-const (
-	finalProp = "sqlstreams.emit.final"
-	finalKsql = "ksql"
-)
-
-// timestampsProp, recorded with every catalog command, says what a
-// query does with a record whose event time (a TIMESTAMP column, at a
-// source or at a sink) is negative or, at a sink, an unreadable STRING:
-// timestampsSkip skips it (logged), as Kafka Streams and ksqlDB do, and a
-// sink parses a STRING column with its TIMESTAMP_FORMAT. Queries of
-// commands recorded without it keep writing such records as they did.
-const (
-	timestampsProp = "sqlstreams.timestamps.invalid"
-	timestampsSkip = "skip"
-	// throwOnInvalidProp is ksqlDB's: "true" fails the query on a record
-	// whose TIMESTAMP column cannot be read, instead of skipping it.
-	throwOnInvalidProp = "ksql.timestamp.throw.on.invalid"
-)
-
-// timestampPolicy marks topo's sources and sinks with what the query's
-// command says about invalid event times (timestampsProp,
-// throwOnInvalidProp; commands recorded before either took effect keep
-// skipping unreadable ones and passing on negative ones).
-func timestampPolicy(topo *physical.Topology, props map[string]string, headless bool) {
-	keep := !headless && props[timestampsProp] != timestampsSkip
-	throw := !keep && strings.EqualFold(strings.TrimSpace(props[throwOnInvalidProp]), "true")
-	for _, n := range topo.Nodes {
-		switch op := n.Op.(type) {
-		case *physical.Source:
-			op.KeepInvalidTimestamps, op.ThrowOnInvalidTimestamp = keep, throw
-		case *physical.ForeignKeyJoin:
-			if op.RightSource != nil {
-				op.RightSource.KeepInvalidTimestamps, op.RightSource.ThrowOnInvalidTimestamp = keep, throw
-			}
-		case *physical.Sink:
-			op.KeepInvalidTimestamps = keep
-		}
-	}
-}
-
-// configsProp, recorded with every catalog command, makes the command's
-// ksqlDB configs that shape what it creates take effect (ksqlConfigs);
-// commands recorded without it ignored them, and keep doing so.
-const (
-	configsProp = "sqlstreams.ksql.configs"
-	configsOn   = "true"
-	// prefixProp prefixes the default topic name of a CREATE … AS
-	// without KAFKA_TOPIC, as ksqlDB's config does.
-	prefixProp = "ksql.output.topic.name.prefix"
-	// wrapProp is ksqlDB's default for WRAP_SINGLE_VALUE.
-	wrapProp = "ksql.persistence.wrap.single.values"
-)
-
-// ksqlConfigs applies to src, a source declared or a CREATE … AS's sink
-// (asSelect), the ksqlDB configs of its command that shape it:
-// ksql.output.topic.name.prefix before the default topic name of a sink
-// whose WITH gives no KAFKA_TOPIC, and ksql.persistence.wrap.single.values
-// as WRAP_SINGLE_VALUE when the statement leaves it out and the value is
-// one column of a format that can wrap it (JSON, JSON_SR, AVRO).
-func (e *Engine) ksqlConfigs(src *catalog.Source, with sql.Props, asSelect bool, props map[string]string) error {
-	if e.cfg.Headless == nil && props[configsProp] != configsOn {
-		return nil
-	}
-	if _, named := with["KAFKA_TOPIC"]; asSelect && !named && props[prefixProp] != "" {
-		src.Topic = props[prefixProp] + src.Topic
-	}
-	v, ok := props[wrapProp]
-	if !ok || src.ValueOptions.WrapSingleValue != nil {
-		return nil
-	}
-	wrap, err := strconv.ParseBool(strings.TrimSpace(v))
-	if err != nil {
-		return sql.Errorf(sql.CodeInvalidParameter, "%s must be true or false, not %q", wrapProp, v)
-	}
-	switch src.ValueFormat {
-	case types.FormatJSON, types.FormatJSONSR, types.FormatAvro:
-		if len(src.Schema.ValueIndexes()) == 1 {
-			src.ValueOptions.WrapSingleValue = &wrap
-		}
-	}
-	return nil
-}
-
-// collectLimits reads ksqlDB's ksql.functions.collect_list.limit and
-// ksql.functions.collect_set.limit from a command's properties.
-func collectLimits(props map[string]string) (map[string]int, error) {
-	var out map[string]int
-	for _, fn := range []string{"COLLECT_LIST", "COLLECT_SET"} {
-		prop := "ksql.functions." + strings.ToLower(fn) + ".limit"
-		v, ok := props[prop]
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 {
-			return nil, sql.Errorf(sql.CodeInvalidParameter, "%s must be a positive whole number, not %q", prop, v)
-		}
-		if out == nil {
-			out = map[string]int{}
-		}
-		out[fn] = n
-	}
-	return out, nil
-}
-
-// joinKeysProp, recorded with every catalog command, says that the
-// command's joins follow ksqlDB's key rules (sql.Select.LegacyJoinKeys):
-// commands recorded without it keep the columns and keys their queries
-// wrote.
-const (
-	joinKeysProp = "sqlstreams.join.keys"
-	joinKeysKsql = "ksql"
-)
-
-// joinsProp, recorded with every catalog command since the second
-// revision of join planning (joinsV2), plans the command's joins as it
-// does (sql.Select.LegacyJoins): a foreign-key join under a WHERE or a
-// GROUP BY keeps the rows it emitted, so that its changes carry their
-// old rows (a row that stops passing the WHERE is deleted downstream),
-// and a stream–stream join's window stores keep only the columns the
-// query reads (not whole input values). Commands recorded before keep
-// their topologies, store formats and output. The third revision
-// (joinsV3, sql.Select.LegacyJoins2 when absent) keeps header columns in
-// a stream–stream join's window stores. The fourth (joinsV4,
-// sql.Select.LegacyJoins3 when absent) repartitions a stream–table
-// join's table in a schema-registry key format.
-// sumProp, recorded with every catalog command since, makes SUM of a
-// group with no non-NULL values 0, as ksqlDB's SUM starts from 0
-// (sql.Select.LegacySum when absent: NULL, as before).
-const (
-	sumProp = "sqlstreams.sum"
-	sumKsql = "ksql"
-)
-
-// distinctProp, recorded with every catalog command since, makes
-// COUNT_DISTINCT and COLLECT_SET over a table keep a count per value
-// (expr.AggregateFunction.ForTable), so that a row taken back out
-// forgets its value only when no other row of its group holds it
-// (sql.Select.LegacyDistinct when absent: the stream state, whose
-// stores the queries recorded before hold).
-const (
-	distinctProp    = "sqlstreams.table.distinct"
-	distinctCounted = "counted"
-)
-
-// keyInferenceProp, recorded with every catalog command since, infers an
-// AVRO or JSON_SR record key schema as ksqlDB does: one key column ROWKEY
-// of the record's STRUCT type (sql.CreateSource.LegacyKeyColumns when
-// absent: a key column per field, as before, so that sources declared
-// before keep their columns).
-const (
-	keyInferenceProp = "sqlstreams.key.inference"
-	keyInferenceKsql = "ksql"
-)
-
-const (
-	joinsProp = "sqlstreams.joins"
-	joinsV2   = "2"
-	joinsV3   = "3"
-	joinsV4   = "4"
-)
-
 // defaultFormats gives a CREATE STREAM|TABLE without formats the ones
 // ksql.persistence.default.format.key and .value name (SET before it, or
 // recorded with its command), as ksqlDB does.
@@ -664,43 +437,27 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		return e.append(ctx, c)
 	}
 	defaultFormats(st, cmd.Props)
-	positional := !live && e.cfg.Headless == nil && cmd.Props[aliasesProp] != aliasesKsql
-	sqlNulls := !live && e.cfg.Headless == nil && cmd.Props[nullsProp] != nullsKsql
-	legacyFinal := !live && e.cfg.Headless == nil && cmd.Props[finalProp] != finalKsql
-	legacyFns := !live && e.cfg.Headless == nil && cmd.Props[functionsProp] != functionsKsql
+	// A command recorded before plans is bound as it was then, once:
+	// its plan is recorded by a migration command (migrate.go).
+	migrate := !live && e.cfg.Headless == nil && len(cmd.Plan) == 0
+	l := e.legacyOf(cmd, migrate)
 	limits, err := collectLimits(cmd.Props)
 	if err != nil {
 		return Result{}, err
 	}
-	legacyJoinKeys := !live && e.cfg.Headless == nil && cmd.Props[joinKeysProp] != joinKeysKsql
-	legacyJoins := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV2 && cmd.Props[joinsProp] != joinsV3 && cmd.Props[joinsProp] != joinsV4
-	legacyJoins2 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV3 && cmd.Props[joinsProp] != joinsV4
-	legacyJoins3 := !live && e.cfg.Headless == nil && cmd.Props[joinsProp] != joinsV4
-	legacySum := !live && e.cfg.Headless == nil && cmd.Props[sumProp] != sumKsql
-	legacyDistinct := !live && e.cfg.Headless == nil && cmd.Props[distinctProp] != distinctCounted
-	legacy := func(sel *sql.Select) {
-		sel.PositionalAliases = positional
-		sel.SQLNulls = sqlNulls
-		sel.LegacyFinal = legacyFinal
-		sel.LegacyFunctions, sel.CollectLimits = legacyFns, limits
-		sel.LegacyJoinKeys, sel.LegacyJoins, sel.LegacyJoins2, sel.LegacyJoins3 = legacyJoinKeys, legacyJoins, legacyJoins2, legacyJoins3
-		sel.LegacySum = legacySum
-		sel.LegacyDistinct = legacyDistinct
-	}
+	l.bindWith(st)
 	switch st := st.(type) {
-	case *sql.CreateSource:
-		st.OriginalFieldNames = positional
-		st.LegacyKeyColumns = !live && e.cfg.Headless == nil && cmd.Props[keyInferenceProp] != keyInferenceKsql
 	case *sql.CreateAs:
-		legacy(st.Select)
+		st.Select.CollectLimits = limits
 	case *sql.InsertSelect:
-		legacy(st.Select)
+		st.Select.CollectLimits = limits
 	}
+	b := binding{legacy: l, live: live, migrate: migrate}
 	switch st := st.(type) {
 	case *sql.CreateSource:
-		return e.createSource(ctx, st, cmd, record)
+		return e.createSource(ctx, st, cmd, record, b)
 	case *sql.CreateAs:
-		return e.createAs(ctx, st, cmd, live, record)
+		return e.createAs(ctx, st, cmd, record, b)
 	case *sql.Drop:
 		return e.drop(ctx, st, cmd, live, record)
 	case *sql.Terminate:
@@ -708,7 +465,7 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	case *sql.Pause:
 		return e.pause(st, cmd, record)
 	case *sql.InsertSelect:
-		return e.insertSelect(ctx, st, cmd, live, record)
+		return e.insertSelect(ctx, st, cmd, record, b)
 	case *sql.CreateType:
 		return e.createType(st, cmd, record)
 	case *sql.DropType:
@@ -755,7 +512,16 @@ func (e *Engine) dropType(st *sql.DropType, cmd catalog.Command, record recorder
 	return tag, nil
 }
 
-func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd catalog.Command, record recorder) (Result, error) {
+// binding says how a catalog command is carried out: live (run now,
+// recorded after validation), migrate (a command recorded before plans,
+// bound with its behaviour properties) or neither (a replayed command
+// with a plan, or a headless server's).
+type binding struct {
+	legacy
+	live, migrate bool
+}
+
+func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd catalog.Command, record recorder, b binding) (Result, error) {
 	tag := Result{Tag: "CREATE " + st.Kind.String()}
 	if old, ok := e.cat.Source(st.Name); ok {
 		switch {
@@ -770,6 +536,9 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 			return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot add %s '%s': CREATE OR REPLACE is not supported on source %ss.", kind, st.Name, kind)
 		}
 	}
+	if len(cmd.Plan) > 0 {
+		return e.createSourceFromPlan(ctx, st, cmd, record)
+	}
 	if err := sql.ResolveTypes(st, e.cat.Type); err != nil {
 		return Result{}, err
 	}
@@ -780,7 +549,7 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 	if err != nil {
 		return Result{}, err
 	}
-	if err := e.ksqlConfigs(src, st.Props, false, cmd.Props); err != nil {
+	if err := e.ksqlConfigs(src, st.Props, false, cmd.Props, b.legacy); err != nil {
 		return Result{}, err
 	}
 	e.useSchemas(src)
@@ -810,23 +579,81 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 		return Result{}, err
 	}
 	src.Partitions = parts
+	p := &plan.Plan{Sink: src}
+	e.planFlags(p, b.legacy)
+	prefix := ""
 	if src.Kind == catalog.Table {
 		if old, ok := e.cat.Source(st.Name); ok && old.MaterializedBy != "" {
 			src.MaterializedBy = old.MaterializedBy // OR REPLACE keeps it
 		} else {
-			if err := e.materialize(ctx, src, cmd, record); err != nil {
-				return Result{}, err
-			}
-			return tag, nil
+			// The query that keeps the table's latest rows in a state
+			// store, CST_<NAME>_<n> as in ksqlDB. The table's topic is
+			// the store's changelog.
+			prefix = "CST_" + src.Name
+			p.Query = physical.BuildTable(physical.AppID(e.cfg.ServiceID, queryBuildID(cmd)), planner.NewScan(src))
+			timestampPolicy(p.Query, b.keepTimestamps, timestampsThrow(cmd.Props))
+			p.Sources = []string{src.Name}
 		}
 	}
-	if _, err := record(cmd); err != nil {
+	dp, id, err := e.finishPlan(ctx, p, &cmd, record, prefix, b.migrate)
+	if err != nil {
 		return Result{}, err
 	}
+	return tag, e.registerSource(dp, id, cmd)
+}
+
+// createSourceFromPlan carries out a CREATE STREAM|TABLE recorded with
+// its plan: the source as it was bound, its topic made sure of.
+func (e *Engine) createSourceFromPlan(ctx context.Context, st *sql.CreateSource, cmd catalog.Command, record recorder) (Result, error) {
+	tag := Result{Tag: "CREATE " + st.Kind.String()}
+	off, err := record(cmd) // a replay's: its offset
+	if err != nil {
+		return Result{}, err
+	}
+	p, err := plan.Decode(cmd.Plan, "", nil)
+	if err != nil {
+		return Result{}, err
+	}
+	id := ""
+	if p.Query != nil {
+		id = e.queryID("CST_"+st.Name, cmd, off)
+		if p, err = plan.Decode(cmd.Plan, id, e.cfg.Schemas); err != nil {
+			return Result{}, err
+		}
+	}
+	if p.Sink == nil {
+		return Result{}, fmt.Errorf("the plan of %s registers no source", st.Name)
+	}
+	if err := e.ensureRecordedTopic(ctx, p.Sink); err != nil {
+		return Result{}, err
+	}
+	return tag, e.registerSource(p, id, cmd)
+}
+
+// ensureRecordedTopic makes sure a recorded source's topic exists: with
+// the partitions recorded when it is missing.
+func (e *Engine) ensureRecordedTopic(ctx context.Context, src *catalog.Source) error {
+	if _, err := e.ensureTopic(ctx, src.Topic, 0); err == nil {
+		return nil
+	}
+	_, err := e.ensureTopic(ctx, src.Topic, src.Partitions)
+	return err
+}
+
+// registerSource registers a CREATE STREAM|TABLE's source from its plan
+// and starts its materialization (query id), if it has one.
+func (e *Engine) registerSource(p *plan.Plan, id string, cmd catalog.Command) error {
+	src := p.Sink
+	e.useSchemas(src)
+	if p.Query == nil {
+		return e.cat.AddSource(src, true)
+	}
+	src.MaterializedBy = id
 	if err := e.cat.AddSource(src, true); err != nil {
-		return Result{}, err
+		return err
 	}
-	return tag, nil
+	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sources: p.Sources, Props: cmd.Props})
+	return e.start(id, p.Query, "earliest", cmd.Props, flagsOf(p))
 }
 
 // exists reports whether a CREATE IF NOT EXISTS of name will do nothing.
@@ -869,24 +696,6 @@ func (e *Engine) useSchemas(src *catalog.Source) {
 	if src.ValueOptions.Schemas == nil {
 		src.ValueOptions.Schemas = e.cfg.Schemas
 	}
-}
-
-// materialize registers a source table and starts the query that keeps
-// its latest rows in a state store, CST_<NAME>_<n> as in ksqlDB. The
-// table's topic is the store's changelog.
-func (e *Engine) materialize(ctx context.Context, src *catalog.Source, cmd catalog.Command, record recorder) error {
-	off, err := record(cmd)
-	if err != nil {
-		return err
-	}
-	id := e.queryID("CST_"+src.Name, cmd, off)
-	topo := physical.BuildTable(physical.AppID(e.cfg.ServiceID, id), planner.NewScan(src))
-	src.MaterializedBy = id
-	if err := e.cat.AddSource(src, true); err != nil {
-		return err
-	}
-	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sources: []string{src.Name}, Props: cmd.Props})
-	return e.start(id, topo, "earliest", cmd.Props)
 }
 
 // threadsProps name the query property that sets its stream threads,
@@ -938,8 +747,7 @@ func queryIdleAdvance(props map[string]string) (time.Duration, error) {
 }
 
 // start runs a persistent query's topology.
-func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string) error {
-	timestampPolicy(topo, props, e.cfg.Headless != nil)
+func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string, fl runFlags) error {
 	var mq *metrics.Query
 	if e.cfg.Metrics != nil {
 		mq = e.cfg.Metrics.Query(id)
@@ -967,8 +775,8 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	cq, _ := e.cat.Query(id)
 	cfg := exec.Config{
 		Paused:            cq != nil && cq.Paused,
-		PropagateHeaders:  props[headersProp] == "true",
-		KsqlDelimited:     props[delimitedProp] == delimitedKsql || e.cfg.Headless != nil,
+		PropagateHeaders:  fl.headers,
+		KsqlDelimited:     fl.delimited,
 		WindowIdleAdvance: idle,
 		Metrics:           mq,
 		Kafka:             e.cfg.Kafka,
@@ -996,6 +804,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		return err
 	}
 	e.running[id] = q
+	e.flags[id] = fl
 	e.log.Info("persistent query started", "query", id, "app_id", topo.AppID)
 	return nil
 }
@@ -1081,14 +890,14 @@ func (e *Engine) alignTopicConfig(ctx context.Context, topic string, configs map
 	}
 }
 
-func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Command, live bool, record recorder) (Result, error) {
+func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Command, record recorder, b binding) (Result, error) {
 	tag := Result{Tag: "CREATE " + st.Kind.String()}
 	if old, ok := e.cat.Source(st.Name); ok {
 		switch {
 		case st.IfNotExists:
 			return tag, nil
 		case st.OrReplace:
-			if err := e.replaceQuery(ctx, st, old, cmd, record); err != nil {
+			if err := e.replaceQuery(ctx, st, old, cmd, record, b); err != nil {
 				return Result{}, err
 			}
 			return tag, nil
@@ -1096,102 +905,191 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
 		}
 	}
-	sink, err := sql.BindCreateAs(st, e.cat)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props); err != nil {
-		return Result{}, err
-	}
-	if live {
-		if err := e.checkWriterSchemas(sink.Target); err != nil {
-			return Result{}, err
-		}
-	}
 	prefix := "CSAS_"
 	if st.Kind == catalog.Table {
 		prefix = "CTAS_"
 	}
-	if err := e.startPersistent(ctx, prefix+st.Name, sink, cmd, record, true, live); err != nil {
+	if len(cmd.Plan) > 0 {
+		return tag, e.startFromPlan(ctx, prefix+st.Name, cmd, record)
+	}
+	sink, err := sql.BindCreateAs(st, e.cat)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props, b.legacy); err != nil {
+		return Result{}, err
+	}
+	if b.live {
+		if err := e.checkWriterSchemas(sink.Target); err != nil {
+			return Result{}, err
+		}
+	}
+	// A sink topic that exists keeps its partitions unless the statement
+	// gave PARTITIONS, as in ksqlDB.
+	_, gives := st.Props["PARTITIONS"]
+	if err := e.startPersistent(ctx, prefix+st.Name, sink, cmd, record, true, gives, b); err != nil {
 		return Result{}, err
 	}
 	return tag, nil
 }
 
-func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd catalog.Command, live bool, record recorder) (Result, error) {
+func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd catalog.Command, record recorder, b binding) (Result, error) {
+	tag := Result{Tag: "INSERT 0 0"}
+	if len(cmd.Plan) > 0 {
+		return tag, e.startFromPlan(ctx, "INSERTQUERY", cmd, record)
+	}
 	sink, err := sql.BindInsertSelect(st, e.cat)
 	if err != nil {
 		return Result{}, err
 	}
-	if err := e.startPersistent(ctx, "INSERTQUERY", sink, cmd, record, false, live); err != nil {
+	if err := e.startPersistent(ctx, "INSERTQUERY", sink, cmd, record, false, false, b); err != nil {
 		return Result{}, err
 	}
-	return Result{Tag: "INSERT 0 0"}, nil
+	return tag, nil
 }
 
-// startPersistent records the command, assigns the query its ID
-// (prefix_<command offset>, or the one the command carries), registers
-// the query (and its sink, when newSink) in the catalog and starts it.
-func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, record recorder, newSink, live bool) error {
+// checkQueryProps checks the properties a query runs with.
+func (e *Engine) checkQueryProps(props map[string]string) (alos bool, err error) {
+	if _, err := e.queryThreads(props); err != nil {
+		return false, err
+	}
+	if _, err := queryIdleAdvance(props); err != nil {
+		return false, err
+	}
+	if alos, err = e.queryAtLeastOnce(props); err != nil {
+		return false, err
+	}
+	if _, err := e.queryCommitInterval(props); err != nil {
+		return false, err
+	}
+	if _, err := windowChangelogExtra(props); err != nil {
+		return false, err
+	}
+	if _, err := e.queryTransactionTimeout(props); err != nil {
+		return false, err
+	}
+	return alos, nil
+}
+
+// startPersistent plans a bound query (its sink newSink, when it creates
+// one; givesPartitions when the statement gave the sink's PARTITIONS),
+// records the command with its plan (record), assigns the query its ID
+// (prefix_<command offset>, or the one the command carries) and runs the
+// plan as recorded (runPlan).
+func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, record recorder, newSink, givesPartitions bool, b binding) error {
 	e.useSchemas(sink.Target)
-	if _, err := e.queryThreads(cmd.Props); err != nil {
-		return err
-	}
-	if _, err := queryIdleAdvance(cmd.Props); err != nil {
-		return err
-	}
-	alos, err := e.queryAtLeastOnce(cmd.Props)
+	alos, err := e.checkQueryProps(cmd.Props)
 	if err != nil {
 		return err
 	}
-	if _, err := e.queryCommitInterval(cmd.Props); err != nil {
-		return err
-	}
-	if _, err := windowChangelogExtra(cmd.Props); err != nil {
-		return err
-	}
-	if _, err := e.queryTransactionTimeout(cmd.Props); err != nil {
-		return err
-	}
-	// Built once under a stand-in ID to validate before the command is
-	// recorded, and again under the query's ID.
-	probe, err := physical.Build(physical.AppID(e.cfg.ServiceID, prefix+"_0"), sink)
+	p, err := e.planQuery(sink, cmd, newSink, b.legacy)
 	if err != nil {
 		return err
 	}
-	if live {
-		if err := e.checkQuery(ctx, probe, alos); err != nil {
+	if b.live {
+		if err := e.checkQuery(ctx, p.Query, alos); err != nil {
 			return err
 		}
 	}
 	if newSink {
-		// A sink topic that exists keeps its partitions unless the
-		// statement gave PARTITIONS, as in ksqlDB.
-		if n, err := e.ensureTopic(ctx, sink.Target.Topic, 0); err == nil && !sql.GivesPartitions(sink.Target.SQL) {
+		if n, err := e.ensureTopic(ctx, sink.Target.Topic, 0); err == nil && !givesPartitions {
 			sink.Target.Partitions = n
 		} else if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
 			return err
 		}
+		if sink.Target.Kind == catalog.Table && !exec.MaterializesResult(p.Query) {
+			// The result of an aggregation answers pull queries from
+			// the query's own aggregate store, as in ksqlDB; another
+			// result table from a materialization of its topic
+			// (read_committed, so only committed results).
+			p.Materialization = physical.BuildTable(physical.AppID(e.cfg.ServiceID, queryBuildID(cmd)+"_MATERIALIZE"), planner.NewScan(sink.Target))
+			timestampPolicy(p.Materialization, b.keepTimestamps, timestampsThrow(cmd.Props))
+		}
 	}
-	off, err := record(cmd)
+	dp, id, err := e.finishPlan(ctx, p, &cmd, record, prefix, b.migrate)
+	if err != nil {
+		return err
+	}
+	return e.runPlan(ctx, dp, id, cmd, newSink)
+}
+
+// planQuery builds the plan of a bound query: its topology, built under
+// the ID the command carries or the placeholder of the one it will get.
+func (e *Engine) planQuery(sink *planner.Sink, cmd catalog.Command, newSink bool, l legacy) (*plan.Plan, error) {
+	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, queryBuildID(cmd)), sink)
+	if err != nil {
+		return nil, err
+	}
+	timestampPolicy(topo, l.keepTimestamps, timestampsThrow(cmd.Props))
+	p := &plan.Plan{Query: topo, Target: sink.Target.Name, InputPartitions: planner.Sources(sink.Input)[0].Partitions}
+	for _, s := range planner.Sources(sink.Input) {
+		p.Sources = append(p.Sources, s.Name)
+	}
+	if newSink {
+		p.Sink = sink.Target
+	}
+	e.planFlags(p, l)
+	return p, nil
+}
+
+// startFromPlan carries out a CREATE … AS SELECT or INSERT INTO … SELECT
+// recorded with its plan.
+func (e *Engine) startFromPlan(ctx context.Context, prefix string, cmd catalog.Command, record recorder) error {
+	off, err := record(cmd) // a replay's: its offset
 	if err != nil {
 		return err
 	}
 	id := e.queryID(prefix, cmd, off)
-	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
+	p, err := plan.Decode(cmd.Plan, id, e.cfg.Schemas)
 	if err != nil {
 		return err
 	}
+	if p.Query == nil {
+		return fmt.Errorf("the plan of query %s has no topology", id)
+	}
+	if err := e.checkPlanSources(p); err != nil {
+		return err
+	}
+	if p.Sink != nil {
+		if err := e.ensureRecordedTopic(ctx, p.Sink); err != nil {
+			return err
+		}
+	}
+	return e.runPlan(ctx, p, id, cmd, p.Sink != nil)
+}
+
+// checkPlanSources checks that the sources a recorded plan reads, and
+// the target an INSERT INTO writes, are in the catalog: a command
+// validated by an instance that another instance's command overtook
+// (a DROP of its input) fails as binding it would have, on every
+// instance alike.
+func (e *Engine) checkPlanSources(p *plan.Plan) error {
+	names := p.Sources
+	if p.Sink == nil {
+		names = append(names[:len(names):len(names)], p.Target)
+	}
+	for _, name := range names {
+		if _, ok := e.cat.Source(name); !ok {
+			return sql.Errorf(sql.CodeUndefinedTable, "stream or table %s does not exist", name)
+		}
+	}
+	return nil
+}
+
+// runPlan runs the query id of a plan: creates its internal topics,
+// registers its sink (newSink) and the query in the catalog, and starts
+// it (and the materialization of its result table, if it has one).
+func (e *Engine) runPlan(ctx context.Context, p *plan.Plan, id string, cmd catalog.Command, newSink bool) error {
+	topo := p.Query
 	// Internal topics have as many partitions as the query's input, so
 	// task p of every sub-topology reads and writes partition p.
-	inputParts := planner.Sources(sink.Input)[0].Partitions
 	additional, err := windowChangelogExtra(cmd.Props)
 	if err != nil {
 		return err
 	}
 	for _, it := range topo.InternalTopics() {
 		configs := it.Configs(additional)
-		parts := inputParts
+		parts := p.InputPartitions
 		if it.Partitions > 0 {
 			parts = it.Partitions // a join's repartition topic: the table's
 		}
@@ -1203,47 +1101,40 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 		}
 	}
 	materialized := ""
-	if newSink && sink.Target.Kind == catalog.Table {
-		// The result of an aggregation answers pull queries from the
-		// query's own aggregate store, as in ksqlDB; another result
-		// table from a materialization of its topic (read_committed,
-		// so only committed results).
-		materialized = id + "_MATERIALIZE"
-		if exec.MaterializesResult(topo) {
-			materialized = id
-		}
-	}
 	if newSink {
-		sink.Target.WriterQuery = id
-		sink.Target.MaterializedBy = materialized
-		if err := e.cat.AddSource(sink.Target, false); err != nil {
+		if p.Sink.Kind == catalog.Table {
+			materialized = id
+			if p.Materialization != nil {
+				materialized = id + "_MATERIALIZE"
+			}
+		}
+		e.useSchemas(p.Sink)
+		p.Sink.WriterQuery = id
+		p.Sink.MaterializedBy = materialized
+		if err := e.cat.AddSource(p.Sink, false); err != nil {
 			return err
 		}
 	}
-	var sources []string
-	for _, s := range planner.Sources(sink.Input) {
-		sources = append(sources, s.Name)
-	}
-	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sink: sink.Target.Name, Sources: sources, Props: cmd.Props})
+	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sink: p.Target, Sources: p.Sources, Props: cmd.Props})
 	reset := "earliest"
 	if v := cmd.Props["auto.offset.reset"]; v != "" {
 		reset = v
 	}
-	if err := e.start(id, topo, reset, cmd.Props); err != nil {
+	if err := e.start(id, topo, reset, cmd.Props, flagsOf(p)); err != nil {
 		return err
 	}
-	if materialized != "" && materialized != id {
-		return e.start(materialized, physical.BuildTable(physical.AppID(e.cfg.ServiceID, materialized), planner.NewScan(sink.Target)), "earliest", cmd.Props)
+	if p.Materialization != nil && newSink {
+		return e.start(materialized, p.Materialization, "earliest", cmd.Props, flagsOf(p))
 	}
 	return nil
 }
 
 // replaceQuery carries out CREATE OR REPLACE of a query's sink: the new
 // query must read the same inputs, keep the topology's shape (internal
-// topics, stores, sink) and keep the sink's columns (new value columns may
+// topics, stores and sink) and keep the sink's columns (new value columns may
 // be added at the end). It then replaces the running query in place: same
 // query ID and application ID, so it resumes from the old one's offsets.
-func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalog.Source, cmd catalog.Command, record recorder) error {
+func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalog.Source, cmd catalog.Command, record recorder, b binding) error {
 	refuse := func(format string, args ...any) error {
 		return sql.NameError(st, sql.CodeFeatureNotSupport, "cannot replace %s: "+format, append([]any{st.Name}, args...)...)
 	}
@@ -1258,39 +1149,59 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 	if oldQuery == nil {
 		return refuse("its query %s is not running", id)
 	}
-	sink, err := sql.BindCreateAs(st, e.cat)
-	if err != nil {
-		return err
-	}
-	if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props); err != nil {
-		return err
-	}
-	e.useSchemas(sink.Target)
-	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, id), sink)
-	if err != nil {
-		return err
-	}
-	if a, b := oldQuery.Topology().ShapeFingerprint(), topo.ShapeFingerprint(); a != b {
-		return refuse("the new query's topology differs in shape (inputs, internal topics, stores or sink; fingerprint %s, was %s)", b, a)
-	}
-	if err := compatibleSchema(old.Schema, sink.Target.Schema); err != nil {
-		return refuse("%v", err)
-	}
-	cmd.QueryID = id
-	if _, err := record(cmd); err != nil {
-		return err
+	var p *plan.Plan
+	if len(cmd.Plan) > 0 {
+		if _, err := record(cmd); err != nil {
+			return err
+		}
+		var err error
+		if p, err = plan.Decode(cmd.Plan, id, e.cfg.Schemas); err != nil {
+			return err
+		}
+		if p.Query == nil || p.Sink == nil {
+			return fmt.Errorf("the plan of query %s has no topology or sink", id)
+		}
+		if err := e.checkPlanSources(p); err != nil {
+			return err
+		}
+	} else {
+		sink, err := sql.BindCreateAs(st, e.cat)
+		if err != nil {
+			return err
+		}
+		if err := e.ksqlConfigs(sink.Target, st.Props, true, cmd.Props, b.legacy); err != nil {
+			return err
+		}
+		e.useSchemas(sink.Target)
+		if _, err := e.checkQueryProps(cmd.Props); err != nil {
+			return err
+		}
+		cmd.QueryID = id
+		np, err := e.planQuery(sink, cmd, true, b.legacy)
+		if err != nil {
+			return err
+		}
+		if a, b := oldQuery.Topology().ShapeFingerprint(), np.Query.ShapeFingerprint(); a != b {
+			return refuse("the new query's topology differs in shape (inputs, internal topics, stores or sink; fingerprint %s, was %s)", b, a)
+		}
+		if err := compatibleSchema(old.Schema, sink.Target.Schema); err != nil {
+			return refuse("%v", err)
+		}
+		sink.Target.Topic = old.Topic
+		sink.Target.MaterializedBy = old.MaterializedBy
+		if p, _, err = e.finishPlan(ctx, np, &cmd, record, "", b.migrate); err != nil {
+			return err
+		}
 	}
 	oldQuery.Stop()
 	delete(e.running, id)
-	sink.Target.WriterQuery = id
-	sink.Target.Topic = old.Topic
-	sink.Target.MaterializedBy = old.MaterializedBy
-	if err := e.cat.AddSource(sink.Target, true); err != nil {
+	p.Sink.WriterQuery = id
+	e.useSchemas(p.Sink)
+	if err := e.cat.AddSource(p.Sink, true); err != nil {
 		return err
 	}
-	// startPersistent registers the query again under the same ID.
-	noRecord := func(catalog.Command) (int64, error) { return -1, nil }
-	return e.startPersistent(ctx, "", sink, cmd, noRecord, false, false)
+	// runPlan registers the query again under the same ID.
+	return e.runPlan(ctx, p, id, cmd, false)
 }
 
 // compatibleSchema checks that next can replace prev as a sink's schema:

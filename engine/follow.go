@@ -48,24 +48,42 @@ func (e *errOvertaken) Error() string {
 // returns how many there were. A command that fails with a statement
 // error (as it failed for the instance that wrote it, when another
 // instance's command overtook it) is skipped and logged; any other error
-// ends the replay.
+// ends the replay. A command recorded before plans that a migration
+// command has the plan of is carried out from that plan (the first
+// migration command of its offset).
 func (e *Engine) replay(ctx context.Context) (int, error) {
 	end, err := e.cmds.EndOffset(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	var entries []catalog.Entry
 	err = e.cmds.ReadTo(ctx, end, func(en catalog.Entry) error {
-		n++
-		r := e.applyEntry(ctx, en)
-		var se *sql.Error
-		if r.err != nil && !errors.As(r.err, &se) && en.Err == nil {
-			return r.err
-		}
+		entries = append(entries, en)
 		return nil
 	})
 	e.applied = e.cmds.Position()
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	migrated := map[int64]catalog.Command{}
+	for _, en := range entries {
+		if m := en.Command.Migrates; en.Err == nil && m != nil && len(en.Command.Plan) > 0 {
+			if _, ok := migrated[*m]; !ok {
+				migrated[*m] = en.Command
+			}
+		}
+	}
+	for _, en := range entries {
+		if mc, ok := migrated[en.Offset]; ok && len(en.Command.Plan) == 0 && en.Command.Migrates == nil {
+			en.Command.Plan = mc.Plan
+		}
+		r := e.applyEntry(ctx, en)
+		var se *sql.Error
+		if r.err != nil && !errors.As(r.err, &se) && en.Err == nil {
+			return len(entries), fmt.Errorf("command at offset %d (%q): %w", en.Offset, en.Command.Statement, r.err)
+		}
+	}
+	return len(entries), nil
 }
 
 // applyEntry applies a command read from the topic. The caller holds
@@ -74,6 +92,11 @@ func (e *Engine) applyEntry(ctx context.Context, en catalog.Entry) applyResult {
 	if en.Err != nil {
 		e.log.Warn("skipping a record of the command topic", "offset", en.Offset, "err", en.Err)
 		return applyResult{err: en.Err, done: true}
+	}
+	if en.Command.Migrates != nil {
+		// A migration command: its plan is used where the command it
+		// migrates stands (replay), and changes nothing here.
+		return applyResult{res: Result{Tag: "MIGRATE"}, done: true}
 	}
 	st, err := sql.Parse(en.Command.Statement)
 	var res Result

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
@@ -33,4 +34,17 @@ func replayOld(t *testing.T, ctx context.Context, props map[string]string, stmts
 	}
 	t.Cleanup(func() { eng.Close() })
 	return eng, brokers
+}
+
+// writerOf returns the ID of the query that writes sink (query IDs
+// derive from command offsets, which migration commands move).
+func writerOf(t *testing.T, eng *engine.Engine, sink string) string {
+	t.Helper()
+	for _, q := range eng.Catalog().Queries() {
+		if strings.EqualFold(q.Sink, sink) {
+			return q.ID
+		}
+	}
+	t.Fatalf("no query writes %s", sink)
+	return ""
 }

@@ -52,7 +52,8 @@ func (e *Engine) resetQuery(ctx context.Context, st *sql.ResetQuery) (Result, er
 	if v := cq.Props["auto.offset.reset"]; v != "" && cq.Sink != "" {
 		reset = v
 	}
-	restart := func() error { return e.start(cq.ID, topo, reset, cq.Props) }
+	fl := e.flags[cq.ID]
+	restart := func() error { return e.start(cq.ID, topo, reset, cq.Props, fl) }
 
 	// The internal topics get the partition counts they have now (the
 	// input's, as when the query was created, where one is missing).

@@ -129,7 +129,8 @@ func TestWindowChangelogRetention(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	wlog, slog := "sqlstreams_query_CTAS_W_4-AGGREGATE-changelog", "sqlstreams_query_CTAS_SESS_6-AGGREGATE-changelog"
+	wlog := "sqlstreams_query_" + writerOf(t, eng, "W") + "-AGGREGATE-changelog"
+	slog := "sqlstreams_query_" + writerOf(t, eng, "SESS") + "-AGGREGATE-changelog"
 	for _, topic := range []string{wlog, slog} {
 		if p, r := topicConfig(t, ctx, adm, topic); p != "compact,delete" || r != "1000" {
 			t.Errorf("%s: cleanup.policy=%s retention.ms=%s, want compact,delete and 1000", topic, p, r)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/types"
@@ -36,6 +37,14 @@ type AggregateFunction struct {
 	// cannot take a row back out correctly. Its state format differs
 	// from New's.
 	NewRetracting func(args []types.Type) Accumulator
+	// Variant names which definition of Name this is, so that a
+	// persisted plan names it (ResolveAggregate finds it again): "" the
+	// registry's, "ksql" KsqlSum, "ksql-zero" KsqlSumZero, "legacy"
+	// LookupLegacyAggregate's, "limit=N" CollectWithLimit's.
+	Variant string
+	// Retracting marks the definition ForTable made (its accumulator is
+	// the retracting one).
+	Retracting bool
 }
 
 // ForTable returns the definition of f that aggregates a table: f, or a
@@ -48,7 +57,7 @@ func (f *AggregateFunction) ForTable() *AggregateFunction {
 		return f
 	}
 	g := *f
-	g.New, g.NewRetracting = f.NewRetracting, nil
+	g.New, g.NewRetracting, g.Retracting = f.NewRetracting, nil, true
 	return &g
 }
 
@@ -87,8 +96,13 @@ var KsqlSum = ksqlSum(false)
 var KsqlSumZero = ksqlSum(true)
 
 func ksqlSum(zero bool) *AggregateFunction {
+	variant := "ksql"
+	if zero {
+		variant = "ksql-zero"
+	}
 	return &AggregateFunction{
 		Name:        "SUM",
+		Variant:     variant,
 		Description: baseAggregates["SUM"].Description,
 		Signatures:  []string{"SUM(INTEGER) -> INTEGER", "SUM(BIGINT) -> BIGINT", "SUM(DOUBLE) -> DOUBLE", "SUM(DECIMAL(p, s)) -> DECIMAL(p, s)"},
 		Check: func(args []types.Type) (types.Type, error) {
@@ -141,6 +155,39 @@ var aggregates = func() map[string]*AggregateFunction {
 	return m
 }()
 
+// ResolveAggregate returns the definition of aggregate name that variant
+// (AggregateFunction.Variant) names, made retracting (ForTable) when
+// retracting is set: what a persisted plan recorded.
+func ResolveAggregate(name, variant string, retracting bool) (*AggregateFunction, error) {
+	var f *AggregateFunction
+	var ok bool
+	switch {
+	case variant == "":
+		f, ok = LookupAggregate(name)
+	case variant == "ksql" && name == "SUM":
+		f, ok = KsqlSum, true
+	case variant == "ksql-zero" && name == "SUM":
+		f, ok = KsqlSumZero, true
+	case variant == "legacy":
+		f, ok = LookupLegacyAggregate(name)
+	case strings.HasPrefix(variant, "limit="):
+		n, err := strconv.Atoi(strings.TrimPrefix(variant, "limit="))
+		if err == nil {
+			f, ok = CollectWithLimit(name, n)
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("no aggregate function %s (variant %q)", name, variant)
+	}
+	if retracting {
+		if f.NewRetracting == nil {
+			return nil, fmt.Errorf("aggregate function %s (variant %q) has no retracting form", name, variant)
+		}
+		f = f.ForTable()
+	}
+	return f, nil
+}
+
 // LookupLegacyAggregate finds the definition an aggregate had before it
 // followed ksqlDB's results (STDDEV_SAMP and STDDEV_SAMPLE both the
 // standard deviation by Welford's method, CORRELATION NULL when undefined
@@ -167,7 +214,11 @@ var legacyAggregates = func() map[string]*AggregateFunction {
 	set := *aggregates["COLLECT_SET"]
 	set.Description = "Collects the distinct non-NULL values into an ARRAY (in the order first seen, at most 1,000)."
 	set.New = func(args []types.Type) Accumulator { return &setAcc{t: args[0], limit: CollectLimit, ordered: true} }
-	return map[string]*AggregateFunction{std.Name: std, sample.Name: &sample, corr.Name: &corr, set.Name: &set}
+	m := map[string]*AggregateFunction{std.Name: std, sample.Name: &sample, corr.Name: &corr, set.Name: &set}
+	for _, f := range m {
+		f.Variant = "legacy"
+	}
+	return m
 }()
 
 var baseAggregates = map[string]*AggregateFunction{

@@ -381,7 +381,9 @@ func CollectWithLimit(name string, limit int) (*AggregateFunction, bool) {
 		if limit < 1 {
 			return nil, false
 		}
-		return collectAggLimit(name, name == "COLLECT_SET", limit), true
+		f := collectAggLimit(name, name == "COLLECT_SET", limit)
+		f.Variant = "limit=" + strconv.Itoa(limit)
+		return f, true
 	}
 	return nil, false
 }

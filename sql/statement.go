@@ -66,6 +66,11 @@ type CreateSource struct {
 	Source      bool
 	Columns     []ColumnDef
 	Props       Props
+	// The legacy fields below bind as commands recorded before plans
+	// were bound: the engine sets them only when it migrates such a
+	// command (engine/migrate.go, legacyOf). Remove them, and the
+	// branches they reach, at plan-format version 2.
+
 	// OriginalFieldNames keeps the names of columns (and STRUCT fields)
 	// inferred from the schema registry as the schema writes them;
 	// without it they are upper-cased, as ksqlDB does. The engine sets
@@ -112,6 +117,15 @@ type Select struct {
 	Emit string
 	// Limit is the row limit, or -1.
 	Limit int64
+
+	// The legacy fields below (PositionalAliases, SQLNulls, LegacyFinal,
+	// LegacyFunctions, LegacyJoinKeys, LegacyJoins, LegacyJoins2,
+	// LegacyJoins3, LegacySum, LegacyDistinct) bind as commands recorded
+	// before plans were bound: the engine sets them only when it
+	// migrates such a command (engine/migrate.go, legacyOf); a command
+	// with a plan is never bound again. Remove them, and the branches
+	// they reach in the binder and in expr, at plan-format version 2.
+
 	// PositionalAliases binds as sqlstreams did before it followed
 	// ksqlDB here: unnamed expressions are KSQL_COL_<position in the list>
 	// (not KSQL_COL_0, KSQL_COL_1, … in order, s->f named F), SELECT *
@@ -310,19 +324,4 @@ type Print struct {
 	FromBeginning bool
 	Interval      int64 // print every Interval-th record (default 1)
 	Limit         int64 // -1 for none
-}
-
-// GivesPartitions reports whether text, a CREATE … AS SELECT, names
-// PARTITIONS in its WITH clause.
-func GivesPartitions(text string) bool {
-	st, err := Parse(text)
-	if err != nil {
-		return false
-	}
-	ca, ok := st.(*CreateAs)
-	if !ok {
-		return false
-	}
-	_, given := ca.Props["PARTITIONS"]
-	return given
 }
