@@ -87,7 +87,7 @@ func LoadRQTT(path string) ([]RestCase, error) {
 	var f struct {
 		Tests []json.RawMessage `json:"tests"`
 	}
-	if err := json.Unmarshal(lineComment.ReplaceAll(b, nil), &f); err != nil {
+	if err := json.Unmarshal(stripComments(b), &f); err != nil {
 		return nil, &FileError{path, err}
 	}
 	if len(f.Tests) == 0 {
@@ -808,4 +808,46 @@ func javaEqual(a, b any) bool {
 	default:
 		return a == any(b)
 	}
+}
+
+// stripComments removes // and /* */ comments outside strings, which
+// Jackson (ALLOW_COMMENTS) accepts in ksqlDB's files and encoding/json
+// does not.
+func stripComments(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	inStr := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inStr {
+			out = append(out, c)
+			if c == '\\' && i+1 < len(b) {
+				i++
+				out = append(out, b[i])
+			} else if c == '"' {
+				inStr = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inStr = true
+		case c == '/' && i+1 < len(b) && b[i+1] == '/':
+			for i < len(b) && b[i] != '\n' {
+				i++
+			}
+			if i < len(b) {
+				out = append(out, '\n')
+			}
+			continue
+		case c == '/' && i+1 < len(b) && b[i+1] == '*':
+			end := bytes.Index(b[i+2:], []byte("*/"))
+			if end < 0 {
+				return out
+			}
+			i += end + 3
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
