@@ -80,7 +80,7 @@ func (e *Engine) runPull(ctx context.Context, props map[string]string, text stri
 	if err != nil && !errors.Is(err, errLimitReached) {
 		return Result{}, err
 	}
-	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil
+	return Result{Tag: "SELECT " + strconv.Itoa(n), TablePull: true}, nil
 }
 
 // keySelection turns what the WHERE says about the key into serialized

@@ -36,7 +36,7 @@ const (
 	// elements as one JSON array.
 	formatArray
 	// formatLegacy (/query): [{"header":…},\n{"row":{"columns":…}},\n…
-	// {"finalMessage":…}].
+	// {"finalMessage":…}] (a table's pull query ends after its rows).
 	formatLegacy
 	// formatPrint (/query with PRINT): one text line per record.
 	formatPrint
@@ -150,8 +150,9 @@ func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.S
 		defer release()
 	}
 	out := &streamer{w: w, r: r, rc: http.NewResponseController(w), format: f, queryID: id, push: push}
-	_, err := s.eng.Execute(ctx, sess, text, out)
+	res, err := s.eng.Execute(ctx, sess, text, out)
 	out.stopFlusher()
+	out.tablePull = res.TablePull
 	switch {
 	case !out.started && err != nil:
 		s.logFailure(r, text, err)
@@ -238,6 +239,9 @@ type streamer struct {
 	format  format
 	queryID string
 	push    bool
+	// tablePull marks a pull query answered from a table's state: its
+	// /query answer ends after the rows, without a final message.
+	tablePull bool
 
 	mu      sync.Mutex // guards w between Row (engine) and the flush loop
 	started bool       // the header (and status 200) is written
@@ -306,7 +310,7 @@ func (st *streamer) Columns(cols []types.Column) error {
 			}
 		}
 		b = appendJSON(b, map[string]string{"queryId": id, "schema": schemaString(schemaCols)})
-		b = append(b, "},\n"...)
+		b = append(b, '}')
 	}
 	st.write(b)
 	if st.err == nil {
@@ -353,9 +357,9 @@ func (st *streamer) Row(row types.Row) error {
 		b = append(b, ',')
 		b = appendRow(b, row, st.cols)
 	case formatLegacy:
-		b = append(b, `{"row":{"columns":`...)
+		b = append(b, ",\n{\"row\":{\"columns\":"...)
 		b = appendRow(b, row, st.cols)
-		b = append(b, "}},\n"...)
+		b = append(b, "}}"...)
 	case formatPrint:
 		b = appendPrintLine(b, row, st.cols)
 	}
@@ -438,11 +442,16 @@ func (st *streamer) finish(limited bool) {
 	case formatArray:
 		b = []byte("]")
 	case formatLegacy:
+		if st.tablePull {
+			// ksqlDB ends a table's pull query with its rows.
+			b = append(b, "]\n"...)
+			break
+		}
 		msg := "Query Completed"
 		if limited {
 			msg = "Limit Reached"
 		}
-		b = appendJSON(nil, map[string]string{"finalMessage": msg})
+		b = appendJSON([]byte(",\n"), map[string]string{"finalMessage": msg})
 		b = append(b, "]\n"...)
 	}
 	st.write(b)
@@ -464,7 +473,7 @@ func (st *streamer) fail(err error) {
 		b = append([]byte{','}, appendJSON(nil, m)...)
 		b = append(b, ']')
 	case formatLegacy:
-		b = appendJSON([]byte(`{"errorMessage":`), m)
+		b = appendJSON([]byte(",\n{\"errorMessage\":"), m)
 		b = append(b, "}]\n"...)
 	case formatPrint:
 		b = append([]byte("error: "+m.Message), '\n')
