@@ -77,7 +77,7 @@ var (
 )
 
 // testNames are the stream, table and topic names the tests create.
-var testNames = regexp.MustCompile(`\b(?i:KS_SRC|KS_BIG|KE_SRC|KM_SRC|KM_OUT|QS_SRC|QJ_SRC|QL_SRC|IS_DST|PT_USERS|H2_SRC|CURL_SRC|PL_SRC|WIN_SRC|WIN_T|IW_SRC|IW_DST)\b`)
+var testNames = regexp.MustCompile(`\b(?i:KS_SRC|KS_BIG|KE_SRC|KM_SRC|KM_OUT|QS_SRC|QJ_SRC|QL_SRC|IS_DST|PT_USERS|H2_SRC|CURL_SRC|PL_SRC|WIN_SRC|WIN_T|IW_SRC|IW_DST|RQ_[A-Z0-9]+)\b`)
 
 // sub gives the names in s this run's suffix.
 func (f *fixture) sub(s string) string {
