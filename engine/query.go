@@ -26,8 +26,7 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 	if q.Emit == "" {
 		src := planner.Sources(q.Root)[0]
 		if src.Kind == catalog.Stream {
-			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport,
-				"pull queries on streams are not supported: %s is a stream; add EMIT CHANGES for a push query", src.Name)
+			return e.scanStream(ctx, q, w)
 		}
 		return e.pull(ctx, s, st, q, src, w)
 	}
@@ -57,6 +56,32 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return Result{}, sql.Errorf(sql.CodeQueryCanceled, "push query canceled after %d rows", n)
 		}
+		return Result{}, err
+	}
+	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil
+}
+
+// scanStream runs a pull query on a stream as ksqlDB does: a scan of
+// its topic from the start to the end each partition had when the query
+// started. Its columns mark no key, as a push query's.
+func (e *Engine) scanStream(ctx context.Context, q *planner.Query, w ResultWriter) (Result, error) {
+	topo, err := physical.BuildPush(q)
+	if err != nil {
+		return Result{}, err
+	}
+	cols := append([]types.Column(nil), q.Root.Schema().Columns...)
+	for i := range cols {
+		cols[i].Key = false
+	}
+	if err := w.Columns(cols); err != nil {
+		return Result{}, err
+	}
+	n := 0
+	err = exec.RunPush(ctx, topo, exec.PushConfig{Kafka: e.cfg.Kafka, UntilEnd: true, Logger: e.log}, func(row types.Row) error {
+		n++
+		return w.Row(row)
+	})
+	if err != nil {
 		return Result{}, err
 	}
 	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil

@@ -44,3 +44,42 @@ func TestWindowedPullHeaderMarksWindowBoundsKey(t *testing.T) {
 		return nil
 	})
 }
+
+// TestStreamPullQueryScansTopic: a pull query on a stream reads its topic
+// from the start to the end it had when the query started, as ksqlDB's
+// does; on /query it ends with "Query Completed", or "Limit Reached"
+// when its LIMIT cut it short, and its header marks no key.
+func TestStreamPullQueryScansTopic(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE STREAM RQ_SSRC (K INT KEY, V INT) WITH (KAFKA_TOPIC='rq_ssrc', VALUE_FORMAT='JSON', PARTITIONS=2);
+		INSERT INTO RQ_SSRC (K, V) VALUES (1, 10);
+		INSERT INTO RQ_SSRC (K, V) VALUES (2, 20);
+		INSERT INTO RQ_SSRC (K, V) VALUES (3, 30);`, nil)
+	elems, err := f.queryRows("SELECT * FROM RQ_SSRC WHERE V > 10;", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, e := range elems[1 : len(elems)-1] {
+		b, _ := json.Marshal(e["row"].(map[string]any)["columns"])
+		got[string(b)] = true
+	}
+	if len(elems) != 4 || elems[0]["header"].(map[string]any)["schema"] != "`K` INTEGER, `V` INTEGER" ||
+		!got["[2,20]"] || !got["[3,30]"] || elems[3]["finalMessage"] != "Query Completed" {
+		t.Errorf("scan: %v", elems)
+	}
+	elems, err = f.queryRows("SELECT * FROM RQ_SSRC LIMIT 2;", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(elems) != 4 || elems[3]["finalMessage"] != "Limit Reached" {
+		t.Errorf("scan with LIMIT 2: %v", elems)
+	}
+	elems, err = f.queryRows("SELECT * FROM RQ_SSRC LIMIT 5;", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(elems) != 5 || elems[4]["finalMessage"] != "Query Completed" {
+		t.Errorf("scan with LIMIT 5: %v", elems)
+	}
+}

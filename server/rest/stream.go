@@ -83,7 +83,7 @@ func (s *Server) handleQueryStream(w http.ResponseWriter, r *http.Request) {
 	if accept := r.Header.Get("Accept"); !strings.Contains(accept, delimitedContentType) && strings.Contains(accept, "application/json") {
 		f = formatArray
 	}
-	s.runQuery(w, r, newSession(props), text, f, sel.Emit != "", sel.Limit >= 0)
+	s.runQuery(w, r, newSession(props), text, f, sel.Emit != "", sel.Limit)
 }
 
 // handleQuery runs POST /query: a SELECT in the older streaming format,
@@ -102,9 +102,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	sess := newSession(req.StreamsProperties)
 	switch st := st.(type) {
 	case *sql.Select:
-		s.runQuery(w, r, sess, text, formatLegacy, st.Emit != "", st.Limit >= 0)
+		s.runQuery(w, r, sess, text, formatLegacy, st.Emit != "", st.Limit)
 	case *sql.Print:
-		s.runQuery(w, r, sess, text, formatPrint, true, st.Limit >= 0)
+		s.runQuery(w, r, sess, text, formatPrint, true, st.Limit)
 	default:
 		writeError(w, r, &apiError{status: http.StatusBadRequest, code: codeBadStatement,
 			msg: "only SELECT and PRINT statements run on /query; send other statements to /ksql"}, stmtText(text), nil)
@@ -134,8 +134,8 @@ func oneStatement(text, field string) (string, sql.Statement, error) {
 // runQuery runs a query statement and streams its result. A push query
 // gets an ID (for /close-query) and counts against the push query limit;
 // it ends at its LIMIT, when the client goes away, at /close-query or at
-// Server.Close.
-func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.Session, text string, f format, push, limited bool) {
+// Server.Close. limit is the query's LIMIT, or -1.
+func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.Session, text string, f format, push bool, limit int64) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
@@ -153,6 +153,9 @@ func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.S
 	res, err := s.eng.Execute(ctx, sess, text, out)
 	out.stopFlusher()
 	out.tablePull = res.TablePull
+	// A push query that ended by itself reached its LIMIT; a pull query
+	// did when it returned that many rows.
+	limited := limit >= 0 && (push || out.rows >= limit)
 	switch {
 	case !out.started && err != nil:
 		s.logFailure(r, text, err)
@@ -242,6 +245,7 @@ type streamer struct {
 	// tablePull marks a pull query answered from a table's state: its
 	// /query answer ends after the rows, without a final message.
 	tablePull bool
+	rows      int64 // rows written
 
 	mu      sync.Mutex // guards w between Row (engine) and the flush loop
 	started bool       // the header (and status 200) is written
@@ -348,6 +352,7 @@ func (st *streamer) Row(row types.Row) error {
 	if st.err != nil {
 		return st.err
 	}
+	st.rows++
 	b := st.buf[:0]
 	switch st.format {
 	case formatDelimited:
