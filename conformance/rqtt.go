@@ -224,8 +224,13 @@ func runRestCase(parent context.Context, c *RestCase, o Options) (res Result) {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	defer hs.Close()
+	// ksqlDB's RQTT server reads from the earliest offset unless a test
+	// says otherwise (TestKsqlRestApp's base config).
 	cl := &restClient{base: "http://" + ln.Addr().String(), props: map[string]any{"ksql.streams.auto.offset.reset": "earliest"}}
 	for k, v := range c.Props {
+		if strings.TrimPrefix(k, "ksql.streams.") == "auto.offset.reset" {
+			delete(cl.props, "ksql.streams.auto.offset.reset")
+		}
 		cl.props[k] = v
 	}
 

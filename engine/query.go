@@ -40,6 +40,9 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 	if err != nil {
 		return Result{}, err
 	}
+	if sp, ok := w.(ScalablePushWriter); ok && scalablePush(s, q) {
+		sp.ScalablePush()
+	}
 	if err := w.Columns(q.Root.Schema().Columns); err != nil {
 		return Result{}, err
 	}
@@ -59,6 +62,38 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		return Result{}, err
 	}
 	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil
+}
+
+// ScalablePushWriter is a ResultWriter told, before Columns, that its push
+// query is what ksqlDB runs as a scalable push query (ksqlDB names those
+// SCALABLE_PUSH_QUERY_…).
+type ScalablePushWriter interface {
+	ResultWriter
+	ScalablePush()
+}
+
+// scalablePush reports whether ksqlDB would run q as a scalable push
+// query (ScalablePushUtil): it reads from the latest offset one source
+// a persistent query writes, and only filters and projects it.
+func scalablePush(s *Session, q *planner.Query) bool {
+	if s.Props["auto.offset.reset"] == "earliest" {
+		return false
+	}
+	simple := true
+	var walk func(n planner.Node)
+	walk = func(n planner.Node) {
+		switch n.(type) {
+		case *planner.Scan, *planner.Filter, *planner.Project:
+		default:
+			simple = false
+		}
+		for _, c := range n.Children() {
+			walk(c)
+		}
+	}
+	walk(q.Root)
+	srcs := planner.Sources(q.Root)
+	return simple && len(srcs) == 1 && srcs[0].WriterQuery != ""
 }
 
 // scanStream runs a pull query on a stream as ksqlDB does: a scan of

@@ -3,6 +3,7 @@ package rest_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -81,5 +82,38 @@ func TestStreamPullQueryScansTopic(t *testing.T) {
 	}
 	if len(elems) != 5 || elems[4]["finalMessage"] != "Query Completed" {
 		t.Errorf("scan with LIMIT 5: %v", elems)
+	}
+}
+
+// TestScalablePushQueryID: a push query ksqlDB would run as a scalable
+// push query (latest offset, one source a persistent query writes, only
+// filtered and projected) has an ID starting SCALABLE_PUSH_QUERY, which
+// /close-query takes; others keep a plain ID.
+func TestScalablePushQueryID(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE STREAM RQ_PSRC (K STRING KEY, ID INT) WITH (KAFKA_TOPIC='rq_psrc', VALUE_FORMAT='JSON', PARTITIONS=1);
+		CREATE STREAM RQ_PCOPY AS SELECT * FROM RQ_PSRC;`, nil)
+	for _, c := range []struct {
+		stmt     string
+		props    map[string]any
+		scalable bool
+	}{
+		{"SELECT K FROM RQ_PCOPY EMIT CHANGES;", map[string]any{"auto.offset.reset": "latest"}, true},
+		{"SELECT K FROM RQ_PCOPY EMIT CHANGES;", map[string]any{"auto.offset.reset": "earliest"}, false},
+		{"SELECT K FROM RQ_PSRC EMIT CHANGES;", nil, false},
+	} {
+		s := f.openStream("/query-stream", map[string]any{"sql": c.stmt, "properties": c.props})
+		var h map[string]any
+		if err := json.Unmarshal([]byte(s.line(10*time.Second)), &h); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := h["queryId"].(string)
+		if strings.HasPrefix(id, "SCALABLE_PUSH_QUERY") != c.scalable {
+			t.Errorf("%s %v: queryId %q", c.stmt, c.props, id)
+		}
+		if resp, body := f.do("POST", "/close-query", map[string]any{"queryId": id}); resp.StatusCode != 200 {
+			t.Errorf("/close-query %s: %s %s", id, resp.Status, body)
+		}
+		s.close()
 	}
 }

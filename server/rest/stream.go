@@ -220,7 +220,7 @@ func (s *Server) handleCloseQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.pushMu.Lock()
-	cancel, ok := s.push[args.QueryID]
+	cancel, ok := s.push[strings.TrimPrefix(args.QueryID, scalablePrefix)]
 	s.pushMu.Unlock()
 	if !ok {
 		writeError(w, r, badRequest("no push query with ID "+args.QueryID+" is running"), "", nil)
@@ -257,7 +257,18 @@ type streamer struct {
 	stopped chan struct{}
 }
 
-var _ engine.ResultWriter = (*streamer)(nil)
+var _ engine.ScalablePushWriter = (*streamer)(nil)
+
+// scalablePrefix starts the ID of a push query ksqlDB would run as a
+// scalable push query; /close-query takes the ID with or without it.
+const scalablePrefix = "SCALABLE_PUSH_QUERY_"
+
+// ScalablePush names the push query as ksqlDB names a scalable one.
+func (st *streamer) ScalablePush() {
+	if st.queryID != "" && !strings.HasPrefix(st.queryID, scalablePrefix) {
+		st.queryID = scalablePrefix + st.queryID
+	}
+}
 
 // header is /query-stream's QueryResponseMetadata.
 type header struct {
