@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -132,7 +133,7 @@ func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result
 	if target.IsSource {
 		return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
 	}
-	rows, err := sql.BindInsertValues(st, target)
+	rows, err := sql.BindInsert(st, target)
 	if err != nil {
 		return Result{}, err
 	}
@@ -150,8 +151,13 @@ func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result
 		return Result{}, err
 	}
 	recs := make([]*kgo.Record, 0, len(rows))
-	for _, row := range rows {
+	for _, ir := range rows {
+		row := ir.Row
 		r := &kgo.Record{Topic: target.Topic}
+		if ir.Timestamped {
+			// ROWTIME given: the record's timestamp, as in ksqlDB.
+			r.Timestamp = time.UnixMilli(ir.Timestamp)
+		}
 		if len(keys) > 0 && !allNull(row, keys) {
 			if r.Key, err = kenc.Encode(nil, row); err != nil {
 				return Result{}, err

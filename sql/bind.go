@@ -1063,16 +1063,61 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 }
 
 // BindInsertValues evaluates INSERT … VALUES rows for target. Each row is
-// laid out by target.Schema; columns not named are NULL.
+// laid out by target.Schema; columns not named are NULL. A ROWTIME value
+// is dropped: BindInsert returns it.
 func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, error) {
+	rows, err := BindInsert(iv, target)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.Row, len(rows))
+	for i, r := range rows {
+		out[i] = r.Row
+	}
+	return out, nil
+}
+
+// InsertRow is one row of INSERT … VALUES, laid out by the target's
+// schema, and the record timestamp a ROWTIME value gives it.
+type InsertRow struct {
+	Row types.Row
+	// Timestamp is the ROWTIME value (milliseconds) when Timestamped;
+	// else the record takes the producer's clock.
+	Timestamp   int64
+	Timestamped bool
+}
+
+// BindInsert evaluates INSERT … VALUES rows for target, as ksqlDB does:
+// the columns default to the key columns then the value columns; ROWTIME
+// sets the record timestamp; the other pseudo columns (ROWPARTITION,
+// ROWOFFSET) and header columns cannot be inserted into.
+func BindInsert(iv *InsertValues, target *catalog.Source) ([]InsertRow, error) {
 	b := &binder{text: iv.text, toks: lex(iv.text), src: target}
+	const rowtime = -1
 	cols := make([]int, 0, len(target.Schema.Columns))
 	if len(iv.Columns) == 0 {
-		cols = target.Schema.Visible()
+		vis := target.Schema.Visible()
+		for _, i := range vis {
+			if target.Schema.Columns[i].Key {
+				cols = append(cols, i)
+			}
+		}
+		for _, i := range vis {
+			if !target.Schema.Columns[i].Key {
+				cols = append(cols, i)
+			}
+		}
 	} else {
 		for _, name := range iv.Columns {
 			i := target.Schema.Index(name)
 			if i < 0 {
+				switch name {
+				case types.RowTime:
+					cols = append(cols, rowtime)
+					continue
+				case "ROWPARTITION", "ROWOFFSET":
+					return nil, b.errAt(name, CodeFeatureNotSupport, "Inserting into column `%s` is not allowed.", name)
+				}
 				return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, target.Name)
 			}
 			cols = append(cols, i)
@@ -1080,6 +1125,9 @@ func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, er
 	}
 	var headers []string
 	for _, c := range cols {
+		if c == rowtime {
+			continue
+		}
 		if col := target.Schema.Columns[c]; col.Header {
 			headers = append(headers, col.Name)
 		}
@@ -1087,28 +1135,38 @@ func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, er
 	if len(headers) > 0 {
 		return nil, Errorf(CodeFeatureNotSupport, "Cannot insert into HEADER columns: %s", strings.Join(headers, ", "))
 	}
-	var rows []types.Row
+	var rows []InsertRow
 	for _, list := range iv.ins.Lists {
 		if len(list) != len(cols) {
-			return nil, b.errAt("VALUES", CodeSyntaxError, "expected %d values, got %d", len(cols), len(list))
+			return nil, b.errAt("VALUES", CodeSyntaxError, "Failed to prepare statement: Expected number columns and values to match: %d, %d", len(cols), len(list))
 		}
-		row := make(types.Row, len(target.Schema.Columns))
-		for i := range row {
-			row[i] = types.NullDatum
+		ir := InsertRow{Row: make(types.Row, len(target.Schema.Columns))}
+		for i := range ir.Row {
+			ir.Row[i] = types.NullDatum
 		}
 		for i, n := range list {
 			e, err := b.expr(n)
 			if err != nil {
 				return nil, err
 			}
+			if cols[i] == rowtime {
+				d, err := constant(e, types.BigintType)
+				if err != nil {
+					return nil, b.errAt(types.RowTime, CodeDatatypeMismatch, "value for column ROWTIME: %v", err)
+				}
+				if !d.Null {
+					ir.Timestamp, ir.Timestamped = d.I, true
+				}
+				continue
+			}
 			col := target.Schema.Columns[cols[i]]
 			d, err := constant(e, col.Type)
 			if err != nil {
 				return nil, b.errAt(col.Name, CodeDatatypeMismatch, "value for column %s: %v", col.Name, err)
 			}
-			row[cols[i]] = d
+			ir.Row[cols[i]] = d
 		}
-		rows = append(rows, row)
+		rows = append(rows, ir)
 	}
 	return rows, nil
 }

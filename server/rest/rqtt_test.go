@@ -117,3 +117,40 @@ func TestScalablePushQueryID(t *testing.T) {
 		s.close()
 	}
 }
+
+// TestInsertValuesAsKsqlDB: INSERT … VALUES as ksqlDB runs it: ROWTIME
+// sets the record timestamp (0 included), the implicit columns are the
+// key columns then the value columns, ROWPARTITION and ROWOFFSET are
+// refused, and a count mismatch says so as ksqlDB does.
+func TestInsertValuesAsKsqlDB(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE STREAM RQ_ISRC (ID INT, K STRING KEY) WITH (KAFKA_TOPIC='rq_isrc', VALUE_FORMAT='JSON', PARTITIONS=1);
+		INSERT INTO RQ_ISRC (ROWTIME, K, ID) VALUES (1234, 'a', 10);
+		INSERT INTO RQ_ISRC (ID, ROWTIME, K) VALUES (11, 0, 'b');
+		INSERT INTO RQ_ISRC VALUES ('c', 12);`, nil)
+	elems, err := f.queryRows("SELECT ROWTIME, K, ID FROM RQ_ISRC;", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(elems) != 5 {
+		t.Fatalf("want header, 3 rows, final message: %v", elems)
+	}
+	var rows []string
+	for _, e := range elems[1:4] {
+		b, _ := json.Marshal(e["row"].(map[string]any)["columns"])
+		rows = append(rows, string(b))
+	}
+	if rows[0] != `[1234,"a",10]` || rows[1] != `[0,"b",11]` || !strings.HasSuffix(rows[2], `,"c",12]`) || strings.HasPrefix(rows[2], "[0,") {
+		t.Errorf("rows %v", rows)
+	}
+	for stmt, want := range map[string]string{
+		"INSERT INTO RQ_ISRC (K, ID, ROWPARTITION) VALUES ('a', 1, 5);": "Inserting into column `ROWPARTITION` is not allowed.",
+		"INSERT INTO RQ_ISRC (K, ID, ROWOFFSET) VALUES ('a', 1, 5);":    "Inserting into column `ROWOFFSET` is not allowed.",
+		"INSERT INTO RQ_ISRC (K, ID) VALUES ('a');":                     "Failed to prepare statement: Expected number columns and values to match: 2, 1",
+	} {
+		e := f.ksqlError(stmt, 400)
+		if m, _ := e["message"].(string); !strings.Contains(m, want) {
+			t.Errorf("%s: %q does not contain %q", stmt, m, want)
+		}
+	}
+}
