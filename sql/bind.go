@@ -436,6 +436,12 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 					return nil, err
 				}
 			}
+		case expr.OpAdd, expr.OpSub, expr.OpMul, expr.OpDiv, expr.OpMod:
+			// ksqlDB refuses arithmetic on an untyped NULL.
+			if !b.sqlNulls && (untypedNull(l) || untypedNull(r)) {
+				return nil, Errorf(CodeDatatypeMismatch, "Error processing expression: (%s %s %s). Arithmetic on types %s and %s are not supported.",
+					ksqlText(l), op, ksqlText(r), ksqlTypeText(l), ksqlTypeText(r))
+			}
 		}
 		e, err := expr.NewBinary(op, l, r)
 		if err != nil {
@@ -1249,4 +1255,28 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 		return nil, Errorf(CodeDatatypeMismatch, "incompatible schema: INSERT INTO %s needs (%s), the query gives (%s)", target.Name, want, got)
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
+}
+
+// untypedNull reports whether e is a NULL literal without a type.
+func untypedNull(e expr.Expr) bool {
+	l, ok := e.(*expr.Literal)
+	return ok && l.V.Null && l.T.Kind == types.Unknown
+}
+
+// ksqlText renders e as ksqlDB's messages quote expressions: NULL as
+// null, MAP(k:=v) and STRUCT(f:=v) without spaces around :=.
+func ksqlText(e expr.Expr) string {
+	if untypedNull(e) {
+		return "null"
+	}
+	return strings.ReplaceAll(e.String(), " := ", ":=")
+}
+
+// ksqlTypeText is e's type as ksqlDB's messages name it (an untyped
+// NULL's is null).
+func ksqlTypeText(e expr.Expr) string {
+	if untypedNull(e) {
+		return "null"
+	}
+	return e.Type().String()
 }

@@ -154,3 +154,29 @@ func TestInsertValuesAsKsqlDB(t *testing.T) {
 		}
 	}
 }
+
+// TestArithmeticOnNullRefused: arithmetic on an untyped NULL is refused
+// with ksqlDB's message, as ksqlDB refuses it.
+func TestArithmeticOnNullRefused(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE STREAM RQ_NSRC (K STRING KEY, ID INT) WITH (KAFKA_TOPIC='rq_nsrc', VALUE_FORMAT='JSON', PARTITIONS=1);`, nil)
+	for q, want := range map[string]string{
+		"SELECT 1 + NULL FROM RQ_NSRC EMIT CHANGES;":               "Error processing expression: (1 + null). Arithmetic on types INTEGER and null are not supported.",
+		"SELECT MAP(1 := 'cat') + NULL FROM RQ_NSRC EMIT CHANGES;": "Error processing expression: (MAP(1:='cat') + null). Arithmetic on types MAP<INTEGER, STRING> and null are not supported.",
+		"SELECT Array[1,2,3] + NULL FROM RQ_NSRC EMIT CHANGES;":    "Error processing expression: (ARRAY[1, 2, 3] + null). Arithmetic on types ARRAY<INTEGER> and null are not supported.",
+		"SELECT 5.0 / NULL FROM RQ_NSRC EMIT CHANGES;":             "Error processing expression: (5.0 / null). Arithmetic on types DECIMAL(2, 1) and null are not supported.",
+		"SELECT NULL * NULL FROM RQ_NSRC EMIT CHANGES;":            "Error processing expression: (null * null). Arithmetic on types null and null are not supported.",
+		"SELECT ID + CAST(NULL AS INT) AS X FROM RQ_NSRC LIMIT 1;": "",
+	} {
+		resp, b := f.do("POST", "/query", map[string]any{"ksql": q})
+		if want == "" {
+			if resp.StatusCode != 200 {
+				t.Errorf("%s: %s %s", q, resp.Status, b)
+			}
+			continue
+		}
+		if m, _ := decodeObject(t, b)["message"].(string); resp.StatusCode != 400 || !strings.Contains(m, want) {
+			t.Errorf("%s: %s %q, want %q", q, resp.Status, m, want)
+		}
+	}
+}
