@@ -25,6 +25,9 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		return Result{}, err
 	}
 	if q.Emit == "" {
+		if err := checkPull(s.Props, q); err != nil {
+			return Result{}, err
+		}
 		src := planner.Sources(q.Root)[0]
 		if src.Kind == catalog.Stream {
 			return e.scanStream(ctx, q, w)

@@ -99,6 +99,18 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
 	j := s.From.TableRefs
+	if pull := sel.Emit == "" && !sel.persistent && !sel.inserting; pull {
+		// ksqlDB's pull-query validation, before anything else.
+		const hint = " See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES if you intended to issue a push query."
+		switch {
+		case j.Right != nil:
+			return nil, Errorf(CodeFeatureNotSupport, "Pull queries don't support JOIN clauses."+hint)
+		case sel.window != nil:
+			return nil, Errorf(CodeFeatureNotSupport, "Pull queries don't support WINDOW clauses."+hint)
+		case s.GroupBy != nil:
+			return nil, Errorf(CodeFeatureNotSupport, "Pull queries don't support GROUP BY clauses."+hint)
+		}
+	}
 	var node planner.Node
 	if j.Right != nil {
 		if err := b.kafkaValueJoin(sel, j); err != nil {
@@ -567,7 +579,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, err
 	}
 	if q.Limit >= 0 {
-		return nil, Errorf(CodeSyntaxError, "a persistent query cannot have a LIMIT")
+		return nil, Errorf(CodeSyntaxError, "CREATE %s AS SELECT statements don't support LIMIT clause.", strings.ToUpper(ca.Kind.String()))
 	}
 	aggregate := findAggregate(q.Root) != nil
 	join := findJoin(q.Root)

@@ -180,3 +180,49 @@ func TestArithmeticOnNullRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPullQueryValidation: pull queries are refused as ksqlDB's
+// validation refuses them, with its messages, before any state is
+// waited for; with ksql.query.pull.table.scan.enabled=false the WHERE
+// must pin the key as ksqlDB's lookups do.
+func TestPullQueryValidation(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE STREAM RQ_VSRC (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='rq_vsrc', VALUE_FORMAT='JSON', PARTITIONS=1);
+		CREATE TABLE RQ_VAGG AS SELECT ID, COUNT(1) AS COUNT FROM RQ_VSRC GROUP BY ID;`, nil)
+	noScan := map[string]any{"ksql.query.pull.table.scan.enabled": false}
+	for _, c := range []struct {
+		stmt  string
+		props map[string]any
+		want  string
+	}{
+		{"SELECT * FROM RQ_VAGG A JOIN RQ_VSRC I ON A.ID = I.ID WHERE A.ID = '10';", nil, "Pull queries don't support JOIN clauses."},
+		{"SELECT * FROM RQ_VAGG WINDOW TUMBLING (SIZE 1 SECOND) WHERE ID = '10';", nil, "Pull queries don't support WINDOW clauses."},
+		{"SELECT * FROM RQ_VSRC GROUP BY ID;", nil, "Pull queries don't support GROUP BY clauses."},
+		{"SELECT ID, ROWPARTITION FROM RQ_VAGG WHERE ID = '1';", nil, "Pull queries don't support the following columns in SELECT clauses: `ROWPARTITION`"},
+		{"SELECT * FROM RQ_VSRC WHERE ROWOFFSET < 3;", nil, "Pull queries don't support the following columns in WHERE clauses: `ROWOFFSET`"},
+		{"SELECT * FROM RQ_VSRC LIMIT 2;", map[string]any{"ksql.query.pull.limit.clause.enabled": false}, "LIMIT clause in pull queries is currently disabled."},
+		{"SELECT * FROM RQ_VAGG WHERE ID != '100';", noScan, "Bound on key columns '[`ID` STRING KEY]' must currently be '='. "},
+		{"SELECT * FROM RQ_VAGG WHERE COUNT = 100;", noScan, "WHERE clause missing key column for disjunct: (COUNT = 100)"},
+		{"SELECT * FROM RQ_VAGG WHERE ID = '1' AND ID IN ('1', '2');", noScan, "A comparison condition on the key column cannot be combined with other comparisons such as an IN predicate"},
+		{"SELECT * FROM RQ_VAGG WHERE ID = CAST(COUNT AS STRING);", noScan, "A comparison must be between a key column and a resolvable expression."},
+		{"SELECT * FROM RQ_VAGG WHERE ID <= '11' OR ID >= '13';", noScan, "Query requires table scan to be enabled"},
+		{"SELECT * FROM RQ_VAGG WHERE ID IN (NULL);", nil, "Primary key columns can not be NULL: (ID = null)"},
+	} {
+		resp, b := f.do("POST", "/query", map[string]any{"ksql": c.stmt, "streamsProperties": c.props})
+		if m, _ := decodeObject(t, b)["message"].(string); resp.StatusCode != 400 || !strings.Contains(m, c.want) {
+			t.Errorf("%s: %s %q, want %q", c.stmt, resp.Status, m, c.want)
+		}
+	}
+	// What the lookup rules allow.
+	for _, stmt := range []string{"SELECT * FROM RQ_VAGG WHERE ID = '1';", "SELECT * FROM RQ_VAGG WHERE ID IN ('1', '2');", "SELECT * FROM RQ_VAGG WHERE ID >= '1';"} {
+		eventually(t, 30*time.Second, func() error {
+			if resp, b := f.do("POST", "/query", map[string]any{"ksql": stmt, "streamsProperties": noScan}); resp.StatusCode != 200 {
+				return fmt.Errorf("%s: %s %s", stmt, resp.Status, b)
+			}
+			return nil
+		})
+	}
+	if m, _ := f.ksqlError("CREATE TABLE RQ_VLIM AS SELECT * FROM RQ_VAGG LIMIT 5;", 400)["message"].(string); !strings.Contains(m, "CREATE TABLE AS SELECT statements don't support LIMIT clause.") {
+		t.Errorf("CTAS with LIMIT: %q", m)
+	}
+}
