@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -153,7 +154,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if s.Where != nil {
 		pred, err := b.expr(s.Where)
 		if err != nil {
-			return nil, err
+			return nil, whereError(err)
 		}
 		f, err := planner.NewFilter(node, pred)
 		if err != nil {
@@ -457,6 +458,10 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		}
 		e, err := expr.NewBinary(op, l, r)
 		if err != nil {
+			if name, ok := ksqlCompareOps[op]; ok && !b.sqlNulls {
+				return nil, Errorf(CodeDatatypeMismatch, "Cannot compare %s (%s) to %s (%s) with %s.\nStatement: (%s %s %s)",
+					ksqlText(l), ksqlTypeText(l), ksqlText(r), ksqlTypeText(r), name, ksqlText(l), op, ksqlText(r))
+			}
 			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 		}
 		return b.nulls(e), nil
@@ -869,7 +874,7 @@ func (b *binder) ksqlComparable(op expr.Op, l, r expr.Expr) error {
 		return t.String()
 	}
 	if lt.Kind == types.Unknown || rt.Kind == types.Unknown {
-		return Errorf(CodeDatatypeMismatch, "Comparison with NULL not supported: %s %s %s\nUse 'IS NULL' or 'IS NOT NULL' instead.", name(lt), op, name(rt))
+		return Errorf(CodeDatatypeMismatch, "Comparison with NULL not supported: %s %s %s\nUse 'IS NULL' or 'IS NOT NULL' instead.\nStatement: (%s %s %s)", name(lt), op, name(rt), ksqlText(l), op, ksqlText(r))
 	}
 	strLit := func(e expr.Expr) bool {
 		lit, ok := e.(*expr.Literal)
@@ -1291,4 +1296,32 @@ func ksqlTypeText(e expr.Expr) string {
 		return "null"
 	}
 	return e.Type().String()
+}
+
+// ksqlCompareOps are ksqlDB's names of the comparison operators, as its
+// messages give them.
+var ksqlCompareOps = map[expr.Op]string{
+	expr.OpEQ: "EQUAL", expr.OpNE: "NOT_EQUAL", expr.OpLT: "LESS_THAN", expr.OpLE: "LESS_THAN_OR_EQUAL",
+	expr.OpGT: "GREATER_THAN", expr.OpGE: "GREATER_THAN_OR_EQUAL",
+}
+
+// whereError words an error binding the WHERE as ksqlDB does: type
+// errors of its comparisons are "Error in WHERE expression: …", and a
+// window bound of a source without windows "cannot be resolved".
+func whereError(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	switch {
+	case strings.HasPrefix(c.Msg, "Cannot compare ") || strings.HasPrefix(c.Msg, "Comparison with NULL"):
+		c.Msg = "Error in WHERE expression: " + c.Msg
+	case strings.HasPrefix(c.Msg, "column WINDOWSTART does not exist") || strings.HasPrefix(c.Msg, "column WINDOWEND does not exist"):
+		name := strings.Fields(c.Msg)[1]
+		c.Msg = "WHERE column '" + name + "' cannot be resolved: " + c.Msg
+	default:
+		return err
+	}
+	return &c
 }

@@ -226,3 +226,23 @@ func TestPullQueryValidation(t *testing.T) {
 		t.Errorf("CTAS with LIMIT: %q", m)
 	}
 }
+
+// TestTypeErrorsAsKsqlDB: type errors of comparisons, BETWEEN and LIKE,
+// and window bounds of a source without windows, say what ksqlDB says.
+func TestTypeErrorsAsKsqlDB(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE TABLE RQ_TTAB (ID STRING PRIMARY KEY, N INT) WITH (KAFKA_TOPIC='rq_ttab', VALUE_FORMAT='JSON', PARTITIONS=1);
+		CREATE TABLE RQ_TVIEW AS SELECT * FROM RQ_TTAB;`, nil)
+	for q, want := range map[string]string{
+		"SELECT * FROM RQ_TVIEW WHERE ID = 11;":               "Error in WHERE expression: Cannot compare ID (STRING) to 11 (INTEGER) with EQUAL.\nStatement: (ID = 11)",
+		"SELECT * FROM RQ_TVIEW WHERE N = NULL;":              "Error in WHERE expression: Comparison with NULL not supported: INTEGER = NULL\nUse 'IS NULL' or 'IS NOT NULL' instead.\nStatement: (N = null)",
+		"SELECT * FROM RQ_TVIEW WHERE ID BETWEEN 10 AND 'x';": "Invalid expression: Cannot compare ID (STRING) to 10 (INTEGER) with GREATER_THAN_OR_EQUAL",
+		"SELECT * FROM RQ_TVIEW WHERE N LIKE 12;":             "The column type for Like condition must be VARCHAR. The column type is INTEGER",
+		"SELECT * FROM RQ_TVIEW WHERE WINDOWSTART = 10;":      "WHERE column 'WINDOWSTART' cannot be resolved",
+	} {
+		resp, b := f.do("POST", "/query", map[string]any{"ksql": q})
+		if m, _ := decodeObject(t, b)["message"].(string); resp.StatusCode != 400 || !strings.Contains(m, want) {
+			t.Errorf("%s: %s %q, want %q", q, resp.Status, m, want)
+		}
+	}
+}
