@@ -51,11 +51,20 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		return Result{}, err
 	}
 	n := 0
-	err = exec.RunPush(ctx, topo, exec.PushConfig{
+	pc := exec.PushConfig{
 		Kafka:       e.cfg.Kafka,
 		OffsetReset: s.Props["auto.offset.reset"],
 		Logger:      e.log,
-	}, func(row types.Row) error {
+	}
+	if tw, ok := w.(TombstoneWriter); ok {
+		if srcs := planner.Sources(q.Root); len(srcs) == 1 && srcs[0].Kind == catalog.Table {
+			pc.Tombstones = func(row types.Row) error {
+				n++
+				return tw.Tombstone(row)
+			}
+		}
+	}
+	err = exec.RunPush(ctx, topo, pc, func(row types.Row) error {
 		n++
 		return w.Row(row)
 	})
@@ -66,6 +75,15 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		return Result{}, err
 	}
 	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil
+}
+
+// TombstoneWriter is a ResultWriter that takes the tombstones of a push
+// query over a table: each a row of the deleted key, the value columns
+// NULL (ksqlDB's rows with "tombstone": true). Other writers never see
+// them.
+type TombstoneWriter interface {
+	ResultWriter
+	Tombstone(row types.Row) error
 }
 
 // ScalablePushWriter is a ResultWriter told, before Columns, that its push

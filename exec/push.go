@@ -36,7 +36,12 @@ type PushConfig struct {
 	// offset when the query starts, then returns nil. OffsetReset is
 	// ignored.
 	UntilEnd bool
-	Logger   *slog.Logger
+	// Tombstones, when set, marks the source a table, as ksqlDB's push
+	// queries read one: a record without key is skipped, and a
+	// tombstone's row (its key, the value columns NULL, projected) goes
+	// to Tombstones instead of emit.
+	Tombstones func(types.Row) error
+	Logger     *slog.Logger
 }
 
 // RunPush runs a push query's topology: it tails the source topic with
@@ -83,7 +88,7 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 			return nil
 		}
 	}
-	collect := &collectOp{emit: emit, limit: topo.Limit}
+	collect := &collectOp{emit: emit, tombstone: cfg.Tombstones, limit: topo.Limit}
 	tasks := map[int32]*sourceOp{}
 	for {
 		fetches := cl.PollFetches(ctx)
@@ -108,6 +113,7 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 					return
 				}
 				t = g.sources[topic]
+				t.tombstones = cfg.Tombstones != nil
 				tasks[fp.Partition] = t
 			}
 			for _, r := range fp.Records {

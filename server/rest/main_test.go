@@ -26,6 +26,9 @@ import (
 // own streams and topics.
 var testEngine *engine.Engine
 
+// testBroker is the embedded broker's address.
+var testBroker string
+
 func TestMain(m *testing.M) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("REST_TEST_LOG") != "" {
@@ -37,6 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "starting the broker:", err)
 		os.Exit(1)
 	}
+	testBroker = b.Addr()
 	stateDir, err := os.MkdirTemp("", "rest-test-state-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // queryRows posts a SELECT to /query and returns its elements.
@@ -244,5 +246,37 @@ func TestTypeErrorsAsKsqlDB(t *testing.T) {
 		if m, _ := decodeObject(t, b)["message"].(string); resp.StatusCode != 400 || !strings.Contains(m, want) {
 			t.Errorf("%s: %s %q, want %q", q, resp.Status, m, want)
 		}
+	}
+}
+
+// TestPushQueryOverTableTombstones: a push query over a table shows a
+// tombstone as its key with NULL values marked "tombstone": true, and
+// skips a record without key, as ksqlDB's does.
+func TestPushQueryOverTableTombstones(t *testing.T) {
+	f := newFixture(t)
+	f.ksql(`CREATE TABLE RQ_TOMB (K INT PRIMARY KEY, ID INT) WITH (KAFKA_TOPIC='rq_tomb', VALUE_FORMAT='JSON', PARTITIONS=1);`, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testBroker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topic := f.sub("rq_tomb")
+	for _, r := range []*kgo.Record{
+		{Topic: topic, Key: []byte{0, 0, 0, 10}, Value: []byte(`{"ID":110}`)},
+		{Topic: topic, Key: []byte{0, 0, 0, 10}},
+		{Topic: topic, Value: []byte(`{"ID":123}`)},
+		{Topic: topic, Key: []byte{0, 0, 0, 11}, Value: []byte(`{"ID":111}`)},
+	} {
+		if err := cl.ProduceSync(testCtx(t, 10*time.Second), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elems, err := f.queryRows("SELECT * FROM RQ_TOMB EMIT CHANGES LIMIT 3;", map[string]any{"auto.offset.reset": "earliest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(elems[1:])
+	if want := `[{"row":{"columns":[10,110]}},{"row":{"columns":[10,null],"tombstone":true}},{"row":{"columns":[11,111]}},{"finalMessage":"Limit Reached"}]`; string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
 	}
 }

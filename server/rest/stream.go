@@ -257,7 +257,10 @@ type streamer struct {
 	stopped chan struct{}
 }
 
-var _ engine.ScalablePushWriter = (*streamer)(nil)
+var (
+	_ engine.ScalablePushWriter = (*streamer)(nil)
+	_ engine.TombstoneWriter    = (*streamer)(nil)
+)
 
 // scalablePrefix starts the ID of a push query ksqlDB would run as a
 // scalable push query; /close-query takes the ID with or without it.
@@ -379,6 +382,26 @@ func (st *streamer) Row(row types.Row) error {
 	case formatPrint:
 		b = appendPrintLine(b, row, st.cols)
 	}
+	st.write(b)
+	return st.err
+}
+
+// Tombstone writes the row of a table's deleted key, marked as ksqlDB
+// marks it on /query ("tombstone": true); other formats write it as a
+// row.
+func (st *streamer) Tombstone(row types.Row) error {
+	if st.format != formatLegacy {
+		return st.Row(row)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.err != nil {
+		return st.err
+	}
+	st.rows++
+	b := append(st.buf[:0], ",\n{\"row\":{\"columns\":"...)
+	b = appendRow(b, row, st.cols)
+	b = append(b, `,"tombstone":true}}`...)
 	st.write(b)
 	return st.err
 }
