@@ -1317,6 +1317,11 @@ func whereError(err error) error {
 	switch {
 	case strings.HasPrefix(c.Msg, "Cannot compare ") || strings.HasPrefix(c.Msg, "Comparison with NULL"):
 		c.Msg = "Error in WHERE expression: " + c.Msg
+	case strings.HasPrefix(c.Msg, "Window bounds column "):
+		// A window bound in the WHERE of a windowed aggregation: the
+		// window does not exist yet where the WHERE filters.
+		name := strings.Fields(c.Msg)[3]
+		c.Msg = "Error in WHERE expression: Unknown column " + name + ". " + c.Msg
 	case strings.HasPrefix(c.Msg, "column WINDOWSTART does not exist") || strings.HasPrefix(c.Msg, "column WINDOWEND does not exist"):
 		name := strings.Fields(c.Msg)[1]
 		c.Msg = "WHERE column '" + name + "' cannot be resolved: " + c.Msg

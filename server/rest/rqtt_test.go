@@ -241,6 +241,7 @@ func TestTypeErrorsAsKsqlDB(t *testing.T) {
 		"SELECT * FROM RQ_TVIEW WHERE ID BETWEEN 10 AND 'x';": "Invalid expression: Cannot compare ID (STRING) to 10 (INTEGER) with GREATER_THAN_OR_EQUAL",
 		"SELECT * FROM RQ_TVIEW WHERE N LIKE 12;":             "The column type for Like condition must be VARCHAR. The column type is INTEGER",
 		"SELECT * FROM RQ_TVIEW WHERE WINDOWSTART = 10;":      "WHERE column 'WINDOWSTART' cannot be resolved",
+		"SELECT COUNT(1) FROM RQ_TTAB WINDOW TUMBLING (SIZE 1 SECOND) WHERE WINDOWSTART > 1000 GROUP BY N EMIT CHANGES;": "Error in WHERE expression: Unknown column WINDOWSTART.",
 	} {
 		resp, b := f.do("POST", "/query", map[string]any{"ksql": q})
 		if m, _ := decodeObject(t, b)["message"].(string); resp.StatusCode != 400 || !strings.Contains(m, want) {
