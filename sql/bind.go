@@ -530,7 +530,7 @@ func (b *binder) column(cn *ast.ColumnName) (expr.Expr, error) {
 		return b.joinColumn(cn)
 	}
 	if q := cn.Table.O; q != "" && q != b.src.Name && q != b.alias {
-		return nil, b.errAt(q, CodeUndefinedTable, "unknown source %s in %s.%s", q, q, name)
+		return nil, b.errAt(q, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
 	}
 	i := b.schema.Index(name)
 	if i < 0 && b.windowed && (name == types.WindowStart || name == types.WindowEnd) {
@@ -1170,7 +1170,7 @@ func BindInsert(iv *InsertValues, target *catalog.Source) ([]InsertRow, error) {
 		for i, n := range list {
 			e, err := b.expr(n)
 			if err != nil {
-				return nil, err
+				return nil, prepareError(err)
 			}
 			if cols[i] == rowtime {
 				d, err := constant(e, types.BigintType)
@@ -1328,5 +1328,17 @@ func whereError(err error) error {
 	default:
 		return err
 	}
+	return &c
+}
+
+// prepareError words an error in an INSERT … VALUES expression as
+// ksqlDB does: "Failed to prepare statement: …".
+func prepareError(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Msg = "Failed to prepare statement: " + c.Msg
 	return &c
 }

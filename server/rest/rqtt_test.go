@@ -149,6 +149,7 @@ func TestInsertValuesAsKsqlDB(t *testing.T) {
 		"INSERT INTO RQ_ISRC (K, ID, ROWPARTITION) VALUES ('a', 1, 5);": "Inserting into column `ROWPARTITION` is not allowed.",
 		"INSERT INTO RQ_ISRC (K, ID, ROWOFFSET) VALUES ('a', 1, 5);":    "Inserting into column `ROWOFFSET` is not allowed.",
 		"INSERT INTO RQ_ISRC (K, ID) VALUES ('a');":                     "Failed to prepare statement: Expected number columns and values to match: 2, 1",
+		"INSERT INTO RQ_ISRC (K, ID) VALUES (FOO.bar, '10');":           "Failed to prepare statement: 'FOO' is not a valid stream/table name or alias.",
 	} {
 		e := f.ksqlError(stmt, 400)
 		if m, _ := e["message"].(string); !strings.Contains(m, want) {
