@@ -235,13 +235,16 @@ func TestPullQueryValidation(t *testing.T) {
 func TestTypeErrorsAsKsqlDB(t *testing.T) {
 	f := newFixture(t)
 	f.ksql(`CREATE TABLE RQ_TTAB (ID STRING PRIMARY KEY, N INT) WITH (KAFKA_TOPIC='rq_ttab', VALUE_FORMAT='JSON', PARTITIONS=1);
-		CREATE TABLE RQ_TVIEW AS SELECT * FROM RQ_TTAB;`, nil)
+		CREATE TABLE RQ_TVIEW AS SELECT * FROM RQ_TTAB;
+		CREATE TABLE RQ_WL (K STRING PRIMARY KEY, F1 STRING) WITH (KAFKA_TOPIC='rq_wl', VALUE_FORMAT='JSON', PARTITIONS=1, WINDOW_TYPE='Tumbling', WINDOW_SIZE='1 SECOND');
+		CREATE TABLE RQ_WR (K STRING PRIMARY KEY, ID INT) WITH (KAFKA_TOPIC='rq_wr', VALUE_FORMAT='JSON', PARTITIONS=1, WINDOW_TYPE='Tumbling', WINDOW_SIZE='1 SECOND');`, nil)
 	for q, want := range map[string]string{
-		"SELECT * FROM RQ_TVIEW WHERE ID = 11;":               "Error in WHERE expression: Cannot compare ID (STRING) to 11 (INTEGER) with EQUAL.\nStatement: (ID = 11)",
-		"SELECT * FROM RQ_TVIEW WHERE N = NULL;":              "Error in WHERE expression: Comparison with NULL not supported: INTEGER = NULL\nUse 'IS NULL' or 'IS NOT NULL' instead.\nStatement: (N = null)",
-		"SELECT * FROM RQ_TVIEW WHERE ID BETWEEN 10 AND 'x';": "Invalid expression: Cannot compare ID (STRING) to 10 (INTEGER) with GREATER_THAN_OR_EQUAL",
-		"SELECT * FROM RQ_TVIEW WHERE N LIKE 12;":             "The column type for Like condition must be VARCHAR. The column type is INTEGER",
-		"SELECT * FROM RQ_TVIEW WHERE WINDOWSTART = 10;":      "WHERE column 'WINDOWSTART' cannot be resolved",
+		"SELECT * FROM RQ_TVIEW WHERE ID = 11;":                                                                          "Error in WHERE expression: Cannot compare ID (STRING) to 11 (INTEGER) with EQUAL.\nStatement: (ID = 11)",
+		"SELECT * FROM RQ_TVIEW WHERE N = NULL;":                                                                         "Error in WHERE expression: Comparison with NULL not supported: INTEGER = NULL\nUse 'IS NULL' or 'IS NOT NULL' instead.\nStatement: (N = null)",
+		"SELECT * FROM RQ_TVIEW WHERE ID BETWEEN 10 AND 'x';":                                                            "Invalid expression: Cannot compare ID (STRING) to 10 (INTEGER) with GREATER_THAN_OR_EQUAL",
+		"SELECT * FROM RQ_TVIEW WHERE N LIKE 12;":                                                                        "The column type for Like condition must be VARCHAR. The column type is INTEGER",
+		"SELECT * FROM RQ_WL JOIN RQ_WR ON RQ_WL.F1 = RQ_WR.K EMIT CHANGES;":                                             "Foreign-key table-table joins are not supported on windowed tables.",
+		"SELECT * FROM RQ_TVIEW WHERE WINDOWSTART = 10;":                                                                 "WHERE column 'WINDOWSTART' cannot be resolved",
 		"SELECT COUNT(1) FROM RQ_TTAB WINDOW TUMBLING (SIZE 1 SECOND) WHERE WINDOWSTART > 1000 GROUP BY N EMIT CHANGES;": "Error in WHERE expression: Unknown column WINDOWSTART.",
 	} {
 		resp, b := f.do("POST", "/query", map[string]any{"ksql": q})
