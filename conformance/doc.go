@@ -1,7 +1,9 @@
 // Package conformance runs ksqlDB's test files against sqlstreams: the
-// query-validation tests (QTT) of ksqlDB's functional tests and the
-// ksql-test-runner form (a SQL file, an input file, an output file). It is
-// what `sqlstreams test` runs.
+// query-validation tests (QTT) of ksqlDB's functional tests, the REST
+// query-validation tests (RQTT, rqtt.go: statements over the REST
+// server's /ksql, queries over /query, as ksqlDB's RestTestExecutor runs
+// them) and the ksql-test-runner form (a SQL file, an input file, an
+// output file). It is what `sqlstreams test` runs.
 //
 //	files ──▶ Load ──▶ cases (format × config expanded) ──▶ Run ──▶ results ──▶ Summarize
 //	                                                        │

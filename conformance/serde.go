@@ -101,6 +101,12 @@ func encodeCols(schema types.Schema, cols []int, format string, opts types.Forma
 				spec = v
 			}
 		}
+		if m, ok := spec.(map[string]any); ok && col1Scalar(schema.Columns[cols[0]].Type) {
+			// An object for a single scalar column holds its fields:
+			// the column is NULL when the object lacks it, as ksqlDB's
+			// serializer writes {} or {"other": 1}.
+			spec, _ = lookupFold(m, schema.Columns[cols[0]].Name)
+		}
 		d, err := specDatum(spec, schema.Columns[cols[0]].Type)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", schema.Columns[cols[0]].Name, err)
@@ -129,6 +135,12 @@ func encodeCols(schema types.Schema, cols []int, format string, opts types.Forma
 		b = []byte{} // an empty STRING key is not a null key
 	}
 	return b, err
+}
+
+// col1Scalar reports whether a column of type t cannot be written as a
+// JSON object (not a STRUCT or MAP).
+func col1Scalar(t types.Type) bool {
+	return t.Kind != types.Struct && t.Kind != types.Map
 }
 
 func hasField(t types.Type, name string) bool {

@@ -27,6 +27,10 @@ type Result struct {
 	// the same data the rows sent to the ResultWriter render; nil for
 	// other statements.
 	Value Tabular
+	// TablePull marks a pull query answered from a table's state, whose
+	// answer ksqlDB's /query ends without a final message (a push query
+	// and a pull query scanning a stream end with one).
+	TablePull bool
 }
 
 // Session is one client's state: the properties SET on it. A session is

@@ -62,7 +62,7 @@ func (e *Engine) runPull(ctx context.Context, props map[string]string, text stri
 		}
 		sel.Except, sel.Whole = plan.except, plan.n
 	}
-	if err := w.Columns(q.Root.Schema().Columns); err != nil {
+	if err := w.Columns(pullColumns(q)); err != nil {
 		return Result{}, err
 	}
 	n := 0
@@ -80,7 +80,7 @@ func (e *Engine) runPull(ctx context.Context, props map[string]string, text stri
 	if err != nil && !errors.Is(err, errLimitReached) {
 		return Result{}, err
 	}
-	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil
+	return Result{Tag: "SELECT " + strconv.Itoa(n), TablePull: true}, nil
 }
 
 // keySelection turns what the WHERE says about the key into serialized
@@ -157,4 +157,29 @@ func keySelection(q *planner.Query, src *catalog.Source) (exec.KeySelection, err
 		}
 	}
 	return sel, nil
+}
+
+// pullColumns are a pull query's result columns as ksqlDB's header
+// shows them: WINDOWSTART and WINDOWEND of a windowed table, selected
+// as they are, are key columns too.
+func pullColumns(q *planner.Query) []types.Column {
+	cols := q.Root.Schema().Columns
+	n := q.Root
+	for {
+		if p, ok := n.(*planner.Project); ok {
+			in := p.Input.Schema()
+			out := append([]types.Column(nil), cols...)
+			for i, e := range p.Exprs {
+				if c, ok := e.(*expr.Column); ok && i < len(out) && c.Index < len(in.Columns) && in.Columns[c.Index].Window {
+					out[i].Key = true
+				}
+			}
+			return out
+		}
+		ch := n.Children()
+		if len(ch) != 1 || len(ch[0].Schema().Columns) != len(cols) {
+			return cols
+		}
+		n = ch[0]
+	}
 }

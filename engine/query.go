@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -24,10 +25,12 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		return Result{}, err
 	}
 	if q.Emit == "" {
+		if err := checkPull(s.Props, q); err != nil {
+			return Result{}, err
+		}
 		src := planner.Sources(q.Root)[0]
 		if src.Kind == catalog.Stream {
-			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport,
-				"pull queries on streams are not supported: %s is a stream; add EMIT CHANGES for a push query", src.Name)
+			return e.scanStream(ctx, q, w)
 		}
 		return e.pull(ctx, s, st, q, src, w)
 	}
@@ -41,15 +44,27 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 	if err != nil {
 		return Result{}, err
 	}
+	if sp, ok := w.(ScalablePushWriter); ok && scalablePush(s, q) {
+		sp.ScalablePush()
+	}
 	if err := w.Columns(q.Root.Schema().Columns); err != nil {
 		return Result{}, err
 	}
 	n := 0
-	err = exec.RunPush(ctx, topo, exec.PushConfig{
+	pc := exec.PushConfig{
 		Kafka:       e.cfg.Kafka,
 		OffsetReset: s.Props["auto.offset.reset"],
 		Logger:      e.log,
-	}, func(row types.Row) error {
+	}
+	if tw, ok := w.(TombstoneWriter); ok {
+		if srcs := planner.Sources(q.Root); len(srcs) == 1 && srcs[0].Kind == catalog.Table {
+			pc.Tombstones = func(row types.Row) error {
+				n++
+				return tw.Tombstone(row)
+			}
+		}
+	}
+	err = exec.RunPush(ctx, topo, pc, func(row types.Row) error {
 		n++
 		return w.Row(row)
 	})
@@ -57,6 +72,73 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return Result{}, sql.Errorf(sql.CodeQueryCanceled, "push query canceled after %d rows", n)
 		}
+		return Result{}, err
+	}
+	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil
+}
+
+// TombstoneWriter is a ResultWriter that takes the tombstones of a push
+// query over a table: each a row of the deleted key, the value columns
+// NULL (ksqlDB's rows with "tombstone": true). Other writers never see
+// them.
+type TombstoneWriter interface {
+	ResultWriter
+	Tombstone(row types.Row) error
+}
+
+// ScalablePushWriter is a ResultWriter told, before Columns, that its push
+// query is what ksqlDB runs as a scalable push query (ksqlDB names those
+// SCALABLE_PUSH_QUERY_…).
+type ScalablePushWriter interface {
+	ResultWriter
+	ScalablePush()
+}
+
+// scalablePush reports whether ksqlDB would run q as a scalable push
+// query (ScalablePushUtil): it reads from the latest offset one source
+// a persistent query writes, and only filters and projects it.
+func scalablePush(s *Session, q *planner.Query) bool {
+	if s.Props["auto.offset.reset"] == "earliest" {
+		return false
+	}
+	simple := true
+	var walk func(n planner.Node)
+	walk = func(n planner.Node) {
+		switch n.(type) {
+		case *planner.Scan, *planner.Filter, *planner.Project:
+		default:
+			simple = false
+		}
+		for _, c := range n.Children() {
+			walk(c)
+		}
+	}
+	walk(q.Root)
+	srcs := planner.Sources(q.Root)
+	return simple && len(srcs) == 1 && srcs[0].WriterQuery != ""
+}
+
+// scanStream runs a pull query on a stream as ksqlDB does: a scan of
+// its topic from the start to the end each partition had when the query
+// started. Its columns mark no key, as a push query's.
+func (e *Engine) scanStream(ctx context.Context, q *planner.Query, w ResultWriter) (Result, error) {
+	topo, err := physical.BuildPush(q)
+	if err != nil {
+		return Result{}, err
+	}
+	cols := append([]types.Column(nil), q.Root.Schema().Columns...)
+	for i := range cols {
+		cols[i].Key = false
+	}
+	if err := w.Columns(cols); err != nil {
+		return Result{}, err
+	}
+	n := 0
+	err = exec.RunPush(ctx, topo, exec.PushConfig{Kafka: e.cfg.Kafka, UntilEnd: true, Logger: e.log}, func(row types.Row) error {
+		n++
+		return w.Row(row)
+	})
+	if err != nil {
 		return Result{}, err
 	}
 	return Result{Tag: "SELECT " + strconv.Itoa(n)}, nil
@@ -72,7 +154,7 @@ func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result
 	if target.IsSource {
 		return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
 	}
-	rows, err := sql.BindInsertValues(st, target)
+	rows, err := sql.BindInsert(st, target)
 	if err != nil {
 		return Result{}, err
 	}
@@ -90,8 +172,13 @@ func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result
 		return Result{}, err
 	}
 	recs := make([]*kgo.Record, 0, len(rows))
-	for _, row := range rows {
+	for _, ir := range rows {
+		row := ir.Row
 		r := &kgo.Record{Topic: target.Topic}
+		if ir.Timestamped {
+			// ROWTIME given: the record's timestamp, as in ksqlDB.
+			r.Timestamp = time.UnixMilli(ir.Timestamp)
+		}
 		if len(keys) > 0 && !allNull(row, keys) {
 			if r.Key, err = kenc.Encode(nil, row); err != nil {
 				return Result{}, err

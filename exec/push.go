@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/kafka"
@@ -30,7 +31,17 @@ type PushConfig struct {
 	// OffsetReset is where to start reading: "latest" (default, as in
 	// ksqlDB) or "earliest".
 	OffsetReset string
-	Logger      *slog.Logger
+	// UntilEnd makes the query a scan (ksqlDB's pull query on a stream):
+	// it reads from the start of each partition up to its last stable
+	// offset when the query starts, then returns nil. OffsetReset is
+	// ignored.
+	UntilEnd bool
+	// Tombstones, when set, marks the source a table, as ksqlDB's push
+	// queries read one: a record without key is skipped, and a
+	// tombstone's row (its key, the value columns NULL, projected) goes
+	// to Tombstones instead of emit.
+	Tombstones func(types.Row) error
+	Logger     *slog.Logger
 }
 
 // RunPush runs a push query's topology: it tails the source topic with
@@ -50,19 +61,34 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 	st := topo.SubTopologies[0]
 	topic := st.Source().Topic
 	reset := kgo.NewOffset().AtEnd()
-	if cfg.OffsetReset == "earliest" {
+	if cfg.OffsetReset == "earliest" || cfg.UntilEnd {
 		reset = kgo.NewOffset().AtStart()
 	}
-	cl, err := cfg.Kafka.NewClient(
+	opts := []kgo.Opt{
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-	)
+	}
+	if cfg.UntilEnd {
+		// Transaction markers come through, so that a scan sees it has
+		// reached an end that lies just past one.
+		opts = append(opts, kgo.KeepControlRecords())
+	}
+	cl, err := cfg.Kafka.NewClient(opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	collect := &collectOp{emit: emit, limit: topo.Limit}
+	var ends map[int32]int64 // a scan's partitions still to read, with their end
+	if cfg.UntilEnd {
+		if ends, err = scanEnds(ctx, cl, topic); err != nil {
+			return err
+		}
+		if len(ends) == 0 {
+			return nil
+		}
+	}
+	collect := &collectOp{emit: emit, tombstone: cfg.Tombstones, limit: topo.Limit}
 	tasks := map[int32]*sourceOp{}
 	for {
 		fetches := cl.PollFetches(ctx)
@@ -87,9 +113,22 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 					return
 				}
 				t = g.sources[topic]
+				t.tombstones = cfg.Tombstones != nil
 				tasks[fp.Partition] = t
 			}
 			for _, r := range fp.Records {
+				if ends != nil {
+					end, ok := ends[fp.Partition]
+					if !ok || r.Offset >= end {
+						continue
+					}
+					if r.Offset+1 >= end {
+						delete(ends, fp.Partition)
+					}
+					if r.Attrs.IsControl() {
+						continue
+					}
+				}
 				err := t.process(r)
 				var ce *clientError
 				switch {
@@ -111,5 +150,38 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 		if stop != nil {
 			return fmt.Errorf("push query: %w", stop)
 		}
+		if ends != nil && len(ends) == 0 {
+			return nil
+		}
 	}
+}
+
+// scanEnds returns the partitions of topic that hold records, each with
+// its last stable offset (the end a read_committed scan reaches).
+func scanEnds(ctx context.Context, cl *kgo.Client, topic string) (map[int32]int64, error) {
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s's start offsets: %w", topic, err)
+	}
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s's end offsets: %w", topic, err)
+	}
+	out := map[int32]int64{}
+	var ferr error
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			ferr = fmt.Errorf("listing %s's end offsets: %w", topic, o.Err)
+			return
+		}
+		start := int64(0)
+		if so, ok := starts.Lookup(topic, o.Partition); ok && so.Err == nil {
+			start = so.Offset
+		}
+		if o.Offset > start {
+			out[o.Partition] = o.Offset
+		}
+	})
+	return out, ferr
 }

@@ -277,6 +277,10 @@ type sourceOp struct {
 	// nullValues passes a stream's null-valued records on as
 	// Change.NullValue instead of skipping them.
 	nullValues bool
+	// tombstones reads a table's topic for a push query: a record
+	// without key is skipped, a tombstone passes on as a row of its key
+	// (value columns NULL) marked Change.NullValue.
+	tombstones bool
 	// raw passes records on undecoded (physical.Source.Raw).
 	raw    bool
 	newRow types.Row // a copy of the new row of a change carried with its old row
@@ -334,6 +338,22 @@ func (s *sourceOp) process(r *kgo.Record) error {
 		}
 		r = &s.keyed
 		c.Record = r
+	}
+	if s.tombstones {
+		if r.Key == nil {
+			return errNullKey
+		}
+		if r.Value == nil {
+			ts, err := s.dec.decodeKey(r)
+			if err != nil {
+				return err
+			}
+			c.Timestamp, c.New, c.NullValue = ts, s.dec.row, true
+			if s.dec.window != types.NoWindow {
+				c.Windowed, c.WindowStart, c.WindowEnd = true, s.dec.winStart, s.dec.winEnd
+			}
+			return s.next.Process(c)
+		}
 	}
 	if s.table {
 		if r.Key == nil {

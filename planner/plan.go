@@ -81,7 +81,7 @@ func NewProject(input Node, exprs []expr.Expr, names []string) (*Project, error)
 	for i, e := range exprs {
 		for j := 0; j < i; j++ {
 			if cols[j].Name == names[i] {
-				return nil, fmt.Errorf("duplicate output column %s; give one an alias with AS", names[i])
+				return nil, fmt.Errorf("Duplicate value columns found in schema: `%s` %s; give one an alias with AS", names[i], e.Type())
 			}
 		}
 		t := e.Type()

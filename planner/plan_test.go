@@ -299,9 +299,9 @@ func TestConstructorErrors(t *testing.T) {
 		sql, err string
 	}{
 		// NewProject
-		{"SELECT userid, pageid AS userid FROM pageviews EMIT CHANGES", "duplicate output column USERID; give one an alias with AS"},
-		{"SELECT pageid AS p, viewtime AS p FROM pageviews EMIT CHANGES", "duplicate output column P; give one an alias with AS"},
-		{"SELECT pageid, COUNT(*) AS pageid FROM pageviews GROUP BY pageid EMIT CHANGES", "duplicate output column PAGEID; give one an alias with AS"},
+		{"SELECT userid, pageid AS userid FROM pageviews EMIT CHANGES", "Duplicate value columns found in schema: `USERID` STRING; give one an alias with AS"},
+		{"SELECT pageid AS p, viewtime AS p FROM pageviews EMIT CHANGES", "Duplicate value columns found in schema: `P` BIGINT; give one an alias with AS"},
+		{"SELECT pageid, COUNT(*) AS pageid FROM pageviews GROUP BY pageid EMIT CHANGES", "Duplicate value columns found in schema: `PAGEID` BIGINT; give one an alias with AS"},
 		{"SELECT userid, NULL FROM pageviews EMIT CHANGES", "cannot infer the type of NULL; CAST it"},
 		{"SELECT userid, NULL AS n FROM pageviews EMIT CHANGES", "cannot infer the type of NULL; CAST it"},
 		// NewFilter

@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -99,6 +100,18 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
 	j := s.From.TableRefs
+	if pull := sel.Emit == "" && !sel.persistent && !sel.inserting; pull {
+		// ksqlDB's pull-query validation, before anything else.
+		const hint = " See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES if you intended to issue a push query."
+		switch {
+		case j.Right != nil:
+			return nil, Errorf(CodeFeatureNotSupport, "Pull queries don't support JOIN clauses."+hint)
+		case sel.window != nil:
+			return nil, Errorf(CodeFeatureNotSupport, "Pull queries don't support WINDOW clauses."+hint)
+		case s.GroupBy != nil:
+			return nil, Errorf(CodeFeatureNotSupport, "Pull queries don't support GROUP BY clauses."+hint)
+		}
+	}
 	var node planner.Node
 	if j.Right != nil {
 		if err := b.kafkaValueJoin(sel, j); err != nil {
@@ -141,7 +154,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if s.Where != nil {
 		pred, err := b.expr(s.Where)
 		if err != nil {
-			return nil, err
+			return nil, whereError(err)
 		}
 		f, err := planner.NewFilter(node, pred)
 		if err != nil {
@@ -436,9 +449,19 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 					return nil, err
 				}
 			}
+		case expr.OpAdd, expr.OpSub, expr.OpMul, expr.OpDiv, expr.OpMod:
+			// ksqlDB refuses arithmetic on an untyped NULL.
+			if !b.sqlNulls && (untypedNull(l) || untypedNull(r)) {
+				return nil, Errorf(CodeDatatypeMismatch, "Error processing expression: (%s %s %s). Arithmetic on types %s and %s are not supported.",
+					ksqlText(l), op, ksqlText(r), ksqlTypeText(l), ksqlTypeText(r))
+			}
 		}
 		e, err := expr.NewBinary(op, l, r)
 		if err != nil {
+			if name, ok := ksqlCompareOps[op]; ok && !b.sqlNulls {
+				return nil, Errorf(CodeDatatypeMismatch, "Cannot compare %s (%s) to %s (%s) with %s.\nStatement: (%s %s %s)",
+					ksqlText(l), ksqlTypeText(l), ksqlText(r), ksqlTypeText(r), name, ksqlText(l), op, ksqlText(r))
+			}
 			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 		}
 		return b.nulls(e), nil
@@ -507,7 +530,7 @@ func (b *binder) column(cn *ast.ColumnName) (expr.Expr, error) {
 		return b.joinColumn(cn)
 	}
 	if q := cn.Table.O; q != "" && q != b.src.Name && q != b.alias {
-		return nil, b.errAt(q, CodeUndefinedTable, "unknown source %s in %s.%s", q, q, name)
+		return nil, b.errAt(q, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
 	}
 	i := b.schema.Index(name)
 	if i < 0 && b.windowed && (name == types.WindowStart || name == types.WindowEnd) {
@@ -561,7 +584,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, err
 	}
 	if q.Limit >= 0 {
-		return nil, Errorf(CodeSyntaxError, "a persistent query cannot have a LIMIT")
+		return nil, Errorf(CodeSyntaxError, "CREATE %s AS SELECT statements don't support LIMIT clause.", strings.ToUpper(ca.Kind.String()))
 	}
 	aggregate := findAggregate(q.Root) != nil
 	join := findJoin(q.Root)
@@ -883,7 +906,7 @@ func (b *binder) ksqlComparable(op expr.Op, l, r expr.Expr) error {
 		return t.String()
 	}
 	if lt.Kind == types.Unknown || rt.Kind == types.Unknown {
-		return Errorf(CodeDatatypeMismatch, "Comparison with NULL not supported: %s %s %s\nUse 'IS NULL' or 'IS NOT NULL' instead.", name(lt), op, name(rt))
+		return Errorf(CodeDatatypeMismatch, "Comparison with NULL not supported: %s %s %s\nUse 'IS NULL' or 'IS NOT NULL' instead.\nStatement: (%s %s %s)", name(lt), op, name(rt), ksqlText(l), op, ksqlText(r))
 	}
 	strLit := func(e expr.Expr) bool {
 		lit, ok := e.(*expr.Literal)
@@ -1101,16 +1124,61 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 }
 
 // BindInsertValues evaluates INSERT … VALUES rows for target. Each row is
-// laid out by target.Schema; columns not named are NULL.
+// laid out by target.Schema; columns not named are NULL. A ROWTIME value
+// is dropped: BindInsert returns it.
 func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, error) {
+	rows, err := BindInsert(iv, target)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.Row, len(rows))
+	for i, r := range rows {
+		out[i] = r.Row
+	}
+	return out, nil
+}
+
+// InsertRow is one row of INSERT … VALUES, laid out by the target's
+// schema, and the record timestamp a ROWTIME value gives it.
+type InsertRow struct {
+	Row types.Row
+	// Timestamp is the ROWTIME value (milliseconds) when Timestamped;
+	// else the record takes the producer's clock.
+	Timestamp   int64
+	Timestamped bool
+}
+
+// BindInsert evaluates INSERT … VALUES rows for target, as ksqlDB does:
+// the columns default to the key columns then the value columns; ROWTIME
+// sets the record timestamp; the other pseudo columns (ROWPARTITION,
+// ROWOFFSET) and header columns cannot be inserted into.
+func BindInsert(iv *InsertValues, target *catalog.Source) ([]InsertRow, error) {
 	b := &binder{text: iv.text, toks: lex(iv.text), src: target}
+	const rowtime = -1
 	cols := make([]int, 0, len(target.Schema.Columns))
 	if len(iv.Columns) == 0 {
-		cols = target.Schema.Visible()
+		vis := target.Schema.Visible()
+		for _, i := range vis {
+			if target.Schema.Columns[i].Key {
+				cols = append(cols, i)
+			}
+		}
+		for _, i := range vis {
+			if !target.Schema.Columns[i].Key {
+				cols = append(cols, i)
+			}
+		}
 	} else {
 		for _, name := range iv.Columns {
 			i := target.Schema.Index(name)
 			if i < 0 {
+				switch name {
+				case types.RowTime:
+					cols = append(cols, rowtime)
+					continue
+				case "ROWPARTITION", "ROWOFFSET":
+					return nil, b.errAt(name, CodeFeatureNotSupport, "Inserting into column `%s` is not allowed.", name)
+				}
 				return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, target.Name)
 			}
 			cols = append(cols, i)
@@ -1118,6 +1186,9 @@ func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, er
 	}
 	var headers []string
 	for _, c := range cols {
+		if c == rowtime {
+			continue
+		}
 		if col := target.Schema.Columns[c]; col.Header {
 			headers = append(headers, col.Name)
 		}
@@ -1125,28 +1196,38 @@ func BindInsertValues(iv *InsertValues, target *catalog.Source) ([]types.Row, er
 	if len(headers) > 0 {
 		return nil, Errorf(CodeFeatureNotSupport, "Cannot insert into HEADER columns: %s", strings.Join(headers, ", "))
 	}
-	var rows []types.Row
+	var rows []InsertRow
 	for _, list := range iv.ins.Lists {
 		if len(list) != len(cols) {
-			return nil, b.errAt("VALUES", CodeSyntaxError, "expected %d values, got %d", len(cols), len(list))
+			return nil, b.errAt("VALUES", CodeSyntaxError, "Failed to prepare statement: Expected number columns and values to match: %d, %d", len(cols), len(list))
 		}
-		row := make(types.Row, len(target.Schema.Columns))
-		for i := range row {
-			row[i] = types.NullDatum
+		ir := InsertRow{Row: make(types.Row, len(target.Schema.Columns))}
+		for i := range ir.Row {
+			ir.Row[i] = types.NullDatum
 		}
 		for i, n := range list {
 			e, err := b.expr(n)
 			if err != nil {
-				return nil, err
+				return nil, prepareError(err)
+			}
+			if cols[i] == rowtime {
+				d, err := constant(e, types.BigintType)
+				if err != nil {
+					return nil, b.errAt(types.RowTime, CodeDatatypeMismatch, "value for column ROWTIME: %v", err)
+				}
+				if !d.Null {
+					ir.Timestamp, ir.Timestamped = d.I, true
+				}
+				continue
 			}
 			col := target.Schema.Columns[cols[i]]
 			d, err := constant(e, col.Type)
 			if err != nil {
 				return nil, b.errAt(col.Name, CodeDatatypeMismatch, "value for column %s: %v", col.Name, err)
 			}
-			row[cols[i]] = d
+			ir.Row[cols[i]] = d
 		}
-		rows = append(rows, row)
+		rows = append(rows, ir)
 	}
 	return rows, nil
 }
@@ -1229,4 +1310,73 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 		return nil, Errorf(CodeDatatypeMismatch, "incompatible schema: INSERT INTO %s needs (%s), the query gives (%s)", target.Name, want, got)
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
+}
+
+// untypedNull reports whether e is a NULL literal without a type.
+func untypedNull(e expr.Expr) bool {
+	l, ok := e.(*expr.Literal)
+	return ok && l.V.Null && l.T.Kind == types.Unknown
+}
+
+// ksqlText renders e as ksqlDB's messages quote expressions: NULL as
+// null, MAP(k:=v) and STRUCT(f:=v) without spaces around :=.
+func ksqlText(e expr.Expr) string {
+	if untypedNull(e) {
+		return "null"
+	}
+	return strings.ReplaceAll(e.String(), " := ", ":=")
+}
+
+// ksqlTypeText is e's type as ksqlDB's messages name it (an untyped
+// NULL's is null).
+func ksqlTypeText(e expr.Expr) string {
+	if untypedNull(e) {
+		return "null"
+	}
+	return e.Type().String()
+}
+
+// ksqlCompareOps are ksqlDB's names of the comparison operators, as its
+// messages give them.
+var ksqlCompareOps = map[expr.Op]string{
+	expr.OpEQ: "EQUAL", expr.OpNE: "NOT_EQUAL", expr.OpLT: "LESS_THAN", expr.OpLE: "LESS_THAN_OR_EQUAL",
+	expr.OpGT: "GREATER_THAN", expr.OpGE: "GREATER_THAN_OR_EQUAL",
+}
+
+// whereError words an error binding the WHERE as ksqlDB does: type
+// errors of its comparisons are "Error in WHERE expression: …", and a
+// window bound of a source without windows "cannot be resolved".
+func whereError(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	switch {
+	case strings.HasPrefix(c.Msg, "Cannot compare ") || strings.HasPrefix(c.Msg, "Comparison with NULL"):
+		c.Msg = "Error in WHERE expression: " + c.Msg
+	case strings.HasPrefix(c.Msg, "Window bounds column "):
+		// A window bound in the WHERE of a windowed aggregation: the
+		// window does not exist yet where the WHERE filters.
+		name := strings.Fields(c.Msg)[3]
+		c.Msg = "Error in WHERE expression: Unknown column " + name + ". " + c.Msg
+	case strings.HasPrefix(c.Msg, "column WINDOWSTART does not exist") || strings.HasPrefix(c.Msg, "column WINDOWEND does not exist"):
+		name := strings.Fields(c.Msg)[1]
+		c.Msg = "WHERE column '" + name + "' cannot be resolved: " + c.Msg
+	default:
+		return err
+	}
+	return &c
+}
+
+// prepareError words an error in an INSERT … VALUES expression as
+// ksqlDB does: "Failed to prepare statement: …".
+func prepareError(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Msg = "Failed to prepare statement: " + c.Msg
+	return &c
 }

@@ -80,6 +80,16 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		}
 		e, err := expr.NewBetween(x, lo, hi, n.Not)
 		if err != nil {
+			// ksqlDB's message names the bound that does not compare.
+			for _, c := range []struct {
+				op    expr.Op
+				bound expr.Expr
+			}{{expr.OpGE, lo}, {expr.OpLE, hi}} {
+				if _, cerr := expr.NewBinary(c.op, x, c.bound); cerr != nil {
+					return nil, true, b.errAt("BETWEEN", CodeDatatypeMismatch, "Invalid expression: Cannot compare %s (%s) to %s (%s) with %s.",
+						ksqlText(x), ksqlTypeText(x), ksqlText(c.bound), ksqlTypeText(c.bound), ksqlCompareOps[c.op])
+				}
+			}
 			return nil, true, b.typeErr("BETWEEN", err)
 		}
 		return b.nulls(e), true, nil
@@ -101,6 +111,9 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		}
 		e, err := expr.NewLike(x, pat, esc, n.Not)
 		if err != nil {
+			if k := x.Type().Kind; k != types.String && k != types.Unknown {
+				return nil, true, b.errAt("LIKE", CodeDatatypeMismatch, "The column type for Like condition must be VARCHAR. The column type is %s", x.Type())
+			}
 			return nil, true, b.typeErr("LIKE", err)
 		}
 		return e, true, nil

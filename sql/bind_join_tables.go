@@ -24,6 +24,8 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins take ON left_expression = right_expression; NATURAL and USING are not supported")
 	case j.On == nil:
 		return nil, b.errAt("JOIN", CodeSyntaxError, "a join needs ON left_expression = right_expression")
+	case (left.src.Windowed() || right.src.Windowed()) && onLeftNonKey(j.On.Expr, left):
+		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Foreign-key table-table joins are not supported on windowed tables.")
 	case left.src.Windowed() || right.src.Windowed():
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins of windowed sources are not supported yet")
 	case left.src.Topic == right.src.Topic:
@@ -365,4 +367,28 @@ func keyNames(schema types.Schema, keys []int) string {
 		names[i] = schema.Columns[k].Name
 	}
 	return "(" + strings.Join(names, ", ") + ")"
+}
+
+// onLeftNonKey reports whether the ON condition l = r names a column of
+// the left side that is not one of its key columns: a foreign-key join.
+func onLeftNonKey(on ast.ExprNode, left *joinSide) bool {
+	bin, ok := on.(*ast.BinaryOperationExpr)
+	if !ok || bin.Op != opcode.EQ {
+		return false
+	}
+	for _, side := range []ast.ExprNode{bin.L, bin.R} {
+		c, ok := side.(*ast.ColumnNameExpr)
+		if !ok {
+			continue
+		}
+		q := c.Name.Table.O
+		if q != "" && !strings.EqualFold(q, left.name) && !strings.EqualFold(q, left.src.Name) {
+			continue
+		}
+		i := left.schema.IndexFold(c.Name.Name.O)
+		if i >= 0 && !left.schema.Columns[i].Key {
+			return true
+		}
+	}
+	return false
 }

@@ -31,6 +31,7 @@ func runTest(args []string) int {
 	inputFile := fs.String("input-file", "", "ksql-test-runner form: {\"inputs\": [records]}")
 	outputFile := fs.String("output-file", "", "ksql-test-runner form: {\"outputs\": [records]}")
 	qtt := fs.String("qtt", "", "a query-validation-test JSON file, or a directory of them; more files may follow as arguments")
+	rqtt := fs.String("rqtt", "", "a REST query-validation-test JSON file (ksqlDB's rest-query-validation-tests), or a directory of them; run over the REST API")
 	filter := fs.String("filter", "", "run only cases whose \"file: name\" matches this regular expression")
 	report := fs.String("json-report", "", "write the JSON report (summaries and every case's result) to this file")
 	parallel := fs.Int("parallel", 0, "cases run at once, each on its own broker and engine (default: the number of CPUs)")
@@ -38,7 +39,7 @@ func runTest(args []string) int {
 	verbose := fs.Bool("v", false, "print each case's result as it ends")
 	logLevel := fs.String("log-level", "", "show the engines' logs at this level (default: none)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: sqlstreams test --sql-file q.sql --input-file in.json --output-file out.json\n       sqlstreams test --qtt FILE.json|DIR [FILE.json …] [--filter REGEX] [--json-report r.json]")
+		fmt.Fprintln(fs.Output(), "usage: sqlstreams test --sql-file q.sql --input-file in.json --output-file out.json\n       sqlstreams test --qtt FILE.json|DIR [FILE.json …] [--filter REGEX] [--json-report r.json]\n       sqlstreams test --rqtt FILE.json|DIR [FILE.json …] [--filter REGEX] [--json-report r.json]")
 		fs.PrintDefaults()
 	}
 	// Flags may follow the file arguments (--qtt a.json b.json --filter x).
@@ -56,7 +57,26 @@ func runTest(args []string) int {
 		}
 	}
 	var cases []conformance.Case
+	var restCases []conformance.RestCase
 	switch {
+	case *rqtt != "":
+		if *qtt != "" || *sqlFile != "" {
+			fmt.Fprintln(os.Stderr, "sqlstreams test: give one of --sql-file, --qtt, --rqtt")
+			return 2
+		}
+		files, err := qttFiles(append([]string{*rqtt}, files...))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sqlstreams test: %v\n", err)
+			return 2
+		}
+		for _, f := range files {
+			cs, err := conformance.LoadRQTT(f)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "sqlstreams test: %v\n", err)
+				return 2
+			}
+			restCases = append(restCases, cs...)
+		}
 	case *sqlFile != "":
 		if *qtt != "" || len(files) > 0 {
 			fmt.Fprintln(os.Stderr, "sqlstreams test: give either --sql-file or --qtt, not both")
@@ -99,6 +119,13 @@ func runTest(args []string) int {
 			}
 		}
 		cases = kept
+		keptRest := restCases[:0]
+		for _, c := range restCases {
+			if re.MatchString(c.File + ": " + c.Name) {
+				keptRest = append(keptRest, c)
+			}
+		}
+		restCases = keptRest
 	}
 	opts := conformance.Options{Parallel: *parallel, Timeout: *timeout}
 	if *logLevel != "" {
@@ -120,7 +147,12 @@ func runTest(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results := conformance.Run(ctx, cases, opts)
+	var results []conformance.Result
+	if *rqtt != "" {
+		results = conformance.RunRQTT(ctx, restCases, opts)
+	} else {
+		results = conformance.Run(ctx, cases, opts)
+	}
 	rep := conformance.Summarize(results)
 	rep.WriteFailures(os.Stdout)
 	rep.WriteTable(os.Stdout)

@@ -198,7 +198,7 @@ func TestKSQLErrors(t *testing.T) {
 		{"unknown endpoint", "GET", "/nope", "", 404, 40400},
 		{"two statements on /query-stream", "POST", "/query-stream", `{"sql": "SELECT * FROM KE_SRC EMIT CHANGES; SELECT 1"}`, 400, 40000},
 		{"DDL on /query-stream", "POST", "/query-stream", `{"sql": "DROP STREAM KE_SRC"}`, 400, 40001},
-		{"pull query on a stream", "POST", "/query-stream", `{"sql": "SELECT * FROM KE_SRC;"}`, 400, 40001},
+		{"pull query on an unknown source", "POST", "/query-stream", `{"sql": "SELECT * FROM KE_NOPE;"}`, 400, 40001},
 		{"close of an unknown query", "POST", "/close-query", `{"queryId": "nope"}`, 400, 40000},
 		{"inserts into nothing", "POST", "/inserts-stream", `{"target": "NOPE"}` + "\n", 400, 40001},
 	} {

@@ -26,6 +26,9 @@ import (
 // own streams and topics.
 var testEngine *engine.Engine
 
+// testBroker is the embedded broker's address.
+var testBroker string
+
 func TestMain(m *testing.M) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("REST_TEST_LOG") != "" {
@@ -37,6 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "starting the broker:", err)
 		os.Exit(1)
 	}
+	testBroker = b.Addr()
 	stateDir, err := os.MkdirTemp("", "rest-test-state-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -77,7 +81,7 @@ var (
 )
 
 // testNames are the stream, table and topic names the tests create.
-var testNames = regexp.MustCompile(`\b(?i:KS_SRC|KS_BIG|KE_SRC|KM_SRC|KM_OUT|QS_SRC|QJ_SRC|QL_SRC|IS_DST|PT_USERS|H2_SRC|CURL_SRC|PL_SRC|WIN_SRC|WIN_T|IW_SRC|IW_DST)\b`)
+var testNames = regexp.MustCompile(`\b(?i:KS_SRC|KS_BIG|KE_SRC|KM_SRC|KM_OUT|QS_SRC|QJ_SRC|QL_SRC|IS_DST|PT_USERS|H2_SRC|CURL_SRC|PL_SRC|WIN_SRC|WIN_T|IW_SRC|IW_DST|RQ_[A-Z0-9]+)\b`)
 
 // sub gives the names in s this run's suffix.
 func (f *fixture) sub(s string) string {

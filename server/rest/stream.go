@@ -36,7 +36,7 @@ const (
 	// elements as one JSON array.
 	formatArray
 	// formatLegacy (/query): [{"header":…},\n{"row":{"columns":…}},\n…
-	// {"finalMessage":…}].
+	// {"finalMessage":…}] (a table's pull query ends after its rows).
 	formatLegacy
 	// formatPrint (/query with PRINT): one text line per record.
 	formatPrint
@@ -83,7 +83,7 @@ func (s *Server) handleQueryStream(w http.ResponseWriter, r *http.Request) {
 	if accept := r.Header.Get("Accept"); !strings.Contains(accept, delimitedContentType) && strings.Contains(accept, "application/json") {
 		f = formatArray
 	}
-	s.runQuery(w, r, newSession(props), text, f, sel.Emit != "", sel.Limit >= 0)
+	s.runQuery(w, r, newSession(props), text, f, sel.Emit != "", sel.Limit)
 }
 
 // handleQuery runs POST /query: a SELECT in the older streaming format,
@@ -102,9 +102,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	sess := newSession(req.StreamsProperties)
 	switch st := st.(type) {
 	case *sql.Select:
-		s.runQuery(w, r, sess, text, formatLegacy, st.Emit != "", st.Limit >= 0)
+		s.runQuery(w, r, sess, text, formatLegacy, st.Emit != "", st.Limit)
 	case *sql.Print:
-		s.runQuery(w, r, sess, text, formatPrint, true, st.Limit >= 0)
+		s.runQuery(w, r, sess, text, formatPrint, true, st.Limit)
 	default:
 		writeError(w, r, &apiError{status: http.StatusBadRequest, code: codeBadStatement,
 			msg: "only SELECT and PRINT statements run on /query; send other statements to /ksql"}, stmtText(text), nil)
@@ -134,8 +134,8 @@ func oneStatement(text, field string) (string, sql.Statement, error) {
 // runQuery runs a query statement and streams its result. A push query
 // gets an ID (for /close-query) and counts against the push query limit;
 // it ends at its LIMIT, when the client goes away, at /close-query or at
-// Server.Close.
-func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.Session, text string, f format, push, limited bool) {
+// Server.Close. limit is the query's LIMIT, or -1.
+func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.Session, text string, f format, push bool, limit int64) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
@@ -150,8 +150,12 @@ func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.S
 		defer release()
 	}
 	out := &streamer{w: w, r: r, rc: http.NewResponseController(w), format: f, queryID: id, push: push}
-	_, err := s.eng.Execute(ctx, sess, text, out)
+	res, err := s.eng.Execute(ctx, sess, text, out)
 	out.stopFlusher()
+	out.tablePull = res.TablePull
+	// A push query that ended by itself reached its LIMIT; a pull query
+	// did when it returned that many rows.
+	limited := limit >= 0 && (push || out.rows >= limit)
 	switch {
 	case !out.started && err != nil:
 		s.logFailure(r, text, err)
@@ -216,7 +220,7 @@ func (s *Server) handleCloseQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.pushMu.Lock()
-	cancel, ok := s.push[args.QueryID]
+	cancel, ok := s.push[strings.TrimPrefix(args.QueryID, scalablePrefix)]
 	s.pushMu.Unlock()
 	if !ok {
 		writeError(w, r, badRequest("no push query with ID "+args.QueryID+" is running"), "", nil)
@@ -238,6 +242,10 @@ type streamer struct {
 	format  format
 	queryID string
 	push    bool
+	// tablePull marks a pull query answered from a table's state: its
+	// /query answer ends after the rows, without a final message.
+	tablePull bool
+	rows      int64 // rows written
 
 	mu      sync.Mutex // guards w between Row (engine) and the flush loop
 	started bool       // the header (and status 200) is written
@@ -249,7 +257,21 @@ type streamer struct {
 	stopped chan struct{}
 }
 
-var _ engine.ResultWriter = (*streamer)(nil)
+var (
+	_ engine.ScalablePushWriter = (*streamer)(nil)
+	_ engine.TombstoneWriter    = (*streamer)(nil)
+)
+
+// scalablePrefix starts the ID of a push query ksqlDB would run as a
+// scalable push query; /close-query takes the ID with or without it.
+const scalablePrefix = "SCALABLE_PUSH_QUERY_"
+
+// ScalablePush names the push query as ksqlDB names a scalable one.
+func (st *streamer) ScalablePush() {
+	if st.queryID != "" && !strings.HasPrefix(st.queryID, scalablePrefix) {
+		st.queryID = scalablePrefix + st.queryID
+	}
+}
 
 // header is /query-stream's QueryResponseMetadata.
 type header struct {
@@ -306,7 +328,7 @@ func (st *streamer) Columns(cols []types.Column) error {
 			}
 		}
 		b = appendJSON(b, map[string]string{"queryId": id, "schema": schemaString(schemaCols)})
-		b = append(b, "},\n"...)
+		b = append(b, '}')
 	}
 	st.write(b)
 	if st.err == nil {
@@ -344,6 +366,7 @@ func (st *streamer) Row(row types.Row) error {
 	if st.err != nil {
 		return st.err
 	}
+	st.rows++
 	b := st.buf[:0]
 	switch st.format {
 	case formatDelimited:
@@ -353,12 +376,32 @@ func (st *streamer) Row(row types.Row) error {
 		b = append(b, ',')
 		b = appendRow(b, row, st.cols)
 	case formatLegacy:
-		b = append(b, `{"row":{"columns":`...)
+		b = append(b, ",\n{\"row\":{\"columns\":"...)
 		b = appendRow(b, row, st.cols)
-		b = append(b, "}},\n"...)
+		b = append(b, "}}"...)
 	case formatPrint:
 		b = appendPrintLine(b, row, st.cols)
 	}
+	st.write(b)
+	return st.err
+}
+
+// Tombstone writes the row of a table's deleted key, marked as ksqlDB
+// marks it on /query ("tombstone": true); other formats write it as a
+// row.
+func (st *streamer) Tombstone(row types.Row) error {
+	if st.format != formatLegacy {
+		return st.Row(row)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.err != nil {
+		return st.err
+	}
+	st.rows++
+	b := append(st.buf[:0], ",\n{\"row\":{\"columns\":"...)
+	b = appendRow(b, row, st.cols)
+	b = append(b, `,"tombstone":true}}`...)
 	st.write(b)
 	return st.err
 }
@@ -438,11 +481,16 @@ func (st *streamer) finish(limited bool) {
 	case formatArray:
 		b = []byte("]")
 	case formatLegacy:
+		if st.tablePull {
+			// ksqlDB ends a table's pull query with its rows.
+			b = append(b, "]\n"...)
+			break
+		}
 		msg := "Query Completed"
 		if limited {
 			msg = "Limit Reached"
 		}
-		b = appendJSON(nil, map[string]string{"finalMessage": msg})
+		b = appendJSON([]byte(",\n"), map[string]string{"finalMessage": msg})
 		b = append(b, "]\n"...)
 	}
 	st.write(b)
@@ -464,7 +512,7 @@ func (st *streamer) fail(err error) {
 		b = append([]byte{','}, appendJSON(nil, m)...)
 		b = append(b, ']')
 	case formatLegacy:
-		b = appendJSON([]byte(`{"errorMessage":`), m)
+		b = appendJSON([]byte(",\n{\"errorMessage\":"), m)
 		b = append(b, "}]\n"...)
 	case formatPrint:
 		b = append([]byte("error: "+m.Message), '\n')
