@@ -112,6 +112,17 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 			}
 		}
 	}
+	if len(s.GroupBy.Items) == 1 {
+		// GROUP BY (a, b): one grouping set, the columns a and b, as
+		// ksqlDB reads it (TiDB reads a row).
+		if row, ok := s.GroupBy.Items[0].Expr.(*ast.RowExpr); ok {
+			items := make([]*ast.ByItem, len(row.Values))
+			for i, v := range row.Values {
+				items[i] = &ast.ByItem{Expr: v, NullOrder: true}
+			}
+			s.GroupBy.Items = items
+		}
+	}
 	var groupBy []expr.Expr
 	for i, item := range s.GroupBy.Items {
 		if p, ok := item.Expr.(*ast.PositionExpr); ok && p.P == nil {
