@@ -40,7 +40,8 @@ var allowed = map[string][]string{
 	"server/console":   {"types", "catalog", "engine", "metrics"},
 	"metrics":          {},
 	"tests/testserver": {},
-	"conformance":      {"types", "catalog", "engine", "sql", "broker", "registry", "kafka"},
+	// conformance runs ksqlDB's REST tests against the REST server.
+	"conformance": {"types", "catalog", "engine", "sql", "broker", "registry", "kafka", "server/rest"},
 }
 
 type pkg struct {
