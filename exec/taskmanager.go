@@ -499,3 +499,54 @@ func restoreAggregate(st kvWriter, r *kgo.Record) error {
 	}
 	return st.Put(r.Key, r.Value)
 }
+
+// Committing is the task manager's, as Kafka Streams' TaskManager.commit
+// is: the stream thread owns the transaction and asks the task manager
+// to prepare its tasks before it ends the transaction and to finish them
+// after.
+
+// prepareCommit writes what each running task buffered (its stores'
+// changelog records) into the open transaction. An error means the
+// transaction would miss state: the thread aborts it.
+func (tm *taskManager) prepareCommit() error {
+	for _, task := range tm.tasks {
+		if task.state != taskRunning {
+			continue
+		}
+		if err := task.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// abortTasks drops what each task processed in the transaction being
+// aborted.
+func (tm *taskManager) abortTasks() {
+	for _, task := range tm.tasks {
+		if task.graph != nil {
+			task.abort()
+		}
+	}
+}
+
+// postCommit follows the ended transaction in each running task's
+// stores: their writes are applied when it committed, dropped when it
+// aborted.
+func (tm *taskManager) postCommit(committed bool) error {
+	for _, task := range tm.tasks {
+		if task.state != taskRunning {
+			continue
+		}
+		for _, ts := range task.stores {
+			if !committed {
+				ts.abort()
+				continue
+			}
+			if err := ts.commit(); err != nil {
+				return fmt.Errorf("applying committed state: %w", err)
+			}
+		}
+	}
+	return nil
+}

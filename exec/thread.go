@@ -552,15 +552,9 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 	// records"): no produce failure of the query's.
 	chosenAbort := try != kgo.TryCommit
 	if try == kgo.TryCommit {
-		for _, task := range t.tm.tasks {
-			if task.state != taskRunning {
-				continue
-			}
-			if err := task.flush(); err != nil {
-				try = kgo.TryAbort // the transaction would miss state
-				q.log.Error("writing task state; aborting the transaction", "thread", t.n, "err", err)
-				break
-			}
+		if err := t.tm.prepareCommit(); err != nil {
+			try = kgo.TryAbort // the transaction would miss state
+			q.log.Error("writing task state; aborting the transaction", "thread", t.n, "err", err)
 		}
 	}
 	if try == kgo.TryCommit {
@@ -587,11 +581,7 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 		}
 	}
 	if try != kgo.TryCommit {
-		for _, task := range t.tm.tasks {
-			if task.graph != nil {
-				task.abort()
-			}
-		}
+		t.tm.abortTasks()
 	}
 	began := time.Now()
 	committed, err := t.sess.End(ctx, try)
@@ -601,20 +591,9 @@ func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error
 	t.inTxn, t.txnRecs = false, 0
 	// (Offsets of the changelog records are known here; the outbox is
 	// reset after.)
-	for _, task := range t.tm.tasks {
-		if task.state != taskRunning {
-			continue
-		}
-		for _, ts := range task.stores {
-			if committed && err == nil {
-				if cerr := ts.commit(); cerr != nil {
-					t.out.reset()
-					return fmt.Errorf("applying committed state: %w", cerr)
-				}
-			} else {
-				ts.abort()
-			}
-		}
+	if cerr := t.tm.postCommit(committed && err == nil); cerr != nil {
+		t.out.reset()
+		return cerr
 	}
 	t.out.reset()
 	if err != nil {
