@@ -141,6 +141,10 @@ func (p *parser) statement() (Statement, error) {
 		return p.reset()
 	case t.is("PRINT"):
 		return p.print()
+	case t.is("ASSERT"):
+		return p.assert()
+	case t.is("RUN"):
+		return p.runScript()
 	case t.kind == tEOF:
 		return nil, p.errorf(t, "empty statement")
 	}
