@@ -29,6 +29,10 @@ type Case struct {
 	Expected *ExpectedError
 	// Disabled is ksqlDB's "enabled": false.
 	Disabled bool
+	// SQLTest marks a test of ksqlDB's SQL test files (LoadSQLTests):
+	// Statements, ASSERTs among them, run in order on one session and
+	// there are no Inputs or Outputs.
+	SQLTest bool
 }
 
 // Record is a test record in ksqlDB's spec form: key and value are JSON
