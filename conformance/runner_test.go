@@ -34,3 +34,36 @@ func TestRunnerForm(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLTests runs this repository's SQL test files (ksqlDB's sql-tests/
+// format): every test under testdata/sqltests/pass must pass, and every
+// one under testdata/sqltests/fail (wrong values, a wrong ROWTIME, a
+// record that never comes, an expected error that does not) must be
+// reported as a failure.
+func TestSQLTests(t *testing.T) {
+	pass, err := LoadSQLTests("testdata/sqltests/pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing, err := LoadSQLTests("testdata/sqltests/fail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pass) != 6 || len(failing) != 5 {
+		t.Fatalf("loaded %d and %d tests, want 6 and 5", len(pass), len(failing))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	for _, r := range Run(ctx, pass, Options{Parallel: 2, Timeout: 60 * time.Second}) {
+		if r.Status != Pass || r.MessageDiffers {
+			t.Errorf("%s: %s: %s (%s)\n%s", r.File, r.Name, r.Status, r.Reason, r.Detail)
+		}
+	}
+	for _, r := range Run(ctx, failing, Options{Parallel: 2, Timeout: 60 * time.Second}) {
+		if r.Status != Fail {
+			t.Errorf("%s: %s: %s, want a failure", r.File, r.Name, r.Status)
+			continue
+		}
+		t.Logf("%s: %s: %s (%s)\n%s", r.File, r.Name, r.Status, r.Reason, r.Detail)
+	}
+}

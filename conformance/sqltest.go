@@ -206,7 +206,12 @@ func (e *env) runSQLTest(ctx context.Context, c *Case) Result {
 		case *sql.AssertSource:
 			err = e.assertSource(st, s)
 		case *sql.InsertValues:
-			err = e.insertRecord(ctx, st)
+			if err = e.insertRecord(ctx, st); err == nil {
+				// ksqlDB's runner pipes the record through every query
+				// before the next statement (a CREATE OR REPLACE must
+				// not see it again).
+				err = e.catchUp(ctx)
+			}
 		case *sql.RunScript:
 			err = fmt.Errorf("RUN SCRIPT: cannot read %s", st.Path)
 		default:
@@ -334,11 +339,8 @@ func (e *env) assertValues(ctx context.Context, st *sql.AssertValues, asserted m
 	var recs []gotRecord
 	deadline := time.Now().Add(time.Second)
 	for {
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		why, err := e.waitCaughtUp(wctx)
-		cancel()
-		if err != nil || why != "" {
-			return fmt.Errorf("the queries did not consume all input: %v %s", err, why)
+		if err := e.catchUp(ctx); err != nil {
+			return err
 		}
 		if recs, err = e.readSource(ctx, src); err != nil {
 			return err
@@ -360,6 +362,17 @@ func (e *env) assertValues(ctx context.Context, st *sql.AssertValues, asserted m
 	if !recordHolds(src, st, want, wantTS, got) {
 		return assertionf("Expected record does not match actual.\n%s\n%s",
 			showRow(src, "EXPECTED", want, wantTS, st.Tombstone), showRow(src, "ACTUAL", got.row, &got.ts, got.tombstone))
+	}
+	return nil
+}
+
+// catchUp waits until every query has consumed all its input.
+func (e *env) catchUp(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	why, err := e.waitCaughtUp(wctx)
+	if err != nil || why != "" {
+		return fmt.Errorf("the queries did not consume all input: %v %s", err, why)
 	}
 	return nil
 }

@@ -38,3 +38,20 @@ CREATE STREAM big AS SELECT k, v * 2 AS v2 FROM s WHERE v > 1;`)
 		t.Errorf("no JSON report: %v", err)
 	}
 }
+
+// TestTestCommandSQLTests runs `sqlstreams test --test-directory` over
+// ksqlDB-format SQL test files: 0 when every test passes, 1 when an
+// ASSERT fails, 2 for a path that does not exist.
+func TestTestCommandSQLTests(t *testing.T) {
+	for _, c := range []struct {
+		dir  string
+		want int
+	}{
+		{"../../conformance/testdata/sqltests/fail/wrong.sql", 1},
+		{"../../conformance/testdata/sqltests/missing", 2},
+	} {
+		if got := runTest([]string{"--test-directory", c.dir, "--filter", "wrong value|missing"}); got != c.want {
+			t.Errorf("%s: exit %d, want %d", c.dir, got, c.want)
+		}
+	}
+}
