@@ -299,6 +299,14 @@ func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
 			if o.Name == c.Name {
 				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "duplicate column %s", c.Name)
 			}
+			// ksqlDB's rules: one HEADERS column, which takes all the
+			// headers, so no HEADER('key') beside it; one column per key.
+			if c.Header && o.Header && (c.HeaderKey == "" || o.HeaderKey == "") {
+				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "Schema already contains a HEADERS column.")
+			}
+			if c.Header && o.Header && c.HeaderKey == o.HeaderKey {
+				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "Schema already contains a HEADER('%s') column.", c.HeaderKey)
+			}
 		}
 		cols = append(cols, c)
 		if p.acceptPunct(",") {
