@@ -299,7 +299,8 @@ func specValue(raw json.RawMessage) (any, error) {
 
 // LoadRunner reads ksqlDB's ksql-test-runner form: a file of statements
 // (separated by semicolons), a file {"inputs": [records]} and a file
-// {"outputs": [records]}. It is one case named after the SQL file.
+// {"outputs": [records]}. It is one case named after the SQL file. A
+// file without its array, or with an empty one, is a FileError.
 func LoadRunner(sqlFile, inputFile, outputFile string, split func(string) []string) (Case, error) {
 	sqlText, err := os.ReadFile(sqlFile)
 	if err != nil {
@@ -329,6 +330,10 @@ func LoadRunner(sqlFile, inputFile, outputFile string, split func(string) []stri
 		raws, ok := m[field]
 		if !ok {
 			return nil, &FileError{path, fmt.Errorf("no %q array", field)}
+		}
+		if len(raws) == 0 {
+			// As ksqlDB's runner: a file given must hold records.
+			return nil, &FileError{path, fmt.Errorf("%s%s cannot be empty", strings.ToUpper(field[:1]), field[1:])}
 		}
 		rs, err := records(raws)
 		if err != nil {

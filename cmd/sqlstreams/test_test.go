@@ -25,11 +25,12 @@ CREATE STREAM big AS SELECT k, v * 2 AS v2 FROM s WHERE v > 1;`)
 	good := write("good.json", `{"outputs": [{"topic": "BIG", "key": "b", "value": {"V2": 4}, "timestamp": 6}]}`)
 	bad := write("bad.json", `{"outputs": [{"topic": "BIG", "key": "b", "value": {"V2": 5}, "timestamp": 6}]}`)
 	broken := write("broken.json", `{"outputs": [`)
+	empty := write("empty.json", `{"outputs": []}`)
 	report := filepath.Join(dir, "report.json")
 	for _, c := range []struct {
 		out  string
 		want int
-	}{{good, 0}, {bad, 1}, {broken, 2}} {
+	}{{good, 0}, {bad, 1}, {broken, 2}, {empty, 2}} {
 		if got := runTest([]string{"--sql-file", sqlFile, "--input-file", in, "--output-file", c.out, "--json-report", report}); got != c.want {
 			t.Errorf("%s: exit %d, want %d", filepath.Base(c.out), got, c.want)
 		}
