@@ -121,6 +121,13 @@ func testCatalog() *catalog.Catalog {
 			{Name: "URL", Type: types.StringType},
 		}},
 	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "BLOBS", Kind: catalog.Stream, Topic: "blobs", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 1,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "ID", Type: types.IntType, Key: true},
+			{Name: "DATA", Type: types.BytesType},
+		}},
+	}, false)
 	return cat
 }
 
