@@ -49,8 +49,8 @@ func TestSQLTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pass) != 6 || len(failing) != 5 {
-		t.Fatalf("loaded %d and %d tests, want 6 and 5", len(pass), len(failing))
+	if len(pass) != 7 || len(failing) != 5 {
+		t.Fatalf("loaded %d and %d tests, want 7 and 5", len(pass), len(failing))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -145,10 +145,12 @@ func (p *parser) statement() (Statement, error) {
 		return p.assert()
 	case t.is("RUN"):
 		return p.runScript()
+	case t.is("ALTER"):
+		return p.alter()
 	case t.kind == tEOF:
 		return nil, p.errorf(t, "empty statement")
 	}
-	return nil, p.unexpected(t, "a statement (CREATE, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE, PAUSE, RESUME, RESET, PRINT)")
+	return nil, p.unexpected(t, "a statement (CREATE, ALTER, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE, PAUSE, RESUME, RESET, PRINT)")
 }
 
 func (p *parser) kind() (catalog.Kind, error) {
@@ -173,6 +175,7 @@ func (p *parser) create() (Statement, error) {
 	if !orReplace && p.accept("TYPE") {
 		return p.createType()
 	}
+	kindPos := p.peek().pos
 	source := p.accept("SOURCE")
 	kind, err := p.kind()
 	if err != nil {
@@ -198,6 +201,7 @@ func (p *parser) create() (Statement, error) {
 		if err != nil {
 			return nil, err
 		}
+		colsEnd := p.toks[p.i-1].pos
 		props, err := p.with()
 		if err != nil {
 			return nil, err
@@ -209,7 +213,8 @@ func (p *parser) create() (Statement, error) {
 			return nil, err
 		}
 		return &CreateSource{base: nb, Kind: kind, Name: name, OrReplace: orReplace,
-			IfNotExists: ifNotExists, Source: source, Columns: cols, Props: props}, nil
+			IfNotExists: ifNotExists, Source: source, Columns: cols, Props: props,
+			kindPos: kindPos, colsEnd: colsEnd}, nil
 	}
 	props, err := p.with()
 	if err != nil {

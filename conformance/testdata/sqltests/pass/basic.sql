@@ -80,3 +80,15 @@ CREATE STREAM bar AS SELECT * FROM foo;
 
 INSERT INTO foo (id, col1) VALUES (1, 1);
 ASSERT VALUES bar (id, col1) VALUES (1, 2);
+
+----------------------------------------------------------------------------------------------------
+--@test: ALTER STREAM adds a column that a later query reads
+----------------------------------------------------------------------------------------------------
+CREATE STREAM a (id INT KEY, col1 INT) WITH (kafka_topic='a', value_format='JSON');
+ALTER STREAM a ADD COLUMN col2 STRING;
+CREATE STREAM b AS SELECT * FROM a;
+
+INSERT INTO a (id, col1, col2) VALUES (1, 1, 'x');
+
+ASSERT VALUES b (id, col1, col2) VALUES (1, 1, 'x');
+ASSERT STREAM a (id INT KEY, col1 INT, col2 STRING) WITH (kafka_topic='a', value_format='JSON');
