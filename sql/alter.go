@@ -67,11 +67,16 @@ func (p *parser) alter() (Statement, error) {
 // AlterAsReplace returns the CREATE OR REPLACE statement ALTER makes of
 // src's definition: its statement with the new columns at the end of its
 // column list. It refuses, with ksqlDB's messages, a source another
-// kind than ALTER names, one a CREATE … AS SELECT made, one whose
+// kind than ALTER names, a SOURCE stream or table, one a CREATE … AS
+// SELECT made, one whose
 // columns come from the schema registry, and a column the source has.
 func AlterAsReplace(al *AlterSource, src *catalog.Source) (string, error) {
 	if src.Kind != al.Kind {
 		return "", NameError(al, CodeFeatureNotSupport, "Incompatible data source type is %s, but statement was ALTER %s", src.Kind, al.Kind)
+	}
+	if src.IsSource {
+		kind := strings.ToLower(src.Kind.String())
+		return "", NameError(al, CodeFeatureNotSupport, "Cannot alter %s '%s': ALTER operations are not supported on source %ss.", kind, src.Name, kind)
 	}
 	st, err := Parse(src.SQL)
 	if err != nil {

@@ -45,6 +45,11 @@ func TestAlterAsReplace(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", text, err, msg)
 		}
 	}
+	src.IsSource = true
+	if _, err := alter("ALTER STREAM a ADD COLUMN col2 INT"); err == nil || !strings.Contains(err.Error(), "Cannot alter stream 'A': ALTER operations are not supported on source streams.") {
+		t.Errorf("ALTER of a SOURCE stream: %v", err)
+	}
+	src.IsSource = false
 	ca, err := Parse("CREATE STREAM b AS SELECT * FROM a;")
 	if err != nil {
 		t.Fatal(err)
