@@ -1,7 +1,8 @@
 // Package conformance runs ksqlDB's test files against sqlstreams: the
-// query-validation tests (QTT) of ksqlDB's functional tests and the
-// ksql-test-runner form (a SQL file, an input file, an output file). It is
-// what `sqlstreams test` runs.
+// query-validation tests (QTT) of ksqlDB's functional tests, the
+// ksql-test-runner form (a SQL file, an input file, an output file) and
+// ksqlDB's SQL test files (sql-tests/: --@test blocks with ASSERT
+// statements, see sqltest.go). It is what `sqlstreams test` runs.
 //
 //	files ──▶ Load ──▶ cases (format × config expanded) ──▶ Run ──▶ results ──▶ Summarize
 //	                                                        │
