@@ -199,7 +199,7 @@ func (e *env) runSQLTest(ctx context.Context, c *Case) Result {
 	asserted := map[string]int{} // topic → records ASSERT VALUES took
 	for i, text := range c.Statements {
 		var err error
-		st, perr := sql.Parse(text)
+		st, _ := sql.Parse(text) // a parse error is the engine's to report
 		switch st := st.(type) {
 		case *sql.AssertValues:
 			err = e.assertValues(ctx, st, asserted)
@@ -215,7 +215,6 @@ func (e *env) runSQLTest(ctx context.Context, c *Case) Result {
 		case *sql.RunScript:
 			err = fmt.Errorf("RUN SCRIPT: cannot read %s", st.Path)
 		default:
-			_ = perr // the engine reports it
 			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			_, err = e.eng.Execute(sctx, s, text, discard{})
 			cancel()
