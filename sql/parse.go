@@ -304,9 +304,10 @@ func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
 			if o.Name == c.Name {
 				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "duplicate column %s", c.Name)
 			}
-			// ksqlDB's rules: one HEADERS column, which takes all the
-			// headers, so no HEADER('key') beside it; one column per key.
-			if c.Header && o.Header && (c.HeaderKey == "" || o.HeaderKey == "") {
+			// ksqlDB's rules (LogicalSchema): no header column after a
+			// HEADERS column (one before it is allowed); one column per
+			// header key.
+			if c.Header && o.Header && o.HeaderKey == "" {
 				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "Schema already contains a HEADERS column.")
 			}
 			if c.Header && o.Header && c.HeaderKey == o.HeaderKey {
