@@ -2,8 +2,9 @@
 // query-validation tests (QTT) of ksqlDB's functional tests, the REST
 // query-validation tests (RQTT, rqtt.go: statements over the REST
 // server's /ksql, queries over /query, as ksqlDB's RestTestExecutor runs
-// them) and the ksql-test-runner form (a SQL file, an input file, an
-// output file). It is what `sqlstreams test` runs.
+// them), the ksql-test-runner form (a SQL file, an input file, an output
+// file) and ksqlDB's SQL test files (sql-tests/: --@test blocks with
+// ASSERT statements, see sqltest.go). It is what `sqlstreams test` runs.
 //
 //	files ──▶ Load ──▶ cases (format × config expanded) ──▶ Run ──▶ results ──▶ Summarize
 //	                                                        │

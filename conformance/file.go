@@ -29,6 +29,10 @@ type Case struct {
 	Expected *ExpectedError
 	// Disabled is ksqlDB's "enabled": false.
 	Disabled bool
+	// SQLTest marks a test of ksqlDB's SQL test files (LoadSQLTests):
+	// Statements, ASSERTs among them, run in order on one session and
+	// there are no Inputs or Outputs.
+	SQLTest bool
 }
 
 // Record is a test record in ksqlDB's spec form: key and value are JSON
@@ -295,7 +299,8 @@ func specValue(raw json.RawMessage) (any, error) {
 
 // LoadRunner reads ksqlDB's ksql-test-runner form: a file of statements
 // (separated by semicolons), a file {"inputs": [records]} and a file
-// {"outputs": [records]}. It is one case named after the SQL file.
+// {"outputs": [records]}. It is one case named after the SQL file. A
+// file without its array, or with an empty one, is a FileError.
 func LoadRunner(sqlFile, inputFile, outputFile string, split func(string) []string) (Case, error) {
 	sqlText, err := os.ReadFile(sqlFile)
 	if err != nil {
@@ -325,6 +330,10 @@ func LoadRunner(sqlFile, inputFile, outputFile string, split func(string) []stri
 		raws, ok := m[field]
 		if !ok {
 			return nil, &FileError{path, fmt.Errorf("no %q array", field)}
+		}
+		if len(raws) == 0 {
+			// As ksqlDB's runner: a file given must hold records.
+			return nil, &FileError{path, fmt.Errorf("%s%s cannot be empty", strings.ToUpper(field[:1]), field[1:])}
 		}
 		rs, err := records(raws)
 		if err != nil {

@@ -193,6 +193,9 @@ func runCase(parent context.Context, c *Case, o Options) (res Result) {
 	if err := e.createTopics(ctx, c); err != nil {
 		return fail("environment", "creating topics: %v", err)
 	}
+	if c.SQLTest {
+		return e.runSQLTest(ctx, c)
+	}
 
 	s := engine.NewSession()
 	s.Props["auto.offset.reset"] = "earliest"

@@ -49,6 +49,18 @@ func encode(src *catalog.Source, key bool, spec any, schemaID int) ([]byte, erro
 	if schemaID != 0 {
 		opts.SchemaID = schemaID
 	}
+	if len(cols) == 1 && wrapped(format, opts, key) {
+		// A record written with the source's schema, as ksqlDB's runner
+		// writes it (the ksql-test-runner's JSON objects for an AVRO
+		// value): the column is the object's field of its name, other
+		// fields (a copy of the key) are not written.
+		col := src.Schema.Columns[cols[0]]
+		if m, ok := spec.(map[string]any); ok && len(m) > 1 && col.Type.Kind != types.Struct && col.Type.Kind != types.Map {
+			if v, ok := lookupFold(m, col.Name); ok {
+				spec = map[string]any{col.Name: v}
+			}
+		}
+	}
 	b, err := encodeCols(src.Schema, cols, format, opts, spec)
 	if err != nil && schemaID != 0 && !key && types.InfersColumns(format) {
 		// ksqlDB's runner writes a value with the registered schema

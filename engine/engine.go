@@ -311,6 +311,12 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 	if err != nil {
 		return Result{}, err
 	}
+	if al, ok := st.(*sql.AlterSource); ok {
+		// Runs, and is recorded, as the CREATE OR REPLACE it makes.
+		if text, st, err = e.alter(al); err != nil {
+			return Result{}, err
+		}
+	}
 	switch st := st.(type) {
 	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.Pause, *sql.InsertSelect, *sql.CreateType, *sql.DropType:
 		if e.cfg.Headless != nil {

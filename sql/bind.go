@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -1237,6 +1238,11 @@ func BindInsert(iv *InsertValues, target *catalog.Source) ([]InsertRow, error) {
 // error, not a NULL.
 func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 	from, orig := e.Type(), e
+	if t.Kind == types.Bytes && from.Kind == types.String {
+		// ksqlDB's INSERT takes BYTES as base64 text
+		// (DefaultSqlValueCoercer).
+		return base64Constant(e)
+	}
 	if from.Kind != types.Unknown && !from.Equal(t) {
 		// A value never turns into text implicitly; a string literal may
 		// give a number, a boolean or a date when it reads as one (Postgres
@@ -1269,6 +1275,23 @@ func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 		return types.NullDatum, nil
 	}
 	return d.Clone(), nil
+}
+
+// base64Constant evaluates a STRING constant and decodes it as base64.
+func base64Constant(e expr.Expr) (types.Datum, error) {
+	ev, err := expr.Compile(e)
+	if err != nil {
+		return types.Datum{}, err
+	}
+	d, err := ev(nil)
+	if err != nil || d.Null {
+		return types.NullDatum, err
+	}
+	b, err := base64.StdEncoding.DecodeString(string(d.B))
+	if err != nil {
+		return types.Datum{}, fmt.Errorf("cannot convert '%s' to BYTES: not base64", d.B)
+	}
+	return types.Datum{B: b}, nil
 }
 
 func isTemporal(t types.Type) bool {

@@ -141,10 +141,16 @@ func (p *parser) statement() (Statement, error) {
 		return p.reset()
 	case t.is("PRINT"):
 		return p.print()
+	case t.is("ASSERT"):
+		return p.assert()
+	case t.is("RUN"):
+		return p.runScript()
+	case t.is("ALTER"):
+		return p.alter()
 	case t.kind == tEOF:
 		return nil, p.errorf(t, "empty statement")
 	}
-	return nil, p.unexpected(t, "a statement (CREATE, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE, PAUSE, RESUME, RESET, PRINT)")
+	return nil, p.unexpected(t, "a statement (CREATE, ALTER, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, UNSET, DROP, TERMINATE, PAUSE, RESUME, RESET, PRINT)")
 }
 
 func (p *parser) kind() (catalog.Kind, error) {
@@ -169,6 +175,7 @@ func (p *parser) create() (Statement, error) {
 	if !orReplace && p.accept("TYPE") {
 		return p.createType()
 	}
+	kindPos := p.peek().pos
 	source := p.accept("SOURCE")
 	kind, err := p.kind()
 	if err != nil {
@@ -194,6 +201,7 @@ func (p *parser) create() (Statement, error) {
 		if err != nil {
 			return nil, err
 		}
+		colsEnd := p.toks[p.i-1].pos
 		props, err := p.with()
 		if err != nil {
 			return nil, err
@@ -205,7 +213,8 @@ func (p *parser) create() (Statement, error) {
 			return nil, err
 		}
 		return &CreateSource{base: nb, Kind: kind, Name: name, OrReplace: orReplace,
-			IfNotExists: ifNotExists, Source: source, Columns: cols, Props: props}, nil
+			IfNotExists: ifNotExists, Source: source, Columns: cols, Props: props,
+			kindPos: kindPos, colsEnd: colsEnd}, nil
 	}
 	props, err := p.with()
 	if err != nil {
@@ -294,6 +303,15 @@ func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
 		for _, o := range cols {
 			if o.Name == c.Name {
 				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "duplicate column %s", c.Name)
+			}
+			// ksqlDB's rules (LogicalSchema): no header column after a
+			// HEADERS column (one before it is allowed); one column per
+			// header key.
+			if c.Header && o.Header && o.HeaderKey == "" {
+				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "Schema already contains a HEADERS column.")
+			}
+			if c.Header && o.Header && c.HeaderKey == o.HeaderKey {
+				return nil, errorAt(p.text, nt.pos, CodeDuplicateObject, "Schema already contains a HEADER('%s') column.", c.HeaderKey)
 			}
 		}
 		cols = append(cols, c)

@@ -121,6 +121,13 @@ func testCatalog() *catalog.Catalog {
 			{Name: "URL", Type: types.StringType},
 		}},
 	}, false)
+	cat.AddSource(&catalog.Source{
+		Name: "BLOBS", Kind: catalog.Stream, Topic: "blobs", KeyFormat: "KAFKA", ValueFormat: "JSON", Partitions: 1,
+		Schema: types.Schema{Columns: []types.Column{
+			{Name: "ID", Type: types.IntType, Key: true},
+			{Name: "DATA", Type: types.BytesType},
+		}},
+	}, false)
 	return cat
 }
 
@@ -151,6 +158,26 @@ func bind(st Statement, cat *catalog.Catalog) (string, error) {
 			win += " partitioner=" + src.Partitioner.String()
 		}
 		return fmt.Sprintf("%s %s topic=%s key=%s value=%s partitions=%d%s\n%s\n", src.Kind, src.Name, src.Topic, src.KeyFormat, src.ValueFormat, src.Partitions, win, src.Schema), nil
+	case *AssertValues:
+		src, _ := cat.Source(st.Target)
+		if src == nil {
+			return "", fmt.Errorf("no target")
+		}
+		row, ts, err := BindRecord(st.Insert, src)
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		if ts != nil {
+			fmt.Fprintf(&b, "rowtime=%d ", *ts)
+		}
+		for i, d := range row {
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			b.WriteString(types.Text(d, src.Schema.Columns[i].Type))
+		}
+		return b.String() + "\n", nil
 	case *InsertValues:
 		src, _ := cat.Source(st.Target)
 		if src == nil {
@@ -231,6 +258,12 @@ func summary(st Statement) string {
 		return "ResetQuery " + st.QueryID + "\n"
 	case *InsertSelect:
 		return "InsertSelect " + st.Target + "\n"
+	case *AssertValues:
+		return fmt.Sprintf("AssertValues target=%s columns=%v tombstone=%v\n", st.Target, st.Columns, st.Tombstone)
+	case *AssertSource:
+		return "Assert" + summary(st.Create)
+	case *RunScript:
+		return fmt.Sprintf("RunScript %q\n", st.Path)
 	}
 	return fmt.Sprintf("%T\n", st)
 }

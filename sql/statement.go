@@ -82,6 +82,10 @@ type CreateSource struct {
 	// (always unwrapped). The engine sets it for statements replayed from
 	// commands recorded before the change.
 	LegacyKeyColumns bool
+	// kindPos is the offset of SOURCE, STREAM or TABLE; colsEnd that of
+	// the column list's closing parenthesis (0 without a list): for
+	// AlterAsReplace.
+	kindPos, colsEnd int
 }
 
 // CreateAs is CREATE [OR REPLACE] STREAM|TABLE name [WITH (…)] AS SELECT ….

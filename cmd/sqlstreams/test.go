@@ -23,7 +23,7 @@ import (
 // runTest is `sqlstreams test`: ksqlDB's ksql-test-runner form
 // (--sql-file, --input-file, --output-file) or its query-validation test
 // files (--qtt FILE.json or a directory of them, and more files as
-// arguments). Exit status 0 when every case in scope passes, 1 when one
+// arguments), or ksqlDB's SQL test files (--test-directory). Exit status 0 when every case in scope passes, 1 when one
 // fails, 2 when a file cannot be read.
 func runTest(args []string) int {
 	fs := flag.NewFlagSet("sqlstreams test", flag.ContinueOnError)
@@ -32,6 +32,7 @@ func runTest(args []string) int {
 	outputFile := fs.String("output-file", "", "ksql-test-runner form: {\"outputs\": [records]}")
 	qtt := fs.String("qtt", "", "a query-validation-test JSON file, or a directory of them; more files may follow as arguments")
 	rqtt := fs.String("rqtt", "", "a REST query-validation-test JSON file (ksqlDB's rest-query-validation-tests), or a directory of them; run over the REST API")
+	sqlTests := fs.String("test-directory", "", "ksqlDB's SQL test files (--@test: blocks with ASSERT statements): a file, or a directory tree of them")
 	filter := fs.String("filter", "", "run only cases whose \"file: name\" matches this regular expression")
 	report := fs.String("json-report", "", "write the JSON report (summaries and every case's result) to this file")
 	parallel := fs.Int("parallel", 0, "cases run at once, each on its own broker and engine (default: the number of CPUs)")
@@ -39,7 +40,7 @@ func runTest(args []string) int {
 	verbose := fs.Bool("v", false, "print each case's result as it ends")
 	logLevel := fs.String("log-level", "", "show the engines' logs at this level (default: none)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: sqlstreams test --sql-file q.sql --input-file in.json --output-file out.json\n       sqlstreams test --qtt FILE.json|DIR [FILE.json …] [--filter REGEX] [--json-report r.json]\n       sqlstreams test --rqtt FILE.json|DIR [FILE.json …] [--filter REGEX] [--json-report r.json]")
+		fmt.Fprintln(fs.Output(), "usage: sqlstreams test --sql-file q.sql --input-file in.json --output-file out.json\n       sqlstreams test --qtt FILE.json|DIR [FILE.json …] [--filter REGEX] [--json-report r.json]\n       sqlstreams test --rqtt FILE.json|DIR [FILE.json …] [--filter REGEX] [--json-report r.json]\n       sqlstreams test --test-directory FILE.sql|DIR [--filter REGEX]")
 		fs.PrintDefaults()
 	}
 	// Flags may follow the file arguments (--qtt a.json b.json --filter x).
@@ -60,8 +61,8 @@ func runTest(args []string) int {
 	var restCases []conformance.RestCase
 	switch {
 	case *rqtt != "":
-		if *qtt != "" || *sqlFile != "" {
-			fmt.Fprintln(os.Stderr, "sqlstreams test: give one of --sql-file, --qtt, --rqtt")
+		if *qtt != "" || *sqlFile != "" || *sqlTests != "" {
+			fmt.Fprintln(os.Stderr, "sqlstreams test: give one of --sql-file, --qtt, --rqtt, --test-directory")
 			return 2
 		}
 		files, err := qttFiles(append([]string{*rqtt}, files...))
@@ -88,6 +89,17 @@ func runTest(args []string) int {
 			return 2
 		}
 		cases = []conformance.Case{c}
+	case *sqlTests != "":
+		if *qtt != "" || len(files) > 0 {
+			fmt.Fprintln(os.Stderr, "sqlstreams test: give either --test-directory or --qtt, not both")
+			return 2
+		}
+		cs, err := conformance.LoadSQLTests(*sqlTests)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sqlstreams test: %v\n", err)
+			return 2
+		}
+		cases = cs
 	case *qtt != "":
 		files, err := qttFiles(append([]string{*qtt}, files...))
 		if err != nil {
