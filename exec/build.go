@@ -244,12 +244,9 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		if err != nil {
 			return nil, err
 		}
-		// The second input materializes the table: its source decodes
-		// the stored rows.
-		var table *physical.Source
-		if len(n.Inputs) == 2 && len(n.Inputs[1].Inputs) == 1 {
-			table, _ = n.Inputs[1].Inputs[0].Op.(*physical.Source)
-		}
+		// The input that materializes the join's table store: its
+		// source decodes the stored rows.
+		table := sourceBelow(inputWithStore(n, op.Store))
 		if table == nil {
 			return nil, fmt.Errorf("%s must read a stream and a materialized table source", n.Name)
 		}
@@ -266,10 +263,9 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 			if i == 0 && op.LeftRows {
 				continue // an earlier join's rows
 			}
-			// Each input is a TableChanges over its table's source.
-			if len(n.Inputs) == 2 && len(n.Inputs[i].Inputs) == 1 {
-				sources[i], _ = n.Inputs[i].Inputs[0].Op.(*physical.Source)
-			}
+			// Each side is the input that keeps the side's store: a
+			// TableChanges over its table's source.
+			sources[i] = sourceBelow(inputWithStore(n, spec))
 			if sources[i] == nil {
 				return nil, fmt.Errorf("%s must read the changes of two table sources", n.Name)
 			}
@@ -305,11 +301,9 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		if err != nil {
 			return nil, err
 		}
-		// The first input is the left table's changes, over its source.
-		var left *physical.Source
-		if len(n.Inputs) == 2 && len(n.Inputs[0].Inputs) == 1 {
-			left, _ = n.Inputs[0].Inputs[0].Op.(*physical.Source)
-		}
+		// The left table's changes, over its source: the input that
+		// keeps the left store.
+		left := sourceBelow(inputWithStore(n, op.LeftStore))
 		if left == nil && !op.LeftRows {
 			return nil, fmt.Errorf("%s must read a table's changes and the subscription responses", n.Name)
 		}
@@ -341,4 +335,30 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		return env.extra(n, next)
 	}
 	return nil, fmt.Errorf("%s: node kind %T is not supported", n.Name, n.Op)
+}
+
+// inputWithStore returns the input of n that keeps store (a table's
+// Materialize or TableChanges): a join finds its sides by what they
+// hold, not by their order. Nil when none does.
+func inputWithStore(n *physical.Node, store *physical.Store) *physical.Node {
+	if store == nil {
+		return nil
+	}
+	for _, in := range n.Inputs {
+		for _, s := range physical.StoresOf(in) {
+			if s.Name == store.Name {
+				return in
+			}
+		}
+	}
+	return nil
+}
+
+// sourceBelow returns the source n reads directly, or nil.
+func sourceBelow(n *physical.Node) *physical.Source {
+	if n == nil || len(n.Inputs) != 1 {
+		return nil
+	}
+	src, _ := n.Inputs[0].Op.(*physical.Source)
+	return src
 }
