@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -147,34 +146,15 @@ func RunRQTT(ctx context.Context, cases []RestCase, o Options) []Result {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	out := make([]Result, len(cases))
-	sem := make(chan struct{}, o.Parallel)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for i := range cases {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			start := time.Now()
-			r := runRestCase(ctx, &cases[i], o)
-			r.File, r.Name = cases[i].File, cases[i].Name
-			r.Kind = "responses"
-			if cases[i].Error != nil {
-				r.Kind = "error"
-			}
-			r.Seconds = time.Since(start).Seconds()
-			out[i] = r
-			if o.Progress != nil {
-				mu.Lock()
-				o.Progress(r)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return out
+	return runEach(len(cases), o, func(i int) Result {
+		r := runRestCase(ctx, &cases[i], o)
+		r.File, r.Name = cases[i].File, cases[i].Name
+		r.Kind = "responses"
+		if cases[i].Error != nil {
+			r.Kind = "error"
+		}
+		return r
+	})
 }
 
 // restResponse is one response the runner got: a /ksql entity, or the

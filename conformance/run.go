@@ -82,23 +82,32 @@ func Run(ctx context.Context, cases []Case, o Options) []Result {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	out := make([]Result, len(cases))
+	return runEach(len(cases), o, func(i int) Result {
+		r := runCase(ctx, &cases[i], o)
+		r.File, r.Name = cases[i].File, cases[i].Name
+		r.Kind = "records"
+		if cases[i].Expected != nil {
+			r.Kind = "error"
+		}
+		return r
+	})
+}
+
+// runEach runs one(i) for each of n cases, o.Parallel at once, timing
+// each and handing it to o.Progress as it ends.
+func runEach(n int, o Options, one func(i int) Result) []Result {
+	out := make([]Result, n)
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for i := range cases {
+	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			start := time.Now()
-			r := runCase(ctx, &cases[i], o)
-			r.File, r.Name = cases[i].File, cases[i].Name
-			r.Kind = "records"
-			if cases[i].Expected != nil {
-				r.Kind = "error"
-			}
+			r := one(i)
 			r.Seconds = time.Since(start).Seconds()
 			out[i] = r
 			if o.Progress != nil {

@@ -75,22 +75,9 @@ func (p *parser) assert() (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cols []string
-	if p.acceptPunct("(") {
-		for {
-			c, _, err := p.ident("a column name")
-			if err != nil {
-				return nil, err
-			}
-			cols = append(cols, c)
-			if p.acceptPunct(",") {
-				continue
-			}
-			if err := p.expectPunct(")"); err != nil {
-				return nil, err
-			}
-			break
-		}
+	cols, err := p.columnList()
+	if err != nil {
+		return nil, err
 	}
 	kw := p.peek()
 	want := "VALUES"

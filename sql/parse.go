@@ -487,22 +487,9 @@ func (p *parser) insert() (Statement, error) {
 		}
 		return &InsertSelect{base: nb, Target: target, Select: sel}, nil
 	}
-	var cols []string
-	if p.acceptPunct("(") {
-		for {
-			c, _, err := p.ident("a column name")
-			if err != nil {
-				return nil, err
-			}
-			cols = append(cols, c)
-			if p.acceptPunct(",") {
-				continue
-			}
-			if err := p.expectPunct(")"); err != nil {
-				return nil, err
-			}
-			break
-		}
+	cols, err := p.columnList()
+	if err != nil {
+		return nil, err
 	}
 	if !p.peek().is("VALUES") {
 		return nil, p.unexpected(p.peek(), "VALUES or SELECT")
@@ -733,5 +720,29 @@ func (p *parser) print() (Statement, error) {
 			}
 			return pr, nil
 		}
+	}
+}
+
+// columnList reads an optional parenthesized list of column names, as
+// INSERT INTO t (a, b) and ASSERT VALUES t (a, b) name their columns;
+// nil when there is none.
+func (p *parser) columnList() ([]string, error) {
+	if !p.acceptPunct("(") {
+		return nil, nil
+	}
+	var cols []string
+	for {
+		c, _, err := p.ident("a column name")
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, c)
+		if p.acceptPunct(",") {
+			continue
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		return cols, nil
 	}
 }
