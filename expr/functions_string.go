@@ -300,8 +300,11 @@ var stringFunctions = []*Function{
 						continue
 					}
 					k, v := types.Datum{B: entry[:j:j]}, types.Datum{B: entry[j+len(kd):]}
-					if bytes.Contains(v.B, kd) {
-						continue // more than one key-value delimiter: not a pair
+					if n := bytes.Index(v.B, kd); n >= 0 {
+						// More than one key-value delimiter: the key and
+						// the part after it, as ksqlDB's Splitter takes
+						// them; the rest is dropped.
+						v.B = v.B[:n:n]
 					}
 					if at := mapFind(out, k, types.StringType); at >= 0 {
 						out[at+1] = v

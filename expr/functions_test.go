@@ -121,6 +121,8 @@ func stringCases() []fnCase {
 		f("SPLIT_TO_MAP", "{apple=green, cherry=red}", "apple:=green/cherry:=red", "/", ":="),
 		f("SPLIT_TO_MAP", "{a=3, b=2}", "a=1;b=2;;a=3;junk", ";", "="), f("SPLIT_TO_MAP", "NULL", "a=1", "", "="),
 		f("SPLIT_TO_MAP", "NULL", nil, ";", "="), f("SPLIT_TO_MAP", "{}", "", ";", "="),
+		// An entry with more key-value delimiters keeps the part before the second, as ksqlDB's.
+		f("SPLIT_TO_MAP", "{apple=green/banana}", "apple:green/banana:yellow/cherry:red", "&&", ":"),
 		f("INSTR", "2", "CORPORATE FLOOR", "OR"), f("INSTR", "5", "CORPORATE FLOOR", "OR", 3),
 		f("INSTR", "14", "CORPORATE FLOOR", "OR", 3, 2), f("INSTR", "5", "CORPORATE FLOOR", "OR", -3),
 		f("INSTR", "2", "CORPORATE FLOOR", "OR", -3, 2), f("INSTR", "0", "CORPORATE FLOOR", "MISSING"),
