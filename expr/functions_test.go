@@ -193,6 +193,8 @@ func timeCases() []fnCase {
 		f("PARSE_TIMESTAMP", "NULL", "not a date", "yyyy-MM-dd"),
 		f("STRINGTOTIMESTAMP", "1617267600000", "2021-04-01 05:00:00", "yyyy-MM-dd HH:mm:ss", "America/New_York"),
 		f("STRINGTOTIMESTAMP", "1617267600000", "2021-04-01T09:00:00Z", "yyyy-MM-dd'T'HH:mm:ssX"),
+		// Text, the zero offset included, is read ignoring case, as ksqlDB's parser does.
+		f("STRINGTOTIMESTAMP", "1617267600000", "2021-04-01T09:00:00z", "yyyy-MM-dd'T'HH:mm:ssX"),
 		f("PARSE_DATE", "2021-10-11", "2021-10-11", "yyyy-MM-dd"), f("PARSE_DATE", "2021-10-11", "11/10/21", "dd/MM/yy"),
 		f("PARSE_DATE", "NULL", "2021-13-01", "yyyy-MM-dd"),
 		f("STRINGTODATE", "18911", "2021-10-11", "yyyy-MM-dd"),

@@ -643,7 +643,7 @@ func (f *timeFormat) parseField(toks []tfToken, k int, s string, i int, p *parse
 			}
 		}
 	case 'O':
-		if !strings.HasPrefix(rest, "GMT") {
+		if !hasPrefixFold(rest, "GMT") {
 			break
 		}
 		j := 3
@@ -658,11 +658,11 @@ func (f *timeFormat) parseField(toks []tfToken, k int, s string, i int, p *parse
 		p.offset, p.hasOffset, p.loc = 0, true, nil
 		return i + 3, nil
 	case 'X', 'x', 'Z':
-		if (tk.letter == 'X' || tk.letter == 'Z' && tk.count == 5) && strings.HasPrefix(rest, "Z") {
+		if (tk.letter == 'X' || tk.letter == 'Z' && tk.count == 5) && hasPrefixFold(rest, "Z") {
 			p.offset, p.hasOffset, p.loc = 0, true, nil
 			return i + 1, nil
 		}
-		if tk.letter == 'Z' && tk.count == 4 && strings.HasPrefix(rest, "GMT") {
+		if tk.letter == 'Z' && tk.count == 4 && hasPrefixFold(rest, "GMT") {
 			j := 3
 			off, n, ok := scanOffset(rest[j:], true)
 			if !ok {
