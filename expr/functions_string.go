@@ -259,8 +259,13 @@ var stringFunctions = []*Function{
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				s, sep := a[0].B, a[1].B
 				out = out[:0]
-				if len(sep) == 0 {
+				if len(sep) == 0 && len(s) > 0 {
 					return types.Datum{L: splitChars(out, s, isBytes)}, nil
+				}
+				if len(sep) == 0 {
+					// An empty value splits into one empty piece, as in
+					// ksqlDB.
+					return types.Datum{L: append(out, types.Datum{B: s})}, nil
 				}
 				for {
 					i := bytes.Index(s, sep)
