@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -235,16 +234,8 @@ func (c *delimitedCodec) Encode(dst []byte, row Row) ([]byte, error) {
 		case Int, Bigint, Date, Time, Timestamp:
 			dst = strconv.AppendInt(dst, d.I, 10)
 		case Double:
-			switch {
-			case math.IsNaN(d.F):
-				dst = append(dst, "NaN"...)
-			case math.IsInf(d.F, 1):
-				dst = append(dst, "Infinity"...)
-			case math.IsInf(d.F, -1):
-				dst = append(dst, "-Infinity"...)
-			default:
-				dst = appendDouble(dst, d.F)
-			}
+			// As ksqlDB writes it: Java's Double.toString.
+			dst = AppendJavaDouble(dst, d.F)
 		case Decimal:
 			dst = AppendDecimalDatum(dst, d, c.types[i])
 		}

@@ -21,11 +21,11 @@ func TestDelimitedRoundTripEveryScalar(t *testing.T) {
 		delim rune
 		want  string
 	}{
-		{0, `7,true,-2147483648,9223372036854775807,-1.25e-07,-1234.56,"héllo, ""w""` + "\n\tx" + `",AAH+/yIs,19782,47655123,1709212455123`},
-		{'|', `7|true|-2147483648|9223372036854775807|-1.25e-07|-1234.56|"héllo, ""w""` + "\n\tx" + `"|AAH+/yIs|19782|47655123|1709212455123`},
-		{'\t', "7\ttrue\t-2147483648\t9223372036854775807\t-1.25e-07\t-1234.56\t\"héllo, \"\"w\"\"\n\tx\"\tAAH+/yIs\t19782\t47655123\t1709212455123"},
-		{'+', `7+true+-2147483648+9223372036854775807+-1.25e-07+-1234.56+"héllo, ""w""` + "\n\tx" + `"+"AAH+/yIs"+19782+47655123+1709212455123`},
-		{'€', `7€true€-2147483648€9223372036854775807€-1.25e-07€-1234.56€"héllo, ""w""` + "\n\tx" + `"€AAH+/yIs€19782€47655123€1709212455123`},
+		{0, `7,true,-2147483648,9223372036854775807,-1.25E-7,-1234.56,"héllo, ""w""` + "\n\tx" + `",AAH+/yIs,19782,47655123,1709212455123`},
+		{'|', `7|true|-2147483648|9223372036854775807|-1.25E-7|-1234.56|"héllo, ""w""` + "\n\tx" + `"|AAH+/yIs|19782|47655123|1709212455123`},
+		{'\t', "7\ttrue\t-2147483648\t9223372036854775807\t-1.25E-7\t-1234.56\t\"héllo, \"\"w\"\"\n\tx\"\tAAH+/yIs\t19782\t47655123\t1709212455123"},
+		{'+', `7+true+-2147483648+9223372036854775807+-1.25E-7+-1234.56+"héllo, ""w""` + "\n\tx" + `"+"AAH+/yIs"+19782+47655123+1709212455123`},
+		{'€', `7€true€-2147483648€9223372036854775807€-1.25E-7€-1234.56€"héllo, ""w""` + "\n\tx" + `"€AAH+/yIs€19782€47655123€1709212455123`},
 	} {
 		o := FormatOptions{Delimiter: c.delim}
 		enc, err := NewEncoderOpts(FormatDelimited, s, cols, o)
@@ -269,5 +269,23 @@ func TestDelimitedKsqlQuoting(t *testing.T) {
 	one, _ := NewEncoderOpts(FormatDelimited, s, []int{2}, FormatOptions{KsqlQuoting: true})
 	if b, _ := one.Encode(nil, Row{{}, {}, IntDatum(-5)}); string(b) != `"-5"` {
 		t.Errorf("single -5: %s", b)
+	}
+}
+
+// TestAppendJavaDouble: doubles are written as Java's Double.toString
+// writes them (DELIMITED values, DOUBLEs cast to STRING), as ksqlDB does.
+func TestAppendJavaDouble(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		want string
+	}{
+		{math.SmallestNonzeroFloat64, "4.9E-324"}, {-math.SmallestNonzeroFloat64, "-4.9E-324"},
+		{math.MaxFloat64, "1.7976931348623157E308"}, {2.2250738585072014e-308, "2.2250738585072014E-308"},
+		{1e10, "1.0E10"}, {1e-5, "1.0E-5"}, {-1.25e-7, "-1.25E-7"}, {1e7, "1.0E7"}, {9999999, "9999999.0"},
+		{0.001, "0.001"}, {123, "123.0"}, {math.Copysign(0, -1), "-0.0"}, {math.NaN(), "NaN"}, {math.Inf(-1), "-Infinity"},
+	} {
+		if got := string(AppendJavaDouble(nil, c.f)); got != c.want {
+			t.Errorf("%g: got %s, want %s", c.f, got, c.want)
+		}
 	}
 }

@@ -832,3 +832,55 @@ func appendJSONString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// AppendJavaDouble appends f as Java's Double.toString writes it, which is
+// what ksqlDB shows for a DOUBLE turned into a STRING or written as
+// DELIMITED: "1.0", "0.001",
+// "1.0E7", "1.5E-5", "NaN", "Infinity".
+func AppendJavaDouble(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(dst, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-Infinity"...)
+	case f == 0:
+		if math.Signbit(f) {
+			return append(dst, "-0.0"...)
+		}
+		return append(dst, "0.0"...)
+	}
+	abs := math.Abs(f)
+	if abs >= 1e-3 && abs < 1e7 {
+		start := len(dst)
+		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+		if bytes.IndexByte(dst[start:], '.') < 0 {
+			dst = append(dst, ".0"...)
+		}
+		return dst
+	}
+	var buf [32]byte
+	s := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
+	if s[1] == 'e' || s[0] == '-' && s[2] == 'e' {
+		// One significant digit: Java writes two, the second one
+		// correctly rounded (4.9E-324 for the smallest double, where
+		// the shortest form is 5e-324; 1.0E10).
+		s = strconv.AppendFloat(buf[:0], f, 'e', 1, 64)
+	}
+	e := bytes.IndexByte(s, 'e')
+	mant, exp := s[:e], s[e+1:]
+	dst = append(dst, mant...)
+	if bytes.IndexByte(mant, '.') < 0 {
+		dst = append(dst, ".0"...)
+	}
+	dst = append(dst, 'E')
+	if exp[0] == '-' {
+		dst = append(dst, '-')
+	}
+	exp = exp[1:]
+	for len(exp) > 1 && exp[0] == '0' {
+		exp = exp[1:]
+	}
+	return append(dst, exp...)
+}
