@@ -93,3 +93,9 @@ type Executor interface {
 	// or nil when it returns no rows.
 	Describe(ctx context.Context, s *Session, stmt string) ([]types.Column, error)
 }
+
+// Preparer is implemented by executors that prepare statements with
+// parameters (*Engine); see Prepared.
+type Preparer interface {
+	Prepare(ctx context.Context, s *Session, text string) (*Prepared, error)
+}

@@ -53,6 +53,7 @@ type Pull struct {
 
 	point       bool
 	keyLit      types.Datum
+	keyParam    int // the key is $keyParam, not keyLit (0: it is keyLit)
 	keyType     types.Type
 	keyIdx      int
 	pointRunner *exec.PullRunner // the chain with the key comparison made TRUE
@@ -75,6 +76,12 @@ type Pull struct {
 	only []int32
 	// sb, with only, reads standby copies.
 	sb *standbyRead
+
+	// For a statement with placeholders (see Prepared): the values they
+	// read, and the bound query, whose key selection is made at each
+	// run from them.
+	params *expr.Params
+	q      *planner.Query
 }
 
 // PreparePull plans text, a pull query, for many runs; see Pull.
@@ -87,6 +94,17 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 	if !ok {
 		return nil, ErrNotPull
 	}
+	return e.preparePull(s, sel)
+}
+
+// preparePull plans sel, a pull query, for many runs, its placeholders
+// reading the Pull's params.
+func (e *Engine) preparePull(s *Session, sel *sql.Select) (*Pull, error) {
+	var params *expr.Params
+	if n := sel.NumParams(); n > 0 {
+		params = &expr.Params{Values: make([]types.Datum, n)}
+		sel.Params = params
+	}
 	q, err := sql.BindSelect(sel, e.cat)
 	if err != nil {
 		return nil, err
@@ -98,6 +116,23 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 	if src.Kind == catalog.Stream {
 		return nil, ErrNotPull
 	}
+	p, err := e.newPull(q, src, sel.Text(), copyProps(s.Props), true)
+	if err != nil {
+		return nil, err
+	}
+	if params != nil {
+		p.params = params
+		if !p.point {
+			p.q = q // its key selection depends on the values
+		}
+	}
+	return p, nil
+}
+
+// newPull plans q, a bound pull query over the table src, as a Pull;
+// with point, for RunKey too when it reads one row by key. props are
+// the session's properties, for routing and forwarding.
+func (e *Engine) newPull(q *planner.Query, src *catalog.Source, text string, props map[string]string, point bool) (*Pull, error) {
 	mat, err := e.materializer(src)
 	if err != nil {
 		return nil, err
@@ -114,11 +149,13 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pull{e: e, src: src, cols: q.Root.Schema().Columns, runner: runner, sel: ks,
-		text: text, props: copyProps(s.Props), limit: topo.Limit}
+	p := &Pull{e: e, src: src, cols: pullColumns(q), runner: runner, sel: ks,
+		text: text, props: props, limit: topo.Limit}
 	p.emitFn = p.emit
-	if err := p.preparePoint(q, src, mat); err != nil {
-		return nil, err
+	if point {
+		if err := p.preparePoint(q, src, mat); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
@@ -126,7 +163,7 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 // preparePoint sets up RunKey when q reads one row by key from a store
 // kept under the table's serialized keys. It changes q's plan.
 func (p *Pull) preparePoint(q *planner.Query, src *catalog.Source, mat *exec.Query) error {
-	lit, filter, ok := planner.PointLookup(q)
+	key, filter, ok := planner.PointLookup(q)
 	if !ok || src.Windowed() || src.KeyFormat != types.FormatKafka || !mat.PointLookups(src.Name) {
 		return nil
 	}
@@ -152,7 +189,15 @@ func (p *Pull) preparePoint(q *planner.Query, src *catalog.Source, mat *exec.Que
 	if err != nil {
 		return err
 	}
-	p.point, p.keyLit, p.keyType, p.keyIdx = true, lit.V.Clone(), kt, keys[0]
+	switch k := key.(type) {
+	case *expr.Literal:
+		p.keyLit = k.V.Clone()
+	case *expr.Param:
+		p.keyParam = k.N
+	default:
+		return nil
+	}
+	p.point, p.keyType, p.keyIdx = true, kt, keys[0]
 	p.pointRunner, p.enc = r, enc
 	p.row = make(types.Row, len(src.Schema.Columns))
 	p.keys = make([][]byte, 1)
@@ -174,14 +219,27 @@ func (e *Engine) materializer(src *catalog.Source) (*exec.Query, error) {
 func (p *Pull) Columns() []types.Column { return p.cols }
 
 // PointKey reports whether the query reads one row by key, and if so the
-// key's type and the key value the statement was prepared with.
+// key's type and the key value the statement was prepared with (none
+// when the key is a parameter: KeyParam).
 func (p *Pull) PointKey() (key types.Datum, t types.Type, ok bool) {
 	return p.keyLit, p.keyType, p.point
 }
 
+// KeyParam returns n when the query reads one row by key and its key
+// is the parameter $n (WHERE key = $n; run it with RunKey), else 0.
+func (p *Pull) KeyParam() int { return p.keyParam }
+
 // Run runs the query as prepared.
 func (p *Pull) Run(ctx context.Context, w ResultWriter) (Result, error) {
-	return p.run(ctx, p.runner, p.sel, w)
+	sel := p.sel
+	if p.q != nil {
+		// The keys to read depend on the values bound.
+		var err error
+		if sel, err = keySelection(p.q, p.src); err != nil {
+			return Result{}, err
+		}
+	}
+	return p.run(ctx, p.runner, sel, w)
 }
 
 // RunKey runs a point query (PointKey) for key instead of the key it was
@@ -200,7 +258,7 @@ func (p *Pull) RunKey(ctx context.Context, key types.Datum, w ResultWriter) (Res
 		if err := w.Columns(p.cols); err != nil {
 			return Result{}, err
 		}
-		return Result{Tag: "SELECT 0"}, nil
+		return Result{Tag: "SELECT 0", TablePull: true}, nil
 	}
 	p.row[p.keyIdx] = key
 	p.runKey = key
@@ -233,9 +291,6 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 	if err != nil {
 		return Result{}, err
 	}
-	if err := w.Columns(p.cols); err != nil {
-		return Result{}, err
-	}
 	var plan pullPlan
 	if p.only != nil {
 		if err := p.e.selectHere(mat, p.src, p.only, p.sb, &sel); err != nil {
@@ -251,6 +306,9 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 		}
 		sel.Except, sel.Whole = plan.except, plan.n
 	}
+	if err := w.Columns(p.cols); err != nil {
+		return Result{}, err
+	}
 	p.w, p.n = w, 0
 	err = p.e.pullUnavailable(mat, mat.PullWith(ctx, r, p.src.Name, sel, p.emitFn))
 	if err == nil && (len(plan.remote) > 0 || len(plan.standby) > 0) {
@@ -260,7 +318,7 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 	if err != nil && !errors.Is(err, errLimitReached) {
 		return Result{}, err
 	}
-	return Result{Tag: selectTag(p.n)}, nil
+	return Result{Tag: selectTag(p.n), TablePull: true}, nil
 }
 
 // forward asks the owners of the plan's remote partitions: the prepared

@@ -25,6 +25,8 @@ type Catalog interface {
 
 // binder resolves names in one statement.
 type binder struct {
+	// sel is the SELECT being bound, for its placeholders (params.go).
+	sel    *Select
 	text   string
 	toks   []token
 	schema types.Schema
@@ -95,7 +97,15 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
 		legacyDistinct: sel.LegacyDistinct,
-		query:          sel.persistent || sel.inserting}
+		query:          sel.persistent || sel.inserting, sel: sel}
+	sel.paramTypes = make([]types.Type, sel.nParams)
+	defer func() {
+		for i := range sel.paramTypes {
+			if sel.paramTypes[i].Kind == 0 {
+				sel.paramTypes[i] = types.StringType
+			}
+		}
+	}()
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
@@ -426,14 +436,26 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		return b.column(n.Name)
 	case *driver.ValueExpr:
 		return literal(n)
+	case *driver.ParamMarkerExpr:
+		return b.param(n, types.Type{})
 	case *ast.BinaryOperationExpr:
-		l, err := b.expr(n.L)
-		if err != nil {
-			return nil, err
-		}
-		r, err := b.expr(n.R)
-		if err != nil {
-			return nil, err
+		// A placeholder takes the type of the other operand.
+		var l, r expr.Expr
+		var err error
+		if isParam(n.L) && !isParam(n.R) {
+			if r, err = b.expr(n.R); err != nil {
+				return nil, err
+			}
+			if l, err = b.exprAs(n.L, r.Type()); err != nil {
+				return nil, err
+			}
+		} else {
+			if l, err = b.expr(n.L); err != nil {
+				return nil, err
+			}
+			if r, err = b.exprAs(n.R, l.Type()); err != nil {
+				return nil, err
+			}
 		}
 		op, ok := binaryOps[n.Op]
 		if !ok {

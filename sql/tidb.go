@@ -118,6 +118,9 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 		return nil, errorAt(p.text, p.toks[start].pos, CodeSyntaxError, "expected a SELECT")
 	}
 	sel.stmt = s
+	if err := sel.numberParams(p.toks); err != nil {
+		return nil, err
+	}
 	if s.Limit != nil {
 		if s.Limit.Offset != nil {
 			return nil, Errorf(CodeFeatureNotSupport, "LIMIT with OFFSET is not supported")

@@ -8,12 +8,12 @@ package pgwire
 // a materialized table and pgwire does not answer it itself, and either
 // it has no parameters (the plan runs as prepared), or it has one
 // parameter, used once, that is the key in WHERE key = $1 (the plan looks
-// up the bound key). The second is verified by preparing the statement
-// with two different stand-in values for $1 and checking that each is the
-// key the plan looks up. Anything else, a cursor (Execute with a row
-// limit), or a plan whose table was dropped or replaced since, runs the
-// substituted text as before; errors are reported by that path, so they
-// are the same as without plans.
+// up the bound key). The engine prepares the statement with its
+// placeholder (engine.Prepare: an expression node, not text) and says
+// whether $1 is the key it looks up (Pull.KeyParam). Anything else, a
+// cursor (Execute with a row limit), or a plan whose table was dropped or
+// replaced since, runs the substituted text as before; errors are
+// reported by that path, so they are the same as without plans.
 
 import (
 	"bytes"
@@ -52,49 +52,34 @@ func (c *conn) pullPlan(p *prepared) *engine.Pull {
 		}
 		p.pull = pl
 	case 1:
-		if len(p.params.slots) != 1 {
+		pr, ok := c.srv.exec.(engine.Preparer)
+		if !ok || len(p.params.slots) != 1 {
 			return nil
 		}
-		var first *engine.Pull
-		for i := 1; i <= 2; i++ {
-			lit, want, ok := probe(p.params.oids[0], i)
-			if !ok {
-				return nil
-			}
-			text := substitute(p.stmt, p.params, func(int) string { return lit })
-			if c.intercept(text) != nil {
-				return nil
-			}
-			pl, err := pp.PreparePull(c.sess, text)
-			if err != nil {
-				return nil
-			}
-			key, kt, ok := pl.PointKey()
-			if !ok || !keyFits(p.params.oids[0], kt) || !sameKey(key, want, kt) {
-				return nil
-			}
-			if first == nil {
-				first = pl
-			}
+		// The placeholder as the engine takes it: $1 without a cast.
+		text := substitute(p.stmt, p.params, func(int) string { return "$1" })
+		if c.intercept(text) != nil {
+			return nil
 		}
-		p.pull, p.pullKey = first, true
+		switch p.params.oids[0] {
+		case oidInt2, oidInt4, oidInt8, 0, oidText, oidVarchar, oidUnknown:
+		default:
+			return nil // not a type the key lookup takes (pullKey)
+		}
+		prep, err := pr.Prepare(c.ctx, c.sess, text)
+		if err != nil {
+			return nil
+		}
+		pl := prep.Pull()
+		if pl == nil || pl.KeyParam() != 1 {
+			return nil
+		}
+		if _, kt, _ := pl.PointKey(); !keyFits(p.params.oids[0], kt) {
+			return nil
+		}
+		p.pull, p.pullKey = pl, true
 	}
 	return p.pull
-}
-
-// probe returns the i-th stand-in literal for a parameter of type oid and
-// the key it must become; false for types that are not keys of point
-// plans.
-func probe(oid uint32, i int) (lit string, key types.Datum, ok bool) {
-	switch oid {
-	case oidInt2, oidInt4, oidInt8:
-		v := int64(20000 + i)
-		return strconv.FormatInt(v, 10), types.IntDatum(v), true
-	case 0, oidText, oidVarchar, oidUnknown:
-		s := "sqlstreams-probe-" + strconv.Itoa(i)
-		return "'" + s + "'", types.StringDatum(s), true
-	}
-	return "", types.Datum{}, false
 }
 
 // keyFits reports whether a parameter of type oid is a key of type t.
@@ -105,16 +90,6 @@ func keyFits(oid uint32, t types.Type) bool {
 	default:
 		return t.Kind == types.String
 	}
-}
-
-func sameKey(a, b types.Datum, t types.Type) bool {
-	if a.Null || b.Null {
-		return false
-	}
-	if t.Kind == types.String {
-		return string(a.B) == string(b.B)
-	}
-	return a.I == b.I
 }
 
 // pullKey decodes the value Bind gave for a point plan's parameter into
