@@ -44,6 +44,17 @@ func (m *markers) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // (ParamMarkerExpr.Order, 1-based): that of the $n it was, or its place
 // among the ?s.
 func (sel *Select) numberParams(toks []token) error {
+	// Most statements have none: do not walk their trees.
+	any := false
+	for _, t := range toks {
+		if isPunct(t, "$") || isPunct(t, "?") {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return nil
+	}
 	var m markers
 	sel.stmt.Accept(&m)
 	if len(m.list) == 0 {
