@@ -38,6 +38,9 @@ func (e *Engine) Prepare(ctx context.Context, s *Session, text string) (*Prepare
 	}
 	p := &Prepared{e: e, sess: s, text: text}
 	sel, isSelect := st.(*sql.Select)
+	if !isSelect && sql.HasPlaceholder(text) {
+		return nil, errParamsPullOnly()
+	}
 	if !isSelect || sel.NumParams() == 0 {
 		if pl, err := e.preparePullOf(s, st); err == nil {
 			p.pull, p.cols = pl, pl.Columns()
@@ -52,13 +55,18 @@ func (e *Engine) Prepare(ctx context.Context, s *Session, text string) (*Prepare
 	}
 	pl, err := e.preparePull(s, sel)
 	if err == ErrNotPull {
-		return nil, sql.Errorf(sql.CodeFeatureNotSupport, "parameters ($n) are supported only in pull queries over tables")
+		return nil, errParamsPullOnly()
 	}
 	if err != nil {
 		return nil, err
 	}
 	p.pull, p.cols, p.types = pl, pl.Columns(), sel.ParamTypes()
 	return p, nil
+}
+
+// errParamsPullOnly refuses placeholders where Prepare does not take them.
+func errParamsPullOnly() error {
+	return sql.Errorf(sql.CodeFeatureNotSupport, "parameters ($n) are supported only in pull queries over tables")
 }
 
 // preparePullOf plans st when it is a pull query over a table.

@@ -130,4 +130,21 @@ func TestPrepareBind(t *testing.T) {
 	if _, err := p.Bind(nil); err == nil {
 		t.Error("Bind with too few values: no error")
 	}
+	for _, text := range []string{"INSERT INTO kv (id, v) VALUES ($1, 'x')", "SELECT * FROM kv WHERE id = $1 EMIT CHANGES"} {
+		if _, err := eng.Prepare(ctx, s, text); !errors.As(err, &se) || se.Code != sql.CodeFeatureNotSupport {
+			t.Errorf("Prepare(%s): %v, want 0A000", text, err)
+		}
+	}
+	// A statement without parameters runs as Execute runs it.
+	p, err = eng.Prepare(ctx, s, "SHOW TABLES")
+	if err != nil || p.Pull() != nil || len(p.Columns()) == 0 {
+		t.Fatalf("Prepare(SHOW TABLES): %v", err)
+	}
+	b, err := p.Bind(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := b.Run(ctx, discard{}); err != nil || res.Value == nil {
+		t.Errorf("SHOW TABLES prepared: %+v, %v", res, err)
+	}
 }

@@ -145,3 +145,15 @@ func isParam(n ast.ExprNode) bool {
 	_, ok := n.(*driver.ParamMarkerExpr)
 	return ok
 }
+
+// HasPlaceholder reports whether text, one statement, has a placeholder
+// ($n or ?) outside its quotes and comments.
+func HasPlaceholder(text string) bool {
+	toks := lex(text)
+	for i, t := range toks {
+		if isPunct(t, "?") || isPunct(t, "$") && i+1 < len(toks) && toks[i+1].kind == tNumber && toks[i+1].pos == t.end {
+			return true
+		}
+	}
+	return false
+}
