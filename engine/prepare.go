@@ -119,7 +119,7 @@ func (b Bound) Run(ctx context.Context, w ResultWriter) (Result, error) {
 	pl := p.pull
 	if pl.params != nil {
 		copy(pl.params.Values, b.values)
-		defer clear(pl.params.Values)
+		defer clearParams(pl.params.Values)
 	}
 	if pl.keyParam > 0 {
 		return pl.RunKey(ctx, b.values[pl.keyParam-1], w)

@@ -2,8 +2,11 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
@@ -135,6 +138,26 @@ func TestPrepareBind(t *testing.T) {
 			t.Errorf("Prepare(%s): %v, want 0A000", text, err)
 		}
 	}
+	// A forwarded pull query carries its parameters' values: the
+	// instance asked runs it with them over the partitions named.
+	for _, c := range []struct{ body, want string }{
+		{`{"sql":"SELECT id FROM kv WHERE n > $1 AND id < $2","params":[2200,49],"partitions":[0,1]}`, `[47] [48]`},
+		{`{"sql":"SELECT v FROM kv WHERE id = $1","key":7,"partitions":[0,1]}`, `["v7"]`},
+	} {
+		rec := httptest.NewRecorder()
+		eng.ServeInternalPull(rec, httptest.NewRequest(http.MethodPost, engine.InternalPullPath, strings.NewReader(c.body)))
+		var resp struct{ Rows []json.RawMessage }
+		_ = json.Unmarshal(rec.Body.Bytes(), &resp)
+		var rows []string
+		for _, r := range resp.Rows {
+			rows = append(rows, string(r))
+		}
+		sort.Strings(rows)
+		if got := strings.Join(rows, " "); rec.Code != http.StatusOK || got != c.want {
+			t.Errorf("forwarded %s: HTTP %d %s, want %s", c.body, rec.Code, got, c.want)
+		}
+	}
+
 	// A statement without parameters runs as Execute runs it.
 	p, err = eng.Prepare(ctx, s, "SHOW TABLES")
 	if err != nil || p.Pull() != nil || len(p.Columns()) == 0 {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
@@ -81,6 +80,7 @@ type Pull struct {
 	// read, and the bound query, whose key selection is made at each
 	// run from them.
 	params *expr.Params
+	ptypes []types.Type
 	q      *planner.Query
 }
 
@@ -103,6 +103,7 @@ func (e *Engine) preparePull(s *Session, sel *sql.Select) (*Pull, error) {
 	var params *expr.Params
 	if n := sel.NumParams(); n > 0 {
 		params = &expr.Params{Values: make([]types.Datum, n)}
+		clearParams(params.Values)
 		sel.Params = params
 	}
 	q, err := sql.BindSelect(sel, e.cat)
@@ -121,7 +122,7 @@ func (e *Engine) preparePull(s *Session, sel *sql.Select) (*Pull, error) {
 		return nil, err
 	}
 	if params != nil {
-		p.params = params
+		p.params, p.ptypes = params, sel.ParamTypes()
 		if !p.point {
 			p.q = q // its key selection depends on the values
 		}
@@ -322,9 +323,22 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 }
 
 // forward asks the owners of the plan's remote partitions: the prepared
-// text, with the key of a RunKey.
+// text, with the key of a RunKey and the values of its parameters.
 func (p *Pull) forward(ctx context.Context, mat *exec.Query, plan pullPlan, sel exec.KeySelection) error {
-	var key json.RawMessage
+	req := pullRequest{SQL: p.text, Props: p.props}
+	if p.params != nil && !(p.byKey && len(p.ptypes) == 1 && p.keyParam == 1) {
+		cols := make([]types.Column, len(p.ptypes))
+		for i, t := range p.ptypes {
+			cols[i] = types.Column{Name: "P", Type: t}
+		}
+		c, err := newRowCodec(cols)
+		if err != nil {
+			return err
+		}
+		if req.Params, err = c.encode(p.params.Values); err != nil {
+			return err
+		}
+	}
 	if p.byKey {
 		c, err := newRowCodec([]types.Column{{Name: "K", Type: p.keyType}})
 		if err != nil {
@@ -334,9 +348,9 @@ func (p *Pull) forward(ctx context.Context, mat *exec.Query, plan pullPlan, sel 
 		if err != nil {
 			return err
 		}
-		key = vals[0]
+		req.Key = vals[0]
 	}
-	return p.e.forwardKey(ctx, mat, p.text, p.props, key, p.cols, plan, p.emitFn)
+	return p.e.forwardKey(ctx, mat, req, p.cols, plan, p.emitFn)
 }
 
 func (p *Pull) emit(row types.Row) error {
@@ -356,4 +370,12 @@ func selectTag(n int) string {
 		return "SELECT 1"
 	}
 	return "SELECT " + strconv.Itoa(n)
+}
+
+// clearParams sets parameter values to NULL, what a placeholder reads
+// while nothing is bound.
+func clearParams(vals []types.Datum) {
+	for i := range vals {
+		vals[i] = types.NullDatum
+	}
 }
