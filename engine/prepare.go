@@ -121,8 +121,8 @@ func (b Bound) Run(ctx context.Context, w ResultWriter) (Result, error) {
 		copy(pl.params.Values, b.values)
 		defer clearParams(pl.params.Values)
 	}
-	if pl.keyParam > 0 {
-		return pl.RunKey(ctx, b.values[pl.keyParam-1], w)
+	if n := pl.KeyParam(); n > 0 {
+		return pl.RunKey(ctx, b.values[n-1], w)
 	}
 	return pl.Run(ctx, w)
 }

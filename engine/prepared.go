@@ -50,17 +50,8 @@ type Pull struct {
 	runner *exec.PullRunner
 	sel    exec.KeySelection
 
-	point       bool
-	keyLit      types.Datum
-	keyParam    int // the key is $keyParam, not keyLit (0: it is keyLit)
-	keyType     types.Type
-	keyIdx      int
-	pointRunner *exec.PullRunner // the chain with the key comparison made TRUE
-	enc         types.Encoder
-	row         types.Row
-	keys        [][]byte    // one reused key
-	runKey      types.Datum // RunKey's key
-	byKey       bool        // during RunKey
+	point        bool
+	*pointLookup // when point
 
 	w      ResultWriter // during a run
 	n      int
@@ -82,6 +73,21 @@ type Pull struct {
 	params *expr.Params
 	ptypes []types.Type
 	q      *planner.Query
+}
+
+// pointLookup is what RunKey needs of a Pull that reads one row by key;
+// a Pull run once (Execute) has none.
+type pointLookup struct {
+	keyLit      types.Datum
+	keyParam    int // the key is $keyParam, not keyLit (0: it is keyLit)
+	keyType     types.Type
+	keyIdx      int
+	pointRunner *exec.PullRunner // the chain with the key comparison made TRUE
+	enc         types.Encoder
+	row         types.Row
+	keys        [][]byte    // one reused key
+	runKey      types.Datum // RunKey's key
+	byKey       bool        // during RunKey
 }
 
 // PreparePull plans text, a pull query, for many runs; see Pull.
@@ -190,15 +196,16 @@ func (p *Pull) preparePoint(q *planner.Query, src *catalog.Source, mat *exec.Que
 	if err != nil {
 		return err
 	}
+	pt := &pointLookup{keyType: kt, keyIdx: keys[0]}
 	switch k := key.(type) {
 	case *expr.Literal:
-		p.keyLit = k.V.Clone()
+		pt.keyLit = k.V.Clone()
 	case *expr.Param:
-		p.keyParam = k.N
+		pt.keyParam = k.N
 	default:
 		return nil
 	}
-	p.point, p.keyType, p.keyIdx = true, kt, keys[0]
+	p.point, p.pointLookup = true, pt
 	p.pointRunner, p.enc = r, enc
 	p.row = make(types.Row, len(src.Schema.Columns))
 	p.keys = make([][]byte, 1)
@@ -223,12 +230,20 @@ func (p *Pull) Columns() []types.Column { return p.cols }
 // key's type and the key value the statement was prepared with (none
 // when the key is a parameter: KeyParam).
 func (p *Pull) PointKey() (key types.Datum, t types.Type, ok bool) {
-	return p.keyLit, p.keyType, p.point
+	if !p.point {
+		return types.Datum{}, types.Type{}, false
+	}
+	return p.keyLit, p.keyType, true
 }
 
 // KeyParam returns n when the query reads one row by key and its key
 // is the parameter $n (WHERE key = $n; run it with RunKey), else 0.
-func (p *Pull) KeyParam() int { return p.keyParam }
+func (p *Pull) KeyParam() int {
+	if !p.point {
+		return 0
+	}
+	return p.keyParam
+}
 
 // Run runs the query as prepared.
 func (p *Pull) Run(ctx context.Context, w ResultWriter) (Result, error) {
@@ -326,7 +341,8 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 // text, with the key of a RunKey and the values of its parameters.
 func (p *Pull) forward(ctx context.Context, mat *exec.Query, plan pullPlan, sel exec.KeySelection) error {
 	req := pullRequest{SQL: p.text, Props: p.props}
-	if p.params != nil && !(p.byKey && len(p.ptypes) == 1 && p.keyParam == 1) {
+	byKey := p.point && p.byKey
+	if p.params != nil && !(byKey && len(p.ptypes) == 1 && p.keyParam == 1) {
 		cols := make([]types.Column, len(p.ptypes))
 		for i, t := range p.ptypes {
 			cols[i] = types.Column{Name: "P", Type: t}
@@ -339,7 +355,7 @@ func (p *Pull) forward(ctx context.Context, mat *exec.Query, plan pullPlan, sel 
 			return err
 		}
 	}
-	if p.byKey {
+	if byKey {
 		c, err := newRowCodec([]types.Column{{Name: "K", Type: p.keyType}})
 		if err != nil {
 			return err
