@@ -74,7 +74,11 @@ func TestRealPgxPreparedPullParams(t *testing.T) {
 		{"SELECT v FROM pgx_pull_params WHERE d < $1 AND id >= $2", "SELECT v FROM pgx_pull_params WHERE d < 6.0 AND id >= 2", []any{6.0, 2}},
 		{"SELECT v FROM pgx_pull_params WHERE v = $1 OR v = $2", "SELECT v FROM pgx_pull_params WHERE v = 'v1' OR v = 'o''k'", []any{"v1", "o'k"}},
 	}
-	for _, c := range cases {
+	check := func(c struct {
+		prepared, literal string
+		args              []any
+	}) {
+		t.Helper()
 		want, err := rowsOf(c.literal, pgx.QueryExecModeSimpleProtocol)
 		if err != nil {
 			t.Fatalf("%s: %v", c.literal, err)
@@ -89,5 +93,36 @@ func TestRealPgxPreparedPullParams(t *testing.T) {
 				}
 			}
 		}
+	}
+	for _, c := range cases {
+		check(c)
+	}
+	// The plans of the statements pgx keeps are stale once the table is
+	// dropped and created again over other rows: they are made again.
+	if _, err := conn.Exec(ctx, "DROP TABLE pgx_pull_params"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE pgx_pull_params (id INT PRIMARY KEY, v VARCHAR, n BIGINT, d DOUBLE, b BOOLEAN) WITH (KAFKA_TOPIC='pgx_pull_params2', VALUE_FORMAT='JSON', PARTITIONS=2)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < keys; i++ {
+		r := &kgo.Record{Topic: "pgx_pull_params2", Key: binary.BigEndian.AppendUint32(nil, uint32(i)),
+			Value: fmt.Appendf(nil, `{"V":"w%d","N":%d,"D":%d.5,"B":%v}`, i, 2*i*i, i, i%2 == 1)}
+		if err := kc.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		got, err := rowsOf("SELECT id FROM pgx_pull_params", pgx.QueryExecModeSimpleProtocol)
+		if err == nil && len(got) == keys {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the new table never had its %d rows: %v %v", keys, len(got), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, c := range cases {
+		check(c)
 	}
 }

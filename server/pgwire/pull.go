@@ -37,8 +37,9 @@ func (c *conn) pullPlan(p *prepared) *engine.Pull {
 	if p.pullTried {
 		return p.pull
 	}
-	if p.binds++; p.name == "" && p.binds < 2 {
-		// A one-shot unnamed statement would pay for planning twice.
+	if p.binds++; p.name == "" && p.binds < 2 && p.eprep == nil {
+		// A one-shot unnamed statement would pay for planning twice
+		// (unless its Describe planned it already).
 		return nil
 	}
 	p.pullTried = true
@@ -294,7 +295,7 @@ func (c *conn) runPull(pt *portal) bool {
 	})
 	if errors.Is(err, engine.ErrStale) {
 		p := pt.stmt
-		p.pull, p.pullTried, p.pullKey, p.prep = nil, false, false, nil
+		p.pull, p.pullTried, p.pullKey, p.prep, p.eprep = nil, false, false, nil, nil
 		pt.pull = nil
 		return false
 	}
