@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -23,13 +24,19 @@ type Prepared struct {
 	types []types.Type
 	cols  []types.Column
 	pull  *Pull // nil: run the text
+	// insert is an INSERT … VALUES with placeholders, bound again at
+	// each run with the values in params.
+	insert *sql.InsertValues
+	params *expr.Params
 }
 
 var _ Preparer = (*Engine)(nil)
 
 // Prepare parses and plans text, one statement, for many runs in s.
 // Placeholders are accepted in a pull query over a table (SELECT without
-// EMIT); elsewhere they are an error. Errors are those Execute would
+// EMIT) and in INSERT … VALUES (typed like the columns they are values
+// of; the statement is bound again, not parsed, at each run); elsewhere
+// they are an error. Errors are those Execute would
 // report where the statement is at fault.
 func (e *Engine) Prepare(ctx context.Context, s *Session, text string) (*Prepared, error) {
 	st, err := sql.Parse(text)
@@ -37,6 +44,9 @@ func (e *Engine) Prepare(ctx context.Context, s *Session, text string) (*Prepare
 		return nil, err
 	}
 	p := &Prepared{e: e, sess: s, text: text}
+	if iv, ok := st.(*sql.InsertValues); ok && iv.NumParams() > 0 {
+		return e.prepareInsert(p, iv)
+	}
 	sel, isSelect := st.(*sql.Select)
 	if !isSelect && sql.HasPlaceholder(text) {
 		return nil, errParamsPullOnly()
@@ -64,9 +74,27 @@ func (e *Engine) Prepare(ctx context.Context, s *Session, text string) (*Prepare
 	return p, nil
 }
 
+// prepareInsert prepares an INSERT … VALUES with placeholders: bound
+// once here for its parameters' types (the columns they are values of)
+// and its errors, and again at each run with the values bound.
+func (e *Engine) prepareInsert(p *Prepared, iv *sql.InsertValues) (*Prepared, error) {
+	target, ok := e.cat.Source(iv.Target)
+	if !ok {
+		return nil, sql.NameError(iv, sql.CodeUndefinedTable, "stream or table %s does not exist", iv.Target)
+	}
+	p.params = &expr.Params{Values: make([]types.Datum, iv.NumParams())}
+	clearParams(p.params.Values)
+	iv.Params = p.params
+	if _, err := sql.BindInsert(iv, target); err != nil {
+		return nil, err
+	}
+	p.insert, p.types = iv, iv.ParamTypes()
+	return p, nil
+}
+
 // errParamsPullOnly refuses placeholders where Prepare does not take them.
 func errParamsPullOnly() error {
-	return sql.Errorf(sql.CodeFeatureNotSupport, "parameters ($n) are supported only in pull queries over tables")
+	return sql.Errorf(sql.CodeFeatureNotSupport, "parameters ($n) are supported only in pull queries over tables and INSERT … VALUES")
 }
 
 // preparePullOf plans st when it is a pull query over a table.
@@ -113,6 +141,11 @@ const codeProtocolViolation = "08P01"
 // replaced since it was prepared returns ErrStale.
 func (b Bound) Run(ctx context.Context, w ResultWriter) (Result, error) {
 	p := b.p
+	if p.insert != nil {
+		copy(p.params.Values, b.values)
+		defer clearParams(p.params.Values)
+		return p.e.insertValues(ctx, p.insert)
+	}
 	if p.pull == nil {
 		return p.e.Execute(ctx, p.sess, p.text, w)
 	}

@@ -133,7 +133,7 @@ func TestPrepareBind(t *testing.T) {
 	if _, err := p.Bind(nil); err == nil {
 		t.Error("Bind with too few values: no error")
 	}
-	for _, text := range []string{"INSERT INTO kv (id, v) VALUES ($1, 'x')", "SELECT * FROM kv WHERE id = $1 EMIT CHANGES"} {
+	for _, text := range []string{"SELECT * FROM kv WHERE id = $1 EMIT CHANGES", "CREATE TABLE x AS SELECT * FROM kv WHERE id = $1"} {
 		if _, err := eng.Prepare(ctx, s, text); !errors.As(err, &se) || se.Code != sql.CodeFeatureNotSupport {
 			t.Errorf("Prepare(%s): %v, want 0A000", text, err)
 		}
@@ -157,6 +157,29 @@ func TestPrepareBind(t *testing.T) {
 			t.Errorf("forwarded %s: HTTP %d %s, want %s", c.body, rec.Code, got, c.want)
 		}
 	}
+
+	// INSERT … VALUES takes placeholders typed like their columns; each
+	// run inserts the values bound.
+	ins, err := eng.Prepare(ctx, s, "INSERT INTO kv (id, v, n) VALUES ($1, $2, $3)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(ins.ParamTypes()); got != "[INTEGER STRING BIGINT]" {
+		t.Errorf("INSERT parameter types %s", got)
+	}
+	for _, vals := range [][]types.Datum{
+		{types.IntDatum(100), types.StringDatum("hundred"), types.IntDatum(1)},
+		{types.IntDatum(101), types.NullDatum, types.IntDatum(2)},
+	} {
+		b, err := ins.Bind(vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := b.Run(ctx, discard{}); err != nil || res.Tag != "INSERT 0 1" {
+			t.Fatalf("INSERT %v: %+v %v", vals, res, err)
+		}
+	}
+	waitRows(t, ctx, eng, "SELECT id, v, n FROM kv WHERE id >= 100", []string{"100|hundred|1", "101|NULL|2"})
 
 	// A statement without parameters runs as Execute runs it.
 	p, err = eng.Prepare(ctx, s, "SHOW TABLES")

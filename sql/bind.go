@@ -25,8 +25,10 @@ type Catalog interface {
 
 // binder resolves names in one statement.
 type binder struct {
-	// sel is the SELECT being bound, for its placeholders (params.go).
-	sel    *Select
+	// The statement's placeholders (params.go): the values they read
+	// and their types, inferred as they are bound.
+	pbound *expr.Params
+	ptypes []types.Type
 	text   string
 	toks   []token
 	schema types.Schema
@@ -97,8 +99,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
 		legacyDistinct: sel.LegacyDistinct,
-		query:          sel.persistent || sel.inserting, sel: sel}
+		query:          sel.persistent || sel.inserting}
 	sel.paramTypes = make([]types.Type, sel.nParams)
+	b.pbound, b.ptypes = sel.Params, sel.paramTypes
 	defer func() {
 		for i := range sel.paramTypes {
 			if sel.paramTypes[i].Kind == 0 {
@@ -1175,7 +1178,16 @@ type InsertRow struct {
 // sets the record timestamp; the other pseudo columns (ROWPARTITION,
 // ROWOFFSET) and header columns cannot be inserted into.
 func BindInsert(iv *InsertValues, target *catalog.Source) ([]InsertRow, error) {
-	b := &binder{text: iv.text, toks: lex(iv.text), src: target}
+	b := &binder{text: iv.text, toks: lex(iv.text), src: target, pbound: iv.Params}
+	iv.paramTypes = make([]types.Type, iv.nParams)
+	b.ptypes = iv.paramTypes
+	defer func() {
+		for i := range iv.paramTypes {
+			if iv.paramTypes[i].Kind == 0 {
+				iv.paramTypes[i] = types.StringType
+			}
+		}
+	}()
 	const rowtime = -1
 	cols := make([]int, 0, len(target.Schema.Columns))
 	if len(iv.Columns) == 0 {
@@ -1228,7 +1240,11 @@ func BindInsert(iv *InsertValues, target *catalog.Source) ([]InsertRow, error) {
 			ir.Row[i] = types.NullDatum
 		}
 		for i, n := range list {
-			e, err := b.expr(n)
+			hint := types.BigintType // ROWTIME
+			if cols[i] != rowtime {
+				hint = target.Schema.Columns[cols[i]].Type
+			}
+			e, err := b.exprAs(n, hint)
 			if err != nil {
 				return nil, prepareError(err)
 			}
@@ -1283,7 +1299,8 @@ func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 	}
 	if d.Null {
 		// Only a NULL literal may give NULL: a failed conversion is an error.
-		if lit, ok := e.(*expr.Literal); !ok || !lit.V.Null {
+		_, param := e.(*expr.Param)
+		if lit, ok := e.(*expr.Literal); !param && (!ok || !lit.V.Null) {
 			if from.Kind != types.Unknown {
 				return types.Datum{}, fmt.Errorf("cannot convert %s to %s", orig, t)
 			}

@@ -44,6 +44,14 @@ func (m *markers) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // (ParamMarkerExpr.Order, 1-based): that of the $n it was, or its place
 // among the ?s.
 func (sel *Select) numberParams(toks []token) error {
+	n, err := numberMarkers(sel.stmt, sel.rw, sel.text, toks)
+	sel.nParams = n
+	return err
+}
+
+// numberMarkers numbers the placeholders of node, parsed by TiDB from
+// rw, the rewritten text, and returns how many parameters there are.
+func numberMarkers(node ast.Node, rw rewritten, text string, toks []token) (int, error) {
 	// Most statements have none: do not walk their trees.
 	any := false
 	for _, t := range toks {
@@ -53,13 +61,14 @@ func (sel *Select) numberParams(toks []token) error {
 		}
 	}
 	if !any {
-		return nil
+		return 0, nil
 	}
 	var m markers
-	sel.stmt.Accept(&m)
+	node.Accept(&m)
 	if len(m.list) == 0 {
-		return nil
+		return 0, nil
 	}
+	nParams := 0
 	sort.Slice(m.list, func(i, j int) bool { return m.list[i].Offset < m.list[j].Offset })
 	byPos := make(map[int]int, len(toks))
 	for i, t := range toks {
@@ -67,29 +76,36 @@ func (sel *Select) numberParams(toks []token) error {
 	}
 	dollar, question := false, false
 	for k, pm := range m.list {
-		pos := sel.rw.orig(pm.Offset)
+		pos := rw.orig(pm.Offset)
 		i, ok := byPos[pos]
 		if !ok {
-			return errorAt(sel.text, pos, CodeSyntaxError, "syntax error at or near a placeholder")
+			return 0, errorAt(text, pos, CodeSyntaxError, "syntax error at or near a placeholder")
 		}
 		n := k + 1
 		if isPunct(toks[i], "$") {
 			v, err := strconv.Atoi(toks[i+1].text)
 			if err != nil || v < 1 || v > maxParams {
-				return errorAt(sel.text, pos, CodeSyntaxError, "invalid parameter reference $%s", toks[i+1].text)
+				return 0, errorAt(text, pos, CodeSyntaxError, "invalid parameter reference $%s", toks[i+1].text)
 			}
 			n, dollar = v, true
 		} else {
 			question = true
 		}
 		if dollar && question {
-			return errorAt(sel.text, pos, CodeSyntaxError, "a statement takes $n or ? placeholders, not both")
+			return 0, errorAt(text, pos, CodeSyntaxError, "a statement takes $n or ? placeholders, not both")
 		}
 		pm.Order = n
-		sel.nParams = max(sel.nParams, n)
+		nParams = max(nParams, n)
 	}
-	return nil
+	return nParams, nil
 }
+
+// NumParams returns the number of parameters the statement takes.
+func (iv *InsertValues) NumParams() int { return iv.nParams }
+
+// ParamTypes returns the types BindInsert gave the parameters: those of
+// the columns they are values of (STRING elsewhere); nil before binding.
+func (iv *InsertValues) ParamTypes() []types.Type { return iv.paramTypes }
 
 // NumParams returns the number of parameters the statement takes: the
 // highest $n (or the number of ?s).
@@ -102,12 +118,12 @@ func (sel *Select) ParamTypes() []types.Type { return sel.paramTypes }
 // param binds a placeholder, typed like hint when it has no type yet
 // (the zero Type: none).
 func (b *binder) param(pm *driver.ParamMarkerExpr, hint types.Type) (expr.Expr, error) {
-	if b.sel == nil || b.sel.nParams == 0 || b.sel.Params == nil {
+	if b.pbound == nil || pm.Order > len(b.ptypes) {
 		// Only a prepared statement has values for its parameters.
 		return nil, Errorf(codeUndefinedParameter, "there is no parameter $%d", pm.Order)
 	}
 	n := pm.Order
-	t := &b.sel.paramTypes[n-1]
+	t := &b.ptypes[n-1]
 	if t.Kind == 0 && hint.Kind != 0 {
 		*t = hint
 	}
@@ -115,7 +131,7 @@ func (b *binder) param(pm *driver.ParamMarkerExpr, hint types.Type) (expr.Expr, 
 	if pt.Kind == 0 {
 		pt = types.StringType
 	}
-	return &expr.Param{N: n, T: pt, Bound: b.sel.Params}, nil
+	return &expr.Param{N: n, T: pt, Bound: b.pbound}, nil
 }
 
 // exprAs binds n, typed like hint if it is a placeholder.

@@ -109,6 +109,11 @@ type InsertValues struct {
 	Target  string
 	Columns []string
 	ins     *ast.InsertStmt
+	// Params holds the values its placeholders read (see params.go);
+	// set it before BindInsert. nParams and paramTypes are as Select's.
+	Params     *expr.Params
+	nParams    int
+	paramTypes []types.Type
 }
 
 // Select is a SELECT with its streaming clauses.
