@@ -115,6 +115,10 @@ func (p *Prepared) ParamTypes() []types.Type { return p.types }
 // no rows.
 func (p *Prepared) Columns() []types.Column { return p.cols }
 
+// IsInsert reports whether the statement is an INSERT … VALUES with
+// parameters.
+func (p *Prepared) IsInsert() bool { return p.insert != nil }
+
 // Pull returns the plan of a pull query, nil for other statements.
 func (p *Prepared) Pull() *Pull { return p.pull }
 

@@ -125,4 +125,26 @@ func TestRealPgxPreparedPullParams(t *testing.T) {
 	for _, c := range cases {
 		check(c)
 	}
+
+	// INSERT … VALUES with parameters, as pgx sends it (a named
+	// statement): the values reach the engine as datums.
+	for i := 100; i < 103; i++ {
+		if _, err := conn.Exec(ctx, "INSERT INTO pgx_pull_params (id, v, n, d, b) VALUES ($1, $2, $3, $4, $5)", i, fmt.Sprintf("i'%d", i), int64(i), float64(i)+0.25, i%2 == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	for i := 100; i < 103; i++ {
+		want = append(want, fmt.Sprint(int32(i), fmt.Sprintf("i'%d", i), int64(i), float64(i)+0.25, i%2 == 0))
+	}
+	for {
+		got, err := rowsOf("SELECT id, v, n, d, b FROM pgx_pull_params WHERE id >= 100", pgx.QueryExecModeSimpleProtocol)
+		if err == nil && slices.Equal(got, want) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("inserted rows: %v %v, want %v", got, err, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

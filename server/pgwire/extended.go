@@ -73,6 +73,7 @@ type portal struct {
 	key    types.Datum   // the key to look up, when the plan takes one
 	keyBuf []byte        // holds key's bytes
 	vals   []types.Datum // the parameters' values, when stmt.prep takes them
+	insert bool          // run stmt.prep, an INSERT, with vals (runInsert)
 	// lazyText: text is not built yet; it is the statement with key as
 	// its one parameter (boundText builds it).
 	lazyText bool
@@ -139,6 +140,7 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		return
 	}
 	pl := c.pullPlan(p)
+	insert := pl == nil && p.prep != nil && p.prep.IsInsert()
 	// A point plan's key parameter that is valid as its literal is kept
 	// as the key alone; the text is built only if something needs it
 	// (boundText).
@@ -179,6 +181,9 @@ func (c *conn) bind(m *pgproto3.Bind) {
 				return
 			}
 		}
+	}
+	if insert {
+		pt.vals, pt.insert = pullValues(p.prep.ParamTypes(), p.params.oids, m.ParameterFormatCodes, m.Parameters, pt.vals[:0])
 	}
 	if pt.described {
 		if err := formatCount(m.ResultFormatCodes, len(pt.cols)); err != nil {
@@ -350,6 +355,10 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		return
 	}
 	if pt.pull != nil && m.MaxRows == 0 && c.runPull(pt) {
+		return
+	}
+	if pt.insert && m.MaxRows == 0 {
+		c.runInsert(pt)
 		return
 	}
 	l := c.intercept(pt.boundText())

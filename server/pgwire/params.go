@@ -3,9 +3,10 @@ package pgwire
 // This file handles statement parameters ($1, $2, …) of the extended
 // protocol.
 //
-// A prepared pull query over a table takes its parameters as values into
-// the engine's plan (pull.go: engine.Prepare and Bind; placeholders are
-// expression nodes there). On every other path parameters are
+// A prepared pull query over a table, and a named INSERT … VALUES, take
+// their parameters as values into the engine's prepared statement
+// (pull.go: engine.Prepare and Bind; placeholders are expression nodes
+// there). On every other path parameters are
 // substituted: at Bind, each value becomes a literal of its type written
 // into the statement text, which then goes to the engine (or to pgwire's
 // own answers) like any other statement.

@@ -73,6 +73,18 @@ func (c *conn) pullPlan(p *prepared) *engine.Pull {
 				return nil
 			}
 		}
+		if prep.IsInsert() {
+			// Its values go to the engine as datums (runInsert).
+			for i, t := range prep.ParamTypes() {
+				if i >= len(p.params.oids) || !valueFits(p.params.oids[i], t) {
+					return nil
+				}
+			}
+			if len(prep.ParamTypes()) == len(p.params.oids) {
+				p.prep = prep
+			}
+			return nil
+		}
 		if prep.Pull() == nil {
 			return nil
 		}
@@ -308,6 +320,32 @@ func (c *conn) runPull(pt *portal) bool {
 	c.w.commandComplete(pt.tag)
 	c.afterStatement()
 	return true
+}
+
+// runInsert executes a portal bound to the engine's prepared INSERT …
+// VALUES with its values as datums.
+func (c *conn) runInsert(pt *portal) {
+	if err := c.checkTxState(nil); err != nil {
+		c.extendedError(err, "", -1)
+		return
+	}
+	err := c.run(func(ctx context.Context) error {
+		b, err := pt.stmt.prep.Bind(pt.vals)
+		if err != nil {
+			return err
+		}
+		res, err := b.Run(ctx, &c.rw)
+		pt.tag = res.Tag
+		return err
+	})
+	c.srv.cfg.metrics.CountStatement("pgwire", err == nil)
+	if err != nil {
+		c.extendedError(err, pt.stmt.query, pt.stmt.off)
+		return
+	}
+	pt.done = true
+	c.w.commandComplete(pt.tag)
+	c.afterStatement()
 }
 
 // keyParamValid reports whether Bind's values are one text-format value
