@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -31,6 +33,38 @@ type Result struct {
 	// answer ksqlDB's /query ends without a final message (a push query
 	// and a pull query scanning a stream end with one).
 	TablePull bool
+	// Change is what a statement that changes the catalog (CREATE,
+	// DROP, INSERT INTO … SELECT, TERMINATE, PAUSE, RESUME, CREATE|DROP
+	// TYPE) did, nil for other statements, so that servers need not
+	// compare the catalog before and after.
+	Change *Change
+}
+
+// Change is what a catalog-changing statement did.
+type Change struct {
+	// Source is the stream or table the statement created, replaced,
+	// dropped or inserted into ("" for TERMINATE, PAUSE, RESUME and
+	// types), Kind its kind and Topic its topic.
+	Source string
+	Kind   catalog.Kind
+	Topic  string
+	// Existed reports that Source existed before the statement: a
+	// CREATE … IF NOT EXISTS that did nothing, a CREATE OR REPLACE, a
+	// DROP that dropped it. False for a DROP … IF EXISTS that found
+	// nothing.
+	Existed bool
+	// QueryID is the persistent query the statement started: that of a
+	// CREATE … AS SELECT or INSERT INTO … SELECT, the query keeping a
+	// CREATE TABLE's state (CST_…), the replaced query of CREATE OR
+	// REPLACE; "" when none.
+	QueryID string
+	// Queries are the queries TERMINATE, PAUSE or RESUME acted on, and
+	// the query a DROP stopped.
+	Queries []string
+	// Offset is the statement's offset in the command topic (ksqlDB's
+	// command sequence number); -1 when nothing was recorded (IF [NOT]
+	// EXISTS that did nothing, headless mode).
+	Offset int64
 }
 
 // Session is one client's state: the properties SET on it. A session is
@@ -50,7 +84,18 @@ type Executor interface {
 	// Execute runs one statement (no trailing semicolon needed). Errors
 	// are *sql.Error where the statement is at fault.
 	Execute(ctx context.Context, s *Session, stmt string, w ResultWriter) (Result, error)
+	// ExecuteStatement runs a statement parsed with sql.Parse, as
+	// Execute runs its text; a caller that parsed the statement to
+	// decide what to do with it does not parse it again. The statement
+	// is used once: the engine may annotate it.
+	ExecuteStatement(ctx context.Context, s *Session, st sql.Statement, w ResultWriter) (Result, error)
 	// Describe returns the columns stmt would return without running it,
 	// or nil when it returns no rows.
 	Describe(ctx context.Context, s *Session, stmt string) ([]types.Column, error)
+}
+
+// Preparer is implemented by executors that prepare statements with
+// parameters (*Engine); see Prepared.
+type Preparer interface {
+	Prepare(ctx context.Context, s *Session, text string) (*Prepared, error)
 }

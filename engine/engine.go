@@ -305,14 +305,21 @@ func (e *Engine) QueryStatus(id string) (QueryStatus, bool) {
 
 var _ Executor = (*Engine)(nil)
 
-// Execute runs one statement.
+// Execute parses and runs one statement.
 func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultWriter) (Result, error) {
 	st, err := sql.Parse(text)
 	if err != nil {
 		return Result{}, err
 	}
+	return e.ExecuteStatement(ctx, s, st, w)
+}
+
+// ExecuteStatement runs one parsed statement.
+func (e *Engine) ExecuteStatement(ctx context.Context, s *Session, st sql.Statement, w ResultWriter) (Result, error) {
+	text := st.Text()
 	if al, ok := st.(*sql.AlterSource); ok {
 		// Runs, and is recorded, as the CREATE OR REPLACE it makes.
+		var err error
 		if text, st, err = e.alter(al); err != nil {
 			return Result{}, err
 		}
@@ -436,11 +443,17 @@ type recorder func(catalog.Command) (int64, error)
 // instances) are not appended again, and off is their offset (-1 in
 // headless mode). The caller holds e.mu.
 func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Command, off int64, live bool) (Result, error) {
+	recorded := int64(-1)
 	record := func(c catalog.Command) (int64, error) {
 		if !live {
+			recorded = off
 			return off, nil
 		}
-		return e.append(ctx, c)
+		o, err := e.append(ctx, c)
+		if err == nil {
+			recorded = o
+		}
+		return o, err
 	}
 	defaultFormats(st, cmd.Props)
 	// A command recorded before plans is bound as it was then, once:
@@ -459,25 +472,35 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		st.Select.CollectLimits = limits
 	}
 	b := binding{legacy: l, live: live, migrate: migrate}
+	var res Result
 	switch st := st.(type) {
 	case *sql.CreateSource:
-		return e.createSource(ctx, st, cmd, record, b)
+		res, err = e.createSource(ctx, st, cmd, record, b)
 	case *sql.CreateAs:
-		return e.createAs(ctx, st, cmd, record, b)
+		res, err = e.createAs(ctx, st, cmd, record, b)
 	case *sql.Drop:
-		return e.drop(ctx, st, cmd, live, record)
+		res, err = e.drop(ctx, st, cmd, live, record)
 	case *sql.Terminate:
-		return e.terminate(st, cmd, record)
+		res, err = e.terminate(st, cmd, record)
 	case *sql.Pause:
-		return e.pause(st, cmd, record)
+		res, err = e.pause(st, cmd, record)
 	case *sql.InsertSelect:
-		return e.insertSelect(ctx, st, cmd, record, b)
+		res, err = e.insertSelect(ctx, st, cmd, record, b)
 	case *sql.CreateType:
-		return e.createType(st, cmd, record)
+		res, err = e.createType(st, cmd, record)
 	case *sql.DropType:
-		return e.dropType(st, cmd, record)
+		res, err = e.dropType(st, cmd, record)
+	default:
+		return Result{}, fmt.Errorf("statement %T does not change the catalog", st)
 	}
-	return Result{}, fmt.Errorf("statement %T does not change the catalog", st)
+	if err != nil {
+		return Result{}, err
+	}
+	if res.Change == nil {
+		res.Change = &Change{}
+	}
+	res.Change.Offset = recorded
+	return res, nil
 }
 
 // createType registers a custom type (CREATE TYPE): recorded in the
@@ -532,6 +555,7 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 	if old, ok := e.cat.Source(st.Name); ok {
 		switch {
 		case st.IfNotExists:
+			tag.Change = &Change{Source: old.Name, Kind: old.Kind, Topic: old.Topic, Existed: true}
 			return tag, nil
 		case !st.OrReplace:
 			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
@@ -601,11 +625,15 @@ func (e *Engine) createSource(ctx context.Context, st *sql.CreateSource, cmd cat
 			p.Sources = []string{src.Name}
 		}
 	}
+	_, existed := e.cat.Source(st.Name)
 	dp, id, err := e.finishPlan(ctx, p, &cmd, record, prefix, b.migrate)
 	if err != nil {
 		return Result{}, err
 	}
-	return tag, e.registerSource(dp, id, cmd)
+	if err := e.registerSource(dp, id, cmd); err != nil {
+		return Result{}, err
+	}
+	return e.created(tag, st.Name, dp.Sink.MaterializedBy, existed), nil
 }
 
 // createSourceFromPlan carries out a CREATE STREAM|TABLE recorded with
@@ -633,7 +661,11 @@ func (e *Engine) createSourceFromPlan(ctx context.Context, st *sql.CreateSource,
 	if err := e.ensureRecordedTopic(ctx, p.Sink); err != nil {
 		return Result{}, err
 	}
-	return tag, e.registerSource(p, id, cmd)
+	_, existed := e.cat.Source(st.Name)
+	if err := e.registerSource(p, id, cmd); err != nil {
+		return Result{}, err
+	}
+	return e.created(tag, st.Name, p.Sink.MaterializedBy, existed), nil
 }
 
 // ensureRecordedTopic makes sure a recorded source's topic exists: with
@@ -901,12 +933,13 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	if old, ok := e.cat.Source(st.Name); ok {
 		switch {
 		case st.IfNotExists:
+			tag.Change = &Change{Source: old.Name, Kind: old.Kind, Topic: old.Topic, Existed: true}
 			return tag, nil
 		case st.OrReplace:
 			if err := e.replaceQuery(ctx, st, old, cmd, record, b); err != nil {
 				return Result{}, err
 			}
-			return tag, nil
+			return e.created(tag, st.Name, old.WriterQuery, true), nil
 		default:
 			return Result{}, sql.NameError(st, sql.CodeDuplicateObject, "%s %s already exists", old.Kind, st.Name)
 		}
@@ -916,7 +949,11 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 		prefix = "CTAS_"
 	}
 	if len(cmd.Plan) > 0 {
-		return tag, e.startFromPlan(ctx, prefix+st.Name, cmd, record)
+		id, err := e.startFromPlan(ctx, prefix+st.Name, cmd, record)
+		if err != nil {
+			return Result{}, err
+		}
+		return e.created(tag, st.Name, id, false), nil
 	}
 	sink, err := sql.BindCreateAs(st, e.cat)
 	if err != nil {
@@ -933,25 +970,42 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 	// A sink topic that exists keeps its partitions unless the statement
 	// gave PARTITIONS, as in ksqlDB.
 	_, gives := st.Props["PARTITIONS"]
-	if err := e.startPersistent(ctx, prefix+st.Name, sink, cmd, record, true, gives, b); err != nil {
+	id, err := e.startPersistent(ctx, prefix+st.Name, sink, cmd, record, true, gives, b)
+	if err != nil {
 		return Result{}, err
 	}
-	return tag, nil
+	return e.created(tag, st.Name, id, false), nil
+}
+
+// created adds to res the Change of a statement that started query id
+// writing into the source name.
+func (e *Engine) created(res Result, name, id string, existed bool) Result {
+	c := &Change{Source: name, QueryID: id, Existed: existed}
+	if src, ok := e.cat.Source(name); ok {
+		c.Kind, c.Topic = src.Kind, src.Topic
+	}
+	res.Change = c
+	return res
 }
 
 func (e *Engine) insertSelect(ctx context.Context, st *sql.InsertSelect, cmd catalog.Command, record recorder, b binding) (Result, error) {
 	tag := Result{Tag: "INSERT 0 0"}
+	var id string
 	if len(cmd.Plan) > 0 {
-		return tag, e.startFromPlan(ctx, "INSERTQUERY", cmd, record)
+		var err error
+		if id, err = e.startFromPlan(ctx, "INSERTQUERY", cmd, record); err != nil {
+			return Result{}, err
+		}
+	} else {
+		sink, err := sql.BindInsertSelect(st, e.cat)
+		if err != nil {
+			return Result{}, err
+		}
+		if id, err = e.startPersistent(ctx, "INSERTQUERY", sink, cmd, record, false, false, b); err != nil {
+			return Result{}, err
+		}
 	}
-	sink, err := sql.BindInsertSelect(st, e.cat)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := e.startPersistent(ctx, "INSERTQUERY", sink, cmd, record, false, false, b); err != nil {
-		return Result{}, err
-	}
-	return tag, nil
+	return e.created(tag, st.Target, id, true), nil
 }
 
 // checkQueryProps checks the properties a query runs with.
@@ -981,27 +1035,27 @@ func (e *Engine) checkQueryProps(props map[string]string) (alos bool, err error)
 // one; givesPartitions when the statement gave the sink's PARTITIONS),
 // records the command with its plan (record), assigns the query its ID
 // (prefix_<command offset>, or the one the command carries) and runs the
-// plan as recorded (runPlan).
-func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, record recorder, newSink, givesPartitions bool, b binding) error {
+// plan as recorded (runPlan). It returns the query ID.
+func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *planner.Sink, cmd catalog.Command, record recorder, newSink, givesPartitions bool, b binding) (string, error) {
 	e.useSchemas(sink.Target)
 	alos, err := e.checkQueryProps(cmd.Props)
 	if err != nil {
-		return err
+		return "", err
 	}
 	p, err := e.planQuery(sink, cmd, newSink, b.legacy)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if b.live {
 		if err := e.checkQuery(ctx, p.Query, alos); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if newSink {
 		if n, err := e.ensureTopic(ctx, sink.Target.Topic, 0); err == nil && !givesPartitions {
 			sink.Target.Partitions = n
 		} else if _, err := e.ensureTopic(ctx, sink.Target.Topic, sink.Target.Partitions); err != nil {
-			return err
+			return "", err
 		}
 		if sink.Target.Kind == catalog.Table && !exec.MaterializesResult(p.Query) {
 			// The result of an aggregation answers pull queries from
@@ -1014,9 +1068,9 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 	}
 	dp, id, err := e.finishPlan(ctx, p, &cmd, record, prefix, b.migrate)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return e.runPlan(ctx, dp, id, cmd, newSink)
+	return id, e.runPlan(ctx, dp, id, cmd, newSink)
 }
 
 // planQuery builds the plan of a bound query: its topology, built under
@@ -1039,29 +1093,29 @@ func (e *Engine) planQuery(sink *planner.Sink, cmd catalog.Command, newSink bool
 }
 
 // startFromPlan carries out a CREATE … AS SELECT or INSERT INTO … SELECT
-// recorded with its plan.
-func (e *Engine) startFromPlan(ctx context.Context, prefix string, cmd catalog.Command, record recorder) error {
+// recorded with its plan, and returns its query ID.
+func (e *Engine) startFromPlan(ctx context.Context, prefix string, cmd catalog.Command, record recorder) (string, error) {
 	off, err := record(cmd) // a replay's: its offset
 	if err != nil {
-		return err
+		return "", err
 	}
 	id := e.queryID(prefix, cmd, off)
 	p, err := plan.Decode(cmd.Plan, id, e.cfg.Schemas)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if p.Query == nil {
-		return fmt.Errorf("the plan of query %s has no topology", id)
+		return "", fmt.Errorf("the plan of query %s has no topology", id)
 	}
 	if err := e.checkPlanSources(p); err != nil {
-		return err
+		return "", err
 	}
 	if p.Sink != nil {
 		if err := e.ensureRecordedTopic(ctx, p.Sink); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return e.runPlan(ctx, p, id, cmd, p.Sink != nil)
+	return id, e.runPlan(ctx, p, id, cmd, p.Sink != nil)
 }
 
 // checkPlanSources checks that the sources a recorded plan reads, and
@@ -1259,7 +1313,7 @@ func queryNumber(id string) int {
 }
 
 func (e *Engine) drop(ctx context.Context, st *sql.Drop, cmd catalog.Command, live bool, record recorder) (Result, error) {
-	tag := Result{Tag: "DROP " + st.Kind.String()}
+	tag := Result{Tag: "DROP " + st.Kind.String(), Change: &Change{Source: st.Name, Kind: st.Kind}}
 	src, ok := e.cat.Source(st.Name)
 	if !ok {
 		if st.IfExists {
@@ -1285,8 +1339,10 @@ func (e *Engine) drop(ctx context.Context, st *sql.Drop, cmd catalog.Command, li
 	if _, err := record(cmd); err != nil {
 		return Result{}, err
 	}
+	tag.Change.Existed, tag.Change.Topic = true, src.Topic
 	if id := src.MaterializedBy; id != "" {
 		e.stopQuery(id)
+		tag.Change.Queries = []string{id}
 	}
 	e.cat.DropSource(st.Name)
 	// Only the instance the user asked deletes the topic: a replay or
@@ -1317,7 +1373,7 @@ func (e *Engine) terminate(st *sql.Terminate, cmd catalog.Command, record record
 	for _, id := range ids {
 		e.stopQuery(id)
 	}
-	return Result{Tag: "TERMINATE"}, nil
+	return Result{Tag: "TERMINATE", Change: &Change{Queries: ids}}, nil
 }
 
 // pause pauses (or resumes) queries: recorded, so that every instance
@@ -1344,9 +1400,9 @@ func (e *Engine) pause(st *sql.Pause, cmd catalog.Command, record recorder) (Res
 		}
 	}
 	if st.Resume {
-		return Result{Tag: "RESUME"}, nil
+		return Result{Tag: "RESUME", Change: &Change{Queries: ids}}, nil
 	}
-	return Result{Tag: "PAUSE"}, nil
+	return Result{Tag: "PAUSE", Change: &Change{Queries: ids}}, nil
 }
 
 // stopQuery stops a persistent query and forgets it.

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
@@ -51,16 +50,8 @@ type Pull struct {
 	runner *exec.PullRunner
 	sel    exec.KeySelection
 
-	point       bool
-	keyLit      types.Datum
-	keyType     types.Type
-	keyIdx      int
-	pointRunner *exec.PullRunner // the chain with the key comparison made TRUE
-	enc         types.Encoder
-	row         types.Row
-	keys        [][]byte    // one reused key
-	runKey      types.Datum // RunKey's key
-	byKey       bool        // during RunKey
+	point        bool
+	*pointLookup // when point
 
 	w      ResultWriter // during a run
 	n      int
@@ -75,6 +66,28 @@ type Pull struct {
 	only []int32
 	// sb, with only, reads standby copies.
 	sb *standbyRead
+
+	// For a statement with placeholders (see Prepared): the values they
+	// read, and the bound query, whose key selection is made at each
+	// run from them.
+	params *expr.Params
+	ptypes []types.Type
+	q      *planner.Query
+}
+
+// pointLookup is what RunKey needs of a Pull that reads one row by key;
+// a Pull run once (Execute) has none.
+type pointLookup struct {
+	keyLit      types.Datum
+	keyParam    int // the key is $keyParam, not keyLit (0: it is keyLit)
+	keyType     types.Type
+	keyIdx      int
+	pointRunner *exec.PullRunner // the chain with the key comparison made TRUE
+	enc         types.Encoder
+	row         types.Row
+	keys        [][]byte    // one reused key
+	runKey      types.Datum // RunKey's key
+	byKey       bool        // during RunKey
 }
 
 // PreparePull plans text, a pull query, for many runs; see Pull.
@@ -87,6 +100,18 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 	if !ok {
 		return nil, ErrNotPull
 	}
+	return e.preparePull(s, sel)
+}
+
+// preparePull plans sel, a pull query, for many runs, its placeholders
+// reading the Pull's params.
+func (e *Engine) preparePull(s *Session, sel *sql.Select) (*Pull, error) {
+	var params *expr.Params
+	if n := sel.NumParams(); n > 0 {
+		params = &expr.Params{Values: make([]types.Datum, n)}
+		clearParams(params.Values)
+		sel.Params = params
+	}
 	q, err := sql.BindSelect(sel, e.cat)
 	if err != nil {
 		return nil, err
@@ -98,6 +123,23 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 	if src.Kind == catalog.Stream {
 		return nil, ErrNotPull
 	}
+	p, err := e.newPull(q, src, sel.Text(), copyProps(s.Props), true)
+	if err != nil {
+		return nil, err
+	}
+	if params != nil {
+		p.params, p.ptypes = params, sel.ParamTypes()
+		if !p.point {
+			p.q = q // its key selection depends on the values
+		}
+	}
+	return p, nil
+}
+
+// newPull plans q, a bound pull query over the table src, as a Pull;
+// with point, for RunKey too when it reads one row by key. props are
+// the session's properties, for routing and forwarding.
+func (e *Engine) newPull(q *planner.Query, src *catalog.Source, text string, props map[string]string, point bool) (*Pull, error) {
 	mat, err := e.materializer(src)
 	if err != nil {
 		return nil, err
@@ -114,11 +156,13 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pull{e: e, src: src, cols: q.Root.Schema().Columns, runner: runner, sel: ks,
-		text: text, props: copyProps(s.Props), limit: topo.Limit}
+	p := &Pull{e: e, src: src, cols: pullColumns(q), runner: runner, sel: ks,
+		text: text, props: props, limit: topo.Limit}
 	p.emitFn = p.emit
-	if err := p.preparePoint(q, src, mat); err != nil {
-		return nil, err
+	if point {
+		if err := p.preparePoint(q, src, mat); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
@@ -126,7 +170,7 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 // preparePoint sets up RunKey when q reads one row by key from a store
 // kept under the table's serialized keys. It changes q's plan.
 func (p *Pull) preparePoint(q *planner.Query, src *catalog.Source, mat *exec.Query) error {
-	lit, filter, ok := planner.PointLookup(q)
+	key, filter, ok := planner.PointLookup(q)
 	if !ok || src.Windowed() || src.KeyFormat != types.FormatKafka || !mat.PointLookups(src.Name) {
 		return nil
 	}
@@ -152,7 +196,16 @@ func (p *Pull) preparePoint(q *planner.Query, src *catalog.Source, mat *exec.Que
 	if err != nil {
 		return err
 	}
-	p.point, p.keyLit, p.keyType, p.keyIdx = true, lit.V.Clone(), kt, keys[0]
+	pt := &pointLookup{keyType: kt, keyIdx: keys[0]}
+	switch k := key.(type) {
+	case *expr.Literal:
+		pt.keyLit = k.V.Clone()
+	case *expr.Param:
+		pt.keyParam = k.N
+	default:
+		return nil
+	}
+	p.point, p.pointLookup = true, pt
 	p.pointRunner, p.enc = r, enc
 	p.row = make(types.Row, len(src.Schema.Columns))
 	p.keys = make([][]byte, 1)
@@ -174,14 +227,35 @@ func (e *Engine) materializer(src *catalog.Source) (*exec.Query, error) {
 func (p *Pull) Columns() []types.Column { return p.cols }
 
 // PointKey reports whether the query reads one row by key, and if so the
-// key's type and the key value the statement was prepared with.
+// key's type and the key value the statement was prepared with (none
+// when the key is a parameter: KeyParam).
 func (p *Pull) PointKey() (key types.Datum, t types.Type, ok bool) {
-	return p.keyLit, p.keyType, p.point
+	if !p.point {
+		return types.Datum{}, types.Type{}, false
+	}
+	return p.keyLit, p.keyType, true
+}
+
+// KeyParam returns n when the query reads one row by key and its key
+// is the parameter $n (WHERE key = $n; run it with RunKey), else 0.
+func (p *Pull) KeyParam() int {
+	if !p.point {
+		return 0
+	}
+	return p.keyParam
 }
 
 // Run runs the query as prepared.
 func (p *Pull) Run(ctx context.Context, w ResultWriter) (Result, error) {
-	return p.run(ctx, p.runner, p.sel, w)
+	sel := p.sel
+	if p.q != nil {
+		// The keys to read depend on the values bound.
+		var err error
+		if sel, err = keySelection(p.q, p.src); err != nil {
+			return Result{}, err
+		}
+	}
+	return p.run(ctx, p.runner, sel, w)
 }
 
 // RunKey runs a point query (PointKey) for key instead of the key it was
@@ -200,7 +274,7 @@ func (p *Pull) RunKey(ctx context.Context, key types.Datum, w ResultWriter) (Res
 		if err := w.Columns(p.cols); err != nil {
 			return Result{}, err
 		}
-		return Result{Tag: "SELECT 0"}, nil
+		return Result{Tag: "SELECT 0", TablePull: true}, nil
 	}
 	p.row[p.keyIdx] = key
 	p.runKey = key
@@ -233,9 +307,6 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 	if err != nil {
 		return Result{}, err
 	}
-	if err := w.Columns(p.cols); err != nil {
-		return Result{}, err
-	}
 	var plan pullPlan
 	if p.only != nil {
 		if err := p.e.selectHere(mat, p.src, p.only, p.sb, &sel); err != nil {
@@ -251,6 +322,9 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 		}
 		sel.Except, sel.Whole = plan.except, plan.n
 	}
+	if err := w.Columns(p.cols); err != nil {
+		return Result{}, err
+	}
 	p.w, p.n = w, 0
 	err = p.e.pullUnavailable(mat, mat.PullWith(ctx, r, p.src.Name, sel, p.emitFn))
 	if err == nil && (len(plan.remote) > 0 || len(plan.standby) > 0) {
@@ -260,14 +334,28 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 	if err != nil && !errors.Is(err, errLimitReached) {
 		return Result{}, err
 	}
-	return Result{Tag: selectTag(p.n)}, nil
+	return Result{Tag: selectTag(p.n), TablePull: true}, nil
 }
 
 // forward asks the owners of the plan's remote partitions: the prepared
-// text, with the key of a RunKey.
+// text, with the key of a RunKey and the values of its parameters.
 func (p *Pull) forward(ctx context.Context, mat *exec.Query, plan pullPlan, sel exec.KeySelection) error {
-	var key json.RawMessage
-	if p.byKey {
+	req := pullRequest{SQL: p.text, Props: p.props}
+	byKey := p.point && p.byKey
+	if p.params != nil && !(byKey && len(p.ptypes) == 1 && p.keyParam == 1) {
+		cols := make([]types.Column, len(p.ptypes))
+		for i, t := range p.ptypes {
+			cols[i] = types.Column{Name: "P", Type: t}
+		}
+		c, err := newRowCodec(cols)
+		if err != nil {
+			return err
+		}
+		if req.Params, err = c.encode(p.params.Values); err != nil {
+			return err
+		}
+	}
+	if byKey {
 		c, err := newRowCodec([]types.Column{{Name: "K", Type: p.keyType}})
 		if err != nil {
 			return err
@@ -276,9 +364,9 @@ func (p *Pull) forward(ctx context.Context, mat *exec.Query, plan pullPlan, sel 
 		if err != nil {
 			return err
 		}
-		key = vals[0]
+		req.Key = vals[0]
 	}
-	return p.e.forwardKey(ctx, mat, p.text, p.props, key, p.cols, plan, p.emitFn)
+	return p.e.forwardKey(ctx, mat, req, p.cols, plan, p.emitFn)
 }
 
 func (p *Pull) emit(row types.Row) error {
@@ -298,4 +386,12 @@ func selectTag(n int) string {
 		return "SELECT 1"
 	}
 	return "SELECT " + strconv.Itoa(n)
+}
+
+// clearParams sets parameter values to NULL, what a placeholder reads
+// while nothing is bound.
+func clearParams(vals []types.Datum) {
+	for i := range vals {
+		vals[i] = types.NullDatum
+	}
 }

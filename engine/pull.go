@@ -2,13 +2,10 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"strconv"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/exec"
 	"github.com/sqlstreams/sqlstreams/expr"
-	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -16,71 +13,30 @@ import (
 
 // pull answers a pull query from a table's materialized state: only what
 // committed transactions wrote, read from this instance's stores and,
-// for the partitions other instances own, from theirs (see route.go).
+// for the partitions other instances own, from theirs (see route.go). It
+// runs the query as a Pull planned for one run: the one pull path.
 func (e *Engine) pull(ctx context.Context, s *Session, st *sql.Select, q *planner.Query, src *catalog.Source, w ResultWriter) (Result, error) {
-	return e.runPull(ctx, s.Props, st.Text(), q, src, w, nil, nil)
+	p, err := e.newPull(q, src, st.Text(), s.Props, false)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.Run(ctx, w)
 }
 
 // pullPartitions answers a forwarded pull query from the partitions
-// parts of this instance's stores, each of which must be here.
+// parts of this instance's stores (of its standby copies, when sb is
+// set), each of which must be here.
 func (e *Engine) pullPartitions(ctx context.Context, q *planner.Query, text string, w ResultWriter, parts []int32, sb *standbyRead) (Result, error) {
 	src := planner.Sources(q.Root)[0]
 	if src.Kind == catalog.Stream {
 		return Result{}, ErrNotPull
 	}
-	return e.runPull(ctx, nil, text, q, src, w, parts, sb)
-}
-
-// runPull runs a pull query: routed to every partition's owner when
-// only is nil, else over the partitions only of this instance (of its
-// standby copies, when sb is set).
-func (e *Engine) runPull(ctx context.Context, props map[string]string, text string, q *planner.Query, src *catalog.Source, w ResultWriter, only []int32, sb *standbyRead) (Result, error) {
-	mat, err := e.materializer(src)
+	p, err := e.newPull(q, src, text, nil, false)
 	if err != nil {
 		return Result{}, err
 	}
-	topo, err := physical.BuildPush(q)
-	if err != nil {
-		return Result{}, err
-	}
-	sel, err := keySelection(q, src)
-	if err != nil {
-		return Result{}, err
-	}
-	var plan pullPlan
-	if only != nil {
-		if err := e.selectHere(mat, src, only, sb, &sel); err != nil {
-			return Result{}, err
-		}
-	} else {
-		var keys [][]byte
-		if sel.Partitions > 0 {
-			keys = sel.Keys
-		}
-		if plan, err = e.planPull(ctx, mat, src, keys, props); err != nil {
-			return Result{}, err
-		}
-		sel.Except, sel.Whole = plan.except, plan.n
-	}
-	if err := w.Columns(pullColumns(q)); err != nil {
-		return Result{}, err
-	}
-	n := 0
-	emit := func(row types.Row) error {
-		if topo.Limit >= 0 && int64(n) >= topo.Limit {
-			return errLimitReached
-		}
-		n++
-		return w.Row(row)
-	}
-	err = e.pullUnavailable(mat, mat.Pull(ctx, topo, src.Name, sel, emit))
-	if err == nil && (len(plan.remote) > 0 || len(plan.standby) > 0) {
-		err = e.forward(ctx, mat, text, props, q.Root.Schema().Columns, plan, emit)
-	}
-	if err != nil && !errors.Is(err, errLimitReached) {
-		return Result{}, err
-	}
-	return Result{Tag: "SELECT " + strconv.Itoa(n), TablePull: true}, nil
+	p.only, p.sb = parts, sb
+	return p.Run(ctx, w)
 }
 
 // keySelection turns what the WHERE says about the key into serialized
@@ -106,9 +62,9 @@ func keySelection(q *planner.Query, src *catalog.Source) (exec.KeySelection, err
 		return exec.KeySelection{}, err
 	}
 	row := make(types.Row, len(src.Schema.Columns))
-	encode := func(l *expr.Literal) ([]byte, bool) {
-		e := expr.Expr(l)
-		if !l.T.Equal(key.Type) {
+	encode := func(l expr.Expr) ([]byte, bool) {
+		e := l
+		if !l.Type().Equal(key.Type) {
 			c, err := expr.NewCast(l, key.Type)
 			if err != nil {
 				return nil, false

@@ -322,6 +322,9 @@ type pullRequest struct {
 	// Key, when set, runs SQL, a point query prepared with another key,
 	// for this key (the JSON value of the key column).
 	Key json.RawMessage `json:"key,omitempty"`
+	// Params, when set, are the values of SQL's placeholders ($1, …),
+	// JSON values of the parameters' types (a prepared statement's Bind).
+	Params []json.RawMessage `json:"params,omitempty"`
 	// Standby reads the partitions from standby copies at most MaxLag
 	// changelog offsets behind (negative: any).
 	Standby bool  `json:"standby,omitempty"`
@@ -337,11 +340,13 @@ type pullResponse struct {
 // forward runs text on the owners of the plan's remote partitions and
 // hands their rows to emit, until emit says stop (errLimitReached).
 func (e *Engine) forward(ctx context.Context, mat *exec.Query, text string, props map[string]string, cols []types.Column, plan pullPlan, emit func(types.Row) error) error {
-	return e.forwardKey(ctx, mat, text, props, nil, cols, plan, emit)
+	return e.forwardKey(ctx, mat, pullRequest{SQL: text, Props: props}, cols, plan, emit)
 }
 
 // forwardKey is forward of a prepared point query run for key.
-func (e *Engine) forwardKey(ctx context.Context, mat *exec.Query, text string, props map[string]string, key json.RawMessage, cols []types.Column, plan pullPlan, emit func(types.Row) error) error {
+// forwardKey is forward of a prepared query: base holds its text,
+// properties and the key or parameter values it runs with.
+func (e *Engine) forwardKey(ctx context.Context, mat *exec.Query, base pullRequest, cols []types.Column, plan pullPlan, emit func(types.Row) error) error {
 	if len(plan.remote) == 0 && len(plan.standby) == 0 {
 		return nil
 	}
@@ -364,7 +369,9 @@ func (e *Engine) forwardKey(ctx context.Context, mat *exec.Query, text string, p
 	standby := slices.Clone(plan.standby)
 	for _, ep := range sortedKeys(plan.remote) {
 		parts := plan.remote[ep]
-		resp, err := e.forwardOne(ctx, ep, pullRequest{SQL: text, Props: props, Partitions: parts, Key: key})
+		req := base
+		req.Partitions = parts
+		resp, err := e.forwardOne(ctx, ep, req)
 		if err != nil {
 			e.forgetOwners(mat)
 			if plan.sr.enabled {
@@ -392,7 +399,8 @@ func (e *Engine) forwardKey(ctx context.Context, mat *exec.Query, text string, p
 		}
 		for _, ep := range sortedKeys(alt) {
 			parts := alt[ep]
-			req := pullRequest{SQL: text, Props: props, Partitions: parts, Key: key, Standby: true, MaxLag: plan.sr.maxLag}
+			req := base
+			req.Partitions, req.Standby, req.MaxLag = parts, true, plan.sr.maxLag
 			var resp *pullResponse
 			var err error
 			if ep == "" {
@@ -510,8 +518,8 @@ func (e *Engine) answer(ctx context.Context, req pullRequest) (*pullResponse, er
 	}
 	rw := &forwardWriter{}
 	var err error
-	if req.Key != nil {
-		err = e.pullKeyHere(ctx, s, req.SQL, req.Key, req.Partitions, sb, rw)
+	if req.Key != nil || req.Params != nil {
+		err = e.pullKeyHere(ctx, s, req, sb, rw)
 	} else {
 		_, err = e.pullHere(ctx, s, req.SQL, req.Partitions, sb, rw)
 	}
@@ -568,28 +576,50 @@ func (e *Engine) pullHere(ctx context.Context, s *Session, text string, parts []
 	return e.pullPartitions(ctx, q, text, w, parts, sb)
 }
 
-// pullKeyHere runs text, a point query, for key over the partitions
-// parts of this instance's stores.
-func (e *Engine) pullKeyHere(ctx context.Context, s *Session, text string, key json.RawMessage, parts []int32, sb *standbyRead, w ResultWriter) error {
+// pullKeyHere runs a prepared pull query forwarded with its key (a
+// point query) or its parameters' values over the partitions of this
+// instance's stores req names.
+func (e *Engine) pullKeyHere(ctx context.Context, s *Session, req pullRequest, sb *standbyRead, w ResultWriter) error {
+	text, parts := req.SQL, req.Partitions
 	p, err := e.PreparePull(s, text)
 	if err != nil {
 		return err
 	}
-	if !p.point {
+	if req.Key != nil && !p.point {
 		return fmt.Errorf("forwarded key for a pull query that does not read one key: %s", text)
+	}
+	if req.Params != nil {
+		if p.params == nil || len(req.Params) != len(p.ptypes) {
+			return fmt.Errorf("forwarded %d parameter values for a pull query with %d parameters: %s", len(req.Params), len(p.ptypes), text)
+		}
+		cols := make([]types.Column, len(p.ptypes))
+		for i, t := range p.ptypes {
+			cols[i] = types.Column{Name: "P", Type: t}
+		}
+		c, err := newRowCodec(cols)
+		if err != nil {
+			return err
+		}
+		if err := c.decode(req.Params, p.params.Values); err != nil {
+			return err
+		}
+	}
+	if parts == nil {
+		parts = []int32{}
+	}
+	p.only, p.sb = parts, sb
+	if req.Key == nil {
+		_, err = p.Run(ctx, w)
+		return err
 	}
 	c, err := newRowCodec([]types.Column{{Name: "K", Type: p.keyType}})
 	if err != nil {
 		return err
 	}
 	k := make(types.Row, 1)
-	if err := c.decode([]json.RawMessage{key}, k); err != nil {
+	if err := c.decode([]json.RawMessage{req.Key}, k); err != nil {
 		return err
 	}
-	if parts == nil {
-		parts = []int32{}
-	}
-	p.only, p.sb = parts, sb
 	_, err = p.RunKey(ctx, k[0], w)
 	return err
 }

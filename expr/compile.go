@@ -37,6 +37,8 @@ func compile(e Expr, sc *scope) (Evaluator, error) {
 	case *Literal:
 		v := e.V
 		return func(types.Row) (types.Datum, error) { return v, nil }, nil
+	case *Param:
+		return func(types.Row) (types.Datum, error) { return e.value(), nil }, nil
 	case *Binary:
 		return compileBinary(e, sc)
 	case *Unary:

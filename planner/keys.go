@@ -13,12 +13,26 @@ import (
 // never tighter.
 type KeyFilter struct {
 	// Points, when non-nil, are the only key values that can match
-	// (key = c, key IN (c, …)).
-	Points []*expr.Literal
-	// Lower and Upper bound the key (nil: open); Incl says whether the
-	// bound itself matches.
-	Lower, Upper         *expr.Literal
+	// (key = c, key IN (c, …)). Each is a constant: an *expr.Literal
+	// (never NULL) or an *expr.Param of a prepared statement, whose
+	// value is known only when it runs.
+	Points []expr.Expr
+	// Lower and Upper bound the key (nil: open), constants as Points;
+	// Incl says whether the bound itself matches.
+	Lower, Upper         expr.Expr
 	LowerIncl, UpperIncl bool
+}
+
+// constant reports whether e is a value known before any row is read: a
+// literal other than NULL, or a placeholder.
+func constant(e expr.Expr) bool {
+	switch e := e.(type) {
+	case *expr.Literal:
+		return !e.V.Null
+	case *expr.Param:
+		return true
+	}
+	return false
 }
 
 // PullKeyFilter derives the KeyFilter of a pull query over a table with a
@@ -44,22 +58,20 @@ func PullKeyFilter(q *Query) (f KeyFilter, ok bool) {
 			if c.Not || !isKey(c.X) || f.Points != nil {
 				continue
 			}
-			var pts []*expr.Literal
+			var pts []expr.Expr
 			for _, e := range c.List {
-				l, isLit := e.(*expr.Literal)
-				if !isLit {
+				if _, isLit := e.(*expr.Literal); !isLit && !constant(e) {
 					pts = nil
 					break
 				}
-				pts = append(pts, l)
+				pts = append(pts, e)
 			}
 			if pts != nil {
 				f.Points, ok = pts, true
 			}
 		case *expr.Between:
-			lo, okLo := c.Lo.(*expr.Literal)
-			hi, okHi := c.Hi.(*expr.Literal)
-			if c.Not || !isKey(c.X) || !okLo || !okHi || lo.V.Null || hi.V.Null {
+			lo, hi := c.Lo, c.Hi
+			if c.Not || !isKey(c.X) || !constant(lo) || !constant(hi) {
 				continue
 			}
 			if f.Lower == nil {
@@ -74,14 +86,14 @@ func PullKeyFilter(q *Query) (f KeyFilter, ok bool) {
 				l, r = r, l
 				op = flip(op)
 			}
-			lit, isLit := r.(*expr.Literal)
-			if !isKey(l) || !isLit || lit.V.Null {
+			lit := r
+			if !isKey(l) || !constant(lit) {
 				continue
 			}
 			switch op {
 			case expr.OpEQ:
 				if f.Points == nil {
-					f.Points, ok = []*expr.Literal{lit}, true
+					f.Points, ok = []expr.Expr{lit}, true
 				}
 			case expr.OpGT, expr.OpGE:
 				if f.Lower == nil {
@@ -207,13 +219,14 @@ func PullWindowFilter(q *Query) (lo, hi int64, ok bool) {
 }
 
 // PointLookup reports whether q, a pull query, reads one row by its key:
-// its WHERE is exactly key = literal (one conjunct, a non-NULL literal of
-// the key's type, or an integer for an integer key) above a chain of single-input nodes. It returns that
-// literal and the Filter holding the comparison, so that a caller
-// preparing q for many keys can make the predicate TRUE in its own copy
-// of the plan and look the key up instead: a lookup by the serialized
-// key matches exactly the rows the comparison keeps.
-func PointLookup(q *Query) (lit *expr.Literal, filter *Filter, ok bool) {
+// its WHERE is exactly key = constant (one conjunct; a non-NULL literal
+// or a placeholder, of the key's type or an integer for an integer key)
+// above a chain of single-input nodes. It returns that constant and the
+// Filter holding the comparison, so that a caller preparing q for many
+// keys can make the predicate TRUE in its own copy of the plan and look
+// the key up instead: a lookup by the serialized key matches exactly the
+// rows the comparison keeps.
+func PointLookup(q *Query) (key expr.Expr, filter *Filter, ok bool) {
 	for n := q.Root; n != nil; {
 		if fl, isFilter := n.(*Filter); isFilter {
 			if filter != nil {
@@ -242,16 +255,15 @@ func PointLookup(q *Query) (lit *expr.Literal, filter *Filter, ok bool) {
 		return nil, nil, false
 	}
 	l, r := b.L, b.R
-	if _, isLit := l.(*expr.Literal); isLit {
+	if constant(l) {
 		l, r = r, l
 	}
 	c, isCol := l.(*expr.Column)
-	lit, isLit := r.(*expr.Literal)
-	if !isCol || c.Index != keys[0] || !isLit || lit.V.Null {
+	if !isCol || c.Index != keys[0] || !constant(r) {
 		return nil, nil, false
 	}
-	if kt := filter.Input.Schema().Columns[keys[0]].Type; !lit.T.Equal(kt) && !(lit.T.IsIntegral() && kt.IsIntegral()) {
+	if kt := filter.Input.Schema().Columns[keys[0]].Type; !r.Type().Equal(kt) && !(r.Type().IsIntegral() && kt.IsIntegral()) {
 		return nil, nil, false
 	}
-	return lit, filter, true
+	return r, filter, true
 }

@@ -26,6 +26,10 @@ type Catalog interface {
 
 // binder resolves names in one statement.
 type binder struct {
+	// The statement's placeholders (params.go): the values they read
+	// and their types, inferred as they are bound.
+	pbound *expr.Params
+	ptypes []types.Type
 	text   string
 	toks   []token
 	schema types.Schema
@@ -97,6 +101,15 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
 		legacyDistinct: sel.LegacyDistinct,
 		query:          sel.persistent || sel.inserting}
+	sel.paramTypes = make([]types.Type, sel.nParams)
+	b.pbound, b.ptypes = sel.Params, sel.paramTypes
+	defer func() {
+		for i := range sel.paramTypes {
+			if sel.paramTypes[i].Kind == 0 {
+				sel.paramTypes[i] = types.StringType
+			}
+		}
+	}()
 	if s.From == nil || s.From.TableRefs == nil {
 		return nil, Errorf(CodeFeatureNotSupport, "SELECT needs a FROM clause naming a stream or table")
 	}
@@ -427,14 +440,26 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		return b.column(n.Name)
 	case *driver.ValueExpr:
 		return literal(n)
+	case *driver.ParamMarkerExpr:
+		return b.param(n, types.Type{})
 	case *ast.BinaryOperationExpr:
-		l, err := b.expr(n.L)
-		if err != nil {
-			return nil, err
-		}
-		r, err := b.expr(n.R)
-		if err != nil {
-			return nil, err
+		// A placeholder takes the type of the other operand.
+		var l, r expr.Expr
+		var err error
+		if isParam(n.L) && !isParam(n.R) {
+			if r, err = b.expr(n.R); err != nil {
+				return nil, err
+			}
+			if l, err = b.exprAs(n.L, r.Type()); err != nil {
+				return nil, err
+			}
+		} else {
+			if l, err = b.expr(n.L); err != nil {
+				return nil, err
+			}
+			if r, err = b.exprAs(n.R, l.Type()); err != nil {
+				return nil, err
+			}
 		}
 		op, ok := binaryOps[n.Op]
 		if !ok {
@@ -1154,7 +1179,16 @@ type InsertRow struct {
 // sets the record timestamp; the other pseudo columns (ROWPARTITION,
 // ROWOFFSET) and header columns cannot be inserted into.
 func BindInsert(iv *InsertValues, target *catalog.Source) ([]InsertRow, error) {
-	b := &binder{text: iv.text, toks: lex(iv.text), src: target}
+	b := &binder{text: iv.text, toks: lex(iv.text), src: target, pbound: iv.Params}
+	iv.paramTypes = make([]types.Type, iv.nParams)
+	b.ptypes = iv.paramTypes
+	defer func() {
+		for i := range iv.paramTypes {
+			if iv.paramTypes[i].Kind == 0 {
+				iv.paramTypes[i] = types.StringType
+			}
+		}
+	}()
 	const rowtime = -1
 	cols := make([]int, 0, len(target.Schema.Columns))
 	if len(iv.Columns) == 0 {
@@ -1207,7 +1241,11 @@ func BindInsert(iv *InsertValues, target *catalog.Source) ([]InsertRow, error) {
 			ir.Row[i] = types.NullDatum
 		}
 		for i, n := range list {
-			e, err := b.expr(n)
+			hint := types.BigintType // ROWTIME
+			if cols[i] != rowtime {
+				hint = target.Schema.Columns[cols[i]].Type
+			}
+			e, err := b.exprAs(n, hint)
 			if err != nil {
 				return nil, prepareError(err)
 			}
@@ -1267,7 +1305,8 @@ func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 	}
 	if d.Null {
 		// Only a NULL literal may give NULL: a failed conversion is an error.
-		if lit, ok := e.(*expr.Literal); !ok || !lit.V.Null {
+		_, param := e.(*expr.Param)
+		if lit, ok := e.(*expr.Literal); !param && (!ok || !lit.V.Null) {
 			if from.Kind != types.Unknown {
 				return types.Datum{}, fmt.Errorf("cannot convert %s to %s", orig, t)
 			}

@@ -50,9 +50,11 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		if err != nil {
 			return nil, true, err
 		}
-		list, err := b.exprs(n.List)
-		if err != nil {
-			return nil, true, err
+		list := make([]expr.Expr, len(n.List))
+		for i, v := range n.List {
+			if list[i], err = b.exprAs(v, x.Type()); err != nil {
+				return nil, true, err
+			}
 		}
 		e, err := expr.NewIn(x, list, n.Not)
 		if err != nil {
@@ -64,11 +66,11 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		if err != nil {
 			return nil, true, err
 		}
-		lo, err := b.expr(n.Left)
+		lo, err := b.exprAs(n.Left, x.Type())
 		if err != nil {
 			return nil, true, err
 		}
-		hi, err := b.expr(n.Right)
+		hi, err := b.exprAs(n.Right, x.Type())
 		if err != nil {
 			return nil, true, err
 		}

@@ -494,11 +494,11 @@ func (p *parser) insert() (Statement, error) {
 	if !p.peek().is("VALUES") {
 		return nil, p.unexpected(p.peek(), "VALUES or SELECT")
 	}
-	ins, err := parseTiDBInsert(p.text, p.toks)
+	ins, np, err := parseTiDBInsert(p.text, p.toks)
 	if err != nil {
 		return nil, err
 	}
-	return &InsertValues{base: nb, Target: target, Columns: cols, ins: ins}, nil
+	return &InsertValues{base: nb, Target: target, Columns: cols, ins: ins, nParams: np}, nil
 }
 
 func (p *parser) show() (Statement, error) {

@@ -287,6 +287,11 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 		t := toks[i]
 		next := toks[i+1]
 		switch {
+		case isPunct(t, "$") && next.kind == tNumber && next.pos == t.end:
+			// A placeholder $n: TiDB's is ?, which selectStmt numbers
+			// back from the $n at its position (params.go).
+			r.replace(t.pos, next.end, "?")
+			i++
 		case t.kind == tIdent && (t.text == "REGEXP" || t.text == "RLIKE"):
 			return errorAt(r.text, t.pos, CodeFeatureNotSupport, "operator %s is not supported; use REGEXP_EXTRACT or LIKE", t.text)
 		case t.kind == tIdent && t.text == "IS" && (next.is("DISTINCT") || next.is("NOT") && toks[i+2].is("DISTINCT")):

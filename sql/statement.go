@@ -4,6 +4,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -112,6 +113,11 @@ type InsertValues struct {
 	Target  string
 	Columns []string
 	ins     *ast.InsertStmt
+	// Params holds the values its placeholders read (see params.go);
+	// set it before BindInsert. nParams and paramTypes are as Select's.
+	Params     *expr.Params
+	nParams    int
+	paramTypes []types.Type
 }
 
 // Select is a SELECT with its streaming clauses.
@@ -121,6 +127,14 @@ type Select struct {
 	Emit string
 	// Limit is the row limit, or -1.
 	Limit int64
+	// Params holds the values its placeholders ($1, …; see params.go)
+	// read when the bound query runs; set it before BindSelect. nil
+	// when the statement has none (NumParams).
+	Params *expr.Params
+	// nParams is the number of parameters; paramTypes their types,
+	// inferred by BindSelect.
+	nParams    int
+	paramTypes []types.Type
 
 	// The legacy fields below (PositionalAliases, SQLNulls, LegacyFinal,
 	// LegacyFunctions, LegacyJoinKeys, LegacyJoins, LegacyJoins2,

@@ -118,6 +118,9 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 		return nil, errorAt(p.text, p.toks[start].pos, CodeSyntaxError, "expected a SELECT")
 	}
 	sel.stmt = s
+	if err := sel.numberParams(p.toks); err != nil {
+		return nil, err
+	}
 	if s.Limit != nil {
 		if s.Limit.Offset != nil {
 			return nil, Errorf(CodeFeatureNotSupport, "LIMIT with OFFSET is not supported")
@@ -157,7 +160,7 @@ func skipParens(toks []token, i int) int {
 }
 
 // parseTiDBInsert hands an INSERT … VALUES statement to TiDB.
-func parseTiDBInsert(text string, toks []token) (*ast.InsertStmt, error) {
+func parseTiDBInsert(text string, toks []token) (*ast.InsertStmt, int, error) {
 	r := newRewriter(text)
 	n := len(toks) - 1
 	if n > 0 && isPunct(toks[n-1], ";") {
@@ -165,17 +168,22 @@ func parseTiDBInsert(text string, toks []token) (*ast.InsertStmt, error) {
 		n--
 	}
 	if err := r.rewriteExprs(toks, 0, n); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	st, err := parseTiDB(r.apply(), text)
+	rw := r.apply()
+	st, err := parseTiDB(rw, text)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ins, ok := st.(*ast.InsertStmt)
 	if !ok || ins.Select != nil || ins.Setlist || len(ins.OnDuplicate) > 0 {
-		return nil, Errorf(CodeSyntaxError, "expected INSERT INTO name [(columns)] VALUES (…)")
+		return nil, 0, Errorf(CodeSyntaxError, "expected INSERT INTO name [(columns)] VALUES (…)")
 	}
-	return ins, nil
+	np, err := numberMarkers(ins, rw, text, toks)
+	if err != nil {
+		return nil, 0, err
+	}
+	return ins, np, nil
 }
 
 // tidbParsers holds TiDB parsers for reuse: making one costs about as

@@ -51,7 +51,13 @@ type prepared struct {
 	pull      *engine.Pull
 	pullTried bool
 	pullKey   bool
-	binds     int
+	// prep is the engine's statement when the values of Bind go to it
+	// as datums (pull.go); nil otherwise.
+	prep  *engine.Prepared
+	binds int
+	// described by the engine's Prepare (describeParams), kept for
+	// pullPlan; nil when it was not or failed.
+	eprep *engine.Prepared
 }
 
 // portal is a statement bound by Bind, ready to execute.
@@ -63,9 +69,11 @@ type portal struct {
 	described bool           // cols holds the description of text
 	cols      []types.Column // when the statement has parameters
 
-	pull   *engine.Pull // the statement's plan, when it has one (pull.go)
-	key    types.Datum  // the key to look up, when the plan takes one
-	keyBuf []byte       // holds key's bytes
+	pull   *engine.Pull  // the statement's plan, when it has one (pull.go)
+	key    types.Datum   // the key to look up, when the plan takes one
+	keyBuf []byte        // holds key's bytes
+	vals   []types.Datum // the parameters' values, when stmt.prep takes them
+	insert bool          // run stmt.prep, an INSERT, with vals (runInsert)
 	// lazyText: text is not built yet; it is the statement with key as
 	// its one parameter (boundText builds it).
 	lazyText bool
@@ -132,6 +140,7 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		return
 	}
 	pl := c.pullPlan(p)
+	insert := pl == nil && p.prep != nil && p.prep.IsInsert()
 	// A point plan's key parameter that is valid as its literal is kept
 	// as the key alone; the text is built only if something needs it
 	// (boundText).
@@ -151,8 +160,11 @@ func (c *conn) bind(m *pgproto3.Bind) {
 	}
 	if pl != nil {
 		ok := true
-		if p.pullKey {
+		switch {
+		case p.pullKey:
 			pt.key, pt.keyBuf, ok = pullKey(p.params.oids[0], m.ParameterFormatCodes, m.Parameters[0], pt.keyBuf)
+		case p.prep != nil:
+			pt.vals, ok = pullValues(p.prep.ParamTypes(), p.params.oids, m.ParameterFormatCodes, m.Parameters, pt.vals[:0])
 		}
 		switch {
 		case ok:
@@ -169,6 +181,9 @@ func (c *conn) bind(m *pgproto3.Bind) {
 				return
 			}
 		}
+	}
+	if insert {
+		pt.vals, pt.insert = pullValues(p.prep.ParamTypes(), p.params.oids, m.ParameterFormatCodes, m.Parameters, pt.vals[:0])
 	}
 	if pt.described {
 		if err := formatCount(m.ResultFormatCodes, len(pt.cols)); err != nil {
@@ -200,7 +215,7 @@ func (c *conn) newPortal(name string) *portal {
 	if pt == nil || name != "" {
 		return &portal{}
 	}
-	*pt = portal{codes: pt.codes[:0], keyBuf: pt.keyBuf[:0]}
+	*pt = portal{codes: pt.codes[:0], keyBuf: pt.keyBuf[:0], vals: pt.vals[:0]}
 	return pt
 }
 
@@ -213,6 +228,9 @@ func (c *conn) describe(m *pgproto3.Describe) {
 		if p == nil {
 			c.extendedError(sql.Errorf(codeInvalidStatementName, "prepared statement %q does not exist", m.Name), "", -1)
 			return
+		}
+		if !p.described && len(p.params.slots) > 0 {
+			c.describeParams(p)
 		}
 		if !p.described {
 			text := p.stmt
@@ -337,6 +355,10 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		return
 	}
 	if pt.pull != nil && m.MaxRows == 0 && c.runPull(pt) {
+		return
+	}
+	if pt.insert && m.MaxRows == 0 {
+		c.runInsert(pt)
 		return
 	}
 	l := c.intercept(pt.boundText())

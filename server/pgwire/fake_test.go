@@ -149,6 +149,10 @@ func (f *fakeExec) Describe(ctx context.Context, s *engine.Session, stmt string)
 	return f.columns(stmt)
 }
 
+func (f *fakeExec) ExecuteStatement(ctx context.Context, s *engine.Session, st sql.Statement, w engine.ResultWriter) (engine.Result, error) {
+	return f.Execute(ctx, s, st.Text(), w)
+}
+
 func (f *fakeExec) Execute(ctx context.Context, s *engine.Session, stmt string, w engine.ResultWriter) (engine.Result, error) {
 	cols, err := f.columns(stmt)
 	if err != nil {

@@ -3,9 +3,13 @@ package pgwire
 // This file handles statement parameters ($1, $2, …) of the extended
 // protocol.
 //
-// Parameters are substituted, not bound: at Bind, each value becomes a
-// literal of its type written into the statement text, which then goes
-// to the engine (or to pgwire's own answers) like any other statement.
+// A prepared pull query over a table, and a named INSERT … VALUES, take
+// their parameters as values into the engine's prepared statement
+// (pull.go: engine.Prepare and Bind; placeholders are expression nodes
+// there). On every other path parameters are
+// substituted: at Bind, each value becomes a literal of its type written
+// into the statement text, which then goes to the engine (or to pgwire's
+// own answers) like any other statement.
 // Strings are quoted with their quotes doubled; the engine's strings take
 // no backslash escapes (standard_conforming_strings is on), so a value can
 // never end its literal early. NUL bytes and invalid UTF-8 are refused

@@ -2,10 +2,12 @@
 // that its clients (the ksqlDB CLI, the Java client, curl recipes) work.
 //
 //	HTTP request ─▶ metrics (sqlstreams_http_*) ─▶ basic auth ─▶ route
-//	   POST /ksql            sql.Split ─▶ per statement: sql.Parse (kind)
-//	                         ─▶ Engine.Execute ─▶ ksqlDB entity (currentStatus,
-//	                         streams, tables, queries, sourceDescription, …)
-//	   POST /query-stream    one SELECT ─▶ Engine.Execute(ctx = request)
+//	   POST /ksql            sql.Split ─▶ per statement: sql.Parse (once)
+//	                         ─▶ Engine.ExecuteStatement ─▶ Result (Change:
+//	                         query ID, source, topic, command offset)
+//	                         ─▶ ksqlDB entity (currentStatus, streams,
+//	                         tables, queries, sourceDescription, …)
+//	   POST /query-stream    one SELECT ─▶ Engine.ExecuteStatement(ctx = request)
 //	                         ─▶ header {queryId, columnNames, columnTypes},
 //	                            rows as JSON arrays (delimited or one array)
 //	   POST /query           the older format: [{"header"}, {"row"}, …, {"finalMessage"}]

@@ -108,13 +108,13 @@ type queryDescriptionList struct {
 
 // typed runs a SHOW, DESCRIBE or EXPLAIN statement and returns the
 // engine's typed result.
-func (s *Server) typed(ctx context.Context, sess *engine.Session, text string) (engine.Tabular, error) {
-	res, err := s.eng.Execute(ctx, sess, text, discard{})
+func (s *Server) typed(ctx context.Context, sess *engine.Session, st sql.Statement) (engine.Tabular, error) {
+	res, err := s.eng.ExecuteStatement(ctx, sess, st, discard{})
 	if err != nil {
 		return nil, err
 	}
 	if res.Value == nil {
-		return nil, fmt.Errorf("the engine returned no result for %q", text)
+		return nil, fmt.Errorf("the engine returned no result for %q", st.Text())
 	}
 	return res.Value, nil
 }
@@ -128,7 +128,7 @@ func (discard) Row(types.Row) error          { return nil }
 
 // show turns a SHOW statement's typed result into its entity.
 func (s *Server) show(ctx context.Context, sess *engine.Session, st *sql.Show, text string) (any, error) {
-	v, err := s.typed(ctx, sess, text)
+	v, err := s.typed(ctx, sess, st)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ type sourceDescriptionEntity struct {
 
 // describe answers DESCRIBE [EXTENDED] source and DESCRIBE FUNCTION f.
 func (s *Server) describe(ctx context.Context, sess *engine.Session, st *sql.Describe, text string) (any, error) {
-	v, err := s.typed(ctx, sess, text)
+	v, err := s.typed(ctx, sess, st)
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +390,7 @@ func describeQuery(p *engine.Plan) queryDescription {
 
 // explain answers EXPLAIN query_id and EXPLAIN statement.
 func (s *Server) explain(ctx context.Context, sess *engine.Session, st *sql.Explain, text string) (any, error) {
-	v, err := s.typed(ctx, sess, text)
+	v, err := s.typed(ctx, sess, st)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,11 @@
 package rest
 
 // This file serves POST /ksql: it runs a request's statements in order
-// and answers with one ksqlDB entity per statement that returns one. The
-// statement kind comes from sql.Parse; the engine runs the statement
-// (validation, errors with positions, the effect); the entity is built
-// from what it returned and from the catalog.
+// and answers with one ksqlDB entity per statement that returns one. Each
+// statement is parsed once (sql.Parse) to choose its entity and handed,
+// parsed, to the engine (ExecuteStatement), which runs it (validation,
+// errors with positions, the effect) and reports what it created or
+// changed (engine.Change); the entity is built from that.
 
 import (
 	"bytes"
@@ -176,20 +177,20 @@ type commandStatusEntity struct {
 	entityBase
 	CommandID     string        `json:"commandId"`
 	CommandStatus commandStatus `json:"commandStatus"`
-	// CommandSequenceNumber is -1: the engine does not report the
-	// command topic offset of a statement.
+	// CommandSequenceNumber is the statement's offset in the command
+	// topic (engine.Change.Offset), or -1 when it recorded nothing.
 	CommandSequenceNumber int64 `json:"commandSequenceNumber"`
 }
 
 // command builds a currentStatus entity for a statement that succeeded and
 // remembers it for /status.
-func (s *Server) command(text, id, msg, queryID string) *commandStatusEntity {
+func (s *Server) command(text, id, msg, queryID string, seq int64) *commandStatusEntity {
 	st := commandStatus{Status: "SUCCESS", Message: msg}
 	if queryID != "" {
 		st.QueryID = &queryID
 	}
 	s.recordCommand(id, st)
-	return &commandStatusEntity{entityBase: base("currentStatus", text), CommandID: id, CommandStatus: st, CommandSequenceNumber: -1}
+	return &commandStatusEntity{entityBase: base("currentStatus", text), CommandID: id, CommandStatus: st, CommandSequenceNumber: seq}
 }
 
 func kindName(k catalog.Kind) string { return strings.ToLower(k.String()) }
@@ -205,81 +206,79 @@ var errQueryEndpoint = &apiError{status: http.StatusBadRequest, code: codeQueryE
 	msg: "SELECT and PRINT statements run on /query-stream (or /query), not on /ksql"}
 
 // runStatement runs one statement and returns its entity, or nil for the
-// statements ksqlDB answers with none (INSERT … VALUES, SET, UNSET).
+// statements ksqlDB answers with none (INSERT … VALUES, SET, UNSET). The
+// statement is parsed once, here, to choose its entity; the engine runs
+// it and reports what it changed (engine.Change).
 func (s *Server) runStatement(ctx context.Context, sess *engine.Session, text string) (any, error) {
 	st, err := sql.Parse(text)
 	if err != nil {
 		return nil, err
 	}
-	cat := s.eng.Catalog()
-	run := func() error {
-		_, err := s.eng.Execute(ctx, sess, text, &table{})
-		return err
+	run := func() (*engine.Change, error) {
+		res, err := s.eng.ExecuteStatement(ctx, sess, st, &table{})
+		if err != nil {
+			return nil, err
+		}
+		if res.Change == nil {
+			return &engine.Change{Offset: -1}, nil
+		}
+		return res.Change, nil
 	}
 	switch st := st.(type) {
 	case *sql.Select, *sql.Print:
 		return nil, errQueryEndpoint
 	case *sql.InsertValues, *sql.SetProperty, *sql.UnsetProperty:
-		return nil, run()
+		_, err := run()
+		return nil, err
 	case *sql.CreateSource:
-		_, existed := cat.Source(st.Name)
-		if err := run(); err != nil {
+		ch, err := run()
+		if err != nil {
 			return nil, err
 		}
 		msg := titleKind(st.Kind) + " created"
-		if existed && st.IfNotExists {
+		if ch.Existed && st.IfNotExists {
 			msg = fmt.Sprintf("Cannot add %s %s: a %s with the same name already exists", kindName(st.Kind), quoteName(st.Name), kindName(st.Kind))
 		}
-		return s.command(text, kindName(st.Kind)+"/"+st.Name+"/create", msg, ""), nil
+		return s.command(text, kindName(st.Kind)+"/"+st.Name+"/create", msg, "", ch.Offset), nil
 	case *sql.CreateAs:
-		if err := run(); err != nil {
+		ch, err := run()
+		if err != nil {
 			return nil, err
 		}
-		qid := ""
-		if src, ok := cat.Source(st.Name); ok {
-			qid = src.WriterQuery
-		}
-		return s.command(text, kindName(st.Kind)+"/"+st.Name+"/create", "Created query with ID "+qid, qid), nil
+		return s.command(text, kindName(st.Kind)+"/"+st.Name+"/create", "Created query with ID "+ch.QueryID, ch.QueryID, ch.Offset), nil
 	case *sql.InsertSelect:
-		before := map[string]bool{}
-		for _, q := range cat.Queries() {
-			before[q.ID] = true
-		}
-		if err := run(); err != nil {
+		ch, err := run()
+		if err != nil {
 			return nil, err
-		}
-		qid := ""
-		for _, q := range cat.Queries() {
-			if !before[q.ID] && (qid == "" || q.SQL == text) {
-				qid = q.ID
-			}
 		}
 		kind := "stream"
-		if src, ok := cat.Source(st.Target); ok {
-			kind = kindName(src.Kind)
+		if ch.Source != "" {
+			kind = kindName(ch.Kind)
 		}
-		return s.command(text, kind+"/"+st.Target+"/create", "Created query with ID "+qid, qid), nil
+		return s.command(text, kind+"/"+st.Target+"/create", "Created query with ID "+ch.QueryID, ch.QueryID, ch.Offset), nil
 	case *sql.Drop:
-		src, existed := cat.Source(st.Name)
-		if err := run(); err != nil {
+		ch, err := run()
+		if err != nil {
 			return nil, err
 		}
 		msg := fmt.Sprintf("Source %s does not exist.", quoteName(st.Name))
-		if existed {
-			msg = fmt.Sprintf("Source %s (topic: %s) was dropped.", quoteName(st.Name), src.Topic)
+		if ch.Existed {
+			msg = fmt.Sprintf("Source %s (topic: %s) was dropped.", quoteName(st.Name), ch.Topic)
 		}
-		return s.command(text, kindName(st.Kind)+"/"+st.Name+"/drop", msg, ""), nil
+		return s.command(text, kindName(st.Kind)+"/"+st.Name+"/drop", msg, "", ch.Offset), nil
 	case *sql.Terminate:
-		if err := run(); err != nil {
+		ch, err := run()
+		if err != nil {
 			return nil, err
 		}
 		id := st.QueryID
 		if st.All {
 			id = "ALL"
 		}
-		return s.command(text, "terminate/"+id+"/execute", "Query terminated.", ""), nil
+		return s.command(text, "terminate/"+id+"/execute", "Query terminated.", "", ch.Offset), nil
 	case *sql.Pause:
-		if err := run(); err != nil {
+		ch, err := run()
+		if err != nil {
 			return nil, err
 		}
 		id, verb, msg := st.QueryID, "pause", "Query paused."
@@ -289,12 +288,13 @@ func (s *Server) runStatement(ctx context.Context, sess *engine.Session, text st
 		if st.Resume {
 			verb, msg = "resume", "Query resumed."
 		}
-		return s.command(text, verb+"/"+id+"/execute", msg, ""), nil
+		return s.command(text, verb+"/"+id+"/execute", msg, "", ch.Offset), nil
 	case *sql.ResetQuery:
-		if err := run(); err != nil {
+		ch, err := run()
+		if err != nil {
 			return nil, err
 		}
-		return s.command(text, "reset/"+st.QueryID+"/execute", "Query reset.", ""), nil
+		return s.command(text, "reset/"+st.QueryID+"/execute", "Query reset.", "", ch.Offset), nil
 	case *sql.Show:
 		return s.show(ctx, sess, st, text)
 	case *sql.Describe:
@@ -303,9 +303,13 @@ func (s *Server) runStatement(ctx context.Context, sess *engine.Session, text st
 		return s.explain(ctx, sess, st, text)
 	}
 	// A statement this server does not know an entity for yet.
-	res, err := s.eng.Execute(ctx, sess, text, &table{})
+	res, err := s.eng.ExecuteStatement(ctx, sess, st, &table{})
 	if err != nil {
 		return nil, err
 	}
-	return s.command(text, "statement//execute", res.Tag, ""), nil
+	off := int64(-1)
+	if res.Change != nil {
+		off = res.Change.Offset
+	}
+	return s.command(text, "statement//execute", res.Tag, "", off), nil
 }

@@ -3,6 +3,7 @@ package rest_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -331,5 +332,49 @@ func TestWindowedTableEntities(t *testing.T) {
 	src := f.ksql("DESCRIBE WIN_SRC;", nil)[0]
 	if wt := get(src, "sourceDescription", "windowType"); wt != nil {
 		t.Errorf("DESCRIBE of a stream: windowType %v, want null", wt)
+	}
+}
+
+// TestKSQLCommandsReportWhatTheyCreated checks the entities built from
+// what the engine reports a statement did: the INSERT INTO … SELECT's
+// own query ID, DROP's topic, and commandSequenceNumber, the command's
+// offset, increasing with each recorded statement and -1 for one that
+// recorded nothing.
+func TestKSQLCommandsReportWhatTheyCreated(t *testing.T) {
+	f := newFixture(t)
+	ents := f.ksql(`CREATE STREAM RC_SRC (ID INT KEY, V INT) WITH (KAFKA_TOPIC='rc_src', VALUE_FORMAT='JSON', PARTITIONS=1);
+		CREATE STREAM RC_DST AS SELECT * FROM RC_SRC;
+		INSERT INTO RC_DST SELECT * FROM RC_SRC;
+		CREATE STREAM IF NOT EXISTS RC_SRC (ID INT KEY) WITH (KAFKA_TOPIC='other', VALUE_FORMAT='JSON', PARTITIONS=1);`, nil)
+	if len(ents) != 4 {
+		t.Fatalf("got %d entities, want 4: %v", len(ents), ents)
+	}
+	last := -1.0
+	for _, e := range ents[:3] {
+		seq, _ := e["commandSequenceNumber"].(float64)
+		if seq <= last {
+			t.Errorf("commandSequenceNumber %v after %v: %v", e["commandSequenceNumber"], last, e)
+		}
+		last = seq
+	}
+	if seq := ents[3]["commandSequenceNumber"]; seq != -1.0 {
+		t.Errorf("CREATE … IF NOT EXISTS of an existing stream: commandSequenceNumber %v, want -1", seq)
+	}
+	csas, _ := get(ents[1], "commandStatus", "queryId").(string)
+	ins, _ := get(ents[2], "commandStatus", "queryId").(string)
+	if !strings.HasPrefix(ins, "INSERTQUERY_") || ins == csas || get(ents[2], "commandStatus", "message") != "Created query with ID "+ins {
+		t.Errorf("INSERT INTO … SELECT entity: %v (the CSAS is %s)", ents[2], csas)
+	}
+	var writers []string
+	for _, q := range get(f.ksql("DESCRIBE RC_DST;", nil)[0], "sourceDescription", "writeQueries").([]any) {
+		writers = append(writers, get(q, "id").(string))
+	}
+	if !slices.Contains(writers, ins) || !slices.Contains(writers, csas) {
+		t.Errorf("writers of RC_DST %v, want %s and %s", writers, csas, ins)
+	}
+	f.ksql("TERMINATE "+ins+"; TERMINATE "+csas+";", nil)
+	drop := f.ksql("DROP STREAM RC_DST;", nil)[0]
+	if msg := get(drop, "commandStatus", "message"); msg != "Source `"+f.sub("RC_DST")+"` (topic: "+f.sub("RC_DST")+") was dropped." {
+		t.Errorf("DROP entity message %q", msg)
 	}
 }

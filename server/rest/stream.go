@@ -83,7 +83,7 @@ func (s *Server) handleQueryStream(w http.ResponseWriter, r *http.Request) {
 	if accept := r.Header.Get("Accept"); !strings.Contains(accept, delimitedContentType) && strings.Contains(accept, "application/json") {
 		f = formatArray
 	}
-	s.runQuery(w, r, newSession(props), text, f, sel.Emit != "", sel.Limit)
+	s.runQuery(w, r, newSession(props), st, f, sel.Emit != "", sel.Limit)
 }
 
 // handleQuery runs POST /query: a SELECT in the older streaming format,
@@ -102,9 +102,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	sess := newSession(req.StreamsProperties)
 	switch st := st.(type) {
 	case *sql.Select:
-		s.runQuery(w, r, sess, text, formatLegacy, st.Emit != "", st.Limit)
+		s.runQuery(w, r, sess, st, formatLegacy, st.Emit != "", st.Limit)
 	case *sql.Print:
-		s.runQuery(w, r, sess, text, formatPrint, true, st.Limit)
+		s.runQuery(w, r, sess, st, formatPrint, true, st.Limit)
 	default:
 		writeError(w, r, &apiError{status: http.StatusBadRequest, code: codeBadStatement,
 			msg: "only SELECT and PRINT statements run on /query; send other statements to /ksql"}, stmtText(text), nil)
@@ -135,7 +135,8 @@ func oneStatement(text, field string) (string, sql.Statement, error) {
 // gets an ID (for /close-query) and counts against the push query limit;
 // it ends at its LIMIT, when the client goes away, at /close-query or at
 // Server.Close. limit is the query's LIMIT, or -1.
-func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.Session, text string, f format, push bool, limit int64) {
+func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.Session, st sql.Statement, f format, push bool, limit int64) {
+	text := st.Text()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
@@ -150,7 +151,7 @@ func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, sess *engine.S
 		defer release()
 	}
 	out := &streamer{w: w, r: r, rc: http.NewResponseController(w), format: f, queryID: id, push: push}
-	res, err := s.eng.Execute(ctx, sess, text, out)
+	res, err := s.eng.ExecuteStatement(ctx, sess, st, out)
 	out.stopFlusher()
 	out.tablePull = res.TablePull
 	// A push query that ended by itself reached its LIMIT; a pull query
