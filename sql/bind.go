@@ -749,7 +749,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		target.KeyFormat = types.FormatNone
 	}
 	if _, err := types.NewEncoderOpts(target.KeyFormat, target.Schema, target.Schema.KeyIndexes(), target.KeyOptions); err != nil {
-		return nil, Errorf(CodeInvalidParameter, "key: %v", err)
+		return nil, keyFormatError(target.KeyFormat, target.Schema, err)
 	}
 	if _, err := types.NewEncoderOpts(target.ValueFormat, target.Schema, target.Schema.ValueIndexes(), target.ValueOptions); err != nil {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
@@ -815,13 +815,33 @@ func checkProjection(ca *CreateAs, proj *planner.Project, join bool) error {
 		if !c.Key {
 			values++
 		} else if holdsMap(c.Type) {
-			return Errorf(CodeFeatureNotSupport, "Map keys, including types that contain maps, are not supported as they may lead to unexpected behavior due to inconsistent serialization. Key column name: `%s`. Column type: %s.", c.Name, c.Type)
+			return mapKeyError(c)
 		}
 	}
 	if values == 0 {
 		return Errorf(CodeSyntaxError, "The projection contains no value columns.")
 	}
 	return nil
+}
+
+// keyFormatError is err, the key format's refusal of s's key columns,
+// as ksqlDB words it: a key column holding a MAP is refused for that
+// whatever the format; otherwise the format, the key columns and the
+// reason.
+func keyFormatError(format string, s types.Schema, err error) error {
+	keys := s.KeyIndexes()
+	for _, k := range keys {
+		if holdsMap(s.Columns[k].Type) {
+			return mapKeyError(s.Columns[k])
+		}
+	}
+	return Errorf(CodeInvalidParameter, "Key format does not support schema.\nformat: %s\nschema: Persistence{columns=[%s], features=[]}\nreason: %v",
+		format, types.ColumnsText(s, keys), err)
+}
+
+// mapKeyError refuses the key column c, whose type holds a MAP.
+func mapKeyError(c types.Column) error {
+	return Errorf(CodeFeatureNotSupport, "Map keys, including types that contain maps, are not supported as they may lead to unexpected behavior due to inconsistent serialization. Key column name: `%s`. Column type: %s. See https://github.com/confluentinc/ksql/issues/6621 for more.", c.Name, c.Type.Quoted())
 }
 
 func holdsMap(t types.Type) bool {
@@ -1115,7 +1135,7 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	}
 	// Check that the formats can hold the columns now, not per record.
 	if _, err := types.NewDecoderOpts(s.KeyFormat, s.Schema, keys, s.KeyOptions); err != nil {
-		return nil, Errorf(CodeInvalidParameter, "key: %v", err)
+		return nil, keyFormatError(s.KeyFormat, s.Schema, err)
 	}
 	if _, err := types.NewDecoderOpts(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.ValueOptions); err != nil {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)

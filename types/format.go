@@ -240,11 +240,11 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 		switch format {
 		case FormatJSON, FormatJSONSR:
 			if len(cols) != 1 {
-				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
+				return nil, fmt.Errorf("'WRAP_SINGLE_VALUE' is only valid for single-field value schemas: got %d columns", len(cols))
 			}
 		case FormatAvro:
 			if len(cols) != 1 {
-				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
+				return nil, fmt.Errorf("'WRAP_SINGLE_VALUE' is only valid for single-field value schemas: got %d columns", len(cols))
 			}
 		case FormatKafka, FormatDelimited:
 			if *o.WrapSingleValue {
@@ -257,7 +257,7 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 				return nil, fmt.Errorf("Format '%s' does not support 'WRAP_SINGLE_VALUE' set to 'false'.", format)
 			}
 			if len(cols) != 1 {
-				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
+				return nil, fmt.Errorf("'WRAP_SINGLE_VALUE' is only valid for single-field value schemas: got %d columns", len(cols))
 			}
 		default:
 			return nil, fmt.Errorf("format %s does not support WRAP_SINGLE_VALUE", format)
@@ -294,7 +294,7 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 		return newAvroCodec(s, cols, wrap, o)
 	case FormatNone:
 		if len(cols) > 0 {
-			return nil, fmt.Errorf("format NONE cannot hold columns")
+			return nil, fmt.Errorf("The 'NONE' format can only be used when no columns are defined. Got: [%s]", ColumnsText(s, cols))
 		}
 		return noneCodec{}, nil
 	}
