@@ -983,7 +983,7 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 		case "VALUE_DELIMITER", "KEY_DELIMITER":
 			d, err := types.ParseDelimiter(p.Value)
 			if err != nil {
-				return bad(p, "%s: %v", name, err)
+				return bad(p, "Failed to prepare statement: Configuration %s is invalid: %v\nExample valid value: ';'", name, err)
 			}
 			if name == "VALUE_DELIMITER" {
 				s.ValueOptions.Delimiter = d
@@ -1034,7 +1034,11 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 		case "WINDOW_SIZE":
 			ms, err := parseDuration(p.Value)
 			if err != nil || ms <= 0 {
-				return bad(p, "WINDOW_SIZE must be a positive duration such as '1 MINUTE', not '%s'", p.Value)
+				why := "it must be a positive duration such as '1 MINUTE'"
+				if err != nil && strings.HasPrefix(err.Error(), "Unknown") {
+					why = err.Error()
+				}
+				return bad(p, "Configuration WINDOW_SIZE is invalid: Invalid duration: '%s'. %s", p.Value, why)
 			}
 			s.WindowSizeMs = ms
 		default:
@@ -1045,7 +1049,7 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 	case s.WindowType == types.NoWindow && s.WindowSizeMs > 0:
 		return bad(props["WINDOW_SIZE"], "WINDOW_SIZE needs WINDOW_TYPE")
 	case s.WindowType == types.Session && s.WindowSizeMs > 0:
-		return bad(props["WINDOW_SIZE"], "WINDOW_SIZE applies to TUMBLING and HOPPING windows, not SESSION")
+		return bad(props["WINDOW_SIZE"], "'WINDOW_SIZE' should not be set for SESSION windows: it applies to TUMBLING and HOPPING windows")
 	case (s.WindowType == types.Tumbling || s.WindowType == types.Hopping) && s.WindowSizeMs == 0:
 		return bad(props["WINDOW_TYPE"], "WINDOW_TYPE %s needs WINDOW_SIZE", s.WindowType)
 	}
@@ -1055,7 +1059,7 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 	if c := s.TimestampColumn; c != "" {
 		i := s.Schema.Index(c)
 		if i < 0 {
-			return bad(props["TIMESTAMP"], "TIMESTAMP column %s does not exist", c)
+			return bad(props["TIMESTAMP"], "The TIMESTAMP column set in the WITH clause does not exist in the schema: '%s'", c)
 		}
 		switch t := s.Schema.Columns[i].Type; t.Kind {
 		case types.Bigint, types.Timestamp:
@@ -1069,7 +1073,7 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 				}
 			}
 		default:
-			return bad(props["TIMESTAMP"], "TIMESTAMP column %s must be BIGINT, TIMESTAMP or STRING, not %s", c, t)
+			return bad(props["TIMESTAMP"], "Timestamp column, `%s`, should be LONG(INT64), TIMESTAMP, or a String with a timestamp_format specified, not %s", c, t)
 		}
 	}
 	return nil
@@ -1109,12 +1113,6 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 		}
 		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key, Header: c.Header, HeaderKey: c.HeaderKey})
 	}
-	if len(cs.Columns) == 0 {
-		return nil, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
-	}
-	if cs.Kind == catalog.Table && len(s.Schema.KeyIndexes()) == 0 {
-		return nil, Errorf(CodeSyntaxError, "table %s needs a PRIMARY KEY column", cs.Name)
-	}
 	topic, ok := cs.Props["KAFKA_TOPIC"]
 	if !ok {
 		return nil, Errorf(CodeInvalidParameter, "missing required property KAFKA_TOPIC in WITH (…)")
@@ -1127,17 +1125,32 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	if err := applyProps(cs.text, cs.Props, s); err != nil {
 		return nil, err
 	}
+	// The properties are checked first, as ksqlDB does: an unknown
+	// format is the error, not the columns it would have inferred.
+	if len(cs.Columns) == 0 {
+		return nil, Errorf(CodeSyntaxError, "No columns supplied. %s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
+	}
+	if cs.Kind == catalog.Table && len(s.Schema.KeyIndexes()) == 0 {
+		return nil, Errorf(CodeSyntaxError, "Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
+	}
 	s.Topic = topic.Value
 	setSubjects(s)
 	keys := s.Schema.KeyIndexes()
+	declaredKey := s.KeyFormat
 	if len(keys) == 0 {
 		s.KeyFormat = types.FormatNone
 	}
 	// Check that the formats can hold the columns now, not per record.
 	if _, err := types.NewDecoderOpts(s.KeyFormat, s.Schema, keys, s.KeyOptions); err != nil {
+		if s.KeyOptions.SchemaID != 0 && !types.InfersColumns(declaredKey) {
+			return nil, Errorf(CodeInvalidParameter, "KEY_FORMAT should support schema inference when KEY_SCHEMA_ID is provided. Current format is %s.", declaredKey)
+		}
 		return nil, keyFormatError(s.KeyFormat, s.Schema, err)
 	}
 	if _, err := types.NewDecoderOpts(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.ValueOptions); err != nil {
+		if s.ValueOptions.SchemaID != 0 && !types.InfersColumns(s.ValueFormat) {
+			return nil, Errorf(CodeInvalidParameter, "VALUE_FORMAT should support schema inference when VALUE_SCHEMA_ID is provided. Current format is %s.", s.ValueFormat)
+		}
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
 	return s, nil

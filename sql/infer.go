@@ -121,9 +121,9 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 			return got, err
 		}
 	}
-	if len(cs.Columns) == 0 {
-		return got, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
-	}
+	// A statement still without columns is refused by BindCreateSource,
+	// after its properties: an unknown format or a bad delimiter is the
+	// error ksqlDB gives first.
 	return got, nil
 }
 
