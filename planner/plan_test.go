@@ -286,7 +286,7 @@ func TestMissingKeys(t *testing.T) {
 	}
 	// What the user sees.
 	_, _, err := bind(cat, "CREATE STREAM x AS SELECT pageid FROM pageviews PARTITION BY UCASE(pageid) EMIT CHANGES")
-	if want := "must include the key column(s) KSQL_COL_0 in its projection"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "must include the partitioning expression UCASE(PAGEVIEWS.PAGEID) in its projection (eg, SELECT UCASE(PAGEVIEWS.PAGEID)...)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("CREATE STREAM without the key: error %v, want %q", err, want)
 	}
 }
@@ -316,7 +316,7 @@ func TestConstructorErrors(t *testing.T) {
 		{"SELECT * FROM pageviews PARTITION BY pageid, NULL EMIT CHANGES", "cannot PARTITION BY NULL"},
 		{"SELECT * FROM pageviews PARTITION BY pageid, pageid EMIT CHANGES", "PARTITION BY names PAGEID twice"},
 		// NewFlatMap
-		{"SELECT EXPLODE(viewtime) FROM pageviews EMIT CHANGES", "function EXPLODE does not accept (BIGINT)"},
+		{"SELECT EXPLODE(viewtime) FROM pageviews EMIT CHANGES", "Function 'EXPLODE' does not accept parameters (BIGINT)."},
 	} {
 		t.Run(tc.sql, func(t *testing.T) {
 			_, root, err := bind(cat, tc.sql)

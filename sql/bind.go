@@ -36,6 +36,9 @@ type binder struct {
 	join    *joinScope
 	lambdas []lambdaScope // innermost last
 	agg     *aggScope     // set while binding the SELECT list and HAVING of a GROUP BY
+	// clause is the clause being bound (SELECT, WHERE, PARTITION BY,
+	// GROUP BY, HAVING; "" elsewhere): ksqlDB's messages name it.
+	clause string
 	// windowed: the SELECT has a WINDOW clause, whose bounds only its
 	// SELECT list and HAVING see.
 	windowed bool
@@ -152,7 +155,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		node = scan
 	}
 	if s.Where != nil {
+		b.clause = "WHERE"
 		pred, err := b.expr(s.Where)
+		b.clause = ""
 		if err != nil {
 			return nil, whereError(err)
 		}
@@ -167,7 +172,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		var keyNames []string
 		gen := b.newAliasGen(sel)
 		for i, n := range sel.partitionExprs {
+			b.clause = "PARTITION BY"
 			e, err := b.expr(n)
+			b.clause = ""
 			if err != nil {
 				return nil, err
 			}
@@ -189,6 +196,8 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if s.GroupBy != nil || s.Having != nil || hasAggregate(s) {
 		return b.aggregateQuery(sel, node)
 	}
+	b.clause = "SELECT"
+	defer func() { b.clause = "" }()
 	if sel.window != nil {
 		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "WINDOW clause requires a GROUP BY clause")
 	}
@@ -503,6 +512,24 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 	return nil, Errorf(CodeFeatureNotSupport, "expression %s is not supported yet", restore(n))
 }
 
+// unresolved refuses the column name (qualified by qual, or "") that no
+// source in sources has, in ksqlDB's words, which name the clause.
+func (b *binder) unresolved(qual, name, sources string) error {
+	shown := name
+	at := func(format string, args ...any) error { return b.errAt(name, CodeUndefinedColumn, format, args...) }
+	if qual != "" {
+		shown = qual + "." + name
+		at = func(format string, args ...any) error { return b.qualErr(qual, name, CodeUndefinedColumn, format, args...) }
+	}
+	switch b.clause {
+	case "PARTITION BY":
+		return at("PARTITION BY column '%s' cannot be resolved. '%s' must be a column in the source schema since PARTITION BY is applied on the input.", shown, shown)
+	case "":
+		return at("column '%s' cannot be resolved. It is not a column of %s.", shown, sources)
+	}
+	return at("%s column '%s' cannot be resolved. It is not a column of %s.", b.clause, shown, sources)
+}
+
 func restore(n ast.Node) string {
 	var sb strings.Builder
 	if err := n.Restore(newRestoreCtx(&sb)); err != nil {
@@ -537,7 +564,7 @@ func (b *binder) column(cn *ast.ColumnName) (expr.Expr, error) {
 		return nil, b.errAt(name, CodeFeatureNotSupport, "Window bounds column %s can only be used in the SELECT clause of windowed aggregations", name)
 	}
 	if i < 0 {
-		return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, b.src.Name)
+		return nil, b.unresolved(cn.Table.O, name, b.src.Name)
 	}
 	c := b.schema.Columns[i]
 	return &expr.Column{Index: i, Name: c.Name, T: c.Type}, nil
@@ -651,9 +678,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	} else if len(missing) > 0 && join != nil {
 		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name
 		tkey := join.RightName + "." + join.Right.Schema().Columns[join.RightKey].Name
-		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the join expressions %s or %s in its projection (eg, SELECT %s …)", ca.Name, key, tkey, key)
+		return nil, Errorf(CodeSyntaxError, "The query used to build `%s` must include the join expressions %s or %s in its projection (eg, SELECT %s...).", ca.Name, key, tkey, key)
 	} else if len(missing) > 0 {
-		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the key column(s) %s in its projection", ca.Name, strings.Join(missing, ", "))
+		return nil, missingKeyError(ca.Name, q.Root, proj)
 	}
 	in := planner.Sources(q.Root)[0]
 	windowType, windowSize := in.WindowType, in.WindowSizeMs
@@ -671,7 +698,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		// they must be named otherwise, as in ksqlDB.
 		for _, c := range proj.Schema().Columns {
 			if c.Name == types.WindowStart || c.Name == types.WindowEnd {
-				return nil, createAsBinder(ca).errAt(c.Name, CodeDuplicateObject, "reserved column name in select: %s; remove or alias the column (AS)", c.Name)
+				return nil, createAsBinder(ca).errAt(c.Name, CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", c.Name)
 			}
 		}
 	}
@@ -861,6 +888,71 @@ func holdsMap(t types.Type) bool {
 }
 
 // findAggregate returns the aggregation in a linear plan, or nil.
+// missingKeyError refuses a CREATE … AS SELECT whose projection lacks
+// some of its result's key columns, in ksqlDB's words: they come from the
+// GROUP BY, the PARTITION BY or the source's key.
+func missingKeyError(sink string, root planner.Node, proj *planner.Project) error {
+	what, shown := "key column", []string{}
+	switch rk := findRekey(root); {
+	case findAggregate(root) != nil:
+		what = "grouping expression"
+		for _, g := range findAggregate(root).GroupBy {
+			shown = append(shown, ksqlText(g))
+		}
+	case rk != nil && len(rk.Exprs) > 0:
+		what = "partitioning expression"
+		src := planner.Sources(root)[0].Name
+		for _, e := range rk.Exprs {
+			shown = append(shown, qualifiedText(e, src))
+		}
+	default:
+		in := proj.Input.Schema()
+		for _, k := range in.KeyIndexes() {
+			shown = append(shown, in.Columns[k].Name)
+		}
+	}
+	list := shown[0]
+	if len(shown) > 1 {
+		what += "s"
+		list = strings.Join(shown[:len(shown)-1], ", ") + " and " + shown[len(shown)-1]
+	}
+	msg := fmt.Sprintf("The query used to build `%s` must include the %s %s in its projection (eg, SELECT %s...).", sink, what, list, strings.Join(shown, ", "))
+	if missing := proj.MissingKeys(); strings.HasPrefix(what, "key") && len(missing) < len(shown) {
+		msg += " Missing: " + strings.Join(missing, ", ") + "."
+	}
+	return Errorf(CodeSyntaxError, "%s", msg)
+}
+
+// qualifiedText is e as ksqlDB's messages print a PARTITION BY
+// expression: its columns qualified with the source's name.
+func qualifiedText(e expr.Expr, src string) string {
+	switch x := e.(type) {
+	case *expr.Column:
+		return src + "." + x.Name
+	case *expr.Call:
+		args := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = qualifiedText(a, src)
+		}
+		return x.Fn.Name + "(" + strings.Join(args, ", ") + ")"
+	}
+	return ksqlText(e)
+}
+
+func findRekey(n planner.Node) *planner.Rekey {
+	for n != nil {
+		if r, ok := n.(*planner.Rekey); ok {
+			return r
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	return nil
+}
+
 func findAggregate(n planner.Node) *planner.Aggregate {
 	for n != nil {
 		if a, ok := n.(*planner.Aggregate); ok {
@@ -1049,7 +1141,7 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 	case s.WindowType == types.NoWindow && s.WindowSizeMs > 0:
 		return bad(props["WINDOW_SIZE"], "WINDOW_SIZE needs WINDOW_TYPE")
 	case s.WindowType == types.Session && s.WindowSizeMs > 0:
-		return bad(props["WINDOW_SIZE"], "'WINDOW_SIZE' should not be set for SESSION windows: it applies to TUMBLING and HOPPING windows")
+		return bad(props["WINDOW_SIZE"], "'WINDOW_SIZE' should not be set for SESSION windows. It applies to TUMBLING and HOPPING windows.")
 	case (s.WindowType == types.Tumbling || s.WindowType == types.Hopping) && s.WindowSizeMs == 0:
 		return bad(props["WINDOW_TYPE"], "WINDOW_TYPE %s needs WINDOW_SIZE", s.WindowType)
 	}
@@ -1127,6 +1219,9 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	}
 	// The properties are checked first, as ksqlDB does: an unknown
 	// format is the error, not the columns it would have inferred.
+	if s.ValueOptions.Delimiter != 0 && s.ValueFormat != types.FormatDelimited {
+		return nil, errorAt(cs.text, cs.Props["VALUE_DELIMITER"].Pos, CodeInvalidParameter, "%s does not support the following configs: [delimiter]; only DELIMITED takes a delimiter", s.ValueFormat)
+	}
 	if len(cs.Columns) == 0 {
 		return nil, Errorf(CodeSyntaxError, "No columns supplied. %s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
 	}

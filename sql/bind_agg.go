@@ -119,7 +119,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 			// is the constant.
 			item.Expr = ast.NewValueExpr(int64(p.N), "", "")
 		}
+		b.clause = "GROUP BY"
 		g, err := b.expr(item.Expr)
+		b.clause = ""
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +161,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		if f.WildCard != nil {
 			return nil, b.errAt("*", CodeFeatureNotSupport, "SELECT * cannot be combined with GROUP BY")
 		}
+		b.clause = "SELECT"
 		e, err := b.expr(f.Expr)
+		b.clause = ""
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +181,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	}
 	var having expr.Expr
 	if s.Having != nil {
+		b.clause = "HAVING"
 		h, err := b.expr(s.Having.Expr)
+		b.clause = ""
 		if err != nil {
 			return nil, err
 		}

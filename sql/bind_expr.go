@@ -302,7 +302,7 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		if _, isTable := expr.LookupTable(name); isTable {
 			return nil, b.errAt(name, CodeFeatureNotSupport, "table function %s is only allowed as a whole item of the SELECT list", name)
 		}
-		return nil, b.errAt(name, CodeUndefinedFunction, "unknown function %s", name)
+		return nil, b.errAt(name, CodeUndefinedFunction, "Can't find any functions with the name '%s'", name)
 	}
 	args := make([]expr.Expr, len(n.Args))
 	argTypes := make([]types.Type, 0, len(n.Args))

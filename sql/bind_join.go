@@ -500,7 +500,7 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			if js.on {
 				return nil, b.qualErr(q, name, CodeUndefinedColumn, "JOIN ON column '%s.%s' cannot be resolved.", q, name)
 			}
-			return nil, b.qualErr(q, name, CodeUndefinedColumn, "column %s.%s does not exist: %s has no column %s", q, name, side.src.Name, name)
+			return nil, b.unresolved(q, name, side.src.Name)
 		}
 	} else {
 		var found []*joinSide
@@ -528,7 +528,7 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			for k, l := range js.leaves {
 				names[k] = l.src.Name
 			}
-			return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, strings.Join(names, " or "))
+			return nil, b.unresolved("", name, strings.Join(names, " or "))
 		}
 	}
 	c := b.schema.Columns[side.offset+i]
