@@ -519,7 +519,9 @@ func (b *binder) unresolved(qual, name, sources string) error {
 	at := func(format string, args ...any) error { return b.errAt(name, CodeUndefinedColumn, format, args...) }
 	if qual != "" {
 		shown = qual + "." + name
-		at = func(format string, args ...any) error { return b.qualErr(qual, name, CodeUndefinedColumn, format, args...) }
+		at = func(format string, args ...any) error {
+			return b.qualErr(qual, name, CodeUndefinedColumn, format, args...)
+		}
 	}
 	switch b.clause {
 	case "PARTITION BY":
