@@ -69,7 +69,7 @@ func resolveUser(e Expr, target types.Type) (types.Type, error) {
 		return target, nil
 	}
 	mismatch := func() error {
-		return typeErrorf("operator does not exist: %s = %s (%s)\nHint: You might need to add explicit type casts.", target, et, e)
+		return typeErrorf("operator does not exist: %s = %s (%s)\nHint: You might need to add explicit type casts.", target.Quoted(), et.Quoted(), e)
 	}
 	switch n := e.(type) {
 	case *Array:
@@ -332,7 +332,7 @@ func convertUser(e Expr, t types.Type) (Expr, error) {
 		return nil, typeErrorf("invalid input syntax for type %s: %q.", baseName(t), fmt.Sprint(e))
 	}
 	if !castable(et, t) {
-		return nil, typeErrorf("operator does not exist: %s = %s (%s)\nHint: You might need to add explicit type casts.", t, et, e)
+		return nil, typeErrorf("operator does not exist: %s = %s (%s)\nHint: You might need to add explicit type casts.", t.Quoted(), et.Quoted(), e)
 	}
 	return &Cast{X: e, T: t, Implicit: true}, nil
 }

@@ -302,8 +302,8 @@ func TestConstructorErrors(t *testing.T) {
 		{"SELECT userid, pageid AS userid FROM pageviews EMIT CHANGES", "Duplicate value columns found in schema: `USERID` STRING; give one an alias with AS"},
 		{"SELECT pageid AS p, viewtime AS p FROM pageviews EMIT CHANGES", "Duplicate value columns found in schema: `P` BIGINT; give one an alias with AS"},
 		{"SELECT pageid, COUNT(*) AS pageid FROM pageviews GROUP BY pageid EMIT CHANGES", "Duplicate value columns found in schema: `PAGEID` BIGINT; give one an alias with AS"},
-		{"SELECT userid, NULL FROM pageviews EMIT CHANGES", "cannot infer the type of NULL; CAST it"},
-		{"SELECT userid, NULL AS n FROM pageviews EMIT CHANGES", "cannot infer the type of NULL; CAST it"},
+		{"SELECT userid, NULL FROM pageviews EMIT CHANGES", "Can't infer a type of null. Please explicitly cast it"},
+		{"SELECT userid, NULL AS n FROM pageviews EMIT CHANGES", "Can't infer a type of null. Please explicitly cast it"},
 		// NewFilter
 		{"SELECT * FROM pageviews WHERE viewtime EMIT CHANGES", "WHERE needs a BOOLEAN expression, got BIGINT"},
 		{"SELECT * FROM pageviews WHERE pageid EMIT CHANGES", "WHERE needs a BOOLEAN expression, got STRING"},

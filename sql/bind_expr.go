@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -56,7 +57,7 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		}
 		e, err := expr.NewIn(x, list, n.Not)
 		if err != nil {
-			return nil, true, b.typeErr("IN", err)
+			return nil, true, b.typeErr("IN", fmt.Errorf("Invalid Predicate: %w", err))
 		}
 		return b.nulls(e), true, nil
 	case *ast.BetweenExpr:
@@ -202,6 +203,9 @@ func (b *binder) special(n *ast.FuncCallExpr) (expr.Expr, bool, error) {
 		}
 		e, err := expr.NewCast(x, t)
 		if err != nil {
+			if b.clause == "SELECT" {
+				err = fmt.Errorf("Invalid Select: %w", err)
+			}
 			return nil, true, b.typeErr("CAST", err)
 		}
 		return e, true, nil
