@@ -507,6 +507,9 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 	case *ast.FuncCallExpr:
 		return b.call(n)
 	case *ast.AggregateFuncExpr:
+		if b.clause == "GROUP BY" {
+			return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "GROUP BY does not support aggregate functions: %s is an aggregate function.", strings.ToUpper(n.F))
+		}
 		return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "aggregate function %s needs GROUP BY, which is not supported yet", strings.ToUpper(n.F))
 	}
 	return nil, Errorf(CodeFeatureNotSupport, "expression %s is not supported yet", restore(n))

@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,11 +57,70 @@ func (v *aggFinder) Enter(n ast.Node) (ast.Node, bool) {
 
 func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
+// notGrouped ends the error of a column outside GROUP BY and outside an
+// aggregate.
+const notGrouped = "must be in GROUP BY or inside an aggregate function"
+
+// nonAggregateError words err, binding the first of fields, as ksqlDB
+// does when it is a column outside GROUP BY and any aggregate: it names
+// every such SELECT expression from that one on, as ksqlDB prints them.
+func (b *binder) nonAggregateError(err error, fields []*ast.SelectField) error {
+	var se *Error
+	if !errors.As(err, &se) || !strings.HasSuffix(se.Msg, notGrouped) {
+		return err
+	}
+	var shown []string
+	for i, f := range fields {
+		if i > 0 {
+			b.clause = "SELECT"
+			_, ferr := b.expr(f.Expr)
+			b.clause = ""
+			var fe *Error
+			if !errors.As(ferr, &fe) || !strings.HasSuffix(fe.Msg, notGrouped) {
+				continue
+			}
+		}
+		// The expression as ksqlDB prints it: bound over the input rows.
+		agg := b.agg
+		b.agg = nil
+		e, berr := b.expr(f.Expr)
+		b.agg = agg
+		if berr != nil {
+			shown = append(shown, restore(f.Expr))
+			continue
+		}
+		shown = append(shown, ksqlText(e))
+	}
+	c := *se
+	c.Msg = "Non-aggregate SELECT expression(s) not part of GROUP BY: " + strings.Join(shown, ", ") +
+		"\nEither add the column(s) to the GROUP BY or remove them from the SELECT (" + se.Msg + ")."
+	return &c
+}
+
 // aggregateQuery binds the GROUP BY, aggregates, HAVING and SELECT list of
 // a query whose input plan is node.
 func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query, error) {
 	s := sel.stmt
 	if s.GroupBy == nil {
+		// ksqlDB names the SELECT expressions without an aggregate.
+		var shown []string
+		for _, f := range s.Fields.Fields {
+			found := false
+			if f.Expr != nil {
+				f.Expr.Accept(&aggFinder{found: &found})
+			}
+			if found || f.Expr == nil {
+				continue
+			}
+			if e, err := b.expr(f.Expr); err == nil {
+				shown = append(shown, ksqlText(e))
+			} else {
+				shown = append(shown, restore(f.Expr))
+			}
+		}
+		if len(shown) > 0 {
+			return nil, b.errAt("SELECT", CodeFeatureNotSupport, "Non-aggregate SELECT expression(s) not part of GROUP BY: %s\nEither add the column(s) to the GROUP BY or remove them from the SELECT (aggregates need GROUP BY).", strings.Join(shown, ", "))
+		}
 		return nil, b.errAt("SELECT", CodeFeatureNotSupport, "aggregates need GROUP BY")
 	}
 	if s.OrderBy != nil {
@@ -165,6 +225,12 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		e, err := b.expr(f.Expr)
 		b.clause = ""
 		if err != nil {
+			err = b.nonAggregateError(err, s.Fields.Fields[i:])
+			if se, ok := err.(*Error); ok && !hasAggregate(s) && s.Having == nil && strings.HasPrefix(se.Msg, "Non-aggregate") {
+				c := *se
+				c.Msg = "GROUP BY requires aggregate functions in either the SELECT or HAVING clause.\n" + c.Msg
+				return nil, &c
+			}
 			return nil, err
 		}
 		name := f.AsName.O
@@ -185,6 +251,12 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		h, err := b.expr(s.Having.Expr)
 		b.clause = ""
 		if err != nil {
+			var se *Error
+			if errors.As(err, &se) && strings.HasSuffix(se.Msg, notGrouped) {
+				c := *se
+				c.Msg = "Non-aggregate HAVING expression not part of GROUP BY: " + strings.Fields(se.Msg)[1] + "\n" + se.Msg
+				return nil, &c
+			}
 			return nil, err
 		}
 		having = h
@@ -290,7 +362,7 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 			}
 			return &expr.Column{Index: i, Name: name, T: types.BigintType}, true, nil
 		}
-		return nil, true, b.errAt(n.Name.Name.O, CodeSyntaxError, "column %s must be in GROUP BY or inside an aggregate function", n.Name.Name.O)
+		return nil, true, b.errAt(n.Name.Name.O, CodeSyntaxError, "column %s %s", n.Name.Name.O, notGrouped)
 	default:
 		return nil, false, nil
 	}
