@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -152,7 +153,7 @@ func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result
 		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "stream or table %s does not exist", st.Target)
 	}
 	if target.IsSource {
-		return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
+		return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot insert values into read-only %s: %s", strings.ToLower(target.Kind.String()), target.Name)
 	}
 	rows, err := sql.BindInsert(st, target)
 	if err != nil {

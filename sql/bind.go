@@ -199,7 +199,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	b.clause = "SELECT"
 	defer func() { b.clause = "" }()
 	if sel.window != nil {
-		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "WINDOW clause requires a GROUP BY clause")
+		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "WINDOW clause requires a GROUP BY clause.")
 	}
 	switch {
 	case s.OrderBy != nil:
@@ -587,7 +587,7 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 	case driver.KindUint64:
 		u := v.GetUint64()
 		if u > 1<<63-1 {
-			return nil, Errorf(CodeInvalidParameter, "integer %d out of BIGINT range", u)
+			return nil, Errorf(CodeInvalidParameter, "Invalid numeric literal: %d: out of BIGINT range", u)
 		}
 		return expr.IntLiteral(int64(u)), nil
 	case driver.KindFloat32, driver.KindFloat64:
@@ -1417,10 +1417,10 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 		return nil, NameError(is, CodeUndefinedTable, "stream %s does not exist", is.Target)
 	}
 	if target.Kind != catalog.Stream {
-		return nil, NameError(is, CodeFeatureNotSupport, "INSERT INTO … SELECT writes streams; %s is a %s", target.Name, target.Kind)
+		return nil, NameError(is, CodeFeatureNotSupport, "INSERT INTO can only be used to insert into a stream. %s is a %s.", target.Name, strings.ToLower(target.Kind.String()))
 	}
 	if target.IsSource {
-		return nil, NameError(is, CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
+		return nil, NameError(is, CodeFeatureNotSupport, "Cannot insert into read-only %s: %s", strings.ToLower(target.Kind.String()), target.Name)
 	}
 	if len(target.Schema.HeaderIndexes()) > 0 {
 		return nil, NameError(is, CodeFeatureNotSupport, "Cannot insert into %s because it has header columns", target.Name)
@@ -1440,7 +1440,14 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 	}
 	got, want := q.Root.Schema(), target.Schema
 	if got.String() != want.String() {
-		return nil, Errorf(CodeDatatypeMismatch, "incompatible schema: INSERT INTO %s needs (%s), the query gives (%s)", target.Name, want, got)
+		all := func(s types.Schema) []int {
+			cols := make([]int, len(s.Columns))
+			for i := range cols {
+				cols[i] = i
+			}
+			return cols
+		}
+		return nil, Errorf(CodeDatatypeMismatch, "Incompatible schema between results and sink (INSERT INTO %s).\nResult schema is %s\nSink schema is %s", target.Name, types.ColumnsText(got, all(got)), types.ColumnsText(want, all(want)))
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
 }

@@ -153,7 +153,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		}
 		window = ws
 	} else if sel.Emit == "FINAL" {
-		return nil, b.errAt("FINAL", CodeFeatureNotSupport, "EMIT FINAL is only supported for windowed aggregations")
+		return nil, b.errAt("FINAL", CodeFeatureNotSupport, "EMIT FINAL is only supported for windowed aggregations.")
 	}
 	scope := &aggScope{input: b.schema, windowed: window != nil}
 	// The SELECT list's unnamed expressions are named first, in order, as
