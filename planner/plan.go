@@ -57,7 +57,7 @@ type Filter struct {
 // NewFilter checks that pred is a boolean over input's rows.
 func NewFilter(input Node, pred expr.Expr) (*Filter, error) {
 	if k := pred.Type().Kind; k != types.Boolean && k != types.Unknown {
-		return nil, fmt.Errorf("WHERE needs a BOOLEAN expression, got %s", pred.Type())
+		return nil, fmt.Errorf("Should evaluate to boolean but is %s (%s) instead.", strings.ReplaceAll(pred.String(), " := ", ":="), pred.Type().Quoted())
 	}
 	return &Filter{Input: input, Predicate: pred}, nil
 }

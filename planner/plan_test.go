@@ -305,10 +305,10 @@ func TestConstructorErrors(t *testing.T) {
 		{"SELECT userid, NULL FROM pageviews EMIT CHANGES", "Can't infer a type of null. Please explicitly cast it"},
 		{"SELECT userid, NULL AS n FROM pageviews EMIT CHANGES", "Can't infer a type of null. Please explicitly cast it"},
 		// NewFilter
-		{"SELECT * FROM pageviews WHERE viewtime EMIT CHANGES", "WHERE needs a BOOLEAN expression, got BIGINT"},
-		{"SELECT * FROM pageviews WHERE pageid EMIT CHANGES", "WHERE needs a BOOLEAN expression, got STRING"},
-		{"SELECT * FROM users WHERE level", "WHERE needs a BOOLEAN expression, got INTEGER"},
-		{"SELECT pageid, COUNT(*) AS n FROM pageviews GROUP BY pageid HAVING COUNT(*) EMIT CHANGES", "needs a BOOLEAN expression, got BIGINT"},
+		{"SELECT * FROM pageviews WHERE viewtime EMIT CHANGES", "Should evaluate to boolean but is VIEWTIME (BIGINT) instead."},
+		{"SELECT * FROM pageviews WHERE pageid EMIT CHANGES", "Should evaluate to boolean but is PAGEID (STRING) instead."},
+		{"SELECT * FROM users WHERE level", "Should evaluate to boolean but is LEVEL (INTEGER) instead."},
+		{"SELECT pageid, COUNT(*) AS n FROM pageviews GROUP BY pageid HAVING COUNT(*) EMIT CHANGES", "Type error in HAVING expression: Should evaluate to boolean but is COUNT() (BIGINT) instead."},
 		// NewAggregate
 		{"SELECT COUNT(*) AS n FROM pageviews GROUP BY NULL EMIT CHANGES", "cannot GROUP BY NULL"},
 		{"SELECT attrs, COUNT(*) AS n FROM events GROUP BY attrs EMIT CHANGES", "cannot GROUP BY a value of type MAP<STRING, INTEGER>"},

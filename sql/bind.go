@@ -163,7 +163,7 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		f, err := planner.NewFilter(node, pred)
 		if err != nil {
-			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
+			return nil, Errorf(CodeDatatypeMismatch, "Type error in WHERE expression: %v", err)
 		}
 		node = f
 	}
@@ -1205,7 +1205,7 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	for _, c := range cs.Columns {
 		for _, p := range append(types.PseudoColumns[:len(types.PseudoColumns):len(types.PseudoColumns)], types.WindowColumns...) {
 			if c.Name == p.Name {
-				return nil, errorAt(cs.text, c.Pos, CodeDuplicateObject, "%s is a reserved column name", c.Name)
+				return nil, errorAt(cs.text, c.Pos, CodeDuplicateObject, "'%s' is a reserved column name. You cannot use it as a name for a column.", c.Name)
 			}
 		}
 		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key, Header: c.Header, HeaderKey: c.HeaderKey})
@@ -1473,7 +1473,7 @@ func ksqlTypeText(e expr.Expr) string {
 	if untypedNull(e) {
 		return "null"
 	}
-	return e.Type().String()
+	return e.Type().Quoted()
 }
 
 // ksqlCompareOps are ksqlDB's names of the comparison operators, as its

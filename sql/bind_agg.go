@@ -57,6 +57,26 @@ func (v *aggFinder) Enter(n ast.Node) (ast.Node, bool) {
 
 func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
+// tableAggregateMessage refuses the aggregate fn over a table: it cannot
+// take a changed row back out of its group. ksqlDB's words name the
+// functions it refuses so.
+func tableAggregateMessage(fn string) string {
+	switch fn {
+	case "LATEST_BY_OFFSET", "MIN", "MAX":
+		return "The aggregation functions LATEST_BY_OFFSET, MIN and MAX cannot be applied to a table source, only to a stream source (" + fn + " cannot take a changed row back out of its group)."
+	}
+	return fn + " cannot aggregate a table (it cannot take a changed row back out); use it on a stream"
+}
+
+// aggText is the aggregate call as ksqlDB prints it: SUM(VALUE).
+func aggText(c *planner.AggCall) string {
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = ksqlText(a)
+	}
+	return c.Fn.Name + "(" + strings.Join(args, ", ") + ")"
+}
+
 // notGrouped ends the error of a column outside GROUP BY and outside an
 // aggregate.
 const notGrouped = "must be in GROUP BY or inside an aggregate function"
@@ -257,6 +277,15 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 				c.Msg = "Non-aggregate HAVING expression not part of GROUP BY: " + strings.Fields(se.Msg)[1] + "\n" + se.Msg
 				return nil, &c
 			}
+			if errors.As(err, &se) && strings.HasPrefix(se.Msg, "Cannot compare ") {
+				// ksqlDB names an aggregate by its call, not its column.
+				c := *se
+				for i := len(scope.aggs) - 1; i >= 0; i-- {
+					c.Msg = strings.ReplaceAll(c.Msg, "KSQL_AGG_"+strconv.Itoa(i)+" ", aggText(scope.aggs[i])+" ")
+				}
+				c.Msg = "Error in HAVING expression: " + c.Msg
+				return nil, &c
+			}
 			return nil, err
 		}
 		having = h
@@ -280,7 +309,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 				c.Fn = c.Fn.ForTable()
 			}
 			if _, ok := c.NewAccumulator().(expr.Undoer); !ok {
-				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s cannot aggregate a table (it cannot take a changed row back out); use it on a stream", c.Fn.Name)
+				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s", tableAggregateMessage(c.Fn.Name))
 			}
 		}
 		agg.FromTable = true
@@ -299,7 +328,11 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	if having != nil {
 		f, err := planner.NewFilter(node, having)
 		if err != nil {
-			return nil, b.errAt("HAVING", CodeDatatypeMismatch, "%v", err)
+			msg := err.Error()
+			for i := len(scope.aggs) - 1; i >= 0; i-- {
+				msg = strings.ReplaceAll(msg, "KSQL_AGG_"+strconv.Itoa(i)+" ", aggText(scope.aggs[i])+" ")
+			}
+			return nil, b.errAt("HAVING", CodeDatatypeMismatch, "Type error in HAVING expression: %s", msg)
 		}
 		node = f
 	}

@@ -339,6 +339,16 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 	}
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
+		if unit, ok := args[0].(*expr.Literal); ok && strings.Contains(err.Error(), "unknown time unit") {
+			// DATEADD(d, 5, d): ksqlDB reads the unit as the column.
+			if i := b.schema.Index(strings.ToUpper(string(unit.V.B))); i >= 0 {
+				parts := []string{b.schema.Columns[i].Type.Quoted()}
+				for _, t := range argTypes[1:] {
+					parts = append(parts, t.Quoted())
+				}
+				return nil, b.errAt(name, CodeUndefinedFunction, "Function '%s' does not accept parameters (%s). %v", name, strings.Join(parts, ", "), err)
+			}
+		}
 		return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
 	}
 	if b.sqlNulls && (name == "CEIL" || name == "FLOOR") && len(args) == 1 && args[0].Type().Kind == types.Decimal {
