@@ -781,6 +781,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		target.KeyFormat = types.FormatNone
 	}
 	if _, err := types.NewEncoderOpts(target.KeyFormat, target.Schema, target.Schema.KeyIndexes(), target.KeyOptions); err != nil {
+		if dup := duplicateKeyError(proj, aggregate); dup != nil {
+			return nil, dup
+		}
 		return nil, keyFormatError(target.KeyFormat, target.Schema, err)
 	}
 	if _, err := types.NewEncoderOpts(target.ValueFormat, target.Schema, target.Schema.ValueIndexes(), target.ValueOptions); err != nil {
@@ -856,6 +859,29 @@ func checkProjection(ca *CreateAs, proj *planner.Project, join bool) error {
 	return nil
 }
 
+// duplicateKeyError refuses a projection that selects an input key column
+// more than once (each a key column of the result), in ksqlDB's words;
+// nil if it does not.
+func duplicateKeyError(proj *planner.Project, aggregate bool) error {
+	in := proj.Input.Schema()
+	for _, k := range in.KeyIndexes() {
+		var as []string
+		for i, e := range proj.Exprs {
+			if c, ok := e.(*expr.Column); ok && c.Index == k {
+				as = append(as, proj.Schema().Columns[i].Name)
+			}
+		}
+		if len(as) < 2 {
+			continue
+		}
+		if aggregate {
+			return Errorf(CodeDuplicateObject, "The projection contains a key column more than once: `%s`.", strings.Join(as, "` and `"))
+		}
+		return Errorf(CodeDuplicateObject, "The projection contains a key column (`%s`) more than once, aliased as: %s.", in.Columns[k].Name, strings.Join(as, " and "))
+	}
+	return nil
+}
+
 // keyFormatError is err, the key format's refusal of s's key columns,
 // as ksqlDB words it: a key column holding a MAP is refused for that
 // whatever the format; otherwise the format, the key columns and the
@@ -900,9 +926,17 @@ func missingKeyError(sink string, root planner.Node, proj *planner.Project) erro
 	what, shown := "key column", []string{}
 	switch rk := findRekey(root); {
 	case findAggregate(root) != nil:
+		// ksqlDB names the grouping expressions whose key is missing.
 		what = "grouping expression"
-		for _, g := range findAggregate(root).GroupBy {
-			shown = append(shown, ksqlText(g))
+		in := proj.Input.Schema()
+		missing := proj.MissingKeys()
+		for i, g := range findAggregate(root).GroupBy {
+			if k := in.KeyIndexes(); i < len(k) && slices.Contains(missing, in.Columns[k[i]].Name) {
+				shown = append(shown, ksqlText(g))
+			}
+		}
+		if len(shown) == 0 {
+			shown = missing
 		}
 	case rk != nil && len(rk.Exprs) > 0:
 		what = "partitioning expression"
@@ -1464,7 +1498,11 @@ func ksqlText(e expr.Expr) string {
 	if untypedNull(e) {
 		return "null"
 	}
-	return strings.ReplaceAll(e.String(), " := ", ":=")
+	s := strings.ReplaceAll(e.String(), " := ", ":=")
+	if strings.Contains(s, " || ") && !strings.Contains(s, "'") {
+		s = strings.ReplaceAll(s, " || ", " + ") // ksqlDB's string concatenation
+	}
+	return s
 }
 
 // ksqlTypeText is e's type as ksqlDB's messages name it (an untyped

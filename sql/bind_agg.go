@@ -245,6 +245,13 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		e, err := b.expr(f.Expr)
 		b.clause = ""
 		if err != nil {
+			for _, f := range s.Fields.Fields {
+				if call, ok := unparen(f.Expr).(*ast.FuncCallExpr); ok {
+					if _, isTable := expr.LookupTable(strings.TrimPrefix(strings.ToUpper(call.FnName.O), "__")); isTable {
+						return nil, b.errAt(strings.TrimPrefix(strings.ToUpper(call.FnName.O), "__"), CodeFeatureNotSupport, "Table functions cannot be used with aggregations.")
+					}
+				}
+			}
 			err = b.nonAggregateError(err, s.Fields.Fields[i:])
 			if se, ok := err.(*Error); ok && !hasAggregate(s) && s.Having == nil && strings.HasPrefix(se.Msg, "Non-aggregate") {
 				c := *se

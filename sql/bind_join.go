@@ -272,6 +272,17 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	case left.src.Kind == catalog.Table && right.src.Kind == catalog.Stream:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Invalid join order: table-stream joins are not supported; only stream-table joins. Got %s.", got)
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && within == nil:
+		if j.On != nil {
+			// ksqlDB reports a bad ON condition before the missing
+			// WITHIN.
+			b.join, b.schema = js, planner.JoinSchema(left.schema, right.schema, left.name, right.name)
+			js.on = true
+			_, _, err := b.joinCondition(j.On.Expr)
+			js.on = false
+			if err != nil {
+				return nil, err
+			}
+		}
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. To learn about how to specify a WITHIN clause with a stream-stream join, please visit: https://docs.confluent.io/current/ksql/docs/syntax-reference.html#create-stream-as-select")
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream:
 		return b.bindStreamJoin(j, js, typ, within)
@@ -419,6 +430,27 @@ func coPartitioned(a, b *catalog.Source) bool {
 // joinCondition binds ON's a = b and returns the side of the stream
 // (left) and of the table (right), in that order whichever way they were
 // written.
+// ksqlCondition is a join condition of ANDs and ORs of comparisons as
+// ksqlDB prints it: each operation in parentheses, ((A = B) AND (C = D)).
+func ksqlCondition(n ast.ExprNode) string {
+	switch x := n.(type) {
+	case *ast.ParenthesesExpr:
+		return ksqlCondition(x.Expr)
+	case *ast.BinaryOperationExpr:
+		op := map[opcode.Op]string{opcode.LogicAnd: "AND", opcode.LogicOr: "OR", opcode.EQ: "=", opcode.NE: "<>",
+			opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">="}[x.Op]
+		if op != "" {
+			return "(" + ksqlCondition(x.L) + " " + op + " " + ksqlCondition(x.R) + ")"
+		}
+	case *ast.ColumnNameExpr:
+		if t := x.Name.Table.O; t != "" {
+			return t + "." + x.Name.Name.O
+		}
+		return x.Name.Name.O
+	}
+	return strings.ReplaceAll(restore(n), "`", "")
+}
+
 func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err error) {
 	for {
 		p, ok := on.(*ast.ParenthesesExpr)
@@ -429,7 +461,7 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 	}
 	bin, ok := on.(*ast.BinaryOperationExpr)
 	if ok && (bin.Op == opcode.LogicAnd || bin.Op == opcode.LogicOr) {
-		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins on multiple conditions are not yet supported. Got %s.", b.onText())
+		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins on multiple conditions are not yet supported. Got %s.", ksqlCondition(on))
 	}
 	if !ok || bin.Op != opcode.EQ {
 		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join's condition is left_expression = right_expression (ANDed, for a table with several key columns). Got %s.", b.onText())
@@ -494,7 +526,7 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			}
 		}
 		if side == nil {
-			return nil, b.qualErr(q, name, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
+			return nil, b.qualErr(q, name, CodeUndefinedTable, "Failed to prepare statement: '%s' is not a valid stream/table name or alias.", q)
 		}
 		if i = side.schema.Index(name); i < 0 {
 			if js.on {

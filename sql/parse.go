@@ -395,7 +395,7 @@ func (p *parser) typ() (types.Type, error) {
 		return st, nil
 	}
 	if !p.customTypes || p.peek().kind == tPunct && (p.peek().text == "(" || p.peek().text == "<") {
-		return types.Type{}, errorAt(p.text, t.pos, CodeUndefinedObject, "unknown type %s", p.text[t.pos:t.end])
+		return types.Type{}, errorAt(p.text, t.pos, CodeUndefinedObject, "%s", unknownType(p.text[t.pos:t.end]))
 	}
 	// A custom type (CREATE TYPE), resolved before binding.
 	return customRef(t.text), nil

@@ -3,6 +3,7 @@ package types
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -115,6 +116,9 @@ func newAvroCodec(s Schema, cols []int, wrap bool, o FormatOptions) (*avroCodec,
 	c.own = AvroSchema(c.names, c.types, wrap, name)
 	sch, err := avro.Parse(c.own)
 	if err != nil {
+		if o.FullName != "" && strings.TrimSpace(o.FullName) == "" {
+			return nil, fmt.Errorf("fullSchemaName cannot be empty. Format configuration: {fullSchemaName=}")
+		}
 		for _, n := range c.names {
 			if n != "" && !(n[0] == '_' || n[0] >= 'A' && n[0] <= 'Z' || n[0] >= 'a' && n[0] <= 'z') {
 				return nil, fmt.Errorf("Schema is not compatible with Avro: Illegal initial character: %s", n)
