@@ -339,7 +339,7 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 	}
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
-		if unit, ok := args[0].(*expr.Literal); ok && strings.Contains(err.Error(), "unknown time unit") {
+		if unit, ok := firstArg(args).(*expr.Literal); ok && strings.Contains(err.Error(), "unknown time unit") {
 			// DATEADD(d, 5, d): ksqlDB reads the unit as the column.
 			if i := b.schema.Index(strings.ToUpper(string(unit.V.B))); i >= 0 {
 				parts := []string{b.schema.Columns[i].Type.Quoted()}
@@ -494,4 +494,12 @@ func parseTimeLiteral(s string) (int64, error) {
 		}
 	}
 	return 0, err
+}
+
+// firstArg is args[0], or nil for no arguments.
+func firstArg(args []expr.Expr) expr.Expr {
+	if len(args) == 0 {
+		return nil
+	}
+	return args[0]
 }
