@@ -234,7 +234,7 @@ func NewRekey(input Node, exprs []expr.Expr, names []string) (*Rekey, error) {
 	}
 	for i, e := range exprs {
 		if e.Type().Kind == types.Unknown {
-			return nil, fmt.Errorf("cannot PARTITION BY NULL")
+			return nil, fmt.Errorf("Cannot PARTITION BY multiple columns including NULL")
 		}
 		if c, ok := e.(*expr.Column); ok && !in.Columns[c.Index].Pseudo {
 			if cols[c.Index].Key {

@@ -471,6 +471,11 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 				return nil, Errorf(CodeDatatypeMismatch, "Cannot compare %s (%s) to %s (%s) with %s.\nStatement: (%s %s %s)",
 					ksqlText(l), ksqlTypeText(l), ksqlText(r), ksqlTypeText(r), name, ksqlText(l), op, ksqlText(r))
 			}
+			switch op {
+			case expr.OpAdd, expr.OpSub, expr.OpMul, expr.OpDiv, expr.OpMod:
+				return nil, Errorf(CodeDatatypeMismatch, "Error processing expression: (%s %s %s). Unsupported arithmetic types. %s %s (%v)",
+					arithText(l), op, arithText(r), l.Type().Kind, r.Type().Kind, err)
+			}
 			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 		}
 		return b.nulls(e), nil
@@ -703,6 +708,11 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		// they must be named otherwise, as in ksqlDB.
 		for _, c := range proj.Schema().Columns {
 			if c.Name == types.WindowStart || c.Name == types.WindowEnd {
+				for _, f := range ca.Select.stmt.Fields.Fields {
+					if strings.EqualFold(f.AsName.O, c.Name) {
+						return nil, createAsBinder(ca).errAt(c.Name, CodeDuplicateObject, "`%s` is a reserved column name. You cannot use it as an alias for a column.", c.Name)
+					}
+				}
 				return nil, createAsBinder(ca).errAt(c.Name, CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", c.Name)
 			}
 		}
@@ -925,6 +935,9 @@ func holdsMap(t types.Type) bool {
 func missingKeyError(sink string, root planner.Node, proj *planner.Project) error {
 	what, shown := "key column", []string{}
 	switch rk := findRekey(root); {
+	case findAggregate(root) != nil && duplicateGroupBy(findAggregate(root)) != "":
+		src := planner.Sources(root)[0].Name
+		return Errorf(CodeSyntaxError, "Duplicate GROUP BY expression: %s.%s", src, duplicateGroupBy(findAggregate(root)))
 	case findAggregate(root) != nil:
 		// ksqlDB names the grouping expressions whose key is missing.
 		what = "grouping expression"
@@ -960,6 +973,19 @@ func missingKeyError(sink string, root planner.Node, proj *planner.Project) erro
 		msg += " Missing: " + strings.Join(missing, ", ") + "."
 	}
 	return Errorf(CodeSyntaxError, "%s", msg)
+}
+
+// duplicateGroupBy is a GROUP BY expression a's list repeats, or "".
+func duplicateGroupBy(a *planner.Aggregate) string {
+	seen := map[string]bool{}
+	for _, g := range a.GroupBy {
+		t := ksqlText(g)
+		if seen[t] {
+			return t
+		}
+		seen[t] = true
+	}
+	return ""
 }
 
 // qualifiedText is e as ksqlDB's messages print a PARTITION BY
@@ -1474,6 +1500,11 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 	}
 	got, want := q.Root.Schema(), target.Schema
 	if got.String() != want.String() {
+		for _, c := range got.Columns {
+			if c.Name == types.RowTime || c.Name == types.RowPartition || c.Name == types.RowOffset {
+				return nil, Errorf(CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", c.Name)
+			}
+		}
 		all := func(s types.Schema) []int {
 			cols := make([]int, len(s.Columns))
 			for i := range cols {
@@ -1505,6 +1536,15 @@ func ksqlText(e expr.Expr) string {
 	return s
 }
 
+// arithText is an operand as ksqlDB's arithmetic errors print it: a
+// BOOLEAN literal in lower case.
+func arithText(e expr.Expr) string {
+	if l, ok := e.(*expr.Literal); ok && !l.V.Null && l.T.Kind == types.Boolean {
+		return strings.ToLower(ksqlText(e))
+	}
+	return ksqlText(e)
+}
+
 // ksqlTypeText is e's type as ksqlDB's messages name it (an untyped
 // NULL's is null).
 func ksqlTypeText(e expr.Expr) string {
@@ -1531,7 +1571,7 @@ func whereError(err error) error {
 	}
 	c := *e
 	switch {
-	case strings.HasPrefix(c.Msg, "Cannot compare ") || strings.HasPrefix(c.Msg, "Comparison with NULL"):
+	case strings.HasPrefix(c.Msg, "Cannot compare ") || strings.HasPrefix(c.Msg, "Comparison with NULL") || strings.HasPrefix(c.Msg, "Error processing expression"):
 		c.Msg = "Error in WHERE expression: " + c.Msg
 	case strings.HasPrefix(c.Msg, "Window bounds column "):
 		// A window bound in the WHERE of a windowed aggregation: the

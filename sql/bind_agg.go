@@ -63,7 +63,7 @@ func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 func tableAggregateMessage(fn string) string {
 	switch fn {
 	case "LATEST_BY_OFFSET", "MIN", "MAX":
-		return "The aggregation functions LATEST_BY_OFFSET, MIN and MAX cannot be applied to a table source, only to a stream source (" + fn + " cannot take a changed row back out of its group)."
+		return "The aggregation functions LATEST_BY_OFFSET, MIN and MAX cannot be applied to a table source, only to a stream source. " + fn + " cannot take a changed row back out of its group."
 	}
 	return fn + " cannot aggregate a table (it cannot take a changed row back out); use it on a stream"
 }
@@ -113,7 +113,7 @@ func (b *binder) nonAggregateError(err error, fields []*ast.SelectField) error {
 	}
 	c := *se
 	c.Msg = "Non-aggregate SELECT expression(s) not part of GROUP BY: " + strings.Join(shown, ", ") +
-		"\nEither add the column(s) to the GROUP BY or remove them from the SELECT (" + se.Msg + ")."
+		"\nEither add the column(s) to the GROUP BY or remove them from the SELECT. The " + se.Msg + "."
 	return &c
 }
 

@@ -77,7 +77,7 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 			id, rs, err = schemas.Latest(subject)
 		}
 		if err != nil && id == 0 && strings.Contains(err.Error(), "not found") {
-			return 0, Errorf(CodeInvalidParameter, "Schema for message %s on topic '%s' does not exist in the Schema Registry (subject %s): %v", map[bool]string{true: "keys", false: "values"}[key], topic.Value, subject, err)
+			return 0, Errorf(CodeInvalidParameter, "Schema for message %s on topic '%s' does not exist in the Schema Registry. Subject %s: %v", map[bool]string{true: "keys", false: "values"}[key], topic.Value, subject, err)
 		}
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring the %s columns of %s from the schema registry (subject %s): %v", map[bool]string{true: "key", false: "value"}[key], cs.Name, subject, err)
