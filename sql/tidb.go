@@ -188,6 +188,8 @@ var tidbParsers = sync.Pool{New: func() any {
 	return p
 }}
 
+var tidbIllegalDouble = regexp.MustCompile(`Illegal double '([^']*)'`)
+
 var tidbErrPos = regexp.MustCompile(`line (\d+) column (\d+) near "((?s).*)"`)
 
 // parseTiDB parses one rewritten statement with TiDB in ANSI_QUOTES mode
@@ -207,6 +209,17 @@ func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 	tidbParsers.Put(p)
 	if err == nil {
 		return st, nil
+	}
+	if m := tidbIllegalDouble.FindStringSubmatch(err.Error()); m != nil {
+		// A DOUBLE literal beyond the type's range, with its sign.
+		lit := m[1]
+		if i := strings.Index(orig, lit); i >= 0 {
+			if before := strings.TrimRight(orig[:i], " \t\n"); strings.HasSuffix(before, "-") {
+				lit = "-" + lit
+			}
+			return nil, errorAt(orig, i, CodeSyntaxError, "Number overflows DOUBLE: %s", lit)
+		}
+		return nil, Errorf(CodeSyntaxError, "Number overflows DOUBLE: %s", lit)
 	}
 	m := tidbErrPos.FindStringSubmatch(err.Error())
 	if m == nil {
@@ -236,6 +249,15 @@ func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 		tok = orig[pos+ts[0].pos : pos+ts[0].end]
 	} else if f := strings.Fields(near); len(f) > 0 {
 		tok = f[0]
+	}
+	if ts := lex(orig[:pos]); len(ts) >= 2 && strings.EqualFold(ts[len(ts)-2].text, "LIMIT") {
+		// ts ends with EOF: the token before the error's is LIMIT.
+		switch _, ferr := strconv.ParseFloat(tok, 64); {
+		case tok == "-":
+			return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q: Pull queries don't support negative integers in the LIMIT clause. See https://cnfl.io/queries for more info.", tok)
+		case ferr == nil:
+			return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q: Failed to prepare statement: Value must be integer for command: LIMIT", tok)
+		}
 	}
 	return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q", tok)
 }
