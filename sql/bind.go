@@ -690,6 +690,10 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		tkey := join.RightName + "." + join.Right.Schema().Columns[join.RightKey].Name
 		return nil, Errorf(CodeSyntaxError, "The query used to build `%s` must include the join expressions %s or %s in its projection (eg, SELECT %s...).", ca.Name, key, tkey, key)
 	} else if len(missing) > 0 {
+		if p, ok := ca.Props["TIMESTAMP"]; ok && proj.Schema().Index(propIdent(p.Value)) < 0 {
+			// Refused either way: ksqlDB names the TIMESTAMP column first.
+			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "The TIMESTAMP column set in the WITH clause does not exist in the schema: '%s'", propIdent(p.Value))
+		}
 		return nil, missingKeyError(ca.Name, q.Root, proj)
 	}
 	in := planner.Sources(q.Root)[0]

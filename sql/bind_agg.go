@@ -106,7 +106,7 @@ func (b *binder) nonAggregateError(err error, fields []*ast.SelectField) error {
 		e, berr := b.expr(f.Expr)
 		b.agg = agg
 		if berr != nil {
-			shown = append(shown, restore(f.Expr))
+			shown = append(shown, ksqlCondition(f.Expr))
 			continue
 		}
 		shown = append(shown, ksqlText(e))
@@ -140,6 +140,13 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		}
 		if len(shown) > 0 {
 			return nil, b.errAt("SELECT", CodeFeatureNotSupport, "Non-aggregate SELECT expression(s) not part of GROUP BY: %s\nEither add the column(s) to the GROUP BY or remove them from the SELECT (aggregates need GROUP BY).", strings.Join(shown, ", "))
+		}
+		if sel.persistent {
+			for _, f := range s.Fields.Fields {
+				if f.Expr != nil {
+					return nil, b.errAt("SELECT", CodeFeatureNotSupport, "CREATE TABLE AS SELECT statement does not support aggregate function [%s] without a GROUP BY clause.", ksqlCondition(unparen(f.Expr)))
+				}
+			}
 		}
 		return nil, b.errAt("SELECT", CodeFeatureNotSupport, "aggregates need GROUP BY")
 	}

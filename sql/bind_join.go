@@ -430,15 +430,17 @@ func coPartitioned(a, b *catalog.Source) bool {
 // joinCondition binds ON's a = b and returns the side of the stream
 // (left) and of the table (right), in that order whichever way they were
 // written.
-// ksqlCondition is a join condition of ANDs and ORs of comparisons as
-// ksqlDB prints it: each operation in parentheses, ((A = B) AND (C = D)).
+// ksqlCondition is an expression as ksqlDB prints it, unbound: each
+// operation in parentheses, ((A = B) AND (C = D)), (F1 * SUM(F2)); COUNT(*)
+// is COUNT(ROWTIME). Other nodes print as TiDB restores them.
 func ksqlCondition(n ast.ExprNode) string {
 	switch x := n.(type) {
 	case *ast.ParenthesesExpr:
 		return ksqlCondition(x.Expr)
 	case *ast.BinaryOperationExpr:
 		op := map[opcode.Op]string{opcode.LogicAnd: "AND", opcode.LogicOr: "OR", opcode.EQ: "=", opcode.NE: "<>",
-			opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">="}[x.Op]
+			opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
+			opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.Mod: "%"}[x.Op]
 		if op != "" {
 			return "(" + ksqlCondition(x.L) + " " + op + " " + ksqlCondition(x.R) + ")"
 		}
@@ -447,6 +449,22 @@ func ksqlCondition(n ast.ExprNode) string {
 			return t + "." + x.Name.Name.O
 		}
 		return x.Name.Name.O
+	case *ast.AggregateFuncExpr:
+		args := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = ksqlCondition(a)
+		}
+		name := strings.ToUpper(x.F)
+		if name == "COUNT" && (len(args) == 0 || args[0] == "1" || args[0] == "*") {
+			args = []string{types.RowTime}
+		}
+		return name + "(" + strings.Join(args, ", ") + ")"
+	case *ast.FuncCallExpr:
+		args := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = ksqlCondition(a)
+		}
+		return strings.TrimPrefix(strings.ToUpper(x.FnName.O), "__") + "(" + strings.Join(args, ", ") + ")"
 	}
 	return strings.ReplaceAll(restore(n), "`", "")
 }
