@@ -512,6 +512,14 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 	case *ast.FuncCallExpr:
 		return b.call(n)
 	case *ast.AggregateFuncExpr:
+		if b.clause == "WHERE" {
+			// ksqlDB reports an argument that does not resolve first.
+			for _, a := range n.Args {
+				if _, err := b.expr(a); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if b.clause == "GROUP BY" {
 			return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "GROUP BY does not support aggregate functions: %s is an aggregate function.", strings.ToUpper(n.F))
 		}
@@ -852,6 +860,12 @@ func checkProjection(ca *CreateAs, proj *planner.Project, join bool) error {
 		return name == types.RowTime || name == types.RowPartition || name == types.RowOffset
 	}
 	for _, f := range ca.Select.stmt.Fields.Fields {
+		if a := strings.ToUpper(f.AsName.O); f.AsName.O != "" && reserved(a) && join {
+			if cn, ok := unparen(f.Expr).(*ast.ColumnNameExpr); ok && strings.EqualFold(cn.Name.Name.O, a) {
+				// l.ROWTIME AS ROWTIME: the pseudo column itself.
+				return b.errAt(a, CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", a)
+			}
+		}
 		if a := strings.ToUpper(f.AsName.O); f.AsName.O != "" && reserved(a) {
 			return b.errAt(a, CodeDuplicateObject, "`%s` is a reserved column name. You cannot use it as an alias for a column.", a)
 		}

@@ -246,6 +246,22 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	var names []string
 	for i, f := range s.Fields.Fields {
 		if f.WildCard != nil {
+			// ksqlDB expands * and names the columns not grouped by.
+			grouped := map[int]bool{}
+			for _, g := range groupBy {
+				if c, ok := g.(*expr.Column); ok {
+					grouped[c.Index] = true
+				}
+			}
+			var shown []string
+			for i, c := range b.schema.Columns {
+				if !grouped[i] && !c.Pseudo {
+					shown = append(shown, c.Name)
+				}
+			}
+			if len(shown) > 0 {
+				return nil, b.errAt("*", CodeFeatureNotSupport, "Non-aggregate SELECT expression(s) not part of GROUP BY: %s\nEither add the column(s) to the GROUP BY or remove them from the SELECT (SELECT * cannot be combined with GROUP BY).", strings.Join(shown, ", "))
+			}
 			return nil, b.errAt("*", CodeFeatureNotSupport, "SELECT * cannot be combined with GROUP BY")
 		}
 		b.clause = "SELECT"

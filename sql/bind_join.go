@@ -522,6 +522,24 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 		}
 	}
 	if ls == rs {
+		if ls == 0 && js.sides[0].inner != nil {
+			// An N-way join's condition that names only the sources
+			// before it: ksqlDB names them.
+			leaf := func(e expr.Expr) string {
+				used := make([]bool, b.schema.Len())
+				expr.MarkColumns(e, used)
+				for i, u := range used {
+					for _, lf := range js.leaves {
+						if u && i >= lf.offset && i < lf.offset+lf.schema.Len() {
+							return lf.name
+						}
+					}
+				}
+				return "?"
+			}
+			return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "A join criteria is expected to reference the source (`%s`) in the FROM clause, instead the right source references `%s` and the left source references `%s` (got %s = %s).",
+				js.sides[1].name, leaf(r), leaf(l), b.show(l), b.show(r))
+		}
 		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: each side of the join comparison must reference a different source. Got %s = %s.", b.show(l), b.show(r))
 	}
 	js.swapped = ls == 1
