@@ -637,6 +637,9 @@ func (b *binder) show(e expr.Expr) string {
 		side := b.join.side(c.Index)
 		return side.name + "." + side.schema.Columns[c.Index-side.offset].Name
 	}
+	if c, ok := e.(*expr.Cast); ok && !c.Implicit {
+		return "CAST(" + b.show(c.X) + " AS " + c.T.String() + ")"
+	}
 	return e.String()
 }
 
