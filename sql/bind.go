@@ -36,6 +36,9 @@ type binder struct {
 	join    *joinScope
 	lambdas []lambdaScope // innermost last
 	agg     *aggScope     // set while binding the SELECT list and HAVING of a GROUP BY
+	// aggCall names the aggregate whose arguments are being bound, for
+	// ksqlDB's message on nested aggregates.
+	aggCall string
 	// clause is the clause being bound (SELECT, WHERE, PARTITION BY,
 	// GROUP BY, HAVING; "" elsewhere): ksqlDB's messages name it.
 	clause string
@@ -522,6 +525,15 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		}
 		if b.clause == "GROUP BY" {
 			return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "GROUP BY does not support aggregate functions: %s is an aggregate function.", strings.ToUpper(n.F))
+		}
+		if b.aggCall != "" {
+			args := make([]string, 0, len(n.Args))
+			for _, a := range n.Args {
+				if v, ok := a.(*driver.ValueExpr); !ok || strings.ToUpper(n.F) != "COUNT" || v.Kind() == driver.KindNull {
+					args = append(args, ksqlCondition(a)) // COUNT(*) prints as COUNT()
+				}
+			}
+			return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "Aggregate functions can not be nested: %s(%s(%s))", b.aggCall, strings.ToUpper(n.F), strings.Join(args, ", "))
 		}
 		return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "aggregate function %s needs GROUP BY, which is not supported yet", strings.ToUpper(n.F))
 	}

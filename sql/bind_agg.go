@@ -451,8 +451,10 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	}
 	// Aggregate arguments read input columns: bind them outside the scope.
 	b.agg = nil
+	outer := b.aggCall
+	b.aggCall = name
 	bound, err := b.exprs(args)
-	b.agg = sc
+	b.agg, b.aggCall = sc, outer
 	if err != nil {
 		return nil, true, err
 	}
