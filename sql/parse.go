@@ -254,18 +254,18 @@ func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
 		c := ColumnDef{Name: name, Type: typ, Pos: nt.pos}
 		switch {
 		case p.peek().is("PRIMARY"):
-			pt := p.next()
+			p.next()
 			if err := p.expect("KEY"); err != nil {
 				return nil, err
 			}
 			if kind != catalog.Table {
-				return nil, p.errorf(pt, "PRIMARY KEY is for tables; a stream's key column is declared KEY")
+				return nil, p.errorf(nt, "Column `%s` is a 'PRIMARY KEY' column: please use 'KEY' for streams.", name)
 			}
 			c.Key = true
 		case p.peek().is("KEY"):
-			kt := p.next()
+			p.next()
 			if kind == catalog.Table {
-				return nil, p.errorf(kt, "a table's key column is declared PRIMARY KEY")
+				return nil, p.errorf(nt, "Column `%s` is a 'KEY' column: please use 'PRIMARY KEY' for tables.", name)
 			}
 			c.Key = true
 		}
