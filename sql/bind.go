@@ -484,6 +484,10 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 		return b.nulls(e), nil
 	case *ast.UnaryOperationExpr:
 		x, err := b.expr(n.V)
+		if v, ok := n.V.(*driver.ValueExpr); ok && err != nil && n.Op == opcode.Minus && v.Kind() == driver.KindUint64 {
+			// The number with its sign, as ksqlDB's message gives it.
+			return nil, Errorf(CodeInvalidParameter, "Invalid numeric literal: -%d: out of BIGINT range", v.GetUint64())
+		}
 		if err != nil {
 			return nil, err
 		}
