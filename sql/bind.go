@@ -737,7 +737,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		for _, c := range proj.Schema().Columns {
 			if c.Name == types.WindowStart || c.Name == types.WindowEnd {
 				for _, f := range ca.Select.stmt.Fields.Fields {
-					if strings.EqualFold(f.AsName.O, c.Name) {
+					cn, self := unparen(f.Expr).(*ast.ColumnNameExpr)
+					self = self && strings.EqualFold(cn.Name.Name.O, c.Name) // w.WINDOWSTART AS WINDOWSTART
+					if strings.EqualFold(f.AsName.O, c.Name) && !self {
 						return nil, createAsBinder(ca).errAt(c.Name, CodeDuplicateObject, "`%s` is a reserved column name. You cannot use it as an alias for a column.", c.Name)
 					}
 				}
