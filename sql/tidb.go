@@ -250,6 +250,16 @@ func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 	} else if f := strings.Fields(near); len(f) > 0 {
 		tok = f[0]
 	}
+	if ts := lex(orig[:pos]); len(ts) >= 4 && isPunct(ts[len(ts)-2], "(") {
+		// ts ends with EOF; the tokens before the error's:
+		switch prev := ts[len(ts)-3]; {
+		case tok == ")" && strings.EqualFold(prev.text, "BY") && strings.EqualFold(ts[len(ts)-4].text, "PARTITION"):
+			return nil, errorAt(orig, pos, CodeSyntaxError, "PARTITION BY requires at least one expression: syntax error at or near %q", tok)
+		case tok == "*" && prev.kind == tIdent:
+			// F(*): ksqlDB reads it as F() (COUNT(*) parses).
+			return nil, errorAt(orig, pos, CodeSyntaxError, "Function '%s' does not accept parameters (). Syntax error at or near %q", strings.ToUpper(prev.text), tok)
+		}
+	}
 	if ts := lex(orig[:pos]); len(ts) >= 2 && strings.EqualFold(ts[len(ts)-2].text, "LIMIT") {
 		// ts ends with EOF: the token before the error's is LIMIT.
 		switch _, ferr := strconv.ParseFloat(tok, 64); {
