@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -149,10 +150,21 @@ func (e *Engine) scanStream(ctx context.Context, q *planner.Query, w ResultWrite
 func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result, error) {
 	target, ok := e.cat.Source(st.Target)
 	if !ok {
+		// A name that exists in another case: ksqlDB's hint.
+		if up := strings.ToUpper(st.Target); up != st.Target {
+			if _, ok := e.cat.Source(up); ok {
+				return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "Cannot insert values into an unknown stream/table: `%s`\nDid you mean %s? Hint: try removing double quotes from the source name.", st.Target, up)
+			}
+		}
+		if low := strings.ToLower(st.Target); low != st.Target {
+			if _, ok := e.cat.Source(low); ok {
+				return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "Cannot insert values into an unknown stream/table: `%s`\nDid you mean \"%s\"? Hint: wrap the source name in double quotes to make it case-sensitive.", st.Target, low)
+			}
+		}
 		return Result{}, sql.NameError(st, sql.CodeUndefinedTable, "stream or table %s does not exist", st.Target)
 	}
 	if target.IsSource {
-		return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
+		return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot insert values into read-only %s: %s", strings.ToLower(target.Kind.String()), target.Name)
 	}
 	rows, err := sql.BindInsert(st, target)
 	if err != nil {

@@ -210,7 +210,7 @@ func offsetAgg(name string, latest bool) *AggregateFunction {
 		},
 		Check: func(args []types.Type) (types.Type, error) {
 			bad := func() (types.Type, error) {
-				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
+				return types.Type{}, typeErrorf("Function '%s' does not accept parameters %s.", name, describeArgs(args))
 			}
 			if len(args) == 0 || len(args) > 3 || !stateValue(args[0]) {
 				return bad()
@@ -400,7 +400,7 @@ func collectAggLimit(name string, distinct bool, limit int) *AggregateFunction {
 		Signatures:     []string{name + "(T) -> ARRAY<T> for scalar T"},
 		Check: func(args []types.Type) (types.Type, error) {
 			if len(args) != 1 || !stateValue(args[0]) {
-				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
+				return types.Type{}, typeErrorf("Function '%s' does not accept parameters %s.", name, describeArgs(args))
 			}
 			t := args[0]
 			return types.Type{Kind: types.Array, Elem: &t}, nil
@@ -657,18 +657,18 @@ func topkAgg(name string, distinct bool) *AggregateFunction {
 		Signatures:  []string{name + "(T, INTEGER k) -> ARRAY<T> for numeric, STRING, BYTES, DATE, TIME or TIMESTAMP T"},
 		Check: func(args []types.Type) (types.Type, error) {
 			if len(args) < 2 || !args[len(args)-1].IsIntegral() || (distinct && len(args) != 2) {
-				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
+				return types.Type{}, typeErrorf("Function '%s' does not accept parameters %s.", name, describeArgs(args))
 			}
 			switch args[0].Kind {
 			case types.Int, types.Bigint, types.Double, types.Decimal, types.String, types.Bytes,
 				types.Date, types.Time, types.Timestamp:
 			default:
-				return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
+				return types.Type{}, typeErrorf("Function '%s' does not accept parameters %s.", name, describeArgs(args))
 			}
 			if len(args) > 2 {
 				for _, a := range args[1 : len(args)-1] {
 					if !stateValue(a) {
-						return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
+						return types.Type{}, typeErrorf("Function '%s' does not accept parameters %s.", name, describeArgs(args))
 					}
 				}
 				t := topkEntry(args)

@@ -109,7 +109,7 @@ func TestTypeErrors(t *testing.T) {
 		}
 	}
 	fn, _ := Lookup("ucase")
-	if _, err := NewCall(fn, []Expr{I}); err == nil || err.Error() != "function UCASE does not accept (INTEGER)" {
+	if _, err := NewCall(fn, []Expr{I}); err == nil || err.Error() != "Function 'UCASE' does not accept parameters (INTEGER)." {
 		t.Errorf("UCASE(INT): %v", err)
 	}
 }

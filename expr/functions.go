@@ -225,7 +225,7 @@ func overloads(name string, ovs ...ov) func([]types.Type) (types.Type, error) {
 }
 
 func notAccept(name string, args []types.Type) error {
-	return typeErrorf("function %s does not accept %s", name, describeArgs(args))
+	return typeErrorf("Function '%s' does not accept parameters %s.", name, describeArgs(args))
 }
 
 // exactly checks for one fixed argument list.

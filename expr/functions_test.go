@@ -445,10 +445,10 @@ func TestFunctionTypeErrors(t *testing.T) {
 			t.Errorf("%s%v: %v, want a type error naming the function", c.name, c.args, err)
 		}
 	}
-	if err := callErr("UCASE", 1); err == nil || err.Error() != "function UCASE does not accept (INTEGER)" {
+	if err := callErr("UCASE", 1); err == nil || err.Error() != "Function 'UCASE' does not accept parameters (INTEGER)." {
 		t.Errorf("UCASE(1): %v", err)
 	}
-	if err := callErr("SUBSTRING", nil, "x"); err == nil || err.Error() != "function SUBSTRING does not accept (NULL, STRING)" {
+	if err := callErr("SUBSTRING", nil, "x"); err == nil || err.Error() != "Function 'SUBSTRING' does not accept parameters (NULL, STRING)." {
 		t.Errorf("SUBSTRING(NULL, 'x'): %v", err)
 	}
 }

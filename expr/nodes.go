@@ -61,7 +61,7 @@ func NewCast(x Expr, to types.Type) (Expr, error) {
 		}
 	}
 	if !castable(from, to) {
-		return nil, typeErrorf("cannot cast %s to %s", from, to)
+		return nil, typeErrorf("Cast of %s to %s is not supported", from.Quoted(), to.Quoted())
 	}
 	if l, ok := x.(*Literal); ok && l.V.Null {
 		return &Literal{V: types.NullDatum, T: to}, nil
@@ -477,14 +477,14 @@ func (n *Array) String() string {
 // have a known type.
 func NewArray(elems []Expr) (Expr, error) {
 	if len(elems) == 0 {
-		return nil, typeErrorf("ARRAY[] needs at least one element")
+		return nil, typeErrorf("Array constructor cannot be empty. Please supply at least one element (see https://github.com/confluentinc/ksql/issues/4239).")
 	}
 	t, out, err := userList(elems)
 	if err != nil {
 		return nil, typeErrorf("ARRAY elements: %v", err)
 	}
 	if t.Kind == types.Unknown {
-		return nil, typeErrorf("cannot infer the element type of an ARRAY of NULLs: CAST one of them")
+		return nil, typeErrorf("Cannot construct an array with all NULL elements (see https://github.com/confluentinc/ksql/issues/4239). As a workaround, you may cast a NULL value to the desired type.")
 	}
 	return &Array{Elems: out, T: arrayOf(t)}, nil
 }
@@ -522,7 +522,7 @@ func (n *Map) String() string {
 // and entries whose key is NULL are left out.
 func NewMap(keys, values []Expr) (Expr, error) {
 	if len(keys) == 0 || len(keys) != len(values) {
-		return nil, typeErrorf("MAP() needs at least one key := value")
+		return nil, typeErrorf("Map constructor cannot be empty. Please supply at least one key value pair (see https://github.com/confluentinc/ksql/issues/4239).")
 	}
 	kt, ks, err := userList(keys)
 	if err != nil {
@@ -535,8 +535,11 @@ func NewMap(keys, values []Expr) (Expr, error) {
 	if err != nil {
 		return nil, typeErrorf("MAP values: %v", err)
 	}
-	if kt.Kind == types.Unknown || vt.Kind == types.Unknown {
-		return nil, typeErrorf("cannot infer the types of a MAP of NULLs: CAST one of them")
+	if kt.Kind == types.Unknown {
+		return nil, typeErrorf("Cannot construct a map with all NULL keys: CAST one of them")
+	}
+	if vt.Kind == types.Unknown {
+		return nil, typeErrorf("Cannot construct a map with all NULL values: CAST one of them")
 	}
 	return &Map{Keys: ks, Values: vs, T: mapOf(kt, vt)}, nil
 }
@@ -573,7 +576,7 @@ func NewStruct(names []string, values []Expr) (Expr, error) {
 	for i, n := range names {
 		for _, m := range names[:i] {
 			if m == n {
-				return nil, typeErrorf("STRUCT field %s appears twice", n)
+				return nil, typeErrorf("Duplicate field names found in STRUCT: %s appears twice", n)
 			}
 		}
 		t := values[i].Type()

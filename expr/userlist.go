@@ -69,7 +69,15 @@ func resolveUser(e Expr, target types.Type) (types.Type, error) {
 		return target, nil
 	}
 	mismatch := func() error {
-		return typeErrorf("operator does not exist: %s = %s (%s)\nHint: You might need to add explicit type casts.", target, et, e)
+		return typeErrorf("operator does not exist: %s = %s (%s)\nHint: You might need to add explicit type casts.", target.Quoted(), et.Quoted(), strings.ReplaceAll(e.String(), " := ", ":="))
+	}
+	// An element of a constructor that does not fit: ksqlDB names the
+	// constructor's type.
+	inner := func(err error) error {
+		if strings.HasPrefix(err.Error(), "operator does not exist") {
+			return mismatch()
+		}
+		return err
 	}
 	switch n := e.(type) {
 	case *Array:
@@ -78,7 +86,7 @@ func resolveUser(e Expr, target types.Type) (types.Type, error) {
 		}
 		el, err := resolveUserElems(*target.Elem, n.Elems)
 		if err != nil {
-			return types.Type{}, err
+			return types.Type{}, inner(err)
 		}
 		return arrayOf(el), nil
 	case *Map:
@@ -87,11 +95,11 @@ func resolveUser(e Expr, target types.Type) (types.Type, error) {
 		}
 		k, err := resolveUserElems(*target.KeyType, n.Keys)
 		if err != nil {
-			return types.Type{}, err
+			return types.Type{}, inner(err)
 		}
 		v, err := resolveUserElems(*target.Elem, n.Values)
 		if err != nil {
-			return types.Type{}, err
+			return types.Type{}, inner(err)
 		}
 		return mapOf(k, v), nil
 	case *Struct:
@@ -106,7 +114,7 @@ func resolveUser(e Expr, target types.Type) (types.Type, error) {
 			if tf, ok := fieldType(target, f.Name); ok {
 				var err error
 				if ft, err = resolveUser(n.Values[i], tf); err != nil {
-					return types.Type{}, err
+					return types.Type{}, inner(err)
 				}
 			}
 			fs = append(fs, types.Field{Name: f.Name, Type: ft})
@@ -332,7 +340,7 @@ func convertUser(e Expr, t types.Type) (Expr, error) {
 		return nil, typeErrorf("invalid input syntax for type %s: %q.", baseName(t), fmt.Sprint(e))
 	}
 	if !castable(et, t) {
-		return nil, typeErrorf("operator does not exist: %s = %s (%s)\nHint: You might need to add explicit type casts.", t, et, e)
+		return nil, typeErrorf("operator does not exist: %s = %s (%s)\nHint: You might need to add explicit type casts.", t.Quoted(), et.Quoted(), e)
 	}
 	return &Cast{X: e, T: t, Implicit: true}, nil
 }

@@ -87,7 +87,7 @@ func NewWindowedAggregate(input Node, groupBy []expr.Expr, names []string, aggs 
 		// sink's encoder says); MAP keys ksqlDB refuses, as their
 		// serialization is not deterministic.
 		if holdsMap(t) {
-			return nil, fmt.Errorf("cannot GROUP BY a value of type %s: Map keys, including types that contain maps, are not supported", t)
+			return nil, fmt.Errorf("Map keys, including types that contain maps, are not supported as they may lead to unexpected behavior due to inconsistent serialization. Key column name: `%s`. Column type: %s. See https://github.com/confluentinc/ksql/issues/6621 for more.", names[i], t.Quoted())
 		}
 		cols = append(cols, types.Column{Name: names[i], Type: t, Key: true})
 	}

@@ -57,7 +57,7 @@ type Filter struct {
 // NewFilter checks that pred is a boolean over input's rows.
 func NewFilter(input Node, pred expr.Expr) (*Filter, error) {
 	if k := pred.Type().Kind; k != types.Boolean && k != types.Unknown {
-		return nil, fmt.Errorf("WHERE needs a BOOLEAN expression, got %s", pred.Type())
+		return nil, fmt.Errorf("Should evaluate to boolean but is %s (%s) instead.", strings.ReplaceAll(pred.String(), " := ", ":="), pred.Type().Quoted())
 	}
 	return &Filter{Input: input, Predicate: pred}, nil
 }
@@ -86,7 +86,7 @@ func NewProject(input Node, exprs []expr.Expr, names []string) (*Project, error)
 		}
 		t := e.Type()
 		if t.Kind == types.Unknown {
-			return nil, fmt.Errorf("cannot infer the type of %s; CAST it", e)
+			return nil, untypedError(e)
 		}
 		cols[i] = types.Column{Name: names[i], Type: t}
 		if c, ok := e.(*expr.Column); ok && in.Columns[c.Index].Key {
@@ -94,6 +94,24 @@ func NewProject(input Node, exprs []expr.Expr, names []string) (*Project, error)
 		}
 	}
 	return &Project{Input: input, Exprs: exprs, out: types.Schema{Columns: cols}}, nil
+}
+
+// untypedError refuses the projection of e, whose type is unknown (it is
+// NULL whatever the row), in ksqlDB's words.
+func untypedError(e expr.Expr) error {
+	switch x := e.(type) {
+	case *expr.Literal:
+		return fmt.Errorf("Can't infer a type of null. Please explicitly cast it to a required type, e.g. CAST(null AS VARCHAR).")
+	case *expr.Case:
+		return fmt.Errorf("Invalid Case expression. All case branches have NULL type: CAST one of them")
+	case *expr.Call:
+		nulls := make([]string, len(x.Args))
+		for i := range nulls {
+			nulls[i] = "null"
+		}
+		return fmt.Errorf("Function '%s' cannot be resolved due to ambiguous method parameters (%s). CAST one of them.", x.Fn.Name, strings.Join(nulls, ", "))
+	}
+	return fmt.Errorf("cannot infer the type of %s; CAST it", e)
 }
 
 func (p *Project) Schema() types.Schema { return p.out }
@@ -216,7 +234,7 @@ func NewRekey(input Node, exprs []expr.Expr, names []string) (*Rekey, error) {
 	}
 	for i, e := range exprs {
 		if e.Type().Kind == types.Unknown {
-			return nil, fmt.Errorf("cannot PARTITION BY NULL")
+			return nil, fmt.Errorf("Cannot PARTITION BY multiple columns including NULL")
 		}
 		if c, ok := e.(*expr.Column); ok && !in.Columns[c.Index].Pseudo {
 			if cols[c.Index].Key {

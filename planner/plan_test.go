@@ -286,7 +286,7 @@ func TestMissingKeys(t *testing.T) {
 	}
 	// What the user sees.
 	_, _, err := bind(cat, "CREATE STREAM x AS SELECT pageid FROM pageviews PARTITION BY UCASE(pageid) EMIT CHANGES")
-	if want := "must include the key column(s) KSQL_COL_0 in its projection"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "must include the partitioning expression UCASE(PAGEVIEWS.PAGEID) in its projection (eg, SELECT UCASE(PAGEVIEWS.PAGEID)...)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("CREATE STREAM without the key: error %v, want %q", err, want)
 	}
 }
@@ -302,21 +302,21 @@ func TestConstructorErrors(t *testing.T) {
 		{"SELECT userid, pageid AS userid FROM pageviews EMIT CHANGES", "Duplicate value columns found in schema: `USERID` STRING; give one an alias with AS"},
 		{"SELECT pageid AS p, viewtime AS p FROM pageviews EMIT CHANGES", "Duplicate value columns found in schema: `P` BIGINT; give one an alias with AS"},
 		{"SELECT pageid, COUNT(*) AS pageid FROM pageviews GROUP BY pageid EMIT CHANGES", "Duplicate value columns found in schema: `PAGEID` BIGINT; give one an alias with AS"},
-		{"SELECT userid, NULL FROM pageviews EMIT CHANGES", "cannot infer the type of NULL; CAST it"},
-		{"SELECT userid, NULL AS n FROM pageviews EMIT CHANGES", "cannot infer the type of NULL; CAST it"},
+		{"SELECT userid, NULL FROM pageviews EMIT CHANGES", "Can't infer a type of null. Please explicitly cast it"},
+		{"SELECT userid, NULL AS n FROM pageviews EMIT CHANGES", "Can't infer a type of null. Please explicitly cast it"},
 		// NewFilter
-		{"SELECT * FROM pageviews WHERE viewtime EMIT CHANGES", "WHERE needs a BOOLEAN expression, got BIGINT"},
-		{"SELECT * FROM pageviews WHERE pageid EMIT CHANGES", "WHERE needs a BOOLEAN expression, got STRING"},
-		{"SELECT * FROM users WHERE level", "WHERE needs a BOOLEAN expression, got INTEGER"},
-		{"SELECT pageid, COUNT(*) AS n FROM pageviews GROUP BY pageid HAVING COUNT(*) EMIT CHANGES", "needs a BOOLEAN expression, got BIGINT"},
+		{"SELECT * FROM pageviews WHERE viewtime EMIT CHANGES", "Should evaluate to boolean but is VIEWTIME (BIGINT) instead."},
+		{"SELECT * FROM pageviews WHERE pageid EMIT CHANGES", "Should evaluate to boolean but is PAGEID (STRING) instead."},
+		{"SELECT * FROM users WHERE level", "Should evaluate to boolean but is LEVEL (INTEGER) instead."},
+		{"SELECT pageid, COUNT(*) AS n FROM pageviews GROUP BY pageid HAVING COUNT(*) EMIT CHANGES", "Type error in HAVING expression: Should evaluate to boolean but is COUNT() (BIGINT) instead."},
 		// NewAggregate
 		{"SELECT COUNT(*) AS n FROM pageviews GROUP BY NULL EMIT CHANGES", "cannot GROUP BY NULL"},
-		{"SELECT attrs, COUNT(*) AS n FROM events GROUP BY attrs EMIT CHANGES", "cannot GROUP BY a value of type MAP<STRING, INTEGER>"},
+		{"SELECT attrs, COUNT(*) AS n FROM events GROUP BY attrs EMIT CHANGES", "Map keys, including types that contain maps, are not supported as they may lead to unexpected behavior due to inconsistent serialization. Key column name: `ATTRS`"},
 		// NewRekey
-		{"SELECT * FROM pageviews PARTITION BY pageid, NULL EMIT CHANGES", "cannot PARTITION BY NULL"},
+		{"SELECT * FROM pageviews PARTITION BY pageid, NULL EMIT CHANGES", "Cannot PARTITION BY multiple columns including NULL"},
 		{"SELECT * FROM pageviews PARTITION BY pageid, pageid EMIT CHANGES", "PARTITION BY names PAGEID twice"},
 		// NewFlatMap
-		{"SELECT EXPLODE(viewtime) FROM pageviews EMIT CHANGES", "function EXPLODE does not accept (BIGINT)"},
+		{"SELECT EXPLODE(viewtime) FROM pageviews EMIT CHANGES", "Function 'EXPLODE' does not accept parameters (BIGINT)."},
 	} {
 		t.Run(tc.sql, func(t *testing.T) {
 			_, root, err := bind(cat, tc.sql)

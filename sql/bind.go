@@ -41,6 +41,12 @@ type binder struct {
 	join    *joinScope
 	lambdas []lambdaScope // innermost last
 	agg     *aggScope     // set while binding the SELECT list and HAVING of a GROUP BY
+	// aggCall names the aggregate whose arguments are being bound, for
+	// ksqlDB's message on nested aggregates.
+	aggCall string
+	// clause is the clause being bound (SELECT, WHERE, PARTITION BY,
+	// GROUP BY, HAVING; "" elsewhere): ksqlDB's messages name it.
+	clause string
 	// windowed: the SELECT has a WINDOW clause, whose bounds only its
 	// SELECT list and HAVING see.
 	windowed bool
@@ -166,13 +172,15 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		node = scan
 	}
 	if s.Where != nil {
+		b.clause = "WHERE"
 		pred, err := b.expr(s.Where)
+		b.clause = ""
 		if err != nil {
 			return nil, whereError(err)
 		}
 		f, err := planner.NewFilter(node, pred)
 		if err != nil {
-			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
+			return nil, Errorf(CodeDatatypeMismatch, "Type error in WHERE expression: %v", err)
 		}
 		node = f
 	}
@@ -181,7 +189,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		var keyNames []string
 		gen := b.newAliasGen(sel)
 		for i, n := range sel.partitionExprs {
+			b.clause = "PARTITION BY"
 			e, err := b.expr(n)
+			b.clause = ""
 			if err != nil {
 				return nil, err
 			}
@@ -203,8 +213,10 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if s.GroupBy != nil || s.Having != nil || hasAggregate(s) {
 		return b.aggregateQuery(sel, node)
 	}
+	b.clause = "SELECT"
+	defer func() { b.clause = "" }()
 	if sel.window != nil {
-		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "WINDOW clause requires a GROUP BY clause")
+		return nil, errorAt(sel.text, sel.window.pos, CodeSyntaxError, "WINDOW clause requires a GROUP BY clause.")
 	}
 	switch {
 	case s.OrderBy != nil:
@@ -488,11 +500,20 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 				return nil, Errorf(CodeDatatypeMismatch, "Cannot compare %s (%s) to %s (%s) with %s.\nStatement: (%s %s %s)",
 					ksqlText(l), ksqlTypeText(l), ksqlText(r), ksqlTypeText(r), name, ksqlText(l), op, ksqlText(r))
 			}
+			switch op {
+			case expr.OpAdd, expr.OpSub, expr.OpMul, expr.OpDiv, expr.OpMod:
+				return nil, Errorf(CodeDatatypeMismatch, "Error processing expression: (%s %s %s). Unsupported arithmetic types. %s %s (%v)",
+					arithText(l), op, arithText(r), l.Type().Kind, r.Type().Kind, err)
+			}
 			return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 		}
 		return b.nulls(e), nil
 	case *ast.UnaryOperationExpr:
 		x, err := b.expr(n.V)
+		if v, ok := n.V.(*driver.ValueExpr); ok && err != nil && n.Op == opcode.Minus && v.Kind() == driver.KindUint64 {
+			// The number with its sign, as ksqlDB's message gives it.
+			return nil, Errorf(CodeInvalidParameter, "Invalid numeric literal: -%d: out of BIGINT range", v.GetUint64())
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -524,9 +545,49 @@ func (b *binder) expr(n ast.ExprNode) (expr.Expr, error) {
 	case *ast.FuncCallExpr:
 		return b.call(n)
 	case *ast.AggregateFuncExpr:
+		if b.clause == "WHERE" {
+			// ksqlDB reports an argument that does not resolve first.
+			for _, a := range n.Args {
+				if _, err := b.expr(a); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if b.clause == "GROUP BY" {
+			return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "GROUP BY does not support aggregate functions: %s is an aggregate function.", strings.ToUpper(n.F))
+		}
+		if b.aggCall != "" {
+			args := make([]string, 0, len(n.Args))
+			for _, a := range n.Args {
+				if v, ok := a.(*driver.ValueExpr); !ok || strings.ToUpper(n.F) != "COUNT" || v.Kind() == driver.KindNull {
+					args = append(args, ksqlCondition(a)) // COUNT(*) prints as COUNT()
+				}
+			}
+			return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "Aggregate functions can not be nested: %s(%s(%s))", b.aggCall, strings.ToUpper(n.F), strings.Join(args, ", "))
+		}
 		return nil, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "aggregate function %s needs GROUP BY, which is not supported yet", strings.ToUpper(n.F))
 	}
 	return nil, Errorf(CodeFeatureNotSupport, "expression %s is not supported yet", restore(n))
+}
+
+// unresolved refuses the column name (qualified by qual, or "") that no
+// source in sources has, in ksqlDB's words, which name the clause.
+func (b *binder) unresolved(qual, name, sources string) error {
+	shown := name
+	at := func(format string, args ...any) error { return b.errAt(name, CodeUndefinedColumn, format, args...) }
+	if qual != "" {
+		shown = qual + "." + name
+		at = func(format string, args ...any) error {
+			return b.qualErr(qual, name, CodeUndefinedColumn, format, args...)
+		}
+	}
+	switch b.clause {
+	case "PARTITION BY":
+		return at("PARTITION BY column '%s' cannot be resolved. '%s' must be a column in the source schema since PARTITION BY is applied on the input.", shown, shown)
+	case "":
+		return at("column '%s' cannot be resolved. It is not a column of %s.", shown, sources)
+	}
+	return at("%s column '%s' cannot be resolved. It is not a column of %s.", b.clause, shown, sources)
 }
 
 func restore(n ast.Node) string {
@@ -563,7 +624,7 @@ func (b *binder) column(cn *ast.ColumnName) (expr.Expr, error) {
 		return nil, b.errAt(name, CodeFeatureNotSupport, "Window bounds column %s can only be used in the SELECT clause of windowed aggregations", name)
 	}
 	if i < 0 {
-		return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, b.src.Name)
+		return nil, b.unresolved(cn.Table.O, name, b.src.Name)
 	}
 	c := b.schema.Columns[i]
 	return &expr.Column{Index: i, Name: c.Name, T: c.Type}, nil
@@ -581,7 +642,7 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 	case driver.KindUint64:
 		u := v.GetUint64()
 		if u > 1<<63-1 {
-			return nil, Errorf(CodeInvalidParameter, "integer %d out of BIGINT range", u)
+			return nil, Errorf(CodeInvalidParameter, "Invalid numeric literal: %d: out of BIGINT range", u)
 		}
 		return expr.IntLiteral(int64(u)), nil
 	case driver.KindFloat32, driver.KindFloat64:
@@ -677,9 +738,13 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	} else if len(missing) > 0 && join != nil {
 		key := join.LeftName + "." + join.Left.Schema().Columns[join.Left.Schema().KeyIndexes()[0]].Name
 		tkey := join.RightName + "." + join.Right.Schema().Columns[join.RightKey].Name
-		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the join expressions %s or %s in its projection (eg, SELECT %s …)", ca.Name, key, tkey, key)
+		return nil, Errorf(CodeSyntaxError, "The query used to build `%s` must include the join expressions %s or %s in its projection (eg, SELECT %s...).", ca.Name, key, tkey, key)
 	} else if len(missing) > 0 {
-		return nil, Errorf(CodeSyntaxError, "key missing from projection: the query used to build %s must include the key column(s) %s in its projection", ca.Name, strings.Join(missing, ", "))
+		if p, ok := ca.Props["TIMESTAMP"]; ok && proj.Schema().Index(propIdent(p.Value)) < 0 {
+			// Refused either way: ksqlDB names the TIMESTAMP column first.
+			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "The TIMESTAMP column set in the WITH clause does not exist in the schema: '%s'", propIdent(p.Value))
+		}
+		return nil, missingKeyError(ca.Name, q.Root, proj)
 	}
 	in := planner.Sources(q.Root)[0]
 	windowType, windowSize := in.WindowType, in.WindowSizeMs
@@ -697,7 +762,14 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		// they must be named otherwise, as in ksqlDB.
 		for _, c := range proj.Schema().Columns {
 			if c.Name == types.WindowStart || c.Name == types.WindowEnd {
-				return nil, createAsBinder(ca).errAt(c.Name, CodeDuplicateObject, "reserved column name in select: %s; remove or alias the column (AS)", c.Name)
+				for _, f := range ca.Select.stmt.Fields.Fields {
+					cn, self := unparen(f.Expr).(*ast.ColumnNameExpr)
+					self = self && strings.EqualFold(cn.Name.Name.O, c.Name) // w.WINDOWSTART AS WINDOWSTART
+					if strings.EqualFold(f.AsName.O, c.Name) && !self {
+						return nil, createAsBinder(ca).errAt(c.Name, CodeDuplicateObject, "`%s` is a reserved column name. You cannot use it as an alias for a column.", c.Name)
+					}
+				}
+				return nil, createAsBinder(ca).errAt(c.Name, CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", c.Name)
 			}
 		}
 	}
@@ -775,7 +847,10 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		target.KeyFormat = types.FormatNone
 	}
 	if _, err := types.NewEncoderOpts(target.KeyFormat, target.Schema, target.Schema.KeyIndexes(), target.KeyOptions); err != nil {
-		return nil, Errorf(CodeInvalidParameter, "key: %v", err)
+		if dup := duplicateKeyError(proj, aggregate); dup != nil {
+			return nil, dup
+		}
+		return nil, keyFormatError(target.KeyFormat, target.Schema, err)
 	}
 	if _, err := types.NewEncoderOpts(target.ValueFormat, target.Schema, target.Schema.ValueIndexes(), target.ValueOptions); err != nil {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
@@ -829,6 +904,12 @@ func checkProjection(ca *CreateAs, proj *planner.Project, join bool) error {
 		return name == types.RowTime || name == types.RowPartition || name == types.RowOffset
 	}
 	for _, f := range ca.Select.stmt.Fields.Fields {
+		if a := strings.ToUpper(f.AsName.O); f.AsName.O != "" && reserved(a) && join {
+			if cn, ok := unparen(f.Expr).(*ast.ColumnNameExpr); ok && strings.EqualFold(cn.Name.Name.O, a) {
+				// l.ROWTIME AS ROWTIME: the pseudo column itself.
+				return b.errAt(a, CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", a)
+			}
+		}
 		if a := strings.ToUpper(f.AsName.O); f.AsName.O != "" && reserved(a) {
 			return b.errAt(a, CodeDuplicateObject, "`%s` is a reserved column name. You cannot use it as an alias for a column.", a)
 		}
@@ -841,13 +922,56 @@ func checkProjection(ca *CreateAs, proj *planner.Project, join bool) error {
 		if !c.Key {
 			values++
 		} else if holdsMap(c.Type) {
-			return Errorf(CodeFeatureNotSupport, "Map keys, including types that contain maps, are not supported as they may lead to unexpected behavior due to inconsistent serialization. Key column name: `%s`. Column type: %s.", c.Name, c.Type)
+			return mapKeyError(c)
 		}
 	}
 	if values == 0 {
 		return Errorf(CodeSyntaxError, "The projection contains no value columns.")
 	}
 	return nil
+}
+
+// duplicateKeyError refuses a projection that selects an input key column
+// more than once (each a key column of the result), in ksqlDB's words;
+// nil if it does not.
+func duplicateKeyError(proj *planner.Project, aggregate bool) error {
+	in := proj.Input.Schema()
+	for _, k := range in.KeyIndexes() {
+		var as []string
+		for i, e := range proj.Exprs {
+			if c, ok := e.(*expr.Column); ok && c.Index == k {
+				as = append(as, proj.Schema().Columns[i].Name)
+			}
+		}
+		if len(as) < 2 {
+			continue
+		}
+		if aggregate {
+			return Errorf(CodeDuplicateObject, "The projection contains a key column more than once: `%s`.", strings.Join(as, "` and `"))
+		}
+		return Errorf(CodeDuplicateObject, "The projection contains a key column (`%s`) more than once, aliased as: %s.", in.Columns[k].Name, strings.Join(as, " and "))
+	}
+	return nil
+}
+
+// keyFormatError is err, the key format's refusal of s's key columns,
+// as ksqlDB words it: a key column holding a MAP is refused for that
+// whatever the format; otherwise the format, the key columns and the
+// reason.
+func keyFormatError(format string, s types.Schema, err error) error {
+	keys := s.KeyIndexes()
+	for _, k := range keys {
+		if holdsMap(s.Columns[k].Type) {
+			return mapKeyError(s.Columns[k])
+		}
+	}
+	return Errorf(CodeInvalidParameter, "Key format does not support schema.\nformat: %s\nschema: Persistence{columns=[%s], features=[]}\nreason: %v",
+		format, types.ColumnsText(s, keys), err)
+}
+
+// mapKeyError refuses the key column c, whose type holds a MAP.
+func mapKeyError(c types.Column) error {
+	return Errorf(CodeFeatureNotSupport, "Map keys, including types that contain maps, are not supported as they may lead to unexpected behavior due to inconsistent serialization. Key column name: `%s`. Column type: %s. See https://github.com/confluentinc/ksql/issues/6621 for more.", c.Name, c.Type.Quoted())
 }
 
 func holdsMap(t types.Type) bool {
@@ -867,6 +991,95 @@ func holdsMap(t types.Type) bool {
 }
 
 // findAggregate returns the aggregation in a linear plan, or nil.
+// missingKeyError refuses a CREATE … AS SELECT whose projection lacks
+// some of its result's key columns, in ksqlDB's words: they come from the
+// GROUP BY, the PARTITION BY or the source's key.
+func missingKeyError(sink string, root planner.Node, proj *planner.Project) error {
+	what, shown := "key column", []string{}
+	switch rk := findRekey(root); {
+	case findAggregate(root) != nil && duplicateGroupBy(findAggregate(root)) != "":
+		src := planner.Sources(root)[0].Name
+		return Errorf(CodeSyntaxError, "Duplicate GROUP BY expression: %s.%s", src, duplicateGroupBy(findAggregate(root)))
+	case findAggregate(root) != nil:
+		// ksqlDB names the grouping expressions whose key is missing.
+		what = "grouping expression"
+		in := proj.Input.Schema()
+		missing := proj.MissingKeys()
+		for i, g := range findAggregate(root).GroupBy {
+			if k := in.KeyIndexes(); i < len(k) && slices.Contains(missing, in.Columns[k[i]].Name) {
+				shown = append(shown, ksqlText(g))
+			}
+		}
+		if len(shown) == 0 {
+			shown = missing
+		}
+	case rk != nil && len(rk.Exprs) > 0:
+		what = "partitioning expression"
+		src := planner.Sources(root)[0].Name
+		for _, e := range rk.Exprs {
+			shown = append(shown, qualifiedText(e, src))
+		}
+	default:
+		in := proj.Input.Schema()
+		for _, k := range in.KeyIndexes() {
+			shown = append(shown, in.Columns[k].Name)
+		}
+	}
+	list := shown[0]
+	if len(shown) > 1 {
+		what += "s"
+		list = strings.Join(shown[:len(shown)-1], ", ") + " and " + shown[len(shown)-1]
+	}
+	msg := fmt.Sprintf("The query used to build `%s` must include the %s %s in its projection (eg, SELECT %s...).", sink, what, list, strings.Join(shown, ", "))
+	if missing := proj.MissingKeys(); strings.HasPrefix(what, "key") && len(missing) < len(shown) {
+		msg += " Missing: " + strings.Join(missing, ", ") + "."
+	}
+	return Errorf(CodeSyntaxError, "%s", msg)
+}
+
+// duplicateGroupBy is a GROUP BY expression a's list repeats, or "".
+func duplicateGroupBy(a *planner.Aggregate) string {
+	seen := map[string]bool{}
+	for _, g := range a.GroupBy {
+		t := ksqlText(g)
+		if seen[t] {
+			return t
+		}
+		seen[t] = true
+	}
+	return ""
+}
+
+// qualifiedText is e as ksqlDB's messages print a PARTITION BY
+// expression: its columns qualified with the source's name.
+func qualifiedText(e expr.Expr, src string) string {
+	switch x := e.(type) {
+	case *expr.Column:
+		return src + "." + x.Name
+	case *expr.Call:
+		args := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = qualifiedText(a, src)
+		}
+		return x.Fn.Name + "(" + strings.Join(args, ", ") + ")"
+	}
+	return ksqlText(e)
+}
+
+func findRekey(n planner.Node) *planner.Rekey {
+	for n != nil {
+		if r, ok := n.(*planner.Rekey); ok {
+			return r
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			break
+		}
+		n = ch[0]
+	}
+	return nil
+}
+
 func findAggregate(n planner.Node) *planner.Aggregate {
 	for n != nil {
 		if a, ok := n.(*planner.Aggregate); ok {
@@ -989,7 +1202,7 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 		case "VALUE_DELIMITER", "KEY_DELIMITER":
 			d, err := types.ParseDelimiter(p.Value)
 			if err != nil {
-				return bad(p, "%s: %v", name, err)
+				return bad(p, "Failed to prepare statement: Configuration %s is invalid: %v\nExample valid value: ';'", name, err)
 			}
 			if name == "VALUE_DELIMITER" {
 				s.ValueOptions.Delimiter = d
@@ -1040,7 +1253,11 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 		case "WINDOW_SIZE":
 			ms, err := parseDuration(p.Value)
 			if err != nil || ms <= 0 {
-				return bad(p, "WINDOW_SIZE must be a positive duration such as '1 MINUTE', not '%s'", p.Value)
+				why := "it must be a positive duration such as '1 MINUTE'"
+				if err != nil && strings.HasPrefix(err.Error(), "Unknown") {
+					why = err.Error()
+				}
+				return bad(p, "Configuration WINDOW_SIZE is invalid: Invalid duration: '%s'. %s", p.Value, why)
 			}
 			s.WindowSizeMs = ms
 		default:
@@ -1051,7 +1268,7 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 	case s.WindowType == types.NoWindow && s.WindowSizeMs > 0:
 		return bad(props["WINDOW_SIZE"], "WINDOW_SIZE needs WINDOW_TYPE")
 	case s.WindowType == types.Session && s.WindowSizeMs > 0:
-		return bad(props["WINDOW_SIZE"], "WINDOW_SIZE applies to TUMBLING and HOPPING windows, not SESSION")
+		return bad(props["WINDOW_SIZE"], "'WINDOW_SIZE' should not be set for SESSION windows. It applies to TUMBLING and HOPPING windows.")
 	case (s.WindowType == types.Tumbling || s.WindowType == types.Hopping) && s.WindowSizeMs == 0:
 		return bad(props["WINDOW_TYPE"], "WINDOW_TYPE %s needs WINDOW_SIZE", s.WindowType)
 	}
@@ -1061,7 +1278,7 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 	if c := s.TimestampColumn; c != "" {
 		i := s.Schema.Index(c)
 		if i < 0 {
-			return bad(props["TIMESTAMP"], "TIMESTAMP column %s does not exist", c)
+			return bad(props["TIMESTAMP"], "The TIMESTAMP column set in the WITH clause does not exist in the schema: '%s'", c)
 		}
 		switch t := s.Schema.Columns[i].Type; t.Kind {
 		case types.Bigint, types.Timestamp:
@@ -1075,7 +1292,7 @@ func applyProps(text string, props Props, s *catalog.Source) error {
 				}
 			}
 		default:
-			return bad(props["TIMESTAMP"], "TIMESTAMP column %s must be BIGINT, TIMESTAMP or STRING, not %s", c, t)
+			return bad(props["TIMESTAMP"], "Timestamp column, `%s`, should be LONG(INT64), TIMESTAMP, or a String with a timestamp_format specified, not %s", c, t)
 		}
 	}
 	return nil
@@ -1110,16 +1327,10 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	for _, c := range cs.Columns {
 		for _, p := range append(types.PseudoColumns[:len(types.PseudoColumns):len(types.PseudoColumns)], types.WindowColumns...) {
 			if c.Name == p.Name {
-				return nil, errorAt(cs.text, c.Pos, CodeDuplicateObject, "%s is a reserved column name", c.Name)
+				return nil, errorAt(cs.text, c.Pos, CodeDuplicateObject, "'%s' is a reserved column name. You cannot use it as a name for a column.", c.Name)
 			}
 		}
 		s.Schema.Columns = append(s.Schema.Columns, types.Column{Name: c.Name, Type: c.Type, Key: c.Key, Header: c.Header, HeaderKey: c.HeaderKey})
-	}
-	if len(cs.Columns) == 0 {
-		return nil, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
-	}
-	if cs.Kind == catalog.Table && len(s.Schema.KeyIndexes()) == 0 {
-		return nil, Errorf(CodeSyntaxError, "table %s needs a PRIMARY KEY column", cs.Name)
 	}
 	topic, ok := cs.Props["KAFKA_TOPIC"]
 	if !ok {
@@ -1133,17 +1344,35 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	if err := applyProps(cs.text, cs.Props, s); err != nil {
 		return nil, err
 	}
+	// The properties are checked first, as ksqlDB does: an unknown
+	// format is the error, not the columns it would have inferred.
+	if s.ValueOptions.Delimiter != 0 && s.ValueFormat != types.FormatDelimited {
+		return nil, errorAt(cs.text, cs.Props["VALUE_DELIMITER"].Pos, CodeInvalidParameter, "%s does not support the following configs: [delimiter]; only DELIMITED takes a delimiter", s.ValueFormat)
+	}
+	if len(cs.Columns) == 0 {
+		return nil, Errorf(CodeSyntaxError, "No columns supplied. %s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
+	}
+	if cs.Kind == catalog.Table && len(s.Schema.KeyIndexes()) == 0 {
+		return nil, Errorf(CodeSyntaxError, "Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
+	}
 	s.Topic = topic.Value
 	setSubjects(s)
 	keys := s.Schema.KeyIndexes()
+	declaredKey := s.KeyFormat
 	if len(keys) == 0 {
 		s.KeyFormat = types.FormatNone
 	}
 	// Check that the formats can hold the columns now, not per record.
 	if _, err := types.NewDecoderOpts(s.KeyFormat, s.Schema, keys, s.KeyOptions); err != nil {
-		return nil, Errorf(CodeInvalidParameter, "key: %v", err)
+		if s.KeyOptions.SchemaID != 0 && !types.InfersColumns(declaredKey) {
+			return nil, Errorf(CodeInvalidParameter, "KEY_FORMAT should support schema inference when KEY_SCHEMA_ID is provided. Current format is %s.", declaredKey)
+		}
+		return nil, keyFormatError(s.KeyFormat, s.Schema, err)
 	}
 	if _, err := types.NewDecoderOpts(s.ValueFormat, s.Schema, s.Schema.ValueIndexes(), s.ValueOptions); err != nil {
+		if s.ValueOptions.SchemaID != 0 && !types.InfersColumns(s.ValueFormat) {
+			return nil, Errorf(CodeInvalidParameter, "VALUE_FORMAT should support schema inference when VALUE_SCHEMA_ID is provided. Current format is %s.", s.ValueFormat)
+		}
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
 	return s, nil
@@ -1346,10 +1575,10 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 		return nil, NameError(is, CodeUndefinedTable, "stream %s does not exist", is.Target)
 	}
 	if target.Kind != catalog.Stream {
-		return nil, NameError(is, CodeFeatureNotSupport, "INSERT INTO … SELECT writes streams; %s is a %s", target.Name, target.Kind)
+		return nil, NameError(is, CodeFeatureNotSupport, "INSERT INTO can only be used to insert into a stream. %s is a %s.", target.Name, strings.ToLower(target.Kind.String()))
 	}
 	if target.IsSource {
-		return nil, NameError(is, CodeFeatureNotSupport, "cannot insert into %s: it is a read-only SOURCE %s", target.Name, target.Kind)
+		return nil, NameError(is, CodeFeatureNotSupport, "Cannot insert into read-only %s: %s", strings.ToLower(target.Kind.String()), target.Name)
 	}
 	if len(target.Schema.HeaderIndexes()) > 0 {
 		return nil, NameError(is, CodeFeatureNotSupport, "Cannot insert into %s because it has header columns", target.Name)
@@ -1369,7 +1598,19 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 	}
 	got, want := q.Root.Schema(), target.Schema
 	if got.String() != want.String() {
-		return nil, Errorf(CodeDatatypeMismatch, "incompatible schema: INSERT INTO %s needs (%s), the query gives (%s)", target.Name, want, got)
+		for _, c := range got.Columns {
+			if c.Name == types.RowTime || c.Name == types.RowPartition || c.Name == types.RowOffset {
+				return nil, Errorf(CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", c.Name)
+			}
+		}
+		all := func(s types.Schema) []int {
+			cols := make([]int, len(s.Columns))
+			for i := range cols {
+				cols[i] = i
+			}
+			return cols
+		}
+		return nil, Errorf(CodeDatatypeMismatch, "Incompatible schema between results and sink (INSERT INTO %s).\nResult schema is %s\nSink schema is %s", target.Name, types.ColumnsText(got, all(got)), types.ColumnsText(want, all(want)))
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
 }
@@ -1386,7 +1627,20 @@ func ksqlText(e expr.Expr) string {
 	if untypedNull(e) {
 		return "null"
 	}
-	return strings.ReplaceAll(e.String(), " := ", ":=")
+	s := strings.ReplaceAll(e.String(), " := ", ":=")
+	if strings.Contains(s, " || ") && !strings.Contains(s, "'") {
+		s = strings.ReplaceAll(s, " || ", " + ") // ksqlDB's string concatenation
+	}
+	return s
+}
+
+// arithText is an operand as ksqlDB's arithmetic errors print it: a
+// BOOLEAN literal in lower case.
+func arithText(e expr.Expr) string {
+	if l, ok := e.(*expr.Literal); ok && !l.V.Null && l.T.Kind == types.Boolean {
+		return strings.ToLower(ksqlText(e))
+	}
+	return ksqlText(e)
 }
 
 // ksqlTypeText is e's type as ksqlDB's messages name it (an untyped
@@ -1395,7 +1649,7 @@ func ksqlTypeText(e expr.Expr) string {
 	if untypedNull(e) {
 		return "null"
 	}
-	return e.Type().String()
+	return e.Type().Quoted()
 }
 
 // ksqlCompareOps are ksqlDB's names of the comparison operators, as its
@@ -1415,7 +1669,7 @@ func whereError(err error) error {
 	}
 	c := *e
 	switch {
-	case strings.HasPrefix(c.Msg, "Cannot compare ") || strings.HasPrefix(c.Msg, "Comparison with NULL"):
+	case strings.HasPrefix(c.Msg, "Cannot compare ") || strings.HasPrefix(c.Msg, "Comparison with NULL") || strings.HasPrefix(c.Msg, "Error processing expression"):
 		c.Msg = "Error in WHERE expression: " + c.Msg
 	case strings.HasPrefix(c.Msg, "Window bounds column "):
 		// A window bound in the WHERE of a windowed aggregation: the

@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,11 +57,97 @@ func (v *aggFinder) Enter(n ast.Node) (ast.Node, bool) {
 
 func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
+// tableAggregateMessage refuses the aggregate fn over a table: it cannot
+// take a changed row back out of its group. ksqlDB's words name the
+// functions it refuses so.
+func tableAggregateMessage(fn string) string {
+	switch fn {
+	case "LATEST_BY_OFFSET", "MIN", "MAX":
+		return "The aggregation functions LATEST_BY_OFFSET, MIN and MAX cannot be applied to a table source, only to a stream source. " + fn + " cannot take a changed row back out of its group."
+	}
+	return fn + " cannot aggregate a table (it cannot take a changed row back out); use it on a stream"
+}
+
+// aggText is the aggregate call as ksqlDB prints it: SUM(VALUE).
+func aggText(c *planner.AggCall) string {
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = ksqlText(a)
+	}
+	return c.Fn.Name + "(" + strings.Join(args, ", ") + ")"
+}
+
+// notGrouped ends the error of a column outside GROUP BY and outside an
+// aggregate.
+const notGrouped = "must be in GROUP BY or inside an aggregate function"
+
+// nonAggregateError words err, binding the first of fields, as ksqlDB
+// does when it is a column outside GROUP BY and any aggregate: it names
+// every such SELECT expression from that one on, as ksqlDB prints them.
+func (b *binder) nonAggregateError(err error, fields []*ast.SelectField) error {
+	var se *Error
+	if !errors.As(err, &se) || !strings.HasSuffix(se.Msg, notGrouped) {
+		return err
+	}
+	var shown []string
+	for i, f := range fields {
+		if i > 0 {
+			b.clause = "SELECT"
+			_, ferr := b.expr(f.Expr)
+			b.clause = ""
+			var fe *Error
+			if !errors.As(ferr, &fe) || !strings.HasSuffix(fe.Msg, notGrouped) {
+				continue
+			}
+		}
+		// The expression as ksqlDB prints it: bound over the input rows.
+		agg := b.agg
+		b.agg = nil
+		e, berr := b.expr(f.Expr)
+		b.agg = agg
+		if berr != nil {
+			shown = append(shown, ksqlCondition(f.Expr))
+			continue
+		}
+		shown = append(shown, ksqlText(e))
+	}
+	c := *se
+	c.Msg = "Non-aggregate SELECT expression(s) not part of GROUP BY: " + strings.Join(shown, ", ") +
+		"\nEither add the column(s) to the GROUP BY or remove them from the SELECT. The " + se.Msg + "."
+	return &c
+}
+
 // aggregateQuery binds the GROUP BY, aggregates, HAVING and SELECT list of
 // a query whose input plan is node.
 func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query, error) {
 	s := sel.stmt
 	if s.GroupBy == nil {
+		// ksqlDB names the SELECT expressions without an aggregate.
+		var shown []string
+		for _, f := range s.Fields.Fields {
+			found := false
+			if f.Expr != nil {
+				f.Expr.Accept(&aggFinder{found: &found})
+			}
+			if found || f.Expr == nil {
+				continue
+			}
+			if e, err := b.expr(f.Expr); err == nil {
+				shown = append(shown, ksqlText(e))
+			} else {
+				shown = append(shown, restore(f.Expr))
+			}
+		}
+		if len(shown) > 0 {
+			return nil, b.errAt("SELECT", CodeFeatureNotSupport, "Non-aggregate SELECT expression(s) not part of GROUP BY: %s\nEither add the column(s) to the GROUP BY or remove them from the SELECT (aggregates need GROUP BY).", strings.Join(shown, ", "))
+		}
+		if sel.persistent {
+			for _, f := range s.Fields.Fields {
+				if f.Expr != nil {
+					return nil, b.errAt("SELECT", CodeFeatureNotSupport, "CREATE TABLE AS SELECT statement does not support aggregate function [%s] without a GROUP BY clause.", ksqlCondition(unparen(f.Expr)))
+				}
+			}
+		}
 		return nil, b.errAt("SELECT", CodeFeatureNotSupport, "aggregates need GROUP BY")
 	}
 	if s.OrderBy != nil {
@@ -93,7 +180,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		}
 		window = ws
 	} else if sel.Emit == "FINAL" {
-		return nil, b.errAt("FINAL", CodeFeatureNotSupport, "EMIT FINAL is only supported for windowed aggregations")
+		return nil, b.errAt("FINAL", CodeFeatureNotSupport, "EMIT FINAL is only supported for windowed aggregations.")
 	}
 	scope := &aggScope{input: b.schema, windowed: window != nil}
 	// The SELECT list's unnamed expressions are named first, in order, as
@@ -130,7 +217,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 			// is the constant.
 			item.Expr = ast.NewValueExpr(int64(p.N), "", "")
 		}
+		b.clause = "GROUP BY"
 		g, err := b.expr(item.Expr)
+		b.clause = ""
 		if err != nil {
 			return nil, err
 		}
@@ -168,10 +257,41 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	var names []string
 	for i, f := range s.Fields.Fields {
 		if f.WildCard != nil {
+			// ksqlDB expands * and names the columns not grouped by.
+			grouped := map[int]bool{}
+			for _, g := range groupBy {
+				if c, ok := g.(*expr.Column); ok {
+					grouped[c.Index] = true
+				}
+			}
+			var shown []string
+			for i, c := range b.schema.Columns {
+				if !grouped[i] && !c.Pseudo {
+					shown = append(shown, c.Name)
+				}
+			}
+			if len(shown) > 0 {
+				return nil, b.errAt("*", CodeFeatureNotSupport, "Non-aggregate SELECT expression(s) not part of GROUP BY: %s\nEither add the column(s) to the GROUP BY or remove them from the SELECT (SELECT * cannot be combined with GROUP BY).", strings.Join(shown, ", "))
+			}
 			return nil, b.errAt("*", CodeFeatureNotSupport, "SELECT * cannot be combined with GROUP BY")
 		}
+		b.clause = "SELECT"
 		e, err := b.expr(f.Expr)
+		b.clause = ""
 		if err != nil {
+			for _, f := range s.Fields.Fields {
+				if call, ok := unparen(f.Expr).(*ast.FuncCallExpr); ok {
+					if _, isTable := expr.LookupTable(strings.TrimPrefix(strings.ToUpper(call.FnName.O), "__")); isTable {
+						return nil, b.errAt(strings.TrimPrefix(strings.ToUpper(call.FnName.O), "__"), CodeFeatureNotSupport, "Table functions cannot be used with aggregations.")
+					}
+				}
+			}
+			err = b.nonAggregateError(err, s.Fields.Fields[i:])
+			if se, ok := err.(*Error); ok && !hasAggregate(s) && s.Having == nil && strings.HasPrefix(se.Msg, "Non-aggregate") {
+				c := *se
+				c.Msg = "GROUP BY requires aggregate functions in either the SELECT or HAVING clause.\n" + c.Msg
+				return nil, &c
+			}
 			return nil, err
 		}
 		name := f.AsName.O
@@ -188,8 +308,25 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	}
 	var having expr.Expr
 	if s.Having != nil {
+		b.clause = "HAVING"
 		h, err := b.expr(s.Having.Expr)
+		b.clause = ""
 		if err != nil {
+			var se *Error
+			if errors.As(err, &se) && strings.HasSuffix(se.Msg, notGrouped) {
+				c := *se
+				c.Msg = "Non-aggregate HAVING expression not part of GROUP BY: " + strings.Fields(se.Msg)[1] + "\n" + se.Msg
+				return nil, &c
+			}
+			if errors.As(err, &se) && strings.HasPrefix(se.Msg, "Cannot compare ") {
+				// ksqlDB names an aggregate by its call, not its column.
+				c := *se
+				for i := len(scope.aggs) - 1; i >= 0; i-- {
+					c.Msg = strings.ReplaceAll(c.Msg, "KSQL_AGG_"+strconv.Itoa(i)+" ", aggText(scope.aggs[i])+" ")
+				}
+				c.Msg = "Error in HAVING expression: " + c.Msg
+				return nil, &c
+			}
 			return nil, err
 		}
 		having = h
@@ -213,7 +350,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 				c.Fn = c.Fn.ForTable()
 			}
 			if _, ok := c.NewAccumulator().(expr.Undoer); !ok {
-				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s cannot aggregate a table (it cannot take a changed row back out); use it on a stream", c.Fn.Name)
+				return nil, b.errAt(c.Fn.Name, CodeFeatureNotSupport, "%s", tableAggregateMessage(c.Fn.Name))
 			}
 		}
 		agg.FromTable = true
@@ -232,7 +369,11 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	if having != nil {
 		f, err := planner.NewFilter(node, having)
 		if err != nil {
-			return nil, b.errAt("HAVING", CodeDatatypeMismatch, "%v", err)
+			msg := err.Error()
+			for i := len(scope.aggs) - 1; i >= 0; i-- {
+				msg = strings.ReplaceAll(msg, "KSQL_AGG_"+strconv.Itoa(i)+" ", aggText(scope.aggs[i])+" ")
+			}
+			return nil, b.errAt("HAVING", CodeDatatypeMismatch, "Type error in HAVING expression: %s", msg)
 		}
 		node = f
 	}
@@ -295,7 +436,7 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 			}
 			return &expr.Column{Index: i, Name: name, T: types.BigintType}, true, nil
 		}
-		return nil, true, b.errAt(n.Name.Name.O, CodeSyntaxError, "column %s must be in GROUP BY or inside an aggregate function", n.Name.Name.O)
+		return nil, true, b.errAt(n.Name.Name.O, CodeSyntaxError, "column %s %s", n.Name.Name.O, notGrouped)
 	default:
 		return nil, false, nil
 	}
@@ -321,8 +462,10 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	}
 	// Aggregate arguments read input columns: bind them outside the scope.
 	b.agg = nil
+	outer := b.aggCall
+	b.aggCall = name
 	bound, err := b.exprs(args)
-	b.agg = sc
+	b.agg, b.aggCall = sc, outer
 	if err != nil {
 		return nil, true, err
 	}

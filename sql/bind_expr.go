@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -58,7 +59,7 @@ func (b *binder) exprMore(n ast.ExprNode) (e expr.Expr, ok bool, err error) {
 		}
 		e, err := expr.NewIn(x, list, n.Not)
 		if err != nil {
-			return nil, true, b.typeErr("IN", err)
+			return nil, true, b.typeErr("IN", fmt.Errorf("Invalid Predicate: %w", err))
 		}
 		return b.nulls(e), true, nil
 	case *ast.BetweenExpr:
@@ -204,6 +205,9 @@ func (b *binder) special(n *ast.FuncCallExpr) (expr.Expr, bool, error) {
 		}
 		e, err := expr.NewCast(x, t)
 		if err != nil {
+			if b.clause == "SELECT" {
+				err = fmt.Errorf("Invalid Select: %w", err)
+			}
 			return nil, true, b.typeErr("CAST", err)
 		}
 		return e, true, nil
@@ -304,7 +308,7 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		if _, isTable := expr.LookupTable(name); isTable {
 			return nil, b.errAt(name, CodeFeatureNotSupport, "table function %s is only allowed as a whole item of the SELECT list", name)
 		}
-		return nil, b.errAt(name, CodeUndefinedFunction, "unknown function %s", name)
+		return nil, b.errAt(name, CodeUndefinedFunction, "Can't find any functions with the name '%s'", name)
 	}
 	args := make([]expr.Expr, len(n.Args))
 	argTypes := make([]types.Type, 0, len(n.Args))
@@ -337,6 +341,16 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 	}
 	e, err := expr.NewCall(fn, args)
 	if err != nil {
+		if unit, ok := firstArg(args).(*expr.Literal); ok && strings.Contains(err.Error(), "unknown time unit") {
+			// DATEADD(d, 5, d): ksqlDB reads the unit as the column.
+			if i := b.schema.Index(strings.ToUpper(string(unit.V.B))); i >= 0 {
+				parts := []string{b.schema.Columns[i].Type.Quoted()}
+				for _, t := range argTypes[1:] {
+					parts = append(parts, t.Quoted())
+				}
+				return nil, b.errAt(name, CodeUndefinedFunction, "Function '%s' does not accept parameters (%s). %v", name, strings.Join(parts, ", "), err)
+			}
+		}
 		return nil, b.errAt(name, CodeUndefinedFunction, "%v", err)
 	}
 	if b.sqlNulls && (name == "CEIL" || name == "FLOOR") && len(args) == 1 && args[0].Type().Kind == types.Decimal {
@@ -482,4 +496,12 @@ func parseTimeLiteral(s string) (int64, error) {
 		}
 	}
 	return 0, err
+}
+
+// firstArg is args[0], or nil for no arguments.
+func firstArg(args []expr.Expr) expr.Expr {
+	if len(args) == 0 {
+		return nil
+	}
+	return args[0]
 }

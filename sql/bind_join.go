@@ -272,6 +272,17 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	case left.src.Kind == catalog.Table && right.src.Kind == catalog.Stream:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Invalid join order: table-stream joins are not supported; only stream-table joins. Got %s.", got)
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && within == nil:
+		if j.On != nil {
+			// ksqlDB reports a bad ON condition before the missing
+			// WITHIN.
+			b.join, b.schema = js, planner.JoinSchema(left.schema, right.schema, left.name, right.name)
+			js.on = true
+			_, _, err := b.joinCondition(j.On.Expr)
+			js.on = false
+			if err != nil {
+				return nil, err
+			}
+		}
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Stream-Stream joins must have a WITHIN clause specified. None was provided. To learn about how to specify a WITHIN clause with a stream-stream join, please visit: https://docs.confluent.io/current/ksql/docs/syntax-reference.html#create-stream-as-select")
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream:
 		return b.bindStreamJoin(j, js, typ, within)
@@ -352,7 +363,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	repartition := !keyJoin || left.src.KeyFormat != right.src.KeyFormat || registryKeys(left.src, right.src) ||
 		!coPartitioned(left.src, right.src)
 	if lp, rp := left.src.Partitions, right.src.Partitions; !repartition && lp > 0 && rp > 0 && lp != rp {
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join `%s` with `%s` since the number of partitions don't match. `%s` partitions = %d; `%s` partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
 	leftNode := left.plan()
@@ -419,6 +430,45 @@ func coPartitioned(a, b *catalog.Source) bool {
 // joinCondition binds ON's a = b and returns the side of the stream
 // (left) and of the table (right), in that order whichever way they were
 // written.
+// ksqlCondition is an expression as ksqlDB prints it, unbound: each
+// operation in parentheses, ((A = B) AND (C = D)), (F1 * SUM(F2)); COUNT(*)
+// is COUNT(ROWTIME). Other nodes print as TiDB restores them.
+func ksqlCondition(n ast.ExprNode) string {
+	switch x := n.(type) {
+	case *ast.ParenthesesExpr:
+		return ksqlCondition(x.Expr)
+	case *ast.BinaryOperationExpr:
+		op := map[opcode.Op]string{opcode.LogicAnd: "AND", opcode.LogicOr: "OR", opcode.EQ: "=", opcode.NE: "<>",
+			opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
+			opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.Mod: "%"}[x.Op]
+		if op != "" {
+			return "(" + ksqlCondition(x.L) + " " + op + " " + ksqlCondition(x.R) + ")"
+		}
+	case *ast.ColumnNameExpr:
+		if t := x.Name.Table.O; t != "" {
+			return t + "." + x.Name.Name.O
+		}
+		return x.Name.Name.O
+	case *ast.AggregateFuncExpr:
+		args := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = ksqlCondition(a)
+		}
+		name := strings.ToUpper(x.F)
+		if name == "COUNT" && (len(args) == 0 || args[0] == "1" || args[0] == "*") {
+			args = []string{types.RowTime}
+		}
+		return name + "(" + strings.Join(args, ", ") + ")"
+	case *ast.FuncCallExpr:
+		args := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = ksqlCondition(a)
+		}
+		return strings.TrimPrefix(strings.ToUpper(x.FnName.O), "__") + "(" + strings.Join(args, ", ") + ")"
+	}
+	return strings.ReplaceAll(restore(n), "`", "")
+}
+
 func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err error) {
 	for {
 		p, ok := on.(*ast.ParenthesesExpr)
@@ -429,7 +479,7 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 	}
 	bin, ok := on.(*ast.BinaryOperationExpr)
 	if ok && (bin.Op == opcode.LogicAnd || bin.Op == opcode.LogicOr) {
-		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins on multiple conditions are not yet supported. Got %s.", b.onText())
+		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: joins on multiple conditions are not yet supported. Got %s.", ksqlCondition(on))
 	}
 	if !ok || bin.Op != opcode.EQ {
 		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: a join's condition is left_expression = right_expression (ANDed, for a table with several key columns). Got %s.", b.onText())
@@ -472,6 +522,24 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 		}
 	}
 	if ls == rs {
+		if ls == 0 && js.sides[0].inner != nil {
+			// An N-way join's condition that names only the sources
+			// before it: ksqlDB names them.
+			leaf := func(e expr.Expr) string {
+				used := make([]bool, b.schema.Len())
+				expr.MarkColumns(e, used)
+				for i, u := range used {
+					for _, lf := range js.leaves {
+						if u && i >= lf.offset && i < lf.offset+lf.schema.Len() {
+							return lf.name
+						}
+					}
+				}
+				return "?"
+			}
+			return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "A join criteria is expected to reference the source (`%s`) in the FROM clause, instead the right source references `%s` and the left source references `%s` (got %s = %s).",
+				js.sides[1].name, leaf(r), leaf(l), b.show(l), b.show(r))
+		}
 		return nil, nil, b.errAt("ON", CodeFeatureNotSupport, "Invalid join condition: each side of the join comparison must reference a different source. Got %s = %s.", b.show(l), b.show(r))
 	}
 	js.swapped = ls == 1
@@ -494,13 +562,13 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			}
 		}
 		if side == nil {
-			return nil, b.qualErr(q, name, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
+			return nil, b.qualErr(q, name, CodeUndefinedTable, "Failed to prepare statement: '%s' is not a valid stream/table name or alias.", q)
 		}
 		if i = side.schema.Index(name); i < 0 {
 			if js.on {
 				return nil, b.qualErr(q, name, CodeUndefinedColumn, "JOIN ON column '%s.%s' cannot be resolved.", q, name)
 			}
-			return nil, b.qualErr(q, name, CodeUndefinedColumn, "column %s.%s does not exist: %s has no column %s", q, name, side.src.Name, name)
+			return nil, b.unresolved(q, name, side.src.Name)
 		}
 	} else {
 		var found []*joinSide
@@ -528,7 +596,7 @@ func (b *binder) joinColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			for k, l := range js.leaves {
 				names[k] = l.src.Name
 			}
-			return nil, b.errAt(name, CodeUndefinedColumn, "column %s does not exist in %s", name, strings.Join(names, " or "))
+			return nil, b.unresolved("", name, strings.Join(names, " or "))
 		}
 	}
 	c := b.schema.Columns[side.offset+i]
@@ -568,6 +636,9 @@ func (b *binder) show(e expr.Expr) string {
 		}
 		side := b.join.side(c.Index)
 		return side.name + "." + side.schema.Columns[c.Index-side.offset].Name
+	}
+	if c, ok := e.(*expr.Cast); ok && !c.Implicit {
+		return "CAST(" + b.show(c.X) + " AS " + c.T.String() + ")"
 	}
 	return e.String()
 }

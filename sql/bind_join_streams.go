@@ -116,7 +116,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 		lrep, rrep = true, true
 	}
 	if lp, rp := left.src.Partitions, right.src.Partitions; !lrep && !rrep && lp > 0 && rp > 0 && lp != rp {
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join `%s` with `%s` since the number of partitions don't match. `%s` partitions = %d; `%s` partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
 	for _, s := range []*joinSide{left, right} {

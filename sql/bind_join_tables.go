@@ -74,7 +74,7 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
 	}
 	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join `%s` with `%s` since the number of partitions don't match. `%s` partitions = %d; `%s` partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
 	if registryKeys(left.src, right.src) && (typ == "INNER" || typ == "LEFT") {
@@ -150,7 +150,7 @@ func (b *binder) newTableJoin(js *joinScope, typ string, left planner.Node, lk, 
 func (b *binder) bindRowsTableJoin(js *joinScope, typ string, lk, rk expr.Expr, lkey, rkey int) (*planner.Join, error) {
 	left, right := &js.sides[0], &js.sides[1]
 	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join `%s` with `%s` since the number of partitions don't match. `%s` partitions = %d; `%s` partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
 	if lf, rf := left.src.KeyFormat, right.src.KeyFormat; lf != rf {
@@ -323,7 +323,7 @@ func (b *binder) bindCompositeTableJoin(j *ast.Join, js *joinScope, typ string) 
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Can't join %s with %s: their key formats differ (%s, %s); table-table joins that repartition are not supported yet", left.src.Name, right.src.Name, left.src.KeyFormat, right.src.KeyFormat)
 	}
 	if lp, rp := left.src.Partitions, right.src.Partitions; lp > 0 && rp > 0 && lp != rp {
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s since the number of partitions don't match. %s partitions = %d; %s partitions = %d. Please repartition either one so that the number of partitions match.",
+		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join `%s` with `%s` since the number of partitions don't match. `%s` partitions = %d; `%s` partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
 	switch f := right.src.KeyFormat; f {

@@ -135,9 +135,9 @@ func resolveType(t types.Type, lookup TypeLookup, text string, depth int) (types
 		}
 		pos := strings.Index(strings.ToUpper(text), name)
 		if pos < 0 {
-			return t, Errorf(CodeUndefinedObject, "unknown type %s", name)
+			return t, Errorf(CodeUndefinedObject, "%s", unknownType(name))
 		}
-		return t, errorAt(text, pos, CodeUndefinedObject, "unknown type %s", name)
+		return t, errorAt(text, pos, CodeUndefinedObject, "%s", unknownType(name))
 	}
 	switch t.Kind {
 	case types.Array, types.Map:
@@ -165,4 +165,13 @@ func resolveType(t types.Type, lookup TypeLookup, text string, depth int) (types
 		t.Fields = fs
 	}
 	return t, nil
+}
+
+// unknownType refuses the type name: NULL, which ksqlDB's grammar does not
+// take as a type, is a syntax error there.
+func unknownType(name string) string {
+	if strings.EqualFold(name, "NULL") {
+		return "Syntax Error: NULL is not a type; CAST(NULL AS <type>) gives a typed NULL"
+	}
+	return "unknown type " + name
 }

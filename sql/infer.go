@@ -76,6 +76,9 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 		} else {
 			id, rs, err = schemas.Latest(subject)
 		}
+		if err != nil && id == 0 && strings.Contains(err.Error(), "not found") {
+			return 0, Errorf(CodeInvalidParameter, "Schema for message %s on topic '%s' does not exist in the Schema Registry. Subject %s: %v", map[bool]string{true: "keys", false: "values"}[key], topic.Value, subject, err)
+		}
 		if err != nil {
 			return 0, Errorf(CodeInvalidParameter, "inferring the %s columns of %s from the schema registry (subject %s): %v", map[bool]string{true: "key", false: "value"}[key], cs.Name, subject, err)
 		}
@@ -121,9 +124,9 @@ func InferColumns(cs *CreateSource, schemas types.SchemaSource, prev Inferred) (
 			return got, err
 		}
 	}
-	if len(cs.Columns) == 0 {
-		return got, Errorf(CodeSyntaxError, "%s %s declares no columns: give a column list, or use a format whose schema the registry holds (AVRO, JSON_SR, PROTOBUF)", cs.Kind, cs.Name)
-	}
+	// A statement still without columns is refused by BindCreateSource,
+	// after its properties: an unknown format or a bad delimiter is the
+	// error ksqlDB gives first.
 	return got, nil
 }
 

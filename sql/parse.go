@@ -263,18 +263,18 @@ func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
 		c := ColumnDef{Name: name, Type: typ, Pos: nt.pos}
 		switch {
 		case p.peek().is("PRIMARY"):
-			pt := p.next()
+			p.next()
 			if err := p.expect("KEY"); err != nil {
 				return nil, err
 			}
 			if kind != catalog.Table {
-				return nil, p.errorf(pt, "PRIMARY KEY is for tables; a stream's key column is declared KEY")
+				return nil, p.errorf(nt, "Column `%s` is a 'PRIMARY KEY' column: please use 'KEY' for streams.", name)
 			}
 			c.Key = true
 		case p.peek().is("KEY"):
-			kt := p.next()
+			p.next()
 			if kind == catalog.Table {
-				return nil, p.errorf(kt, "a table's key column is declared PRIMARY KEY")
+				return nil, p.errorf(nt, "Column `%s` is a 'KEY' column: please use 'PRIMARY KEY' for tables.", name)
 			}
 			c.Key = true
 		}
@@ -413,7 +413,7 @@ func (p *parser) typ() (types.Type, error) {
 		return st, nil
 	}
 	if !p.customTypes || p.peek().kind == tPunct && (p.peek().text == "(" || p.peek().text == "<") {
-		return types.Type{}, errorAt(p.text, t.pos, CodeUndefinedObject, "unknown type %s", p.text[t.pos:t.end])
+		return types.Type{}, errorAt(p.text, t.pos, CodeUndefinedObject, "%s", unknownType(p.text[t.pos:t.end]))
 	}
 	// A custom type (CREATE TYPE), resolved before binding.
 	return customRef(t.text), nil

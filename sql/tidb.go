@@ -196,6 +196,8 @@ var tidbParsers = sync.Pool{New: func() any {
 	return p
 }}
 
+var tidbIllegalDouble = regexp.MustCompile(`Illegal double '([^']*)'`)
+
 var tidbErrPos = regexp.MustCompile(`line (\d+) column (\d+) near "((?s).*)"`)
 
 // parseTiDB parses one rewritten statement with TiDB in ANSI_QUOTES mode
@@ -215,6 +217,17 @@ func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 	tidbParsers.Put(p)
 	if err == nil {
 		return st, nil
+	}
+	if m := tidbIllegalDouble.FindStringSubmatch(err.Error()); m != nil {
+		// A DOUBLE literal beyond the type's range, with its sign.
+		lit := m[1]
+		if i := strings.Index(orig, lit); i >= 0 {
+			if before := strings.TrimRight(orig[:i], " \t\n"); strings.HasSuffix(before, "-") {
+				lit = "-" + lit
+			}
+			return nil, errorAt(orig, i, CodeSyntaxError, "Number overflows DOUBLE: %s", lit)
+		}
+		return nil, Errorf(CodeSyntaxError, "Number overflows DOUBLE: %s", lit)
 	}
 	m := tidbErrPos.FindStringSubmatch(err.Error())
 	if m == nil {
@@ -244,6 +257,25 @@ func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 		tok = orig[pos+ts[0].pos : pos+ts[0].end]
 	} else if f := strings.Fields(near); len(f) > 0 {
 		tok = f[0]
+	}
+	if ts := lex(orig[:pos]); len(ts) >= 4 && isPunct(ts[len(ts)-2], "(") {
+		// ts ends with EOF; the tokens before the error's:
+		switch prev := ts[len(ts)-3]; {
+		case tok == ")" && strings.EqualFold(prev.text, "BY") && strings.EqualFold(ts[len(ts)-4].text, "PARTITION"):
+			return nil, errorAt(orig, pos, CodeSyntaxError, "PARTITION BY requires at least one expression: syntax error at or near %q", tok)
+		case tok == "*" && prev.kind == tIdent:
+			// F(*): ksqlDB reads it as F() (COUNT(*) parses).
+			return nil, errorAt(orig, pos, CodeSyntaxError, "Function '%s' does not accept parameters (). Syntax error at or near %q", strings.ToUpper(prev.text), tok)
+		}
+	}
+	if ts := lex(orig[:pos]); len(ts) >= 2 && strings.EqualFold(ts[len(ts)-2].text, "LIMIT") {
+		// ts ends with EOF: the token before the error's is LIMIT.
+		switch _, ferr := strconv.ParseFloat(tok, 64); {
+		case tok == "-":
+			return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q: Pull queries don't support negative integers in the LIMIT clause. See https://cnfl.io/queries for more info.", tok)
+		case ferr == nil:
+			return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q: Failed to prepare statement: Value must be integer for command: LIMIT", tok)
+		}
 	}
 	return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q", tok)
 }

@@ -170,6 +170,9 @@ func parseDuration(v string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(f[0], 10, 64)
 	ms, ok := windowUnits[f[1]]
+	if err == nil && !ok {
+		return 0, fmt.Errorf("Unknown time unit: '%s'", f[1])
+	}
 	if err != nil || !ok || n < 0 || n > (1<<63-1)/ms {
 		return 0, fmt.Errorf("want a number and a unit")
 	}

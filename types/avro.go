@@ -3,6 +3,7 @@ package types
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -115,6 +116,14 @@ func newAvroCodec(s Schema, cols []int, wrap bool, o FormatOptions) (*avroCodec,
 	c.own = AvroSchema(c.names, c.types, wrap, name)
 	sch, err := avro.Parse(c.own)
 	if err != nil {
+		if o.FullName != "" && strings.TrimSpace(o.FullName) == "" {
+			return nil, fmt.Errorf("fullSchemaName cannot be empty. Format configuration: {fullSchemaName=}")
+		}
+		for _, n := range c.names {
+			if n != "" && !(n[0] == '_' || n[0] >= 'A' && n[0] <= 'Z' || n[0] >= 'a' && n[0] <= 'z') {
+				return nil, fmt.Errorf("Schema is not compatible with Avro: Illegal initial character: %s", n)
+			}
+		}
 		return nil, fmt.Errorf("AVRO schema of the columns: %v", err)
 	}
 	if c.ownPlan, err = c.encPlan(newAvroTree(sch)); err != nil {
@@ -128,7 +137,7 @@ func avroCheck(t Type) error {
 	switch t.Kind {
 	case Map:
 		if t.KeyType.Kind != String {
-			return fmt.Errorf("AVRO maps have STRING keys, not %s", t.KeyType)
+			return fmt.Errorf("Avro only supports MAPs with STRING keys, not %s", t.KeyType)
 		}
 		return avroCheck(*t.Elem)
 	case Array:

@@ -53,7 +53,7 @@ func newDelimitedCodec(s Schema, cols []int, delim rune, ksql bool) (*delimitedC
 		sc := s.Columns[col]
 		switch sc.Type.Kind {
 		case Array, Map, Struct:
-			return nil, fmt.Errorf("DELIMITED does not support type %s (column %s)", sc.Type.Kind, sc.Name)
+			return nil, fmt.Errorf("The 'DELIMITED' format does not support type '%s', column: `%s`", sc.Type.Kind, sc.Name)
 		}
 		c.names = append(c.names, sc.Name)
 		c.types = append(c.types, sc.Type)

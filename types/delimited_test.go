@@ -192,7 +192,7 @@ func TestDelimitedKeys(t *testing.T) {
 func TestDelimitedRefusals(t *testing.T) {
 	for _, i := range []int{11, 12, 13} {
 		_, err := NewDecoder(FormatDelimited, every, []int{1, i})
-		if err == nil || !strings.Contains(err.Error(), "DELIMITED does not support type "+every.Columns[i].Type.Kind.String()) {
+		if err == nil || !strings.Contains(err.Error(), "The 'DELIMITED' format does not support type '"+every.Columns[i].Type.Kind.String()) {
 			t.Errorf("%s: %v", every.Columns[i].Type, err)
 		}
 	}

@@ -118,7 +118,7 @@ func NormalizeFormat(name string) (string, error) {
 	case FormatJSON, FormatKafka, FormatNone, FormatDelimited, FormatAvro, FormatJSONSR, FormatProtobuf, FormatProtobufNoSR:
 		return f, nil
 	}
-	return "", fmt.Errorf("unknown format %q", name)
+	return "", fmt.Errorf("Unknown format: %s", name)
 }
 
 // ParseDelimiter reads a DELIMITED delimiter as ksqlDB's KEY_DELIMITER and
@@ -126,7 +126,7 @@ func NormalizeFormat(name string) (string, error) {
 // SPACE (any case) for the characters that are hard to quote.
 func ParseDelimiter(s string) (rune, error) {
 	if strings.TrimSpace(s) == "" {
-		return 0, fmt.Errorf("delimiter cannot be empty; for a tab or a space use the special values 'TAB' or 'SPACE'")
+		return 0, fmt.Errorf("Delimiter cannot be empty, if you meant to have a tab or space for delimiter, please use the special values 'TAB' or 'SPACE'")
 	}
 	if r, n := utf8.DecodeRuneInString(s); n == len(s) && r != utf8.RuneError {
 		if err := checkDelimiter(r); err != nil {
@@ -140,7 +140,7 @@ func ParseDelimiter(s string) (rune, error) {
 	case "SPACE":
 		return ' ', nil
 	}
-	return 0, fmt.Errorf("invalid delimiter %q: a delimiter is a single character, 'TAB' or 'SPACE' (for example ';')", s)
+	return 0, fmt.Errorf("Invalid delimiter value: '%s'. Delimiter must be a single character or TAB,SPACE", s)
 }
 
 func checkDelimiter(r rune) error {
@@ -224,27 +224,27 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 	}
 	if o.Delimiter != 0 {
 		if format != FormatDelimited {
-			return nil, fmt.Errorf("format %s does not take a delimiter; only DELIMITED does", format)
+			return nil, fmt.Errorf("%s does not support the following configs: [delimiter]; only DELIMITED takes a delimiter", format)
 		}
 		if err := checkDelimiter(o.Delimiter); err != nil {
 			return nil, err
 		}
 	}
-	if o.SchemaID != 0 && format != FormatAvro && format != FormatJSONSR && format != FormatProtobuf {
+	if o.SchemaID != 0 && !InfersColumns(format) {
 		return nil, fmt.Errorf("format %s does not take a schema ID; AVRO, JSON_SR and PROTOBUF do", format)
 	}
 	if o.FullName != "" && format != FormatAvro && format != FormatProtobuf {
-		return nil, fmt.Errorf("format %s does not take a schema full name; AVRO and PROTOBUF do", format)
+		return nil, fmt.Errorf("%s does not support the following configs: [fullSchemaName]; AVRO and PROTOBUF take a schema full name", format)
 	}
 	if o.WrapSingleValue != nil {
 		switch format {
 		case FormatJSON, FormatJSONSR:
 			if len(cols) != 1 {
-				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
+				return nil, fmt.Errorf("'WRAP_SINGLE_VALUE' is only valid for single-field value schemas: got %d columns", len(cols))
 			}
 		case FormatAvro:
 			if len(cols) != 1 {
-				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
+				return nil, fmt.Errorf("'WRAP_SINGLE_VALUE' is only valid for single-field value schemas: got %d columns", len(cols))
 			}
 		case FormatKafka, FormatDelimited:
 			if *o.WrapSingleValue {
@@ -257,7 +257,7 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 				return nil, fmt.Errorf("Format '%s' does not support 'WRAP_SINGLE_VALUE' set to 'false'.", format)
 			}
 			if len(cols) != 1 {
-				return nil, fmt.Errorf("WRAP_SINGLE_VALUE needs exactly one column, got %d", len(cols))
+				return nil, fmt.Errorf("'WRAP_SINGLE_VALUE' is only valid for single-field value schemas: got %d columns", len(cols))
 			}
 		default:
 			return nil, fmt.Errorf("format %s does not support WRAP_SINGLE_VALUE", format)
@@ -294,7 +294,7 @@ func newCodec(format string, s Schema, cols []int, o FormatOptions) (any, error)
 		return newAvroCodec(s, cols, wrap, o)
 	case FormatNone:
 		if len(cols) > 0 {
-			return nil, fmt.Errorf("format NONE cannot hold columns")
+			return nil, fmt.Errorf("The 'NONE' format can only be used when no columns are defined. Got: [%s]", ColumnsText(s, cols))
 		}
 		return noneCodec{}, nil
 	}

@@ -56,13 +56,13 @@ func TestKafkaJavaBytes(t *testing.T) {
 func TestKafkaRefusals(t *testing.T) {
 	for _, i := range []int{1, 5, 8, 9, 10, 11, 12, 13} {
 		_, err := NewDecoder(FormatKafka, every, []int{i})
-		want := "the 'KAFKA' format does not support type '" + every.Columns[i].Type.Kind.String() + "'"
+		want := "The 'KAFKA' format does not support type '" + every.Columns[i].Type.Kind.String() + "'"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", every.Columns[i].Type, err)
 		}
 	}
 	_, err := NewEncoder(FormatKafka, every, []int{2, 3})
-	if err == nil || !strings.Contains(err.Error(), "only supports a single field, got: [I INTEGER, L BIGINT]") {
+	if err == nil || !strings.Contains(err.Error(), "only supports a single field. Got: [`I` INTEGER, `L` BIGINT]") {
 		t.Errorf("two columns: %v", err)
 	}
 	if _, err := NewEncoderOpts(FormatKafka, every, []int{2}, FormatOptions{WrapSingleValue: ptr(true)}); err == nil {

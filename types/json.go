@@ -126,7 +126,7 @@ func newJNode(t Type) (*jnode, error) {
 		n.elem, err = newJNode(*t.Elem)
 	case Map:
 		if t.KeyType.Kind != String {
-			return nil, fmt.Errorf("only MAPs with STRING keys are supported, got %s", t)
+			return nil, fmt.Errorf("JSON only supports MAP types with STRING keys, got %s", t)
 		}
 		n.elem, err = newJNode(*t.Elem)
 	case Struct:

@@ -263,7 +263,7 @@ func TestJSONKeys(t *testing.T) {
 func TestJSONRefusesNonStringMapKeys(t *testing.T) {
 	s := Schema{Columns: []Column{{Name: "M", Type: arrayOf(mapOf(IntType, StringType))}}}
 	_, err := NewDecoder(FormatJSON, s, []int{0})
-	if err == nil || !strings.Contains(err.Error(), "only MAPs with STRING keys are supported") || !strings.Contains(err.Error(), "column M") {
+	if err == nil || !strings.Contains(err.Error(), "JSON only supports MAP types with STRING keys") || !strings.Contains(err.Error(), "column M") {
 		t.Errorf("got %v", err)
 	}
 	if _, err := NewEncoder(FormatJSON, s, []int{0}); err == nil {

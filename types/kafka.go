@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strings"
 )
 
 // kafkaCodec is the KAFKA format: one primitive column in the byte layout
@@ -33,17 +32,13 @@ func newKafkaCodec(s Schema, cols []int) (*kafkaCodec, error) {
 		return &kafkaCodec{none: true}, nil
 	case 1:
 	default:
-		parts := make([]string, len(cols))
-		for i, c := range cols {
-			parts[i] = s.Columns[c].Name + " " + s.Columns[c].Type.String()
-		}
-		return nil, fmt.Errorf("the 'KAFKA' format only supports a single field, got: [%s]", strings.Join(parts, ", "))
+		return nil, fmt.Errorf("The 'KAFKA' format only supports a single field. Got: [%s]", ColumnsText(s, cols))
 	}
 	t := s.Columns[cols[0]].Type
 	switch t.Kind {
 	case String, Int, Bigint, Double, Bytes:
 	default:
-		return nil, fmt.Errorf("the 'KAFKA' format does not support type '%s' (column %s); it supports INT, BIGINT, DOUBLE, STRING and BYTES", t.Kind, s.Columns[cols[0]].Name)
+		return nil, fmt.Errorf("The 'KAFKA' format does not support type '%s', column: `%s`; it supports INT, BIGINT, DOUBLE, STRING and BYTES", t.Kind, s.Columns[cols[0]].Name)
 	}
 	return &kafkaCodec{col: cols[0], t: t}, nil
 }

@@ -119,7 +119,7 @@ func protoCheck(t Type, inRepeated bool) error {
 			return fmt.Errorf("PROTOBUF cannot hold an ARRAY or MAP directly inside an ARRAY or MAP")
 		}
 		if t.KeyType.Kind != String {
-			return fmt.Errorf("PROTOBUF maps here have STRING keys, not %s", t.KeyType)
+			return fmt.Errorf("PROTOBUF format only supports MAP types with STRING keys, not %s", t.KeyType)
 		}
 		return protoCheck(*t.Elem, true)
 	case Struct:

@@ -97,7 +97,7 @@ func TestWalkingSkeleton(t *testing.T) {
 
 	// Errors name what is wrong and where, and create nothing.
 	for _, c := range []struct{ sql, code, msg string }{
-		{"SELECT userid, nope FROM pageviews EMIT CHANGES", "42703", "column NOPE does not exist"},
+		{"SELECT userid, nope FROM pageviews EMIT CHANGES", "42703", "SELECT column 'NOPE' cannot be resolved"},
 		{"CREATE STREAM bad AS SELECT * FROM nothere", "42P01", "NOTHERE does not exist"},
 		{"CREATE STREAM bad2 AS SELECT * FORM pageviews", "42601", `syntax error at or near "FORM"`},
 	} {
