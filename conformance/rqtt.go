@@ -402,20 +402,27 @@ func decodeNumbers(b []byte, v any) error {
 
 // ksql sends statements to /ksql and returns the entities.
 func (c *restClient) ksql(ctx context.Context, text string) ([]map[string]any, error) {
-	resp, err := c.post(ctx, "/ksql", "application/json", map[string]any{"ksql": text, "streamsProperties": c.props})
+	var out []map[string]any
+	err := c.postRead(ctx, "/ksql", "application/json", map[string]any{"ksql": text, "streamsProperties": c.props}, &out)
+	return out, err
+}
+
+// postRead posts body to path and decodes the whole answer, a JSON
+// value, into v (numbers kept as json.Number).
+func (c *restClient) postRead(ctx context.Context, path, accept string, body, v any) error {
+	resp, err := c.post(ctx, path, accept, body)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []map[string]any
-	if err := decodeNumbers(raw, &out); err != nil {
-		return nil, fmt.Errorf("/ksql answer %q: %w", raw, err)
+	if err := decodeNumbers(raw, v); err != nil {
+		return fmt.Errorf("%s answer %q: %w", path, raw, err)
 	}
-	return out, nil
+	return nil
 }
 
 // query sends a SELECT to /query and reads its rows to the end.
@@ -463,20 +470,9 @@ func (c *restClient) queryWhile(ctx context.Context, text string, during func() 
 func (c *restClient) queryProto(ctx context.Context, text string) ([]map[string]any, error) {
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := c.post(qctx, "/query-stream", "application/vnd.ksql.v1+protobuf", map[string]any{"sql": text, "properties": c.props})
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
 	var rows []map[string]any
-	if err := decodeNumbers(raw, &rows); err != nil {
-		return nil, fmt.Errorf("/query-stream answer %q: %w", raw, err)
-	}
-	return rows, nil
+	err := c.postRead(qctx, "/query-stream", "application/vnd.ksql.v1+protobuf", map[string]any{"sql": text, "properties": c.props}, &rows)
+	return rows, err
 }
 
 // createRestTopics creates the topics ksqlDB's RQTT runner creates

@@ -228,22 +228,16 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Headless != nil {
 		// SET and UNSET in the file apply to the statements after them,
 		// as in ksqlDB's headless mode.
-		set := map[string]string{}
+		sess := NewSession()
 		for _, text := range cfg.Headless {
 			st, err := sql.Parse(text)
-			switch st := st.(type) {
+			switch st.(type) {
 			case nil:
-			case *sql.SetProperty:
-				set[st.Name] = st.Value
-			case *sql.UnsetProperty:
-				delete(set, st.Name)
+			case *sql.SetProperty, *sql.UnsetProperty:
+				_, err = e.ExecuteStatement(ctx, sess, st, nil)
 			default:
 				// Never recorded, so bound as now at every start.
-				props := copyProps(set)
-				if props == nil {
-					props = map[string]string{}
-				}
-				_, err = e.apply(ctx, st, catalog.Command{Statement: text, Props: props}, -1, false)
+				_, err = e.apply(ctx, st, catalog.Command{Statement: text, Props: copyProps(sess.Props)}, -1, false)
 			}
 			if err != nil {
 				e.Close()

@@ -3,9 +3,8 @@ package exec
 import (
 	"context"
 	"fmt"
-	"time"
-
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"

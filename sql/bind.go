@@ -841,7 +841,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		target.KeyOptions.Delimiter = 0
 	}
 	if len(target.Schema.KeyIndexes()) == 0 {
-		if p, ok := ca.Props["KEY_FORMAT"]; ok && target.KeyFormat != types.FormatNone && partitionedByNull(q.Root) {
+		if p, ok := ca.Props["KEY_FORMAT"]; ok && target.KeyFormat != types.FormatNone && byNull(findRekey(q.Root)) {
 			return nil, errorAt(ca.text, p.Pos, CodeInvalidParameter, "Key format specified for stream without key columns.")
 		}
 		target.KeyFormat = types.FormatNone
@@ -856,24 +856,6 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
 	return &planner.Sink{Input: q.Root, Target: target}, nil
-}
-
-// partitionedByNull reports whether the plan ends in PARTITION BY NULL:
-// its rows have no key.
-func partitionedByNull(n planner.Node) bool {
-	for ; n != nil; n = firstChild(n) {
-		if r, ok := n.(*planner.Rekey); ok {
-			return len(r.Exprs) == 0
-		}
-	}
-	return false
-}
-
-func firstChild(n planner.Node) planner.Node {
-	if ch := n.Children(); len(ch) == 1 {
-		return ch[0]
-	}
-	return nil
 }
 
 // declaredKeyFormat is the key format src's CREATE statement named
@@ -1066,10 +1048,12 @@ func qualifiedText(e expr.Expr, src string) string {
 	return ksqlText(e)
 }
 
-func findRekey(n planner.Node) *planner.Rekey {
+// findInChain returns the first node of type T in a plan's chain of
+// single inputs, from n down, or the zero T.
+func findInChain[T planner.Node](n planner.Node) T {
 	for n != nil {
-		if r, ok := n.(*planner.Rekey); ok {
-			return r
+		if t, ok := n.(T); ok {
+			return t
 		}
 		ch := n.Children()
 		if len(ch) != 1 {
@@ -1077,37 +1061,18 @@ func findRekey(n planner.Node) *planner.Rekey {
 		}
 		n = ch[0]
 	}
-	return nil
+	var zero T
+	return zero
 }
 
-func findAggregate(n planner.Node) *planner.Aggregate {
-	for n != nil {
-		if a, ok := n.(*planner.Aggregate); ok {
-			return a
-		}
-		ch := n.Children()
-		if len(ch) != 1 {
-			break
-		}
-		n = ch[0]
-	}
-	return nil
-}
+func findRekey(n planner.Node) *planner.Rekey         { return findInChain[*planner.Rekey](n) }
+func findAggregate(n planner.Node) *planner.Aggregate { return findInChain[*planner.Aggregate](n) }
 
 // findJoin returns the join in a plan's chain of single inputs, or nil.
-func findJoin(n planner.Node) *planner.Join {
-	for n != nil {
-		if j, ok := n.(*planner.Join); ok {
-			return j
-		}
-		ch := n.Children()
-		if len(ch) != 1 {
-			break
-		}
-		n = ch[0]
-	}
-	return nil
-}
+func findJoin(n planner.Node) *planner.Join { return findInChain[*planner.Join](n) }
+
+// byNull reports whether r is PARTITION BY NULL: its rows have no key.
+func byNull(r *planner.Rekey) bool { return r != nil && len(r.Exprs) == 0 }
 
 // windowedTable reports whether the plan reads a windowed table.
 func windowedTable(n planner.Node) bool {
