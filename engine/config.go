@@ -117,6 +117,9 @@ type Config struct {
 	// embedded broker); off, refusals still come explained as they
 	// happen.
 	CheckKafka bool
+	// TopicAdmin, when set, is how the engine describes, creates, aligns
+	// and deletes topics (nil: kadm over Kafka).
+	TopicAdmin TopicAdmin
 }
 
 const defaultCommitInterval = 100 * time.Millisecond

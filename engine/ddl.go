@@ -432,7 +432,7 @@ func (e *Engine) drop(ctx context.Context, st *sql.Drop, cmd catalog.Command, li
 	// Only the instance the user asked deletes the topic: a replay or
 	// another instance must not delete one created again since.
 	if st.DeleteTopic && live {
-		if _, err := e.adm.DeleteTopics(ctx, src.Topic); err != nil {
+		if _, err := e.topics.Delete(ctx, src.Topic); err != nil {
 			e.log.Warn("deleting topic", "topic", src.Topic, "err", err)
 		}
 	}

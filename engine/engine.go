@@ -27,8 +27,10 @@ type Engine struct {
 	log  *slog.Logger
 	cat  *catalog.Catalog
 	cmds *catalog.CommandLog
-	cl   *kgo.Client // INSERT VALUES producer and admin
-	adm  *kadm.Client
+	cl   *kgo.Client  // INSERT VALUES producer and admin
+	adm  *kadm.Client // group administration
+	// topics is the topic administration (Config.TopicAdmin, or kadm).
+	topics TopicAdmin
 
 	// plogPartitions is the processing log topic's partition count;
 	// plogMissing says it does not exist (and was not to be created).
@@ -97,6 +99,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, flags: map[string]runFlags{}, nextID: 1,
 		appliedCh: make(chan struct{}), waiting: map[int64]*applyResult{},
 		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[storeKey]pullStore{}, client: cfg.ForwardClient},
+	}
+	e.topics = cfg.TopicAdmin
+	if e.topics == nil {
+		e.topics = kafkaTopics{cl: e.cl, adm: e.adm}
 	}
 	if e.route.client == nil {
 		e.route.client = &http.Client{}

@@ -125,19 +125,19 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 	case "QUERIES":
 		return writeTyped(w, &QueryList{Extended: st.Extended, Queries: e.Queries()})
 	case "TOPICS":
-		details, err := e.adm.ListTopics(ctx)
+		details, err := e.topics.Describe(ctx)
 		if err != nil {
 			return Result{}, err
 		}
 		l := &TopicList{Topics: []TopicInfo{}}
-		for _, name := range details.Names() {
+		for _, name := range topicNames(details) {
 			// The service's own command topic and processing log are
 			// internal, as the _-prefixed topics are.
 			internal := strings.HasPrefix(name, "_") || name == e.commandTopic() || name == e.processingLogTopic()
 			if internal && !st.Extended {
 				continue
 			}
-			l.Topics = append(l.Topics, TopicInfo{Name: name, Partitions: len(details[name].Partitions)})
+			l.Topics = append(l.Topics, TopicInfo{Name: name, Partitions: int(details[name].Partitions)})
 		}
 		return writeTyped(w, l)
 	case "PROPERTIES":

@@ -88,7 +88,7 @@ func (e *Engine) findTopic(ctx context.Context, name string, quoted bool) (strin
 	}
 	var lastErr error
 	for try := 0; try < 3; try++ {
-		details, err := e.adm.ListTopics(ctx, candidates...)
+		details, err := e.topics.Describe(ctx, candidates...)
 		if err != nil {
 			return "", err
 		}

@@ -112,20 +112,20 @@ func (e *Engine) openProcessingLog(ctx context.Context) error {
 	if topic == "" {
 		topic = ProcessingLogTopic(e.cfg.ServiceID)
 	}
-	details, err := e.adm.ListTopics(ctx, topic)
+	details, err := e.topics.Describe(ctx, topic)
 	if err != nil {
 		return err
 	}
-	if pc.Topic == "" && !details.Has(topic) {
+	if pc.Topic == "" && !hasTopic(details, topic) {
 		// A principal with ACLs on the one prefix only may not see the
 		// legacy name: then it is not this service's.
-		if old, err := e.adm.ListTopics(ctx, legacy); err == nil && old.Has(legacy) {
+		if old, err := e.topics.Describe(ctx, legacy); err == nil && hasTopic(old, legacy) {
 			topic, details = legacy, old
 		}
 	}
 	e.plogTopic = topic
 	if d, ok := details[topic]; ok && d.Err == nil {
-		e.plogPartitions = int32(len(d.Partitions))
+		e.plogPartitions = d.Partitions
 		return nil
 	}
 	if pc.NoTopicCreate {
@@ -139,10 +139,7 @@ func (e *Engine) openProcessingLog(ctx context.Context) error {
 		// broker's default, unless ksql.internal.topic.replicas is set).
 		repl = e.cfg.Kafka.Topics.ReplicationFactor()
 	}
-	resp, err := e.adm.CreateTopic(ctx, parts, repl, e.cfg.Kafka.Topics.With(nil), topic)
-	if err == nil {
-		err = resp.Err
-	}
+	err = e.topics.Create(ctx, topic, parts, repl, e.cfg.Kafka.Topics.With(nil))
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return err
 	}

@@ -64,13 +64,13 @@ func (e *Engine) resetQuery(ctx context.Context, st *sql.ResetQuery) (Result, er
 	}
 	parts := map[string]int32{}
 	if len(names) > 0 {
-		details, err := e.adm.ListTopics(ctx, append(names, topo.SourceTopics()[0])...)
+		details, err := e.topics.Describe(ctx, append(names, topo.SourceTopics()[0])...)
 		if err != nil {
 			return Result{}, fmt.Errorf("looking up the internal topics of %s: %w", cq.ID, err)
 		}
-		for _, d := range details {
+		for name, d := range details {
 			if d.Err == nil {
-				parts[d.Topic] = int32(len(d.Partitions))
+				parts[name] = d.Partitions
 			}
 		}
 	}
@@ -155,18 +155,18 @@ func (e *Engine) deleteInternalTopics(ctx context.Context, topics []string) erro
 	if len(topics) == 0 {
 		return nil
 	}
-	resps, err := e.adm.DeleteTopics(ctx, topics...)
+	resps, err := e.topics.Delete(ctx, topics...)
 	if err != nil {
 		return fmt.Errorf("deleting internal topics: %w", err)
 	}
-	for _, r := range resps {
-		if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
-			return fmt.Errorf("deleting internal topic %s: %w", r.Topic, r.Err)
+	for topic, err := range resps {
+		if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("deleting internal topic %s: %w", topic, err)
 		}
 	}
 	deadline := time.Now().Add(topicGoneWait)
 	for {
-		details, err := e.adm.ListTopics(ctx, topics...)
+		details, err := e.topics.Describe(ctx, topics...)
 		if err != nil {
 			return fmt.Errorf("looking up deleted internal topics: %w", err)
 		}

@@ -74,13 +74,13 @@ func (e *Engine) partitionCount(ctx context.Context, topics []string) (int32, er
 	if ok {
 		return n, nil
 	}
-	details, err := e.adm.ListTopics(ctx, topics...)
+	details, err := e.topics.Describe(ctx, topics...)
 	if err != nil {
 		return 0, err
 	}
 	for _, t := range topics {
 		if d, ok := details[t]; ok && d.Err == nil {
-			n = max(n, int32(len(d.Partitions)))
+			n = max(n, d.Partitions)
 		}
 	}
 	if n == 0 {

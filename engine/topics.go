@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sqlstreams/sqlstreams/kafka"
@@ -31,14 +30,7 @@ func (e *Engine) ensureInternalTopic(ctx context.Context, topic string, partitio
 // ensureTopicConfig is ensureTopic with the replication factor (-1: the
 // broker's default) and topic configs of a new topic.
 func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions int32, repl int16, configs map[string]*string) (int32, error) {
-	details, err := e.adm.ListTopics(ctx, topic)
-	if d, ok := details[topic]; err == nil && (!ok || d.Err != nil) {
-		// kadm answers from metadata cached for MetadataMinAge: a topic
-		// created (here, or by another instance) a moment ago may be
-		// missing from it. Ask the broker.
-		e.cl.PurgeTopicsFromClient(topic)
-		details, err = e.adm.ListTopics(ctx, topic)
-	}
+	details, err := e.topics.Describe(ctx, topic)
 	if err != nil {
 		return 0, fmt.Errorf("looking up topic %s: %w", topic, e.cfg.Kafka.Explain(err,
 			kafka.Permission{Operation: kafka.Describe, Resource: kafka.Resource{Type: kafka.Topic, Name: topic}}))
@@ -49,7 +41,7 @@ func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions
 			kafka.Permission{Operation: kafka.Describe, Resource: kafka.Resource{Type: kafka.Topic, Name: topic}}))
 	}
 	if d, ok := details[topic]; ok && d.Err == nil {
-		n := int32(len(d.Partitions))
+		n := d.Partitions
 		if partitions > 0 && n != partitions {
 			return 0, sql.Errorf(sql.CodeInvalidParameter, "topic %s exists with %d partitions, not %d", topic, n, partitions)
 		}
@@ -58,10 +50,7 @@ func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions
 	if partitions <= 0 {
 		return 0, sql.Errorf(sql.CodeUndefinedObject, "topic %s does not exist; give PARTITIONS in WITH (…) to create it", topic)
 	}
-	resp, err := e.adm.CreateTopic(ctx, partitions, repl, configs, topic)
-	if err == nil {
-		err = resp.Err
-	}
+	err = e.topics.Create(ctx, topic, partitions, repl, configs)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return 0, fmt.Errorf("creating topic %s: %w", topic, e.cfg.Kafka.Explain(err,
 			kafka.Permission{Operation: kafka.Create, Resource: kafka.Resource{Type: kafka.Topic, Name: topic}}))
@@ -76,18 +65,7 @@ func (e *Engine) ensureTopicConfig(ctx context.Context, topic string, partitions
 // refuses (no ALTER_CONFIGS permission) leaves the topic as it was,
 // with a warning: the query runs, its changelog keeps growing.
 func (e *Engine) alignTopicConfig(ctx context.Context, topic string, configs map[string]*string) {
-	var alter []kadm.AlterConfig
-	for k, v := range configs {
-		alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: v})
-	}
-	resps, err := e.adm.AlterTopicConfigs(ctx, alter, topic)
-	if err == nil {
-		for _, r := range resps {
-			if r.Err != nil {
-				err = r.Err
-			}
-		}
-	}
+	err := e.topics.SetConfigs(ctx, topic, configs)
 	if err != nil {
 		e.log.Warn("could not set a window changelog's cleanup policy and retention; it keeps every window", "topic", topic, "err", err)
 	}
