@@ -120,6 +120,18 @@ type Config struct {
 	// TopicAdmin, when set, is how the engine describes, creates, aligns
 	// and deletes topics (nil: kadm over Kafka).
 	TopicAdmin TopicAdmin
+	// CommandLog, when set, is the command log the engine replays,
+	// follows and appends to (nil: the service's command topic).
+	CommandLog CommandLog
+	// Offline opens the engine without contacting Kafka (no check at
+	// Open) and builds every persistent query without running it
+	// (exec.New: state CREATED, no stream thread), so that statements
+	// are validated, planned, recorded and registered as they are
+	// live. Give TopicAdmin and CommandLog with it (package
+	// engine/enginetest has memory ones): it is how the engine's
+	// statement tests run without a broker. Pull and push queries,
+	// INSERT … VALUES and PRINT still need Kafka.
+	Offline bool
 }
 
 const defaultCommitInterval = 100 * time.Millisecond

@@ -26,9 +26,9 @@ type Engine struct {
 	cfg  Config
 	log  *slog.Logger
 	cat  *catalog.Catalog
-	cmds *catalog.CommandLog
-	cl   *kgo.Client  // INSERT VALUES producer and admin
-	adm  *kadm.Client // group administration
+	cmds CommandLog   // nil in headless mode
+	cl   *kgo.Client  // INSERT VALUES producer and admin; nil when offline
+	adm  *kadm.Client // group administration; nil when offline
 	// topics is the topic administration (Config.TopicAdmin, or kadm).
 	topics TopicAdmin
 
@@ -77,26 +77,45 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.Logger = slog.Default()
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger}
-	if err := e.connect(ctx); err != nil {
-		return nil, err
-	}
-	// Admin answers come from the client's metadata cache; keep it fresh so
-	// a topic created a moment ago is seen.
-	cl, err := cfg.Kafka.NewClient(kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond),
-		kgo.RecordPartitioner(sourcePartitioner{e: e, def: kgo.StickyKeyPartitioner(nil)}))
-	if err != nil {
-		return nil, err
-	}
-	var cmds *catalog.CommandLog
-	if cfg.Headless == nil {
-		if cmds, err = catalog.OpenCommandLog(ctx, cfg.Kafka, cfg.ServiceID, cfg.InstanceID); err != nil {
-			cl.Close()
+	if !cfg.Offline {
+		if err := e.connect(ctx); err != nil {
 			return nil, err
 		}
 	}
+	if cfg.Offline && (cfg.TopicAdmin == nil || (cfg.CommandLog == nil && cfg.Headless == nil)) {
+		return nil, errors.New("engine: an offline engine needs a TopicAdmin and a CommandLog")
+	}
+	var cl *kgo.Client
+	var adm *kadm.Client
+	if !cfg.Offline {
+		// Admin answers come from the client's metadata cache; keep it
+		// fresh so a topic created a moment ago is seen.
+		var err error
+		cl, err = cfg.Kafka.NewClient(kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond),
+			kgo.RecordPartitioner(sourcePartitioner{e: e, def: kgo.StickyKeyPartitioner(nil)}))
+		if err != nil {
+			return nil, err
+		}
+		adm = kadm.NewClient(cl)
+	}
+	var cmds CommandLog
+	switch {
+	case cfg.Headless != nil:
+	case cfg.CommandLog != nil:
+		cmds = cfg.CommandLog
+	default:
+		kl, err := catalog.OpenCommandLog(ctx, cfg.Kafka, cfg.ServiceID, cfg.InstanceID)
+		if err != nil {
+			if cl != nil {
+				cl.Close()
+			}
+			return nil, err
+		}
+		cmds = kl
+	}
 	*e = Engine{
 		cfg: cfg, log: cfg.Logger, cat: catalog.New(), cmds: cmds, noExactlyOnce: e.noExactlyOnce,
-		cl: cl, adm: kadm.NewClient(cl), running: map[string]*exec.Query{}, flags: map[string]runFlags{}, nextID: 1,
+		cl: cl, adm: adm, running: map[string]*exec.Query{}, flags: map[string]runFlags{}, nextID: 1,
 		appliedCh: make(chan struct{}), waiting: map[int64]*applyResult{},
 		route: router{parts: map[string]int32{}, owners: map[string]ownersEntry{}, stores: map[storeKey]pullStore{}, client: cfg.ForwardClient},
 	}
@@ -149,6 +168,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// errOffline refuses what needs Kafka in an offline engine
+// (Config.Offline).
+var errOffline = errors.New("the engine runs offline (without Kafka): this statement needs Kafka")
+
 // Close stops every persistent query (committing their work) and closes
 // the engine's clients.
 func (e *Engine) Close() {
@@ -168,7 +191,9 @@ func (e *Engine) Close() {
 	if e.cmds != nil {
 		e.cmds.Close()
 	}
-	e.cl.Close()
+	if e.cl != nil {
+		e.cl.Close()
+	}
 }
 
 // Catalog returns the engine's catalog (read-only use).

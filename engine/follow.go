@@ -24,6 +24,30 @@ import (
 // the statement's result is what the follower's apply returned — the same
 // result every other instance gets.
 
+// CommandLog is the command topic as the engine uses it:
+// catalog.CommandLog on Kafka, enginetest's in memory. Offsets are the
+// topic's: each command is written in a transaction of its own, so its
+// commit marker takes the next offset.
+type CommandLog interface {
+	// Topic names the log (SHOW TOPICS hides it, errors name it).
+	Topic() string
+	// EndOffset is the offset below which every command is decided.
+	EndOffset(ctx context.Context) (int64, error)
+	// Position is the offset after the last one Read returned.
+	Position() int64
+	// Read waits (until ctx ends) for the commands after Position and
+	// returns them with the new position.
+	Read(ctx context.Context) ([]catalog.Entry, int64, error)
+	// ReadTo reads the commands below end and calls apply on each.
+	ReadTo(ctx context.Context, end int64, apply func(catalog.Entry) error) error
+	// Append writes a command and returns its offset.
+	Append(ctx context.Context, c catalog.Command) (int64, error)
+	// Close releases the log (its clients).
+	Close()
+}
+
+var _ CommandLog = (*catalog.CommandLog)(nil)
+
 // catchUpTimeout bounds how long a statement waits for the follower to
 // apply the commands already in the topic.
 const catchUpTimeout = 30 * time.Second

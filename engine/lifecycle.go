@@ -111,9 +111,12 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	if err := e.queryStandby(props, &cfg); err != nil {
 		return err
 	}
-	q, err := exec.Start(id, topo, cfg)
+	q, err := exec.New(id, topo, cfg)
 	if err != nil {
 		return err
+	}
+	if !e.cfg.Offline {
+		q.Run()
 	}
 	e.running[id] = q
 	e.flags[id] = fl

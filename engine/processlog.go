@@ -151,7 +151,7 @@ func (e *Engine) openProcessingLog(ctx context.Context) error {
 // log topic, without waiting (it must not slow the stream thread; a lost
 // entry is still in the server log).
 func (e *Engine) logBadRecord(b exec.BadRecord) {
-	if e.plogMissing {
+	if e.plogMissing || e.cl == nil {
 		return
 	}
 	entry := processingLogEntry{

@@ -201,6 +201,9 @@ func (e *Engine) insertValues(ctx context.Context, st *sql.InsertValues) (Result
 		}
 		recs = append(recs, r)
 	}
+	if e.cl == nil {
+		return Result{}, errOffline
+	}
 	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return Result{}, fmt.Errorf("producing to %s: %w", target.Topic, err)
 	}

@@ -108,6 +108,9 @@ func (e *Engine) resetQuery(ctx context.Context, st *sql.ResetQuery) (Result, er
 // <instance>-<thread>) that stayed in the group are removed first; when members of other instances remain, it deletes nothing and
 // returns them.
 func (e *Engine) emptyGroup(ctx context.Context, group string) ([]string, error) {
+	if e.adm == nil {
+		return nil, errOffline
+	}
 	described, err := e.adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return nil, fmt.Errorf("describing group %s: %w", group, err)

@@ -108,6 +108,9 @@ func (e *Engine) groupMembers(ctx context.Context, appID string, topics []string
 	if ok && !fresh && time.Since(ent.at) < ownersTTL {
 		return ent, nil
 	}
+	if e.adm == nil {
+		return ownersEntry{}, errOffline
+	}
 	gs, err := e.adm.DescribeGroups(ctx, appID)
 	if err != nil {
 		return ownersEntry{}, err

@@ -229,11 +229,14 @@ const (
 	// membership and state, poll nothing, and go on where they stopped
 	// when it is resumed.
 	StatePaused = "PAUSED"
+	// StateCreated marks a query built (New) and not run: it has no
+	// stream thread, as Kafka Streams' CREATED before start().
+	StateCreated = "CREATED"
 )
 
 // Status is a query's state as SHOW QUERIES reports it.
 type Status struct {
-	// State is StateRunning or StateFailed.
+	// State is StateRunning, StateFailed, StatePaused or StateCreated.
 	State string
 	// Err is the last error, when State is FAILED.
 	Err string
@@ -255,8 +258,11 @@ type Query struct {
 	topo   *physical.Topology
 	cfg    Config
 	log    *slog.Logger
+	ctx    context.Context // the threads' (New to Run)
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// started says Run was called.
+	started atomic.Bool
 
 	in, out, bad, commits, aborts, restored, restarts, late atomic.Int64
 	paused                                                  atomic.Bool
@@ -298,8 +304,22 @@ type Query struct {
 	checkList []*partitionCheck
 }
 
-// Start launches the topology's stream threads. They run until Stop.
+// Start launches the topology's stream threads (New, then Run). They
+// run until Stop.
 func Start(id string, topo *physical.Topology, cfg Config) (*Query, error) {
+	q, err := New(id, topo, cfg)
+	if err != nil {
+		return nil, err
+	}
+	q.Run()
+	return q, nil
+}
+
+// New builds a query without running it: its status is StateCreated,
+// Stop does nothing, and it reads and writes nothing until Run. An
+// engine that plans and records queries without Kafka (engine tests)
+// stops there.
+func New(id string, topo *physical.Topology, cfg Config) (*Query, error) {
 	cfg.defaults()
 	if topo.AppID == "" {
 		return nil, errors.New("exec: a persistent query needs an application ID")
@@ -327,11 +347,19 @@ func Start(id string, topo *physical.Topology, cfg Config) (*Query, error) {
 	q.newPartitionChecks()
 	// A query paused before it starts fetches nothing at all.
 	q.paused.Store(cfg.Paused)
-	for i := 0; i < cfg.Threads; i++ {
-		q.wg.Add(1)
-		go q.runThread(ctx, i)
-	}
+	q.ctx = ctx
 	return q, nil
+}
+
+// Run launches the query's stream threads, once.
+func (q *Query) Run() {
+	if q.started.Swap(true) {
+		return
+	}
+	for i := 0; i < q.cfg.Threads; i++ {
+		q.wg.Add(1)
+		go q.runThread(q.ctx, i)
+	}
 }
 
 // ID returns the query's ID.
@@ -425,6 +453,9 @@ func (q *Query) Status() Status {
 	}
 	if q.paused.Load() {
 		s.State = StatePaused
+	}
+	if !q.started.Load() {
+		s.State = StateCreated
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
