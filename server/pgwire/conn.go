@@ -105,7 +105,7 @@ type conn struct {
 	// Waiting in the server's serving loop (evloop.go): evl is the
 	// connection's, park is the owner (parkOwned…), wake hands the
 	// connection back, slot is its place in the loop (-1: none).
-	evl    *servLoop
+	evl    servingLoop
 	park   parkState
 	wake   chan inbound
 	slot   int32
@@ -119,7 +119,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		raw:      nc,
 		nc:       nc,
 		log:      s.log.With("remote", nc.RemoteAddr().String()),
-		rd:       newMsgReader(newSpinReader(nc, s), s.cfg.maxMessage),
+		rd:       newMsgReader(s.io.reader(nc, s), s.cfg.maxMessage),
 		w:        newWriter(nc, s.cfg.flushDelay),
 		ctx:      ctx,
 		cancel:   cancel,

@@ -26,10 +26,11 @@
 //	client ◀──TCP── writer (buffer; rows flushed at 16 KiB or after the flush delay,
 //	                        the rest at Sync, Flush or ReadyForQuery)
 //
-// How a connection waits for its client depends on the platform. The
-// plain path, on every platform and with WithPolledOnly: the conn's
-// goroutines read its net.Conn, waiting in the Go runtime's network
-// poller. On Linux two more ways shorten a pull query's round trip
+// How a connection waits for its client is the server's socketIO
+// (platform.go), the one interface the platform-specific I/O sits
+// behind. The plain path (plainIO), on every platform and with
+// WithPlainIO: the conn's goroutines read its net.Conn, waiting in the
+// Go runtime's network poller. On Linux two more ways shorten a pull query's round trip
 // (bench/README.md has the figures):
 //
 //   - a lone connection's socket leaves the network poller and its
@@ -42,8 +43,8 @@
 //     connection's goroutine. The ownership protocol between the two is
 //     the park state machine in evloop.go.
 //
-// evloop_other.go stands in for the Linux files elsewhere: no socket is
-// wrapped, no connection parks.
+// linuxIO (platform_linux.go) is the default on Linux and plugs those
+// in; platform_other.go chooses the plain path elsewhere.
 //
 // A CancelRequest on a new connection cancels the running statement of the
 // connection with that key; the client sees SQLSTATE 57014. Closing the

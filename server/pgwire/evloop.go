@@ -198,9 +198,9 @@ func (c *conn) next() inbound {
 // in the serving loop: another connection is open (a lone one reads its
 // socket itself, sockConn), it is not TLS, and nothing it read waits to
 // be handled.
-func (c *conn) parkable() *sockConn {
-	u, ok := c.raw.(*sockConn)
-	if !ok || c.nc != c.raw || c.srv.lone() || c.rd.buffered() > 0 || c.ctx.Err() != nil {
+func (c *conn) parkable() parkSocket {
+	u := c.srv.io.parkable(c.raw)
+	if u == nil || c.nc != c.raw || c.srv.lone() || c.rd.buffered() > 0 || c.ctx.Err() != nil {
 		return nil
 	}
 	return u
@@ -209,7 +209,7 @@ func (c *conn) parkable() *sockConn {
 // parkIn parks the connection in the serving loop and waits for it to
 // come back. ok is false when it did not park, or came back with nothing
 // to handle: the caller then reads.
-func (c *conn) parkIn(u *sockConn) (in inbound, ok bool) {
+func (c *conn) parkIn(u parkSocket) (in inbound, ok bool) {
 	if c.evl == nil {
 		c.evl = c.srv.servingLoop()
 	}
@@ -278,18 +278,18 @@ func (c *conn) unpark() {
 // and, on a small machine, to the clients; connections are spread over
 // them in turn.
 type loopSet struct {
-	loops []*servLoop
+	loops []servingLoop
 	next  atomic.Uint32
 }
 
-func (ls *loopSet) pick() *servLoop {
+func (ls *loopSet) pick() servingLoop {
 	return ls.loops[int(ls.next.Add(1))%len(ls.loops)]
 }
 
 // servingLoop returns the serving loop for a connection about to park
 // for the first time, starting the loops at the first call; nil after
 // Close, or when they cannot start.
-func (s *Server) servingLoop() *servLoop {
+func (s *Server) servingLoop() servingLoop {
 	if ls := s.evl.Load(); ls != nil {
 		return ls.pick()
 	}
@@ -303,7 +303,7 @@ func (s *Server) servingLoop() *servLoop {
 	}
 	ls := &loopSet{}
 	for range max(1, runtime.GOMAXPROCS(0)/2) {
-		l, err := newServLoop(s)
+		l, err := s.io.newLoop(s)
 		if err != nil {
 			s.evlErr = true
 			s.log.Warn("pgwire: no serving loop; connections wait for requests in the network poller", "err", err)

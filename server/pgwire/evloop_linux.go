@@ -53,6 +53,10 @@ func newServLoop(s *Server) (*servLoop, error) {
 	return l, nil
 }
 
+var _ servingLoop = (*servLoop)(nil)
+
+func (l *servLoop) counts() (served, given int64) { return l.served.Load(), l.given.Load() }
+
 // close stops the loop and waits for it. No connection may be parked.
 func (l *servLoop) close() {
 	var one = [8]byte{1}
@@ -99,7 +103,8 @@ func (l *servLoop) conn(slot int32) *conn {
 
 // arm puts fd in the epoll set, one-shot, for c, which the caller owns
 // and hands to the loop: c is parked when arm returns nil.
-func (l *servLoop) arm(c *conn, u *sockConn) error {
+func (l *servLoop) arm(c *conn, p parkSocket) error {
+	u := p.(*sockConn) // linuxIO parks only its own sockets
 	if c.slot < 0 {
 		c.slot = l.register(c)
 	}

@@ -31,8 +31,9 @@ import (
 func loopCounts(s *Server) (served, given int64) {
 	if ls := s.evl.Load(); ls != nil {
 		for _, l := range ls.loops {
-			served += l.served.Load()
-			given += l.given.Load()
+			s, g := l.counts()
+			served += s
+			given += g
 		}
 	}
 	return served, given
@@ -108,6 +109,49 @@ func startLoopServer(t *testing.T, opts ...Option) (*Server, string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return srv, url
+}
+
+// TestPlainIO runs TestServingLoop's clients on the plain path
+// (WithPlainIO, the only one off Linux): every answer is the same, no
+// serving loop starts and no socket leaves the network poller.
+func TestPlainIO(t *testing.T) {
+	srv, url := startLoopServer(t, WithPlainIO())
+	if _, ok := srv.io.(plainIO); !ok {
+		t.Fatalf("WithPlainIO: the server's I/O path is %T", srv.io)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const clients, rounds = 3, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := range clients {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := loopClient(ctx, c, i, rounds); err != nil {
+				errs <- fmt.Errorf("client %d: %w", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if srv.evl.Load() != nil {
+		t.Error("a serving loop started on the plain path")
+	}
+	srv.mu.Lock()
+	loner := srv.loner
+	srv.mu.Unlock()
+	if loner != nil {
+		t.Error("a socket left the network poller on the plain path")
+	}
 }
 
 // TestServingLoop runs point lookups from several connections at once,

@@ -23,6 +23,7 @@ type config struct {
 	allowInsecure    bool
 	metrics          *metrics.Registry
 	polledOnly       bool
+	plainIO          bool
 }
 
 // DefaultMaxConnections is the connection limit when WithMaxConnections is
@@ -92,6 +93,23 @@ func WithMaxConnections(n int) Option {
 // lowers a lone client's tail latency.
 func WithPolledSockets() Option {
 	return func(c *config) { c.polledOnly = true }
+}
+
+// WithPlainIO serves every connection on the plain path: its goroutine
+// reads its net.Conn, waiting in the Go runtime's network poller, with
+// no spin reader, no read outside the poller and no serving loop. It is
+// the only path off Linux; on Linux the default adds those three
+// (platform_linux.go; bench/README.md compares the two).
+func WithPlainIO() Option {
+	return func(c *config) { c.plainIO = true }
+}
+
+// socketIO returns the I/O path the options choose.
+func (c *config) socketIO() socketIO {
+	if c.plainIO {
+		return plainIO{}
+	}
+	return platformIO(c.polledOnly)
 }
 
 // WithIdleTimeout closes a connection that sends nothing for d between

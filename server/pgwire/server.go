@@ -41,7 +41,8 @@ type Server struct {
 	conns     map[*conn]struct{}      // every accepted connection
 	nconns    atomic.Int32            // len(conns)
 	byPID     map[uint32]*conn        // connections past startup, for CancelRequest
-	loner     *sockConn               // the only connection's socket, out of the network poller
+	loner     loneSocket              // the only connection's socket, out of the network poller
+	io        socketIO                // how sockets are read and waited on (platform.go)
 	wg        sync.WaitGroup          // connection goroutines
 	evl       atomic.Pointer[loopSet] // started by the first connection to park (evloop.go)
 	evlErr    bool                    // it could not start
@@ -63,6 +64,7 @@ func New(exec engine.Executor, opts ...Option) *Server {
 		exec:      exec,
 		catalog:   cat,
 		cfg:       cfg,
+		io:        cfg.socketIO(),
 		log:       cfg.logger,
 		ctx:       ctx,
 		cancel:    cancel,
@@ -128,8 +130,8 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		if tc, ok := nc.(*net.TCPConn); ok && !s.cfg.polledOnly {
-			nc = wrapSocket(tc, s)
+		if tc, ok := nc.(*net.TCPConn); ok {
+			nc = s.io.wrap(tc, s)
 		}
 		c := newConn(s, nc)
 		if !s.track(c) {
@@ -274,8 +276,7 @@ func (s *Server) track(c *conn) bool {
 	s.nconns.Store(int32(len(s.conns)))
 	// Only a lone connection's socket stays out of the network poller.
 	if len(s.conns) > 1 && s.loner != nil {
-		s.loner.claimed.Store(false)
-		s.loner.requestHandover()
+		s.loner.release(true)
 		s.loner = nil
 	}
 	s.wg.Add(1)
@@ -291,7 +292,7 @@ func (s *Server) untrack(c *conn) {
 	delete(s.conns, c)
 	s.nconns.Store(int32(len(s.conns)))
 	if s.loner != nil && c.raw == net.Conn(s.loner) {
-		s.loner.claimed.Store(false)
+		s.loner.release(false)
 		s.loner = nil
 	}
 	if c.pid != 0 && s.byPID[c.pid] == c {

@@ -78,11 +78,21 @@ type sockConn struct {
 	armedLoop *servLoop
 }
 
-// wrapSocket takes a new connection's socket; see sockConn.
-func wrapSocket(tc *net.TCPConn, srv *Server) net.Conn { return newSockConn(tc, srv) }
-
 func newSockConn(tc *net.TCPConn, srv *Server) *sockConn {
 	return &sockConn{srv: srv, laddr: tc.LocalAddr(), raddr: tc.RemoteAddr(), polled: tc, rd: newSpinReader(tc, srv), fd: -1, armedFD: -1}
+}
+
+var (
+	_ parkSocket = (*sockConn)(nil)
+	_ loneSocket = (*sockConn)(nil)
+)
+
+// release implements loneSocket. The server calls it under its mutex.
+func (u *sockConn) release(handover bool) {
+	u.claimed.Store(false)
+	if handover {
+		u.requestHandover()
+	}
 }
 
 func (u *sockConn) LocalAddr() net.Addr  { return u.laddr }
@@ -619,7 +629,7 @@ func (s *Server) claimLone(u *sockConn) bool {
 func (s *Server) releaseLone(u *sockConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.loner == u {
+	if s.loner == loneSocket(u) {
 		s.loner = nil
 		u.claimed.Store(false)
 	}

@@ -302,16 +302,17 @@ func TestUnpolledServer(t *testing.T) {
 	d := connect(t, addr2, "")
 	query(d, "WithPolledSockets")
 	time.Sleep(20 * time.Millisecond)
-	if loneSocket(srv2) != nil {
+	if lonerOf(srv2) != nil {
 		t.Fatal("WithPolledSockets: a lone socket is out of the poller")
 	}
 }
 
-// loneSocket returns the server's lone socket out of the poller, if any.
-func loneSocket(s *Server) *sockConn {
+// lonerOf returns the server's lone socket out of the poller, if any.
+func lonerOf(s *Server) *sockConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.loner
+	u, _ := s.loner.(*sockConn)
+	return u
 }
 
 // waitLone waits until the server has a lone socket out of the poller
@@ -319,7 +320,7 @@ func loneSocket(s *Server) *sockConn {
 func waitLone(t *testing.T, s *Server, want bool) *sockConn {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		u := loneSocket(s)
+		u := lonerOf(s)
 		if (u != nil && u.unpolled()) == want {
 			return u
 		}
