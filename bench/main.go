@@ -118,6 +118,12 @@ func main() {
 			}
 			return
 		}
+		if *scenario == "idle" {
+			if err := runIdle(); err != nil {
+				fatal(fmt.Errorf("idle: %w", err))
+			}
+			return
+		}
 		if *scenario == "pull" {
 			if err := runPull(reps); err != nil {
 				fatal(fmt.Errorf("pull: %w", err))
@@ -125,7 +131,7 @@ func main() {
 			return
 		}
 		if !slices.Contains(scenarios, *scenario) && *scenario != "stateless-avro" && !isJoin(*scenario) {
-			fatal(fmt.Errorf("unknown scenario %q (want one of %s, stateless-avro, join-st, join-ss, pull, memory or latency)", *scenario, strings.Join(scenarios, ", ")))
+			fatal(fmt.Errorf("unknown scenario %q (want one of %s, stateless-avro, join-st, join-ss, pull, idle, memory or latency)", *scenario, strings.Join(scenarios, ", ")))
 		}
 		if isJoin(*scenario) && *records == 0 && !*quick {
 			n = 1_000_000 // see README.md: a join run is slower than the others

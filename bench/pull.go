@@ -46,6 +46,8 @@ var pullMemoryLimit = flag.String("pull-memory-limit", "1GiB", "pull scenario: s
 
 var pullSeconds = flag.Int("pull-seconds", 0, "pull scenario: seconds per pgbench run (default 3 with -quick, 8 otherwise)")
 
+var pullPlain = flag.Bool("pull-plain-io", false, "pull scenario: serve on pgwire's plain I/O path (pgwire.WithPlainIO: no spin reader, no serving loop), for A/B runs")
+
 var pullPolled = flag.Bool("pull-polled-sockets", false, "pull scenario: keep every connection's socket in Go's network poller (pgwire.WithPolledSockets), as before the lone connection read its socket itself")
 
 var pullProcs = flag.Int("pull-procs", 0, "pull scenario: GOMAXPROCS of this process (sqlstreams' engine and server) during the scenario; 0: unchanged (the number of CPUs)")
@@ -340,6 +342,9 @@ func startSQLStreamsPull(ctx context.Context) (addr string, stop func(), err err
 	opts := []pgwire.Option{pgwire.WithLogger(slog.Default()), pgwire.WithMaxConnections(100)}
 	if *pullPolled {
 		opts = append(opts, pgwire.WithPolledSockets())
+	}
+	if *pullPlain {
+		opts = append(opts, pgwire.WithPlainIO())
 	}
 	srv := pgwire.New(eng, opts...)
 	go srv.Serve(ln)

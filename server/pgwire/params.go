@@ -3,7 +3,8 @@ package pgwire
 // This file handles statement parameters ($1, $2, …) of the extended
 // protocol.
 //
-// A prepared pull query over a table, and a named INSERT … VALUES, take
+// A prepared pull query over a table, and an INSERT … VALUES (named or
+// unnamed, from its first Bind), take
 // their parameters as values into the engine's prepared statement
 // (pull.go: engine.Prepare and Bind; placeholders are expression nodes
 // there). On every other path parameters are
@@ -74,6 +75,9 @@ type paramSlot struct {
 type paramInfo struct {
 	slots []paramSlot
 	oids  []uint32 // per parameter: declared, cast or inferred; 0 is text
+	// insert: the statement is an INSERT INTO … VALUES, whose values go
+	// to the engine's Prepare and Bind as datums from the first Bind.
+	insert bool
 }
 
 // analyzeParams finds the placeholders of stmt and their types: declared
@@ -81,6 +85,7 @@ type paramInfo struct {
 func (c *conn) analyzeParams(stmt string, declared []uint32) (paramInfo, error) {
 	toks := lex(stmt)
 	var pi paramInfo
+	pi.insert = words(toks, "INSERT", "INTO")
 	n := len(declared)
 	for i, t := range toks {
 		if t.kind != tokParam {

@@ -37,9 +37,11 @@ func (c *conn) pullPlan(p *prepared) *engine.Pull {
 	if p.pullTried {
 		return p.pull
 	}
-	if p.binds++; p.name == "" && p.binds < 2 && p.eprep == nil {
+	if p.binds++; p.name == "" && p.binds < 2 && p.eprep == nil && !p.params.insert {
 		// A one-shot unnamed statement would pay for planning twice
-		// (unless its Describe planned it already).
+		// (unless its Describe planned it already). An INSERT … VALUES
+		// is not planned, only bound: its values go to the engine as
+		// datums from the first Bind.
 		return nil
 	}
 	p.pullTried = true
