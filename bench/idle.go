@@ -6,7 +6,8 @@ package main
 // server over it with 1 and with -idle-conns connections that ran one
 // statement each and wait for the next, on the default I/O path and on
 // the plain one (pgwire.WithPlainIO). Each phase lasts -idle-seconds
-// and reports the CPU seconds per minute of this process
+// (after -idle-settle seconds; the queries-only phase is measured first
+// and last) and reports the CPU seconds per minute of this process
 // (getrusage(RUSAGE_SELF): the engine, its queries' stream threads and
 // the pgwire server) and of the broker's process (/proc/<pid>/stat).
 
@@ -31,6 +32,7 @@ var (
 	idleQueries = flag.Int("idle-queries", 10, "idle scenario: persistent queries, half stateless, half aggregations")
 	idleConns   = flag.Int("idle-conns", 50, "idle scenario: idle pgwire connections of the many-connections phase")
 	idleSeconds = flag.Int("idle-seconds", 30, "idle scenario: length of each measured phase")
+	idleSettle  = flag.Int("idle-settle", 60, "idle scenario: seconds the queries run before the first phase (their groups form, their stores open)")
 )
 
 // idlePhase is one measured phase of the idle scenario.
@@ -79,7 +81,7 @@ func runIdle() error {
 		}
 	}
 	logf("idle: %d queries created; letting them settle", *idleQueries+1)
-	time.Sleep(10 * time.Second)
+	time.Sleep(time.Duration(*idleSettle) * time.Second)
 
 	window := time.Duration(*idleSeconds) * time.Second
 	measure := func(name string) idlePhase {
@@ -91,7 +93,8 @@ func runIdle() error {
 		logf("idle: %s: server %.3f s/min, broker %.3f s/min", name, p.server, p.brokerCPU)
 		return p
 	}
-	phases := []idlePhase{measure(fmt.Sprintf("%d queries, no connection", *idleQueries+1))}
+	baseline := fmt.Sprintf("%d queries, no connection", *idleQueries+1)
+	phases := []idlePhase{measure(baseline)}
 	for _, path := range []struct {
 		name string
 		opts []pgwire.Option
@@ -134,6 +137,9 @@ func runIdle() error {
 		}
 		srv.Close()
 	}
+	// The same phase again at the end: the queries' own idle cost, to
+	// tell a trend from the connections' cost.
+	phases = append(phases, measure(baseline+" (again)"))
 	fmt.Printf("| phase | server CPU s/min | broker CPU s/min |\n|---|---:|---:|\n")
 	for _, p := range phases {
 		fmt.Printf("| %s | %.3f | %.3f |\n", p.name, p.server, p.brokerCPU)
