@@ -18,4 +18,13 @@
 // instances of the service write. Query IDs come from their command's
 // offset. Several instances share every query's consumer group; a pull
 // query asked of any of them is answered for the whole table.
+//
+// Files: engine.go (Open, Close, Execute's dispatch), config.go, ddl.go
+// (catalog statements), lifecycle.go (query start, replace, terminate,
+// pause, stop), topics.go and topicadmin.go (TopicAdmin), follow.go
+// (CommandLog), route.go (pull routing and forwarding), migrate.go
+// (commands recorded before plans). With Config.Offline, a TopicAdmin and
+// a CommandLog from engine/enginetest, the engine runs without Kafka and
+// builds queries without running them: TestStatements runs its
+// statements that way.
 package engine
