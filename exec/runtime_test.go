@@ -313,6 +313,10 @@ func TestTaskDirectoryLock(t *testing.T) {
 func TestQueryStateSince(t *testing.T) {
 	t0 := time.Now().Add(-time.Hour)
 	q := &Query{since: t0}
+	if s := q.Status(); s.State != StateCreated {
+		t.Fatalf("built, not run: %s", s.State)
+	}
+	q.started.Store(true) // as Run does
 	if s := q.Status(); s.State != StateRunning || !s.Since.Equal(t0) {
 		t.Fatalf("new: %s since %v", s.State, s.Since)
 	}
