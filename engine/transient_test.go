@@ -53,6 +53,8 @@ func TestTransientPushQueries(t *testing.T) {
 		{"SELECT id, COUNT(*) AS n FROM tp_in GROUP BY id EMIT CHANGES LIMIT 3", []string{"1|1", "1|2", "2|1"}},
 		{"SELECT WINDOWSTART, WINDOWEND, COUNT(1) AS n FROM tp_in WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY id EMIT CHANGES LIMIT 3",
 			[]string{"10000|11000|1", "10000|11000|2", "13000|14000|1"}},
+		// Aggregates alone: one group, as ksqlDB groups by a constant.
+		{"SELECT COUNT(*) AS n FROM tp_in EMIT CHANGES LIMIT 3", []string{"1", "2", "3"}},
 		{"SELECT i.k, i.id, o.v FROM tp_in i JOIN tp_other o WITHIN 1 MINUTE ON i.k = o.k EMIT CHANGES LIMIT 1", []string{"a|1|7"}},
 	} {
 		c := run(tc.stmt)

@@ -121,6 +121,11 @@ func (b *binder) nonAggregateError(err error, fields []*ast.SelectField) error {
 // a query whose input plan is node.
 func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query, error) {
 	s := sel.stmt
+	if s.GroupBy == nil && !sel.persistent && sel.Emit != "" && allAggregates(s.Fields.Fields) {
+		// A push query of aggregates alone: ksqlDB groups every row
+		// into one group, as by a constant.
+		s.GroupBy = &ast.GroupByClause{Items: []*ast.ByItem{{Expr: ast.NewValueExpr(int64(1), "", ""), NullOrder: true}}}
+	}
 	if s.GroupBy == nil {
 		// ksqlDB names the SELECT expressions without an aggregate.
 		var shown []string
@@ -545,4 +550,18 @@ func aggColumn(sc *aggScope, i int) expr.Expr {
 		at += len(types.WindowColumns)
 	}
 	return &expr.Column{Index: at, Name: "KSQL_AGG_" + strconv.Itoa(i), T: sc.aggs[i].T}
+}
+
+// allAggregates reports whether every field holds an aggregate call.
+func allAggregates(fields []*ast.SelectField) bool {
+	for _, f := range fields {
+		found := false
+		if f.Expr != nil {
+			f.Expr.Accept(&aggFinder{found: &found})
+		}
+		if !found {
+			return false
+		}
+	}
+	return len(fields) > 0
 }
