@@ -220,6 +220,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	switch {
 	case s.OrderBy != nil:
+		// ksqlDB's grammar has no ORDER BY: it fails at BY, echoing the
+		// statement.
+		if pos := b.identPos("BY"); pos >= 0 {
+			return nil, errorAt(b.text, pos, CodeSyntaxError, "Syntax Error\n\nStatement: %s;\nORDER BY is not supported on streams", strings.TrimRight(strings.TrimSpace(b.text), ";"))
+		}
 		return nil, b.errAt("ORDER", CodeFeatureNotSupport, "ORDER BY is not supported on streams")
 	case s.Distinct:
 		return nil, b.errAt("DISTINCT", CodeFeatureNotSupport, "SELECT DISTINCT is not supported")
