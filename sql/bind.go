@@ -831,6 +831,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 			}
 		}
 	}
+	if err := ca.Props.checkFormats(ca.text, ca.LegacyFormats); err != nil {
+		return nil, err
+	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
 	}
@@ -1137,6 +1140,22 @@ var ksqlOpNames = map[expr.Op]string{
 // createAsBinder is a binder over a CREATE … AS statement's text, for errors.
 func createAsBinder(ca *CreateAs) *binder { return &binder{text: ca.text, toks: ca.Select.toks} }
 
+// checkFormats refuses FORMAT together with KEY_FORMAT or VALUE_FORMAT,
+// as ksqlDB does (which one won was left to map order); legacy accepts
+// it, for commands recorded before (CreateSource.LegacyFormats).
+func (props Props) checkFormats(text string, legacy bool) error {
+	f, ok := props["FORMAT"]
+	if !ok || legacy {
+		return nil
+	}
+	for _, name := range []string{"KEY_FORMAT", "VALUE_FORMAT"} {
+		if _, ok := props[name]; ok {
+			return errorAt(text, f.Pos, CodeInvalidParameter, "Cannot supply both '%s' and 'FORMAT' properties, as 'FORMAT' sets both key and value formats. Either use just 'FORMAT', or use 'KEY_FORMAT' and 'VALUE_FORMAT'.", name)
+		}
+	}
+	return nil
+}
+
 // applyProps applies WITH properties to a source or sink being created.
 func applyProps(text string, props Props, s *catalog.Source) error {
 	bad := func(p Property, format string, args ...any) error {
@@ -1305,6 +1324,9 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	topic, ok := cs.Props["KAFKA_TOPIC"]
 	if !ok {
 		return nil, Errorf(CodeInvalidParameter, "missing required property KAFKA_TOPIC in WITH (…)")
+	}
+	if err := cs.Props.checkFormats(cs.text, cs.LegacyFormats); err != nil {
+		return nil, err
 	}
 	if _, ok := cs.Props["VALUE_FORMAT"]; !ok {
 		if _, ok := cs.Props["FORMAT"]; !ok {
