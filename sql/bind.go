@@ -300,6 +300,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 				// * is the input's columns, not the table functions' outputs.
 				cols = slices.DeleteFunc(slices.Clone(cols), func(c int) bool { return c >= len(b.schema.Columns)-len(tfns) })
 			}
+			if q := f.WildCard.Table.O; q != "" && b.join == nil && b.src != nil && q != b.src.Name && q != b.alias {
+				return nil, b.errAt(q, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
+			}
 			if q := f.WildCard.Table.O; q != "" && b.join != nil {
 				var err error
 				if cols, err = b.sideColumns(q); err != nil {

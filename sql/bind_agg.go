@@ -187,6 +187,17 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 	} else if sel.Emit == "FINAL" {
 		return nil, b.errAt("FINAL", CodeFeatureNotSupport, "EMIT FINAL is only supported for windowed aggregations.")
 	}
+	if window == nil && sel.persistent {
+		// A window bound the result would name as a value column: ksqlDB
+		// refuses the name before it resolves the GROUP BY.
+		for _, f := range s.Fields.Fields {
+			if c, ok := unparen(f.Expr).(*ast.ColumnNameExpr); ok && f.AsName.O == "" && c.Name.Table.O == "" {
+				if up := strings.ToUpper(c.Name.Name.O); up == types.WindowStart || up == types.WindowEnd {
+					return nil, b.errAt(up, CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", up)
+				}
+			}
+		}
+	}
 	scope := &aggScope{input: b.schema, windowed: window != nil}
 	// The SELECT list's unnamed expressions are named first, in order, as
 	// ksqlDB does; a GROUP BY expression the list repeats takes its name
