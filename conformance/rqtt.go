@@ -616,14 +616,39 @@ func verifyResponses(actual []restResponse, expected []map[string]any, stmts []s
 			if len(rows) != len(a.rows) {
 				return fmt.Sprintf("responses[%d]: row count mismatch: want %d, got %d\n  want %s\n  got  %s", i, len(rows), len(a.rows), showJSON(rows), showJSON(a.rows))
 			}
+			var pr *protoRows
+			if kind == "queryProto" {
+				var err error
+				if pr, err = newProtoRows(a.rows); err != nil {
+					return fmt.Sprintf("responses[%d]: %v", i, err)
+				}
+			}
 			for j, r := range rows {
 				er, ok := r.(map[string]any)
 				if !ok {
 					return fmt.Sprintf("responses[%d]: row %d is not an object", i, j)
 				}
-				if kind == "queryProto" {
-					// The protobuf rows' bytes are not decoded here: only
-					// the header's and final message's presence count.
+				if text, ok := er["row"].(string); ok && pr != nil {
+					// A protobuf row, in protobuf's text format.
+					path := fmt.Sprintf("responses[%d]->queryProto[%d]->row", i, j)
+					want, err := pr.expected(text)
+					if err != nil {
+						return fmt.Sprintf("%s: %v", path, err)
+					}
+					got, err := pr.actual(a.rows[j]["row"])
+					if err != nil {
+						return fmt.Sprintf("%s: %v", path, err)
+					}
+					if verifyOrder {
+						if got != want {
+							m.err = fmt.Sprintf("Response mismatch at %s: got %s, want %s", path, got, want)
+							break
+						}
+						continue
+					}
+					m.actualRows = append(m.actualRows, got)
+					m.wantRows = append(m.wantRows, want)
+					m.paths = append(m.paths, path)
 					continue
 				}
 				m.fields(a.rows[j], er, fmt.Sprintf("responses[%d]->query[%d]", i, j))

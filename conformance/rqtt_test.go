@@ -2,10 +2,15 @@ package conformance
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // TestRQTTFixtures runs this repository's REST query-validation files
@@ -74,5 +79,51 @@ func TestRQTTComparison(t *testing.T) {
 	}
 	if got := stripComments([]byte(`{"a": "x // y", /* c */ "b": 1} // end`)); string(got) != `{"a": "x // y",  "b": 1} ` {
 		t.Errorf("stripComments: %q", got)
+	}
+}
+
+// TestRQTTProtoRows: protobuf rows of /query-stream are compared with the
+// text-format rows a case expects by their fields, a MAP column's entries
+// by key, rows as a multiset unless verifyOrder.
+func TestRQTTProtoRows(t *testing.T) {
+	str, in := types.Type{Kind: types.String}, types.Type{Kind: types.Int}
+	sch := types.Schema{Columns: []types.Column{{Name: "ID", Type: types.Type{Kind: types.Bigint}}, {Name: "M", Type: types.Type{Kind: types.Map, KeyType: &str, Elem: &in}}}}
+	enc, err := types.NewEncoderOpts(types.FormatProtobufNoSR, sch, []int{0, 1}, types.FormatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(id int64, m ...string) map[string]any {
+		var kv []types.Datum
+		for i := 0; i+1 < len(m); i += 2 {
+			var v int64
+			fmt.Sscan(m[i+1], &v)
+			kv = append(kv, types.Datum{B: []byte(m[i])}, types.Datum{I: v})
+		}
+		b, err := enc.Encode(nil, types.Row{{I: id}, {L: kv}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{"row": map[string]any{"protobufBytes": base64.StdEncoding.EncodeToString(b)}}
+	}
+	schema := types.ProtobufCanonicalSchema([]string{"ID", "M"}, []types.Type{sch.Columns[0].Type, sch.Columns[1].Type})
+	actual := []restResponse{{kind: "queryProto", rows: []map[string]any{
+		{"header": map[string]any{"protoSchema": schema}}, row(1, "a", "4", "b", "-1"), row(2, "q", "0", "d", "4")}}}
+	for _, c := range []struct {
+		rows        []any
+		verifyOrder bool
+		ok          bool
+	}{
+		{[]any{`ID: 2\nM {\n  key: "q"\n}\nM {\n  key: "d"\n  value: 4\n}\n`, `ID: 1\nM {\n  key: "b"\n  value: -1\n}\nM {\n  key: "a"\n  value: 4\n}\n`}, false, true},
+		{[]any{`ID: 2\nM {\n  key: "q"\n}\nM {\n  key: "d"\n  value: 4\n}\n`, `ID: 1\nM {\n  key: "b"\n  value: -1\n}\nM {\n  key: "a"\n  value: 4\n}\n`}, true, false},
+		{[]any{`ID: 1\nM {\n  key: "a"\n  value: 4\n}\n`, `ID: 2\nM {\n  key: "d"\n  value: 4\n}\n`}, false, false},
+	} {
+		want := []any{map[string]any{"header": map[string]any{"protoSchema": schema}}}
+		for _, r := range c.rows {
+			want = append(want, map[string]any{"row": strings.ReplaceAll(r.(string), `\n`, "\n")})
+		}
+		d := verifyResponses(actual, []map[string]any{{"queryProto": want}}, nil, c.verifyOrder)
+		if (d == "") != c.ok {
+			t.Errorf("%v (verifyOrder %v): diff %q, want ok=%v", c.rows, c.verifyOrder, d, c.ok)
+		}
 	}
 }

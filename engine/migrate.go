@@ -96,6 +96,7 @@ type legacy struct {
 	keepTimestamps                                                                         bool // invalid event times are passed on
 	noHeaders                                                                              bool // input headers are not carried onto the output
 	oldDelimited                                                                           bool // DELIMITED values are quoted only where needed
+	formats                                                                                bool // FORMAT with KEY_FORMAT or VALUE_FORMAT is accepted
 }
 
 // legacyOf returns how cmd binds: by its recorded behaviour properties
@@ -122,6 +123,9 @@ func (e *Engine) legacyOf(cmd catalog.Command, migrate bool) legacy {
 		keepTimestamps: p[timestampsProp] != timestampsSkip,
 		noHeaders:      p[headersProp] != "true",
 		oldDelimited:   p[delimitedProp] != delimitedKsql,
+		// Every command recorded before plans was recorded before
+		// FORMAT with KEY_FORMAT or VALUE_FORMAT was refused.
+		formats: true,
 	}
 }
 
@@ -140,7 +144,9 @@ func (l legacy) bindWith(st sql.Statement) {
 	case *sql.CreateSource:
 		st.OriginalFieldNames = l.positional
 		st.LegacyKeyColumns = l.keyColumns
+		st.LegacyFormats = l.formats
 	case *sql.CreateAs:
+		st.LegacyFormats = l.formats
 		sel(st.Select)
 	case *sql.InsertSelect:
 		sel(st.Select)

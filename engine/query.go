@@ -35,8 +35,8 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		}
 		return e.pull(ctx, s, st, q, src, w)
 	}
-	if q.Emit != "" && hasAggregate(q.Root) {
-		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "push queries with GROUP BY are not supported yet; CREATE TABLE … AS SELECT and query the table")
+	if needsTransient(q) {
+		return e.transientPush(ctx, s, q, w)
 	}
 	if q.Emit == "FINAL" {
 		return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "EMIT FINAL needs a windowed aggregation")

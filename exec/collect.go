@@ -40,3 +40,14 @@ func (c *collectOp) Process(ch *Change) error {
 	}
 	return nil
 }
+
+// emitOp ends a transient query's graph (Config.Emit): each change's new
+// row goes to the client; deletions and tombstones do not.
+type emitOp func(types.Row)
+
+func (e emitOp) Process(ch *Change) error {
+	if ch.New != nil && !ch.NullValue {
+		e(ch.New)
+	}
+	return nil
+}

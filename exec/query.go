@@ -17,6 +17,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // Config configures a persistent query's runtime.
@@ -130,6 +131,14 @@ type Config struct {
 	// counted and logged), e.g. to write it to the processing log topic.
 	// It is called on the stream thread and must not block.
 	BadRecord func(BadRecord)
+
+	// Emit, when set, receives the rows of the topology's last node when
+	// it writes nowhere: a transient query (a push query that needs
+	// state, run as a query of its own). It gets each change's new row
+	// (deletions and tombstones are not passed), from the stream
+	// threads, so it must be safe for concurrent use; the row is valid
+	// only during the call.
+	Emit func(types.Row)
 
 	// clientOpts are more options for the stream threads' clients
 	// (tests: hooks).

@@ -298,6 +298,9 @@ func (tm *taskManager) sourceOf(st *physical.SubTopology, topic string) *physica
 func (tm *taskManager) open(t *Task) error {
 	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra, late: &lateCounter{q: tm.q}, q: tm.q,
 		idleAdvance: tm.q.cfg.WindowIdleAdvance, ksqlDelimited: tm.q.cfg.KsqlDelimited}
+	if emit := tm.q.cfg.Emit; emit != nil {
+		env.terminal = emitOp(emit)
+	}
 	if stateful(t.sub) {
 		if tm.q.cfg.StateDir == "" {
 			return errors.New("a query with state stores needs a state directory")

@@ -71,6 +71,22 @@ func BuildPush(q *planner.Query) (*Topology, error) {
 	return t, nil
 }
 
+// BuildTransient turns a push query that needs state — an aggregation,
+// a join — into a topology of its own under appID, as ksqlDB runs a
+// transient query: its stores, changelogs and repartition topics are
+// named as a persistent query's, and its last node writes nowhere (its
+// rows go to the client that asked, exec.Config.Emit). A GROUP BY's key
+// is encoded as JSON in its store and repartition topic.
+func BuildTransient(appID string, q *planner.Query) (*Topology, error) {
+	g := NewGraph(appID)
+	if _, err := lower(g, appID, q.Root, types.FormatJSON, types.FormatOptions{}); err != nil {
+		return nil, err
+	}
+	t := g.Topology()
+	t.Limit = q.Limit
+	return t, nil
+}
+
 // BuildTable returns the topology that materializes a source table: its
 // topic into a store of the latest value per key. The source topic serves
 // as the store's changelog, so no internal topic is created.

@@ -220,6 +220,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	switch {
 	case s.OrderBy != nil:
+		// ksqlDB's grammar has no ORDER BY: it fails at BY, echoing the
+		// statement.
+		if pos := b.identPos("BY"); pos >= 0 {
+			return nil, errorAt(b.text, pos, CodeSyntaxError, "Syntax Error\n\nStatement: %s;\nORDER BY is not supported on streams", strings.TrimRight(strings.TrimSpace(b.text), ";"))
+		}
 		return nil, b.errAt("ORDER", CodeFeatureNotSupport, "ORDER BY is not supported on streams")
 	case s.Distinct:
 		return nil, b.errAt("DISTINCT", CodeFeatureNotSupport, "SELECT DISTINCT is not supported")
@@ -294,6 +299,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			if len(tfns) > 0 && !b.legacyFns {
 				// * is the input's columns, not the table functions' outputs.
 				cols = slices.DeleteFunc(slices.Clone(cols), func(c int) bool { return c >= len(b.schema.Columns)-len(tfns) })
+			}
+			if q := f.WildCard.Table.O; q != "" && b.join == nil && b.src != nil && q != b.src.Name && q != b.alias {
+				return nil, b.errAt(q, CodeUndefinedTable, "'%s' is not a valid stream/table name or alias.", q)
 			}
 			if q := f.WildCard.Table.O; q != "" && b.join != nil {
 				var err error
@@ -826,6 +834,9 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 			}
 		}
 	}
+	if err := ca.Props.checkFormats(ca.text, ca.LegacyFormats); err != nil {
+		return nil, err
+	}
 	if err := applyProps(ca.text, ca.Props, target); err != nil {
 		return nil, err
 	}
@@ -1132,6 +1143,22 @@ var ksqlOpNames = map[expr.Op]string{
 // createAsBinder is a binder over a CREATE … AS statement's text, for errors.
 func createAsBinder(ca *CreateAs) *binder { return &binder{text: ca.text, toks: ca.Select.toks} }
 
+// checkFormats refuses FORMAT together with KEY_FORMAT or VALUE_FORMAT,
+// as ksqlDB does (which one won was left to map order); legacy accepts
+// it, for commands recorded before (CreateSource.LegacyFormats).
+func (props Props) checkFormats(text string, legacy bool) error {
+	f, ok := props["FORMAT"]
+	if !ok || legacy {
+		return nil
+	}
+	for _, name := range []string{"KEY_FORMAT", "VALUE_FORMAT"} {
+		if _, ok := props[name]; ok {
+			return errorAt(text, f.Pos, CodeInvalidParameter, "Cannot supply both '%s' and 'FORMAT' properties, as 'FORMAT' sets both key and value formats. Either use just 'FORMAT', or use 'KEY_FORMAT' and 'VALUE_FORMAT'.", name)
+		}
+	}
+	return nil
+}
+
 // applyProps applies WITH properties to a source or sink being created.
 func applyProps(text string, props Props, s *catalog.Source) error {
 	bad := func(p Property, format string, args ...any) error {
@@ -1300,6 +1327,9 @@ func BindCreateSource(cs *CreateSource) (*catalog.Source, error) {
 	topic, ok := cs.Props["KAFKA_TOPIC"]
 	if !ok {
 		return nil, Errorf(CodeInvalidParameter, "missing required property KAFKA_TOPIC in WITH (…)")
+	}
+	if err := cs.Props.checkFormats(cs.text, cs.LegacyFormats); err != nil {
+		return nil, err
 	}
 	if _, ok := cs.Props["VALUE_FORMAT"]; !ok {
 		if _, ok := cs.Props["FORMAT"]; !ok {

@@ -121,6 +121,11 @@ func (b *binder) nonAggregateError(err error, fields []*ast.SelectField) error {
 // a query whose input plan is node.
 func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query, error) {
 	s := sel.stmt
+	if s.GroupBy == nil && !sel.persistent && sel.Emit != "" && allAggregates(s.Fields.Fields) {
+		// A push query of aggregates alone: ksqlDB groups every row
+		// into one group, as by a constant.
+		s.GroupBy = &ast.GroupByClause{Items: []*ast.ByItem{{Expr: ast.NewValueExpr(int64(1), "", ""), NullOrder: true}}}
+	}
 	if s.GroupBy == nil {
 		// ksqlDB names the SELECT expressions without an aggregate.
 		var shown []string
@@ -181,6 +186,17 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		window = ws
 	} else if sel.Emit == "FINAL" {
 		return nil, b.errAt("FINAL", CodeFeatureNotSupport, "EMIT FINAL is only supported for windowed aggregations.")
+	}
+	if window == nil && sel.persistent {
+		// A window bound the result would name as a value column: ksqlDB
+		// refuses the name before it resolves the GROUP BY.
+		for _, f := range s.Fields.Fields {
+			if c, ok := unparen(f.Expr).(*ast.ColumnNameExpr); ok && f.AsName.O == "" && c.Name.Table.O == "" {
+				if up := strings.ToUpper(c.Name.Name.O); up == types.WindowStart || up == types.WindowEnd {
+					return nil, b.errAt(up, CodeDuplicateObject, "Reserved column name in select: `%s`. Please remove or alias the column.", up)
+				}
+			}
+		}
 	}
 	scope := &aggScope{input: b.schema, windowed: window != nil}
 	// The SELECT list's unnamed expressions are named first, in order, as
@@ -545,4 +561,18 @@ func aggColumn(sc *aggScope, i int) expr.Expr {
 		at += len(types.WindowColumns)
 	}
 	return &expr.Column{Index: at, Name: "KSQL_AGG_" + strconv.Itoa(i), T: sc.aggs[i].T}
+}
+
+// allAggregates reports whether every field holds an aggregate call.
+func allAggregates(fields []*ast.SelectField) bool {
+	for _, f := range fields {
+		found := false
+		if f.Expr != nil {
+			f.Expr.Accept(&aggFinder{found: &found})
+		}
+		if !found {
+			return false
+		}
+	}
+	return len(fields) > 0
 }

@@ -318,11 +318,21 @@ func (p *parser) columns(kind catalog.Kind) ([]ColumnDef, error) {
 		if p.acceptPunct(",") {
 			continue
 		}
+		if t := p.peek(); t.kind != tEOF && !(t.kind == tPunct && t.text == ")") {
+			// As ksqlDB's grammar words it.
+			return nil, p.errorf(t, "Syntax Error\nExpecting {',', ')'}\nStatement: %s", p.echo())
+		}
 		if err := p.expectPunct(")"); err != nil {
 			return nil, err
 		}
 		return cols, nil
 	}
+}
+
+// echo is the statement as ksqlDB's syntax errors end: its text and
+// semicolon.
+func (p *parser) echo() string {
+	return strings.TrimRight(strings.TrimSpace(p.text), ";") + ";"
 }
 
 // typ parses a ksqlDB type name.
@@ -410,6 +420,17 @@ func (p *parser) typ() (types.Type, error) {
 		return types.Type{Kind: types.Struct, Fields: fields}, nil
 	}
 	if st, ok := types.ScalarByName(t.text); ok {
+		if p.customTypes && p.peek().kind == tPunct && p.peek().text == "(" {
+			// ksqlDB's grammar reads type parameters here: a number or
+			// STRING, then ',' or ')'; it fails at what breaks them.
+			if arg := p.peekAt(1); arg.kind != tNumber && !arg.is("STRING") {
+				return types.Type{}, p.errorf(arg, "Syntax Error\nExpecting {'STRING', INTEGER_VALUE}\nStatement: %s", p.echo())
+			}
+			if st.Kind == types.String && p.peekAt(1).is("STRING") && p.peekAt(2).kind == tPunct && p.peekAt(2).text == ")" {
+				// VARCHAR(STRING): ksqlDB reads it as STRING.
+				p.i += 3
+			}
+		}
 		return st, nil
 	}
 	if !p.customTypes || p.peek().kind == tPunct && (p.peek().text == "(" || p.peek().text == "<") {

@@ -83,6 +83,10 @@ type CreateSource struct {
 	// (always unwrapped). The engine sets it for statements replayed from
 	// commands recorded before the change.
 	LegacyKeyColumns bool
+	// LegacyFormats accepts FORMAT together with KEY_FORMAT or
+	// VALUE_FORMAT, as commands recorded before they were refused were
+	// (see Props.checkFormats).
+	LegacyFormats bool
 	// kindPos is the offset of SOURCE, STREAM or TABLE; colsEnd that of
 	// the column list's closing parenthesis (0 without a list): for
 	// AlterAsReplace.
@@ -98,6 +102,8 @@ type CreateAs struct {
 	IfNotExists bool
 	Props       Props
 	Select      *Select
+	// LegacyFormats is CreateSource.LegacyFormats.
+	LegacyFormats bool
 }
 
 // InsertSelect is INSERT INTO name SELECT ….

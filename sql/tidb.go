@@ -275,6 +275,9 @@ func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 			return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q: Pull queries don't support negative integers in the LIMIT clause. See https://cnfl.io/queries for more info.", tok)
 		case ferr == nil:
 			return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q: Failed to prepare statement: Value must be integer for command: LIMIT", tok)
+		default:
+			// ksqlDB's grammar words it so.
+			return nil, errorAt(orig, pos, CodeSyntaxError, "Syntax Error: LIMIT takes a whole number, not %q", tok)
 		}
 	}
 	return nil, errorAt(orig, pos, CodeSyntaxError, "syntax error at or near %q", tok)

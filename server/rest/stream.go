@@ -7,6 +7,7 @@ package rest
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 const (
 	delimitedContentType = "application/vnd.ksqlapi.delimited.v1"
 	textContentType      = "text/plain; charset=utf-8"
+	protobufContentType  = "application/vnd.ksql.v1+protobuf"
 )
 
 // format is how a query's result is laid out in the response.
@@ -40,6 +42,11 @@ const (
 	formatLegacy
 	// formatPrint (/query with PRINT): one text line per record.
 	formatPrint
+	// formatProto (/query-stream, Accept: application/vnd.ksql.v1+protobuf):
+	// formatLegacy's layout, the header with the rows' .proto
+	// ("protoSchema"), each row {"row":{"protobufBytes":…}}: the row
+	// encoded as PROTOBUF_NOSR, base64.
+	formatProto
 )
 
 // queryStreamArgs is ksqlDB's QueryStreamArgs.
@@ -80,7 +87,13 @@ func (s *Server) handleQueryStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := formatDelimited
-	if accept := r.Header.Get("Accept"); !strings.Contains(accept, delimitedContentType) && strings.Contains(accept, "application/json") {
+	accept := r.Header.Get("Accept")
+	switch {
+	case strings.Contains(accept, protobufContentType):
+		// ksqlDB's rows as protobuf: /query's layout, each row's
+		// protobufBytes in the message the header's protoSchema gives.
+		f = formatProto
+	case !strings.Contains(accept, delimitedContentType) && strings.Contains(accept, "application/json"):
 		f = formatArray
 	}
 	s.runQuery(w, r, newSession(props), st, f, sel.Emit != "", sel.Limit)
@@ -256,6 +269,28 @@ type streamer struct {
 	buf     []byte
 	stop    chan struct{}
 	stopped chan struct{}
+	// penc encodes formatProto's rows, into pbuf.
+	penc types.Encoder
+	pbuf []byte
+}
+
+// protoRows readies formatProto's encoder for cols and returns the .proto
+// of its rows, as ksqlDB's header gives it.
+func (st *streamer) protoRows(cols []types.Column) (string, error) {
+	names := make([]string, len(cols))
+	typs := make([]types.Type, len(cols))
+	sch := types.Schema{Columns: make([]types.Column, len(cols))}
+	idx := make([]int, len(cols))
+	for i, c := range cols {
+		names[i], typs[i], idx[i] = c.Name, c.Type, i
+		sch.Columns[i] = types.Column{Name: c.Name, Type: c.Type}
+	}
+	enc, err := types.NewEncoderOpts(types.FormatProtobufNoSR, sch, idx, types.FormatOptions{})
+	if err != nil {
+		return "", err
+	}
+	st.penc = enc
+	return types.ProtobufCanonicalSchema(names, typs), nil
 }
 
 var (
@@ -286,6 +321,13 @@ func (st *streamer) Columns(cols []types.Column) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.cols = append([]types.Column(nil), cols...)
+	var protoSchema string
+	if st.format == formatProto {
+		var err error
+		if protoSchema, err = st.protoRows(cols); err != nil {
+			return err
+		}
+	}
 	h := st.w.Header()
 	switch st.format {
 	case formatDelimited:
@@ -294,6 +336,8 @@ func (st *streamer) Columns(cols []types.Column) error {
 		h.Set("Content-Type", "application/json")
 	case formatLegacy:
 		h.Set("Content-Type", jsonContentType(st.r))
+	case formatProto:
+		h.Set("Content-Type", protobufContentType)
 	case formatPrint:
 		h.Set("Content-Type", textContentType)
 	}
@@ -314,7 +358,7 @@ func (st *streamer) Columns(cols []types.Column) error {
 	case formatArray:
 		b = append(b, '[')
 		b = appendJSON(b, meta)
-	case formatLegacy:
+	case formatLegacy, formatProto:
 		id := st.queryID
 		if id == "" {
 			id = "none"
@@ -328,7 +372,11 @@ func (st *streamer) Columns(cols []types.Column) error {
 				schemaCols[i] = types.Column{Name: c.Name, Type: c.Type}
 			}
 		}
-		b = appendJSON(b, map[string]string{"queryId": id, "schema": schemaString(schemaCols)})
+		hdr := map[string]string{"queryId": id, "schema": schemaString(schemaCols)}
+		if st.format == formatProto {
+			hdr["protoSchema"] = protoSchema
+		}
+		b = appendJSON(b, hdr)
 		b = append(b, '}')
 	}
 	st.write(b)
@@ -380,6 +428,14 @@ func (st *streamer) Row(row types.Row) error {
 		b = append(b, ",\n{\"row\":{\"columns\":"...)
 		b = appendRow(b, row, st.cols)
 		b = append(b, "}}"...)
+	case formatProto:
+		var err error
+		if st.pbuf, err = st.penc.Encode(st.pbuf[:0], row); err != nil {
+			return err
+		}
+		b = append(b, ",\n{\"row\":{\"protobufBytes\":\""...)
+		b = base64.StdEncoding.AppendEncode(b, st.pbuf)
+		b = append(b, "\"}}"...)
 	case formatPrint:
 		b = appendPrintLine(b, row, st.cols)
 	}
@@ -481,7 +537,7 @@ func (st *streamer) finish(limited bool) {
 	switch st.format {
 	case formatArray:
 		b = []byte("]")
-	case formatLegacy:
+	case formatLegacy, formatProto:
 		if st.tablePull {
 			// ksqlDB ends a table's pull query with its rows.
 			b = append(b, "]\n"...)
@@ -512,7 +568,7 @@ func (st *streamer) fail(err error) {
 	case formatArray:
 		b = append([]byte{','}, appendJSON(nil, m)...)
 		b = append(b, ']')
-	case formatLegacy:
+	case formatLegacy, formatProto:
 		b = appendJSON([]byte(",\n{\"errorMessage\":"), m)
 		b = append(b, "}]\n"...)
 	case formatPrint:
