@@ -64,7 +64,15 @@ type Aggregate struct {
 	// closes them is processed, every one of them however far stream
 	// time jumps (see physical.Aggregate.FinalOnClose).
 	FinalOnClose bool
-	out          types.Schema
+	// Changes makes each emitted row carry the group's previous row (as
+	// a table's change), for an aggregation that reads this one's result
+	// (rule AggregateOfAggregate).
+	Changes bool
+	// DropEmpty (FromTable) deletes a group whose last row is taken out,
+	// as SQL does, instead of keeping it with COUNT 0 as ksqlDB does
+	// (rule SQLRetractions).
+	DropEmpty bool
+	out       types.Schema
 }
 
 // NewAggregate builds a GROUP BY of input. names are the group key
@@ -117,6 +125,12 @@ func (a *Aggregate) String() string {
 	}
 	if a.EmitFinal {
 		s += " EMIT FINAL"
+	}
+	if a.Changes {
+		s += " (emits changes)"
+	}
+	if a.DropEmpty {
+		s += " (empty groups deleted)"
 	}
 	return s
 }

@@ -148,6 +148,10 @@ func (p *Project) MissingKeys() []string {
 type Sink struct {
 	Input  Node
 	Target *catalog.Source
+	// Dialect is the query's (see Dialect); Rules the planner's rules
+	// that rewrote it, for EXPLAIN and the planner's tests.
+	Dialect Dialect
+	Rules   []string
 }
 
 func (s *Sink) Schema() types.Schema { return s.Input.Schema() }
@@ -161,6 +165,10 @@ type Query struct {
 	Root  Node
 	Emit  string // "CHANGES", "FINAL" or "" for a pull query
 	Limit int64  // -1 for none
+	// Dialect is the query's (see Dialect); Rules the planner's rules
+	// that rewrote it.
+	Dialect Dialect
+	Rules   []string
 }
 
 // Sources returns the catalog sources the plan reads, in tree order.

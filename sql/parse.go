@@ -119,7 +119,7 @@ func (p *parser) statement() (Statement, error) {
 		return p.create()
 	case t.is("INSERT"):
 		return p.insert()
-	case t.is("SELECT"):
+	case t.is("SELECT"), t.is("WITH"):
 		return p.selectStmt(p.i)
 	case t.is("SHOW"), t.is("LIST"):
 		return p.show()
@@ -540,7 +540,7 @@ func (p *parser) describe() (Statement, error) {
 func (p *parser) explain() (Statement, error) {
 	p.next()
 	t := p.peek()
-	if (t.kind == tIdent || t.kind == tQuoted) && !t.is("CREATE") && !t.is("SELECT") && !t.is("INSERT") {
+	if (t.kind == tIdent || t.kind == tQuoted) && !t.is("CREATE") && !t.is("SELECT") && !t.is("WITH") && !t.is("INSERT") {
 		p.next()
 		if err := p.end(); err != nil {
 			return nil, err

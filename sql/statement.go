@@ -5,6 +5,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -234,6 +235,9 @@ type Select struct {
 	// it. The engine sets it for queries replayed from commands recorded
 	// before sqlstreams.table.distinct, whose stores hold that state.
 	LegacyDistinct bool
+	// dialect is the SQL the statement is written in, as binding found
+	// it (planner.Dialect).
+	dialect planner.Dialect
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
