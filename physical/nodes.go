@@ -225,6 +225,14 @@ type Aggregate struct {
 	// unseen. Without it closed windows are emitted at each commit
 	// (queries recorded before it).
 	FinalOnClose bool
+	// Changes makes each emitted row carry the group's previous row as
+	// the change's old row (none for a new group), so that an
+	// aggregation reading this one's result can take it back out.
+	Changes bool
+	// DropEmpty (FromTable) deletes a group whose last row is taken out
+	// (SQL's semantics) instead of keeping it with the aggregates of no
+	// rows (ksqlDB's).
+	DropEmpty bool
 }
 
 func (a *Aggregate) Schema() types.Schema { return a.Out }
@@ -246,6 +254,12 @@ func (a *Aggregate) Explain(name string) string {
 	}
 	if a.EmitFinal {
 		d += " EMIT FINAL"
+	}
+	if a.Changes {
+		d += " EMIT CHANGES WITH OLD ROWS"
+	}
+	if a.DropEmpty {
+		d += " DELETE EMPTY GROUPS"
 	}
 	return "  --> " + name + "  " + d + " (store: " + a.Store.Name + ", changelog: " + a.Store.Changelog + ")\n"
 }
