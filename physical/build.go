@@ -24,7 +24,7 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.Add("SINK-"+t.Name, &Sink{
+	last = g.Add("SINK-"+t.Name, &Sink{
 		Topic:           t.Topic,
 		KeyFormat:       t.KeyFormat,
 		ValueFormat:     t.ValueFormat,
@@ -37,6 +37,9 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 		WindowSizeMs:    t.WindowSizeMs,
 		Partitioner:     sinkPartitioner(t.Partitioner),
 	}, last)
+	if len(t.Schema.KeyIndexes()) == 0 && globalAggregate(sink.Input) {
+		last.Op.(*Sink).SinglePartition = true
+	}
 	topo := g.Topology()
 	topo.Dialect = string(sink.Dialect)
 	return topo, nil
@@ -128,6 +131,11 @@ func lowerAt(g *Graph, appID string, root planner.Node, keyFormat string, keyOpt
 		// or filtered-out row becomes a tombstone of its key.
 		scan, ok := above[len(above)-1].(*planner.Scan)
 		return chain(g, root, ok && scan.OfTable())
+	}
+	if agg.Global {
+		// Its constant key is internal (the result has no key columns,
+		// its key format NONE): JSON in its store and repartition topic.
+		keyFormat, keyOptions = types.FormatJSON, types.FormatOptions{}
 	}
 	// Above the Aggregate: HAVING becomes part of it (a failing group is
 	// deleted from the result table), then the projections.

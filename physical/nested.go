@@ -39,3 +39,10 @@ func lowerInner(g *Graph, appID string, n planner.Node, suffix string) (*Node, e
 	}
 	return lowerAt(g, appID, n, types.FormatJSON, types.FormatOptions{}, "-"+strconv.Itoa(depth))
 }
+
+// globalAggregate reports whether the last aggregation of n's chain is a
+// global one (no GROUP BY).
+func globalAggregate(n planner.Node) bool {
+	a, _ := innerAggregate(n)
+	return a != nil && a.Global
+}

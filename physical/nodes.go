@@ -558,6 +558,10 @@ func (r *Repartition) shape() string {
 // columns into the record key, the others into the value. A change
 // without a new row writes a tombstone for the old row's key.
 type Sink struct {
+	// SinglePartition writes every record to partition 0: the one row of
+	// a global aggregate's result, which has no key columns (null record
+	// keys), whose changes must stay in order.
+	SinglePartition          bool
 	Topic                    string
 	KeyFormat                string
 	ValueFormat              string
@@ -584,7 +588,11 @@ type Sink struct {
 
 func (s *Sink) Schema() types.Schema { return s.Out }
 func (s *Sink) Explain(name string) string {
-	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s%s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), partitionerNote(s.Partitioner), s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
+	single := ""
+	if s.SinglePartition {
+		single = ", partition 0"
+	}
+	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s%s%s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), partitionerNote(s.Partitioner), single, s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
 }
 
 // windowNote describes a windowed key for EXPLAIN.

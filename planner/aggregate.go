@@ -72,7 +72,12 @@ type Aggregate struct {
 	// as SQL does, instead of keeping it with COUNT 0 as ksqlDB does
 	// (rule SQLRetractions).
 	DropEmpty bool
-	out       types.Schema
+	// Global marks an aggregation without GROUP BY (SQL dialect): one
+	// group, keyed by a constant (its key column, KSQL_GLOBAL, is
+	// internal: the result projects none). Its row stays when its rows
+	// are all gone, with the aggregates of no rows, as SQL's does.
+	Global bool
+	out    types.Schema
 }
 
 // NewAggregate builds a GROUP BY of input. names are the group key
@@ -131,6 +136,9 @@ func (a *Aggregate) String() string {
 	}
 	if a.DropEmpty {
 		s += " (empty groups deleted)"
+	}
+	if a.Global {
+		s += " (global)"
 	}
 	return s
 }

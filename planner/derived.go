@@ -40,3 +40,17 @@ func IsTable(n Node) bool {
 		n = ch[0]
 	}
 }
+
+// overGlobal reports whether n is a global aggregation, or its HAVING.
+func overGlobal(n Node) bool {
+	for {
+		switch x := n.(type) {
+		case *Aggregate:
+			return x.Global
+		case *Filter:
+			n = x.Input
+		default:
+			return false
+		}
+	}
+}

@@ -128,6 +128,9 @@ func (p *Project) String() string {
 // projection does not pass through. ksqlDB requires a persistent query's
 // projection to include them.
 func (p *Project) MissingKeys() []string {
+	if overGlobal(p.Input) {
+		return nil // a global aggregate's key is internal (Aggregate.Global)
+	}
 	in := p.Input.Schema()
 	var missing []string
 	for _, k := range in.KeyIndexes() {

@@ -175,7 +175,7 @@ func sqlRetractions(n Node, d Dialect) (Node, bool, error) {
 	}
 	return rewriteChain(n, func(n Node) (Node, bool, error) {
 		a, ok := n.(*Aggregate)
-		if !ok || !a.FromTable || a.DropEmpty {
+		if !ok || !a.FromTable || a.DropEmpty || a.Global {
 			return n, false, nil
 		}
 		c := *a

@@ -675,6 +675,9 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	ca.Select.persistent = true
 	ca.Select.sink = "`" + ca.Name + "`"
+	if ca.Materialized {
+		ca.Select.dialect = planner.DialectSQL
+	}
 	q, err := BindSelect(ca.Select, cat)
 	if err != nil {
 		return nil, err

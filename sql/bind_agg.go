@@ -121,6 +121,9 @@ func (b *binder) nonAggregateError(err error, fields []*ast.SelectField) error {
 // a query whose input plan is node.
 func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query, error) {
 	s := sel.stmt
+	if s.GroupBy == nil && sel.dialect == planner.DialectSQL {
+		return b.globalAggregate(sel, node) // bind_global.go
+	}
 	if s.GroupBy == nil {
 		// ksqlDB names the SELECT expressions without an aggregate.
 		var shown []string
@@ -242,6 +245,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 					name = aliases[j]
 					break
 				}
+			}
+			if name == "" && sel.global {
+				name = globalKeyName
 			}
 			if name == "" {
 				name = b.newAliasGen(sel).forExpr(item.Expr, i)

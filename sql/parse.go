@@ -175,6 +175,9 @@ func (p *parser) create() (Statement, error) {
 	if !orReplace && p.accept("TYPE") {
 		return p.createType()
 	}
+	if p.peek().is("MATERIALIZED") {
+		return p.createMaterializedView(orReplace) // parse_view.go
+	}
 	kindPos := p.peek().pos
 	source := p.accept("SOURCE")
 	kind, err := p.kind()
@@ -596,7 +599,7 @@ func (p *parser) drop() (Statement, error) {
 	if p.accept("TYPE") {
 		return p.dropType()
 	}
-	kind, err := p.kind()
+	kind, err := p.dropKind() // parse_view.go
 	if err != nil {
 		return nil, err
 	}

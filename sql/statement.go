@@ -99,6 +99,9 @@ type CreateAs struct {
 	IfNotExists bool
 	Props       Props
 	Select      *Select
+	// Materialized marks CREATE MATERIALIZED VIEW: a table, in the SQL
+	// dialect (planner.DialectSQL).
+	Materialized bool
 }
 
 // InsertSelect is INSERT INTO name SELECT ….
@@ -238,6 +241,9 @@ type Select struct {
 	// dialect is the SQL the statement is written in, as binding found
 	// it (planner.Dialect).
 	dialect planner.Dialect
+	// global marks the SELECT of a global aggregate (bind_global.go),
+	// bound with a GROUP BY of a constant.
+	global bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.
