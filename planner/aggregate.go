@@ -29,6 +29,13 @@ func (a *AggCall) NewAccumulator() expr.Accumulator {
 }
 
 func (a *AggCall) String() string {
+	if a.Fn.Variant == "distinct" {
+		parts := make([]string, len(a.Args))
+		for i, e := range a.Args {
+			parts[i] = e.String()
+		}
+		return a.Fn.Name + "(DISTINCT " + strings.Join(parts, ", ") + ")"
+	}
 	if len(a.Args) == 0 {
 		return a.Fn.Name + "(*)"
 	}

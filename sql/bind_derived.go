@@ -23,6 +23,7 @@ import (
 // BindSelect binds a SELECT against cat into a planned query, and
 // applies the planner's rules to it.
 func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
+	markDialect(sel)
 	q, err := bindSelect(sel, cat)
 	if err != nil {
 		return nil, err

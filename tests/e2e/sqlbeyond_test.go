@@ -40,6 +40,10 @@ func TestSQLBeyondDifferential(t *testing.T) {
 		// Groups of one or two rows, emptied often by updates and deletes:
 		// each emptied one is deleted (a tombstone), never a COUNT 0 row.
 		`CREATE MATERIALIZED VIEW mv_age AS SELECT age, COUNT(*) AS n FROM persons GROUP BY age`,
+		// Exact distinct aggregates, of a table (a count per value) and
+		// of a stream.
+		`CREATE TABLE dist_state AS SELECT state, COUNT(DISTINCT age) AS ages, SUM(DISTINCT age) AS sa FROM persons GROUP BY state`,
+		`CREATE TABLE dist_auction AS SELECT auction, COUNT(DISTINCT bidder) AS bidders, SUM(DISTINCT price) AS sp FROM bids GROUP BY auction`,
 		// An aggregate over an aggregating derived table, of a stream.
 		`CREATE TABLE nested AS SELECT n, COUNT(*) AS c, SUM(total) AS t FROM (SELECT auction, COUNT(*) AS n, SUM(price) AS total FROM bids GROUP BY auction) x GROUP BY n`,
 		// An aggregate over an aggregating CTE, of a table.
@@ -64,7 +68,7 @@ func TestSQLBeyondDifferential(t *testing.T) {
 		age   int64
 	}
 	persons := map[string]*person{}
-	var bids []string // "auction|price" of each bid
+	var bids []string // "auction|bidder|price" of each bid
 	produce := func(n int) {
 		t.Helper()
 		var recs []*kgo.Record
@@ -83,8 +87,9 @@ func TestSQLBeyondDifferential(t *testing.T) {
 			}
 			a := "a" + strconv.Itoa(rng.IntN(40))
 			price := int64(rng.IntN(1000) + 1)
-			bids = append(bids, a+"|"+strconv.FormatInt(price, 10))
-			recs = append(recs, &kgo.Record{Topic: "bids", Key: []byte(a), Value: fmt.Appendf(nil, `{"BIDDER":"b%d","PRICE":%d}`, rng.IntN(9), price)})
+			bidder := "b" + strconv.Itoa(rng.IntN(9))
+			bids = append(bids, a+"|"+bidder+"|"+strconv.FormatInt(price, 10))
+			recs = append(recs, &kgo.Record{Topic: "bids", Key: []byte(a), Value: fmt.Appendf(nil, `{"BIDDER":%q,"PRICE":%d}`, bidder, price)})
 		}
 		if err := kc.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			t.Fatalf("producing: %v", err)
@@ -99,18 +104,22 @@ func TestSQLBeyondDifferential(t *testing.T) {
 
 	// SQLite over the final input.
 	var script bytes.Buffer
-	script.WriteString("CREATE TABLE persons (id TEXT PRIMARY KEY, state TEXT, age INTEGER);\nCREATE TABLE bids (auction TEXT, price INTEGER);\n")
+	script.WriteString("CREATE TABLE persons (id TEXT PRIMARY KEY, state TEXT, age INTEGER);\nCREATE TABLE bids (auction TEXT, bidder TEXT, price INTEGER);\n")
 	for id, p := range persons {
 		fmt.Fprintf(&script, "INSERT INTO persons VALUES ('%s', '%s', %d);\n", id, p.state, p.age)
 	}
 	for _, b := range bids {
 		f := strings.Split(b, "|")
-		fmt.Fprintf(&script, "INSERT INTO bids VALUES ('%s', %s);\n", f[0], f[1])
+		fmt.Fprintf(&script, "INSERT INTO bids VALUES ('%s', '%s', %s);\n", f[0], f[1], f[2])
 	}
 	script.WriteString(`SELECT '#MV_STATE';
 SELECT state, COUNT(*), SUM(age) FROM persons WHERE age >= 18 GROUP BY state;
 SELECT '#MV_AGE';
 SELECT age, COUNT(*) FROM persons GROUP BY age;
+SELECT '#DIST_STATE';
+SELECT state, COUNT(DISTINCT age), SUM(DISTINCT age) FROM persons GROUP BY state;
+SELECT '#DIST_AUCTION';
+SELECT auction, COUNT(DISTINCT bidder), SUM(DISTINCT price) FROM bids GROUP BY auction;
 SELECT '#NESTED';
 SELECT n, COUNT(*), SUM(total) FROM (SELECT auction, COUNT(*) AS n, SUM(price) AS total FROM bids GROUP BY auction) x GROUP BY n;
 SELECT '#CTE_STATE';
@@ -199,6 +208,8 @@ SELECT a, p FROM (SELECT a, p FROM (SELECT auction AS a, price AS p FROM bids WH
 	}
 	eventually("MV_STATE", func() []string { return tableOut("MV_STATE", strKey, []string{"N", "S"}) })
 	eventually("MV_AGE", func() []string { return tableOut("MV_AGE", bigintKey, []string{"N"}) })
+	eventually("DIST_STATE", func() []string { return tableOut("DIST_STATE", strKey, []string{"AGES", "SA"}) })
+	eventually("DIST_AUCTION", func() []string { return tableOut("DIST_AUCTION", strKey, []string{"BIDDERS", "SP"}) })
 	eventually("NESTED", func() []string { return tableOut("NESTED", bigintKey, []string{"C", "T"}) })
 	eventually("CTE_STATE", func() []string { return tableOut("CTE_STATE", bigintKey, []string{"STATES"}) })
 	eventually("TOTALS", func() []string { return tableOut("TOTALS", noKey, []string{"N", "S"}) })
@@ -210,6 +221,8 @@ SELECT a, p FROM (SELECT a, p FROM (SELECT auction AS a, price AS p FROM bids WH
 	pullEqual(t, ctx, conn, "SELECT * FROM mv_state", want["MV_STATE"])
 	pullEqual(t, ctx, conn, "SELECT * FROM mv_age", want["MV_AGE"])
 	pullEqual(t, ctx, conn, "SELECT * FROM nested", want["NESTED"])
+	pullEqual(t, ctx, conn, "SELECT * FROM dist_state", want["DIST_STATE"])
+	pullEqual(t, ctx, conn, "SELECT * FROM dist_auction", want["DIST_AUCTION"])
 	pullEqual(t, ctx, conn, "SELECT * FROM cte_state", want["CTE_STATE"])
 	pullEqual(t, ctx, conn, "SELECT * FROM totals", want["TOTALS"])
 	pullEqual(t, ctx, conn, "SELECT * FROM ptotals", want["PTOTALS"])
