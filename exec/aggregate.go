@@ -79,14 +79,17 @@ type aggregateOp struct {
 	// is taken), with its new one. dropEmpty deletes a group whose last
 	// row leaves. See aggregate_sql.go.
 	changes, dropEmpty bool
-	hasOld, captured   bool
-	oldRow             types.Row
-	oldBufs            [][]byte
-	key                []byte
-	state              []byte
-	part               []byte
-	parts              [][]byte
-	next               Processor
+	// distinct (SELECT DISTINCT) emits a group's row only when the
+	// group appears; existed says the group held rows before this fold.
+	distinct, existed bool
+	hasOld, captured  bool
+	oldRow            types.Row
+	oldBufs           [][]byte
+	key               []byte
+	state             []byte
+	part              []byte
+	parts             [][]byte
+	next              Processor
 
 	// The groups this transaction changed, with their latest state: reads
 	// find them here first, and they reach the store's overlay and the
@@ -107,7 +110,7 @@ type group struct {
 
 func newAggregate(name string, a *physical.Aggregate, store *taskStore, out *outbox, next Processor) (*aggregateOp, error) {
 	op := &aggregateOp{name: name, changelog: a.Store.Changelog, store: store, out: out, fromTable: a.FromTable,
-		changes: a.Changes, dropEmpty: a.DropEmpty && a.FromTable,
+		changes: a.Changes, dropEmpty: a.DropEmpty && a.FromTable, distinct: a.Distinct,
 		oldRow: make(types.Row, len(a.Out.Columns)), oldBufs: make([][]byte, len(a.Out.Columns)),
 		row: make(types.Row, len(a.Out.Columns)), parts: make([][]byte, len(a.Aggs)), next: next, groups: map[string]*group{}}
 	for _, g := range a.GroupBy {
@@ -287,6 +290,7 @@ func (a *aggregateOp) fold(undo bool) error {
 		prev = gr.state
 	}
 	ts := a.ts
+	a.existed = len(prev) >= tsLen
 	if len(prev) >= tsLen {
 		if a.win != nil {
 			// A window's ROWTIME is the latest of its rows'.
@@ -303,6 +307,7 @@ func (a *aggregateOp) fold(undo bool) error {
 		if undo && rows == 0 {
 			return nil // nothing to take out (its addition was filtered)
 		}
+		a.existed = a.existed && rows > 0
 	}
 	if err := splitState(prev, a.parts); err != nil {
 		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
@@ -362,6 +367,9 @@ func (a *aggregateOp) fold(undo bool) error {
 	}
 	if a.quiet {
 		return nil // the new row's fold emits the group
+	}
+	if a.distinct && a.existed {
+		return nil // SELECT DISTINCT: the row is out already
 	}
 	a.ts = ts
 	return a.emit(a.state[tsLen:])

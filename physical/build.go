@@ -140,7 +140,7 @@ func lowerAt(g *Graph, appID string, root planner.Node, keyFormat string, keyOpt
 	// Above the Aggregate: HAVING becomes part of it (a failing group is
 	// deleted from the result table), then the projections.
 	pa := &Aggregate{GroupBy: agg.GroupBy, Aggs: agg.Aggs, Out: agg.Schema(), FromTable: agg.FromTable,
-		Changes: agg.Changes, DropEmpty: agg.DropEmpty, Store: &Store{
+		Changes: agg.Changes, DropEmpty: agg.DropEmpty, Distinct: agg.Distinct, Store: &Store{
 			Name:        "AGGREGATE" + suffix,
 			Kind:        KeyValue,
 			Changelog:   appID + "-AGGREGATE" + suffix + "-changelog",

@@ -233,6 +233,9 @@ type Aggregate struct {
 	// (SQL's semantics) instead of keeping it with the aggregates of no
 	// rows (ksqlDB's).
 	DropEmpty bool
+	// Distinct (SELECT DISTINCT) emits a group's row only when the group
+	// appears; of a table, with DropEmpty, its deletion when it empties.
+	Distinct bool
 }
 
 func (a *Aggregate) Schema() types.Schema { return a.Out }
@@ -260,6 +263,9 @@ func (a *Aggregate) Explain(name string) string {
 	}
 	if a.DropEmpty {
 		d += " DELETE EMPTY GROUPS"
+	}
+	if a.Distinct {
+		d += " DISTINCT"
 	}
 	return "  --> " + name + "  " + d + " (store: " + a.Store.Name + ", changelog: " + a.Store.Changelog + ")\n"
 }

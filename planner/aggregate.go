@@ -84,7 +84,12 @@ type Aggregate struct {
 	// internal: the result projects none). Its row stays when its rows
 	// are all gone, with the aggregates of no rows, as SQL's does.
 	Global bool
-	out    types.Schema
+	// Distinct marks SELECT DISTINCT: a GROUP BY of every selected
+	// column without aggregates, whose row is emitted when its group
+	// appears (and, of a table, deleted when it empties), not at each
+	// row (physical.Aggregate.Distinct).
+	Distinct bool
+	out      types.Schema
 }
 
 // NewAggregate builds a GROUP BY of input. names are the group key
@@ -146,6 +151,9 @@ func (a *Aggregate) String() string {
 	}
 	if a.Global {
 		s += " (global)"
+	}
+	if a.Distinct {
+		s += " (distinct)"
 	}
 	return s
 }

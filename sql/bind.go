@@ -219,6 +219,9 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		// Names now resolve against the re-keyed rows.
 		b.schema = rk.Schema()
 	}
+	if s.Distinct {
+		return b.selectDistinct(sel, node) // bind_distinct.go
+	}
 	if s.GroupBy != nil || s.Having != nil || hasAggregate(s) {
 		return b.aggregateQuery(sel, node)
 	}
@@ -919,7 +922,8 @@ func checkProjection(ca *CreateAs, proj *planner.Project, join bool) error {
 			return mapKeyError(c)
 		}
 	}
-	if values == 0 {
+	if values == 0 && !ca.Select.distinct {
+		// (SELECT DISTINCT's rows are all key.)
 		return Errorf(CodeSyntaxError, "The projection contains no value columns.")
 	}
 	return nil

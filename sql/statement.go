@@ -244,6 +244,9 @@ type Select struct {
 	// global marks the SELECT of a global aggregate (bind_global.go),
 	// bound with a GROUP BY of a constant.
 	global bool
+	// distinct marks the SELECT of a SELECT DISTINCT (bind_distinct.go),
+	// bound as a GROUP BY of its columns.
+	distinct bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.

@@ -44,6 +44,10 @@ func TestSQLBeyondDifferential(t *testing.T) {
 		// of a stream.
 		`CREATE TABLE dist_state AS SELECT state, COUNT(DISTINCT age) AS ages, SUM(DISTINCT age) AS sa FROM persons GROUP BY state`,
 		`CREATE TABLE dist_auction AS SELECT auction, COUNT(DISTINCT bidder) AS bidders, SUM(DISTINCT price) AS sp FROM bids GROUP BY auction`,
+		// SELECT DISTINCT, of a table (retracting) and of a stream (each
+		// distinct row once).
+		`CREATE TABLE dist_rows WITH (KEY_FORMAT='JSON') AS SELECT DISTINCT state, age FROM persons`,
+		`CREATE TABLE dist_bidders AS SELECT DISTINCT bidder FROM bids`,
 		// An aggregate over an aggregating derived table, of a stream.
 		`CREATE TABLE nested AS SELECT n, COUNT(*) AS c, SUM(total) AS t FROM (SELECT auction, COUNT(*) AS n, SUM(price) AS total FROM bids GROUP BY auction) x GROUP BY n`,
 		// An aggregate over an aggregating CTE, of a table.
@@ -120,6 +124,10 @@ SELECT '#DIST_STATE';
 SELECT state, COUNT(DISTINCT age), SUM(DISTINCT age) FROM persons GROUP BY state;
 SELECT '#DIST_AUCTION';
 SELECT auction, COUNT(DISTINCT bidder), SUM(DISTINCT price) FROM bids GROUP BY auction;
+SELECT '#DIST_ROWS';
+SELECT DISTINCT state, age FROM persons;
+SELECT '#DIST_BIDDERS';
+SELECT DISTINCT bidder FROM bids;
 SELECT '#NESTED';
 SELECT n, COUNT(*), SUM(total) FROM (SELECT auction, COUNT(*) AS n, SUM(price) AS total FROM bids GROUP BY auction) x GROUP BY n;
 SELECT '#CTE_STATE';
@@ -141,6 +149,7 @@ SELECT a, p FROM (SELECT a, p FROM (SELECT auction AS a, price AS p FROM bids WH
 		strKey keyKind = iota
 		bigintKey
 		noKey
+		jsonKey // the key's fields, then the value's
 	)
 	tableOut := func(topic string, kk keyKind, fields []string) []string {
 		last := map[string]*kgo.Record{}
@@ -162,6 +171,10 @@ SELECT a, p FROM (SELECT a, p FROM (SELECT auction AS a, price AS p FROM bids WH
 				parts = append(parts, k)
 			case bigintKey:
 				parts = append(parts, strconv.FormatInt(int64(binary.BigEndian.Uint64([]byte(k))), 10))
+			case jsonKey:
+				if err := json.Unmarshal([]byte(k), &m); err != nil {
+					t.Fatalf("%s key %s: %v", topic, k, err)
+				}
 			}
 			for _, f := range fields {
 				parts = append(parts, jsonText(m[f]))
@@ -210,6 +223,12 @@ SELECT a, p FROM (SELECT a, p FROM (SELECT auction AS a, price AS p FROM bids WH
 	eventually("MV_AGE", func() []string { return tableOut("MV_AGE", bigintKey, []string{"N"}) })
 	eventually("DIST_STATE", func() []string { return tableOut("DIST_STATE", strKey, []string{"AGES", "SA"}) })
 	eventually("DIST_AUCTION", func() []string { return tableOut("DIST_AUCTION", strKey, []string{"BIDDERS", "SP"}) })
+	eventually("DIST_ROWS", func() []string { return tableOut("DIST_ROWS", jsonKey, []string{"STATE", "AGE"}) })
+	eventually("DIST_BIDDERS", func() []string { return tableOut("DIST_BIDDERS", strKey, nil) })
+	// Each distinct bidder once in the topic, crash and all.
+	if n, w := len(readPartitioned(t, ctx, s.KafkaAddr, "DIST_BIDDERS")), len(want["DIST_BIDDERS"]); n != w {
+		t.Errorf("DIST_BIDDERS holds %d records for %d distinct bidders", n, w)
+	}
 	eventually("NESTED", func() []string { return tableOut("NESTED", bigintKey, []string{"C", "T"}) })
 	eventually("CTE_STATE", func() []string { return tableOut("CTE_STATE", bigintKey, []string{"STATES"}) })
 	eventually("TOTALS", func() []string { return tableOut("TOTALS", noKey, []string{"N", "S"}) })
@@ -221,6 +240,8 @@ SELECT a, p FROM (SELECT a, p FROM (SELECT auction AS a, price AS p FROM bids WH
 	pullEqual(t, ctx, conn, "SELECT * FROM mv_state", want["MV_STATE"])
 	pullEqual(t, ctx, conn, "SELECT * FROM mv_age", want["MV_AGE"])
 	pullEqual(t, ctx, conn, "SELECT * FROM nested", want["NESTED"])
+	pullEqual(t, ctx, conn, "SELECT * FROM dist_rows", want["DIST_ROWS"])
+	pullEqual(t, ctx, conn, "SELECT * FROM dist_bidders", want["DIST_BIDDERS"])
 	pullEqual(t, ctx, conn, "SELECT * FROM dist_state", want["DIST_STATE"])
 	pullEqual(t, ctx, conn, "SELECT * FROM dist_auction", want["DIST_AUCTION"])
 	pullEqual(t, ctx, conn, "SELECT * FROM cte_state", want["CTE_STATE"])
