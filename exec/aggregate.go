@@ -74,11 +74,22 @@ type aggregateOp struct {
 	// prevOut says whether the group's row before this change passed
 	// HAVING (was in the result).
 	prevOut bool
-	key     []byte
-	state   []byte
-	part    []byte
-	parts   [][]byte
-	next    Processor
+	// changes (physical.Aggregate.Changes) emits the group's previous
+	// row, kept in oldRow (hasOld: there is one; captured: this change's
+	// is taken), with its new one. dropEmpty deletes a group whose last
+	// row leaves. See aggregate_sql.go.
+	changes, dropEmpty bool
+	// distinct (SELECT DISTINCT) emits a group's row only when the
+	// group appears; existed says the group held rows before this fold.
+	distinct, existed bool
+	hasOld, captured  bool
+	oldRow            types.Row
+	oldBufs           [][]byte
+	key               []byte
+	state             []byte
+	part              []byte
+	parts             [][]byte
+	next              Processor
 
 	// The groups this transaction changed, with their latest state: reads
 	// find them here first, and they reach the store's overlay and the
@@ -99,6 +110,8 @@ type group struct {
 
 func newAggregate(name string, a *physical.Aggregate, store *taskStore, out *outbox, next Processor) (*aggregateOp, error) {
 	op := &aggregateOp{name: name, changelog: a.Store.Changelog, store: store, out: out, fromTable: a.FromTable,
+		changes: a.Changes, dropEmpty: a.DropEmpty && a.FromTable, distinct: a.Distinct,
+		oldRow: make(types.Row, len(a.Out.Columns)), oldBufs: make([][]byte, len(a.Out.Columns)),
 		row: make(types.Row, len(a.Out.Columns)), parts: make([][]byte, len(a.Aggs)), next: next, groups: map[string]*group{}}
 	for _, g := range a.GroupBy {
 		ev, err := expr.Compile(g)
@@ -183,11 +196,17 @@ func (a *aggregateOp) Process(c *Change) error {
 			}
 		}
 		a.quiet = same
+		a.captured = false
 		err := a.update(c.Old, true)
 		a.quiet = false
 		if err != nil {
 			return err
 		}
+		// The new row's fold emits the group's row before the old row
+		// left it, when both are of one group.
+		a.captured = same && a.captured
+	} else {
+		a.captured = false
 	}
 	if c.New != nil {
 		return a.update(c.New, false)
@@ -271,6 +290,7 @@ func (a *aggregateOp) fold(undo bool) error {
 		prev = gr.state
 	}
 	ts := a.ts
+	a.existed = len(prev) >= tsLen
 	if len(prev) >= tsLen {
 		if a.win != nil {
 			// A window's ROWTIME is the latest of its rows'.
@@ -287,9 +307,15 @@ func (a *aggregateOp) fold(undo bool) error {
 		if undo && rows == 0 {
 			return nil // nothing to take out (its addition was filtered)
 		}
+		a.existed = a.existed && rows > 0
 	}
 	if err := splitState(prev, a.parts); err != nil {
 		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
+	}
+	if a.changes && !a.captured {
+		if err := a.captureOld(prev, rows); err != nil {
+			return err
+		}
 	}
 	if a.having != nil {
 		// A group failing HAVING is deleted from the result only if its
@@ -314,6 +340,9 @@ func (a *aggregateOp) fold(undo bool) error {
 		// rows (COUNT 0), as in ksqlDB (Kafka Streams' table
 		// aggregations never delete a group).
 		a.state = binary.BigEndian.AppendUint64(a.state, rows)
+		if rows == 0 && a.dropEmpty {
+			return a.dropGroup(gr)
+		}
 	}
 	for j, acc := range a.accs {
 		if undo {
@@ -338,6 +367,9 @@ func (a *aggregateOp) fold(undo bool) error {
 	}
 	if a.quiet {
 		return nil // the new row's fold emits the group
+	}
+	if a.distinct && a.existed {
+		return nil // SELECT DISTINCT: the row is out already
 	}
 	a.ts = ts
 	return a.emit(a.state[tsLen:])
@@ -443,6 +475,9 @@ func (a *aggregateOp) emit(st []byte) error {
 	}
 	out := &a.change
 	out.Old, out.New, out.Timestamp = nil, a.row, a.ts
+	if a.changes && a.hasOld {
+		out.Old = a.oldRow
+	}
 	return a.next.Process(out)
 }
 
@@ -469,6 +504,12 @@ func (a *aggregateOp) passes() (bool, error) {
 func (a *aggregateOp) emitDeletion() error {
 	out := &a.change
 	out.Old, out.New, out.Timestamp = a.row, nil, a.ts
+	if a.changes {
+		if !a.hasOld {
+			return nil
+		}
+		out.Old = a.oldRow
+	}
 	return a.next.Process(out)
 }
 
@@ -490,6 +531,7 @@ func (a *aggregateOp) emitStored(key, state []byte) error {
 		return fmt.Errorf("%s: stored key %x: %w", a.name, key, err)
 	}
 	a.ts = int64(binary.BigEndian.Uint64(state))
+	a.hasOld = false // a stored row alone, no change
 	return a.emit(state[tsLen:])
 }
 

@@ -233,6 +233,16 @@ func TestSteadyStateAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, update); n != 0 {
 		t.Errorf("aggregate update: %.2f allocations per record", n)
 	}
+	// The same aggregation emitting each group's previous row with its
+	// new one (physical.Aggregate.Changes: an aggregation over it reads
+	// them), as a nested aggregation's inner one does.
+	agg.agg.changes = true
+	for range 1024 {
+		update()
+	}
+	if n := testing.AllocsPerRun(1000, update); n != 0 {
+		t.Errorf("aggregate update with old rows: %.2f allocations per record", n)
+	}
 
 	if n := streamTableJoinAllocs(t); n != 0 {
 		t.Errorf("stream–table join: %.2f allocations per two records", n)

@@ -100,6 +100,9 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		if s, ok := n.Op.(*physical.ForeignKeySubscriptions); ok {
 			changelogs[s.Response] = true // each response to its subscriber's partition
 		}
+		if s, ok := n.Op.(*physical.Sink); ok && s.SinglePartition {
+			changelogs[s.Topic] = true // partition 0, the records' zero value
+		}
 	}
 	windowed := map[string]int{}
 	for _, n := range q.topo.Nodes {

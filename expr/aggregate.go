@@ -168,6 +168,8 @@ func ResolveAggregate(name, variant string, retracting bool) (*AggregateFunction
 		f, ok = KsqlSum, true
 	case variant == "ksql-zero" && name == "SUM":
 		f, ok = KsqlSumZero, true
+	case variant == "distinct":
+		f, ok = DistinctAggregate(name)
 	case variant == "legacy":
 		f, ok = LookupLegacyAggregate(name)
 	case strings.HasPrefix(variant, "limit="):

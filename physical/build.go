@@ -24,7 +24,7 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.Add("SINK-"+t.Name, &Sink{
+	last = g.Add("SINK-"+t.Name, &Sink{
 		Topic:           t.Topic,
 		KeyFormat:       t.KeyFormat,
 		ValueFormat:     t.ValueFormat,
@@ -37,7 +37,12 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 		WindowSizeMs:    t.WindowSizeMs,
 		Partitioner:     sinkPartitioner(t.Partitioner),
 	}, last)
-	return g.Topology(), nil
+	if len(t.Schema.KeyIndexes()) == 0 && globalAggregate(sink.Input) {
+		last.Op.(*Sink).SinglePartition = true
+	}
+	topo := g.Topology()
+	topo.Dialect = string(sink.Dialect)
+	return topo, nil
 }
 
 // sinkPartitioner is how a query writes a target declared with p: by
@@ -67,7 +72,7 @@ func BuildPush(q *planner.Query) (*Topology, error) {
 		return nil, err
 	}
 	t := g.Topology()
-	t.Limit = q.Limit
+	t.Limit, t.Dialect = q.Limit, string(q.Dialect)
 	return t, nil
 }
 
@@ -114,6 +119,14 @@ func BuildTable(appID string, table *planner.Scan) *Topology {
 // returns the last: one chain, or two sub-topologies around an Aggregate
 // that needs its input repartitioned.
 func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptions types.FormatOptions) (*Node, error) {
+	return lowerAt(g, appID, root, keyFormat, keyOptions, "")
+}
+
+// lowerAt is lower for the aggregation whose node, store and topic names
+// end in suffix: "" for the last aggregation of a query (the names
+// running queries depend on), "-1", "-2", … for the aggregations below
+// it (nested.go).
+func lowerAt(g *Graph, appID string, root planner.Node, keyFormat string, keyOptions types.FormatOptions, suffix string) (*Node, error) {
 	var above []planner.Node
 	var agg *planner.Aggregate
 	for n := root; n != nil; {
@@ -135,17 +148,23 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		scan, ok := above[len(above)-1].(*planner.Scan)
 		return chain(g, root, ok && scan.OfTable())
 	}
+	if agg.Global {
+		// Its constant key is internal (the result has no key columns,
+		// its key format NONE): JSON in its store and repartition topic.
+		keyFormat, keyOptions = types.FormatJSON, types.FormatOptions{}
+	}
 	// Above the Aggregate: HAVING becomes part of it (a failing group is
 	// deleted from the result table), then the projections.
-	pa := &Aggregate{GroupBy: agg.GroupBy, Aggs: agg.Aggs, Out: agg.Schema(), FromTable: agg.FromTable, Store: &Store{
-		Name:        "AGGREGATE",
-		Kind:        KeyValue,
-		Changelog:   appID + "-AGGREGATE-changelog",
-		KeyFormat:   keyFormat,
-		ValueFormat: "AGGREGATE",
-		KeyOptions:  keyOptions,
-		Schema:      agg.Schema(),
-	}}
+	pa := &Aggregate{GroupBy: agg.GroupBy, Aggs: agg.Aggs, Out: agg.Schema(), FromTable: agg.FromTable,
+		Changes: agg.Changes, DropEmpty: agg.DropEmpty, Distinct: agg.Distinct, Store: &Store{
+			Name:        "AGGREGATE" + suffix,
+			Kind:        KeyValue,
+			Changelog:   appID + "-AGGREGATE" + suffix + "-changelog",
+			KeyFormat:   keyFormat,
+			ValueFormat: "AGGREGATE",
+			KeyOptions:  keyOptions,
+			Schema:      agg.Schema(),
+		}}
 	if w := agg.Window; w != nil {
 		pa.Window, pa.EmitFinal, pa.FinalOnClose = w, agg.EmitFinal, agg.FinalOnClose
 		pa.Store.Kind = WindowStore
@@ -156,24 +175,38 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 	} else if agg.EmitFinal {
 		return nil, fmt.Errorf("EMIT FINAL is only supported for windowed aggregations")
 	}
-	var projects []*planner.Project
+	// A filter right above the aggregation is its HAVING; the others
+	// (a WHERE over an aggregating derived table) and the projections
+	// follow it, in order.
+	var post []planner.Node
 	for i := len(above) - 1; i >= 0; i-- {
 		switch n := above[i].(type) {
 		case *planner.Filter:
-			if pa.Having != nil {
+			if pa.Having == nil && len(post) == 0 {
+				pa.Having = n.Predicate
+				continue
+			}
+			if pa.Having != nil && len(post) == 0 {
 				return nil, fmt.Errorf("two HAVING filters")
 			}
-			pa.Having = n.Predicate
+			post = append(post, n)
 		case *planner.Project:
-			projects = append(projects, n)
+			post = append(post, n)
 		default:
 			return nil, fmt.Errorf("plan node %T above an aggregate is not supported yet", n)
 		}
 	}
-	// Below the Aggregate: a plain chain, then (unless the rows are
+	// Below the Aggregate: a plain chain (or, below an aggregation of an
+	// aggregation, the inner one's nodes), then (unless the rows are
 	// already partitioned by the group key) the repartition topic and
 	// the source that reads it back.
-	in, err := chain(g, agg.Input, agg.FromTable && agg.NeedsRepartition())
+	var in *Node
+	var err error
+	if inner, _ := innerAggregate(agg.Input); inner != nil {
+		in, err = lowerInner(g, appID, agg.Input, suffix)
+	} else {
+		in, err = chain(g, agg.Input, agg.FromTable && agg.NeedsRepartition())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -190,8 +223,8 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 			}
 			schema = types.Schema{Columns: cols}
 		}
-		topic := appID + "-GROUPBY-repartition"
-		g.Add("REPARTITION-GROUPBY", &Repartition{Topic: topic, KeyExprs: agg.GroupBy,
+		topic := appID + "-GROUPBY" + suffix + "-repartition"
+		g.Add("REPARTITION-GROUPBY"+suffix, &Repartition{Topic: topic, KeyExprs: agg.GroupBy,
 			KeySchema: types.Schema{Columns: agg.Schema().Columns[:len(agg.GroupBy)]}, KeyFormat: keyFormat, KeyOptions: keyOptions, In: schema}, in)
 		// The next sub-topology reads every column from the value, in the
 		// same layout, so the aggregate's expressions apply unchanged.
@@ -203,12 +236,17 @@ func lower(g *Graph, appID string, root planner.Node, keyFormat string, keyOptio
 		if schema.Index(types.RowTime) < 0 {
 			cols = append(cols, types.PseudoColumns...)
 		}
-		in = g.Add("SOURCE-GROUPBY-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
+		in = g.Add("SOURCE-GROUPBY"+suffix+"-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
 			Out: types.Schema{Columns: cols}, Repartitioned: agg.FromTable})
 	}
-	last := g.Add("AGGREGATE", pa, in)
-	for i, p := range projects {
-		last = g.Add(fmt.Sprintf("PROJECT-%04d", i+2), &Project{Exprs: p.Exprs, Out: p.Schema()}, last)
+	last := g.Add("AGGREGATE"+suffix, pa, in)
+	for i, n := range post {
+		switch n := n.(type) {
+		case *planner.Project:
+			last = g.Add(fmt.Sprintf("PROJECT%s-%04d", suffix, i+2), &Project{Exprs: n.Exprs, Out: n.Schema()}, last)
+		case *planner.Filter:
+			last = g.Add(fmt.Sprintf("FILTER%s-%04d", suffix, i+2), &Filter{Predicate: n.Predicate, Out: n.Schema()}, last)
+		}
 	}
 	return last, nil
 }

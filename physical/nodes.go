@@ -225,6 +225,17 @@ type Aggregate struct {
 	// unseen. Without it closed windows are emitted at each commit
 	// (queries recorded before it).
 	FinalOnClose bool
+	// Changes makes each emitted row carry the group's previous row as
+	// the change's old row (none for a new group), so that an
+	// aggregation reading this one's result can take it back out.
+	Changes bool
+	// DropEmpty (FromTable) deletes a group whose last row is taken out
+	// (SQL's semantics) instead of keeping it with the aggregates of no
+	// rows (ksqlDB's).
+	DropEmpty bool
+	// Distinct (SELECT DISTINCT) emits a group's row only when the group
+	// appears; of a table, with DropEmpty, its deletion when it empties.
+	Distinct bool
 }
 
 func (a *Aggregate) Schema() types.Schema { return a.Out }
@@ -246,6 +257,15 @@ func (a *Aggregate) Explain(name string) string {
 	}
 	if a.EmitFinal {
 		d += " EMIT FINAL"
+	}
+	if a.Changes {
+		d += " EMIT CHANGES WITH OLD ROWS"
+	}
+	if a.DropEmpty {
+		d += " DELETE EMPTY GROUPS"
+	}
+	if a.Distinct {
+		d += " DISTINCT"
 	}
 	return "  --> " + name + "  " + d + " (store: " + a.Store.Name + ", changelog: " + a.Store.Changelog + ")\n"
 }
@@ -544,6 +564,10 @@ func (r *Repartition) shape() string {
 // columns into the record key, the others into the value. A change
 // without a new row writes a tombstone for the old row's key.
 type Sink struct {
+	// SinglePartition writes every record to partition 0: the one row of
+	// a global aggregate's result, which has no key columns (null record
+	// keys), whose changes must stay in order.
+	SinglePartition          bool
 	Topic                    string
 	KeyFormat                string
 	ValueFormat              string
@@ -570,7 +594,11 @@ type Sink struct {
 
 func (s *Sink) Schema() types.Schema { return s.Out }
 func (s *Sink) Explain(name string) string {
-	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s%s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), partitionerNote(s.Partitioner), s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
+	single := ""
+	if s.SinglePartition {
+		single = ", partition 0"
+	}
+	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s%s%s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), partitionerNote(s.Partitioner), single, s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
 }
 
 // windowNote describes a windowed key for EXPLAIN.

@@ -28,6 +28,11 @@ type Topology struct {
 	SubTopologies []*SubTopology
 	// Limit ends a push query after this many rows; -1 for none.
 	Limit int64
+	// Dialect is the SQL the query was written in (planner.Dialect):
+	// "" for ksqlDB's, "SQL" for a query that uses SQL beyond ksqlDB's
+	// (its semantics are in its nodes, e.g. Aggregate.DropEmpty; this
+	// records why, in the plan).
+	Dialect string
 }
 
 // Node is one vertex of a topology: an operation and the nodes whose

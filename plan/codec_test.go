@@ -36,7 +36,7 @@ func roundTrip(t *testing.T, what string, topo *physical.Topology) {
 	if got.Fingerprint() != topo.Fingerprint() || got.ShapeFingerprint() != topo.ShapeFingerprint() {
 		t.Fatalf("%s: fingerprints differ after a round trip", what)
 	}
-	if got.AppID != topo.AppID || got.Limit != topo.Limit {
+	if got.AppID != topo.AppID || got.Limit != topo.Limit || got.Dialect != topo.Dialect {
 		t.Fatalf("%s: app id %s limit %d, want %s %d", what, got.AppID, got.Limit, topo.AppID, topo.Limit)
 	}
 	if len(got.InternalTopics()) != len(topo.InternalTopics()) {
@@ -102,13 +102,15 @@ func TestTopologyCorpus(t *testing.T) {
 		n++
 	}
 	pcat := plannerCatalog(t)
-	datadriven.RunTest(t, "../planner/testdata/plans", func(t *testing.T, d *datadriven.TestData) string {
-		if topo := build(t, pcat, d.Input, nil); topo != nil {
-			roundTrip(t, d.Input, topo)
-			n++
-		}
-		return d.Expected
-	})
+	for _, file := range []string{"../planner/testdata/plans", "../planner/testdata/rules"} {
+		datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
+			if topo := build(t, pcat, d.Input, nil); topo != nil {
+				roundTrip(t, d.Input, topo)
+				n++
+			}
+			return d.Expected
+		})
+	}
 	if n < 60 {
 		t.Fatalf("only %d topologies round-tripped", n)
 	}
@@ -369,4 +371,39 @@ func partitionerCases(t *testing.T) []partitionerCase {
 		return d.Expected
 	})
 	return out
+}
+
+// TestSQLDialectRoundTrip checks that a SQL-dialect query's plan records
+// its dialect and its aggregations' SQL semantics (Aggregate.Changes,
+// DropEmpty), and that a ksqlDB one records neither.
+func TestSQLDialectRoundTrip(t *testing.T) {
+	pcat := plannerCatalog(t)
+	topo := build(t, pcat, `CREATE TABLE nested AS SELECT n, COUNT(*) AS c FROM (SELECT userid, COUNT(*) AS n FROM pageviews GROUP BY userid) x GROUP BY n`, nil)
+	b, err := plan.EncodeTopology(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"dialect":"SQL"`, `"Changes":true`, `"DropEmpty":true`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("plan lacks %s:\n%s", want, b)
+		}
+	}
+	got, err := plan.DecodeTopology(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Dialect != "SQL" {
+		t.Errorf("dialect %q after a round trip", got.Dialect)
+	}
+	roundTrip(t, "nested", topo)
+	ksql := build(t, pcat, `CREATE TABLE flat AS SELECT region, COUNT(*) AS n FROM users GROUP BY region`, nil)
+	b, err = plan.EncodeTopology(ksql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, not := range []string{`"dialect"`, `"Changes"`, `"DropEmpty"`} {
+		if bytes.Contains(b, []byte(not)) {
+			t.Errorf("a ksqlDB plan records %s:\n%s", not, b)
+		}
+	}
 }

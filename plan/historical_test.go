@@ -137,7 +137,7 @@ type corpusCase struct {
 	plan                     json.RawMessage
 }
 
-var sinkName = regexp.MustCompile(`(?i)^\s*(?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:STREAM|TABLE)|INSERT\s+INTO)\s+([A-Za-z0-9_]+)`)
+var sinkName = regexp.MustCompile(`(?i)^\s*(?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:STREAM|TABLE|MATERIALIZED\s+VIEW)|INSERT\s+INTO)\s+([A-Za-z0-9_]+)`)
 
 // corpus plans the persistent queries of physical/testdata/topologies
 // and partitioners and the expression cases, these also bound as commands recorded before

@@ -30,6 +30,8 @@ type topology struct {
 	TopologyStores int    `json:"topologyStores"`
 	Nodes          []node `json:"nodes"`
 	SubTopologies  []sub  `json:"subTopologies"`
+	// Dialect is physical.Topology.Dialect (left out for ksqlDB's).
+	Dialect string `json:"dialect,omitempty"`
 }
 
 type node struct {
@@ -50,7 +52,7 @@ func EncodeTopology(t *physical.Topology) (json.RawMessage, error) {
 	for _, s := range t.Stores {
 		e.store(s)
 	}
-	out := topology{AppID: t.AppID, Limit: t.Limit, TopologyStores: len(t.Stores)}
+	out := topology{AppID: t.AppID, Limit: t.Limit, TopologyStores: len(t.Stores), Dialect: t.Dialect}
 	for i, n := range t.Nodes {
 		if n.ID != i {
 			return nil, fmt.Errorf("node %s has ID %d at %d", n.Name, n.ID, i)
@@ -114,7 +116,7 @@ func DecodeTopology(b []byte, schemas types.SchemaSource) (*physical.Topology, e
 	if in.TopologyStores > len(d.stores) {
 		return nil, fmt.Errorf("plan has %d stores, not %d", len(d.stores), in.TopologyStores)
 	}
-	t := &physical.Topology{AppID: in.AppID, Limit: in.Limit, Stores: d.stores[:in.TopologyStores:in.TopologyStores]}
+	t := &physical.Topology{AppID: in.AppID, Limit: in.Limit, Dialect: in.Dialect, Stores: d.stores[:in.TopologyStores:in.TopologyStores]}
 	nodeAt := func(i int) (*physical.Node, error) {
 		if i < 0 || i >= len(t.Nodes) {
 			return nil, fmt.Errorf("node %d is not in the plan", i)

@@ -29,6 +29,13 @@ func (a *AggCall) NewAccumulator() expr.Accumulator {
 }
 
 func (a *AggCall) String() string {
+	if a.Fn.Variant == "distinct" {
+		parts := make([]string, len(a.Args))
+		for i, e := range a.Args {
+			parts[i] = e.String()
+		}
+		return a.Fn.Name + "(DISTINCT " + strings.Join(parts, ", ") + ")"
+	}
 	if len(a.Args) == 0 {
 		return a.Fn.Name + "(*)"
 	}
@@ -64,7 +71,25 @@ type Aggregate struct {
 	// closes them is processed, every one of them however far stream
 	// time jumps (see physical.Aggregate.FinalOnClose).
 	FinalOnClose bool
-	out          types.Schema
+	// Changes makes each emitted row carry the group's previous row (as
+	// a table's change), for an aggregation that reads this one's result
+	// (rule AggregateOfAggregate).
+	Changes bool
+	// DropEmpty (FromTable) deletes a group whose last row is taken out,
+	// as SQL does, instead of keeping it with COUNT 0 as ksqlDB does
+	// (rule SQLRetractions).
+	DropEmpty bool
+	// Global marks an aggregation without GROUP BY (SQL dialect): one
+	// group, keyed by a constant (its key column, KSQL_GLOBAL, is
+	// internal: the result projects none). Its row stays when its rows
+	// are all gone, with the aggregates of no rows, as SQL's does.
+	Global bool
+	// Distinct marks SELECT DISTINCT: a GROUP BY of every selected
+	// column without aggregates, whose row is emitted when its group
+	// appears (and, of a table, deleted when it empties), not at each
+	// row (physical.Aggregate.Distinct).
+	Distinct bool
+	out      types.Schema
 }
 
 // NewAggregate builds a GROUP BY of input. names are the group key
@@ -117,6 +142,18 @@ func (a *Aggregate) String() string {
 	}
 	if a.EmitFinal {
 		s += " EMIT FINAL"
+	}
+	if a.Changes {
+		s += " (emits changes)"
+	}
+	if a.DropEmpty {
+		s += " (empty groups deleted)"
+	}
+	if a.Global {
+		s += " (global)"
+	}
+	if a.Distinct {
+		s += " (distinct)"
 	}
 	return s
 }

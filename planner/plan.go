@@ -128,6 +128,9 @@ func (p *Project) String() string {
 // projection does not pass through. ksqlDB requires a persistent query's
 // projection to include them.
 func (p *Project) MissingKeys() []string {
+	if overGlobal(p.Input) {
+		return nil // a global aggregate's key is internal (Aggregate.Global)
+	}
 	in := p.Input.Schema()
 	var missing []string
 	for _, k := range in.KeyIndexes() {
@@ -148,6 +151,10 @@ func (p *Project) MissingKeys() []string {
 type Sink struct {
 	Input  Node
 	Target *catalog.Source
+	// Dialect is the query's (see Dialect); Rules the planner's rules
+	// that rewrote it, for EXPLAIN and the planner's tests.
+	Dialect Dialect
+	Rules   []string
 }
 
 func (s *Sink) Schema() types.Schema { return s.Input.Schema() }
@@ -161,6 +168,10 @@ type Query struct {
 	Root  Node
 	Emit  string // "CHANGES", "FINAL" or "" for a pull query
 	Limit int64  // -1 for none
+	// Dialect is the query's (see Dialect); Rules the planner's rules
+	// that rewrote it.
+	Dialect Dialect
+	Rules   []string
 }
 
 // Sources returns the catalog sources the plan reads, in tree order.

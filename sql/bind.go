@@ -97,11 +97,18 @@ func (b *binder) errAt(name, code, format string, args ...any) *Error {
 	return Errorf(code, format, args...)
 }
 
-// BindSelect binds a SELECT against cat into a planned query.
-func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
+// bindSelect binds a SELECT against cat into a query's plan, before the
+// planner's rules (BindSelect).
+func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	s := sel.stmt
 	if sel.unsupported != "" {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
+	}
+	if s.With != nil {
+		var err error
+		if cat, err = withScope(sel, s.With, cat); err != nil {
+			return nil, err
+		}
 	}
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
@@ -157,19 +164,21 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		if !ok {
 			return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")
 		}
-		tn, ok := ts.Source.(*ast.TableName)
-		if !ok {
-			return nil, Errorf(CodeFeatureNotSupport, "subqueries are not supported")
+		if n, ok, err := b.fromTableSource(sel, ts, cat); err != nil {
+			return nil, err
+		} else if ok {
+			node = n // a derived table or a CTE (bind_derived.go)
+		} else {
+			name := ts.Source.(*ast.TableName).Name.O
+			src, ok := cat.Source(name)
+			if !ok {
+				return nil, b.errAt(name, CodeUndefinedTable, "stream or table %s does not exist", name)
+			}
+			b.src, b.alias = src, ts.AsName.O
+			scan := planner.NewScan(src)
+			b.schema = scan.Schema()
+			node = scan
 		}
-		name := tn.Name.O
-		src, ok := cat.Source(name)
-		if !ok {
-			return nil, b.errAt(name, CodeUndefinedTable, "stream or table %s does not exist", name)
-		}
-		b.src, b.alias = src, ts.AsName.O
-		scan := planner.NewScan(src)
-		b.schema = scan.Schema()
-		node = scan
 	}
 	if s.Where != nil {
 		b.clause = "WHERE"
@@ -209,6 +218,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		node = rk
 		// Names now resolve against the re-keyed rows.
 		b.schema = rk.Schema()
+	}
+	if s.Distinct {
+		return b.selectDistinct(sel, node) // bind_distinct.go
 	}
 	if s.GroupBy != nil || s.Having != nil || hasAggregate(s) {
 		return b.aggregateQuery(sel, node)
@@ -674,6 +686,9 @@ func literal(v *driver.ValueExpr) (expr.Expr, error) {
 func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	ca.Select.persistent = true
 	ca.Select.sink = "`" + ca.Name + "`"
+	if ca.Materialized {
+		ca.Select.dialect = planner.DialectSQL
+	}
 	q, err := BindSelect(ca.Select, cat)
 	if err != nil {
 		return nil, err
@@ -866,7 +881,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if _, err := types.NewEncoderOpts(target.ValueFormat, target.Schema, target.Schema.ValueIndexes(), target.ValueOptions); err != nil {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
-	return &planner.Sink{Input: q.Root, Target: target}, nil
+	return &planner.Sink{Input: q.Root, Target: target, Dialect: q.Dialect, Rules: q.Rules}, nil
 }
 
 // declaredKeyFormat is the key format src's CREATE statement named
@@ -918,7 +933,8 @@ func checkProjection(ca *CreateAs, proj *planner.Project, join bool) error {
 			return mapKeyError(c)
 		}
 	}
-	if values == 0 {
+	if values == 0 && !ca.Select.distinct {
+		// (SELECT DISTINCT's rows are all key.)
 		return Errorf(CodeSyntaxError, "The projection contains no value columns.")
 	}
 	return nil
@@ -1607,7 +1623,7 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 		}
 		return nil, Errorf(CodeDatatypeMismatch, "Incompatible schema between results and sink (INSERT INTO %s).\nResult schema is %s\nSink schema is %s", target.Name, types.ColumnsText(got, all(got)), types.ColumnsText(want, all(want)))
 	}
-	return &planner.Sink{Input: q.Root, Target: target}, nil
+	return &planner.Sink{Input: q.Root, Target: target, Dialect: q.Dialect, Rules: q.Rules}, nil
 }
 
 // untypedNull reports whether e is a NULL literal without a type.

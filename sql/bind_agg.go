@@ -126,6 +126,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		// into one group, as by a constant.
 		s.GroupBy = &ast.GroupByClause{Items: []*ast.ByItem{{Expr: ast.NewValueExpr(int64(1), "", ""), NullOrder: true}}}
 	}
+	if s.GroupBy == nil && sel.dialect == planner.DialectSQL {
+		return b.globalAggregate(sel, node) // bind_global.go
+	}
 	if s.GroupBy == nil {
 		// ksqlDB names the SELECT expressions without an aggregate.
 		var shown []string
@@ -258,6 +261,9 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 					name = aliases[j]
 					break
 				}
+			}
+			if name == "" && sel.global {
+				name = globalKeyName
 			}
 			if name == "" {
 				name = b.newAliasGen(sel).forExpr(item.Expr, i)
@@ -418,13 +424,10 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 	}
 	var name string
 	var args []ast.ExprNode
-	star := false
+	star, distinct := false, false
 	switch n := n.(type) {
 	case *ast.AggregateFuncExpr:
-		if n.Distinct {
-			return nil, true, b.errAt(strings.ToUpper(n.F), CodeFeatureNotSupport, "%s(DISTINCT …) is not supported; use COUNT_DISTINCT", strings.ToUpper(n.F))
-		}
-		name, args = strings.ToUpper(n.F), n.Args
+		name, args, distinct = strings.ToUpper(n.F), n.Args, n.Distinct
 		if name == "COUNT" && len(args) == 1 {
 			if v, ok := args[0].(*driver.ValueExpr); ok && v.Kind() != driver.KindNull {
 				star, args = true, nil // COUNT(*), COUNT(1)
@@ -457,10 +460,16 @@ func (b *binder) aggExpr(n ast.ExprNode) (expr.Expr, bool, error) {
 		return nil, false, nil
 	}
 	fn, ok := expr.LookupAggregate(name)
+	if distinct {
+		// SQL's exact COUNT(DISTINCT x), SUM(DISTINCT x) (bind_distinct.go).
+		if fn, ok = expr.DistinctAggregate(name); !ok || star {
+			return nil, true, b.errAt(name, CodeFeatureNotSupport, "%s(DISTINCT …) is not supported; COUNT(DISTINCT x) and SUM(DISTINCT x) are", name)
+		}
+	}
 	if !ok {
 		return nil, true, b.errAt(name, CodeUndefinedFunction, "aggregate function %s is not supported yet", name)
 	}
-	if fn.Name == "SUM" && !b.sqlNulls {
+	if fn.Name == "SUM" && !b.sqlNulls && !distinct {
 		// ksqlDB's DECIMAL sum type and overflow; statements recorded
 		// before keep the registry's.
 		fn = expr.KsqlSum

@@ -119,7 +119,7 @@ func (p *parser) statement() (Statement, error) {
 		return p.create()
 	case t.is("INSERT"):
 		return p.insert()
-	case t.is("SELECT"):
+	case t.is("SELECT"), t.is("WITH"):
 		return p.selectStmt(p.i)
 	case t.is("SHOW"), t.is("LIST"):
 		return p.show()
@@ -174,6 +174,9 @@ func (p *parser) create() (Statement, error) {
 	}
 	if !orReplace && p.accept("TYPE") {
 		return p.createType()
+	}
+	if p.peek().is("MATERIALIZED") {
+		return p.createMaterializedView(orReplace) // parse_view.go
 	}
 	kindPos := p.peek().pos
 	source := p.accept("SOURCE")
@@ -561,7 +564,7 @@ func (p *parser) describe() (Statement, error) {
 func (p *parser) explain() (Statement, error) {
 	p.next()
 	t := p.peek()
-	if (t.kind == tIdent || t.kind == tQuoted) && !t.is("CREATE") && !t.is("SELECT") && !t.is("INSERT") {
+	if (t.kind == tIdent || t.kind == tQuoted) && !t.is("CREATE") && !t.is("SELECT") && !t.is("WITH") && !t.is("INSERT") {
 		p.next()
 		if err := p.end(); err != nil {
 			return nil, err
@@ -617,7 +620,7 @@ func (p *parser) drop() (Statement, error) {
 	if p.accept("TYPE") {
 		return p.dropType()
 	}
-	kind, err := p.kind()
+	kind, err := p.dropKind() // parse_view.go
 	if err != nil {
 		return nil, err
 	}

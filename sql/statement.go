@@ -5,6 +5,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
@@ -104,6 +105,9 @@ type CreateAs struct {
 	Select      *Select
 	// LegacyFormats is CreateSource.LegacyFormats.
 	LegacyFormats bool
+	// Materialized marks CREATE MATERIALIZED VIEW: a table, in the SQL
+	// dialect (planner.DialectSQL).
+	Materialized bool
 }
 
 // InsertSelect is INSERT INTO name SELECT ….
@@ -240,6 +244,15 @@ type Select struct {
 	// it. The engine sets it for queries replayed from commands recorded
 	// before sqlstreams.table.distinct, whose stores hold that state.
 	LegacyDistinct bool
+	// dialect is the SQL the statement is written in, as binding found
+	// it (planner.Dialect).
+	dialect planner.Dialect
+	// global marks the SELECT of a global aggregate (bind_global.go),
+	// bound with a GROUP BY of a constant.
+	global bool
+	// distinct marks the SELECT of a SELECT DISTINCT (bind_distinct.go),
+	// bound as a GROUP BY of its columns.
+	distinct bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
 	// within is a stream–stream join's WITHIN clause, or nil.

@@ -1,0 +1,185 @@
+package planner
+
+import "fmt"
+
+// Dialect is the SQL a query is written in. ksqlDB's statements keep
+// ksqlDB's behaviour; a statement that uses SQL beyond ksqlDB's (derived
+// tables, CTEs, views, DISTINCT, global aggregates) gets SQL's semantics
+// where the two differ: a group whose last row is retracted disappears
+// from the result (a tombstone downstream), never a COUNT(*) = 0 row.
+// The dialect is recorded in the query's plan (physical.Topology), never
+// as a property.
+type Dialect string
+
+const (
+	DialectKsql Dialect = ""    // ksqlDB's (the default)
+	DialectSQL  Dialect = "SQL" // SQL's, as Flink SQL, RisingWave and Materialize
+)
+
+// A Rule rewrites a bound plan. Apply returns the plan rewritten and
+// whether the rule changed anything; the plan given is not modified.
+type Rule struct {
+	Name  string
+	Apply func(n Node, d Dialect) (Node, bool, error)
+}
+
+// Rules are the planner's rewrites, in the order Rewrite applies them.
+var Rules = []Rule{
+	{"FlattenDerived", flattenDerived},
+	{"AggregateOfAggregate", aggregateOfAggregate},
+	{"SQLRetractions", sqlRetractions},
+}
+
+// Rewrite applies the planner's rules to a bound plan and returns the
+// plan and the names of the rules that changed it, in order.
+func Rewrite(n Node, d Dialect) (Node, []string, error) {
+	var fired []string
+	for _, r := range Rules {
+		out, changed, err := r.Apply(n, d)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", r.Name, err)
+		}
+		if changed {
+			n = out
+			fired = append(fired, r.Name)
+		}
+	}
+	return n, fired, nil
+}
+
+// withInput returns a copy of n, a node of one input, reading in instead.
+func withInput(n Node, in Node) (Node, error) {
+	switch x := n.(type) {
+	case *Filter:
+		c := *x
+		c.Input = in
+		return &c, nil
+	case *Project:
+		c := *x
+		c.Input = in
+		return &c, nil
+	case *Aggregate:
+		c := *x
+		c.Input = in
+		return &c, nil
+	case *Rekey:
+		c := *x
+		c.Input = in
+		return &c, nil
+	case *FlatMap:
+		c := *x
+		c.Input = in
+		return &c, nil
+	case *Sink:
+		c := *x
+		c.Input = in
+		return &c, nil
+	case *Derived:
+		c := *x
+		c.Input = in
+		return &c, nil
+	}
+	return nil, fmt.Errorf("cannot rewrite the input of %T", n)
+}
+
+// rewriteChain rebuilds the linear part of the plan from n down (nodes of
+// one input) with f applied to each node, bottom first; f returns the
+// node to use and whether it changed it. A node of other than one input
+// (a scan, a join) ends the chain and is kept.
+func rewriteChain(n Node, f func(Node) (Node, bool, error)) (Node, bool, error) {
+	ch := n.Children()
+	changed := false
+	if len(ch) == 1 {
+		in, c, err := rewriteChain(ch[0], f)
+		if err != nil {
+			return nil, false, err
+		}
+		if c {
+			if n, err = withInput(n, in); err != nil {
+				return nil, false, err
+			}
+			changed = true
+		}
+	}
+	out, c, err := f(n)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, changed || c, nil
+}
+
+// flattenDerived removes Derived nodes: a derived table, a CTE's or a
+// view's reference is its query's plan inlined into the parent's chain
+// (the parent's expressions read its output columns by position).
+func flattenDerived(n Node, _ Dialect) (Node, bool, error) {
+	return rewriteChain(n, func(n Node) (Node, bool, error) {
+		if d, ok := n.(*Derived); ok {
+			return d.Input, true, nil
+		}
+		return n, false, nil
+	})
+}
+
+// aggregateOfAggregate plans an aggregation whose input holds another
+// (an aggregate over a derived table that aggregates): the inner
+// aggregation emits each group's previous row with its new one
+// (Aggregate.Changes), and the outer one aggregates those changes as a
+// table's (FromTable: the previous row is taken out of its group).
+func aggregateOfAggregate(n Node, _ Dialect) (Node, bool, error) {
+	return rewriteChain(n, func(n Node) (Node, bool, error) {
+		outer, ok := n.(*Aggregate)
+		if !ok {
+			return n, false, nil
+		}
+		var path []Node // from outer.Input down to the inner aggregation
+		var inner *Aggregate
+		for cur := outer.Input; inner == nil; {
+			if a, ok := cur.(*Aggregate); ok {
+				inner = a
+				break
+			}
+			ch := cur.Children()
+			if len(ch) != 1 {
+				return n, false, nil
+			}
+			path = append(path, cur)
+			cur = ch[0]
+		}
+		if inner.Changes && outer.FromTable {
+			return n, false, nil
+		}
+		if inner.Window != nil {
+			return nil, false, fmt.Errorf("an aggregation over a windowed aggregation is not supported yet")
+		}
+		ic := *inner
+		ic.Changes = true
+		var in Node = &ic
+		for i := len(path) - 1; i >= 0; i-- {
+			var err error
+			if in, err = withInput(path[i], in); err != nil {
+				return nil, false, err
+			}
+		}
+		oc := *outer
+		oc.Input, oc.FromTable = in, true
+		return &oc, true, nil
+	})
+}
+
+// sqlRetractions gives a SQL-dialect query SQL's semantics for a table's
+// aggregation: a group whose last row is taken out is deleted
+// (Aggregate.DropEmpty), where ksqlDB keeps it with COUNT 0.
+func sqlRetractions(n Node, d Dialect) (Node, bool, error) {
+	if d != DialectSQL {
+		return n, false, nil
+	}
+	return rewriteChain(n, func(n Node) (Node, bool, error) {
+		a, ok := n.(*Aggregate)
+		if !ok || !a.FromTable || a.DropEmpty || a.Global {
+			return n, false, nil
+		}
+		c := *a
+		c.DropEmpty = true
+		return &c, true, nil
+	})
+}

@@ -1,0 +1,194 @@
+package sql
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+// Derived tables and common table expressions.
+//
+// FROM (SELECT …) alias and WITH a AS (SELECT …) … FROM a bind the inner
+// SELECT into a plan of its own, under a planner.Derived node; the outer
+// SELECT resolves names against its output columns (under the alias, as
+// if it were a source of that name). The planner's FlattenDerived rule
+// then inlines it into the outer chain; AggregateOfAggregate plans an
+// aggregation over an aggregating derived table as a table's
+// aggregation. A query using them is in the SQL dialect
+// (planner.DialectSQL).
+
+// BindSelect binds a SELECT against cat into a planned query, and
+// applies the planner's rules to it.
+func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
+	markDialect(sel)
+	q, err := bindSelect(sel, cat)
+	if err != nil {
+		return nil, err
+	}
+	root, rules, err := planner.Rewrite(q.Root, sel.dialect)
+	if err != nil {
+		return nil, Errorf(CodeFeatureNotSupport, "%v", err)
+	}
+	q.Root, q.Dialect, q.Rules = root, sel.dialect, rules
+	return q, nil
+}
+
+// cteScope is the catalog as a SELECT with a WITH clause sees it: its
+// common table expressions first (a later one shadows an earlier one and
+// a source of its name), then the enclosing scope.
+type cteScope struct {
+	Catalog
+	ctes []*ast.CommonTableExpression
+}
+
+// lookupCTE finds the CTE name names in cat's scopes, and the scope its
+// query binds in (the CTEs before it).
+func lookupCTE(cat Catalog, name string) (*ast.CommonTableExpression, Catalog) {
+	sc, ok := cat.(*cteScope)
+	if !ok {
+		return nil, nil
+	}
+	for i := len(sc.ctes) - 1; i >= 0; i-- {
+		if c := sc.ctes[i]; c.Name.O == name {
+			if i == 0 {
+				return c, sc.Catalog
+			}
+			return c, &cteScope{Catalog: sc.Catalog, ctes: sc.ctes[:i]}
+		}
+	}
+	return lookupCTE(sc.Catalog, name)
+}
+
+// withScope returns the scope of a SELECT with a WITH clause.
+func withScope(sel *Select, w *ast.WithClause, cat Catalog) (Catalog, error) {
+	if w.IsRecursive {
+		return nil, errorAt(sel.text, posOf(sel, "RECURSIVE"), CodeFeatureNotSupport, "WITH RECURSIVE is not supported")
+	}
+	sel.dialect = planner.DialectSQL
+	for i, c := range w.CTEs {
+		for _, d := range w.CTEs[:i] {
+			if d.Name.O == c.Name.O {
+				return nil, errorAt(sel.text, posOf(sel, c.Name.O), CodeDuplicateObject, "WITH query name %s specified more than once", c.Name.O)
+			}
+		}
+	}
+	return &cteScope{Catalog: cat, ctes: w.CTEs}, nil
+}
+
+// posOf is the position of the first token naming name (-1: none).
+func posOf(sel *Select, name string) int {
+	for _, t := range sel.toks {
+		if t.is(name) || (t.kind == tQuoted && t.text == name) {
+			return t.pos
+		}
+	}
+	return -1
+}
+
+// fromSubquery binds the FROM of a derived table or of a CTE's
+// reference: the inner SELECT q's plan under a Derived node named alias.
+// cols, when given, renames its columns (WITH a(x, y) AS …).
+func (b *binder) fromSubquery(sel *Select, q ast.ResultSetNode, kind, alias string, cols []ast.CIStr, cat Catalog) (planner.Node, error) {
+	sel.dialect = planner.DialectSQL
+	inner, ok := q.(*ast.SelectStmt)
+	if !ok {
+		return nil, errorAt(sel.text, posOf(sel, "UNION"), CodeFeatureNotSupport, "%s %s: only a SELECT is supported here", kind, alias)
+	}
+	sub := &Select{base: sel.base, Emit: sel.Emit, Limit: -1, Params: sel.Params, nParams: sel.nParams,
+		stmt: inner, toks: sel.toks, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
+		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink}
+	if inner.Limit != nil {
+		return nil, errorAt(sel.text, posOf(sel, "LIMIT"), CodeFeatureNotSupport, "LIMIT in a %s is not supported", kindText(kind))
+	}
+	if inner.OrderBy != nil {
+		return nil, errorAt(sel.text, posOf(sel, "ORDER"), CodeFeatureNotSupport, "ORDER BY in a %s is not supported", kindText(kind))
+	}
+	qr, err := bindSelect(sub, cat)
+	if err != nil {
+		return nil, err
+	}
+	// The inner SELECT's placeholders are the statement's.
+	for i, t := range sub.paramTypes {
+		if i < len(b.ptypes) && b.ptypes[i].Kind == 0 {
+			b.ptypes[i] = t
+		}
+	}
+	var node planner.Node = qr.Root
+	if len(cols) > 0 {
+		in := node.Schema()
+		vis := in.Visible()
+		if len(cols) != len(vis) {
+			return nil, errorAt(sel.text, posOf(sel, alias), CodeSyntaxError, "WITH query %s has %d columns available but %d columns specified", alias, len(vis), len(cols))
+		}
+		exprs := make([]expr.Expr, len(vis))
+		names := make([]string, len(vis))
+		for i, c := range vis {
+			exprs[i] = &expr.Column{Index: c, Name: in.Columns[c].Name, T: in.Columns[c].Type}
+			names[i] = cols[i].O
+		}
+		p, err := planner.NewProject(node, exprs, names)
+		if err != nil {
+			return nil, errorAt(sel.text, posOf(sel, alias), CodeDatatypeMismatch, "%v", err)
+		}
+		node = p
+	}
+	d := &planner.Derived{Input: node, Alias: alias, Kind: kind}
+	// Names resolve against its columns, under its alias, as if it were
+	// a source of that name.
+	kindOf := catalog.Stream
+	if planner.IsTable(node) {
+		kindOf = catalog.Table
+	}
+	schema := types.Schema{Columns: append([]types.Column(nil), node.Schema().Columns...)}
+	vf := types.FormatJSON
+	if srcs := planner.Sources(node); len(srcs) > 0 {
+		vf = srcs[0].ValueFormat
+	}
+	b.src = &catalog.Source{Name: alias, Kind: kindOf, Schema: schema, ValueFormat: vf, KeyFormat: types.FormatJSON}
+	b.alias = alias
+	b.schema = schema
+	return d, nil
+}
+
+func kindText(kind string) string {
+	switch kind {
+	case "CTE":
+		return "WITH query"
+	case "VIEW":
+		return "view"
+	}
+	return "derived table"
+}
+
+// fromTableSource binds a FROM that is not a plain source name — a
+// derived table — or a name that is a CTE's; ok is false for a source
+// name, which the caller looks up in the catalog.
+func (b *binder) fromTableSource(sel *Select, ts *ast.TableSource, cat Catalog) (planner.Node, bool, error) {
+	switch src := ts.Source.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		alias := ts.AsName.O
+		if ts.Lateral {
+			return nil, true, errorAt(sel.text, posOf(sel, "LATERAL"), CodeFeatureNotSupport, "LATERAL derived tables are not supported")
+		}
+		n, err := b.fromSubquery(sel, src, "SUBQUERY", alias, nil, cat)
+		return n, true, err
+	case *ast.TableName:
+		c, scope := lookupCTE(cat, src.Name.O)
+		if c == nil {
+			return nil, false, nil
+		}
+		alias := ts.AsName.O
+		if alias == "" {
+			alias = c.Name.O
+		}
+		n, err := b.fromSubquery(sel, c.Query.Query, "CTE", alias, c.ColNameList, scope)
+		if err == nil {
+			n.(*planner.Derived).Alias = c.Name.O
+		}
+		return n, true, err
+	}
+	return nil, true, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table, or be a derived table")
+}
