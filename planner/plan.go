@@ -148,6 +148,8 @@ func (p *Project) MissingKeys() []string {
 type Sink struct {
 	Input  Node
 	Target *catalog.Source
+	// Rules names the lowering rules that fired on the plan (Lower).
+	Rules []string
 }
 
 func (s *Sink) Schema() types.Schema { return s.Input.Schema() }
@@ -161,6 +163,8 @@ type Query struct {
 	Root  Node
 	Emit  string // "CHANGES", "FINAL" or "" for a pull query
 	Limit int64  // -1 for none
+	// Rules names the lowering rules that fired on the plan (Lower).
+	Rules []string
 }
 
 // Sources returns the catalog sources the plan reads, in tree order.

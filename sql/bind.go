@@ -98,7 +98,12 @@ func (b *binder) errAt(name, code, format string, args ...any) *Error {
 }
 
 // BindSelect binds a SELECT against cat into a planned query.
-func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
+func BindSelect(sel *Select, cat Catalog) (q *planner.Query, err error) {
+	defer func() {
+		if err == nil && q != nil {
+			q.Root, q.Rules = planner.Lower(q.Root)
+		}
+	}()
 	s := sel.stmt
 	if sel.unsupported != "" {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
@@ -170,6 +175,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		scan := planner.NewScan(src)
 		b.schema = scan.Schema()
 		node = scan
+		if sel.tvf != nil {
+			if node, err = sel.tvfNode(scan); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if s.Where != nil {
 		b.clause = "WHERE"
@@ -855,7 +865,7 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	if _, err := types.NewEncoderOpts(target.ValueFormat, target.Schema, target.Schema.ValueIndexes(), target.ValueOptions); err != nil {
 		return nil, Errorf(CodeInvalidParameter, "value: %v", err)
 	}
-	return &planner.Sink{Input: q.Root, Target: target}, nil
+	return &planner.Sink{Input: q.Root, Target: target, Rules: q.Rules}, nil
 }
 
 // declaredKeyFormat is the key format src's CREATE statement named
@@ -1577,7 +1587,7 @@ func BindInsertSelect(is *InsertSelect, cat Catalog) (*planner.Sink, error) {
 		}
 		return nil, Errorf(CodeDatatypeMismatch, "Incompatible schema between results and sink (INSERT INTO %s).\nResult schema is %s\nSink schema is %s", target.Name, types.ColumnsText(got, all(got)), types.ColumnsText(want, all(want)))
 	}
-	return &planner.Sink{Input: q.Root, Target: target}, nil
+	return &planner.Sink{Input: q.Root, Target: target, Rules: q.Rules}, nil
 }
 
 // untypedNull reports whether e is a NULL literal without a type.

@@ -236,6 +236,9 @@ type Select struct {
 	LegacyDistinct bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
+	// tvf is the window table function the SELECT reads (tvf.go; window
+	// is its window), or nil.
+	tvf *windowTVF
 	// within is a stream–stream join's WITHIN clause, or nil.
 	within *withinClause
 	// withins are all the WITHIN clauses, in order: one per stream–stream

@@ -1,0 +1,68 @@
+package planner_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/sql"
+)
+
+// TestRules shows which lowering rules fire on a statement and the plan
+// they leave (testdata/rules/*; -rewrite regenerates):
+//
+//	plan    binds a SELECT or CREATE … AS SELECT and prints the rules
+//	        that fired, the event-time column of each scan that has one,
+//	        and the lowered plan; or the error
+func TestRules(t *testing.T) {
+	cat := testCatalog(t)
+	for _, ddl := range []string{
+		`CREATE STREAM bids (auction BIGINT KEY, bidder BIGINT, price BIGINT, dt TIMESTAMP, ts BIGINT, note VARCHAR)
+		   WITH (KAFKA_TOPIC='bids', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE STREAM bids2 (auction BIGINT KEY, bidder BIGINT, price BIGINT, dt TIMESTAMP, ts BIGINT, note VARCHAR)
+		   WITH (KAFKA_TOPIC='bids2', VALUE_FORMAT='JSON', PARTITIONS=2, TIMESTAMP='ts')`,
+		`CREATE STREAM bids3 (auction BIGINT KEY, bidder BIGINT, price BIGINT, dt TIMESTAMP, ts BIGINT, note VARCHAR)
+		   WITH (KAFKA_TOPIC='bids3', VALUE_FORMAT='JSON', PARTITIONS=3)`,
+		`CREATE STREAM asks (auction BIGINT KEY, seller VARCHAR, price BIGINT, ts BIGINT)
+		   WITH (KAFKA_TOPIC='asks', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+	} {
+		st, err := sql.Parse(ddl)
+		if err != nil {
+			t.Fatalf("%s: %v", ddl, err)
+		}
+		src, err := sql.BindCreateSource(st.(*sql.CreateSource))
+		if err != nil {
+			t.Fatalf("%s: %v", ddl, err)
+		}
+		cat.AddSource(src, false)
+	}
+	datadriven.Walk(t, "testdata/rules", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if d.Cmd != "plan" {
+				t.Fatalf("unknown command %s", d.Cmd)
+			}
+			q, root, err := bind(cat, d.Input)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			var b strings.Builder
+			rules := []string(nil)
+			if q != nil {
+				rules = q.Rules
+			} else if s, ok := root.(*planner.Sink); ok {
+				rules = s.Rules
+			}
+			fmt.Fprintf(&b, "rules: %s\n", strings.Join(rules, ", "))
+			for _, s := range planner.Sources(root) {
+				if s.TimestampColumn != "" {
+					fmt.Fprintf(&b, "event time of %s: %s\n", s.Name, s.TimestampColumn)
+				}
+			}
+			b.WriteString(planner.Explain(root))
+			return b.String()
+		})
+	})
+}
