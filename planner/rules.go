@@ -78,6 +78,10 @@ func withChildren(n Node, ch []Node) Node {
 		c := *x
 		c.Input = ch[0]
 		return &c
+	case *Union:
+		c := *x
+		c.Inputs = ch
+		return &c
 	case *Join:
 		c := *x
 		c.Left, c.Right = ch[0], ch[1]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/sql"
 )
@@ -16,7 +17,8 @@ import (
 //
 //	plan    binds a SELECT or CREATE … AS SELECT and prints the rules
 //	        that fired, the event-time column of each scan that has one,
-//	        and the lowered plan; or the error
+//	        the lowered plan, and with "topology" the physical topology
+//	        it builds; or the error
 func TestRules(t *testing.T) {
 	cat := testCatalog(t)
 	for _, ddl := range []string{
@@ -62,6 +64,18 @@ func TestRules(t *testing.T) {
 				}
 			}
 			b.WriteString(planner.Explain(root))
+			if d.HasArg("topology") {
+				var topo *physical.Topology
+				if sink, ok := root.(*planner.Sink); ok {
+					topo, err = physical.Build(physical.AppID("sqlstreams", "Q1"), sink)
+				} else {
+					topo, err = physical.BuildPush(q)
+				}
+				if err != nil {
+					return b.String() + "topology error: " + err.Error() + "\n"
+				}
+				b.WriteString(topo.String())
+			}
 			return b.String()
 		})
 	})

@@ -104,6 +104,9 @@ func BindSelect(sel *Select, cat Catalog) (q *planner.Query, err error) {
 			q.Root, q.Rules = planner.Lower(q.Root)
 		}
 	}()
+	if sel.union != nil {
+		return bindUnion(sel, cat)
+	}
 	s := sel.stmt
 	if sel.unsupported != "" {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)

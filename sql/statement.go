@@ -239,6 +239,9 @@ type Select struct {
 	// tvf is the window table function the SELECT reads (tvf.go; window
 	// is its window), or nil.
 	tvf *windowTVF
+	// union holds the branches of a UNION ALL (bind_union.go; stmt is
+	// the first), or nil.
+	union []*ast.SelectStmt
 	// within is a stream–stream join's WITHIN clause, or nil.
 	within *withinClause
 	// withins are all the WITHIN clauses, in order: one per stream–stream

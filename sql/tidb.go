@@ -135,6 +135,21 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 		return nil, err
 	}
 	s, ok := st.(*ast.SelectStmt)
+	if u, isUnion := st.(*ast.SetOprStmt); isUnion {
+		branches, err := sel.unionBranches(u)
+		if err != nil {
+			return nil, err
+		}
+		s, ok = branches[0], true
+		sel.stmt = s
+		if n, err := numberMarkers(u, sel.rw, sel.text, p.toks); err != nil || n > 0 {
+			if err == nil {
+				err = errorAt(p.text, p.toks[start].pos, CodeFeatureNotSupport, "placeholders in a UNION ALL are not supported")
+			}
+			return nil, err
+		}
+		return sel, nil
+	}
 	if !ok {
 		return nil, errorAt(p.text, p.toks[start].pos, CodeSyntaxError, "expected a SELECT")
 	}
