@@ -145,33 +145,16 @@ func (e *env) pull(q string, want []string) {
 // keyTrim bytes at the end of each key (a window) are left out of the key
 // text that row() gets.
 func (e *env) changelog(topic string, keyTrim int, row func(key string, v map[string]any) string) ([]string, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.s.KafkaAddr), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
 	last := map[string][]byte{}
 	var order []string
-	idle := 0
-	for idle < 3 {
-		ctx, cancel := context.WithTimeout(e.ctx, 500*time.Millisecond)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			k := string(r.Key)
-			if _, ok := last[k]; !ok {
-				order = append(order, k)
-			}
-			last[k] = r.Value
-		})
-		if n == 0 {
-			idle++
-		} else {
-			idle = 0
+	if err := e.read(topic, func(r *kgo.Record) {
+		k := string(r.Key)
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
 		}
+		last[k] = r.Value
+	}); err != nil {
+		return nil, err
 	}
 	var out []string
 	for _, k := range order {
@@ -186,6 +169,34 @@ func (e *env) changelog(topic string, keyTrim int, row func(key string, v map[st
 		out = append(out, row(k[:len(k)-keyTrim], m))
 	}
 	return out, nil
+}
+
+// read calls f with each record of topic from its start, read_committed,
+// until no more come for a while (the callers retry until the result is
+// what they want).
+func (e *env) read(topic string, f func(*kgo.Record)) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.s.KafkaAddr), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for idle := 0; idle < 3; {
+		ctx, cancel := context.WithTimeout(e.ctx, 500*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			f(r)
+		})
+		if n == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+	}
+	return nil
 }
 
 // sqlite runs script with the sqlite3 command over a new database and
@@ -267,4 +278,27 @@ func (e *env) waitOutput(topic string, n int64) {
 		}
 	}
 	e.t.Fatalf("%s: fewer than %d records after 60 s", topic, n)
+}
+
+// stream reads topic from the start to its end (read_committed) as a
+// stream: one line per record, its key then the named value columns.
+func (e *env) stream(topic string, cols ...string) ([]string, error) {
+	var out []string
+	var derr error
+	err := e.read(topic, func(r *kgo.Record) {
+		var m map[string]any
+		if err := json.Unmarshal(r.Value, &m); err != nil {
+			derr = fmt.Errorf("%s: value %s: %v", topic, r.Value, err)
+			return
+		}
+		parts := []string{string(r.Key)}
+		for _, c := range cols {
+			parts = append(parts, text(m[c]))
+		}
+		out = append(out, strings.Join(parts, "|"))
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
 }
