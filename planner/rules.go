@@ -17,6 +17,8 @@ type Rule struct {
 // Rules are the lowering rules, in the order they are tried on a node.
 var Rules = []Rule{
 	{Name: "WindowTVFToEventTime", Apply: windowTVFToEventTime},
+	{Name: "JoinResidualToFilter", Apply: joinResidualToFilter},
+	{Name: "JoinResidualToNullMask", Apply: joinResidualToNullMask},
 }
 
 // Lower applies the rules to the plan bottom-up and returns the lowered

@@ -30,6 +30,10 @@ func TestRules(t *testing.T) {
 		   WITH (KAFKA_TOPIC='bids3', VALUE_FORMAT='JSON', PARTITIONS=3)`,
 		`CREATE STREAM asks (auction BIGINT KEY, seller VARCHAR, price BIGINT, ts BIGINT)
 		   WITH (KAFKA_TOPIC='asks', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE TABLE prefs (userid VARCHAR PRIMARY KEY, lang VARCHAR, lvl INT)
+		   WITH (KAFKA_TOPIC='prefs', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE TABLE regions (region VARCHAR PRIMARY KEY, rname VARCHAR, minlevel INT)
+		   WITH (KAFKA_TOPIC='regions', VALUE_FORMAT='JSON', PARTITIONS=3)`,
 	} {
 		st, err := sql.Parse(ddl)
 		if err != nil {

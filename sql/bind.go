@@ -145,7 +145,7 @@ func BindSelect(sel *Select, cat Catalog) (q *planner.Query, err error) {
 		if err := b.kafkaValueJoin(sel, j); err != nil {
 			return nil, err
 		}
-		join, err := b.bindJoin(sel, j)
+		join, err := b.bindJoinResidual(sel, j)
 		if err != nil {
 			return nil, err
 		}
@@ -161,6 +161,9 @@ func BindSelect(sel *Select, cat Catalog) (q *planner.Query, err error) {
 			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a table–table join is not supported: a table's key is its primary key")
 		}
 	} else {
+		if sel.interval != nil {
+			return nil, errorAt(sel.text, sel.interval.pos, CodeFeatureNotSupport, "… BETWEEN … INTERVAL … bounds the times of a stream–stream join: it goes in the join's ON")
+		}
 		ts, ok := j.Left.(*ast.TableSource)
 		if !ok {
 			return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")

@@ -63,6 +63,26 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 			i = end - 1
 			exprFrom = end
 			continue
+		case t.is("BETWEEN") && i >= 1 && sel.interval == nil:
+			start := i - 1
+			if i >= 3 && isPunct(toks[i-2], ".") {
+				start = i - 3
+			}
+			ij, end, ok, err := parseIntervalJoin(p.text, toks, start, i)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			if err := flush(start); err != nil {
+				return nil, err
+			}
+			r.replace(toks[start].pos, toks[end-1].end, intervalJoinMarker+"()")
+			sel.interval = ij
+			i = end - 1
+			exprFrom = end
+			continue
 		case t.is("EMIT") && (toks[i+1].is("CHANGES") || toks[i+1].is("FINAL")):
 			sel.Emit = toks[i+1].text
 			clause = 2
