@@ -205,7 +205,7 @@ func sqlite(t *testing.T, ctx context.Context, script string) map[string][]strin
 	t.Helper()
 	bin := testtool.Need(t, "sqlite3", "apt-get install sqlite3; scripts/deps.sh does")
 	cmd := exec.CommandContext(ctx, bin, filepath.Join(t.TempDir(), "oracle.db"))
-	cmd.Stdin = strings.NewReader(script)
+	cmd.Stdin = strings.NewReader(".nullvalue NULL\n" + script)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
