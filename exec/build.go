@@ -122,7 +122,7 @@ func passesNullValues(n *physical.Node, outs [][]*physical.Node) bool {
 	for _, o := range outs[n.ID] {
 		switch o.Op.(type) {
 		case *physical.Filter, *physical.Sink:
-		case *physical.Project, *physical.Rekey:
+		case *physical.Project, *physical.Rekey, *physical.Merge:
 			if !passesNullValues(o, outs) {
 				return false
 			}
@@ -150,6 +150,8 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 			s.check = &sourceCheck{c: c, q: env.q}
 		}
 		return s, err
+	case *physical.Merge:
+		return &mergeOp{next: next}, nil
 	case *physical.Filter:
 		ev, err := expr.Compile(op.Predicate)
 		if err != nil {

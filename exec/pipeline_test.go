@@ -189,7 +189,8 @@ func BenchmarkPipeline(b *testing.B) {
 // aggregate's update of groups the transaction has already changed, a
 // stream–table join (streamTableJoinAllocs) and stream–stream joins with
 // their window-store range scans (streamJoinAllocs: INNER, and LEFT with
-// a grace period, whose unmatched rows go through the buffer).
+// a grace period, whose unmatched rows go through the buffer), and UNION
+// ALL's branches and merge (mergeAllocs).
 func TestSteadyStateAllocations(t *testing.T) {
 	var produced []*kgo.Record
 	task := newTestTask(t, bidTopology(t), 0, Config{}, func(r *kgo.Record) { produced = append(produced, r) })
@@ -252,5 +253,8 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 	if n := streamJoinAllocs(t, planner.LeftJoin, false); n != 0 {
 		t.Errorf("stream–stream LEFT join with grace: %.2f allocations per three records", n)
+	}
+	if n := mergeAllocs(t); n != 0 {
+		t.Errorf("UNION ALL (two branches of one source, MERGE): %.2f allocations per record", n)
 	}
 }

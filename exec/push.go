@@ -60,12 +60,21 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 	}
 	st := topo.SubTopologies[0]
 	topic := st.Source().Topic
+	// A UNION ALL reads several topics (its MERGE is in the one
+	// sub-topology): each partition's graph has a source per topic.
+	topics := make([]string, len(st.Sources))
+	for i, s := range st.Sources {
+		topics[i] = s.Op.(*physical.Source).Topic
+	}
+	if cfg.UntilEnd && len(topics) > 1 {
+		return errors.New("exec: a scan reads one topic")
+	}
 	reset := kgo.NewOffset().AtEnd()
 	if cfg.OffsetReset == "earliest" || cfg.UntilEnd {
 		reset = kgo.NewOffset().AtStart()
 	}
 	opts := []kgo.Opt{
-		kgo.ConsumeTopics(topic),
+		kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 	}
@@ -89,7 +98,7 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 		}
 	}
 	collect := &collectOp{emit: emit, tombstone: cfg.Tombstones, limit: topo.Limit}
-	tasks := map[int32]*sourceOp{}
+	tasks := map[int32]*taskGraph{}
 	for {
 		fetches := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -103,19 +112,21 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 			if stop != nil {
 				return
 			}
-			t := tasks[fp.Partition]
-			if t == nil {
+			g := tasks[fp.Partition]
+			if g == nil {
 				// Each partition's graph keeps its own rows; the
 				// collector (and so the LIMIT) is shared.
-				g, err := buildGraph(topo, st, &taskEnv{terminal: collect})
-				if err != nil {
+				var err error
+				if g, err = buildGraph(topo, st, &taskEnv{terminal: collect}); err != nil {
 					stop = err
 					return
 				}
-				t = g.sources[topic]
-				t.tombstones = cfg.Tombstones != nil
-				tasks[fp.Partition] = t
+				for _, src := range g.sources {
+					src.tombstones = cfg.Tombstones != nil
+				}
+				tasks[fp.Partition] = g
 			}
+			t := g.sources[fp.Topic]
 			for _, r := range fp.Records {
 				if ends != nil {
 					end, ok := ends[fp.Partition]

@@ -269,7 +269,10 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 	switch base := nodes[len(nodes)-1].(type) {
 	case *planner.Scan:
 		source := scanSource(base)
-		last = g.Add("SOURCE-"+base.Source.Name, source)
+		var err error
+		if last, err = g.addSource("SOURCE-"+base.Source.Name, source); err != nil {
+			return nil, err
+		}
 		if changes {
 			// A table's records become changes (old row → new row)
 			// before anything else sees them.
@@ -277,6 +280,11 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 			last = g.Add("TABLE-CHANGES", &TableChanges{Out: source.Out, Store: &Store{Name: "TABLE-INPUT", Kind: KeyValue,
 				Changelog: source.Topic, SourceTopicChangelog: true, KeyFormat: source.KeyFormat, ValueFormat: source.ValueFormat,
 				KeyOptions: source.KeyOptions, ValueOptions: source.ValueOptions, Schema: source.Out}}, last)
+		}
+	case *planner.Union:
+		var err error
+		if last, err = union(g, base); err != nil {
+			return nil, err
 		}
 	case *planner.Join:
 		var err error

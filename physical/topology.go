@@ -93,6 +93,9 @@ func (st *SubTopology) Source() *Source { return st.Sources[0].Op.(*Source) }
 // Graph builds a topology node by node.
 type Graph struct {
 	t *Topology
+	// shared holds, while a UNION ALL's branches are added, the source
+	// node of each topic they read (addSource).
+	shared map[string]*Node
 }
 
 // NewGraph starts the topology of the query with application ID appID.

@@ -322,6 +322,7 @@ func TestNamedIntegers(t *testing.T) {
 		&physical.TableChanges{}, &physical.Aggregate{}, &physical.Materialize{}, &physical.StreamTableJoin{},
 		&physical.TableTableJoin{}, &physical.StreamStreamJoin{}, &physical.Repartition{}, &physical.Sink{},
 		&physical.ForeignKeyJoin{}, &physical.ForeignKeySubscriptions{}, &physical.TableRepartition{},
+		&physical.Merge{},
 		&expr.Column{}, &expr.Literal{}, &expr.Binary{}, &expr.Unary{}, &expr.IsNull{}, &expr.Call{},
 		&expr.Cast{}, &expr.In{}, &expr.Between{}, &expr.Like{}, &expr.Distinct{}, &expr.IsTrue{},
 		&expr.Case{}, &expr.Subscript{}, &expr.Field{}, &expr.Array{}, &expr.Map{}, &expr.Struct{},

@@ -48,6 +48,10 @@ const (
 type Join struct {
 	Type        JoinType
 	Left, Right Node
+	// Residual is the ON's condition beyond the key equalities (a.t >
+	// b.t), or nil: lowering (rules JoinResidualToFilter and
+	// JoinResidualToNullMask) applies it above the join.
+	Residual expr.Expr
 	// LeftName and RightName are the sides' aliases (or source names),
 	// the prefixes of their column names.
 	LeftName, RightName string
@@ -277,6 +281,9 @@ func (j *Join) String() string {
 	on := fmt.Sprintf("%s = %s.%s", j.LeftKey, j.RightName, rs.Columns[j.RightKey].Name)
 	for i := 1; i < len(j.LeftKeys); i++ {
 		on += fmt.Sprintf(" AND %s = %s.%s", j.LeftKeys[i], j.RightName, rs.Columns[j.RightKeys[i]].Name)
+	}
+	if j.Residual != nil {
+		on += " AND " + j.Residual.String()
 	}
 	return fmt.Sprintf("Join %s %s%s ON %s", j.Type, j.RightName, w, on)
 }

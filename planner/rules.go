@@ -27,7 +27,60 @@ type Rule struct {
 var Rules = []Rule{
 	{"FlattenDerived", flattenDerived},
 	{"AggregateOfAggregate", aggregateOfAggregate},
+	{"WindowTVFToEventTime", bottomUp(windowTVFToEventTime)},
+	{"JoinResidualToFilter", bottomUp(joinResidualToFilter)},
+	{"JoinResidualToNullMask", bottomUp(joinResidualToNullMask)},
 	{"SQLRetractions", sqlRetractions},
+}
+
+// bottomUp makes a rule of a rewrite of single nodes: f sees each node of
+// the plan after its children were rewritten, and returns the node that
+// replaces it and whether it changed anything.
+func bottomUp(f func(Node) (Node, bool)) func(Node, Dialect) (Node, bool, error) {
+	return func(n Node, _ Dialect) (Node, bool, error) {
+		fired := false
+		var walk func(Node) Node
+		walk = func(n Node) Node {
+			ch := n.Children()
+			changed := false
+			nch := make([]Node, len(ch))
+			for i, c := range ch {
+				nch[i] = walk(c)
+				changed = changed || nch[i] != c
+			}
+			if changed {
+				n = withChildren(n, nch)
+			}
+			if m, ok := f(n); ok {
+				fired = true
+				n = m
+			}
+			return n
+		}
+		out := walk(n)
+		return out, fired, nil
+	}
+}
+
+// withChildren returns a copy of n reading ch. Nodes without children,
+// and node kinds the rules never rebuild, come back as they are.
+func withChildren(n Node, ch []Node) Node {
+	switch x := n.(type) {
+	case *Join:
+		c := *x
+		c.Left, c.Right = ch[0], ch[1]
+		return &c
+	case *Union:
+		c := *x
+		c.Inputs = ch
+		return &c
+	}
+	if len(ch) == 1 {
+		if m, err := withInput(n, ch[0]); err == nil {
+			return m
+		}
+	}
+	return n
 }
 
 // Rewrite applies the planner's rules to a bound plan and returns the
@@ -75,6 +128,10 @@ func withInput(n Node, in Node) (Node, error) {
 		c.Input = in
 		return &c, nil
 	case *Derived:
+		c := *x
+		c.Input = in
+		return &c, nil
+	case *WindowTVF:
 		c := *x
 		c.Input = in
 		return &c, nil

@@ -100,6 +100,9 @@ func (b *binder) errAt(name, code, format string, args ...any) *Error {
 // bindSelect binds a SELECT against cat into a query's plan, before the
 // planner's rules (BindSelect).
 func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
+	if sel.union != nil {
+		return bindUnion(sel, cat)
+	}
 	s := sel.stmt
 	if sel.unsupported != "" {
 		return nil, errorAt(sel.text, sel.unsupPos, CodeFeatureNotSupport, "%s: not supported yet", sel.unsupported)
@@ -144,7 +147,7 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		if err := b.kafkaValueJoin(sel, j); err != nil {
 			return nil, err
 		}
-		join, err := b.bindJoin(sel, j)
+		join, err := b.bindJoinResidual(sel, j)
 		if err != nil {
 			return nil, err
 		}
@@ -160,6 +163,9 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			return nil, errorAt(sel.text, sel.toks[sel.partitionBy].pos, CodeFeatureNotSupport, "PARTITION BY of a table–table join is not supported: a table's key is its primary key")
 		}
 	} else {
+		if sel.interval != nil {
+			return nil, errorAt(sel.text, sel.interval.pos, CodeFeatureNotSupport, "… BETWEEN … INTERVAL … bounds the times of a stream–stream join: it goes in the join's ON")
+		}
 		ts, ok := j.Left.(*ast.TableSource)
 		if !ok {
 			return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")
@@ -178,6 +184,11 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			scan := planner.NewScan(src)
 			b.schema = scan.Schema()
 			node = scan
+			if sel.tvf != nil {
+				if node, err = sel.tvfNode(scan); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	if s.Where != nil {

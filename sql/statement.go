@@ -255,6 +255,15 @@ type Select struct {
 	distinct bool
 	// window is the WINDOW clause, or nil.
 	window *windowClause
+	// tvf is the window table function the SELECT reads (tvf.go; window
+	// is its window), or nil.
+	tvf *windowTVF
+	// union holds the branches of a UNION ALL (bind_union.go; stmt is
+	// the first), or nil.
+	union []*ast.SelectStmt
+	// interval is a stream–stream join's Flink-style time bounds
+	// (interval.go), or nil.
+	interval *intervalJoin
 	// within is a stream–stream join's WITHIN clause, or nil.
 	within *withinClause
 	// withins are all the WITHIN clauses, in order: one per stream–stream

@@ -45,10 +45,51 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 		}
 		clause := 0 // tokens of a streaming clause starting at i
 		switch {
+		case t.is("FROM") && windowTVFAt(toks, i+1):
+			if sel.tvf != nil || sel.window != nil {
+				return nil, errorAt(p.text, toks[i+1].pos, CodeSyntaxError, "syntax error: a SELECT takes one window (a window table function or a WINDOW clause)")
+			}
+			tv, end, err := parseWindowTVF(p.text, toks, i+1)
+			if err != nil {
+				return nil, err
+			}
+			if err := flush(i + 1); err != nil {
+				return nil, err
+			}
+			if err := tv.cut(r, toks, end); err != nil {
+				return nil, err
+			}
+			sel.tvf, sel.window = tv, tv.window
+			i = end - 1
+			exprFrom = end
+			continue
+		case t.is("BETWEEN") && i >= 1 && sel.interval == nil:
+			start := i - 1
+			if i >= 3 && isPunct(toks[i-2], ".") {
+				start = i - 3
+			}
+			ij, end, ok, err := parseIntervalJoin(p.text, toks, start, i)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			if err := flush(start); err != nil {
+				return nil, err
+			}
+			r.replace(toks[start].pos, toks[end-1].end, intervalJoinMarker+"()")
+			sel.interval = ij
+			i = end - 1
+			exprFrom = end
+			continue
 		case t.is("EMIT") && (toks[i+1].is("CHANGES") || toks[i+1].is("FINAL")):
 			sel.Emit = toks[i+1].text
 			clause = 2
 		case t.is("WINDOW") && (isWindowKind(toks[i+1]) || i+2 < len(toks) && toks[i+1].kind == tIdent && isWindowKind(toks[i+2])):
+			if sel.tvf != nil {
+				return nil, errorAt(p.text, t.pos, CodeSyntaxError, "syntax error: a SELECT takes one window (a window table function or a WINDOW clause)")
+			}
 			if sel.window != nil {
 				return nil, errorAt(p.text, t.pos, CodeSyntaxError, "syntax error: a SELECT takes one WINDOW clause")
 			}
@@ -114,10 +155,30 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 		return nil, err
 	}
 	s, ok := st.(*ast.SelectStmt)
+	if u, isUnion := st.(*ast.SetOprStmt); isUnion {
+		branches, err := sel.unionBranches(u)
+		if err != nil {
+			return nil, err
+		}
+		s, ok = branches[0], true
+		sel.stmt = s
+		if n, err := numberMarkers(u, sel.rw, sel.text, p.toks); err != nil || n > 0 {
+			if err == nil {
+				err = errorAt(p.text, p.toks[start].pos, CodeFeatureNotSupport, "placeholders in a UNION ALL are not supported")
+			}
+			return nil, err
+		}
+		return sel, nil
+	}
 	if !ok {
 		return nil, errorAt(p.text, p.toks[start].pos, CodeSyntaxError, "expected a SELECT")
 	}
 	sel.stmt = s
+	if sel.tvf != nil {
+		if err := sel.tvfColumns(); err != nil {
+			return nil, err
+		}
+	}
 	if err := sel.numberParams(p.toks); err != nil {
 		return nil, err
 	}

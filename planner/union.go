@@ -1,0 +1,42 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+var _ Node = (*Union)(nil)
+
+// Union is UNION ALL: every row of every input, as it comes. The inputs'
+// rows have the same layout (column types, key columns at the same
+// positions); the result takes the first input's column names. The
+// binder checks them (NewUnion too).
+type Union struct {
+	Inputs []Node
+	out    types.Schema
+}
+
+// NewUnion checks that inputs have one layout and returns their union.
+func NewUnion(inputs []Node) (*Union, error) {
+	first := inputs[0].Schema()
+	for i, in := range inputs[1:] {
+		s := in.Schema()
+		if len(s.Columns) != len(first.Columns) {
+			return nil, fmt.Errorf("UNION ALL: input %d has %d columns, input 1 has %d", i+2, len(s.Columns), len(first.Columns))
+		}
+		for j, c := range s.Columns {
+			f := first.Columns[j]
+			if c.Type.String() != f.Type.String() || c.Key != f.Key {
+				return nil, fmt.Errorf("UNION ALL: column %d of input %d (%s) does not match input 1's (%s)", j+1, i+2, c.Name, f.Name)
+			}
+		}
+	}
+	return &Union{Inputs: inputs, out: first}, nil
+}
+
+func (u *Union) Schema() types.Schema { return u.out }
+func (u *Union) Children() []Node     { return u.Inputs }
+func (u *Union) String() string {
+	return fmt.Sprintf("Union ALL of %d inputs", len(u.Inputs))
+}
