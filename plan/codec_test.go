@@ -102,13 +102,15 @@ func TestTopologyCorpus(t *testing.T) {
 		n++
 	}
 	pcat := plannerCatalog(t)
-	for _, file := range []string{"../planner/testdata/plans", "../planner/testdata/rules"} {
-		datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
-			if topo := build(t, pcat, d.Input, nil); topo != nil {
-				roundTrip(t, d.Input, topo)
-				n++
-			}
-			return d.Expected
+	for _, dir := range []string{"../planner/testdata/plans", "../planner/testdata/rules"} {
+		datadriven.Walk(t, dir, func(t *testing.T, file string) {
+			datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
+				if topo := build(t, pcat, d.Input, nil); topo != nil {
+					roundTrip(t, d.Input, topo)
+					n++
+				}
+				return d.Expected
+			})
 		})
 	}
 	if n < 60 {
