@@ -106,6 +106,7 @@ var registry = buildRegistry(
 	arrayFunctions,
 	mapFunctions,
 	urlFunctions,
+	sqlFunctions,
 	hashFunctions,
 	lambdaFunctions,
 )

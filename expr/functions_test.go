@@ -331,13 +331,31 @@ func urlHashCases() []fnCase {
 	}
 }
 
+// sqlNameCases are the functions under Flink's and Postgres's names
+// (functions_sql.go).
+func sqlNameCases() []fnCase {
+	ts1 := ts("2021-04-01T09:05:07Z") // a Thursday
+	return []fnCase{
+		f("UPPER", "ÉTÉ", "été"), f("LOWER", "abc", "ABC"), f("LOWER", "NULL", strNull),
+		f("CHAR_LENGTH", "3", "été"), f("CHARACTER_LENGTH", "0", ""), f("CHAR_LENGTH", "NULL", strNull),
+		f("DATE_FORMAT", "2021-04-01", ts1, "yyyy-MM-dd"), f("DATE_FORMAT", "09:05", ts1, "HH:mm"),
+		f("DATE_FORMAT", "NULL", cast(nil, types.TimestampType), "HH:mm"),
+		f("YEAR", "2021", ts1), f("QUARTER", "2", ts1), f("MONTH", "4", ts1), f("DAYOFMONTH", "1", ts1),
+		f("DAYOFYEAR", "91", ts1), f("DAYOFWEEK", "5", ts1), f("HOUR", "9", ts1), f("MINUTE", "5", ts1),
+		f("SECOND", "7", ts1), f("YEAR", "2021", col("DT")), f("DAYOFMONTH", "11", col("DT")), f("HOUR", "NULL", cast(nil, types.TimestampType)),
+		f("SPLIT_INDEX", "c", "a/b/c", "/", 2), f("SPLIT_INDEX", "a", "a/b/c", "/", 0), f("SPLIT_INDEX", "NULL", "a/b/c", "/", 3),
+		f("SPLIT_INDEX", "NULL", "a/b/c", "/", -1), f("SPLIT_INDEX", "", "a//c", "/", 1), f("SPLIT_INDEX", "b", "a::b", "::", 1),
+		f("SPLIT_INDEX", "NULL", "", "/", 0), f("SPLIT_INDEX", "y", "x y", "", 1), f("SPLIT_INDEX", "NULL", strNull, "/", 0),
+	}
+}
+
 // TestFunctions runs every family's cases and checks that every function
 // has at least one.
 func TestFunctionCases(t *testing.T) {
 	tested := map[string]bool{}
 	for name, cases := range map[string][]fnCase{
 		"string": stringCases(), "math": mathCases(), "time": timeCases(), "json": jsonCases(),
-		"collection": collectionCases(), "url and hash": urlHashCases(),
+		"collection": collectionCases(), "url and hash": urlHashCases(), "flink and postgres names": sqlNameCases(),
 	} {
 		t.Run(name, func(t *testing.T) { runFnCases(t, cases, tested) })
 	}
@@ -405,6 +423,8 @@ func TestFunctionTypeErrors(t *testing.T) {
 		name string
 		args []any
 	}{
+		{"UPPER", []any{1}}, {"CHAR_LENGTH", []any{[]byte("x")}}, {"DATE_FORMAT", []any{"x", "yyyy"}}, {"DATE_FORMAT", []any{col("TS"), "%Y-%m-%d"}},
+		{"HOUR", []any{col("DT")}}, {"YEAR", []any{"2021"}}, {"SPLIT_INDEX", []any{"a", "/"}}, {"SPLIT_INDEX", []any{"a", "/", "1"}},
 		{"UCASE", []any{1}}, {"UCASE", []any{"a", "b"}}, {"LCASE", []any{true}}, {"LEN", []any{1}},
 		{"CONCAT", []any{"a", 1}}, {"CONCAT", []any{"a", []byte("b")}}, {"CONCAT", nil}, {"CONCAT_WS", []any{",", 1}},
 		{"TRIM", []any{1}}, {"SUBSTRING", []any{"a", "b"}}, {"SUBSTRING", []any{"a"}}, {"SUBSTRING", []any{1, 1}},

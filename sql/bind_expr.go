@@ -294,6 +294,12 @@ func stringArg(n ast.ExprNode) string {
 	return ""
 }
 
+// extractParts maps EXTRACT's units to the functions that compute them.
+var extractParts = map[ast.TimeUnitType]string{
+	ast.TimeUnitYear: "YEAR", ast.TimeUnitQuarter: "QUARTER", ast.TimeUnitMonth: "MONTH", ast.TimeUnitDay: "DAYOFMONTH",
+	ast.TimeUnitHour: "HOUR", ast.TimeUnitMinute: "MINUTE", ast.TimeUnitSecond: "SECOND",
+}
+
 // call binds an ordinary function call, including lambda arguments.
 func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 	name := strings.TrimPrefix(strings.ToUpper(n.FnName.O), "__")
@@ -302,6 +308,16 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 		// documentation says base 10); statements recorded before kept
 		// base 10.
 		name = "LN"
+	}
+	if name == "EXTRACT" && len(n.Args) == 2 {
+		// EXTRACT(HOUR FROM ts): Flink's and Postgres's form of HOUR(ts).
+		if u, ok := n.Args[0].(*ast.TimeUnitExpr); ok {
+			part, ok := extractParts[u.Unit]
+			if !ok {
+				return nil, b.errAt(name, CodeFeatureNotSupport, "EXTRACT(%s FROM …) is not supported: use YEAR, QUARTER, MONTH, DAY, HOUR, MINUTE or SECOND", u.Unit)
+			}
+			name, n = part, &ast.FuncCallExpr{FnName: ast.NewCIStr(part), Args: n.Args[1:]}
+		}
 	}
 	fn, ok := expr.Lookup(name)
 	if !ok {
@@ -337,6 +353,16 @@ func (b *binder) call(n *ast.FuncCallExpr) (expr.Expr, error) {
 			if err := expr.AmbiguousExtremum(name, argTypes); err != nil {
 				return nil, b.errAt(name, CodeAmbiguousFunction, "%v", err)
 			}
+		}
+	}
+	if name == "REGEXP_EXTRACT" {
+		// Flink writes (string, regex), ksqlDB (regex, string).
+		swap, err := expr.RegexpExtractOrder(args)
+		if err != nil {
+			return nil, b.errAt(name, CodeAmbiguousFunction, "%v", err)
+		}
+		if swap {
+			args[0], args[1] = args[1], args[0]
 		}
 	}
 	e, err := expr.NewCall(fn, args)
