@@ -23,6 +23,8 @@ import (
 //	                          TIMESUB, TIMESTAMPADD, TIMESTAMPSUB)
 //	a IS DISTINCT FROM b      a REGEXP b        (REGEXP itself is refused)
 //	a IS NOT DISTINCT FROM b  a NOT REGEXP b
+//	agg(x) FILTER (WHERE c)   __AGG_FILTER(agg(x), c)   (then, in the tree,
+//	                          agg(CASE WHEN c THEN x END): aggfilter.go)
 //	KEY, WINDOW, … as names   `KEY`, `WINDOW`, …
 //	unquoted identifiers      upper-cased
 //
@@ -286,7 +288,14 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 	for i := from; i < to; i++ {
 		t := toks[i]
 		next := toks[i+1]
+		if t.kind == tIdent && isPunct(next, "(") {
+			if err := r.aggFilter(toks, i); err != nil {
+				return err
+			}
+		}
 		switch {
+		case t.is("FILTER") && isPunct(next, "(") && toks[i+2].is("WHERE") && i > 0 && isPunct(toks[i-1], ")"):
+			i += 2 // an aggregate's FILTER (WHERE, replaced by aggFilter
 		case isPunct(t, "$") && next.kind == tNumber && next.pos == t.end:
 			// A placeholder $n: TiDB's is ?, which selectStmt numbers
 			// back from the $n at its position (params.go).

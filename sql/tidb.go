@@ -277,6 +277,11 @@ func parseTiDB(rw rewritten, orig string) (st ast.StmtNode, err error) {
 	st, err = p.ParseOneStmt(text, "", "")
 	tidbParsers.Put(p)
 	if err == nil {
+		if hasAggFilter(rw) {
+			if n, ok := st.Accept(aggFilterUnwrapper{}); ok {
+				st = n.(ast.StmtNode)
+			}
+		}
 		return st, nil
 	}
 	if m := tidbIllegalDouble.FindStringSubmatch(err.Error()); m != nil {
