@@ -1,0 +1,3 @@
+CREATE STREAM person (id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP, extra VARCHAR) WITH (KAFKA_TOPIC='persons', VALUE_FORMAT='JSON', PARTITIONS=2, TIMESTAMP='dateTime');
+CREATE STREAM auction (id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR) WITH (KAFKA_TOPIC='auctions', VALUE_FORMAT='JSON', PARTITIONS=2, TIMESTAMP='dateTime');
+CREATE STREAM bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) WITH (KAFKA_TOPIC='bids', VALUE_FORMAT='JSON', PARTITIONS=2, TIMESTAMP='dateTime');

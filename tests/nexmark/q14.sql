@@ -1,0 +1,12 @@
+-- Nexmark q14: calculation (a CASE over HOUR, arithmetic, a UDF).
+-- Changes: CREATE STREAM … AS for the sink; the suite's Java UDF
+-- count_char(extra, 'c') is written LEN(extra) - LEN(REPLACE(extra, 'c', '')).
+CREATE STREAM nexmark_q14 AS SELECT auction, bidder, 0.908 * price AS price,
+  CASE
+    WHEN HOUR(dateTime) >= 8 AND HOUR(dateTime) <= 18 THEN 'dayTime'
+    WHEN HOUR(dateTime) <= 6 OR HOUR(dateTime) >= 20 THEN 'nightTime'
+    ELSE 'otherTime'
+  END AS bidTimeType,
+  dateTime, extra, LEN(extra) - LEN(REPLACE(extra, 'c', '')) AS c_counts
+FROM bid
+WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000;

@@ -1,0 +1,239 @@
+package sqldiff
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sqlstreams/sqlstreams/datagen"
+	"github.com/sqlstreams/sqlstreams/sql"
+)
+
+// nexmarkBid is a generated bid as the oracle reads it.
+type nexmarkBid struct {
+	Auction, Bidder, Price int64
+	Channel, URL, Extra    string
+	DateTime               int64 `json:"dateTime"`
+}
+
+// TestNexmark runs the Nexmark queries of tests/nexmark (the suite's
+// SQL with the changes each file lists) over the generator's events, a
+// CI-sized run with a SIGKILL while output flows, and compares every
+// result with an oracle over the same events: SQLite for the queries it
+// can express, a Go model for the regular expression and split ones
+// (q21, q22). The events are 45 s apart in event time, so that the
+// days, hours and minutes the queries group by vary.
+func TestNexmark(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	e := start(t, ctx)
+	dir := filepath.Join("..", "nexmark")
+	for _, name := range []string{"ddl", "q0", "q1", "q2", "q10", "q14", "q15", "q17", "q21", "q22"} {
+		text, err := os.ReadFile(filepath.Join(dir, name+".sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range sql.Segments(string(text)) {
+			e.exec(st.Text)
+		}
+	}
+
+	const events = 4000
+	gen, err := datagen.New(datagen.Config{Quickstart: "nexmark", Seed: 34, InterEvent: 45 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bids []nexmarkBid
+	var script strings.Builder
+	script.WriteString("CREATE TABLE bid (auction INTEGER, bidder INTEGER, price INTEGER, channel TEXT, url TEXT, dateTime INTEGER, extra TEXT);\nBEGIN;\n")
+	var rec datagen.Record
+	produce := func(n int) {
+		var recs []*kgo.Record
+		for range n {
+			rec.Key, rec.Value = rec.Key[:0], rec.Value[:0]
+			gen.Next(&rec)
+			recs = append(recs, &kgo.Record{Topic: rec.Topic, Key: bytes.Clone(rec.Key), Value: bytes.Clone(rec.Value), Timestamp: rec.Timestamp})
+			if rec.Kind != datagen.KindBid {
+				continue
+			}
+			var b nexmarkBid
+			if err := json.Unmarshal(rec.Value, &b); err != nil {
+				t.Fatalf("generated bid %s: %v", rec.Value, err)
+			}
+			bids = append(bids, b)
+			fmt.Fprintf(&script, "INSERT INTO bid VALUES (%d, %d, %d, %s, %s, %d, %s);\n",
+				b.Auction, b.Bidder, b.Price, quote(b.Channel), quote(b.URL), b.DateTime, quote(b.Extra))
+		}
+		e.produce(recs)
+	}
+	produce(events / 2)
+	e.waitOutput("NEXMARK_Q0", 200)
+	e.crash()
+	produce(events / 2)
+	script.WriteString("COMMIT;\n")
+
+	day := "strftime('%Y-%m-%d', dateTime / 1000, 'unixepoch')"
+	hour := "CAST(strftime('%H', dateTime / 1000, 'unixepoch') AS INTEGER)"
+	fmt.Fprintf(&script, `
+SELECT '#Q0'; SELECT '', auction, bidder, price, dateTime, extra FROM bid;
+SELECT '#Q1'; SELECT '', auction, bidder, printf('%%.3f', 0.908 * price), dateTime, extra FROM bid;
+SELECT '#Q2'; SELECT '', auction, price FROM bid WHERE auction %% 123 = 0;
+SELECT '#Q10'; SELECT '', auction, bidder, price, dateTime, extra, %[1]s, strftime('%%H:%%M', dateTime / 1000, 'unixepoch') FROM bid;
+SELECT '#Q14'; SELECT '', auction, bidder, printf('%%.3f', 0.908 * price),
+  CASE WHEN %[2]s >= 8 AND %[2]s <= 18 THEN 'dayTime' WHEN %[2]s <= 6 OR %[2]s >= 20 THEN 'nightTime' ELSE 'otherTime' END,
+  dateTime, extra, length(extra) - length(replace(extra, 'c', ''))
+  FROM bid WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000;
+SELECT '#Q15'; SELECT %[1]s, count(*),
+  count(*) filter (where price < 10000), count(*) filter (where price >= 10000 and price < 1000000), count(*) filter (where price >= 1000000),
+  count(distinct bidder), count(distinct bidder) filter (where price < 10000),
+  count(distinct bidder) filter (where price >= 10000 and price < 1000000), count(distinct bidder) filter (where price >= 1000000),
+  count(distinct auction), count(distinct auction) filter (where price < 10000),
+  count(distinct auction) filter (where price >= 10000 and price < 1000000), count(distinct auction) filter (where price >= 1000000)
+  FROM bid GROUP BY %[1]s;
+SELECT '#Q17'; SELECT auction, %[1]s, count(*),
+  count(*) filter (where price < 10000), count(*) filter (where price >= 10000 and price < 1000000), count(*) filter (where price >= 1000000),
+  min(price), max(price), CAST(avg(price) AS INTEGER), sum(price)
+  FROM bid GROUP BY auction, %[1]s;
+`, day, hour)
+	want := sqlite(t, ctx, script.String())
+	if len(want["Q0"]) < events*9/10 || len(want["Q14"]) == 0 || len(want["Q15"]) < 2 || len(want["Q2"]) == 0 {
+		t.Fatalf("input too thin: q0 %d, q2 %d, q14 %d, q15 %d rows", len(want["Q0"]), len(want["Q2"]), len(want["Q14"]), len(want["Q15"]))
+	}
+	want["Q21"], want["Q22"] = nexmarkQ21(bids), nexmarkQ22(bids)
+
+	col := func(m map[string]any, name string) string {
+		v, ok := m[name]
+		if !ok {
+			v = m[strings.ToLower(name)]
+		}
+		if f, ok := v.(float64); ok && f != float64(int64(f)) {
+			return strconv.FormatFloat(f, 'f', 3, 64)
+		}
+		return text(v)
+	}
+	decimals := func(m map[string]any, name string) string { // a DECIMAL's three places
+		f, ok := m[name].(float64)
+		if !ok {
+			return text(m[name])
+		}
+		return strconv.FormatFloat(f, 'f', 3, 64)
+	}
+	streams := map[string]func(m map[string]any) []string{
+		"Q0": func(m map[string]any) []string {
+			return []string{col(m, "AUCTION"), col(m, "BIDDER"), col(m, "PRICE"), col(m, "DATETIME"), col(m, "EXTRA")}
+		},
+		"Q1": func(m map[string]any) []string {
+			return []string{col(m, "AUCTION"), col(m, "BIDDER"), decimals(m, "PRICE"), col(m, "DATETIME"), col(m, "EXTRA")}
+		},
+		"Q2": func(m map[string]any) []string { return []string{col(m, "AUCTION"), col(m, "PRICE")} },
+		"Q10": func(m map[string]any) []string {
+			return []string{col(m, "AUCTION"), col(m, "BIDDER"), col(m, "PRICE"), col(m, "DATETIME"), col(m, "EXTRA"), col(m, "DT"), col(m, "HM")}
+		},
+		"Q14": func(m map[string]any) []string {
+			return []string{col(m, "AUCTION"), col(m, "BIDDER"), decimals(m, "PRICE"), col(m, "BIDTIMETYPE"), col(m, "DATETIME"), col(m, "EXTRA"), col(m, "C_COUNTS")}
+		},
+		"Q21": func(m map[string]any) []string {
+			return []string{col(m, "AUCTION"), col(m, "BIDDER"), col(m, "PRICE"), col(m, "CHANNEL"), col(m, "CHANNEL_ID")}
+		},
+		"Q22": func(m map[string]any) []string {
+			return []string{col(m, "AUCTION"), col(m, "BIDDER"), col(m, "PRICE"), col(m, "CHANNEL"), col(m, "DIR1"), col(m, "DIR2"), col(m, "DIR3")}
+		},
+	}
+	for q, row := range streams {
+		topic := "NEXMARK_" + q
+		e.eventually(topic, want[q], func() ([]string, error) {
+			var out []string
+			var derr error
+			err := e.read(topic, func(r *kgo.Record) {
+				var m map[string]any
+				if err := json.Unmarshal(r.Value, &m); err != nil {
+					derr = fmt.Errorf("%s: value %s: %v", topic, r.Value, err)
+					return
+				}
+				out = append(out, strings.Join(append([]string{string(r.Key)}, row(m)...), "|"))
+			})
+			if err == nil {
+				err = derr
+			}
+			return out, err
+		})
+	}
+	q15 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "TOTAL_BIDDERS", "RANK1_BIDDERS", "RANK2_BIDDERS", "RANK3_BIDDERS",
+		"TOTAL_AUCTIONS", "RANK1_AUCTIONS", "RANK2_AUCTIONS", "RANK3_AUCTIONS"}
+	e.eventually("NEXMARK_Q15", want["Q15"], func() ([]string, error) {
+		return e.changelog("NEXMARK_Q15", 0, func(key string, m map[string]any) string {
+			parts := []string{key}
+			for _, c := range q15 {
+				parts = append(parts, col(m, c))
+			}
+			return strings.Join(parts, "|")
+		})
+	})
+	q17 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "MIN_PRICE", "MAX_PRICE", "AVG_PRICE", "SUM_PRICE"}
+	e.eventually("NEXMARK_Q17", want["Q17"], func() ([]string, error) {
+		return e.changelog("NEXMARK_Q17", 0, func(key string, m map[string]any) string {
+			var k map[string]any
+			if err := json.Unmarshal([]byte(key), &k); err != nil {
+				return "bad key " + key
+			}
+			parts := []string{col(k, "AUCTION"), col(k, "day")}
+			for _, c := range q17 {
+				parts = append(parts, col(m, c))
+			}
+			return strings.Join(parts, "|")
+		})
+	})
+	// The tables answer pull queries too.
+	e.pull("SELECT * FROM nexmark_q15", want["Q15"])
+}
+
+// nexmarkQ21 is q21 over bids: the hot channels' fixed ids, else the
+// channel_id parameter of the url, else no row.
+func nexmarkQ21(bids []nexmarkBid) []string {
+	re := regexp.MustCompile(`(&|^)channel_id=([^&]*)`)
+	ids := map[string]string{"apple": "0", "google": "1", "facebook": "2", "baidu": "3"}
+	out := []string{}
+	for _, b := range bids {
+		m := re.FindStringSubmatch(b.URL)
+		id, hot := ids[strings.ToLower(b.Channel)]
+		switch {
+		case hot:
+		case m != nil:
+			id = m[2]
+		default:
+			continue
+		}
+		out = append(out, fmt.Sprintf("|%d|%d|%d|%s|%s", b.Auction, b.Bidder, b.Price, b.Channel, id))
+	}
+	return out
+}
+
+// nexmarkQ22 is q22 over bids: the url's pieces 3 to 5 split at "/"
+// (zero-based), NULL past the last.
+func nexmarkQ22(bids []nexmarkBid) []string {
+	out := []string{}
+	for _, b := range bids {
+		pieces := strings.Split(b.URL, "/")
+		dir := func(i int) string {
+			if i < len(pieces) {
+				return pieces[i]
+			}
+			return "NULL"
+		}
+		out = append(out, fmt.Sprintf("|%d|%d|%d|%s|%s|%s|%s", b.Auction, b.Bidder, b.Price, b.Channel, dir(3), dir(4), dir(5)))
+	}
+	return out
+}
+
+// quote writes s as an SQLite string literal.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
