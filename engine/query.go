@@ -54,7 +54,7 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 	n := 0
 	pc := exec.PushConfig{
 		Kafka:       e.cfg.Kafka,
-		OffsetReset: s.Props["auto.offset.reset"],
+		OffsetReset: offsetReset(s.Props, ""),
 		Logger:      e.log,
 	}
 	if tw, ok := w.(TombstoneWriter); ok {
@@ -99,7 +99,7 @@ type ScalablePushWriter interface {
 // query (ScalablePushUtil): it reads from the latest offset one source
 // a persistent query writes, and only filters and projects it.
 func scalablePush(s *Session, q *planner.Query) bool {
-	if s.Props["auto.offset.reset"] == "earliest" {
+	if offsetReset(s.Props, "") == "earliest" {
 		return false
 	}
 	simple := true
