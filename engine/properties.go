@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sqlstreams/sqlstreams/exec"
 	"github.com/sqlstreams/sqlstreams/kafka"
+	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -343,6 +345,18 @@ func offsetReset(props map[string]string, def string) string {
 		return v
 	}
 	return raw
+}
+
+// QueryConfig returns the settings persistent query id runs with here
+// (the effect of its properties) and its topology.
+func (e *Engine) QueryConfig(id string) (exec.Config, *physical.Topology, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := e.running[id]
+	if q == nil {
+		return exec.Config{}, nil, false
+	}
+	return q.Config(), q.Topology(), true
 }
 
 // PropertyNames returns the registry's names, sorted.
