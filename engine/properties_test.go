@@ -400,3 +400,64 @@ func TestPropertiesDocumented(t *testing.T) {
 		t.Errorf("%s's table is not the registry's: run go test ./engine -run TestPropertiesDocumented -update-docs", path)
 	}
 }
+
+// TestHeadlessProperties: SET and UNSET in a headless server's queries
+// file go through the registry: a query after SET of the ksql.streams.
+// name runs with it, one after the UNSET without it, and a file that
+// sets an unknown property or a bad value does not start, naming it.
+func TestHeadlessProperties(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	open := func(file ...string) (*engine.Engine, error) {
+		cfg := enginetest.Config(enginetest.NewTopics(), enginetest.NewCommandTopic(), filepath.Join(t.TempDir(), "state"))
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.CommandLog = nil
+		cfg.Headless = append([]string{"CREATE STREAM s (id INT KEY, v INT) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);"}, file...)
+		return engine.Open(ctx, cfg)
+	}
+	eng, err := open(
+		"SET 'ksql.streams.num.stream.threads' = '3';",
+		"SET 'processing.guarantee' = 'at_least_once';",
+		"CREATE STREAM a AS SELECT * FROM s;",
+		"UNSET 'num.stream.threads';",
+		"UNSET 'ksql.streams.processing.guarantee';",
+		"CREATE STREAM b AS SELECT * FROM s;",
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if n := len(eng.Queries()); n != 2 {
+		t.Fatalf("%d queries, want A and B", n)
+	}
+	for _, q := range eng.Queries() {
+		cfg, _, ok := eng.QueryConfig(q.ID)
+		if !ok {
+			t.Fatalf("query %s is not running", q.ID)
+		}
+		switch q.Sink {
+		case "A":
+			if cfg.Threads != 3 || !cfg.AtLeastOnce {
+				t.Errorf("A: threads %d, at-least-once %v; want 3, true", cfg.Threads, cfg.AtLeastOnce)
+			}
+		case "B":
+			if cfg.Threads != 1 || cfg.AtLeastOnce {
+				t.Errorf("B: threads %d, at-least-once %v; want 1, false", cfg.Threads, cfg.AtLeastOnce)
+			}
+		default:
+			t.Errorf("query %s of %s", q.ID, q.Sink)
+		}
+	}
+	for stmt, want := range map[string]string{
+		"SET 'no.such.property' = '1';":   "Unknown property: no.such.property",
+		"SET 'commit.interval.ms' = 'x';": `commit.interval.ms must be a whole number of milliseconds from 1 to 3600000, not "x"`,
+		"UNSET 'no.such.property';":       "Unknown property: no.such.property",
+	} {
+		if eng, err := open(stmt, "CREATE STREAM a AS SELECT * FROM s;"); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "queries file") {
+			if eng != nil {
+				eng.Close()
+			}
+			t.Errorf("queries file with %s: %v, want an error naming the file and %q", stmt, err, want)
+		}
+	}
+}
