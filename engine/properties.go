@@ -112,8 +112,8 @@ var Properties = []*PropertyDef{
 		Effect: "KEY_FORMAT of a CREATE that gives neither it nor FORMAT"},
 	{Name: "ksql.persistence.default.format.value", Scope: ScopeStatement, Type: "format", Default: "none (VALUE_FORMAT is required)",
 		Effect: "VALUE_FORMAT of a CREATE that gives neither it nor FORMAT"},
-	{Name: "ksql.create.or.replace.enabled", Scope: ScopeStatement, Type: "bool", Fixed: "true", Default: "true",
-		FixedWhy: "CREATE OR REPLACE is always enabled"},
+	{Name: createOrReplaceProp, Scope: ScopeStatement, Type: "bool", Default: "true",
+		Effect: "false refuses CREATE OR REPLACE … AS of a sink a query writes"},
 	{Name: "ksql.windowed.session.key.legacy", Scope: ScopeStatement, Type: "bool", Fixed: "false", Default: "false",
 		FixedWhy: "session window keys carry their end time, as ksqlDB's non-legacy keys"},
 	{Name: "ksql.functions.substring.legacy.args", Scope: ScopeStatement, Type: "bool", Fixed: "false", Default: "false",
@@ -130,8 +130,19 @@ var Properties = []*PropertyDef{
 		Effect: "a pull query whose partition's owner does not answer reads a standby copy"},
 	{Name: MaxOffsetLagProp, Scope: ScopeSession, Type: "int", Min: 0, Max: 1 << 62, Default: "unlimited",
 		Effect: "most changelog offsets a standby copy a pull query reads may lag"},
-	{Name: "ksql.query.pull.stream.enabled", Scope: ScopeSession, Type: "bool", Fixed: "true", Default: "true",
-		FixedWhy: "pull queries over streams are always enabled"},
+	{Name: streamPullProp, Scope: ScopeSession, Type: "bool", Default: "true",
+		Effect: "false refuses pull queries over streams"},
+}
+
+const (
+	createOrReplaceProp = "ksql.create.or.replace.enabled"
+	streamPullProp      = "ksql.query.pull.stream.enabled"
+)
+
+// propFalse says whether props set bool property name to false.
+func propFalse(props map[string]string, name string) bool {
+	v, ok, err := queryProp(props, name)
+	return ok && err == nil && v == "false"
 }
 
 // refusedProps are ksqlDB properties sqlstreams refuses, with why.

@@ -228,6 +228,26 @@ var propCases = map[string]struct {
 			x.t.Errorf("LIMIT with limits off: %v", err)
 		}
 	}},
+	"ksql.create.or.replace.enabled": {"false", "off", func(x *propEnv) {
+		x.must(csas)
+		err := x.run("CREATE OR REPLACE STREAM out AS SELECT id, v FROM s WHERE v > 0")
+		if err == nil || !strings.Contains(err.Error(), "Cannot add stream 'OUT': A stream with the same name already exists") {
+			x.t.Errorf("CREATE OR REPLACE with it off: %v", err)
+		}
+		x.must("UNSET 'ksql.create.or.replace.enabled'")
+		x.must("CREATE OR REPLACE STREAM out AS SELECT id, v FROM s WHERE v > 0")
+		x.must("SET 'ksql.create.or.replace.enabled'='false'")
+	}},
+	"ksql.query.pull.stream.enabled": {"false", "off", func(x *propEnv) {
+		if err := x.run("SELECT * FROM s"); !refusedPull(err, "Pull queries on streams are disabled") {
+			x.t.Errorf("a pull query over a stream with them off: %v", err)
+		}
+		x.must("UNSET 'ksql.query.pull.stream.enabled'")
+		if err := x.run("SELECT * FROM s"); refusedPull(err, "") {
+			x.t.Errorf("a pull query over a stream with them on: %v", err)
+		}
+		x.must("SET 'ksql.query.pull.stream.enabled'='false'")
+	}},
 	engine.StandbyReadsProp: {"true", "often", func(x *propEnv) {
 		if x.sess.Props[engine.StandbyReadsProp] != "true" {
 			x.t.Errorf("session props %v", x.sess.Props)

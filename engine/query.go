@@ -31,6 +31,9 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		}
 		src := planner.Sources(q.Root)[0]
 		if src.Kind == catalog.Stream {
+			if propFalse(s.Props, streamPullProp) {
+				return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "Pull queries on streams are disabled. To create a push query on the stream, add EMIT CHANGES to the end. To enable pull queries on streams, set the %s config to 'true'.", streamPullProp)
+			}
 			return e.scanStream(ctx, q, w)
 		}
 		return e.pull(ctx, s, st, q, src, w)
