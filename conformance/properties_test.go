@@ -22,9 +22,9 @@ func TestCaseProperties(t *testing.T) {
 	in := []Record{{Topic: "src", Key: key, Value: map[string]any{"V": json.Number("2")}, Timestamp: &ts}}
 	out := []Record{{Topic: "OUT", Key: key, Value: map[string]any{"V": json.Number("2")}, Timestamp: &ts}}
 	good := map[string]string{
-		"ksql.persistence.default.format.value": "JSON",
-		"use.exact.numeric.comparison":          "false",
-		"ksql.new.query.planner.enabled":        "true",
+		"ksql.persistence.default.format.value":  "JSON",
+		"use.exact.numeric.comparison":           "false",
+		"ksql.new.query.planner.enabled":         "true",
 		"ksql.streams.cache.max.bytes.buffering": "0",
 	}
 	bad := map[string]string{"ksql.persistence.default.format.value": "JSON", "ksql.no.such.thing": "1"}
