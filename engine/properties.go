@@ -227,9 +227,10 @@ func (d *PropertyDef) Check(name, v string) (string, error) {
 	}
 	switch d.Type {
 	case "bool":
-		switch strings.ToLower(t) {
-		case "true", "false":
-			return strings.ToLower(t), nil
+		// Go's spellings too (1, t, TRUE, …): commands recorded before
+		// the registry were read with strconv.ParseBool.
+		if b, err := strconv.ParseBool(strings.ToLower(t)); err == nil {
+			return strconv.FormatBool(b), nil
 		}
 		return bad("true or false")
 	case "int", "ms":

@@ -481,3 +481,43 @@ func TestHeadlessProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedAliasProperties: a command recorded before the registry,
+// with a property under one of its other names (ksql.streams.…) or a
+// value the registry now normalizes, replays with that property's effect.
+func TestRecordedAliasProperties(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	topics, cmds := enginetest.NewTopics(), enginetest.NewCommandTopic()
+	topics.Add("s", 1)
+	for _, c := range []catalog.Command{
+		{Statement: "CREATE STREAM s (id INT KEY, v INT) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON')", Props: map[string]string{}},
+		{Statement: "CREATE STREAM a AS SELECT * FROM s", Props: map[string]string{
+			"ksql.streams.num.stream.threads":   "3",
+			"ksql.streams.processing.guarantee": "EXACTLY_ONCE",
+			"ksql.streams.auto.offset.reset":    "latest",
+			"producer.transaction.timeout.ms":   "20000",
+		}},
+	} {
+		if _, err := cmds.Log().Append(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := enginetest.Config(topics, cmds, filepath.Join(t.TempDir(), "state"))
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.AtLeastOnce = true
+	eng, err := engine.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	qs := eng.Queries()
+	if len(qs) != 1 {
+		t.Fatalf("queries %v, want A's", qs)
+	}
+	qc, _, ok := eng.QueryConfig(qs[0].ID)
+	if !ok || qc.Threads != 3 || qc.AtLeastOnce || qc.OffsetReset != "latest" || qc.TransactionTimeout != 20*time.Second {
+		t.Errorf("replayed A runs with threads %d, at-least-once %v, reset %q, transaction timeout %v; want 3, false, latest, 20s",
+			qc.Threads, qc.AtLeastOnce, qc.OffsetReset, qc.TransactionTimeout)
+	}
+}
