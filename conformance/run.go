@@ -123,6 +123,43 @@ func runEach(n int, o Options, one func(i int) Result) []Result {
 
 const serviceID = "qtt"
 
+// harnessProperties are the properties of ksqlDB's test files that
+// configure ksqlDB's test harness, or that ksqlDB's own server takes and
+// ignores, rather than the engine: the runner applies or drops them
+// itself (a session's SET refuses them), each for the reason given.
+var harnessProperties = map[string]string{
+	// How the harness compares records (compare.go).
+	"use.exact.numeric.comparison": "the runner's record comparison",
+	// ksqlDB runs its test cases under both planners; the cases check
+	// results, which do not depend on it.
+	"ksql.new.query.planner.enabled": "ksqlDB's experimental planner switch",
+	// No longer in ksqlDB's KsqlConfig, which ignores unknown keys.
+	"ksql.sink.partitions": "ignored by ksqlDB itself",
+	"ksql.sink.replicas":   "ignored by ksqlDB itself",
+	// Decides only the names of Kafka Streams' internal changelog
+	// topics, which test cases' records do not show.
+	"ksql.streams.topology.optimization": "internal topic names only",
+}
+
+// caseProperties sets a test case's properties on s as SET does (the
+// engine's property registry checks each), except the harness's own.
+func caseProperties(s *engine.Session, props map[string]string) error {
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if _, ok := harnessProperties[k]; ok {
+			continue
+		}
+		if err := engine.SetProperty(s.Props, k, props[k]); err != nil {
+			return fmt.Errorf("test property %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
 // needsRegistry reports whether a case names a schema registry format.
 var registryFormat = regexp.MustCompile(`(?i)AVRO|PROTOBUF|JSON_SR`)
 
@@ -208,8 +245,8 @@ func runCase(parent context.Context, c *Case, o Options) (res Result) {
 
 	s := engine.NewSession()
 	s.Props["auto.offset.reset"] = "earliest"
-	for k, v := range c.Properties {
-		s.Props[k] = v
+	if err := caseProperties(s, c.Properties); err != nil {
+		return fail("property refused", "%v", err)
 	}
 	for i, text := range c.Statements {
 		for _, st := range sql.Split(text) {

@@ -30,8 +30,17 @@ var CompletionKeywords = []string{
 }
 
 // CompletionProperties are the property names offered inside quotes, as
-// in SET 'auto.offset.reset'='earliest'.
-var CompletionProperties = []string{"auto.offset.reset", "commit.interval.ms", "processing.guarantee"}
+// in SET 'auto.offset.reset'='earliest': the registry's (properties.go)
+// that take more than one value.
+var CompletionProperties = func() []string {
+	var out []string
+	for _, n := range PropertyNames() {
+		if propsByName[n].Fixed == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}()
 
 // Completions is what a client offers to complete: keywords, function
 // names, stream and table names with their columns, property names.

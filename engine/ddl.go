@@ -323,6 +323,11 @@ func (e *Engine) createAs(ctx context.Context, st *sql.CreateAs, cmd catalog.Com
 		case st.IfNotExists:
 			tag.Change = &Change{Source: old.Name, Kind: old.Kind, Topic: old.Topic, Existed: true}
 			return tag, nil
+		case st.OrReplace && old.WriterQuery != "" && (b.live || e.cfg.Headless != nil) && propFalse(cmd.Props, createOrReplaceProp):
+			// ksqlDB's message (QueryIdUtil); checked when the statement
+			// runs, not when a command recorded before is replayed.
+			kind := strings.ToLower(old.Kind.String())
+			return Result{}, sql.NameError(st, sql.CodeFeatureNotSupport, "Cannot add %s '%s': A %s with the same name already exists", kind, st.Name, kind)
 		case st.OrReplace:
 			if err := e.replaceQuery(ctx, st, old, cmd, record, b); err != nil {
 				return Result{}, err

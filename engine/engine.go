@@ -287,10 +287,18 @@ func (e *Engine) ExecuteStatement(ctx context.Context, s *Session, st sql.Statem
 	case *sql.Select:
 		return e.query(ctx, s, st, w)
 	case *sql.SetProperty:
-		s.Props[st.Name] = st.Value
+		if err := SetProperty(s.Props, st.Name, st.Value); err != nil {
+			off := -1 // an unknown name: at the name
+			if _, lerr := LookupProperty(st.Name); lerr == nil {
+				off = st.ValuePos // a bad value: at the value
+			}
+			return Result{}, sql.ErrorAt(st, off, err)
+		}
 		return Result{Tag: "SET"}, nil
 	case *sql.UnsetProperty:
-		delete(s.Props, st.Name)
+		if err := UnsetProperty(s.Props, st.Name); err != nil {
+			return Result{}, sql.ErrorAt(st, -1, err)
+		}
 		return Result{Tag: "UNSET"}, nil
 	case *sql.Show:
 		return e.show(ctx, s, st, w)

@@ -17,25 +17,16 @@ import (
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
-// threadsProps name the query property that sets its stream threads,
-// as ksqlDB users write it.
-var threadsProps = []string{"num.stream.threads", "ksql.streams.num.stream.threads"}
-
 // queryThreads returns the stream threads a query with props runs.
 func (e *Engine) queryThreads(props map[string]string) (int, error) {
-	n := max(e.cfg.Threads, 1)
-	for _, name := range threadsProps {
-		v, ok := props[name]
-		if !ok {
-			continue
-		}
-		t, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || t < 1 || t > 64 {
-			return 0, sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number from 1 to 64, not %q", name, v)
-		}
-		n = t
+	t, ok, err := queryInt(props, "num.stream.threads")
+	if err != nil {
+		return 0, err
 	}
-	return n, nil
+	if !ok {
+		return max(e.cfg.Threads, 1), nil
+	}
+	return int(t), nil
 }
 
 // IdleAdvanceProp is the query property (SET before CREATE … AS) that
@@ -47,15 +38,8 @@ const IdleAdvanceProp = "sqlstreams.window.idle.advance.ms"
 
 // queryIdleAdvance returns the idle advance a query with props asks for.
 func queryIdleAdvance(props map[string]string) (time.Duration, error) {
-	v, ok := props[IdleAdvanceProp]
-	if !ok {
-		return 0, nil
-	}
-	ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || ms < 0 || ms > 7*24*3600*1000 {
-		return 0, sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number of milliseconds (0 turns it off), not %q", IdleAdvanceProp, v)
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	ms, _, err := queryInt(props, IdleAdvanceProp)
+	return time.Duration(ms) * time.Millisecond, err
 }
 
 // start runs a persistent query's topology.
@@ -292,10 +276,7 @@ func (e *Engine) runPlan(ctx context.Context, p *plan.Plan, id string, cmd catal
 		}
 	}
 	e.cat.AddQuery(&catalog.Query{ID: id, SQL: cmd.Statement, Sink: p.Target, Sources: p.Sources, Props: cmd.Props})
-	reset := "earliest"
-	if v := cmd.Props["auto.offset.reset"]; v != "" {
-		reset = v
-	}
+	reset := offsetReset(cmd.Props, "earliest")
 	if err := e.start(id, topo, reset, cmd.Props, flagsOf(p)); err != nil {
 		return err
 	}

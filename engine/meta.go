@@ -141,13 +141,22 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 		}
 		return writeTyped(w, l)
 	case "PROPERTIES":
-		props := map[string]string{
+		// Every property of the registry, with its default (the
+		// server's value where the server sets it), then the session's.
+		props := map[string]string{}
+		for _, d := range Properties {
+			props[d.Name] = d.Default
+		}
+		for k, v := range map[string]string{
 			"auto.offset.reset":    "latest (push queries), earliest (persistent queries)",
 			"processing.guarantee": e.guarantee(),
 			"commit.interval.ms":   strconv.FormatInt(e.commitInterval().Milliseconds(), 10),
 			"ksql.service.id":      e.cfg.ServiceID,
 			"num.stream.threads":   strconv.Itoa(max(e.cfg.Threads, 1)),
 			IdleAdvanceProp:        "0",
+			StandbyReplicasProp:    strconv.Itoa(e.cfg.StandbyReplicas),
+		} {
+			props[k] = v
 		}
 		props["transaction.timeout.ms"] = strconv.FormatInt(e.transactionTimeout().Milliseconds(), 10)
 		source := map[string]string{}

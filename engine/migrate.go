@@ -172,5 +172,6 @@ func (e *Engine) recordMigration(ctx context.Context, off int64, id string, p []
 // timestampsThrow reports whether a query fails on an unreadable event
 // time (ksqlDB's ksql.timestamp.throw.on.invalid) rather than skip it.
 func timestampsThrow(props map[string]string) bool {
-	return strings.EqualFold(strings.TrimSpace(props[throwOnInvalidProp]), "true")
+	_, v, _ := propValue(props, throwOnInvalidProp)
+	return strings.EqualFold(strings.TrimSpace(v), "true")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
@@ -67,14 +66,14 @@ func (e *Engine) ksqlConfigs(src *catalog.Source, with sql.Props, asSelect bool,
 	if _, named := with["KAFKA_TOPIC"]; asSelect && !named && props[prefixProp] != "" {
 		src.Topic = props[prefixProp] + src.Topic
 	}
-	v, ok := props[wrapProp]
+	v, ok, err := queryProp(props, wrapProp)
+	if err != nil {
+		return err
+	}
 	if !ok || src.ValueOptions.WrapSingleValue != nil {
 		return nil
 	}
-	wrap, err := strconv.ParseBool(strings.TrimSpace(v))
-	if err != nil {
-		return sql.Errorf(sql.CodeInvalidParameter, "%s must be true or false, not %q", wrapProp, v)
-	}
+	wrap := v == "true"
 	switch src.ValueFormat {
 	case types.FormatJSON, types.FormatJSONSR, types.FormatAvro:
 		if len(src.Schema.ValueIndexes()) == 1 {
@@ -90,18 +89,17 @@ func collectLimits(props map[string]string) (map[string]int, error) {
 	var out map[string]int
 	for _, fn := range []string{"COLLECT_LIST", "COLLECT_SET"} {
 		prop := "ksql.functions." + strings.ToLower(fn) + ".limit"
-		v, ok := props[prop]
+		n, ok, err := queryInt(props, prop)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 {
-			return nil, sql.Errorf(sql.CodeInvalidParameter, "%s must be a positive whole number, not %q", prop, v)
 		}
 		if out == nil {
 			out = map[string]int{}
 		}
-		out[fn] = n
+		out[fn] = int(n)
 	}
 	return out, nil
 }

@@ -31,6 +31,9 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 		}
 		src := planner.Sources(q.Root)[0]
 		if src.Kind == catalog.Stream {
+			if propFalse(s.Props, streamPullProp) {
+				return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "Pull queries on streams are disabled. To create a push query on the stream, add EMIT CHANGES to the end. To enable pull queries on streams, set the %s config to 'true'.", streamPullProp)
+			}
 			return e.scanStream(ctx, q, w)
 		}
 		return e.pull(ctx, s, st, q, src, w)
@@ -54,7 +57,7 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 	n := 0
 	pc := exec.PushConfig{
 		Kafka:       e.cfg.Kafka,
-		OffsetReset: s.Props["auto.offset.reset"],
+		OffsetReset: offsetReset(s.Props, ""),
 		Logger:      e.log,
 	}
 	if tw, ok := w.(TombstoneWriter); ok {
@@ -99,7 +102,7 @@ type ScalablePushWriter interface {
 // query (ScalablePushUtil): it reads from the latest offset one source
 // a persistent query writes, and only filters and projects it.
 func scalablePush(s *Session, q *planner.Query) bool {
-	if s.Props["auto.offset.reset"] == "earliest" {
+	if offsetReset(s.Props, "") == "earliest" {
 		return false
 	}
 	simple := true

@@ -49,8 +49,8 @@ func (e *Engine) resetQuery(ctx context.Context, st *sql.ResetQuery) (Result, er
 	}
 	topo := q.Topology()
 	reset := "earliest"
-	if v := cq.Props["auto.offset.reset"]; v != "" && cq.Sink != "" {
-		reset = v
+	if cq.Sink != "" {
+		reset = offsetReset(cq.Props, "earliest")
 	}
 	fl := e.flags[cq.ID]
 	restart := func() error { return e.start(cq.ID, topo, reset, cq.Props, fl) }

@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sqlstreams/sqlstreams/exec"
-	"github.com/sqlstreams/sqlstreams/sql"
 )
 
 // Standby replicas and warm-ups of a persistent query (exec's
@@ -20,52 +17,34 @@ const (
 	ProbingIntervalProp   = "probing.rebalance.interval.ms"
 )
 
-// standbyProp returns the value of property name (or its ksql.streams.
-// form) in props.
-func standbyProp(props map[string]string, name string) (string, string, bool) {
-	for _, n := range []string{name, "ksql.streams." + name} {
-		if v, ok := props[n]; ok {
-			return n, strings.TrimSpace(v), true
-		}
-	}
-	return "", "", false
-}
-
 // queryStandby fills cfg's standby settings from the server's and props.
 func (e *Engine) queryStandby(props map[string]string, cfg *exec.Config) error {
 	cfg.StandbyReplicas = e.cfg.StandbyReplicas
 	cfg.AcceptableRecoveryLag = e.cfg.AcceptableRecoveryLag
 	cfg.ProbingRebalanceInterval = e.cfg.ProbingInterval
-	if name, v, ok := standbyProp(props, StandbyReplicasProp); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 16 {
-			return sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number from 0 to 16, not %q", name, v)
-		}
-		cfg.StandbyReplicas = n
+	n, ok, err := queryInt(props, StandbyReplicasProp)
+	if err != nil {
+		return err
+	} else if ok {
+		cfg.StandbyReplicas = int(n)
 	}
-	if name, v, ok := standbyProp(props, AcceptableLagProp); ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number of changelog offsets, 0 or more, not %q", name, v)
-		}
+	if n, ok, err = queryInt(props, AcceptableLagProp); err != nil {
+		return err
+	} else if ok {
 		cfg.AcceptableRecoveryLag = n
 		if n == 0 {
 			cfg.AcceptableRecoveryLag = -1 // exec: 0 offsets
 		}
 	}
-	if name, v, ok := standbyProp(props, MaxWarmupReplicasProp); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			return sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number from 1 to 1000, not %q", name, v)
-		}
-		cfg.MaxWarmupReplicas = n
+	if n, ok, err = queryInt(props, MaxWarmupReplicasProp); err != nil {
+		return err
+	} else if ok {
+		cfg.MaxWarmupReplicas = int(n)
 	}
-	if name, v, ok := standbyProp(props, ProbingIntervalProp); ok {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 100 || ms > 7*24*3600*1000 {
-			return sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number of milliseconds from 100, not %q", name, v)
-		}
-		cfg.ProbingRebalanceInterval = time.Duration(ms) * time.Millisecond
+	if n, ok, err = queryInt(props, ProbingIntervalProp); err != nil {
+		return err
+	} else if ok {
+		cfg.ProbingRebalanceInterval = time.Duration(n) * time.Millisecond
 	}
 	return nil
 }

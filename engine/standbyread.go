@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
@@ -37,18 +36,16 @@ type standbyRead struct {
 // pullStandbyRead reads the standby-read properties of a session.
 func pullStandbyRead(props map[string]string) (standbyRead, error) {
 	sr := standbyRead{maxLag: -1}
-	if v, ok := props[StandbyReadsProp]; ok {
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			return sr, sql.Errorf(sql.CodeInvalidParameter, "%s must be true or false, not %q", StandbyReadsProp, v)
-		}
-		sr.enabled = b
+	v, ok, err := queryProp(props, StandbyReadsProp)
+	if err != nil {
+		return sr, err
 	}
-	if v, ok := props[MaxOffsetLagProp]; ok {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || n < 0 {
-			return sr, sql.Errorf(sql.CodeInvalidParameter, "%s must be a whole number of offsets, 0 or more, not %q", MaxOffsetLagProp, v)
-		}
+	sr.enabled = ok && v == "true"
+	n, ok, err := queryInt(props, MaxOffsetLagProp)
+	if err != nil {
+		return sr, err
+	}
+	if ok {
 		sr.maxLag = n
 	}
 	return sr, nil

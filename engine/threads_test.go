@@ -53,9 +53,10 @@ func TestNumStreamThreads(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	if err := run("SET 'num.stream.threads'='zero'"); err != nil {
-		t.Fatal(err)
+	if err := run("SET 'num.stream.threads'='zero'"); err == nil || !strings.Contains(err.Error(), "num.stream.threads") {
+		t.Fatalf("SET of a bad num.stream.threads: %v, want an error naming it", err)
 	}
+	s.Props["num.stream.threads"] = "zero" // as a command recorded with it
 	if err := run("CREATE STREAM bad AS SELECT * FROM pageviews"); err == nil || !strings.Contains(err.Error(), "num.stream.threads") {
 		t.Fatalf("a bad num.stream.threads: %v, want an error naming it", err)
 	}

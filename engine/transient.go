@@ -113,10 +113,7 @@ func (e *Engine) transientPush(ctx context.Context, s *Session, q *planner.Query
 			finish(nil)
 		}
 	}
-	reset := "latest"
-	if v := s.Props["auto.offset.reset"]; v != "" {
-		reset = v
-	}
+	reset := offsetReset(s.Props, "latest")
 	eq, err := exec.Start(id, topo, exec.Config{
 		Kafka:          e.cfg.Kafka,
 		InstanceID:     e.cfg.InstanceID,

@@ -377,6 +377,9 @@ func (q *Query) ID() string { return q.id }
 // Topology returns the topology the query runs.
 func (q *Query) Topology() *physical.Topology { return q.topo }
 
+// Config returns the settings the query runs with, defaults filled in.
+func (q *Query) Config() Config { return q.cfg }
+
 // Stop stops the stream threads, committing what they have processed, and
 // waits for them to leave the group.
 func (q *Query) Stop() {

@@ -340,6 +340,14 @@ func IsClientProperty(key string) bool {
 	return n != key || strings.HasPrefix(n, "ssl.") || strings.HasPrefix(n, "sasl.")
 }
 
+// KnownClientProperty says whether key (with or without ksqlDB's and
+// Kafka Streams' prefixes) is a client setting a profile understands.
+func KnownClientProperty(key string) bool {
+	n := normalize(key)
+	_, ok := handled[n]
+	return ok || strings.HasPrefix(n, "ssl.") || strings.HasPrefix(n, "sasl.")
+}
+
 // secret says whether a property's value must never be shown.
 func secret(key string) bool {
 	k := strings.ToLower(key)

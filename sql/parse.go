@@ -600,7 +600,7 @@ func (p *parser) set() (Statement, error) {
 	if err := p.end(); err != nil {
 		return nil, err
 	}
-	return &SetProperty{base: base{text: p.text, namePos: -1}, Name: nt.text, Value: vt.text}, nil
+	return &SetProperty{base: base{text: p.text, namePos: nt.pos}, Name: nt.text, Value: vt.text, ValuePos: vt.pos}, nil
 }
 
 func (p *parser) unset() (Statement, error) {
@@ -612,7 +612,7 @@ func (p *parser) unset() (Statement, error) {
 	if err := p.end(); err != nil {
 		return nil, err
 	}
-	return &UnsetProperty{base: base{text: p.text, namePos: -1}, Name: nt.text}, nil
+	return &UnsetProperty{base: base{text: p.text, namePos: nt.pos}, Name: nt.text}, nil
 }
 
 func (p *parser) drop() (Statement, error) {

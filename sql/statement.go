@@ -36,6 +36,24 @@ func NameError(st Statement, code, format string, args ...any) *Error {
 
 func (b base) baseOf() base { return b }
 
+// ErrorAt positions err, an *Error without a position, at byte offset
+// off of st's text (off < 0: at st's name); other errors are returned
+// as they are.
+func ErrorAt(st Statement, off int, err error) error {
+	e, ok := err.(*Error)
+	if !ok || e.Line > 0 {
+		return err
+	}
+	if off < 0 {
+		b, ok := st.(interface{ baseOf() base })
+		if !ok || b.baseOf().namePos < 0 {
+			return err
+		}
+		off = b.baseOf().namePos
+	}
+	return errorAt(st.Text(), off, e.Code, "%s", e.Msg)
+}
+
 // Property is one WITH (NAME=value) entry. Names are upper-cased.
 type Property struct {
 	Value string
@@ -317,6 +335,8 @@ type Explain struct {
 type SetProperty struct {
 	base
 	Name, Value string
+	// ValuePos is the value's offset in the text.
+	ValuePos int
 }
 
 // UnsetProperty is UNSET 'name'.

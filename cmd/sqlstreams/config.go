@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/kafka"
+	"github.com/sqlstreams/sqlstreams/sql"
 )
 
 // A server's settings come from, highest precedence first: its command
@@ -42,6 +43,17 @@ var configKeys = map[string]string{
 	"ksql.logging.processing.topic.auto.create":        "processing-log-topic-auto-create",
 	"ksql.logging.processing.stream.name":              "processing-log-stream",
 	"ksql.logging.processing.stream.auto.create":       "processing-log-stream-auto-create",
+}
+
+// unknownSetting says why a --config key that sets no flag is ignored,
+// by the engine's property registry (docs/properties.md).
+func unknownSetting(key string) string {
+	if d, err := engine.LookupProperty(key); err == nil {
+		return fmt.Sprintf("setting %q ignored: %s is a per-%s property here, set with SET '%s' = '…' (or a request's streamsProperties), not server-wide", key, d.Name, d.Scope, d.Name)
+	} else if se, ok := err.(*sql.Error); ok && se.Code != sql.CodeUndefinedObject {
+		return fmt.Sprintf("setting %q ignored: %s", key, se.Msg)
+	}
+	return fmt.Sprintf("unknown setting %q ignored", key)
 }
 
 // configValue is a setting read from the config file.
@@ -127,7 +139,7 @@ func readConfig(fs *flag.FlagSet, path string) (map[string]configValue, []kafka.
 			continue
 		}
 		if !ok {
-			warnings = append(warnings, fmt.Sprintf("%s line %d: unknown setting %q ignored", path, l.line, key))
+			warnings = append(warnings, fmt.Sprintf("%s line %d: %s", path, l.line, unknownSetting(key)))
 			continue
 		}
 		if key == "listeners" {

@@ -108,3 +108,30 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatalf("server with a malformed config: exit code %d, want 2", code)
 	}
 }
+
+// TestConfigSessionProperties: a --config key that is a session property
+// of the registry (docs/properties.md), or one the registry refuses, is
+// ignored with a warning that says so, naming the key and its line.
+func TestConfigSessionProperties(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	// (ksql.streams.auto.offset.reset goes to the Kafka settings, which
+	// refuse it saying to SET it: kafka's TestParse.)
+	path := writeConfig(t, "ksql.query.pull.table.scan.enabled=false\nksql.new.query.planner.enabled=true\nksql.output.topic.name.prefix=x\n")
+	_, _, warnings, err := readConfig(fs, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`line 1: setting "ksql.query.pull.table.scan.enabled" ignored: ksql.query.pull.table.scan.enabled is a per-session property`,
+		`line 2: setting "ksql.new.query.planner.enabled" ignored: Property 'ksql.new.query.planner.enabled' is not supported: sqlstreams has one planner`,
+		`line 3: setting "ksql.output.topic.name.prefix" ignored: ksql.output.topic.name.prefix is a per-statement property here, set with SET 'ksql.output.topic.name.prefix'`,
+	}
+	if len(warnings) != len(want) {
+		t.Fatalf("warnings %q, want %d", warnings, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(warnings[i], w) {
+			t.Errorf("warning %q, want %q", warnings[i], w)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/sqlstreams/sqlstreams/engine"
 )
 
 func TestComplete(t *testing.T) {
@@ -36,7 +38,7 @@ func TestComplete(t *testing.T) {
 		{"columns of all sources", "SELECT VIEW", -1, []string{"VIEWTIME"}, 4},
 		{"no duplicates", "SELECT USERI", -1, []string{"USERID"}, 5},
 		{"property", "SET 'auto.", -1, []string{"auto.offset.reset"}, 5},
-		{"property empty", "SET '", -1, []string{"auto.offset.reset", "commit.interval.ms", "processing.guarantee"}, 0},
+		{"property empty", "SET '", -1, engine.CompletionProperties, 0},
 		{"property not outside quotes", "SET auto.", -1, nil, 5},
 		{"sources after FROM", "SELECT * FROM ", -1, []string{"PAGEVIEWS", "USERS"}, 0},
 		{"nothing on empty elsewhere", "SELECT ", -1, nil, 0},

@@ -116,6 +116,11 @@ func (s *Server) handleInsertsStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, badRequest(`the first line must be the arguments, {"target": "STREAM"}`), "", nil)
 		return
 	}
+	sess, err := newSession(args.Properties)
+	if err != nil {
+		writeError(w, r, err, "", nil)
+		return
+	}
 	target, ok := findTarget(s.eng.Catalog(), args.Target)
 	switch {
 	case !ok:
@@ -169,7 +174,6 @@ func (s *Server) handleInsertsStream(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	sess := newSession(args.Properties)
 	var seq int64
 	eof := err == io.EOF
 	for !eof && ctx.Err() == nil {

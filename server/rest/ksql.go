@@ -11,9 +11,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -49,7 +51,11 @@ func (s *Server) handleKSQL(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, badRequest(`the request has no statements in "ksql"`), "", nil)
 		return
 	}
-	sess := newSession(req.StreamsProperties)
+	sess, err := newSession(req.StreamsProperties)
+	if err != nil {
+		writeError(w, r, err, "", nil)
+		return
+	}
 	entities := []any{}
 	for _, text := range sql.Split(substitute(req.KSQL, req.SessionVariables)) {
 		ent, err := s.runStatement(r.Context(), sess, text)
@@ -87,15 +93,27 @@ func (s *Server) logFailure(r *http.Request, text string, err error) {
 	}
 }
 
-// newSession returns a session with the request's properties. ksqlDB's
-// "ksql.streams." prefix is dropped: ksql.streams.auto.offset.reset is
-// auto.offset.reset.
-func newSession(props map[string]any) *engine.Session {
+// newSession returns a session with the request's properties, each
+// checked by the engine's property registry as SET checks it (so
+// ksql.streams.auto.offset.reset is auto.offset.reset). A property the
+// registry does not know is refused with ksqlDB's message.
+func newSession(props map[string]any) (*engine.Session, error) {
 	sess := engine.NewSession()
-	for k, v := range props {
-		sess.Props[strings.TrimPrefix(k, "ksql.streams.")] = propString(v)
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
 	}
-	return sess
+	sort.Strings(names)
+	for _, k := range names {
+		if err := engine.SetProperty(sess.Props, k, propString(props[k])); err != nil {
+			var se *sql.Error
+			if errors.As(err, &se) && se.Code == sql.CodeUndefinedObject {
+				return nil, badRequest(fmt.Sprintf("Not recognizable as ksql, streams, consumer, or producer property: '%s'", k))
+			}
+			return nil, badRequest(err.Error())
+		}
+	}
+	return sess, nil
 }
 
 // propString renders a JSON property value as the string the engine keeps.

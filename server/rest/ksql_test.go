@@ -378,3 +378,39 @@ func TestKSQLCommandsReportWhatTheyCreated(t *testing.T) {
 		t.Errorf("DROP entity message %q", msg)
 	}
 }
+
+// TestStreamsPropertiesChecked: a request's streamsProperties go through
+// the engine's property registry, as SET does: an unknown name is refused
+// with ksqlDB's message, a bad value naming the property, on every
+// endpoint that takes properties; a ksql.streams. name is its property.
+func TestStreamsPropertiesChecked(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		path string
+		body map[string]any
+		want string
+	}{
+		{"/ksql", map[string]any{"ksql": "SHOW STREAMS;", "streamsProperties": map[string]any{"no.such": "1"}},
+			"Not recognizable as ksql, streams, consumer, or producer property: 'no.such'"},
+		{"/ksql", map[string]any{"ksql": "SHOW STREAMS;", "streamsProperties": map[string]any{"ksql.streams.num.stream.threads": "zero"}},
+			`ksql.streams.num.stream.threads must be a whole number from 1 to 64, not "zero"`},
+		{"/query", map[string]any{"ksql": "SELECT 1;", "streamsProperties": map[string]any{"auto.offset.reset": "none"}},
+			"'none' is not valid for this property within KSQL"},
+		{"/query-stream", map[string]any{"sql": "SELECT 1;", "properties": map[string]any{"ksql.new.query.planner.enabled": true}},
+			"Property 'ksql.new.query.planner.enabled' is not supported"},
+	} {
+		resp, body := f.do("POST", c.path, c.body)
+		e := decodeObject(t, body)
+		if resp.StatusCode != http.StatusBadRequest || e["error_code"] != 40000.0 || !strings.Contains(fmt.Sprint(e["message"]), c.want) {
+			t.Errorf("%s %v: %s %s, want 400 with %q", c.path, c.body, resp.Status, body, c.want)
+		}
+	}
+	props := f.ksql("SHOW PROPERTIES;", map[string]any{"ksql.streams.num.stream.threads": 3})[0]
+	ok := false
+	for _, p := range props["properties"].([]any) {
+		ok = ok || get(p, "name") == "num.stream.threads" && get(p, "value") == "3"
+	}
+	if !ok || fmt.Sprint(props["overwrittenProperties"]) != "[num.stream.threads]" {
+		t.Errorf("SHOW PROPERTIES with ksql.streams.num.stream.threads=3: %v", props)
+	}
+}

@@ -96,7 +96,12 @@ func (s *Server) handleQueryStream(w http.ResponseWriter, r *http.Request) {
 	case !strings.Contains(accept, delimitedContentType) && strings.Contains(accept, "application/json"):
 		f = formatArray
 	}
-	s.runQuery(w, r, newSession(props), st, f, sel.Emit != "", sel.Limit)
+	sess, err := newSession(props)
+	if err != nil {
+		writeError(w, r, err, stmtText(text), nil)
+		return
+	}
+	s.runQuery(w, r, sess, st, f, sel.Emit != "", sel.Limit)
 }
 
 // handleQuery runs POST /query: a SELECT in the older streaming format,
@@ -112,7 +117,11 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err, stmtText(text), nil)
 		return
 	}
-	sess := newSession(req.StreamsProperties)
+	sess, err := newSession(req.StreamsProperties)
+	if err != nil {
+		writeError(w, r, err, stmtText(text), nil)
+		return
+	}
 	switch st := st.(type) {
 	case *sql.Select:
 		s.runQuery(w, r, sess, st, formatLegacy, st.Emit != "", st.Limit)
