@@ -38,7 +38,7 @@ func TestNexmark(t *testing.T) {
 	defer cancel()
 	e := start(t, ctx)
 	dir := filepath.Join("..", "nexmark")
-	for _, name := range []string{"ddl", "q0", "q1", "q2", "q10", "q14", "q15", "q17", "q21", "q22"} {
+	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q14", "q15", "q17", "q21", "q22"} {
 		text, err := os.ReadFile(filepath.Join(dir, name+".sql"))
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +55,8 @@ func TestNexmark(t *testing.T) {
 	}
 	var bids []nexmarkBid
 	var script strings.Builder
-	script.WriteString("CREATE TABLE bid (auction INTEGER, bidder INTEGER, price INTEGER, channel TEXT, url TEXT, dateTime INTEGER, extra TEXT);\nBEGIN;\n")
+	script.WriteString("CREATE TABLE bid (auction INTEGER, bidder INTEGER, price INTEGER, channel TEXT, url TEXT, dateTime INTEGER, extra TEXT);\n" +
+		"CREATE TABLE person (id INTEGER, name TEXT, city TEXT, state TEXT);\nCREATE TABLE auction (id INTEGER, seller INTEGER, category INTEGER);\nBEGIN;\n")
 	var rec datagen.Record
 	produce := func(n int) {
 		var recs []*kgo.Record
@@ -63,7 +64,23 @@ func TestNexmark(t *testing.T) {
 			rec.Key, rec.Value = rec.Key[:0], rec.Value[:0]
 			gen.Next(&rec)
 			recs = append(recs, &kgo.Record{Topic: rec.Topic, Key: bytes.Clone(rec.Key), Value: bytes.Clone(rec.Value), Timestamp: rec.Timestamp})
-			if rec.Kind != datagen.KindBid {
+			switch rec.Kind {
+			case datagen.KindPerson:
+				var p struct {
+					ID                int64
+					Name, City, State string
+				}
+				if err := json.Unmarshal(rec.Value, &p); err != nil {
+					t.Fatalf("generated person %s: %v", rec.Value, err)
+				}
+				fmt.Fprintf(&script, "INSERT INTO person VALUES (%d, %s, %s, %s);\n", p.ID, quote(p.Name), quote(p.City), quote(p.State))
+				continue
+			case datagen.KindAuction:
+				var a struct{ ID, Seller, Category int64 }
+				if err := json.Unmarshal(rec.Value, &a); err != nil {
+					t.Fatalf("generated auction %s: %v", rec.Value, err)
+				}
+				fmt.Fprintf(&script, "INSERT INTO auction VALUES (%d, %d, %d);\n", a.ID, a.Seller, a.Category)
 				continue
 			}
 			var b nexmarkBid
@@ -88,6 +105,8 @@ func TestNexmark(t *testing.T) {
 SELECT '#Q0'; SELECT '', auction, bidder, price, dateTime, extra FROM bid;
 SELECT '#Q1'; SELECT '', auction, bidder, printf('%%.3f', 0.908 * price), dateTime, extra FROM bid;
 SELECT '#Q2'; SELECT '', auction, price FROM bid WHERE auction %% 123 = 0;
+SELECT '#Q3'; SELECT A.id, P.name, P.city, P.state FROM auction A JOIN person P ON A.seller = P.id
+  WHERE A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA');
 SELECT '#Q10'; SELECT '', auction, bidder, price, dateTime, extra, %[1]s, strftime('%%H:%%M', dateTime / 1000, 'unixepoch') FROM bid;
 SELECT '#Q14'; SELECT '', auction, bidder, printf('%%.3f', 0.908 * price),
   CASE WHEN %[2]s >= 8 AND %[2]s <= 18 THEN 'dayTime' WHEN %[2]s <= 6 OR %[2]s >= 20 THEN 'nightTime' ELSE 'otherTime' END,
@@ -106,8 +125,8 @@ SELECT '#Q17'; SELECT auction, %[1]s, count(*),
   FROM bid GROUP BY auction, %[1]s;
 `, day, hour)
 	want := sqlite(t, ctx, script.String())
-	if len(want["Q0"]) < events*9/10 || len(want["Q14"]) == 0 || len(want["Q15"]) < 2 || len(want["Q2"]) == 0 {
-		t.Fatalf("input too thin: q0 %d, q2 %d, q14 %d, q15 %d rows", len(want["Q0"]), len(want["Q2"]), len(want["Q14"]), len(want["Q15"]))
+	if len(want["Q0"]) < events*9/10 || len(want["Q14"]) == 0 || len(want["Q15"]) < 2 || len(want["Q2"]) == 0 || len(want["Q3"]) == 0 {
+		t.Fatalf("input too thin: q0 %d, q2 %d, q3 %d, q14 %d, q15 %d rows", len(want["Q0"]), len(want["Q2"]), len(want["Q3"]), len(want["Q14"]), len(want["Q15"]))
 	}
 	want["Q21"], want["Q22"] = nexmarkQ21(bids), nexmarkQ22(bids)
 
@@ -168,6 +187,11 @@ SELECT '#Q17'; SELECT auction, %[1]s, count(*),
 			return out, err
 		})
 	}
+	e.eventually("NEXMARK_Q3", want["Q3"], func() ([]string, error) {
+		return e.changelog("NEXMARK_Q3", 0, func(key string, m map[string]any) string {
+			return strings.Join([]string{key, col(m, "NAME"), col(m, "CITY"), col(m, "STATE")}, "|")
+		})
+	})
 	q15 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "TOTAL_BIDDERS", "RANK1_BIDDERS", "RANK2_BIDDERS", "RANK3_BIDDERS",
 		"TOTAL_AUCTIONS", "RANK1_AUCTIONS", "RANK2_AUCTIONS", "RANK3_AUCTIONS"}
 	e.eventually("NEXMARK_Q15", want["Q15"], func() ([]string, error) {
