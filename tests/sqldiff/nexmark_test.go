@@ -38,7 +38,7 @@ func TestNexmark(t *testing.T) {
 	defer cancel()
 	e := start(t, ctx)
 	dir := filepath.Join("..", "nexmark")
-	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q14", "q15", "q17", "q21", "q22"} {
+	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q14", "q15", "q16", "q17", "q21", "q22"} {
 		text, err := os.ReadFile(filepath.Join(dir, name+".sql"))
 		if err != nil {
 			t.Fatal(err)
@@ -119,6 +119,13 @@ SELECT '#Q15'; SELECT %[1]s, count(*),
   count(distinct auction), count(distinct auction) filter (where price < 10000),
   count(distinct auction) filter (where price >= 10000 and price < 1000000), count(distinct auction) filter (where price >= 1000000)
   FROM bid GROUP BY %[1]s;
+SELECT '#Q16'; SELECT channel, %[1]s, max(strftime('%%H:%%M', dateTime / 1000, 'unixepoch')), count(*),
+  count(*) filter (where price < 10000), count(*) filter (where price >= 10000 and price < 1000000), count(*) filter (where price >= 1000000),
+  count(distinct bidder), count(distinct bidder) filter (where price < 10000),
+  count(distinct bidder) filter (where price >= 10000 and price < 1000000), count(distinct bidder) filter (where price >= 1000000),
+  count(distinct auction), count(distinct auction) filter (where price < 10000),
+  count(distinct auction) filter (where price >= 10000 and price < 1000000), count(distinct auction) filter (where price >= 1000000)
+  FROM bid GROUP BY channel, %[1]s;
 SELECT '#Q17'; SELECT auction, %[1]s, count(*),
   count(*) filter (where price < 10000), count(*) filter (where price >= 10000 and price < 1000000), count(*) filter (where price >= 1000000),
   min(price), max(price), CAST(avg(price) AS INTEGER), sum(price)
@@ -197,6 +204,19 @@ SELECT '#Q17'; SELECT auction, %[1]s, count(*),
 	e.eventually("NEXMARK_Q15", want["Q15"], func() ([]string, error) {
 		return e.changelog("NEXMARK_Q15", 0, func(key string, m map[string]any) string {
 			parts := []string{key}
+			for _, c := range q15 {
+				parts = append(parts, col(m, c))
+			}
+			return strings.Join(parts, "|")
+		})
+	})
+	e.eventually("NEXMARK_Q16", want["Q16"], func() ([]string, error) {
+		return e.changelog("NEXMARK_Q16", 0, func(key string, m map[string]any) string {
+			var k map[string]any
+			if err := json.Unmarshal([]byte(key), &k); err != nil {
+				return "bad key " + key
+			}
+			parts := []string{col(k, "CHANNEL"), col(k, "day"), col(m, "minute")}
 			for _, c := range q15 {
 				parts = append(parts, col(m, c))
 			}
