@@ -1,0 +1,411 @@
+package exec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/physical"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+var (
+	_ Processor = (*topNOp)(nil)
+	_ flusher   = (*topNOp)(nil)
+	_ aborter   = (*topNOp)(nil)
+)
+
+// topNOp keeps, per partition, the partition's rows in order and emits
+// the changes of its first N (physical.TopN).
+//
+// A partition's state, stored under its partition columns in JSON, is
+// its rows in order, each an entry of three uvarint-prefixed parts: the
+// row's sort key (its ORDER BY values, each encoded so that the bytes
+// compare as the values do, inverted for DESC: see appendSortKey), its
+// identity (a table's key columns in JSON; empty for a stream's) and
+// the row (all its columns in JSON). Over a stream only the first N
+// entries are kept; over a table all, so that a row taken out lets the
+// next move in. Writes go to the store's overlay as they happen; the
+// changelog gets each changed partition's latest state once, at Flush.
+type topNOp struct {
+	name      string
+	n         int
+	rank      bool
+	fromTable bool
+	part      []int
+	order     []expr.Evaluator
+	orderT    []types.Type
+	desc      []bool
+	// laterFirst puts a row that ties with earlier ones before them
+	// (the first ORDER BY key is DESC: the last row wins).
+	laterFirst bool
+	rowKey     []int
+	keyEnc     types.Encoder // the partition columns
+	idEnc      types.Encoder // a table's key columns
+	rowEnc     types.Encoder
+	decOld     types.Decoder
+	decNew     types.Decoder
+	store      *taskStore
+	out        *outbox
+	changelog  string
+	next       Processor
+
+	// Per change: the partition's stored key, its entries before and
+	// after (views into cur and into the new row's parts), the new
+	// state, and rows for the emitted changes.
+	key, cur, state   []byte
+	sortKey, id, row  []byte
+	before, after     []topNEntry
+	oldRow, newRow    types.Row
+	change            Change
+	changed           map[string]struct{} // partitions changed in this transaction
+	ts                int64
+	oldKey, oldPrefix []byte
+}
+
+// topNEntry is one row of a partition's state.
+type topNEntry struct{ sort, id, row []byte }
+
+func newTopN(name string, t *physical.TopN, store *taskStore, out *outbox, next Processor) (*topNOp, error) {
+	in := t.Store.Schema
+	cols := make([]types.Column, len(in.Columns))
+	copy(cols, in.Columns)
+	all := make([]int, len(cols))
+	for i := range cols {
+		cols[i].Key, cols[i].Pseudo, cols[i].Header = false, false, false
+		all[i] = i
+	}
+	rows := types.Schema{Columns: cols}
+	op := &topNOp{name: name, n: int(t.N), rank: t.Rank, fromTable: t.FromTable, part: t.Partition, desc: t.Desc,
+		laterFirst: len(t.Desc) > 0 && t.Desc[0], rowKey: t.RowKey, store: store, out: out, changelog: t.Store.Changelog,
+		next: next, changed: map[string]struct{}{},
+		oldRow: make(types.Row, len(t.Out.Columns)), newRow: make(types.Row, len(t.Out.Columns))}
+	for _, o := range t.Order {
+		ev, err := expr.Compile(o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		op.order, op.orderT = append(op.order, ev), append(op.orderT, o.Type())
+	}
+	var err error
+	if op.keyEnc, err = types.NewEncoder(types.FormatJSON, rows, t.Partition); err != nil {
+		return nil, fmt.Errorf("%s key: %w", name, err)
+	}
+	if len(t.RowKey) > 0 {
+		if op.idEnc, err = types.NewEncoder(types.FormatJSON, rows, t.RowKey); err != nil {
+			return nil, fmt.Errorf("%s row key: %w", name, err)
+		}
+	}
+	if op.rowEnc, err = types.NewEncoder(types.FormatJSON, rows, all); err != nil {
+		return nil, fmt.Errorf("%s rows: %w", name, err)
+	}
+	if op.decOld, err = types.NewDecoder(types.FormatJSON, rows, all); err != nil {
+		return nil, fmt.Errorf("%s rows: %w", name, err)
+	}
+	if op.decNew, err = types.NewDecoder(types.FormatJSON, rows, all); err != nil {
+		return nil, fmt.Errorf("%s rows: %w", name, err)
+	}
+	return op, nil
+}
+
+func (t *topNOp) Process(c *Change) error {
+	t.ts = c.Timestamp
+	t.change.Record = c.Record
+	if c.Old != nil && !t.fromTable {
+		return fmt.Errorf("%s: a stream's Top-N got a removal", t.name)
+	}
+	if c.Old != nil {
+		if err := t.partitionKey(c.Old); err != nil {
+			return err
+		}
+		if c.New != nil {
+			// An update within one partition is one change of it.
+			t.oldKey = append(t.oldKey[:0], t.key...)
+			if err := t.partitionKey(c.New); err != nil {
+				return err
+			}
+			if bytes.Equal(t.oldKey, t.key) {
+				return t.update(c.Old, c.New)
+			}
+			t.key = append(t.key[:0], t.oldKey...)
+		}
+		if err := t.update(c.Old, nil); err != nil {
+			return err
+		}
+	}
+	if c.New != nil {
+		if err := t.partitionKey(c.New); err != nil {
+			return err
+		}
+		return t.update(nil, c.New)
+	}
+	return nil
+}
+
+// partitionKey encodes row's partition columns into t.key.
+func (t *topNOp) partitionKey(row types.Row) error {
+	for _, p := range t.part {
+		if row[p].Null {
+			return fmt.Errorf("%w: the PARTITION BY column of ROW_NUMBER() is NULL", types.ErrBadRecord)
+		}
+	}
+	var err error
+	t.key, err = t.keyEnc.Encode(t.key[:0], row)
+	return err
+}
+
+// update changes the partition under t.key: takes old out and puts new
+// in (either may be nil), stores its state and emits the changes of its
+// first N rows.
+func (t *topNOp) update(old, new types.Row) error {
+	v, err := t.store.ov.Get(t.key)
+	if err != nil {
+		return fatal(err)
+	}
+	t.cur = append(t.cur[:0], v...)
+	if t.before, err = parseTopN(t.before[:0], t.cur); err != nil {
+		return fatal(fmt.Errorf("%s: stored state of %s: %w", t.name, t.key, err))
+	}
+	t.after = append(t.after[:0], t.before...)
+	if old != nil {
+		if t.id, err = t.idEnc.Encode(t.id[:0], old); err != nil {
+			return err
+		}
+		for i, e := range t.after {
+			if bytes.Equal(e.id, t.id) {
+				t.after = append(t.after[:i], t.after[i+1:]...)
+				break
+			}
+		}
+	}
+	if new != nil {
+		t.sortKey = t.sortKey[:0]
+		for i, ev := range t.order {
+			d, err := ev(new)
+			if err != nil {
+				return &evalError{node: t.name, err: err}
+			}
+			t.sortKey = appendSortKey(t.sortKey, d, t.orderT[i], t.desc[i])
+		}
+		t.id = t.id[:0]
+		if t.idEnc != nil {
+			if t.id, err = t.idEnc.Encode(t.id, new); err != nil {
+				return err
+			}
+		}
+		if t.row, err = t.rowEnc.Encode(t.row[:0], new); err != nil {
+			return err
+		}
+		at := len(t.after)
+		for i, e := range t.after {
+			c := bytes.Compare(e.sort, t.sortKey)
+			if c > 0 || c == 0 && t.laterFirst {
+				at = i
+				break
+			}
+		}
+		if at >= t.n && !t.fromTable {
+			return nil // not among a stream's first N: nothing changes
+		}
+		t.after = append(t.after, topNEntry{})
+		copy(t.after[at+1:], t.after[at:])
+		t.after[at] = topNEntry{sort: t.sortKey, id: t.id, row: t.row}
+		if !t.fromTable && len(t.after) > t.n {
+			t.after = t.after[:t.n]
+		}
+	}
+	t.state = t.state[:0]
+	for _, e := range t.after {
+		t.state = appendPart(t.state, e.sort)
+		t.state = appendPart(t.state, e.id)
+		t.state = appendPart(t.state, e.row)
+	}
+	if len(t.after) == 0 {
+		err = t.store.ov.Delete(t.key)
+	} else {
+		err = t.store.ov.Put(t.key, t.state)
+	}
+	if err != nil {
+		return fatal(err)
+	}
+	t.changed[string(t.key)] = struct{}{}
+	return t.emit()
+}
+
+func appendPart(dst, p []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(p)))
+	return append(dst, p...)
+}
+
+// parseTopN appends the entries of a partition's state to dst.
+func parseTopN(dst []topNEntry, st []byte) ([]topNEntry, error) {
+	for len(st) > 0 {
+		var e topNEntry
+		for _, p := range []*[]byte{&e.sort, &e.id, &e.row} {
+			n, w := binary.Uvarint(st)
+			if w <= 0 || uint64(len(st)-w) < n {
+				return nil, fmt.Errorf("truncated Top-N state")
+			}
+			*p, st = st[w:w+int(n)], st[w+int(n):]
+		}
+		dst = append(dst, e)
+	}
+	return dst, nil
+}
+
+// emit passes on the changes between the partition's first N rows
+// before (t.before) and after (t.after): by rank, or (without the rank
+// and N > 1: a table's rows keyed by their own key) by row.
+func (t *topNOp) emit() error {
+	nb, na := min(len(t.before), t.n), min(len(t.after), t.n)
+	if t.rank || t.n == 1 {
+		for i := range max(nb, na) {
+			var b, a *topNEntry
+			if i < nb {
+				b = &t.before[i]
+			}
+			if i < na {
+				a = &t.after[i]
+			}
+			if b != nil && a != nil && bytes.Equal(b.id, a.id) && bytes.Equal(b.row, a.row) {
+				continue
+			}
+			if err := t.emitPair(b, a, i+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Rows that left, then rows that came or changed.
+	for i := range nb {
+		b := &t.before[i]
+		if indexByID(t.after[:na], b.id) < 0 {
+			if err := t.emitPair(b, nil, i+1); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range na {
+		a := &t.after[i]
+		j := indexByID(t.before[:nb], a.id)
+		var b *topNEntry
+		if j >= 0 {
+			b = &t.before[j]
+			if bytes.Equal(b.row, a.row) && j == i {
+				continue
+			}
+		}
+		if err := t.emitPair(b, a, i+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func indexByID(es []topNEntry, id []byte) int {
+	for i, e := range es {
+		if bytes.Equal(e.id, id) {
+			return i
+		}
+	}
+	return -1
+}
+
+// emitPair passes on the change from b to a (either may be nil) at rank.
+func (t *topNOp) emitPair(b, a *topNEntry, rank int) error {
+	out := &t.change
+	out.Old, out.New, out.Timestamp = nil, nil, t.ts
+	last := len(t.oldRow) - 1
+	if b != nil {
+		if err := t.decOld.Decode(b.row, t.oldRow[:last]); err != nil {
+			return fatal(fmt.Errorf("%s: stored row: %w", t.name, err))
+		}
+		t.oldRow[last] = types.IntDatum(int64(rank))
+		out.Old = t.oldRow
+	}
+	if a != nil {
+		if err := t.decNew.Decode(a.row, t.newRow[:last]); err != nil {
+			return fatal(fmt.Errorf("%s: stored row: %w", t.name, err))
+		}
+		t.newRow[last] = types.IntDatum(int64(rank))
+		out.New = t.newRow
+	}
+	return t.next.Process(out)
+}
+
+// Flush writes each partition this transaction changed to the changelog,
+// its latest state or its deletion. The thread calls it before it
+// commits the transaction.
+func (t *topNOp) Flush() error {
+	for k := range t.changed {
+		t.oldKey = append(t.oldKey[:0], k...)
+		v, err := t.store.ov.Get(t.oldKey)
+		if err != nil {
+			return err
+		}
+		rec := t.out.record()
+		start := len(t.out.arena)
+		t.out.arena = append(t.out.arena, k...)
+		keyEnd := len(t.out.arena)
+		t.out.arena = append(t.out.arena, v...)
+		buf := t.out.arena
+		rec.Key = buf[start:keyEnd:keyEnd]
+		if v != nil {
+			rec.Value = buf[keyEnd:len(buf):len(buf)]
+		}
+		rec.Topic, rec.Partition = t.changelog, t.store.partition
+		rec.Timestamp = time.UnixMilli(t.ts)
+		t.store.last = rec
+		t.out.produce(rec)
+	}
+	clear(t.changed)
+	return nil
+}
+
+// Abort forgets the transaction's changed partitions.
+func (t *topNOp) Abort() { clear(t.changed) }
+
+// appendSortKey appends d, of type typ, encoded so that encodings compare
+// bytewise as the values do, NULL first; desc inverts the bytes (NULL
+// last), as SQLite and PostgreSQL order.
+func appendSortKey(dst []byte, d types.Datum, typ types.Type, desc bool) []byte {
+	start := len(dst)
+	if d.Null {
+		dst = append(dst, 0)
+	} else {
+		dst = append(dst, 1)
+		switch typ.Kind {
+		case types.Double:
+			bits := math.Float64bits(d.F)
+			if d.F == 0 {
+				bits = 0 // -0 and 0 tie
+			}
+			if bits>>63 == 0 {
+				bits ^= 1 << 63
+			} else {
+				bits = ^bits
+			}
+			dst = binary.BigEndian.AppendUint64(dst, bits)
+		case types.String, types.Bytes:
+			for _, c := range d.B {
+				if c == 0 {
+					dst = append(dst, 0, 0xff)
+				} else {
+					dst = append(dst, c)
+				}
+			}
+			dst = append(dst, 0, 0)
+		default: // BOOLEAN, integers, DECIMAL up to 18 digits, DATE, TIME, TIMESTAMP
+			dst = binary.BigEndian.AppendUint64(dst, uint64(d.I)^(1<<63))
+		}
+	}
+	if desc {
+		for i := start; i < len(dst); i++ {
+			dst[i] = ^dst[i]
+		}
+	}
+	return dst
+}

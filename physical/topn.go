@@ -1,0 +1,146 @@
+package physical
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+var _ Op = (*TopN)(nil)
+
+// TopN keeps, per partition (the rows with equal Partition columns),
+// the rows ordered by Order, and emits the changes of the first N
+// (planner.TopN): with Rank, each rank's row as a row keyed by the
+// partition and the rank (Out's last column), a rank that empties as
+// its deletion; without, the rows that enter and leave the first N.
+//
+// Its Store (key-value, changelogged) holds one entry per partition:
+// the stored key is the partition columns in JSON, the value the
+// partition's rows in order (see exec/topn.go). Over a stream only the
+// first N rows are kept; over a table (FromTable) every row, so that
+// a row taken out (an update, a deletion, identified by RowKey, the
+// table's key columns) lets the next one move in.
+type TopN struct {
+	Partition []int
+	Order     []expr.Expr
+	Desc      []bool
+	N         int64
+	Rank      bool
+	FromTable bool
+	RowKey    []int
+	Out       types.Schema
+	Store     *Store
+}
+
+// TopNRows is the value format of a TopN's store.
+const TopNRows = "TOPN-ROWS"
+
+func (t *TopN) Schema() types.Schema { return t.Out }
+func (t *TopN) Explain(name string) string {
+	ps := make([]string, len(t.Partition))
+	for i, p := range t.Partition {
+		ps[i] = t.Out.Columns[p].Name
+	}
+	os := make([]string, len(t.Order))
+	for i, o := range t.Order {
+		os[i] = o.String()
+		if t.Desc[i] {
+			os[i] += " DESC"
+		}
+	}
+	d := fmt.Sprintf("TopN: %d PER %s ORDER BY %s", t.N, strings.Join(ps, ", "), strings.Join(os, ", "))
+	if t.Rank {
+		d += " RANK " + t.Out.Columns[len(t.Out.Columns)-1].Name
+	}
+	if t.FromTable {
+		d += " RETRACTING"
+	}
+	return "  --> " + name + "  " + d + " (store: " + t.Store.Name + ", changelog: " + t.Store.Changelog + ")\n"
+}
+func (t *TopN) stores() []*Store { return []*Store{t.Store} }
+
+// lowerTopN adds a Top-N (the TopN node of root's chain, with the nodes
+// above it) and returns the last node: the input's chain (a table's as
+// changes), then, unless the rows are partitioned by the Top-N's
+// partition columns already, <appid>-TOPN-repartition and the source
+// that reads it back, then TOPN with its store TOPN
+// (<appid>-TOPN-changelog), then the filters and projections above.
+func lowerTopN(g *Graph, appID string, above []planner.Node, t *planner.TopN) (*Node, error) {
+	if planner.FindTopN(t.Input) != nil {
+		return nil, fmt.Errorf("a Top-N over a Top-N is not supported yet")
+	}
+	in, err := chain(g, t.Input, t.FromTable)
+	if err != nil {
+		return nil, err
+	}
+	schema := t.Input.Schema()
+	if topNRepartition(t) {
+		if schema.Index(types.RowTime) < 0 {
+			return nil, fmt.Errorf("a Top-N over a join is not supported yet")
+		}
+		topic := appID + "-TOPN-repartition"
+		keys := make([]expr.Expr, len(t.Partition))
+		kcols := make([]types.Column, len(t.Partition))
+		for i, p := range t.Partition {
+			c := schema.Columns[p]
+			keys[i] = &expr.Column{Index: p, Name: c.Name, T: c.Type}
+			kcols[i] = types.Column{Name: c.Name, Type: c.Type, Key: true}
+		}
+		g.Add("REPARTITION-TOPN", &Repartition{Topic: topic, KeyExprs: keys, KeySchema: types.Schema{Columns: kcols},
+			KeyFormat: types.FormatJSON, In: schema}, in)
+		cols := make([]types.Column, len(schema.Columns))
+		copy(cols, schema.Columns)
+		for i := range cols {
+			cols[i].Key = false
+		}
+		in = g.Add("SOURCE-TOPN-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
+			Out: types.Schema{Columns: cols}, Repartitioned: t.FromTable})
+	}
+	op := &TopN{Partition: t.Partition, Order: t.Order, Desc: t.Desc, N: t.N, Rank: t.Rank, FromTable: t.FromTable,
+		Out: t.Schema(), Store: &Store{Name: "TOPN", Kind: KeyValue, Changelog: appID + "-TOPN-changelog",
+			KeyFormat: types.FormatJSON, ValueFormat: TopNRows, Schema: schema}}
+	if t.FromTable {
+		op.RowKey = schema.KeyIndexes()
+	}
+	last := g.Add("TOPN", op, in)
+	for i := len(above) - 1; i >= 0; i-- {
+		name := fmt.Sprintf("%04d", len(above)-i)
+		switch n := above[i].(type) {
+		case *planner.Filter:
+			last = g.Add("FILTER-TOPN-"+name, &Filter{Predicate: n.Predicate, Out: n.Schema()}, last)
+		case *planner.Project:
+			last = g.Add("PROJECT-TOPN-"+name, &Project{Exprs: n.Exprs, Out: n.Schema()}, last)
+		default:
+			return nil, fmt.Errorf("plan node %T above a Top-N is not supported yet", n)
+		}
+	}
+	return last, nil
+}
+
+// topNRepartition reports whether a Top-N's input must be repartitioned
+// by its partition columns: a table's changes always are (a row's old
+// and new versions may belong to different partitions), a stream's
+// unless it is keyed by exactly those columns, by a known partitioner.
+func topNRepartition(t *planner.TopN) bool {
+	if t.FromTable {
+		return true
+	}
+	for _, src := range planner.Sources(t.Input) {
+		if !src.Partitioner.Known() {
+			return true
+		}
+	}
+	keys := t.Input.Schema().KeyIndexes()
+	if len(keys) != len(t.Partition) {
+		return true
+	}
+	for i, k := range keys {
+		if t.Partition[i] != k {
+			return true
+		}
+	}
+	return false
+}
