@@ -114,10 +114,10 @@ func TestTopNTable(t *testing.T) {
 	steps := []Change{
 		{New: topNRow("g", "a", 5)},
 		{New: topNRow("g", "b", 9)},
-		{New: topNRow("g", "c", 1)},                          // third: kept, not shown
+		{New: topNRow("g", "c", 1)},                            // third: kept, not shown
 		{Old: topNRow("g", "b", 9), New: topNRow("g", "b", 0)}, // b falls: a up, c in
 		{Old: topNRow("g", "a", 5), New: topNRow("h", "a", 5)}, // a moves partition: b in at 2
-		{Old: topNRow("g", "c", 1)},                          // c goes: b up, rank 2 empties
+		{Old: topNRow("g", "c", 1)},                            // c goes: b up, rank 2 empties
 	}
 	for i := range steps {
 		if err := op.Process(&steps[i]); err != nil {
