@@ -138,9 +138,6 @@ func lowerAt(g *Graph, appID string, root planner.Node, keyFormat string, keyOpt
 			if suffix != "" || planner.FindTopN(t.Input) != nil {
 				return nil, fmt.Errorf("a Top-N below an aggregation or another Top-N is not supported yet")
 			}
-			if inner, _ := innerAggregate(t.Input); inner != nil {
-				return nil, fmt.Errorf("a Top-N over an aggregation is not supported yet")
-			}
 			return lowerTopN(g, appID, above, t) // topn.go
 		}
 		above = append(above, n)

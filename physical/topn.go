@@ -72,13 +72,24 @@ func lowerTopN(g *Graph, appID string, above []planner.Node, t *planner.TopN) (*
 	if planner.FindTopN(t.Input) != nil {
 		return nil, fmt.Errorf("a Top-N over a Top-N is not supported yet")
 	}
-	in, err := chain(g, t.Input, t.FromTable)
+	var in *Node
+	var err error
+	if inner, _ := innerAggregate(t.Input); inner != nil {
+		// A Top-N of an aggregation's rows: its changes (old and new
+		// rows), from sub-topologies named AGGREGATE-1, GROUPBY-1, ….
+		if inner.Window != nil || !inner.Changes {
+			return nil, fmt.Errorf("a Top-N over a windowed aggregation is not supported yet")
+		}
+		in, err = lowerInner(g, appID, t.Input, "")
+	} else {
+		in, err = chain(g, t.Input, t.FromTable)
+	}
 	if err != nil {
 		return nil, err
 	}
 	schema := t.Input.Schema()
 	if topNRepartition(t) {
-		if schema.Index(types.RowTime) < 0 {
+		if findJoin(t.Input) {
 			return nil, fmt.Errorf("a Top-N over a join is not supported yet")
 		}
 		topic := appID + "-TOPN-repartition"
@@ -95,6 +106,12 @@ func lowerTopN(g *Graph, appID string, above []planner.Node, t *planner.TopN) (*
 		copy(cols, schema.Columns)
 		for i := range cols {
 			cols[i].Key = false
+		}
+		if schema.Index(types.RowTime) < 0 {
+			// An aggregation's rows: the rows read back get pseudo
+			// columns of their own after them, which the Top-N does not
+			// keep (it stores and emits the columns it was planned with).
+			cols = append(cols, types.PseudoColumns...)
 		}
 		in = g.Add("SOURCE-TOPN-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
 			Out: types.Schema{Columns: cols}, Repartitioned: t.FromTable})
@@ -139,6 +156,19 @@ func topNRepartition(t *planner.TopN) bool {
 	}
 	for i, k := range keys {
 		if t.Partition[i] != k {
+			return true
+		}
+	}
+	return false
+}
+
+// findJoin reports whether n's plan holds a join.
+func findJoin(n planner.Node) bool {
+	if _, ok := n.(*planner.Join); ok {
+		return true
+	}
+	for _, c := range n.Children() {
+		if findJoin(c) {
 			return true
 		}
 	}

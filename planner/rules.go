@@ -140,6 +140,10 @@ func withInput(n Node, in Node) (Node, error) {
 		c := *x
 		c.Input = in
 		return &c, nil
+	case *RowNumber:
+		c := *x
+		c.Input = in
+		return &c, nil
 	}
 	return nil, fmt.Errorf("cannot rewrite the input of %T", n)
 }

@@ -219,7 +219,16 @@ func rowNumberToTopN(root Node, _ Dialect) (Node, bool, error) {
 		}
 		extra = in.KeyIndexes() // keyed by the table's key too
 	}
-	t := &TopN{Input: rn.Input, Partition: rn.Partition, Order: rn.Order, Desc: rn.Desc, N: n, Rank: rank, FromTable: fromTable,
+	input := rn.Input
+	if fromTable {
+		// An aggregation's rows come as its changes: each group's
+		// previous row with its new one, so that it can be taken out.
+		var err error
+		if input, err = aggregateChanges(input); err != nil {
+			return nil, false, err
+		}
+	}
+	t := &TopN{Input: input, Partition: rn.Partition, Order: rn.Order, Desc: rn.Desc, N: n, Rank: rank, FromTable: fromTable,
 		out: topNSchema(in, rn.Partition, rn.Name, rank, extra)}
 	// Rebuild the nodes above, bottom up, without the rank filter.
 	var cur Node = t
@@ -343,4 +352,23 @@ func FindTopN(n Node) *TopN {
 		}
 	}
 	return nil
+}
+
+// aggregateChanges returns n with the aggregation of its chain (if any)
+// emitting changes (Aggregate.Changes).
+func aggregateChanges(n Node) (Node, error) {
+	if a, ok := n.(*Aggregate); ok {
+		c := *a
+		c.Changes = true
+		return &c, nil
+	}
+	ch := n.Children()
+	if len(ch) != 1 {
+		return n, nil
+	}
+	in, err := aggregateChanges(ch[0])
+	if err != nil || in == ch[0] {
+		return n, err
+	}
+	return withInput(n, in)
 }

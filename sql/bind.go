@@ -739,8 +739,10 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	switch {
 	case topN && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "a Top-N (ROW_NUMBER() OVER … WHERE rn <= N) produces a table: use CREATE TABLE … AS SELECT or CREATE MATERIALIZED VIEW … AS SELECT")
-	case topN && findAggregate(q.Root) != nil:
-		return nil, errorAt(ca.text, posOf(ca.Select, "ROW_NUMBER"), CodeFeatureNotSupport, "a Top-N over an aggregation, or an aggregation over a Top-N, is not supported yet")
+	case topN && aggregateOverTopN(q.Root):
+		return nil, errorAt(ca.text, posOf(ca.Select, "ROW_NUMBER"), CodeFeatureNotSupport, "an aggregation over a Top-N is not supported yet")
+	case topN && findAggregate(q.Root) != nil && findAggregate(q.Root).Window != nil:
+		return nil, errorAt(ca.text, posOf(ca.Select, "ROW_NUMBER"), CodeFeatureNotSupport, "a Top-N over a windowed aggregation is not supported yet")
 	case topN:
 		aggregate = true // a table, as an aggregation's
 	}

@@ -142,3 +142,20 @@ func rowNumberLeft(sel *Select, root planner.Node) error {
 	return errorAt(sel.text, posOf(sel, "ROW_NUMBER"), CodeFeatureNotSupport,
 		"ROW_NUMBER() OVER (…) is supported as a Top-N only, filtered by its number in an outer query: %s", topNHint)
 }
+
+// aggregateOverTopN reports whether an aggregation reads a Top-N's rows.
+func aggregateOverTopN(root planner.Node) bool {
+	for n := root; ; {
+		switch n.(type) {
+		case *planner.Aggregate:
+			return planner.FindTopN(n) != nil
+		case *planner.TopN:
+			return false
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			return false
+		}
+		n = ch[0]
+	}
+}
