@@ -18,7 +18,8 @@ import (
 // updates and deletions that move rows in and out — with a SIGKILL
 // while output flows, and compares each result (its topic read as a
 // changelog, and a pull query) with SQLite's ROW_NUMBER() over the same
-// input. The ORDER BY keys never tie, so the answer is unique.
+// input, and a Top-N of per-key counts (an aggregation's retracting
+// rows). The ORDER BY keys never tie, so the answer is unique.
 func TestTopNDifferential(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -29,6 +30,7 @@ func TestTopNDifferential(t *testing.T) {
 		`CREATE TABLE top3 AS SELECT * FROM (SELECT g, id, v, seq, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC, seq) AS rn FROM ev) WHERE rn <= 3`,
 		`CREATE TABLE firsts AS SELECT g, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY ROWTIME) AS rn FROM ev) WHERE rn = 1`,
 		`CREATE MATERIALIZED VIEW lasts AS SELECT g, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY ROWTIME DESC) AS rn FROM ev) WHERE rn = 1`,
+		`CREATE TABLE topcount AS SELECT * FROM (SELECT g, id, n, ROW_NUMBER() OVER (PARTITION BY g ORDER BY n DESC, id) AS rn FROM (SELECT g, id, COUNT(*) AS n FROM ev GROUP BY g, id) c) WHERE rn <= 2`,
 		`CREATE TABLE top2acc AS WITH r AS (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC, id ASC) AS rn FROM acc) SELECT * FROM r WHERE rn <= 2`,
 	} {
 		e.exec(q)
@@ -76,11 +78,13 @@ SELECT '#FIRSTS';
 SELECT g, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY seq) AS rn FROM ev) WHERE rn = 1;
 SELECT '#LASTS';
 SELECT g, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY seq DESC) AS rn FROM ev) WHERE rn = 1;
+SELECT '#TOPCOUNT';
+SELECT g, rn, id, n FROM (SELECT g, id, n, ROW_NUMBER() OVER (PARTITION BY g ORDER BY n DESC, id) AS rn FROM (SELECT g, id, COUNT(*) AS n FROM ev GROUP BY g, id)) WHERE rn <= 2;
 SELECT '#TOP2ACC';
 SELECT g, rn, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC, id ASC) AS rn FROM acc) WHERE rn <= 2;
 `)
 	want := sqlite(t, ctx, script.String())
-	if len(want["TOP3"]) < 30 || len(want["TOP2ACC"]) < 10 {
+	if len(want["TOP3"]) < 30 || len(want["TOP2ACC"]) < 10 || len(want["TOPCOUNT"]) < 20 {
 		t.Fatalf("input too thin: %d top-3 rows, %d top-2 rows", len(want["TOP3"]), len(want["TOP2ACC"]))
 	}
 
@@ -88,6 +92,7 @@ SELECT g, rn, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORD
 	e.pull("SELECT g, id, v FROM firsts", want["FIRSTS"])
 	e.pull("SELECT g, id, v FROM lasts", want["LASTS"])
 	e.pull("SELECT g, rn, id, v FROM top2acc", want["TOP2ACC"])
+	e.pull("SELECT g, rn, id, n FROM topcount", want["TOPCOUNT"])
 
 	// The topics as changelogs: a rank that moved is an update of its
 	// key, a rank that emptied a tombstone.
@@ -116,5 +121,6 @@ SELECT g, rn, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORD
 	e.eventually("topic TOP3", want["TOP3"], func() ([]string, error) { return e.changelog("TOP3", 0, ranked("ID", "V", "SEQ")) })
 	e.eventually("topic FIRSTS", want["FIRSTS"], func() ([]string, error) { return e.changelog("FIRSTS", 0, byKey("ID", "V")) })
 	e.eventually("topic LASTS", want["LASTS"], func() ([]string, error) { return e.changelog("LASTS", 0, byKey("ID", "V")) })
+	e.eventually("topic TOPCOUNT", want["TOPCOUNT"], func() ([]string, error) { return e.changelog("TOPCOUNT", 0, ranked("ID", "N")) })
 	e.eventually("topic TOP2ACC", want["TOP2ACC"], func() ([]string, error) { return e.changelog("TOP2ACC", 0, ranked("ID", "V")) })
 }
