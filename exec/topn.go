@@ -91,8 +91,10 @@ func newTopN(name string, t *physical.TopN, store *taskStore, out *outbox, next 
 		op.order, op.orderT = append(op.order, ev), append(op.orderT, o.Type())
 	}
 	var err error
-	if op.keyEnc, err = types.NewEncoder(types.FormatJSON, rows, t.Partition); err != nil {
-		return nil, fmt.Errorf("%s key: %w", name, err)
+	if len(t.Partition) > 0 {
+		if op.keyEnc, err = types.NewEncoder(types.FormatJSON, rows, t.Partition); err != nil {
+			return nil, fmt.Errorf("%s key: %w", name, err)
+		}
 	}
 	if len(t.RowKey) > 0 {
 		if op.idEnc, err = types.NewEncoder(types.FormatJSON, rows, t.RowKey); err != nil {
@@ -152,10 +154,18 @@ func (t *topNOp) partitionKey(row types.Row) error {
 			return fmt.Errorf("%w: the PARTITION BY column of ROW_NUMBER() is NULL", types.ErrBadRecord)
 		}
 	}
+	if len(t.part) == 0 {
+		t.key = append(t.key[:0], topNAll...) // a Top-N of all rows
+		return nil
+	}
 	var err error
 	t.key, err = t.keyEnc.Encode(t.key[:0], row)
 	return err
 }
+
+// topNAll is the stored key of a Top-N of all rows (no PARTITION BY).
+const topNAll = "[]"
+
 
 // update changes the partition under t.key: takes old out and puts new
 // in (either may be nil), stores its state and emits the changes of its

@@ -51,7 +51,11 @@ func (t *TopN) Explain(name string) string {
 			os[i] += " DESC"
 		}
 	}
-	d := fmt.Sprintf("TopN: %d PER %s ORDER BY %s", t.N, strings.Join(ps, ", "), strings.Join(os, ", "))
+	per := strings.Join(ps, ", ")
+	if per == "" {
+		per = "ALL"
+	}
+	d := fmt.Sprintf("TopN: %d PER %s ORDER BY %s", t.N, per, strings.Join(os, ", "))
 	if t.Rank {
 		d += " RANK " + t.Out.Columns[len(t.Out.Columns)-1].Name
 	}
@@ -100,6 +104,12 @@ func lowerTopN(g *Graph, appID string, above []planner.Node, t *planner.TopN) (*
 			keys[i] = &expr.Column{Index: p, Name: c.Name, T: c.Type}
 			kcols[i] = types.Column{Name: c.Name, Type: c.Type, Key: true}
 		}
+		if len(t.Partition) == 0 {
+			// A Top-N of all rows: one partition, keyed by a constant
+			// (as a global aggregate's), read by one task.
+			keys = []expr.Expr{&expr.Literal{V: types.IntDatum(0), T: types.IntType}}
+			kcols = []types.Column{{Name: "KSQL_GLOBAL", Type: types.IntType, Key: true}}
+		}
 		g.Add("REPARTITION-TOPN", &Repartition{Topic: topic, KeyExprs: keys, KeySchema: types.Schema{Columns: kcols},
 			KeyFormat: types.FormatJSON, In: schema}, in)
 		cols := make([]types.Column, len(schema.Columns))
@@ -142,7 +152,7 @@ func lowerTopN(g *Graph, appID string, above []planner.Node, t *planner.TopN) (*
 // and new versions may belong to different partitions), a stream's
 // unless it is keyed by exactly those columns, by a known partitioner.
 func topNRepartition(t *planner.TopN) bool {
-	if t.FromTable {
+	if t.FromTable || len(t.Partition) == 0 {
 		return true
 	}
 	for _, src := range planner.Sources(t.Input) {

@@ -103,6 +103,9 @@ func overText(in types.Schema, partition []int, order []expr.Expr, desc []bool) 
 			os[i] += " DESC"
 		}
 	}
+	if len(ps) == 0 {
+		return "OVER (ORDER BY " + strings.Join(os, ", ") + ")"
+	}
 	return "OVER (PARTITION BY " + strings.Join(ps, ", ") + " ORDER BY " + strings.Join(os, ", ") + ")"
 }
 
@@ -213,6 +216,9 @@ func rowNumberToTopN(root Node, _ Dialect) (Node, bool, error) {
 	in := rn.Input.Schema()
 	fromTable := IsTable(rn.Input)
 	var extra []int
+	if !rank && len(rn.Partition) == 0 {
+		return nil, false, fmt.Errorf("a Top-N without PARTITION BY must select its row number (%s): the rank is the result's key", rn.Name)
+	}
 	if !rank && n > 1 {
 		if !fromTable {
 			return nil, false, fmt.Errorf("a Top-N of more than one row per partition over a stream must select its row number (%s): the rank is part of the result's key", rn.Name)

@@ -90,14 +90,16 @@ func (b *binder) rowNumber(sel *Select, node planner.Node) (planner.Node, *ast.S
 		return nil, nil, at("named windows are not supported: write ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)")
 	case w.Spec.Frame != nil:
 		return nil, nil, at("ROW_NUMBER() OVER (…) takes no frame (ROWS/RANGE)")
-	case w.Spec.PartitionBy == nil || len(w.Spec.PartitionBy.Items) == 0:
-		return nil, nil, at("ROW_NUMBER() OVER (…) needs PARTITION BY: a Top-N over all rows is not supported yet")
 	case w.Spec.OrderBy == nil || len(w.Spec.OrderBy.Items) == 0:
 		return nil, nil, at("ROW_NUMBER() OVER (…) needs ORDER BY")
 	}
 	sel.dialect = planner.DialectSQL
-	var part []int
-	for _, it := range w.Spec.PartitionBy.Items {
+	var part []int // none: a Top-N of all rows
+	var items []*ast.ByItem
+	if w.Spec.PartitionBy != nil {
+		items = w.Spec.PartitionBy.Items
+	}
+	for _, it := range items {
 		e, err := b.expr(it.Expr)
 		if err != nil {
 			return nil, nil, err

@@ -2,6 +2,7 @@ package sqldiff
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -31,6 +32,7 @@ func TestTopNDifferential(t *testing.T) {
 		`CREATE TABLE firsts AS SELECT g, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY ROWTIME) AS rn FROM ev) WHERE rn = 1`,
 		`CREATE MATERIALIZED VIEW lasts AS SELECT g, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY ROWTIME DESC) AS rn FROM ev) WHERE rn = 1`,
 		`CREATE TABLE topcount AS SELECT * FROM (SELECT g, id, n, ROW_NUMBER() OVER (PARTITION BY g ORDER BY n DESC, id) AS rn FROM (SELECT g, id, COUNT(*) AS n FROM ev GROUP BY g, id) c) WHERE rn <= 2`,
+		`CREATE TABLE top5 AS SELECT rn, id, v, seq FROM (SELECT id, v, seq, ROW_NUMBER() OVER (ORDER BY v DESC, seq DESC) AS rn FROM ev) WHERE rn <= 5`,
 		`CREATE TABLE top2acc AS WITH r AS (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC, id ASC) AS rn FROM acc) SELECT * FROM r WHERE rn <= 2`,
 	} {
 		e.exec(q)
@@ -80,11 +82,13 @@ SELECT '#LASTS';
 SELECT g, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY seq DESC) AS rn FROM ev) WHERE rn = 1;
 SELECT '#TOPCOUNT';
 SELECT g, rn, id, n FROM (SELECT g, id, n, ROW_NUMBER() OVER (PARTITION BY g ORDER BY n DESC, id) AS rn FROM (SELECT g, id, COUNT(*) AS n FROM ev GROUP BY g, id)) WHERE rn <= 2;
+SELECT '#TOP5';
+SELECT rn, id, v, seq FROM (SELECT id, v, seq, ROW_NUMBER() OVER (ORDER BY v DESC, seq DESC) AS rn FROM ev) WHERE rn <= 5;
 SELECT '#TOP2ACC';
 SELECT g, rn, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC, id ASC) AS rn FROM acc) WHERE rn <= 2;
 `)
 	want := sqlite(t, ctx, script.String())
-	if len(want["TOP3"]) < 30 || len(want["TOP2ACC"]) < 10 || len(want["TOPCOUNT"]) < 20 {
+	if len(want["TOP5"]) != 5 || len(want["TOP3"]) < 30 || len(want["TOP2ACC"]) < 10 || len(want["TOPCOUNT"]) < 20 {
 		t.Fatalf("input too thin: %d top-3 rows, %d top-2 rows", len(want["TOP3"]), len(want["TOP2ACC"]))
 	}
 
@@ -93,6 +97,7 @@ SELECT g, rn, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORD
 	e.pull("SELECT g, id, v FROM lasts", want["LASTS"])
 	e.pull("SELECT g, rn, id, v FROM top2acc", want["TOP2ACC"])
 	e.pull("SELECT g, rn, id, n FROM topcount", want["TOPCOUNT"])
+	e.pull("SELECT rn, id, v, seq FROM top5", want["TOP5"])
 
 	// The topics as changelogs: a rank that moved is an update of its
 	// key, a rank that emptied a tombstone.
@@ -122,5 +127,14 @@ SELECT g, rn, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER (PARTITION BY g ORD
 	e.eventually("topic FIRSTS", want["FIRSTS"], func() ([]string, error) { return e.changelog("FIRSTS", 0, byKey("ID", "V")) })
 	e.eventually("topic LASTS", want["LASTS"], func() ([]string, error) { return e.changelog("LASTS", 0, byKey("ID", "V")) })
 	e.eventually("topic TOPCOUNT", want["TOPCOUNT"], func() ([]string, error) { return e.changelog("TOPCOUNT", 0, ranked("ID", "N")) })
+	// Keyed by the rank alone: a KAFKA BIGINT key.
+	e.eventually("topic TOP5", want["TOP5"], func() ([]string, error) {
+		return e.changelog("TOP5", 0, func(k string, v map[string]any) string {
+			if len(k) != 8 {
+				return "bad key " + k
+			}
+			return fmt.Sprintf("%d|%s|%s|%s", int64(binary.BigEndian.Uint64([]byte(k))), text(v["ID"]), text(v["V"]), text(v["SEQ"]))
+		})
+	})
 	e.eventually("topic TOP2ACC", want["TOP2ACC"], func() ([]string, error) { return e.changelog("TOP2ACC", 0, ranked("ID", "V")) })
 }
