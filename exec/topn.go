@@ -166,7 +166,6 @@ func (t *topNOp) partitionKey(row types.Row) error {
 // topNAll is the stored key of a Top-N of all rows (no PARTITION BY).
 const topNAll = "[]"
 
-
 // update changes the partition under t.key: takes old out and puts new
 // in (either may be nil), stores its state and emits the changes of its
 // first N rows.
