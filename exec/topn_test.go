@@ -173,3 +173,30 @@ func TestTopNAllocs(t *testing.T) {
 		t.Errorf("allocations per record: %.1f, %.1f", out, in)
 	}
 }
+
+// BenchmarkTopNStream: 1,000 partitions, top 10 each, random values (most
+// rows do not enter once the partitions fill).
+func BenchmarkTopNStream(b *testing.B) {
+	op, _, st := topNFixture(b, 10, false)
+	op.next = nop{}
+	rows := make([]types.Row, 4096)
+	for i := range rows {
+		rows[i] = topNRow(fmt.Sprintf("g%d", (i*7919)%1000), "x", int64((i*104729)%100000))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := op.Process(&Change{New: rows[i%len(rows)]}); err != nil {
+			b.Fatal(err)
+		}
+		if i%1000 == 999 {
+			if err := op.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			if err := st.commit(); err != nil {
+				b.Fatal(err)
+			}
+			op.out.reset()
+		}
+	}
+}
