@@ -21,15 +21,25 @@ var (
 // topNOp keeps, per partition, the partition's rows in order and emits
 // the changes of its first N (physical.TopN).
 //
-// A partition's state, stored under its partition columns in JSON, is
-// its rows in order, each an entry of three uvarint-prefixed parts: the
-// row's sort key (its ORDER BY values, each encoded so that the bytes
-// compare as the values do, inverted for DESC: see appendSortKey), its
-// identity (a table's key columns in JSON; empty for a stream's) and
-// the row (all its columns in JSON). Over a stream only the first N
-// entries are kept; over a table all, so that a row taken out lets the
-// next move in. Writes go to the store's overlay as they happen; the
-// changelog gets each changed partition's latest state once, at Flush.
+// Over a stream, a partition's state, stored under its partition
+// columns in JSON, is its first N rows in order, each an entry of three
+// uvarint-prefixed parts: the row's sort key (its ORDER BY values, each
+// encoded so that the bytes compare as the values do, inverted for DESC:
+// see appendSortKey), an empty identity, and the row (all its columns
+// in JSON); a row that does not enter costs a read and no write.
+//
+// Over a table every row is kept, so that a row taken out lets the next
+// move in, each row in an entry of its own (so that a change writes one
+// or two entries, however many rows the partition holds): its key is
+// the partition key (uvarint length, then the bytes), the row's sort
+// key, then its identity (the table's key columns, encoded as sort
+// keys: rows that tie are in key order); its value the identity
+// (uvarint-prefixed) and the row in JSON. The first N are a range scan
+// of the partition's prefix; the old row of an update or deletion finds
+// its entry from its own values.
+//
+// Writes go to the store's overlay as they happen; the changelog gets
+// each changed key's latest value once, at Flush.
 type topNOp struct {
 	name      string
 	n         int
@@ -44,14 +54,18 @@ type topNOp struct {
 	laterFirst bool
 	rowKey     []int
 	keyEnc     types.Encoder // the partition columns
-	idEnc      types.Encoder // a table's key columns
-	rowEnc     types.Encoder
-	decOld     types.Decoder
-	decNew     types.Decoder
-	store      *taskStore
-	out        *outbox
-	changelog  string
-	next       Processor
+	// idTypes are the types of a table's key columns (an identity);
+	// idJSON, per column, its JSON encoder where its type has no sort
+	// key (a STRUCT, an ARRAY, a wide DECIMAL).
+	idTypes   []types.Type
+	idJSON    []types.Encoder
+	rowEnc    types.Encoder
+	decOld    types.Decoder
+	decNew    types.Decoder
+	store     *taskStore
+	out       *outbox
+	changelog string
+	next      Processor
 
 	// Per change: the partition's stored key, its entries before and
 	// after (views into cur and into the new row's parts), the new
@@ -64,6 +78,11 @@ type topNOp struct {
 	changed           map[string]struct{} // partitions changed in this transaction
 	ts                int64
 	oldKey, oldPrefix []byte
+	// A table's Top-N: the partition's key prefix, the range's end, an
+	// entry's key, and the copies of the scanned entries.
+	prefix, end, ekey, scratch []byte
+	arena                      []byte
+	spans                      []int
 }
 
 // topNEntry is one row of a partition's state.
@@ -96,10 +115,15 @@ func newTopN(name string, t *physical.TopN, store *taskStore, out *outbox, next 
 			return nil, fmt.Errorf("%s key: %w", name, err)
 		}
 	}
-	if len(t.RowKey) > 0 {
-		if op.idEnc, err = types.NewEncoder(types.FormatJSON, rows, t.RowKey); err != nil {
-			return nil, fmt.Errorf("%s row key: %w", name, err)
+	for _, k := range t.RowKey {
+		typ := rows.Columns[k].Type
+		var enc types.Encoder
+		if !orderable(typ) {
+			if enc, err = types.NewEncoder(types.FormatJSON, rows, []int{k}); err != nil {
+				return nil, fmt.Errorf("%s row key: %w", name, err)
+			}
 		}
+		op.idTypes, op.idJSON = append(op.idTypes, typ), append(op.idJSON, enc)
 	}
 	if op.rowEnc, err = types.NewEncoder(types.FormatJSON, rows, all); err != nil {
 		return nil, fmt.Errorf("%s rows: %w", name, err)
@@ -170,6 +194,9 @@ const topNAll = "[]"
 // in (either may be nil), stores its state and emits the changes of its
 // first N rows.
 func (t *topNOp) update(old, new types.Row) error {
+	if t.fromTable {
+		return t.updateRows(old, new)
+	}
 	v, err := t.store.ov.Get(t.key)
 	if err != nil {
 		return fatal(err)
@@ -179,32 +206,11 @@ func (t *topNOp) update(old, new types.Row) error {
 		return fatal(fmt.Errorf("%s: stored state of %s: %w", t.name, t.key, err))
 	}
 	t.after = append(t.after[:0], t.before...)
-	if old != nil {
-		if t.id, err = t.idEnc.Encode(t.id[:0], old); err != nil {
+	if new != nil {
+		if err := t.sortKeyOf(new); err != nil {
 			return err
 		}
-		for i, e := range t.after {
-			if bytes.Equal(e.id, t.id) {
-				t.after = append(t.after[:i], t.after[i+1:]...)
-				break
-			}
-		}
-	}
-	if new != nil {
-		t.sortKey = t.sortKey[:0]
-		for i, ev := range t.order {
-			d, err := ev(new)
-			if err != nil {
-				return &evalError{node: t.name, err: err}
-			}
-			t.sortKey = appendSortKey(t.sortKey, d, t.orderT[i], t.desc[i])
-		}
 		t.id = t.id[:0]
-		if t.idEnc != nil {
-			if t.id, err = t.idEnc.Encode(t.id, new); err != nil {
-				return err
-			}
-		}
 		if t.row, err = t.rowEnc.Encode(t.row[:0], new); err != nil {
 			return err
 		}
@@ -216,13 +222,13 @@ func (t *topNOp) update(old, new types.Row) error {
 				break
 			}
 		}
-		if at >= t.n && !t.fromTable {
-			return nil // not among a stream's first N: nothing changes
+		if at >= t.n {
+			return nil // not among the first N: nothing changes
 		}
 		t.after = append(t.after, topNEntry{})
 		copy(t.after[at+1:], t.after[at:])
 		t.after[at] = topNEntry{sort: t.sortKey, id: t.id, row: t.row}
-		if !t.fromTable && len(t.after) > t.n {
+		if len(t.after) > t.n {
 			t.after = t.after[:t.n]
 		}
 	}
@@ -242,6 +248,139 @@ func (t *topNOp) update(old, new types.Row) error {
 	}
 	t.changed[string(t.key)] = struct{}{}
 	return t.emit()
+}
+
+// sortKeyOf encodes row's ORDER BY values into t.sortKey.
+func (t *topNOp) sortKeyOf(row types.Row) error {
+	t.sortKey = t.sortKey[:0]
+	for i, ev := range t.order {
+		d, err := ev(row)
+		if err != nil {
+			return &evalError{node: t.name, err: err}
+		}
+		t.sortKey = appendSortKey(t.sortKey, d, t.orderT[i], t.desc[i])
+	}
+	return nil
+}
+
+// entryKey sets t.ekey to the store key of a table's row in the
+// partition t.prefix, and t.id to its identity.
+func (t *topNOp) entryKey(row types.Row) error {
+	if err := t.sortKeyOf(row); err != nil {
+		return err
+	}
+	t.id = t.id[:0]
+	for i, k := range t.rowKey {
+		if enc := t.idJSON[i]; enc != nil {
+			var err error
+			if t.scratch, err = enc.Encode(t.scratch[:0], row); err != nil {
+				return err
+			}
+			t.id = appendSortKey(t.id, types.Datum{B: t.scratch}, types.BytesType, false)
+			continue
+		}
+		t.id = appendSortKey(t.id, row[k], t.idTypes[i], false)
+	}
+	t.ekey = append(append(append(t.ekey[:0], t.prefix...), t.sortKey...), t.id...)
+	return nil
+}
+
+// updateRows is update for a table's Top-N, whose rows are entries of
+// their own.
+func (t *topNOp) updateRows(old, new types.Row) error {
+	t.prefix = binary.AppendUvarint(t.prefix[:0], uint64(len(t.key)))
+	t.prefix = append(t.prefix, t.key...)
+	t.end = prefixEnd(append(t.end[:0], t.prefix...))
+	t.arena, t.spans = t.arena[:0], t.spans[:0]
+	if err := t.scan(); err != nil {
+		return err
+	}
+	nb := len(t.spans) / 2
+	if old != nil {
+		if err := t.entryKey(old); err != nil {
+			return err
+		}
+		if err := t.store.ov.Delete(t.ekey); err != nil {
+			return fatal(err)
+		}
+		t.changed[string(t.ekey)] = struct{}{}
+	}
+	if new != nil {
+		if err := t.entryKey(new); err != nil {
+			return err
+		}
+		t.row = appendPart(t.row[:0], t.id)
+		var err error
+		if t.row, err = t.rowEnc.Encode(t.row, new); err != nil {
+			return err
+		}
+		if err := t.store.ov.Put(t.ekey, t.row); err != nil {
+			return fatal(err)
+		}
+		t.changed[string(t.ekey)] = struct{}{}
+	}
+	if err := t.scan(); err != nil {
+		return err
+	}
+	// The entries, now that the arena no longer moves: each span is an
+	// identity and a row.
+	t.before, t.after = t.before[:0], t.after[:0]
+	for i := 0; i < len(t.spans); i += 2 {
+		v := t.arena[t.spans[i]:t.spans[i+1]]
+		n, w := binary.Uvarint(v)
+		if w <= 0 || uint64(len(v)-w) < n {
+			return fatal(fmt.Errorf("%s: corrupt stored row", t.name))
+		}
+		e := topNEntry{id: v[w : w+int(n)], row: v[w+int(n):]}
+		if i/2 < nb {
+			t.before = append(t.before, e)
+		} else {
+			t.after = append(t.after, e)
+		}
+	}
+	return t.emit()
+}
+
+// scan copies the values of the partition's first N entries to the
+// arena, noting where each starts and ends in t.spans.
+func (t *topNOp) scan() error {
+	it, err := t.store.ov.Range(t.prefix, t.end)
+	if err != nil {
+		return fatal(err)
+	}
+	for n := 0; n < t.n && it.Next(); n++ {
+		start := len(t.arena)
+		t.arena = append(t.arena, it.Value()...)
+		t.spans = append(t.spans, start, len(t.arena))
+	}
+	if err := it.Close(); err != nil {
+		return fatal(err)
+	}
+	return nil
+}
+
+// prefixEnd turns p into the least key above every key that starts with
+// p (nil: none).
+func prefixEnd(p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != 0xff {
+			p[i]++
+			return p[:i+1]
+		}
+	}
+	return nil
+}
+
+// orderable reports whether appendSortKey encodes values of t.
+func orderable(t types.Type) bool {
+	switch t.Kind {
+	case types.Boolean, types.Int, types.Bigint, types.Double, types.String, types.Bytes,
+		types.Date, types.Time, types.Timestamp:
+		return true
+	case types.Decimal:
+		return !t.IsWideDecimal()
+	}
+	return false
 }
 
 func appendPart(dst, p []byte) []byte {

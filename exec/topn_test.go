@@ -200,3 +200,46 @@ func BenchmarkTopNStream(b *testing.B) {
 		}
 	}
 }
+
+// A table's Top-N keeps every row as an entry of its own: an update in a
+// partition of 2,000 rows reads the first N and writes one or two entries.
+func BenchmarkTopNTableUpdate(b *testing.B) {
+	op, _, st := topNFixture(b, 3, true)
+	op.next = nop{}
+	for i := range 2000 {
+		if err := op.Process(&Change{New: topNRow("g", fmt.Sprintf("id%d", i), int64(i))}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := op.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := st.commit(); err != nil {
+		b.Fatal(err)
+	}
+	op.out.reset()
+	rows := make([]types.Row, 2000)
+	for i := range rows {
+		rows[i] = topNRow("g", fmt.Sprintf("id%d", i), int64(i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := (i * 7919) % len(rows)
+		old := rows[j]
+		nw := topNRow("g", fmt.Sprintf("id%d", j), int64((i*104729)%5000))
+		if err := op.Process(&Change{Old: old, New: nw}); err != nil {
+			b.Fatal(err)
+		}
+		rows[j] = nw
+		if i%1000 == 999 {
+			if err := op.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			if err := st.commit(); err != nil {
+				b.Fatal(err)
+			}
+			op.out.reset()
+		}
+	}
+}

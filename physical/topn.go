@@ -17,12 +17,11 @@ var _ Op = (*TopN)(nil)
 // partition and the rank (Out's last column), a rank that empties as
 // its deletion; without, the rows that enter and leave the first N.
 //
-// Its Store (key-value, changelogged) holds one entry per partition:
-// the stored key is the partition columns in JSON, the value the
-// partition's rows in order (see exec/topn.go). Over a stream only the
-// first N rows are kept; over a table (FromTable) every row, so that
-// a row taken out (an update, a deletion, identified by RowKey, the
-// table's key columns) lets the next one move in.
+// Its Store (key-value, changelogged): over a stream one entry per
+// partition, the partition's first N rows in order; over a table
+// (FromTable) every row, each an entry of its own keyed by partition,
+// order and RowKey (the table's key columns), so that a row taken out
+// (an update, a deletion) lets the next one move in. See exec/topn.go.
 type TopN struct {
 	Partition []int
 	Order     []expr.Expr

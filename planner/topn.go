@@ -118,9 +118,11 @@ func overText(in types.Schema, partition []int, order []expr.Expr, desc []bool) 
 // number is not selected) it is keyed by the partition columns alone
 // when N is 1 (deduplication) or also by the input table's key.
 //
-// Rows that tie on Order keep their arrival order: ascending, a later
-// row goes after the earlier ones (rn = 1 ORDER BY ROWTIME keeps the
-// first row per key); descending, before them (the last row wins).
+// Rows of a stream that tie on Order keep their arrival order:
+// ascending, a later row goes after the earlier ones (rn = 1 ORDER BY
+// ROWTIME keeps the first row per key); descending, before them (the
+// last row wins). Rows of a table that tie are in the order of their
+// key.
 type TopN struct {
 	Input     Node
 	Partition []int
