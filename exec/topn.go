@@ -143,11 +143,18 @@ func (t *topNOp) Process(c *Change) error {
 	if c.Old != nil && !t.fromTable {
 		return fmt.Errorf("%s: a stream's Top-N got a removal", t.name)
 	}
+	if c.Old != nil && t.nullPartition(c.Old) {
+		// Its addition was refused (a bad record): nothing to take out.
+		if c.New == nil {
+			return nil
+		}
+		c = &Change{New: c.New, Timestamp: c.Timestamp, Record: c.Record}
+	}
 	if c.Old != nil {
 		if err := t.partitionKey(c.Old); err != nil {
 			return err
 		}
-		if c.New != nil {
+		if c.New != nil && !t.nullPartition(c.New) {
 			// An update within one partition is one change of it.
 			t.oldKey = append(t.oldKey[:0], t.key...)
 			if err := t.partitionKey(c.New); err != nil {
@@ -171,12 +178,20 @@ func (t *topNOp) Process(c *Change) error {
 	return nil
 }
 
-// partitionKey encodes row's partition columns into t.key.
-func (t *topNOp) partitionKey(row types.Row) error {
+// nullPartition reports whether one of row's partition columns is NULL.
+func (t *topNOp) nullPartition(row types.Row) bool {
 	for _, p := range t.part {
 		if row[p].Null {
-			return fmt.Errorf("%w: the PARTITION BY column of ROW_NUMBER() is NULL", types.ErrBadRecord)
+			return true
 		}
+	}
+	return false
+}
+
+// partitionKey encodes row's partition columns into t.key.
+func (t *topNOp) partitionKey(row types.Row) error {
+	if t.nullPartition(row) {
+		return fmt.Errorf("%w: the PARTITION BY column of ROW_NUMBER() is NULL", types.ErrBadRecord)
 	}
 	if len(t.part) == 0 {
 		t.key = append(t.key[:0], topNAll...) // a Top-N of all rows

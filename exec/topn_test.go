@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -241,5 +242,25 @@ func BenchmarkTopNTableUpdate(b *testing.B) {
 			}
 			op.out.reset()
 		}
+	}
+}
+
+// A NULL partition column makes the row bad; taking such a row out of a
+// table is nothing, and its update to a partition still comes in.
+func TestTopNNullPartition(t *testing.T) {
+	op, c, _ := topNFixture(t, 2, true)
+	nullG := types.Row{types.NullDatum, types.StringDatum("a"), types.IntDatum(5)}
+	if err := op.Process(&Change{New: nullG}); !errors.Is(err, types.ErrBadRecord) {
+		t.Fatalf("NULL partition: %v, want a bad record", err)
+	}
+	if err := op.Process(&Change{Old: nullG, New: topNRow("g", "a", 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Process(&Change{Old: topNRow("g", "a", 5), New: nullG}); !errors.Is(err, types.ErrBadRecord) {
+		t.Fatalf("to a NULL partition: %v, want a bad record", err)
+	}
+	want := "- => a/5@1\na/5@1 => -"
+	if got := strings.Join(c.got, "\n"); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
