@@ -301,16 +301,28 @@ func (t *topNOp) entryKey(row types.Row) error {
 }
 
 // updateRows is update for a table's Top-N, whose rows are entries of
-// their own.
+// their own. One scan reads the first N+1 entries before the change;
+// the first N after it follow from them: the old row's entry taken out
+// (the N+1th moves in), the new one put in its place by key.
 func (t *topNOp) updateRows(old, new types.Row) error {
 	t.prefix = binary.AppendUvarint(t.prefix[:0], uint64(len(t.key)))
 	t.prefix = append(t.prefix, t.key...)
 	t.end = prefixEnd(append(t.end[:0], t.prefix...))
-	t.arena, t.spans = t.arena[:0], t.spans[:0]
 	if err := t.scan(); err != nil {
 		return err
 	}
-	nb := len(t.spans) / 2
+	// The entries, now that the arena no longer moves (sort holds an
+	// entry's store key here).
+	t.before = t.before[:0]
+	for i := 0; i < len(t.spans); i += 3 {
+		e := topNEntry{sort: t.arena[t.spans[i]:t.spans[i+1]]}
+		if err := t.splitValue(&e, t.arena[t.spans[i+1]:t.spans[i+2]]); err != nil {
+			return err
+		}
+		t.before = append(t.before, e)
+	}
+	t.after = append(t.after[:0], t.before...)
+	t.before = t.before[:min(len(t.before), t.n)]
 	if old != nil {
 		if err := t.entryKey(old); err != nil {
 			return err
@@ -319,6 +331,12 @@ func (t *topNOp) updateRows(old, new types.Row) error {
 			return fatal(err)
 		}
 		t.changed[string(t.ekey)] = struct{}{}
+		for i, e := range t.after {
+			if bytes.Equal(e.sort, t.ekey) {
+				t.after = append(t.after[:i], t.after[i+1:]...)
+				break
+			}
+		}
 	}
 	if new != nil {
 		if err := t.entryKey(new); err != nil {
@@ -333,40 +351,52 @@ func (t *topNOp) updateRows(old, new types.Row) error {
 			return fatal(err)
 		}
 		t.changed[string(t.ekey)] = struct{}{}
-	}
-	if err := t.scan(); err != nil {
-		return err
-	}
-	// The entries, now that the arena no longer moves: each span is an
-	// identity and a row.
-	t.before, t.after = t.before[:0], t.after[:0]
-	for i := 0; i < len(t.spans); i += 2 {
-		v := t.arena[t.spans[i]:t.spans[i+1]]
-		n, w := binary.Uvarint(v)
-		if w <= 0 || uint64(len(v)-w) < n {
-			return fatal(fmt.Errorf("%s: corrupt stored row", t.name))
+		at := len(t.after)
+		for i, e := range t.after {
+			if bytes.Compare(e.sort, t.ekey) > 0 {
+				at = i
+				break
+			}
 		}
-		e := topNEntry{id: v[w : w+int(n)], row: v[w+int(n):]}
-		if i/2 < nb {
-			t.before = append(t.before, e)
-		} else {
-			t.after = append(t.after, e)
+		if at < t.n {
+			e := topNEntry{sort: t.ekey}
+			if err := t.splitValue(&e, t.row); err != nil {
+				return err
+			}
+			t.after = append(t.after, topNEntry{})
+			copy(t.after[at+1:], t.after[at:])
+			t.after[at] = e
 		}
 	}
+	t.after = t.after[:min(len(t.after), t.n)]
 	return t.emit()
 }
 
-// scan copies the values of the partition's first N entries to the
-// arena, noting where each starts and ends in t.spans.
+// splitValue sets e's identity and row from a table entry's value.
+func (t *topNOp) splitValue(e *topNEntry, v []byte) error {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || uint64(len(v)-w) < n {
+		return fatal(fmt.Errorf("%s: corrupt stored row", t.name))
+	}
+	e.id, e.row = v[w:w+int(n)], v[w+int(n):]
+	return nil
+}
+
+// scan copies the keys and values of the partition's first N+1 entries
+// to the arena, noting in t.spans where each key starts, where its
+// value starts and where it ends.
 func (t *topNOp) scan() error {
+	t.arena, t.spans = t.arena[:0], t.spans[:0]
 	it, err := t.store.ov.Range(t.prefix, t.end)
 	if err != nil {
 		return fatal(err)
 	}
-	for n := 0; n < t.n && it.Next(); n++ {
+	for n := 0; n <= t.n && it.Next(); n++ {
 		start := len(t.arena)
+		t.arena = append(t.arena, it.Key()...)
+		mid := len(t.arena)
 		t.arena = append(t.arena, it.Value()...)
-		t.spans = append(t.spans, start, len(t.arena))
+		t.spans = append(t.spans, start, mid, len(t.arena))
 	}
 	if err := it.Close(); err != nil {
 		return fatal(err)
