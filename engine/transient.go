@@ -27,7 +27,7 @@ func needsTransient(q *planner.Query) bool {
 	var walk func(n planner.Node)
 	walk = func(n planner.Node) {
 		switch n.(type) {
-		case *planner.Aggregate, *planner.Join:
+		case *planner.Aggregate, *planner.Join, *planner.TopN:
 			stateful = true
 		}
 		for _, c := range n.Children() {

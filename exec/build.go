@@ -235,6 +235,12 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 			a.win.late, a.win.idleAdvance = env.late, env.idleAdvance.Milliseconds()
 		}
 		return a, err
+	case *physical.TopN:
+		store, err := env.store(n, op.Store)
+		if err != nil {
+			return nil, err
+		}
+		return newTopN(n.Name, op, store, env.out, next)
 	case *physical.Materialize:
 		store, err := env.store(n, op.Store)
 		if err != nil {

@@ -134,6 +134,12 @@ func lowerAt(g *Graph, appID string, root planner.Node, keyFormat string, keyOpt
 			agg = a
 			break
 		}
+		if t, ok := n.(*planner.TopN); ok {
+			if suffix != "" || planner.FindTopN(t.Input) != nil {
+				return nil, fmt.Errorf("a Top-N below an aggregation or another Top-N is not supported yet")
+			}
+			return lowerTopN(g, appID, above, t) // topn.go
+		}
 		above = append(above, n)
 		ch := n.Children()
 		if len(ch) != 1 {

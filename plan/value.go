@@ -73,7 +73,7 @@ var opList = []physical.Op{
 	&physical.TableChanges{}, &physical.Aggregate{}, &physical.Materialize{}, &physical.StreamTableJoin{},
 	&physical.TableTableJoin{}, &physical.StreamStreamJoin{}, &physical.Repartition{}, &physical.Sink{},
 	&physical.ForeignKeyJoin{}, &physical.ForeignKeySubscriptions{}, &physical.TableRepartition{},
-	&physical.Merge{},
+	&physical.Merge{}, &physical.TopN{},
 }
 
 // exprList is every expression node kind.

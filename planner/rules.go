@@ -27,6 +27,7 @@ type Rule struct {
 var Rules = []Rule{
 	{"FlattenDerived", flattenDerived},
 	{"AggregateOfAggregate", aggregateOfAggregate},
+	{"RowNumberToTopN", rowNumberToTopN},
 	{"WindowTVFToEventTime", bottomUp(windowTVFToEventTime)},
 	{"JoinResidualToFilter", bottomUp(joinResidualToFilter)},
 	{"JoinResidualToNullMask", bottomUp(joinResidualToNullMask)},
@@ -132,6 +133,14 @@ func withInput(n Node, in Node) (Node, error) {
 		c.Input = in
 		return &c, nil
 	case *WindowTVF:
+		c := *x
+		c.Input = in
+		return &c, nil
+	case *TopN:
+		c := *x
+		c.Input = in
+		return &c, nil
+	case *RowNumber:
 		c := *x
 		c.Input = in
 		return &c, nil

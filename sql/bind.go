@@ -230,6 +230,15 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		// Names now resolve against the re-keyed rows.
 		b.schema = rk.Schema()
 	}
+	rnNode, rnField, err := b.rowNumber(sel, node) // bind_topn.go
+	if err != nil {
+		return nil, err
+	}
+	rnCol := -1
+	if rnField != nil {
+		node, b.schema = rnNode, rnNode.Schema()
+		rnCol = len(b.schema.Columns) - 1
+	}
 	if s.Distinct {
 		return b.selectDistinct(sel, node) // bind_distinct.go
 	}
@@ -288,6 +297,11 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	var names []string
 	gen := b.newAliasGen(sel)
 	for i, f := range s.Fields.Fields {
+		if f == rnField {
+			c := b.schema.Columns[rnCol]
+			exprs, names = append(exprs, &expr.Column{Index: rnCol, Name: c.Name, T: c.Type}), append(names, c.Name)
+			continue
+		}
 		if k, ok := tcol[f]; ok {
 			idx := len(b.schema.Columns) - len(tfns) + k
 			c := b.schema.Columns[idx]
@@ -319,6 +333,9 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		}
 		if f.WildCard != nil {
 			cols := b.schema.Visible()
+			if rnCol >= 0 {
+				cols = slices.DeleteFunc(slices.Clone(cols), func(c int) bool { return c == rnCol })
+			}
 			if len(tfns) > 0 && !b.legacyFns {
 				// * is the input's columns, not the table functions' outputs.
 				cols = slices.DeleteFunc(slices.Clone(cols), func(c int) bool { return c >= len(b.schema.Columns)-len(tfns) })
@@ -718,6 +735,17 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		// join's, a table.
 		fromTable = join.OfTables()
 	}
+	topN := planner.FindTopN(q.Root) != nil
+	switch {
+	case topN && ca.Kind == catalog.Stream:
+		return nil, NameError(ca, CodeFeatureNotSupport, "a Top-N (ROW_NUMBER() OVER … WHERE rn <= N) produces a table: use CREATE TABLE … AS SELECT or CREATE MATERIALIZED VIEW … AS SELECT")
+	case topN && aggregateOverTopN(q.Root):
+		return nil, errorAt(ca.text, posOf(ca.Select, "ROW_NUMBER"), CodeFeatureNotSupport, "an aggregation over a Top-N is not supported yet")
+	case topN && findAggregate(q.Root) != nil && findAggregate(q.Root).Window != nil:
+		return nil, errorAt(ca.text, posOf(ca.Select, "ROW_NUMBER"), CodeFeatureNotSupport, "a Top-N over a windowed aggregation is not supported yet")
+	case topN:
+		aggregate = true // a table, as an aggregation's
+	}
 	switch {
 	case aggregate && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "GROUP BY produces a table: use CREATE TABLE … AS SELECT")
@@ -831,6 +859,11 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 		if f, err := types.NormalizeFormat(ca.Select.DefaultKeyFormat); err == nil && f != "" && f != types.FormatNone && !ca.Select.LegacyJoinKeys {
 			target.KeyFormat = f
 		}
+	}
+	if topN && target.KeyFormat == types.FormatKafka && len(target.Schema.KeyIndexes()) > 1 {
+		// Keyed by the partition columns and the rank: KAFKA keys
+		// one column only.
+		target.KeyFormat = types.FormatJSON
 	}
 	if join != nil && target.KeyFormat == types.FormatKafka && len(target.Schema.KeyIndexes()) > 1 {
 		// Keyed by a table's composite key, in its key format.

@@ -30,7 +30,14 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	root, rules, err := planner.Rewrite(q.Root, sel.dialect)
 	if err != nil {
+		if planner.FindRowNumber(q.Root) != nil {
+			// RowNumberToTopN's refusals, at the ROW_NUMBER.
+			return nil, errorAt(sel.text, posOf(sel, "ROW_NUMBER"), CodeFeatureNotSupport, "%v", err)
+		}
 		return nil, Errorf(CodeFeatureNotSupport, "%v", err)
+	}
+	if err := rowNumberLeft(sel, root); err != nil {
+		return nil, err
 	}
 	q.Root, q.Dialect, q.Rules = root, sel.dialect, rules
 	return q, nil

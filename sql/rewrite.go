@@ -285,6 +285,7 @@ func isOperatorWord(t token) bool {
 // rewriteExprs adds the edits for ksqlDB expression forms found in
 // toks[from:to] and returns an error for forms that are refused.
 func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
+	overEnd := -1 // the end of a window function's OVER (…), if in one
 	for i := from; i < to; i++ {
 		t := toks[i]
 		next := toks[i+1]
@@ -296,6 +297,12 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 		switch {
 		case t.is("FILTER") && isPunct(next, "(") && toks[i+2].is("WHERE") && i > 0 && isPunct(toks[i-1], ")"):
 			i += 2 // an aggregate's FILTER (WHERE, replaced by aggFilter
+		case t.kind == tIdent && t.text == "OVER" && isPunct(next, "(") && i > from && isPunct(toks[i-1], ")"):
+			// f(…) OVER (PARTITION BY … ORDER BY … [ROWS …]): a window
+			// function (topn.go binds ROW_NUMBER); its clause words stay
+			// TiDB's keywords.
+			overEnd = skipParens(toks, i+1)
+		case i < overEnd && t.kind == tIdent && windowSpecWords[t.text]:
 		case isPunct(t, "$") && next.kind == tNumber && next.pos == t.end:
 			// A placeholder $n: TiDB's is ?, which selectStmt numbers
 			// back from the $n at its position (params.go).
@@ -483,3 +490,8 @@ func (r *rewriter) lambda(toks []token, i int) *Error {
 	}
 	return nil
 }
+
+// windowSpecWords are the words of a window specification (OVER (…))
+// that TiDB reserves and that stay unquoted there.
+var windowSpecWords = map[string]bool{"PARTITION": true, "ROWS": true, "RANGE": true, "GROUPS": true,
+	"UNBOUNDED": true, "PRECEDING": true, "FOLLOWING": true, "CURRENT": true, "ROW": true}

@@ -1,0 +1,185 @@
+package physical
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/planner"
+	"github.com/sqlstreams/sqlstreams/types"
+)
+
+var _ Op = (*TopN)(nil)
+
+// TopN keeps, per partition (the rows with equal Partition columns),
+// the rows ordered by Order, and emits the changes of the first N
+// (planner.TopN): with Rank, each rank's row as a row keyed by the
+// partition and the rank (Out's last column), a rank that empties as
+// its deletion; without, the rows that enter and leave the first N.
+//
+// Its Store (key-value, changelogged): over a stream one entry per
+// partition, the partition's first N rows in order; over a table
+// (FromTable) every row, each an entry of its own keyed by partition,
+// order and RowKey (the table's key columns), so that a row taken out
+// (an update, a deletion) lets the next one move in. See exec/topn.go.
+type TopN struct {
+	Partition []int
+	Order     []expr.Expr
+	Desc      []bool
+	N         int64
+	Rank      bool
+	FromTable bool
+	RowKey    []int
+	Out       types.Schema
+	Store     *Store
+}
+
+// TopNRows is the value format of a TopN's store.
+const TopNRows = "TOPN-ROWS"
+
+func (t *TopN) Schema() types.Schema { return t.Out }
+func (t *TopN) Explain(name string) string {
+	ps := make([]string, len(t.Partition))
+	for i, p := range t.Partition {
+		ps[i] = t.Out.Columns[p].Name
+	}
+	os := make([]string, len(t.Order))
+	for i, o := range t.Order {
+		os[i] = o.String()
+		if t.Desc[i] {
+			os[i] += " DESC"
+		}
+	}
+	per := strings.Join(ps, ", ")
+	if per == "" {
+		per = "ALL"
+	}
+	d := fmt.Sprintf("TopN: %d PER %s ORDER BY %s", t.N, per, strings.Join(os, ", "))
+	if t.Rank {
+		d += " RANK " + t.Out.Columns[len(t.Out.Columns)-1].Name
+	}
+	if t.FromTable {
+		d += " RETRACTING"
+	}
+	return "  --> " + name + "  " + d + " (store: " + t.Store.Name + ", changelog: " + t.Store.Changelog + ")\n"
+}
+func (t *TopN) stores() []*Store { return []*Store{t.Store} }
+
+// lowerTopN adds a Top-N (the TopN node of root's chain, with the nodes
+// above it) and returns the last node: the input's chain (a table's as
+// changes), then, unless the rows are partitioned by the Top-N's
+// partition columns already, <appid>-TOPN-repartition and the source
+// that reads it back, then TOPN with its store TOPN
+// (<appid>-TOPN-changelog), then the filters and projections above.
+func lowerTopN(g *Graph, appID string, above []planner.Node, t *planner.TopN) (*Node, error) {
+	if planner.FindTopN(t.Input) != nil {
+		return nil, fmt.Errorf("a Top-N over a Top-N is not supported yet")
+	}
+	var in *Node
+	var err error
+	if inner, _ := innerAggregate(t.Input); inner != nil {
+		// A Top-N of an aggregation's rows: its changes (old and new
+		// rows), from sub-topologies named AGGREGATE-1, GROUPBY-1, ….
+		if inner.Window != nil || !inner.Changes {
+			return nil, fmt.Errorf("a Top-N over a windowed aggregation is not supported yet")
+		}
+		in, err = lowerInner(g, appID, t.Input, "")
+	} else {
+		in, err = chain(g, t.Input, t.FromTable)
+	}
+	if err != nil {
+		return nil, err
+	}
+	schema := t.Input.Schema()
+	if topNRepartition(t) {
+		if findJoin(t.Input) {
+			return nil, fmt.Errorf("a Top-N over a join is not supported yet")
+		}
+		topic := appID + "-TOPN-repartition"
+		keys := make([]expr.Expr, len(t.Partition))
+		kcols := make([]types.Column, len(t.Partition))
+		for i, p := range t.Partition {
+			c := schema.Columns[p]
+			keys[i] = &expr.Column{Index: p, Name: c.Name, T: c.Type}
+			kcols[i] = types.Column{Name: c.Name, Type: c.Type, Key: true}
+		}
+		if len(t.Partition) == 0 {
+			// A Top-N of all rows: one partition, keyed by a constant
+			// (as a global aggregate's), read by one task.
+			keys = []expr.Expr{&expr.Literal{V: types.IntDatum(0), T: types.IntType}}
+			kcols = []types.Column{{Name: "KSQL_GLOBAL", Type: types.IntType, Key: true}}
+		}
+		g.Add("REPARTITION-TOPN", &Repartition{Topic: topic, KeyExprs: keys, KeySchema: types.Schema{Columns: kcols},
+			KeyFormat: types.FormatJSON, In: schema}, in)
+		cols := make([]types.Column, len(schema.Columns))
+		copy(cols, schema.Columns)
+		for i := range cols {
+			cols[i].Key = false
+		}
+		if schema.Index(types.RowTime) < 0 {
+			// An aggregation's rows: the rows read back get pseudo
+			// columns of their own after them, which the Top-N does not
+			// keep (it stores and emits the columns it was planned with).
+			cols = append(cols, types.PseudoColumns...)
+		}
+		in = g.Add("SOURCE-TOPN-repartition", &Source{Topic: topic, KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON,
+			Out: types.Schema{Columns: cols}, Repartitioned: t.FromTable})
+	}
+	op := &TopN{Partition: t.Partition, Order: t.Order, Desc: t.Desc, N: t.N, Rank: t.Rank, FromTable: t.FromTable,
+		Out: t.Schema(), Store: &Store{Name: "TOPN", Kind: KeyValue, Changelog: appID + "-TOPN-changelog",
+			KeyFormat: types.FormatJSON, ValueFormat: TopNRows, Schema: schema}}
+	if t.FromTable {
+		op.RowKey = schema.KeyIndexes()
+	}
+	last := g.Add("TOPN", op, in)
+	for i := len(above) - 1; i >= 0; i-- {
+		name := fmt.Sprintf("%04d", len(above)-i)
+		switch n := above[i].(type) {
+		case *planner.Filter:
+			last = g.Add("FILTER-TOPN-"+name, &Filter{Predicate: n.Predicate, Out: n.Schema()}, last)
+		case *planner.Project:
+			last = g.Add("PROJECT-TOPN-"+name, &Project{Exprs: n.Exprs, Out: n.Schema()}, last)
+		default:
+			return nil, fmt.Errorf("plan node %T above a Top-N is not supported yet", n)
+		}
+	}
+	return last, nil
+}
+
+// topNRepartition reports whether a Top-N's input must be repartitioned
+// by its partition columns: a table's changes always are (a row's old
+// and new versions may belong to different partitions), a stream's
+// unless it is keyed by exactly those columns, by a known partitioner.
+func topNRepartition(t *planner.TopN) bool {
+	if t.FromTable || len(t.Partition) == 0 {
+		return true
+	}
+	for _, src := range planner.Sources(t.Input) {
+		if !src.Partitioner.Known() {
+			return true
+		}
+	}
+	keys := t.Input.Schema().KeyIndexes()
+	if len(keys) != len(t.Partition) {
+		return true
+	}
+	for i, k := range keys {
+		if t.Partition[i] != k {
+			return true
+		}
+	}
+	return false
+}
+
+// findJoin reports whether n's plan holds a join.
+func findJoin(n planner.Node) bool {
+	if _, ok := n.(*planner.Join); ok {
+		return true
+	}
+	for _, c := range n.Children() {
+		if findJoin(c) {
+			return true
+		}
+	}
+	return false
+}
