@@ -113,6 +113,10 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			return nil, err
 		}
 	}
+	if err := rewriteSubqueries(sel, cat); err != nil { // subquery.go
+		return nil, err
+	}
+	s = sel.stmt
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
 		legacyDistinct: sel.LegacyDistinct,

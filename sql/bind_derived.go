@@ -32,6 +32,10 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if err != nil {
 		return nil, Errorf(CodeFeatureNotSupport, "%v", err)
 	}
+	if sel.subquery {
+		// The binder's rewrite of an IN or EXISTS subquery (subquery.go).
+		rules = append([]string{"SubqueryToJoin"}, rules...)
+	}
 	q.Root, q.Dialect, q.Rules = root, sel.dialect, rules
 	return q, nil
 }

@@ -247,6 +247,9 @@ type Select struct {
 	// dialect is the SQL the statement is written in, as binding found
 	// it (planner.Dialect).
 	dialect planner.Dialect
+	// subquery marks a SELECT whose IN or EXISTS subquery was rewritten
+	// into its join (subquery.go).
+	subquery bool
 	// global marks the SELECT of a global aggregate (bind_global.go),
 	// bound with a GROUP BY of a constant.
 	global bool
