@@ -344,7 +344,18 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		if k < 0 || len(tkeys) != 1 {
 			return fail("IN (SELECT c FROM %s): c must be %s's PRIMARY KEY (a lookup by key); for another column, make a table keyed by it first: CREATE TABLE … AS SELECT c, COUNT(*) AS n FROM %s GROUP BY c", t.Name, t.Name, t.Name)
 		}
-		if in, _ := sides(x); in {
+		// x is in the outer query's scope: its unqualified columns are
+		// the outer source's.
+		inX := false
+		x.Accept(&nameVisitor{f: func(cn *ast.ColumnName) {
+			switch q := cn.Table.O; {
+			case q == "" || q == oq || q == outer.Name:
+				cn.Table = ast.NewCIStr(oq)
+			case q == tq || q == t.Name:
+				inX = true
+			}
+		}})
+		if inX {
 			return fail("the expression before IN must read the outer query's columns")
 		}
 		sides(inner.Fields.Fields[0].Expr)
