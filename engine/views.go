@@ -38,7 +38,8 @@ func (e *Engine) createView(st *sql.CreateView, cmd catalog.Command, record reco
 }
 
 // dropView removes a view. The persistent queries created from it keep
-// running with the plans they recorded.
+// running with the plans they recorded; a view that another view reads
+// is not dropped (the other would no longer bind).
 func (e *Engine) dropView(st *sql.DropView, cmd catalog.Command, record recorder) (Result, error) {
 	tag := Result{Tag: "DROP VIEW"}
 	if _, ok := e.cat.View(st.Name); !ok {
@@ -49,6 +50,12 @@ func (e *Engine) dropView(st *sql.DropView, cmd catalog.Command, record recorder
 			return Result{}, sql.NameError(st, sql.CodeUndefinedObject, "%s is a %s, not a view: use DROP %s", st.Name, src.Kind, src.Kind)
 		}
 		return Result{}, sql.NameError(st, sql.CodeUndefinedObject, "view %s does not exist", st.Name)
+	}
+	snap := e.cat.Snapshot()
+	for _, other := range snap.Views() {
+		if text, _ := snap.View(other); other != st.Name && sql.ViewReads(text, st.Name) {
+			return Result{}, sql.NameError(st, sql.CodeObjectInUse, "Cannot drop view %s: view %s reads it; drop or replace %s first", st.Name, other, other)
+		}
 	}
 	if _, err := record(cmd); err != nil {
 		return Result{}, err

@@ -1,6 +1,10 @@
 package sql
 
-import "github.com/sqlstreams/sqlstreams/catalog"
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/sqlstreams/sqlstreams/catalog"
+)
 
 // createMaterializedView parses CREATE [OR REPLACE] MATERIALIZED VIEW
 // [IF NOT EXISTS] name [WITH (…)] AS SELECT …, after CREATE [OR REPLACE]:
@@ -183,3 +187,39 @@ func (v *viewScope) View(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// ViewReads reports whether the CREATE VIEW statement reads the stream,
+// table or view called name (anywhere in its SELECT, subqueries and
+// CTEs included).
+func ViewReads(statement, name string) bool {
+	st, err := Parse(statement)
+	if err != nil {
+		return false
+	}
+	cv, ok := st.(*CreateView)
+	if !ok {
+		return false
+	}
+	v := &tableNameFinder{name: name}
+	if cv.Select.stmt != nil {
+		cv.Select.stmt.Accept(v)
+	}
+	for _, b := range cv.Select.union {
+		b.Accept(v)
+	}
+	return v.found
+}
+
+type tableNameFinder struct {
+	name  string
+	found bool
+}
+
+func (v *tableNameFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if t, ok := n.(*ast.TableName); ok && t.Name.O == v.name {
+		v.found = true
+	}
+	return n, v.found
+}
+
+func (v *tableNameFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
