@@ -170,6 +170,9 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	fail := func(format string, args ...any) error {
 		return errorAt(sel.text, at, CodeFeatureNotSupport, format, args...)
 	}
+	if sel.Emit == "" && !sel.persistent && !sel.inserting {
+		return fail("pull queries don't support IN or EXISTS subqueries yet: make a table of the query (CREATE TABLE … AS SELECT …) and query it, or add EMIT CHANGES")
+	}
 	// The outer source.
 	j := s.From.TableRefs
 	if j == nil || j.Right != nil {
