@@ -102,7 +102,7 @@ func (b *binder) fromSubquery(sel *Select, q ast.ResultSetNode, kind, alias stri
 		return nil, errorAt(sel.text, posOf(sel, "UNION"), CodeFeatureNotSupport, "%s %s: only a SELECT is supported here", kind, alias)
 	}
 	sub := &Select{base: sel.base, Emit: sel.Emit, Limit: -1, Params: sel.Params, nParams: sel.nParams,
-		stmt: inner, toks: sel.toks, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
+		stmt: inner, toks: sel.toks, rw: sel.rw, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
 		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink}
 	if inner.Limit != nil {
 		return nil, errorAt(sel.text, posOf(sel, "LIMIT"), CodeFeatureNotSupport, "LIMIT in a %s is not supported", kindText(kind))

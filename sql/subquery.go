@@ -68,30 +68,31 @@ func subqueriesOf(n ast.Node) []ast.ExprNode {
 	return v.found
 }
 
-// subqueryPos is the position of the k-th "(SELECT" of sel's text (-1:
-// none), for errors about its k-th subquery.
-func subqueryPos(sel *Select, k int) int {
-	for i := 0; i+1 < len(sel.toks); i++ {
-		if isPunct(sel.toks[i], "(") && sel.toks[i+1].is("SELECT") {
-			if k == 0 {
-				return sel.toks[i+1].pos
-			}
-			k--
+// subqueryAt is the position of the SELECT of n's subquery in sel's
+// text (n a subquery, or IN, EXISTS or a comparison with one), for errors
+// about it.
+func subqueryAt(sel *Select, n ast.ExprNode) int {
+	var sq *ast.SubqueryExpr
+	switch x := n.(type) {
+	case *ast.SubqueryExpr:
+		sq = x
+	case *ast.PatternInExpr:
+		sq, _ = x.Sel.(*ast.SubqueryExpr)
+	case *ast.ExistsSubqueryExpr:
+		sq, _ = x.Sel.(*ast.SubqueryExpr)
+	case *ast.CompareSubqueryExpr:
+		sq, _ = x.R.(*ast.SubqueryExpr)
+	}
+	at := 0
+	if sq != nil && len(sel.rw.spans) > 0 {
+		at = sel.rw.orig(sq.OriginTextPosition())
+	}
+	for _, t := range sel.toks {
+		if t.pos >= at && t.is("SELECT") && t.pos > 0 {
+			return t.pos
 		}
 	}
 	return -1
-}
-
-// subqueryIndex is the index of the "(SELECT" of sel's text that opens
-// the subquery of in the statement (in text order), found by the order
-// of all its subqueries.
-func subqueryIndex(all []ast.ExprNode, of ast.ExprNode) int {
-	for i, n := range all {
-		if n == of {
-			return i
-		}
-	}
-	return 0
 }
 
 // rewriteSubqueries rewrites a SELECT whose WHERE holds an IN or EXISTS
@@ -110,7 +111,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	}
 	other := func(n ast.Node, where string) error {
 		if subs := subqueriesOf(n); len(subs) > 0 {
-			return errorAt(sel.text, subqueryPos(sel, 0), CodeFeatureNotSupport, "a subquery in %s is not supported: only [NOT] IN (SELECT …) and [NOT] EXISTS (SELECT …) conditions of WHERE are", where)
+			return errorAt(sel.text, subqueryAt(sel, subs[0]), CodeFeatureNotSupport, "a subquery in %s is not supported: only [NOT] IN (SELECT …) and [NOT] EXISTS (SELECT …) conditions of WHERE are", where)
 		}
 		return nil
 	}
@@ -157,7 +158,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 			rest = append(rest, c)
 			continue
 		}
-		at := subqueryPos(sel, subqueryIndex(all, subs[0]))
+		at := subqueryAt(sel, subs[0])
 		if cond != nil {
 			return errorAt(sel.text, at, CodeFeatureNotSupport, "one IN or EXISTS subquery per SELECT is supported")
 		}
@@ -166,7 +167,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		}
 		cond = c
 	}
-	at := subqueryPos(sel, 0)
+	at := subqueryAt(sel, unparenNot(cond))
 	fail := func(format string, args ...any) error {
 		return errorAt(sel.text, at, CodeFeatureNotSupport, format, args...)
 	}
@@ -517,3 +518,12 @@ func (v *nameVisitor) Enter(n ast.Node) (ast.Node, bool) {
 }
 
 func (v *nameVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// unparenNot is n without parentheses and a NOT before EXISTS.
+func unparenNot(n ast.ExprNode) ast.ExprNode {
+	n = unparen(n)
+	if u, ok := n.(*ast.UnaryOperationExpr); ok && u.Op == opcode.Not {
+		return unparen(u.V)
+	}
+	return n
+}
