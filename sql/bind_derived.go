@@ -261,6 +261,8 @@ func (b *binder) fromView(sel *Select, ts *ast.TableSource, name, stmt string, c
 	if err != nil {
 		if e, ok := err.(*Error); ok && e.Line > 0 {
 			return nil, errorAt(sel.text, refPos, e.Code, "view %s: %s (in: %s)", name, e.Msg, cv.Select.text[posOfSelect(cv):])
+		} else if ok {
+			return nil, errorAt(sel.text, refPos, e.Code, "view %s: %s", name, e.Msg)
 		}
 		return nil, err
 	}
