@@ -377,7 +377,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		// EXISTS (SELECT … FROM t WHERE t.k = outer_expr AND …).
 		eqs := make([]ast.ExprNode, len(tkeys))
 		for _, c := range innerConj {
-			in, out := sides(c)
+			_, out := sides(c)
 			if !out {
 				residual = append(residual, c)
 				continue
@@ -395,7 +395,6 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 					}
 				}
 			}
-			_ = in
 			return fail("a correlated subquery is supported in the form EXISTS (SELECT … FROM %s WHERE %s.<key> = <outer expression> …): this condition reads the outer query's columns otherwise", t.Name, tq)
 		}
 		for k, e := range eqs {
