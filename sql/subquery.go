@@ -16,13 +16,15 @@ import (
 //	[NOT] EXISTS (SELECT … FROM t WHERE t.k = outer_expr [AND p])
 //
 // where t is a table and c, or k (all of its key columns), is t's
-// primary key, is a lookup of t by key: the SELECT is rewritten, before
+// primary key (p may read the outer query's columns too: a correlated
+// condition), is a lookup of t by key: the SELECT is rewritten, before
 // it is bound, into a join with t that keeps only the outer source's
 // columns. IN and EXISTS are an INNER join (t's key is unique, so each
 // outer row matches at most once: the semi join's rows); NOT IN and NOT
 // EXISTS a LEFT join that keeps the rows with no match (t's key IS
-// NULL), the anti join. p, over t's columns, goes in the join's ON (a
-// residual: JoinResidualToFilter and JoinResidualToNullMask lower it).
+// NULL), the anti join. p goes in the join's ON (a residual:
+// JoinResidualToFilter and JoinResidualToNullMask lower it: an anti
+// join's outer row is kept when no row of t has its key and meets p).
 // Over a stream, each row is checked against t as t is when the row is
 // processed; over a table the result follows both sides' changes (a row
 // leaves the result when a match appears or goes, as the join's rows
@@ -30,12 +32,14 @@ import (
 //
 // NULLs: x NOT IN (…) is not true for a NULL x (SQL's three-valued
 // logic), so NOT IN also requires x IS NOT NULL; t's key is never NULL,
-// so the subquery's set holds no NULL. NOT EXISTS keeps an outer row
+// so the subquery's set holds no NULL. (SQL makes NULL NOT IN (empty
+// set) true; whether the set is empty is not tracked, so a NULL x is
+// left out then too.) NOT EXISTS keeps an outer row
 // whose correlated expression is NULL (nothing equals it).
 //
 // The statement is in the SQL dialect. Other subqueries — a subquery
 // column that is not t's key, a subquery over a stream or with GROUP BY,
-// a correlation other than t's key = an outer expression, scalar
+// an EXISTS without t's key = an outer expression, scalar
 // subqueries, subqueries in the SELECT list, under OR or NOT — are
 // refused at their position.
 
@@ -365,9 +369,9 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		sides(inner.Fields.Fields[0].Expr)
 		on = append(on, &ast.BinaryOperationExpr{Op: opcode.EQ, L: x, R: inner.Fields.Fields[0].Expr})
 		for _, c := range innerConj {
-			if _, out := sides(c); out {
-				return fail("a correlated IN subquery is not supported: write it as EXISTS (SELECT … FROM %s WHERE %s.<key> = <outer expression> …)", t.Name, tq)
-			}
+			// Conditions on t's columns, and correlated ones that read
+			// the outer's too: the join's residual either way.
+			sides(c)
 			residual = append(residual, c)
 		}
 		if not {
@@ -395,7 +399,8 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 					}
 				}
 			}
-			return fail("a correlated subquery is supported in the form EXISTS (SELECT … FROM %s WHERE %s.<key> = <outer expression> …): this condition reads the outer query's columns otherwise", t.Name, tq)
+			// Another correlated condition: the join's residual.
+			residual = append(residual, c)
 		}
 		for k, e := range eqs {
 			if e == nil {
