@@ -410,6 +410,9 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 				sink = "the query's result"
 			}
 			if err := b.projectJoinKey(exprs, names, sink); err != nil {
+				if sel.subquery {
+					return nil, subqueryKeyError(sel, sink)
+				}
 				return nil, err
 			}
 		} else if len(sel.partitionExprs) == 0 || b.legacyJoins2 {

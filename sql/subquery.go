@@ -471,7 +471,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	st.Where = andAll(rest)
 	sel.stmt = &st
 	sel.dialect = planner.DialectSQL
-	sel.subquery = true
+	sel.subquery, sel.subqueryCond, sel.subqueryKey = true, cond, on[0].(*ast.BinaryOperationExpr).L
 	return nil
 }
 
@@ -530,4 +530,16 @@ func unparenNot(n ast.ExprNode) ast.ExprNode {
 		return unparen(u.V)
 	}
 	return n
+}
+
+// subqueryKeyError is the error for a persistent query whose semi or
+// anti join's key is not selected: the join's result is keyed by the
+// expression the table is looked up with.
+func subqueryKeyError(sel *Select, sink string) error {
+	key := restore(sel.subqueryKey)
+	if cn, ok := unparen(sel.subqueryKey).(*ast.ColumnNameExpr); ok {
+		key = cn.Name.Name.O
+	}
+	return errorAt(sel.text, subqueryAt(sel, unparenNot(sel.subqueryCond)), CodeFeatureNotSupport,
+		"%s is keyed by what the subquery's table is looked up with (%s): select it too", sink, key)
 }
