@@ -116,6 +116,8 @@ type Snapshot struct {
 	queries map[string]*Query
 	// types are the custom types of CREATE TYPE, by upper-case name.
 	types map[string]types.Type
+	// views are the CREATE VIEW statements, by upper-case view name.
+	views map[string]string
 }
 
 // New returns an empty catalog.
@@ -229,9 +231,12 @@ func (c *Catalog) change(fn func(next *Snapshot) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := c.cur.Load()
-	next := &Snapshot{sources: maps.Clone(cur.sources), queries: maps.Clone(cur.queries), types: maps.Clone(cur.types)}
+	next := &Snapshot{sources: maps.Clone(cur.sources), queries: maps.Clone(cur.queries), types: maps.Clone(cur.types), views: maps.Clone(cur.views)}
 	if next.types == nil {
 		next.types = map[string]types.Type{}
+	}
+	if next.views == nil {
+		next.views = map[string]string{}
 	}
 	if err := fn(next); err != nil {
 		return err
@@ -298,4 +303,34 @@ func (c *Catalog) UpdateQuery(id string, fn func(*Query)) bool {
 // DropQuery forgets a persistent query.
 func (c *Catalog) DropQuery(id string) {
 	_ = c.change(func(next *Snapshot) error { delete(next.queries, id); return nil })
+}
+
+// View returns the CREATE VIEW statement of the view named name.
+func (s *Snapshot) View(name string) (string, bool) {
+	v, ok := s.views[name]
+	return v, ok
+}
+
+// Views returns the views' names, sorted.
+func (s *Snapshot) Views() []string {
+	out := make([]string, 0, len(s.views))
+	for n := range s.views {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// View returns the CREATE VIEW statement of the view named name
+// (sql.Views).
+func (c *Catalog) View(name string) (string, bool) { return c.Snapshot().View(name) }
+
+// PutView adds or replaces the view named name, made by statement.
+func (c *Catalog) PutView(name, statement string) {
+	_ = c.change(func(next *Snapshot) error { next.views[name] = statement; return nil })
+}
+
+// DropView removes the view named name.
+func (c *Catalog) DropView(name string) {
+	_ = c.change(func(next *Snapshot) error { delete(next.views, name); return nil })
 }

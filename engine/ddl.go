@@ -52,6 +52,11 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		st.Select.CollectLimits = limits
 	}
 	b := binding{legacy: l, live: live, migrate: migrate}
+	if live {
+		if err := e.viewNameTaken(st); err != nil {
+			return Result{}, err
+		}
+	}
 	var res Result
 	switch st := st.(type) {
 	case *sql.CreateSource:
@@ -70,6 +75,10 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 		res, err = e.createType(st, cmd, record)
 	case *sql.DropType:
 		res, err = e.dropType(st, cmd, record)
+	case *sql.CreateView:
+		res, err = e.createView(st, cmd, record, live)
+	case *sql.DropView:
+		res, err = e.dropView(st, cmd, record)
 	default:
 		return Result{}, fmt.Errorf("statement %T does not change the catalog", st)
 	}

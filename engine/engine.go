@@ -232,7 +232,8 @@ func (e *Engine) ExecuteStatement(ctx context.Context, s *Session, st sql.Statem
 		}
 	}
 	switch st := st.(type) {
-	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.Pause, *sql.InsertSelect, *sql.CreateType, *sql.DropType:
+	case *sql.CreateSource, *sql.CreateAs, *sql.Drop, *sql.Terminate, *sql.Pause, *sql.InsertSelect, *sql.CreateType, *sql.DropType,
+		*sql.CreateView, *sql.DropView:
 		if e.cfg.Headless != nil {
 			return Result{}, sql.Errorf(sql.CodeFeatureNotSupport, "this server runs headless (--queries-file): its streams, tables and queries come from that file and cannot be changed")
 		}

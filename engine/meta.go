@@ -183,6 +183,8 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 		return writeTyped(w, l)
 	case "FUNCTIONS":
 		return writeTyped(w, &FunctionList{Functions: e.Functions()})
+	case "VIEWS":
+		return e.showViews(w)
 	case "TYPES":
 		l := &TypeList{Types: []TypeInfo{}}
 		snap := e.cat.Snapshot()
@@ -419,6 +421,8 @@ func (e *Engine) Describe(ctx context.Context, s *Session, text string) ([]types
 			return topicsCols, nil
 		case "TYPES":
 			return typesCols, nil
+		case "VIEWS":
+			return viewsCols, nil
 		case "PROPERTIES":
 			return propertiesCols, nil
 		case "FUNCTIONS":

@@ -169,6 +169,11 @@ func queryPrints(eng *engine.Engine) string {
 	for _, src := range eng.Catalog().Sources() {
 		fmt.Fprintf(&b, "%s %s topic=%s partitions=%d schema=%s\n", src.Kind, src.Name, src.Topic, src.Partitions, src.Schema)
 	}
+	snap := eng.Catalog().Snapshot()
+	for _, v := range snap.Views() {
+		text, _ := snap.View(v)
+		fmt.Fprintf(&b, "VIEW %s: %s\n", v, strings.TrimSpace(text))
+	}
 	for _, q := range eng.Queries() {
 		p, _ := eng.ExplainQuery(q.ID)
 		fmt.Fprintf(&b, "%s %s sink=%s sources=%s fingerprint=%s\n", q.ID, q.State(), q.Sink, strings.Join(q.Sources, ","), p.Fingerprint)

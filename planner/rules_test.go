@@ -34,6 +34,12 @@ func TestRules(t *testing.T) {
 		   WITH (KAFKA_TOPIC='prefs', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE TABLE regions (region VARCHAR PRIMARY KEY, rname VARCHAR, minlevel INT)
 		   WITH (KAFKA_TOPIC='regions', VALUE_FORMAT='JSON', PARTITIONS=3)`,
+		`CREATE TABLE bidders (id BIGINT PRIMARY KEY, name VARCHAR, banned BOOLEAN)
+		   WITH (KAFKA_TOPIC='bidders', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE TABLE lots (lot BIGINT PRIMARY KEY, auction BIGINT, reserve BIGINT)
+		   WITH (KAFKA_TOPIC='lots', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE TABLE auctions (id BIGINT PRIMARY KEY, seller VARCHAR, category INT)
+		   WITH (KAFKA_TOPIC='auctions', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 	} {
 		st, err := sql.Parse(ddl)
 		if err != nil {

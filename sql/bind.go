@@ -113,6 +113,10 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			return nil, err
 		}
 	}
+	if err := rewriteSubqueries(sel, cat); err != nil { // subquery.go
+		return nil, err
+	}
+	s = sel.stmt
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
 		legacyDistinct: sel.LegacyDistinct,
@@ -423,6 +427,9 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 				sink = "the query's result"
 			}
 			if err := b.projectJoinKey(exprs, names, sink); err != nil {
+				if sel.subquery {
+					return nil, subqueryKeyError(sel, sink)
+				}
 				return nil, err
 			}
 		} else if len(sel.partitionExprs) == 0 || b.legacyJoins2 {

@@ -39,6 +39,10 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if err := rowNumberLeft(sel, root); err != nil {
 		return nil, err
 	}
+	if sel.subquery {
+		// The binder's rewrite of an IN or EXISTS subquery (subquery.go).
+		rules = append([]string{"SubqueryToJoin"}, rules...)
+	}
 	q.Root, q.Dialect, q.Rules = root, sel.dialect, rules
 	return q, nil
 }
@@ -105,7 +109,7 @@ func (b *binder) fromSubquery(sel *Select, q ast.ResultSetNode, kind, alias stri
 		return nil, errorAt(sel.text, posOf(sel, "UNION"), CodeFeatureNotSupport, "%s %s: only a SELECT is supported here", kind, alias)
 	}
 	sub := &Select{base: sel.base, Emit: sel.Emit, Limit: -1, Params: sel.Params, nParams: sel.nParams,
-		stmt: inner, toks: sel.toks, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
+		stmt: inner, toks: sel.toks, rw: sel.rw, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
 		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink}
 	if inner.Limit != nil {
 		return nil, errorAt(sel.text, posOf(sel, "LIMIT"), CodeFeatureNotSupport, "LIMIT in a %s is not supported", kindText(kind))
@@ -113,6 +117,12 @@ func (b *binder) fromSubquery(sel *Select, q ast.ResultSetNode, kind, alias stri
 	if inner.OrderBy != nil {
 		return nil, errorAt(sel.text, posOf(sel, "ORDER"), CodeFeatureNotSupport, "ORDER BY in a %s is not supported", kindText(kind))
 	}
+	return b.derived(sel, sub, kind, alias, cols, cat)
+}
+
+// derived binds sub, the SELECT of a derived table, a CTE or a view, and
+// puts it under a Derived node named alias for the outer SELECT sel.
+func (b *binder) derived(sel, sub *Select, kind, alias string, cols []ast.CIStr, cat Catalog) (planner.Node, error) {
 	qr, err := bindSelect(sub, cat)
 	if err != nil {
 		return nil, err
@@ -185,6 +195,12 @@ func (b *binder) fromTableSource(sel *Select, ts *ast.TableSource, cat Catalog) 
 	case *ast.TableName:
 		c, scope := lookupCTE(cat, src.Name.O)
 		if c == nil {
+			if stmt, ok := lookupView(cat, src.Name.O); ok {
+				if _, isSource := cat.Source(src.Name.O); !isSource {
+					n, err := b.fromView(sel, ts, src.Name.O, stmt, cat)
+					return n, true, err
+				}
+			}
 			return nil, false, nil
 		}
 		alias := ts.AsName.O
@@ -198,4 +214,89 @@ func (b *binder) fromTableSource(sel *Select, ts *ast.TableSource, cat Catalog) 
 		return n, true, err
 	}
 	return nil, true, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table, or be a derived table")
+}
+
+// fromView binds the FROM of a view's reference: the view's SELECT
+// (parsed again from its CREATE VIEW statement) under a Derived node of
+// kind VIEW, named as the view or its alias. It runs as the outer
+// SELECT does (a persistent, push or pull query). An error in the
+// view's SELECT points at the reference and quotes the view's.
+func (b *binder) fromView(sel *Select, ts *ast.TableSource, name, stmt string, cat Catalog) (planner.Node, error) {
+	refPos := posOf(sel, name)
+	for sc := cat; ; {
+		if u, ok := sc.(*viewUse); ok {
+			if u.name == name {
+				return nil, errorAt(sel.text, refPos, CodeFeatureNotSupport, "view %s refers to itself", name)
+			}
+			sc = u.Catalog
+			continue
+		}
+		if c, ok := sc.(*cteScope); ok {
+			sc = c.Catalog
+			continue
+		}
+		break
+	}
+	st, err := Parse(stmt)
+	if err != nil {
+		return nil, errorAt(sel.text, refPos, CodeInternal, "view %s: %v", name, err)
+	}
+	cv, ok := st.(*CreateView)
+	if !ok {
+		return nil, errorAt(sel.text, refPos, CodeInternal, "view %s: its statement is not a CREATE VIEW", name)
+	}
+	sel.dialect = planner.DialectSQL
+	sub := *cv.Select
+	sub.Emit, sub.Limit, sub.Params = sel.Emit, -1, nil
+	sub.persistent, sub.inserting, sub.sink = sel.persistent, sel.inserting, sel.sink
+	sub.CollectLimits, sub.DefaultKeyFormat = sel.CollectLimits, sel.DefaultKeyFormat
+	alias := ts.AsName.O
+	if alias == "" {
+		alias = name
+	}
+	// The view's SELECT sees the catalog, not the CTEs of the query
+	// reading it.
+	base := cat
+	for {
+		if c, ok := base.(*cteScope); ok {
+			base = c.Catalog
+			continue
+		}
+		break
+	}
+	n, err := b.derived(sel, &sub, "VIEW", alias, nil, &viewUse{Catalog: base, name: name})
+	if err != nil {
+		if e, ok := err.(*Error); ok && e.Line > 0 {
+			return nil, errorAt(sel.text, refPos, e.Code, "view %s: %s (in: %s)", name, e.Msg, cv.Select.text[posOfSelect(cv):])
+		} else if ok {
+			return nil, errorAt(sel.text, refPos, e.Code, "view %s: %s", name, e.Msg)
+		}
+		return nil, err
+	}
+	return n, nil
+}
+
+// posOfSelect is where a CREATE VIEW's SELECT starts in its text.
+func posOfSelect(cv *CreateView) int {
+	for _, t := range cv.Select.toks {
+		if t.pos > cv.namePos && (t.is("SELECT") || t.is("WITH")) {
+			return t.pos
+		}
+	}
+	return 0
+}
+
+// viewUse is the catalog as a view's SELECT sees it while a query reading
+// the view binds: it names the view, so that a view reading itself
+// (through CREATE OR REPLACE) is an error, not an endless expansion.
+type viewUse struct {
+	Catalog
+	name string
+}
+
+func (v *viewUse) View(name string) (string, bool) {
+	if vs, ok := v.Catalog.(Views); ok {
+		return vs.View(name)
+	}
+	return "", false
 }

@@ -213,6 +213,9 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		}
 		src, ok := b.cat.Source(tn.Name.O)
 		if !ok {
+			if _, isView := lookupView(b.cat, tn.Name.O); isView {
+				return nil, b.errAt(tn.Name.O, CodeFeatureNotSupport, "%s is a view: a join of a view is not supported yet (join the view's sources, or make it a MATERIALIZED VIEW)", tn.Name.O)
+			}
 			return nil, b.errAt(tn.Name.O, CodeUndefinedTable, "stream or table %s does not exist", tn.Name.O)
 		}
 		s := &js.sides[i]

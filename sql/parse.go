@@ -178,6 +178,9 @@ func (p *parser) create() (Statement, error) {
 	if p.peek().is("MATERIALIZED") {
 		return p.createMaterializedView(orReplace) // parse_view.go
 	}
+	if p.peek().is("VIEW") {
+		return p.createView(orReplace) // parse_view.go
+	}
 	kindPos := p.peek().pos
 	source := p.accept("SOURCE")
 	kind, err := p.kind()
@@ -530,10 +533,10 @@ func (p *parser) show() (Statement, error) {
 	t := p.next()
 	what := ""
 	switch {
-	case t.is("STREAMS"), t.is("TABLES"), t.is("QUERIES"), t.is("TOPICS"), t.is("FUNCTIONS"), t.is("PROPERTIES"), t.is("TYPES"):
+	case t.is("STREAMS"), t.is("TABLES"), t.is("QUERIES"), t.is("TOPICS"), t.is("FUNCTIONS"), t.is("PROPERTIES"), t.is("TYPES"), t.is("VIEWS"):
 		what = t.text
 	default:
-		return nil, p.unexpected(t, "STREAMS, TABLES, QUERIES, TOPICS, FUNCTIONS, PROPERTIES or TYPES")
+		return nil, p.unexpected(t, "STREAMS, TABLES, QUERIES, TOPICS, FUNCTIONS, PROPERTIES, TYPES or VIEWS")
 	}
 	ext := p.accept("EXTENDED")
 	if err := p.end(); err != nil {
@@ -619,6 +622,9 @@ func (p *parser) drop() (Statement, error) {
 	p.next()
 	if p.accept("TYPE") {
 		return p.dropType()
+	}
+	if p.accept("VIEW") {
+		return p.dropView() // parse_view.go
 	}
 	kind, err := p.dropKind() // parse_view.go
 	if err != nil {

@@ -265,6 +265,12 @@ type Select struct {
 	// dialect is the SQL the statement is written in, as binding found
 	// it (planner.Dialect).
 	dialect planner.Dialect
+	// subquery marks a SELECT whose IN or EXISTS subquery was rewritten
+	// into its join (subquery.go).
+	subquery bool
+	// subqueryCond is the condition rewritten, subqueryKey the outer
+	// expression its table is looked up with (for errors).
+	subqueryCond, subqueryKey ast.ExprNode
 	// global marks the SELECT of a global aggregate (bind_global.go),
 	// bound with a GROUP BY of a constant.
 	global bool
