@@ -38,7 +38,7 @@ func TestNexmark(t *testing.T) {
 	defer cancel()
 	e := start(t, ctx)
 	dir := filepath.Join("..", "nexmark")
-	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q14", "q15", "q16", "q17", "q21", "q22"} {
+	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q14", "q15", "q16", "q17", "q18", "q19", "q21", "q22"} {
 		text, err := os.ReadFile(filepath.Join(dir, name+".sql"))
 		if err != nil {
 			t.Fatal(err)
@@ -130,9 +130,13 @@ SELECT '#Q17'; SELECT auction, %[1]s, count(*),
   count(*) filter (where price < 10000), count(*) filter (where price >= 10000 and price < 1000000), count(*) filter (where price >= 1000000),
   min(price), max(price), CAST(avg(price) AS INTEGER), sum(price)
   FROM bid GROUP BY auction, %[1]s;
+SELECT '#Q18'; SELECT auction, bidder, price, channel, url, dateTime, extra FROM
+  (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY dateTime DESC) AS rn FROM bid) WHERE rn <= 1;
+SELECT '#Q19'; SELECT auction, rn, bidder, price, channel, url, dateTime, extra FROM
+  (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC, dateTime DESC) AS rn FROM bid) WHERE rn <= 10;
 `, day, hour)
 	want := sqlite(t, ctx, script.String())
-	if len(want["Q0"]) < events*9/10 || len(want["Q14"]) == 0 || len(want["Q15"]) < 2 || len(want["Q2"]) == 0 || len(want["Q3"]) == 0 {
+	if len(want["Q0"]) < events*9/10 || len(want["Q14"]) == 0 || len(want["Q15"]) < 2 || len(want["Q2"]) == 0 || len(want["Q3"]) == 0 || len(want["Q19"]) < 100 {
 		t.Fatalf("input too thin: q0 %d, q2 %d, q3 %d, q14 %d, q15 %d rows", len(want["Q0"]), len(want["Q2"]), len(want["Q3"]), len(want["Q14"]), len(want["Q15"]))
 	}
 	want["Q21"], want["Q22"] = nexmarkQ21(bids), nexmarkQ22(bids)
@@ -237,6 +241,26 @@ SELECT '#Q17'; SELECT auction, %[1]s, count(*),
 			return strings.Join(parts, "|")
 		})
 	})
+	keyed := func(topic string, keyCols []string, cols ...string) {
+		e.eventually(topic, want[strings.TrimPrefix(topic, "NEXMARK_")], func() ([]string, error) {
+			return e.changelog(topic, 0, func(key string, m map[string]any) string {
+				var k map[string]any
+				if err := json.Unmarshal([]byte(key), &k); err != nil {
+					return "bad key " + key
+				}
+				var parts []string
+				for _, c := range keyCols {
+					parts = append(parts, col(k, c))
+				}
+				for _, c := range cols {
+					parts = append(parts, col(m, c))
+				}
+				return strings.Join(parts, "|")
+			})
+		})
+	}
+	keyed("NEXMARK_Q18", []string{"AUCTION", "BIDDER"}, "PRICE", "CHANNEL", "URL", "DATETIME", "EXTRA")
+	keyed("NEXMARK_Q19", []string{"AUCTION", "RANK_NUMBER"}, "BIDDER", "PRICE", "CHANNEL", "URL", "DATETIME", "EXTRA")
 	// The tables answer pull queries too.
 	e.pull("SELECT * FROM nexmark_q15", want["Q15"])
 }
