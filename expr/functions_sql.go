@@ -153,9 +153,10 @@ func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 // reports whether they are in Flink's order and must be swapped into
 // ksqlDB's, the one the function takes. A literal beside a column is
 // the regex (a column of patterns matched against one constant string
-// is not a query anybody writes). Two literals are ksqlDB's order unless
-// the two readings answer differently, which is an error: a call that
-// one dialect would read one way must not silently answer the other's.
+// is not a query anybody writes). Two literals take the reading that
+// matches when only one does (ksqlDB's when neither does); two readings
+// that match differently are an error: a call must not silently answer
+// what the other dialect would not.
 func RegexpExtractOrder(args []Expr) (swap bool, err error) {
 	if len(args) < 2 {
 		return false, nil
@@ -177,7 +178,10 @@ func RegexpExtractOrder(args []Expr) (swap bool, err error) {
 		group = int(l.V.I)
 	}
 	ksql, flink := extractConst(a, b, group), extractConst(b, a, group)
-	if !bytes.Equal(ksql, flink) || (ksql == nil) != (flink == nil) {
+	switch {
+	case ksql == nil && flink != nil:
+		return true, nil // only Flink's reading matches
+	case ksql != nil && flink != nil && !bytes.Equal(ksql, flink):
 		return false, typeErrorf("REGEXP_EXTRACT('%s', '%s') reads differently in ksqlDB's order (regex, string) and Flink's (string, regex): write one of them as a column, or compute the constant", a, b)
 	}
 	return false, nil
