@@ -283,6 +283,17 @@ func (e *env) waitOutput(topic string, n int64) {
 // stream reads topic from the start to its end (read_committed) as a
 // stream: one line per record, its key then the named value columns.
 func (e *env) stream(topic string, cols ...string) ([]string, error) {
+	return e.streamRows(topic, func(m map[string]any) []string {
+		parts := make([]string, len(cols))
+		for i, c := range cols {
+			parts[i] = text(m[c])
+		}
+		return parts
+	})
+}
+
+// streamRows is stream with the value's columns rendered by row.
+func (e *env) streamRows(topic string, row func(map[string]any) []string) ([]string, error) {
 	var out []string
 	var derr error
 	err := e.read(topic, func(r *kgo.Record) {
@@ -291,11 +302,7 @@ func (e *env) stream(topic string, cols ...string) ([]string, error) {
 			derr = fmt.Errorf("%s: value %s: %v", topic, r.Value, err)
 			return
 		}
-		parts := []string{string(r.Key)}
-		for _, c := range cols {
-			parts = append(parts, text(m[c]))
-		}
-		out = append(out, strings.Join(parts, "|"))
+		out = append(out, strings.Join(append([]string{string(r.Key)}, row(m)...), "|"))
 	})
 	if err == nil {
 		err = derr

@@ -181,64 +181,11 @@ SELECT '#Q19'; SELECT auction, rn, bidder, price, channel, url, dateTime, extra 
 	}
 	for q, row := range streams {
 		topic := "NEXMARK_" + q
-		e.eventually(topic, want[q], func() ([]string, error) {
-			var out []string
-			var derr error
-			err := e.read(topic, func(r *kgo.Record) {
-				var m map[string]any
-				if err := json.Unmarshal(r.Value, &m); err != nil {
-					derr = fmt.Errorf("%s: value %s: %v", topic, r.Value, err)
-					return
-				}
-				out = append(out, strings.Join(append([]string{string(r.Key)}, row(m)...), "|"))
-			})
-			if err == nil {
-				err = derr
-			}
-			return out, err
-		})
+		e.eventually(topic, want[q], func() ([]string, error) { return e.streamRows(topic, row) })
 	}
 	e.eventually("NEXMARK_Q3", want["Q3"], func() ([]string, error) {
 		return e.changelog("NEXMARK_Q3", 0, func(key string, m map[string]any) string {
 			return strings.Join([]string{key, col(m, "NAME"), col(m, "CITY"), col(m, "STATE")}, "|")
-		})
-	})
-	q15 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "TOTAL_BIDDERS", "RANK1_BIDDERS", "RANK2_BIDDERS", "RANK3_BIDDERS",
-		"TOTAL_AUCTIONS", "RANK1_AUCTIONS", "RANK2_AUCTIONS", "RANK3_AUCTIONS"}
-	e.eventually("NEXMARK_Q15", want["Q15"], func() ([]string, error) {
-		return e.changelog("NEXMARK_Q15", 0, func(key string, m map[string]any) string {
-			parts := []string{key}
-			for _, c := range q15 {
-				parts = append(parts, col(m, c))
-			}
-			return strings.Join(parts, "|")
-		})
-	})
-	e.eventually("NEXMARK_Q16", want["Q16"], func() ([]string, error) {
-		return e.changelog("NEXMARK_Q16", 0, func(key string, m map[string]any) string {
-			var k map[string]any
-			if err := json.Unmarshal([]byte(key), &k); err != nil {
-				return "bad key " + key
-			}
-			parts := []string{col(k, "CHANNEL"), col(k, "day"), col(m, "minute")}
-			for _, c := range q15 {
-				parts = append(parts, col(m, c))
-			}
-			return strings.Join(parts, "|")
-		})
-	})
-	q17 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "MIN_PRICE", "MAX_PRICE", "AVG_PRICE", "SUM_PRICE"}
-	e.eventually("NEXMARK_Q17", want["Q17"], func() ([]string, error) {
-		return e.changelog("NEXMARK_Q17", 0, func(key string, m map[string]any) string {
-			var k map[string]any
-			if err := json.Unmarshal([]byte(key), &k); err != nil {
-				return "bad key " + key
-			}
-			parts := []string{col(k, "AUCTION"), col(k, "day")}
-			for _, c := range q17 {
-				parts = append(parts, col(m, c))
-			}
-			return strings.Join(parts, "|")
 		})
 	})
 	keyed := func(topic string, keyCols []string, cols ...string) {
@@ -259,6 +206,20 @@ SELECT '#Q19'; SELECT auction, rn, bidder, price, channel, url, dateTime, extra 
 			})
 		})
 	}
+	q15 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "TOTAL_BIDDERS", "RANK1_BIDDERS", "RANK2_BIDDERS", "RANK3_BIDDERS",
+		"TOTAL_AUCTIONS", "RANK1_AUCTIONS", "RANK2_AUCTIONS", "RANK3_AUCTIONS"}
+	e.eventually("NEXMARK_Q15", want["Q15"], func() ([]string, error) {
+		return e.changelog("NEXMARK_Q15", 0, func(key string, m map[string]any) string {
+			parts := []string{key}
+			for _, c := range q15 {
+				parts = append(parts, col(m, c))
+			}
+			return strings.Join(parts, "|")
+		})
+	})
+	keyed("NEXMARK_Q16", []string{"CHANNEL", "day"}, append([]string{"minute"}, q15...)...)
+	q17 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "MIN_PRICE", "MAX_PRICE", "AVG_PRICE", "SUM_PRICE"}
+	keyed("NEXMARK_Q17", []string{"AUCTION", "day"}, q17...)
 	keyed("NEXMARK_Q18", []string{"AUCTION", "BIDDER"}, "PRICE", "CHANNEL", "URL", "DATETIME", "EXTRA")
 	keyed("NEXMARK_Q19", []string{"AUCTION", "RANK_NUMBER"}, "BIDDER", "PRICE", "CHANNEL", "URL", "DATETIME", "EXTRA")
 	// The tables answer pull queries too.
