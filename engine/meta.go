@@ -373,7 +373,14 @@ func (e *Engine) explainStatement(st sql.Statement) (*Plan, error) {
 		b.WriteString("Logical plan:\n")
 		b.WriteString(p.Logical)
 		if q.Emit != "" {
-			topo, err := physical.BuildPush(q)
+			build := physical.BuildPush
+			if needsTransient(q) {
+				// As it runs: a transient query of its own.
+				build = func(q *planner.Query) (*physical.Topology, error) {
+					return physical.BuildTransient(physical.AppID(e.cfg.ServiceID, "transient_EXPLAIN"), q)
+				}
+			}
+			topo, err := build(q)
 			if err != nil {
 				return nil, err
 			}
