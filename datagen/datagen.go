@@ -84,6 +84,12 @@ type Config struct {
 	// Start is the index of the first event generated (0 by default), so
 	// that disjoint ranges can be generated in parallel.
 	Start int64
+	// OutOfOrderGroupSize is the Nexmark generator's outOfOrderGroupSize:
+	// the events of each group of that many consecutive events take the
+	// group's event times in a shuffled order (event i the time of event
+	// (i/n)*n + (i*953)%n), so event times go back by up to n-1 gaps.
+	// 0 or 1 keeps them in order (the generator's default).
+	OutOfOrderGroupSize int64
 }
 
 // New returns the generator cfg describes.
@@ -91,7 +97,7 @@ func New(cfg Config) (Generator, error) {
 	if cfg.Base.IsZero() {
 		cfg.Base = DefaultBase
 	}
-	b := base{seed: uint64(cfg.Seed), baseMs: cfg.Base.UnixMilli(), baseNs: cfg.Base.UnixNano(), next: cfg.Start}
+	b := base{seed: uint64(cfg.Seed), baseMs: cfg.Base.UnixMilli(), baseNs: cfg.Base.UnixNano(), next: cfg.Start, outOfOrder: cfg.OutOfOrderGroupSize}
 	topic := cfg.Topic
 	if topic == "" && cfg.Quickstart != "nexmark" {
 		topic = cfg.Quickstart
@@ -133,6 +139,8 @@ type base struct {
 	interNs int64
 	next    int64
 	rng     rng
+	// outOfOrder is Config.OutOfOrderGroupSize.
+	outOfOrder int64
 }
 
 func (b *base) setDefaultInter(d time.Duration) {
@@ -148,12 +156,16 @@ func (b *base) begin(dst *Record) (int64, int64) {
 	i := b.next
 	b.next++
 	b.rng.seed(b.seed, uint64(i))
-	ns := b.baseNs + i*b.interNs
+	at := i
+	if n := b.outOfOrder; n > 1 {
+		at = i/n*n + i*953%n // GeneratorConfig.nextAdjustedEventNumber
+	}
+	ns := b.baseNs + at*b.interNs
 	dst.Index = i
 	dst.Timestamp = time.Unix(0, ns).UTC()
 	dst.Key = dst.Key[:0]
 	dst.Value = dst.Value[:0]
-	return i, b.msAt(i)
+	return i, b.msAt(at)
 }
 
 // msAt is the event time of event i in epoch milliseconds.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func gen(t testing.TB, cfg Config) Generator {
@@ -235,5 +236,49 @@ func BenchmarkPageviews(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		g.Next(&r)
+	}
+}
+
+// TestNexmarkOutOfOrder checks the generator's outOfOrderGroupSize: each
+// group of n events takes the group's n event times, shuffled, and the
+// event times go back by at most n-1 gaps; values other than the
+// timestamps are those of the in-order run.
+func TestNexmarkOutOfOrder(t *testing.T) {
+	const n, events = 10, 1000
+	inter := time.Millisecond
+	inOrder, _ := New(Config{Quickstart: "nexmark", Seed: 7, InterEvent: inter})
+	shuffled, _ := New(Config{Quickstart: "nexmark", Seed: 7, InterEvent: inter, OutOfOrderGroupSize: n})
+	var a, b Record
+	backwards := 0
+	var last time.Time
+	seen := map[int64]bool{}
+	for i := int64(0); i < events; i++ {
+		inOrder.Next(&a)
+		shuffled.Next(&b)
+		if a.Topic != b.Topic || string(a.Key) != string(b.Key) {
+			t.Fatalf("event %d: %s %s vs %s %s", i, a.Topic, a.Key, b.Topic, b.Key)
+		}
+		at := b.Timestamp.Sub(DefaultBase) / inter
+		if int64(at)/n != i/n {
+			t.Fatalf("event %d has the time of event %d, outside its group", i, at)
+		}
+		seen[int64(at)] = true
+		if b.Timestamp.Before(last) {
+			backwards++
+		}
+		last = b.Timestamp
+		var v struct{ DateTime int64 }
+		if err := json.Unmarshal(b.Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.DateTime != b.Timestamp.UnixMilli() {
+			t.Fatalf("event %d: dateTime %d, record time %d", i, v.DateTime, b.Timestamp.UnixMilli())
+		}
+	}
+	if len(seen) != events {
+		t.Errorf("%d distinct event times over %d events: each group's times are a permutation", len(seen), events)
+	}
+	if backwards < events/n {
+		t.Errorf("only %d events go back in time", backwards)
 	}
 }

@@ -64,6 +64,7 @@ func datagenMain(ctx context.Context, args []string, stderr io.Writer) int {
 	seedS := stringFlag(fs, "seed", "", "random seed; set for deterministic output (default: random)")
 	startS := stringFlag(fs, "start-time", "", "event time of the first record, RFC 3339 or \"now\" (default: 2024-01-01T00:00:00Z with --seed, else now)")
 	partsS := stringFlag(fs, "partitions", "1", "partitions for topics created if missing; 0 creates none")
+	oooS := stringFlag(fs, "out-of-order-group-size", "1", "the Nexmark generator's outOfOrderGroupSize: event times shuffled within groups of this many events (1: in order)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -89,7 +90,11 @@ func datagenMain(ctx context.Context, args []string, stderr io.Writer) int {
 	if err != nil || parts < 0 {
 		return bad("bad --partitions %q", *partsS)
 	}
-	cfg := datagen.Config{Quickstart: *quickstart, Topic: *topic}
+	ooo, err := strconv.ParseInt(*oooS, 10, 64)
+	if err != nil || ooo < 1 {
+		return bad("bad --out-of-order-group-size %q (want 1 or more)", *oooS)
+	}
+	cfg := datagen.Config{Quickstart: *quickstart, Topic: *topic, OutOfOrderGroupSize: ooo}
 	if *seedS != "" {
 		if cfg.Seed, err = strconv.ParseInt(*seedS, 10, 64); err != nil {
 			return bad("bad --seed %q", *seedS)

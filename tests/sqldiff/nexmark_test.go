@@ -49,7 +49,7 @@ func TestNexmark(t *testing.T) {
 	}
 
 	const events = 4000
-	gen, err := datagen.New(datagen.Config{Quickstart: "nexmark", Seed: 34, InterEvent: 45 * time.Second})
+	gen, err := datagen.New(datagen.Config{Quickstart: "nexmark", Seed: 34, InterEvent: 45 * time.Second, OutOfOrderGroupSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
