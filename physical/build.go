@@ -270,20 +270,22 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 	case *planner.Scan:
 		source := scanSource(base)
 		var err error
+		if changes {
+			source.Table = true
+		}
 		if last, err = g.addSource("SOURCE-"+base.Source.Name, source); err != nil {
 			return nil, err
 		}
 		if changes {
 			// A table's records become changes (old row → new row)
 			// before anything else sees them.
-			source.Table = true
 			last = g.Add("TABLE-CHANGES", &TableChanges{Out: source.Out, Store: &Store{Name: "TABLE-INPUT", Kind: KeyValue,
 				Changelog: source.Topic, SourceTopicChangelog: true, KeyFormat: source.KeyFormat, ValueFormat: source.ValueFormat,
 				KeyOptions: source.KeyOptions, ValueOptions: source.ValueOptions, Schema: source.Out}}, last)
 		}
 	case *planner.Union:
 		var err error
-		if last, err = union(g, base); err != nil {
+		if last, err = union(g, base, changes); err != nil {
 			return nil, err
 		}
 	case *planner.Join:
