@@ -276,12 +276,19 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 		if last, err = g.addSource("SOURCE-"+base.Source.Name, source); err != nil {
 			return nil, err
 		}
-		if changes {
+		if changes && g.shared != nil && g.shared["changes:"+source.Topic] != nil {
+			// Another branch of the UNION ALL reads this table's
+			// changes: one store follows its topic.
+			last = g.shared["changes:"+source.Topic]
+		} else if changes {
 			// A table's records become changes (old row → new row)
 			// before anything else sees them.
 			last = g.Add("TABLE-CHANGES", &TableChanges{Out: source.Out, Store: &Store{Name: "TABLE-INPUT", Kind: KeyValue,
 				Changelog: source.Topic, SourceTopicChangelog: true, KeyFormat: source.KeyFormat, ValueFormat: source.ValueFormat,
 				KeyOptions: source.KeyOptions, ValueOptions: source.ValueOptions, Schema: source.Out}}, last)
+			if g.shared != nil {
+				g.shared["changes:"+source.Topic] = last
+			}
 		}
 	case *planner.Union:
 		var err error

@@ -159,6 +159,9 @@ func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 		if isTable {
 			tables++
 		}
+		if sel.derivedUnion && tables > 0 && tables <= i {
+			return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL of a stream and a table is not supported: its branches read streams, or all read tables")
+		}
 		for _, s := range planner.Sources(q.Root) {
 			switch {
 			case s.Kind == catalog.Table && !sel.derivedUnion:
@@ -179,9 +182,6 @@ func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 			}
 		}
 		projs = append(projs, proj)
-	}
-	if tables > 0 && tables < len(projs) {
-		return nil, errorAt(sel.text, pos[0], CodeFeatureNotSupport, "UNION ALL of a stream and a table is not supported: its branches read streams, or all read tables")
 	}
 	if err := widenBranches(projs); err != nil {
 		return nil, err
