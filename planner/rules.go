@@ -205,8 +205,8 @@ func aggregateOfAggregate(n Node, _ Dialect) (Node, bool, error) {
 		if inner.Changes && outer.FromTable {
 			return n, false, nil
 		}
-		if inner.Window != nil {
-			return nil, false, fmt.Errorf("an aggregation over a windowed aggregation is not supported yet")
+		if inner.Window != nil && inner.EmitFinal {
+			return nil, false, fmt.Errorf("an aggregation over a windowed aggregation with EMIT FINAL is not supported yet")
 		}
 		ic := *inner
 		ic.Changes = true

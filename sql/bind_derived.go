@@ -28,6 +28,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !sel.unionBranch {
+		if err := sel.unclaimedTVF(); err != nil {
+			return nil, err
+		}
+	}
 	root, rules, err := planner.Rewrite(q.Root, sel.dialect)
 	if err != nil {
 		return nil, Errorf(CodeFeatureNotSupport, "%v", err)
@@ -95,7 +100,8 @@ func (b *binder) fromSubquery(sel *Select, q ast.ResultSetNode, kind, alias stri
 	sel.dialect = planner.DialectSQL
 	sub := &Select{base: sel.base, Emit: sel.Emit, Limit: -1, Params: sel.Params, nParams: sel.nParams,
 		toks: sel.toks, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
-		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink}
+		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink,
+		rw: sel.rw, nestedTVFs: sel.nestedTVFs}
 	inner, ok := q.(*ast.SelectStmt)
 	if u, isUnion := q.(*ast.SetOprStmt); isUnion {
 		// A UNION ALL: of streams, or of tables as an aggregation's
@@ -103,7 +109,7 @@ func (b *binder) fromSubquery(sel *Select, q ast.ResultSetNode, kind, alias stri
 		if sel.nParams > 0 {
 			return nil, errorAt(sel.text, posOf(sel, "UNION"), CodeFeatureNotSupport, "placeholders in a UNION ALL are not supported")
 		}
-		sub.derivedUnion, sub.rw = true, sel.rw
+		sub.derivedUnion = true
 		sub.branchPos = sel.unionBranchPos(u)
 		branches, err := sub.unionBranches(u)
 		if err != nil {
@@ -118,6 +124,11 @@ func (b *binder) fromSubquery(sel *Select, q ast.ResultSetNode, kind, alias stri
 		return nil, errorAt(sel.text, posOf(sel, "UNION"), CodeFeatureNotSupport, "%s %s: only a SELECT is supported here", kind, alias)
 	}
 	sub.stmt = inner
+	if sub.union == nil {
+		if err := sel.claimTVF(sub, inner); err != nil {
+			return nil, err
+		}
+	}
 	if sub.union == nil && inner.Limit != nil {
 		return nil, errorAt(sel.text, posOf(sel, "LIMIT"), CodeFeatureNotSupport, "LIMIT in a %s is not supported", kindText(kind))
 	}

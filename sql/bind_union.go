@@ -150,7 +150,7 @@ func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 	for i, branch := range sel.union {
 		at := pos[min(i, len(pos)-1)]
 		bs := *sel
-		bs.stmt, bs.union, bs.Limit = branch, nil, -1
+		bs.stmt, bs.union, bs.Limit, bs.unionBranch = branch, nil, -1, true
 		q, err := BindSelect(&bs, cat)
 		if err != nil {
 			return nil, err

@@ -266,6 +266,12 @@ type Select struct {
 	// that SELECT (a derived table or CTE that is a UNION ALL).
 	branchPos    []int
 	derivedUnion bool
+	// nestedTVFs are the window table functions of derived tables and
+	// CTEs in the statement (tvf.go), each claimed by its SELECT.
+	nestedTVFs []*windowTVF
+	// unionBranch marks the copy of a UNION ALL's SELECT that binds one
+	// branch.
+	unionBranch bool
 	// interval is a stream–stream join's Flink-style time bounds
 	// (interval.go), or nil.
 	interval *intervalJoin
