@@ -209,7 +209,10 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		}
 		tn, ok := ts.Source.(*ast.TableName)
 		if !ok {
-			return nil, Errorf(CodeFeatureNotSupport, "subqueries are not supported")
+			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "a join of a derived table is not supported yet")
+		}
+		if c, _ := lookupCTE(b.cat, tn.Name.O); c != nil {
+			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "a join of a WITH query (%s) is not supported yet", c.Name.O)
 		}
 		src, ok := b.cat.Source(tn.Name.O)
 		if !ok {
