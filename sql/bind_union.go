@@ -155,18 +155,16 @@ func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 		if err != nil {
 			return nil, err
 		}
-		isTable := planner.IsTable(q.Root)
-		if isTable {
-			tables++
+		readsTable := false
+		for _, s := range planner.Sources(q.Root) {
+			readsTable = readsTable || s.Kind == catalog.Table
 		}
-		if sel.derivedUnion && tables > 0 && tables <= i {
-			return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL of a stream and a table is not supported: its branches read streams, or all read tables")
-		}
+		isTable := readsTable && planner.IsTable(q.Root)
 		for _, s := range planner.Sources(q.Root) {
 			switch {
 			case s.Kind == catalog.Table && !sel.derivedUnion:
 				return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL reads streams: branch %d reads the table %s (a UNION ALL of tables is supported as the input of an aggregation: SELECT k, SUM(v) FROM (SELECT … FROM t1 UNION ALL SELECT … FROM t2) x GROUP BY k)", i+1, s.Name)
-			case s.Kind == catalog.Table && !isTable:
+			case s.Kind == catalog.Table && (!isTable || findJoin(q.Root) != nil):
 				return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL branch %d reads the table %s in a join: a branch of a UNION ALL of tables reads one table", i+1, s.Name)
 			case s.Windowed():
 				return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL of windowed streams is not supported: branch %d reads %s", i+1, s.Name)
@@ -175,6 +173,12 @@ func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 		proj, ok := q.Root.(*planner.Project)
 		if !ok || findAggregate(q.Root) != nil {
 			return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "a UNION ALL branch with GROUP BY is not supported: UNION ALL of streams")
+		}
+		if isTable {
+			tables++
+		}
+		if sel.derivedUnion && tables > 0 && tables <= i {
+			return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL of a stream and a table is not supported: its branches read streams, or all read tables")
 		}
 		if (sel.persistent || sel.inserting) && !isTable {
 			if missing := proj.MissingKeys(); len(missing) > 0 && findJoin(q.Root) == nil {
