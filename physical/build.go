@@ -579,6 +579,10 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 // KTABLE-JOIN-LEFT-<right> (its own changelog); the right table's
 // source joins that sub-topology.
 func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
+	j, err := feedTables(g, j)
+	if err != nil {
+		return nil, err
+	}
 	var changes [2]*Node
 	var stores [2]*Store
 	leftName := ""
