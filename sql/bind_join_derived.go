@@ -78,8 +78,12 @@ func (b *binder) derivedSide(sel *Select, ts *ast.TableSource) (*catalog.Source,
 			return nil, true, b.errAt("JOIN", CodeFeatureNotSupport, "a join of an aggregation with EMIT FINAL (%s) is not supported", alias)
 		}
 	}
-	if len(schema.KeyIndexes()) == 0 {
-		return nil, true, b.errAt("JOIN", CodeFeatureNotSupport, "a join of a derived table or WITH query (%s) needs its key columns selected", alias)
+	want := len(agg.GroupBy)
+	if agg.Window != nil {
+		want++
+	}
+	if len(schema.KeyIndexes()) < want {
+		return nil, true, b.errAt("JOIN", CodeFeatureNotSupport, "a join of a derived table or WITH query (%s) needs all its GROUP BY columns selected: its rows are keyed by them", alias)
 	}
 	sel.dialect = planner.DialectSQL
 	src := &catalog.Source{Name: alias, Kind: catalog.Table, Schema: schema, Topic: "(derived " + alias + ")",
