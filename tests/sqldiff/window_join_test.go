@@ -17,7 +17,8 @@ import (
 // order, with a SIGKILL while output flows, and compares the result
 // tables with SQLite's joins of GROUP BYs: two aggregates of different
 // streams joined on the key and window_start (a primary-key join of the
-// derived tables), and Nexmark q5 — the auctions with the most bids per
+// derived tables; INNER, and LEFT with the right's row NULL until its
+// window has one), and Nexmark q5 — the auctions with the most bids per
 // window, a foreign-key join of each auction's count to the window's
 // maximum, filtered — whose rows move as the counts change.
 func TestWindowJoinDifferential(t *testing.T) {
@@ -31,6 +32,11 @@ func TestWindowJoinDifferential(t *testing.T) {
 		   WITH b AS (SELECT auction, window_start, window_end, COUNT(*) AS n, MAX(price) AS hi FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY auction, window_start, window_end),
 		        a AS (SELECT auction, window_start, MIN(price) AS lo FROM TABLE(TUMBLE(TABLE asks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY auction, window_start, window_end)
 		   SELECT b.auction, b.window_start, b.n, b.hi, a.lo FROM b JOIN a ON b.auction = a.auction AND b.window_start = a.window_start`,
+		`CREATE TABLE lspread WITH (KEY_FORMAT='JSON') AS
+		   SELECT b.auction, b.window_start, b.n, a.lo FROM
+		     (SELECT auction, window_start, window_end, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY auction, window_start, window_end) b
+		   LEFT JOIN (SELECT auction, window_start, MIN(price) AS lo FROM TABLE(TUMBLE(TABLE asks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) WHERE price > 300 GROUP BY auction, window_start, window_end) a
+		   ON b.auction = a.auction AND b.window_start = a.window_start`,
 		`CREATE TABLE hot WITH (KEY_FORMAT='JSON') AS
 		   WITH a AS (SELECT auction, window_start, window_end, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY auction, window_start, window_end),
 		        m AS (SELECT window_start, MAX(n) AS maxn FROM a GROUP BY window_start)
@@ -66,6 +72,10 @@ SELECT '#SPREAD';
 WITH b AS (SELECT auction, ts / 10000 * 10000 AS ws, COUNT(*) AS n, MAX(price) AS hi FROM bids GROUP BY auction, ws),
      a AS (SELECT auction, ts / 10000 * 10000 AS ws, MIN(price) AS lo FROM asks GROUP BY auction, ws)
 SELECT b.auction, b.ws, b.n, b.hi, a.lo FROM b JOIN a ON b.auction = a.auction AND b.ws = a.ws;
+SELECT '#LSPREAD';
+WITH b AS (SELECT auction, ts / 10000 * 10000 AS ws, COUNT(*) AS n FROM bids GROUP BY auction, ws),
+     a AS (SELECT auction, ts / 10000 * 10000 AS ws, MIN(price) AS lo FROM asks WHERE price > 300 GROUP BY auction, ws)
+SELECT b.auction, b.ws, b.n, a.lo FROM b LEFT JOIN a ON b.auction = a.auction AND b.ws = a.ws;
 SELECT '#HOT';
 WITH a AS (SELECT auction, ts / 10000 * 10000 AS ws, COUNT(*) AS n FROM bids GROUP BY auction, ws),
      m AS (SELECT ws, MAX(n) AS maxn FROM a GROUP BY ws)
@@ -77,6 +87,7 @@ SELECT a.auction, a.ws, a.n FROM a JOIN m ON a.ws = m.ws WHERE a.n >= m.maxn;
 	}
 	e.pull("SELECT b_auction, b_window_start, n, hi, lo FROM spread", want["SPREAD"])
 	e.pull("SELECT auction, a_window_start, n FROM hot", want["HOT"])
+	e.pull("SELECT b_auction, b_window_start, n, lo FROM lspread", want["LSPREAD"])
 	// The topics: a row that left the result (an auction no longer the
 	// window's leader) is a tombstone.
 	keyed := func(keys, vals []string) func(string, map[string]any) string {
