@@ -27,7 +27,9 @@ import (
 // would make it. The function's window_start and window_end columns are
 // the aggregation's WINDOWSTART and WINDOWEND (BIGINT epoch
 // milliseconds), so the result is grouped by them: GROUP BY window_start,
-// window_end, k.
+// window_end, k. In a derived table or CTE the call is cut out the same
+// way and its SELECT claims it when bound (Select.nestedTVFs): such an
+// aggregation may be aggregated again by its window, or joined.
 //
 // Refused, each with its position: an offset argument, SESSION's
 // PARTITION BY, named arguments, a window table function without GROUP BY
