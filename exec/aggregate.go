@@ -312,7 +312,9 @@ func (a *aggregateOp) fold(undo bool) error {
 	if err := splitState(prev, a.parts); err != nil {
 		return fmt.Errorf("%s: stored state of key %x: %w", a.name, a.key, err)
 	}
-	if a.changes && !a.captured {
+	if a.changes && (!a.captured || a.win != nil) {
+		// (A windowed aggregation's input is a stream: each window a
+		// row lands in is a group of its own, with its own old row.)
 		if err := a.captureOld(prev, rows); err != nil {
 			return err
 		}

@@ -16,6 +16,9 @@ func (a *aggregateOp) captureOld(prev []byte, rows uint64) error {
 	if !a.hasOld {
 		return nil
 	}
+	if a.win != nil {
+		a.win.setBounds(a) // the window's bounds, in the row's key columns
+	}
 	g := a.aggAt
 	for i := 0; i < g; i++ {
 		a.setOld(i, &a.row[i])

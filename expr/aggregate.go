@@ -288,7 +288,44 @@ func minMax(name string, sign int) *AggregateFunction {
 			return types.Type{}, typeErrorf("function %s does not accept %s", name, describeArgs(args))
 		},
 		New: func(args []types.Type) Accumulator { return &minMaxAcc{t: args[0], sign: sign} },
+		// Over a table (SQL dialect only: ksqlDB refuses MIN and MAX
+		// there), the group keeps every value with its row count.
+		NewRetracting: func(args []types.Type) Accumulator {
+			return &retractMinMaxAcc{countedAcc: countedAcc{attrAcc: attrAcc{t: args[0]}, count: true}, sign: sign}
+		},
 	}
+}
+
+// RetractsOnlyInSQL reports whether the aggregate fn retracts over a
+// table in the SQL dialect only (ksqlDB refuses it there).
+func RetractsOnlyInSQL(fn string) bool { return fn == "MIN" || fn == "MAX" }
+
+// retractMinMaxAcc is MIN or MAX over a table: countedAcc's state (the
+// group's distinct non-NULL values, each with the number of its rows
+// holding it, without a limit), so that when the extreme value's last
+// row leaves, the next one is the result.
+type retractMinMaxAcc struct {
+	countedAcc
+	sign int
+}
+
+func (m *retractMinMaxAcc) Result(st []byte) types.Datum {
+	found := false
+	best := types.NullDatum
+	for b := st; ; {
+		e, _, rest, ok := m.entry(b)
+		if !ok {
+			break
+		}
+		if e[0] == 1 {
+			d, _ := readValue(e[1:], m.t)
+			if !found || compareDatum(d, best, m.t)*m.sign > 0 {
+				best, found = d, true
+			}
+		}
+		b = rest
+	}
+	return best
 }
 
 // countAcc: state is 8 bytes, the count.

@@ -290,3 +290,40 @@ func TestDistinctOverTable(t *testing.T) {
 		t.Errorf("COLLECT_SET limited to 2 over a table: %s", got)
 	}
 }
+
+// TestMinMaxOverTable: MIN and MAX over a table (SQL dialect) keep each
+// value with its row count, so taking the extreme's last row out gives
+// the next one, and NULLs are left out.
+func TestMinMaxOverTable(t *testing.T) {
+	I := types.BigintType
+	for _, c := range []struct {
+		name string
+		want [3]string // after 3, 9, 9, NULL, 2; without one 9; without the other
+	}{
+		{"MAX", [3]string{"9", "9", "3"}},
+		{"MIN", [3]string{"2", "2", "2"}},
+	} {
+		fn, _ := LookupAggregate(c.name)
+		acc := fn.ForTable().New([]types.Type{I})
+		u, ok := acc.(Undoer)
+		if !ok {
+			t.Fatalf("%s over a table cannot undo", c.name)
+		}
+		var st []byte
+		for _, r := range []types.Datum{types.IntDatum(3), types.IntDatum(9), types.IntDatum(9), types.NullDatum, types.IntDatum(2)} {
+			st = append([]byte(nil), acc.Add(nil, st, []types.Datum{r})...)
+		}
+		nine := []types.Datum{types.IntDatum(9)}
+		for i := range 3 {
+			if got := types.Text(acc.Result(st), I); got != c.want[i] {
+				t.Errorf("%s step %d: %s, want %s", c.name, i, got, c.want[i])
+			}
+			st = append([]byte(nil), u.Undo(nil, st, nine)...)
+		}
+		st = append([]byte(nil), u.Undo(nil, st, []types.Datum{types.IntDatum(2)})...)
+		st = append([]byte(nil), u.Undo(nil, st, []types.Datum{types.IntDatum(3)})...)
+		if got := acc.Result(st); !got.Null {
+			t.Errorf("%s of no rows: %v, want NULL", c.name, types.Text(got, I))
+		}
+	}
+}

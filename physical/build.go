@@ -276,20 +276,29 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 	case *planner.Scan:
 		source := scanSource(base)
 		var err error
+		if changes {
+			source.Table = true
+		}
 		if last, err = g.addSource("SOURCE-"+base.Source.Name, source); err != nil {
 			return nil, err
 		}
-		if changes {
+		if changes && g.shared != nil && g.shared["changes:"+source.Topic] != nil {
+			// Another branch of the UNION ALL reads this table's
+			// changes: one store follows its topic.
+			last = g.shared["changes:"+source.Topic]
+		} else if changes {
 			// A table's records become changes (old row → new row)
 			// before anything else sees them.
-			source.Table = true
 			last = g.Add("TABLE-CHANGES", &TableChanges{Out: source.Out, Store: &Store{Name: "TABLE-INPUT", Kind: KeyValue,
 				Changelog: source.Topic, SourceTopicChangelog: true, KeyFormat: source.KeyFormat, ValueFormat: source.ValueFormat,
 				KeyOptions: source.KeyOptions, ValueOptions: source.ValueOptions, Schema: source.Out}}, last)
+			if g.shared != nil {
+				g.shared["changes:"+source.Topic] = last
+			}
 		}
 	case *planner.Union:
 		var err error
-		if last, err = union(g, base); err != nil {
+		if last, err = union(g, base, changes); err != nil {
 			return nil, err
 		}
 	case *planner.Join:
@@ -576,6 +585,10 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 // KTABLE-JOIN-LEFT-<right> (its own changelog); the right table's
 // source joins that sub-topology.
 func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
+	j, err := feedTables(g, j)
+	if err != nil {
+		return nil, err
+	}
 	var changes [2]*Node
 	var stores [2]*Store
 	leftName := ""

@@ -157,6 +157,10 @@ func (s *ForeignKeySubscriptions) internalTopic() InternalTopic {
 // store KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-<right> with changelog
 // <appid>-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-<right>-changelog.
 func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
+	j, err := feedTables(g, j)
+	if err != nil {
+		return nil, err
+	}
 	lscan, lok := j.Left.(*planner.Scan)
 	rscan, rok := j.Right.(*planner.Scan)
 	if !rok {

@@ -590,6 +590,18 @@ type Sink struct {
 	// query writes its own topic by murmur2; INSERT INTO a source
 	// declared crc32 writes by crc32).
 	Partitioner types.Partitioner
+	// Internal marks the topic of a derived table that the query joins
+	// (planner.Scan.Feed): the query's own, compacted, of Partitions
+	// partitions, read back as a table.
+	Internal   bool
+	Partitions int32
+}
+
+func (s *Sink) internalTopic() InternalTopic {
+	if !s.Internal {
+		return InternalTopic{}
+	}
+	return InternalTopic{Name: s.Topic, Partitions: s.Partitions, Compact: true}
 }
 
 func (s *Sink) Schema() types.Schema { return s.Out }

@@ -31,14 +31,20 @@ func (m *Merge) shape() string        { return "merge" }
 
 // union adds the branches of a UNION ALL and the MERGE node that reads
 // them all. Branches that read the same topic share its source node (a
-// task reads each of its topic-partitions once).
-func union(g *Graph, u *planner.Union) (*Node, error) {
+// task reads each of its topic-partitions once). With changes (a union of
+// tables under an aggregation), each table branch's records become
+// changes (TableChanges, a store per branch) before its filters and
+// projection.
+func union(g *Graph, u *planner.Union, changes bool) (*Node, error) {
+	if u.Tables && !changes {
+		return nil, fmt.Errorf("UNION ALL of tables is supported as the input of an aggregation (GROUP BY) only")
+	}
 	outer := g.shared
 	g.shared = map[string]*Node{}
 	defer func() { g.shared = outer }()
 	ins := make([]*Node, len(u.Inputs))
 	for i, in := range u.Inputs {
-		n, err := chain(g, in, false)
+		n, err := chain(g, in, changes && planner.IsTable(in))
 		if err != nil {
 			return nil, err
 		}

@@ -165,7 +165,9 @@ func (a *Aggregate) String() string {
 // into the old row's removal and the new row's addition. So is an input
 // read from a source declared PARTITIONER='unknown'.
 func (a *Aggregate) NeedsRepartition() bool {
-	if a.FromTable {
+	if a.FromTable || hasUnion(a.Input) {
+		// A UNION ALL's branches may place a key in different
+		// partitions (their topics' partition counts differ).
 		return true
 	}
 	for _, src := range Sources(a.Input) {
@@ -201,4 +203,18 @@ func holdsMap(t types.Type) bool {
 		}
 	}
 	return false
+}
+
+// hasUnion reports whether n's chain of single inputs ends in a UNION ALL.
+func hasUnion(n Node) bool {
+	for {
+		if _, ok := n.(*Union); ok {
+			return true
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			return false
+		}
+		n = ch[0]
+	}
 }

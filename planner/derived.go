@@ -32,6 +32,8 @@ func IsTable(n Node) bool {
 			return true
 		case *Join:
 			return x.OfTables()
+		case *Union:
+			return x.Tables
 		}
 		ch := n.Children()
 		if len(ch) != 1 {

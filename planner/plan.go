@@ -29,8 +29,14 @@ var (
 
 // Scan reads a stream or table. Its rows are the source's declared
 // columns followed by the pseudo columns.
+//
+// A scan with Feed reads a derived table joined to another (SQL
+// dialect): Source stands in for the table Feed's rows make, which the
+// query writes to a topic of its own (keyed by Source's key columns)
+// and reads back, as if it were a source table.
 type Scan struct {
 	Source *catalog.Source
+	Feed   Node
 	out    types.Schema
 }
 
@@ -45,6 +51,9 @@ func (s *Scan) Schema() types.Schema { return s.out }
 func (s *Scan) OfTable() bool    { return s.Source.Kind == catalog.Table }
 func (s *Scan) Children() []Node { return nil }
 func (s *Scan) String() string {
+	if s.Feed != nil {
+		return fmt.Sprintf("Scan derived TABLE %s (key %s, value %s), the rows of:", s.Source.Name, s.Source.KeyFormat, s.Source.ValueFormat)
+	}
 	return fmt.Sprintf("Scan %s %s (topic %s, key %s, value %s)", s.Source.Kind, s.Source.Name, s.Source.Topic, s.Source.KeyFormat, s.Source.ValueFormat)
 }
 
@@ -179,7 +188,9 @@ func Sources(n Node) []*catalog.Source {
 	var out []*catalog.Source
 	var walk func(Node)
 	walk = func(n Node) {
-		if s, ok := n.(*Scan); ok {
+		if s, ok := n.(*Scan); ok && s.Feed != nil {
+			walk(s.Feed) // a derived table's sources
+		} else if ok {
 			out = append(out, s.Source)
 		}
 		for _, c := range n.Children() {
@@ -204,6 +215,9 @@ func Explain(n Node) string {
 		b.WriteString("\n")
 		for _, c := range n.Children() {
 			walk(c, depth+1)
+		}
+		if s, ok := n.(*Scan); ok && s.Feed != nil {
+			walk(s.Feed, depth+1)
 		}
 	}
 	walk(n, 0)

@@ -1,6 +1,10 @@
 package planner
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sqlstreams/sqlstreams/types"
+)
 
 // Dialect is the SQL a query is written in. ksqlDB's statements keep
 // ksqlDB's behaviour; a statement that uses SQL beyond ksqlDB's (derived
@@ -214,8 +218,8 @@ func aggregateOfAggregate(n Node, _ Dialect) (Node, bool, error) {
 		if inner.Changes && outer.FromTable {
 			return n, false, nil
 		}
-		if inner.Window != nil {
-			return nil, false, fmt.Errorf("an aggregation over a windowed aggregation is not supported yet")
+		if inner.Window != nil && (inner.EmitFinal || inner.Window.Type == types.Session) {
+			return nil, false, fmt.Errorf("an aggregation over a windowed aggregation with EMIT FINAL or SESSION windows is not supported yet")
 		}
 		ic := *inner
 		ic.Changes = true

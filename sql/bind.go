@@ -26,6 +26,10 @@ type Catalog interface {
 
 // binder resolves names in one statement.
 type binder struct {
+	// feeds are the plans of the derived tables a join reads
+	// (bind_join_derived.go), by their stand-in sources.
+	feeds map[*catalog.Source]planner.Node
+
 	// The statement's placeholders (params.go): the values they read
 	// and their types, inferred as they are bound.
 	pbound *expr.Params

@@ -368,7 +368,7 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 		// A changed row leaves its old group: the aggregates must be able
 		// to take a row back out.
 		for _, c := range scope.aggs {
-			if !b.legacyDistinct {
+			if !b.legacyDistinct && (sel.dialect == planner.DialectSQL || !expr.RetractsOnlyInSQL(c.Fn.Name)) {
 				c.Fn = c.Fn.ForTable()
 			}
 			if _, ok := c.NewAccumulator().(expr.Undoer); !ok {

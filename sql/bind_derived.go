@@ -28,6 +28,11 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !sel.unionBranch {
+		if err := sel.unclaimedTVF(); err != nil {
+			return nil, err
+		}
+	}
 	root, rules, err := planner.Rewrite(q.Root, sel.dialect)
 	if err != nil {
 		if planner.FindRowNumber(q.Root) != nil {
@@ -104,17 +109,41 @@ func posOf(sel *Select, name string) int {
 // cols, when given, renames its columns (WITH a(x, y) AS …).
 func (b *binder) fromSubquery(sel *Select, q ast.ResultSetNode, kind, alias string, cols []ast.CIStr, cat Catalog) (planner.Node, error) {
 	sel.dialect = planner.DialectSQL
+	sub := &Select{base: sel.base, Emit: sel.Emit, Limit: -1, Params: sel.Params, nParams: sel.nParams,
+		toks: sel.toks, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
+		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink,
+		rw: sel.rw, nestedTVFs: sel.nestedTVFs}
 	inner, ok := q.(*ast.SelectStmt)
+	if u, isUnion := q.(*ast.SetOprStmt); isUnion {
+		// A UNION ALL: of streams, or of tables as an aggregation's
+		// input (bindTableUnion).
+		if sel.nParams > 0 {
+			return nil, errorAt(sel.text, posOf(sel, "UNION"), CodeFeatureNotSupport, "placeholders in a UNION ALL are not supported")
+		}
+		sub.derivedUnion = true
+		sub.branchPos = sel.unionBranchPos(u)
+		branches, err := sub.unionBranches(u)
+		if err != nil {
+			return nil, err
+		}
+		if sub.Limit >= 0 {
+			return nil, errorAt(sel.text, posOf(sel, "LIMIT"), CodeFeatureNotSupport, "LIMIT in a %s is not supported", kindText(kind))
+		}
+		inner, ok = branches[0], true
+	}
 	if !ok {
 		return nil, errorAt(sel.text, posOf(sel, "UNION"), CodeFeatureNotSupport, "%s %s: only a SELECT is supported here", kind, alias)
 	}
-	sub := &Select{base: sel.base, Emit: sel.Emit, Limit: -1, Params: sel.Params, nParams: sel.nParams,
-		stmt: inner, toks: sel.toks, rw: sel.rw, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
-		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink}
-	if inner.Limit != nil {
+	sub.stmt = inner
+	if sub.union == nil {
+		if err := sel.claimTVF(sub, inner); err != nil {
+			return nil, err
+		}
+	}
+	if sub.union == nil && inner.Limit != nil {
 		return nil, errorAt(sel.text, posOf(sel, "LIMIT"), CodeFeatureNotSupport, "LIMIT in a %s is not supported", kindText(kind))
 	}
-	if inner.OrderBy != nil {
+	if sub.union == nil && inner.OrderBy != nil {
 		return nil, errorAt(sel.text, posOf(sel, "ORDER"), CodeFeatureNotSupport, "ORDER BY in a %s is not supported", kindText(kind))
 	}
 	return b.derived(sel, sub, kind, alias, cols, cat)
@@ -134,6 +163,9 @@ func (b *binder) derived(sel, sub *Select, kind, alias string, cols []ast.CIStr,
 		}
 	}
 	var node planner.Node = qr.Root
+	if u, ok := node.(*planner.Union); ok && u.Tables && !aggregates(sel) {
+		return nil, errorAt(sel.text, posOf(sel, "UNION"), CodeFeatureNotSupport, "UNION ALL of tables is supported as the input of an aggregation only (its rows have no key): SELECT k, SUM(v) FROM (SELECT … FROM t1 UNION ALL SELECT … FROM t2) x GROUP BY k")
+	}
 	if len(cols) > 0 {
 		in := node.Schema()
 		vis := in.Visible()
@@ -168,6 +200,53 @@ func (b *binder) derived(sel, sub *Select, kind, alias string, cols []ast.CIStr,
 	b.alias = alias
 	b.schema = schema
 	return d, nil
+}
+
+// unionBranchPos returns the offsets of the SELECT keywords that start
+// the branches of u, a UNION ALL inside the statement: the last SELECT
+// before each branch's first column.
+func (sel *Select) unionBranchPos(u *ast.SetOprStmt) []int {
+	var out []int
+	var walk func(l *ast.SetOprSelectList)
+	walk = func(l *ast.SetOprSelectList) {
+		for _, n := range l.Selects {
+			switch n := n.(type) {
+			case *ast.SelectStmt:
+				at := 0
+				if len(n.Fields.Fields) > 0 {
+					at = sel.rw.orig(n.Fields.Fields[0].Offset)
+				}
+				p := 0
+				for _, t := range sel.toks {
+					if t.pos < at && t.is("SELECT") {
+						p = t.pos
+					}
+				}
+				out = append(out, p)
+			case *ast.SetOprSelectList:
+				walk(n)
+			}
+		}
+	}
+	walk(u.SelectList)
+	if len(out) == 0 {
+		out = append(out, 0)
+	}
+	return out
+}
+
+// aggregates reports whether sel (a SELECT whose FROM is being bound)
+// aggregates: GROUP BY, or an aggregate function in its SELECT list or
+// HAVING.
+func aggregates(sel *Select) bool {
+	s := sel.stmt
+	if s == nil {
+		return false
+	}
+	if s.GroupBy != nil || s.Having != nil || sel.global {
+		return true
+	}
+	return hasAggregate(s)
 }
 
 func kindText(kind string) string {

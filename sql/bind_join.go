@@ -207,9 +207,19 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		if !ok {
 			return nil, Errorf(CodeFeatureNotSupport, "FROM must name a stream or table")
 		}
+		if src, derived, err := b.derivedSide(sel, ts); err != nil {
+			return nil, err
+		} else if derived {
+			s := &js.sides[i]
+			s.src, s.alias, s.name, s.schema = src, ts.AsName.O, src.Name, src.RowSchema()
+			if s.alias != "" {
+				s.name = s.alias
+			}
+			continue
+		}
 		tn, ok := ts.Source.(*ast.TableName)
 		if !ok {
-			return nil, Errorf(CodeFeatureNotSupport, "subqueries are not supported")
+			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "a join of a derived table is not supported yet")
 		}
 		src, ok := b.cat.Source(tn.Name.O)
 		if !ok {

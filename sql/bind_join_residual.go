@@ -34,6 +34,7 @@ func (b *binder) bindJoinResidual(sel *Select, j *ast.Join) (*planner.Join, erro
 	if err != nil {
 		return nil, err
 	}
+	b.attachFeeds(join)
 	if err := b.bindResidual(join, residual); err != nil {
 		return nil, err
 	}

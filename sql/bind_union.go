@@ -112,6 +112,9 @@ func (sel *Select) unionBranches(u *ast.SetOprStmt) ([]*ast.SelectStmt, error) {
 // branchPositions returns the offsets of the SELECT keywords outside
 // parentheses: the UNION ALL branches', in order.
 func (sel *Select) branchPositions() []int {
+	if sel.branchPos != nil {
+		return sel.branchPos
+	}
 	var out []int
 	d := 0
 	for _, t := range sel.toks {
@@ -133,7 +136,7 @@ func (sel *Select) branchPositions() []int {
 // bindUnion binds each branch as a SELECT and the UNION ALL of them.
 func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 	pos := sel.branchPositions()
-	if sel.Emit == "" && !sel.persistent && !sel.inserting {
+	if sel.Emit == "" && !sel.persistent && !sel.inserting && !sel.derivedUnion {
 		return nil, errorAt(sel.text, pos[0], CodeFeatureNotSupport, "Pull queries don't support UNION ALL: it reads streams. Add EMIT CHANGES for a push query.")
 	}
 	if sel.Emit == "FINAL" {
@@ -143,18 +146,26 @@ func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, errorAt(sel.text, pos[0], CodeFeatureNotSupport, "placeholders in a UNION ALL are not supported")
 	}
 	var projs []*planner.Project
+	tables := 0 // branches that read tables
 	for i, branch := range sel.union {
 		at := pos[min(i, len(pos)-1)]
 		bs := *sel
-		bs.stmt, bs.union, bs.Limit = branch, nil, -1
+		bs.stmt, bs.union, bs.Limit, bs.unionBranch = branch, nil, -1, true
 		q, err := BindSelect(&bs, cat)
 		if err != nil {
 			return nil, err
 		}
+		readsTable := false
+		for _, s := range planner.Sources(q.Root) {
+			readsTable = readsTable || s.Kind == catalog.Table
+		}
+		isTable := readsTable && planner.IsTable(q.Root)
 		for _, s := range planner.Sources(q.Root) {
 			switch {
-			case s.Kind == catalog.Table:
-				return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL reads streams: branch %d reads the table %s", i+1, s.Name)
+			case s.Kind == catalog.Table && !sel.derivedUnion:
+				return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL reads streams: branch %d reads the table %s (a UNION ALL of tables is supported as the input of an aggregation: SELECT k, SUM(v) FROM (SELECT … FROM t1 UNION ALL SELECT … FROM t2) x GROUP BY k)", i+1, s.Name)
+			case s.Kind == catalog.Table && (!isTable || findJoin(q.Root) != nil):
+				return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL branch %d reads the table %s in a join: a branch of a UNION ALL of tables reads one table", i+1, s.Name)
 			case s.Windowed():
 				return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL of windowed streams is not supported: branch %d reads %s", i+1, s.Name)
 			}
@@ -163,7 +174,13 @@ func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 		if !ok || findAggregate(q.Root) != nil {
 			return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "a UNION ALL branch with GROUP BY is not supported: UNION ALL of streams")
 		}
-		if sel.persistent || sel.inserting {
+		if isTable {
+			tables++
+		}
+		if sel.derivedUnion && tables > 0 && tables <= i {
+			return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL of a stream and a table is not supported: its branches read streams, or all read tables")
+		}
+		if (sel.persistent || sel.inserting) && !isTable {
 			if missing := proj.MissingKeys(); len(missing) > 0 && findJoin(q.Root) == nil {
 				return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "UNION ALL branch %d must include its key column %s in its projection", i+1, strings.Join(missing, ", "))
 			}
@@ -172,6 +189,9 @@ func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	if err := widenBranches(projs); err != nil {
 		return nil, err
+	}
+	if tables > 0 {
+		return bindTableUnion(sel, projs)
 	}
 	inputs := make([]planner.Node, len(projs))
 	for i, p := range projs {
@@ -198,6 +218,38 @@ func bindUnion(sel *Select, cat Catalog) (*planner.Query, error) {
 		return nil, Errorf(CodeDatatypeMismatch, "%v", err)
 	}
 	return &planner.Query{Root: proj, Emit: sel.Emit, Limit: sel.Limit}, nil
+}
+
+// bindTableUnion binds a UNION ALL of tables (a derived table or CTE
+// that an aggregation reads, fromSubquery): the branches' columns pair up
+// by type only, since its rows have no key.
+func bindTableUnion(sel *Select, projs []*planner.Project) (*planner.Query, error) {
+	pos := sel.branchPositions()
+	inputs := make([]planner.Node, len(projs))
+	for i, p := range projs {
+		if i > 0 {
+			fs, ps := projs[0].Schema(), p.Schema()
+			at := pos[min(i, len(pos)-1)]
+			if len(fs.Columns) != len(ps.Columns) {
+				return nil, errorAt(sel.text, at, CodeDatatypeMismatch, "UNION ALL branch %d has %d columns, branch 1 has %d: each branch selects as many columns, of the same types", i+1, len(ps.Columns), len(fs.Columns))
+			}
+			for j, c := range ps.Columns {
+				if f := fs.Columns[j]; c.Type.String() != f.Type.String() {
+					cpos := at
+					if br := sel.union[i]; j < len(br.Fields.Fields) && br.Fields.Fields[j].WildCard == nil {
+						cpos = sel.rw.orig(br.Fields.Fields[j].Offset)
+					}
+					return nil, errorAt(sel.text, cpos, CodeDatatypeMismatch, "UNION ALL column %d: branch %d's %s is %s, branch 1's %s is %s; CAST one of them", j+1, i+1, c.Name, c.Type, f.Name, f.Type)
+				}
+			}
+		}
+		inputs[i] = p
+	}
+	u, err := planner.NewTableUnion(inputs)
+	if err != nil {
+		return nil, errorAt(sel.text, pos[0], CodeDatatypeMismatch, "%v", err)
+	}
+	return &planner.Query{Root: u, Emit: sel.Emit, Limit: -1}, nil
 }
 
 // unionCompatible checks that branch i's projection p has the layout of

@@ -285,6 +285,17 @@ type Select struct {
 	// union holds the branches of a UNION ALL (bind_union.go; stmt is
 	// the first), or nil.
 	union []*ast.SelectStmt
+	// branchPos are the offsets of a derived table's UNION ALL branches
+	// (nil: the statement's own, branchPositions); derivedUnion marks
+	// that SELECT (a derived table or CTE that is a UNION ALL).
+	branchPos    []int
+	derivedUnion bool
+	// nestedTVFs are the window table functions of derived tables and
+	// CTEs in the statement (tvf.go), each claimed by its SELECT.
+	nestedTVFs []*windowTVF
+	// unionBranch marks the copy of a UNION ALL's SELECT that binds one
+	// branch.
+	unionBranch bool
 	// interval is a stream–stream join's Flink-style time bounds
 	// (interval.go), or nil.
 	interval *intervalJoin

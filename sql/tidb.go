@@ -40,6 +40,26 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 		case isPunct(t, ")"), isPunct(t, "]"):
 			depth--
 		}
+		if depth != 0 && t.is("FROM") && windowTVFAt(toks, i+1) {
+			// A window table function in a derived table or CTE: cut
+			// out as at the top, and claimed by its SELECT when the
+			// binder reaches it (fromSubquery).
+			tv, end, err := parseWindowTVF(p.text, toks, i+1)
+			if err != nil {
+				return nil, err
+			}
+			if err := flush(i + 1); err != nil {
+				return nil, err
+			}
+			if err := tv.cut(r, toks, end); err != nil {
+				return nil, err
+			}
+			tv.selectPos = enclosingSelect(toks, i)
+			sel.nestedTVFs = append(sel.nestedTVFs, tv)
+			i = end - 1
+			exprFrom = end
+			continue
+		}
 		if depth != 0 {
 			continue
 		}

@@ -27,7 +27,9 @@ import (
 // would make it. The function's window_start and window_end columns are
 // the aggregation's WINDOWSTART and WINDOWEND (BIGINT epoch
 // milliseconds), so the result is grouped by them: GROUP BY window_start,
-// window_end, k.
+// window_end, k. In a derived table or CTE the call is cut out the same
+// way and its SELECT claims it when bound (Select.nestedTVFs): such an
+// aggregation may be aggregated again by its window, or joined.
 //
 // Refused, each with its position: an offset argument, SESSION's
 // PARTITION BY, named arguments, a window table function without GROUP BY
@@ -44,6 +46,70 @@ type windowTVF struct {
 	timePos  int
 	window   *windowClause
 	startPos int // offset of TABLE( or of the function's name
+	// selectPos is the offset of the SELECT whose FROM it is, for one in
+	// a derived table or CTE (Select.nestedTVFs); claimed is set when
+	// that SELECT is bound.
+	selectPos int
+	claimed   bool
+}
+
+// enclosingSelect is the offset of the SELECT keyword of the query
+// whose FROM is toks[from]: the nearest SELECT before it in the same
+// parentheses.
+func enclosingSelect(toks []token, from int) int {
+	d := 0
+	for k := from - 1; k >= 0; k-- {
+		switch t := toks[k]; {
+		case isPunct(t, ")"):
+			d++
+		case isPunct(t, "("):
+			if d == 0 {
+				return -1
+			}
+			d--
+		case d == 0 && t.is("SELECT"):
+			return t.pos
+		}
+	}
+	return -1
+}
+
+// claimTVF gives sub, the SELECT of a derived table or CTE (its
+// statement inner), the window table function in its FROM, if any.
+func (sel *Select) claimTVF(sub *Select, inner *ast.SelectStmt) error {
+	if len(sel.nestedTVFs) == 0 || len(inner.Fields.Fields) == 0 {
+		return nil
+	}
+	at := sel.rw.orig(inner.Fields.Fields[0].Offset)
+	pos := -1
+	for _, t := range sel.toks {
+		if t.pos < at && t.is("SELECT") {
+			pos = t.pos
+		}
+	}
+	for _, tv := range sel.nestedTVFs {
+		if tv.selectPos == pos && pos >= 0 {
+			sub.tvf, sub.window = tv, tv.window
+			if tv.claimed {
+				return nil // a CTE's query bound again: its AST is mapped
+			}
+			tv.claimed = true
+			return sub.tvfColumns()
+		}
+	}
+	return nil
+}
+
+// unclaimedTVF refuses a window table function in a derived table or
+// CTE that no SELECT took (one in a UNION ALL branch, a join, a
+// subquery of an expression).
+func (sel *Select) unclaimedTVF() error {
+	for _, tv := range sel.nestedTVFs {
+		if !tv.claimed {
+			return errorAt(sel.text, tv.pos, CodeFeatureNotSupport, "%s is supported in the FROM of a query, derived table or CTE that aggregates it (GROUP BY window_start, window_end, …)", tv.fn)
+		}
+	}
+	return nil
 }
 
 // tvfNames are the window table functions.
