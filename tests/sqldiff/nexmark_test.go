@@ -31,14 +31,32 @@ type nexmarkBid struct {
 // CI-sized run with a SIGKILL while output flows, and compares every
 // result with an oracle over the same events: SQLite for the queries it
 // can express, a Go model for the regular expression and split ones
-// (q21, q22). The events are 45 s apart in event time, so that the
-// days, hours and minutes the queries group by vary.
+// (q21, q22). It runs twice: with events 45 s apart in event time, so
+// that the days, hours and minutes the queries group by vary, and 20 ms
+// apart, so that the windowed queries' windows hold many events. Event
+// times are out of order in groups of 4 (the generator's
+// outOfOrderGroupSize).
 func TestNexmark(t *testing.T) {
+	t.Run("sparse", func(t *testing.T) {
+		runNexmark(t, 45*time.Second, func(want map[string][]string) bool {
+			return len(want["Q14"]) > 0 && len(want["Q15"]) >= 2 && len(want["Q2"]) > 0 && len(want["Q3"]) > 0 && len(want["Q19"]) >= 100
+		})
+	})
+	t.Run("dense", func(t *testing.T) {
+		runNexmark(t, 20*time.Millisecond, func(want map[string][]string) bool {
+			return len(want["Q5"]) >= 20 && len(want["Q8"]) > 0
+		})
+	})
+}
+
+// runNexmark runs the queries over events inter apart in event time;
+// enough tells whether the oracle's answers are rich enough to check.
+func runNexmark(t *testing.T, inter time.Duration, enough func(want map[string][]string) bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	e := start(t, ctx)
 	dir := filepath.Join("..", "nexmark")
-	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q14", "q15", "q16", "q17", "q18", "q19", "q21", "q22"} {
+	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q5", "q8", "q10", "q14", "q15", "q16", "q17", "q18", "q19", "q21", "q22"} {
 		text, err := os.ReadFile(filepath.Join(dir, name+".sql"))
 		if err != nil {
 			t.Fatal(err)
@@ -49,14 +67,15 @@ func TestNexmark(t *testing.T) {
 	}
 
 	const events = 4000
-	gen, err := datagen.New(datagen.Config{Quickstart: "nexmark", Seed: 34, InterEvent: 45 * time.Second, OutOfOrderGroupSize: 4})
+	gen, err := datagen.New(datagen.Config{Quickstart: "nexmark", Seed: 34, InterEvent: inter, OutOfOrderGroupSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var bids []nexmarkBid
 	var script strings.Builder
 	script.WriteString("CREATE TABLE bid (auction INTEGER, bidder INTEGER, price INTEGER, channel TEXT, url TEXT, dateTime INTEGER, extra TEXT);\n" +
-		"CREATE TABLE person (id INTEGER, name TEXT, city TEXT, state TEXT);\nCREATE TABLE auction (id INTEGER, seller INTEGER, category INTEGER);\nBEGIN;\n")
+		"CREATE TABLE person (id INTEGER, name TEXT, city TEXT, state TEXT, dateTime INTEGER);\n" +
+		"CREATE TABLE auction (id INTEGER, seller INTEGER, category INTEGER, dateTime INTEGER);\nBEGIN;\n")
 	var rec datagen.Record
 	produce := func(n int) {
 		var recs []*kgo.Record
@@ -67,20 +86,20 @@ func TestNexmark(t *testing.T) {
 			switch rec.Kind {
 			case datagen.KindPerson:
 				var p struct {
-					ID                int64
+					ID, DateTime      int64
 					Name, City, State string
 				}
 				if err := json.Unmarshal(rec.Value, &p); err != nil {
 					t.Fatalf("generated person %s: %v", rec.Value, err)
 				}
-				fmt.Fprintf(&script, "INSERT INTO person VALUES (%d, %s, %s, %s);\n", p.ID, quote(p.Name), quote(p.City), quote(p.State))
+				fmt.Fprintf(&script, "INSERT INTO person VALUES (%d, %s, %s, %s, %d);\n", p.ID, quote(p.Name), quote(p.City), quote(p.State), p.DateTime)
 				continue
 			case datagen.KindAuction:
-				var a struct{ ID, Seller, Category int64 }
+				var a struct{ ID, Seller, Category, DateTime int64 }
 				if err := json.Unmarshal(rec.Value, &a); err != nil {
 					t.Fatalf("generated auction %s: %v", rec.Value, err)
 				}
-				fmt.Fprintf(&script, "INSERT INTO auction VALUES (%d, %d, %d);\n", a.ID, a.Seller, a.Category)
+				fmt.Fprintf(&script, "INSERT INTO auction VALUES (%d, %d, %d, %d);\n", a.ID, a.Seller, a.Category, a.DateTime)
 				continue
 			}
 			var b nexmarkBid
@@ -107,6 +126,13 @@ SELECT '#Q1'; SELECT '', auction, bidder, printf('%%.3f', 0.908 * price), dateTi
 SELECT '#Q2'; SELECT '', auction, price FROM bid WHERE auction %% 123 = 0;
 SELECT '#Q3'; SELECT A.id, P.name, P.city, P.state FROM auction A JOIN person P ON A.seller = P.id
   WHERE A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA');
+SELECT '#Q5'; WITH hop(o) AS (VALUES (0), (1), (2), (3), (4)),
+  w AS (SELECT auction, dateTime / 2000 * 2000 - o * 2000 AS ws FROM bid, hop),
+  ab AS (SELECT auction, ws, count(*) AS num FROM w GROUP BY auction, ws),
+  mb AS (SELECT ws, max(num) AS maxn FROM ab GROUP BY ws)
+  SELECT ab.auction, ab.ws, ab.num FROM ab JOIN mb ON ab.ws = mb.ws WHERE ab.num >= mb.maxn;
+SELECT '#Q8'; SELECT DISTINCT p.id, p.dateTime / 10000 * 10000, p.name FROM person p JOIN auction a
+  ON p.id = a.seller AND p.dateTime / 10000 = a.dateTime / 10000;
 SELECT '#Q10'; SELECT '', auction, bidder, price, dateTime, extra, %[1]s, strftime('%%H:%%M', dateTime / 1000, 'unixepoch') FROM bid;
 SELECT '#Q14'; SELECT '', auction, bidder, printf('%%.3f', 0.908 * price),
   CASE WHEN %[2]s >= 8 AND %[2]s <= 18 THEN 'dayTime' WHEN %[2]s <= 6 OR %[2]s >= 20 THEN 'nightTime' ELSE 'otherTime' END,
@@ -136,8 +162,12 @@ SELECT '#Q19'; SELECT auction, rn, bidder, price, channel, url, dateTime, extra 
   (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC, dateTime DESC) AS rn FROM bid) WHERE rn <= 10;
 `, day, hour)
 	want := sqlite(t, ctx, script.String())
-	if len(want["Q0"]) < events*9/10 || len(want["Q14"]) == 0 || len(want["Q15"]) < 2 || len(want["Q2"]) == 0 || len(want["Q3"]) == 0 || len(want["Q19"]) < 100 {
-		t.Fatalf("input too thin: q0 %d, q2 %d, q3 %d, q14 %d, q15 %d rows", len(want["Q0"]), len(want["Q2"]), len(want["Q3"]), len(want["Q14"]), len(want["Q15"]))
+	if len(want["Q0"]) < events*9/10 || !enough(want) {
+		sizes := map[string]int{}
+		for q, rows := range want {
+			sizes[q] = len(rows)
+		}
+		t.Fatalf("input too thin: rows per query %v", sizes)
 	}
 	want["Q21"], want["Q22"] = nexmarkQ21(bids), nexmarkQ22(bids)
 
@@ -220,6 +250,8 @@ SELECT '#Q19'; SELECT auction, rn, bidder, price, channel, url, dateTime, extra 
 	keyed("NEXMARK_Q16", []string{"CHANNEL", "day"}, append([]string{"minute"}, q15...)...)
 	q17 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "MIN_PRICE", "MAX_PRICE", "AVG_PRICE", "SUM_PRICE"}
 	keyed("NEXMARK_Q17", []string{"AUCTION", "day"}, q17...)
+	keyed("NEXMARK_Q5", []string{"AUCTION", "AUCTIONBIDS_STARTTIME"}, "NUM")
+	keyed("NEXMARK_Q8", []string{"P_ID", "P_STARTTIME"}, "NAME")
 	keyed("NEXMARK_Q18", []string{"AUCTION", "BIDDER"}, "PRICE", "CHANNEL", "URL", "DATETIME", "EXTRA")
 	keyed("NEXMARK_Q19", []string{"AUCTION", "RANK_NUMBER"}, "BIDDER", "PRICE", "CHANNEL", "URL", "DATETIME", "EXTRA")
 	// The tables answer pull queries too.
