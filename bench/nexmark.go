@@ -374,6 +374,17 @@ func runNexmarkQuery(ctx context.Context, admin *kadm.Client, brokers []string, 
 		res.Ratio = round3(res.PerCore / res.Flink)
 	}
 	res.StoreMB = round3(float64(dirSize(stateDir)) / (1 << 20))
+	if *verbose {
+		if tds, err := admin.ListTopics(ctx); err == nil {
+			var own []string
+			for _, t := range tds.Names() {
+				if strings.HasPrefix(t, group) {
+					own = append(own, t)
+				}
+			}
+			logf("nexmark %s: group %s, internal topics %v", q, group, own)
+		}
+	}
 	eng.Close()
 	closed = true
 	// The changelogs, read back (outside the measurement).
@@ -410,18 +421,22 @@ func nexDone(ctx context.Context, admin *kadm.Client, group string, ends kadm.Li
 	}
 	var internal []string
 	for _, t := range tds.Names() {
-		if strings.HasPrefix(t, group) && strings.HasSuffix(t, "-repartition") {
+		// Repartition topics and a foreign-key join's subscription
+		// topics: every internal topic but the changelogs.
+		if strings.HasPrefix(t, group) && !strings.HasSuffix(t, "-changelog") {
 			internal = append(internal, t)
 		}
 	}
 	if len(internal) == 0 {
 		return true, nil
 	}
-	iends, err := admin.ListEndOffsets(ctx, internal...)
+	// The group's offsets first, then the ends: whatever a transaction
+	// whose offsets are in offs wrote is then within the ends.
+	offs, err := admin.FetchOffsets(ctx, group)
 	if err != nil {
 		return false, nil
 	}
-	offs, err := admin.FetchOffsets(ctx, group)
+	iends, err := admin.ListEndOffsets(ctx, internal...)
 	if err != nil {
 		return false, nil
 	}
