@@ -101,7 +101,7 @@ func TestJoinScenariosRun(t *testing.T) {
 // whole input, its CPU and RSS be measured, the stateful ones report
 // their changelog and store, and the table list every query.
 func TestNexmarkRuns(t *testing.T) {
-	*memory = true
+	*memory, *verify = true, true // the hand-written q1 writes what sqlstreams' does
 	*nexQueries = "q1,q3,q17"
 	defer func() { *nexQueries = "" }()
 	rs, err := runNexmark(4000)

@@ -73,6 +73,8 @@ type nexResult struct {
 	HandRSSMB              float64 `json:"handwritten_peak_rss_mb,omitempty"`
 	HandCPUPerM            float64 `json:"handwritten_cpu_s_per_m_events,omitempty"`
 	HandEventsPerS         float64 `json:"handwritten_events_per_s,omitempty"`
+
+	out output // with -verify: what the query committed to its sink
 }
 
 // nexmarkDir finds tests/nexmark: from the module root (go run ./bench)
@@ -401,7 +403,14 @@ func runNexmarkQuery(ctx context.Context, admin *kadm.Client, brokers []string, 
 		}
 	}
 	res.ChangelogBytesPerEvent = round3(res.ChangelogBytesPerEvent)
-	deleteTopics(ctx, admin, svc, "NEXMARK_"+strings.ToUpper(q))
+	sink := "NEXMARK_" + strings.ToUpper(q)
+	if *verify {
+		if res.out, err = readOutput(ctx, brokers, sink); err != nil {
+			return res, err
+		}
+		logf("verify: %s: sqlstreams wrote %d records; first: %s", q, res.out.n, res.out.sample)
+	}
+	deleteTopics(ctx, admin, svc, sink)
 	return res, nil
 }
 
@@ -526,6 +535,16 @@ func runNexmarkHandQ1(ctx context.Context, admin *kadm.Client, brokers []string,
 	})
 	if err != nil {
 		return err
+	}
+	if *verify {
+		// The hand-written q1 must have written what sqlstreams did.
+		if r.out, err = readOutput(ctx, brokers, cfg.output); err != nil {
+			return err
+		}
+		if r.out.n != res.out.n || r.out.digest != res.out.digest {
+			return fmt.Errorf("hand-written q1 wrote %d records (digest %x, first %q), sqlstreams %d (digest %x, first %q)",
+				r.out.n, r.out.digest, r.out.sample, res.out.n, res.out.digest, res.out.sample)
+		}
 	}
 	res.HandRSSMB = round(r.rssMB)
 	res.HandCPUPerM = round3(r.cpu.Seconds() * 1e6 / float64(n))
