@@ -94,3 +94,49 @@ func TestJoinScenariosRun(t *testing.T) {
 		}
 	}
 }
+
+// TestNexmarkRuns runs the nexmark scenario tiny (a few thousand events;
+// a stateless query with the hand-written q1 beside it, a join of tables
+// and an aggregate with a repartition): every query must consume its
+// whole input, its CPU and RSS be measured, the stateful ones report
+// their changelog and store, and the table list every query.
+func TestNexmarkRuns(t *testing.T) {
+	*memory, *verify = true, true // the hand-written q1 writes what sqlstreams' does
+	*nexQueries = "q1,q3,q17"
+	defer func() { *nexQueries = "" }()
+	rs, err := runNexmark(4000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 {
+		t.Fatalf("want 3 results, got %+v", rs)
+	}
+	for _, r := range rs {
+		if r.EventsPerS <= 0 || r.CPUPerM <= 0 || r.PerCore <= 0 || r.RSSMB <= 0 || r.InputRecords <= 0 || r.Flink <= 0 || r.Ratio <= 0 {
+			t.Errorf("%s: not measured: %+v", r.Query, r)
+		}
+	}
+	if rs[0].HandRSSMB <= 0 || rs[0].HandCPUPerM <= 0 {
+		t.Errorf("q1: hand-written pipeline not measured: %+v", rs[0])
+	}
+	if rs[0].InputRecords >= 4000 || rs[1].InputRecords >= rs[0].InputRecords {
+		t.Errorf("inputs: q1 reads the bids only, q3 persons and auctions: %+v", rs)
+	}
+	for _, r := range rs[1:] {
+		if r.ChangelogRecords <= 0 || r.ChangelogBytesPerEvent <= 0 || r.StoreMB <= 0 {
+			t.Errorf("%s: state not measured: %+v", r.Query, r)
+		}
+	}
+	var md bytes.Buffer
+	if err := reportNexmark(&md, rs, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"q1", "q3", "q17"} {
+		if !strings.Contains(md.String(), "| "+q+" | 4000 | ") {
+			t.Errorf("table lacks %s:\n%s", q, md.String())
+		}
+	}
+	if !strings.Contains(md.String(), "q1 hand-written franz-go") {
+		t.Errorf("table lacks the hand-written q1:\n%s", md.String())
+	}
+}

@@ -60,7 +60,7 @@ type run struct {
 var (
 	quick           = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
 	jsonOut         = flag.Bool("json", false, "print one JSON object instead of the markdown table")
-	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro, join-st, join-ss, pull, memory and latency run only when named)")
+	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro, join-st, join-ss, pull, memory, latency and nexmark run only when named)")
 	records         = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
 	repeats         = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
 	memory          = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
@@ -118,6 +118,22 @@ func main() {
 			}
 			return
 		}
+		if *scenario == "nexmark" {
+			if *records == 0 {
+				n = 1_000_000
+				if *quick {
+					n = 200_000
+				}
+			}
+			rs, err := runNexmark(n)
+			if err != nil {
+				fatal(fmt.Errorf("nexmark: %w", err))
+			}
+			if err := reportNexmark(os.Stdout, rs, *jsonOut); err != nil {
+				fatal(err)
+			}
+			return
+		}
 		if *scenario == "idle" {
 			if err := runIdle(); err != nil {
 				fatal(fmt.Errorf("idle: %w", err))
@@ -131,7 +147,7 @@ func main() {
 			return
 		}
 		if !slices.Contains(scenarios, *scenario) && *scenario != "stateless-avro" && !isJoin(*scenario) {
-			fatal(fmt.Errorf("unknown scenario %q (want one of %s, stateless-avro, join-st, join-ss, pull, idle, memory or latency)", *scenario, strings.Join(scenarios, ", ")))
+			fatal(fmt.Errorf("unknown scenario %q (want one of %s, stateless-avro, join-st, join-ss, pull, idle, memory, latency or nexmark)", *scenario, strings.Join(scenarios, ", ")))
 		}
 		if isJoin(*scenario) && *records == 0 && !*quick {
 			n = 1_000_000 // see README.md: a join run is slower than the others
@@ -310,6 +326,13 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 // the GC, and with -broker-in-process the broker) goes to a file named
 // with profile; with -memprofile, the heap profile at its end.
 func measure(ctx context.Context, admin *kadm.Client, profile string, groupOf func() string, ends kadm.ListedOffsets, start func() (stop func(), err error)) (run, error) {
+	return measureUntil(ctx, admin, profile, groupOf, ends, func(g string) (bool, error) { return committedAll(ctx, admin, g, ends) }, start)
+}
+
+// measureUntil is measure with its own test of the end: done(group)
+// reports whether the group has processed everything (ends only feeds
+// the -v progress log).
+func measureUntil(ctx context.Context, admin *kadm.Client, profile string, groupOf func() string, ends kadm.ListedOffsets, done func(group string) (bool, error), start func() (stop func(), err error)) (run, error) {
 	runtime.GC()
 	resetPeakRSS()
 	var m0 runtime.MemStats
@@ -354,11 +377,11 @@ func measure(ctx context.Context, admin *kadm.Client, profile string, groupOf fu
 			}
 		}
 		if g := groupOf(); g != "" {
-			done, err := committedAll(ctx, admin, g, ends)
+			ok, err := done(g)
 			if err != nil {
 				return run{}, err
 			}
-			if done {
+			if ok {
 				break
 			}
 		}
