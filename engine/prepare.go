@@ -54,6 +54,11 @@ var _ Preparer = (*Engine)(nil)
 func (e *Engine) Prepare(ctx context.Context, s *Session, text string) (*Prepared, error) {
 	st, err := sql.Parse(text)
 	if err != nil {
+		if k := statementKind(text); k != "SELECT" && k != "INSERT INTO" && k != "WITH" && sql.HasPlaceholder(text) {
+			// A statement that takes no placeholders, whose grammar
+			// has none: refused as such, not as a syntax error.
+			return nil, errParamsIn(text)
+		}
 		return nil, err
 	}
 	p := &Prepared{e: e, sess: s, text: text}
@@ -62,7 +67,7 @@ func (e *Engine) Prepare(ctx context.Context, s *Session, text string) (*Prepare
 	}
 	sel, isSelect := st.(*sql.Select)
 	if !isSelect && sql.HasPlaceholder(text) {
-		return nil, errParamsIn(st)
+		return nil, errParamsIn(st.Text())
 	}
 	if !isSelect || sel.NumParams() == 0 {
 		if pl, err := e.preparePullOf(s, st); err == nil {
@@ -119,10 +124,10 @@ func (e *Engine) prepareInsert(p *Prepared, iv *sql.InsertValues) (*Prepared, er
 	return p, nil
 }
 
-// errParamsIn refuses placeholders in st, a statement that takes none,
+// errParamsIn refuses placeholders in text, a statement that takes none,
 // as Postgres does: 42P02, naming the statement.
-func errParamsIn(st sql.Statement) error {
-	return sql.Errorf(codeUndefinedParameter, "parameters ($n) are not supported in %s; only SELECT and INSERT … VALUES take them", statementKind(st.Text()))
+func errParamsIn(text string) error {
+	return sql.Errorf(codeUndefinedParameter, "parameters ($n) are not supported in %s; only SELECT and INSERT … VALUES take them", statementKind(text))
 }
 
 // codeUndefinedParameter is Postgres's undefined_parameter.

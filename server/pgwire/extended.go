@@ -51,13 +51,15 @@ type prepared struct {
 	pull      *engine.Pull
 	pullTried bool
 	pullKey   bool
-	// prep is the engine's statement when the values of Bind go to it
-	// as datums (pull.go); nil otherwise.
-	prep  *engine.Prepared
-	binds int
-	// described by the engine's Prepare (describeParams), kept for
-	// pullPlan; nil when it was not or failed.
-	eprep *engine.Prepared
+	// prep is the engine's statement of a statement with parameters,
+	// made by its first Describe or Bind (prepareParams): the values of
+	// Bind go to it as datums. prepErr is the engine's refusal; local,
+	// a statement whose values are substituted into its text instead
+	// (pgwire's own answers, executors without Prepare).
+	prep    *engine.Prepared
+	prepErr error
+	local   bool
+	binds   int
 }
 
 // portal is a statement bound by Bind, ready to execute.
@@ -70,13 +72,12 @@ type portal struct {
 	cols      []types.Column // when the statement has parameters
 
 	pull   *engine.Pull  // the statement's plan, when it has one (pull.go)
-	key    types.Datum   // the key to look up, when the plan takes one
+	key    types.Datum   // the key to look up, when byKey
 	keyBuf []byte        // holds key's bytes
-	vals   []types.Datum // the parameters' values, when stmt.prep takes them
-	insert bool          // run stmt.prep, an INSERT, with vals (runInsert)
-	// lazyText: text is not built yet; it is the statement with key as
-	// its one parameter (boundText builds it).
-	lazyText bool
+	vals   []types.Datum // the parameters' values, when eng
+	// eng: the values went to stmt.prep (runPrepared); byKey: the one
+	// value is key, looked up with RunKey.
+	eng, byKey bool
 
 	cur  *cursor // the statement, suspended after a row-limited Execute
 	done bool    // ran to completion; a second Execute does not run it again
@@ -140,13 +141,14 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		return
 	}
 	pl := c.pullPlan(p)
-	insert := pl == nil && p.prep != nil && p.prep.IsInsert()
-	// A point plan's key parameter that is valid as its literal is kept
-	// as the key alone; the text is built only if something needs it
-	// (boundText).
-	lazy := pl != nil && p.pullKey && keyParamValid(p.params, m.ParameterFormatCodes, m.Parameters)
 	text := p.stmt
-	if !lazy && (len(p.params.oids) > 0 || len(m.Parameters) > 0) {
+	hasParams := len(p.params.oids) > 0 || len(m.Parameters) > 0
+	if hasParams && p.prep == nil {
+		if p.prepErr != nil {
+			c.extendedError(p.prepErr, p.query, p.off)
+			return
+		}
+		// pgwire's own answers: the values are written into the text.
 		var err error
 		if text, err = bindParams(p.stmt, p.params, m.ParameterFormatCodes, m.Parameters); err != nil {
 			c.extendedError(err, "", -1)
@@ -158,32 +160,27 @@ func (c *conn) bind(m *pgproto3.Bind) {
 	if len(p.params.oids) == 0 {
 		pt.described, pt.cols = p.described, p.cols
 	}
-	if pl != nil {
-		ok := true
-		switch {
-		case p.pullKey:
-			pt.key, pt.keyBuf, ok = pullKey(p.params.oids[0], m.ParameterFormatCodes, m.Parameters[0], pt.keyBuf)
-		case p.prep != nil:
-			pt.vals, ok = pullValues(p.prep.ParamTypes(), p.params.oids, m.ParameterFormatCodes, m.Parameters, pt.vals[:0])
+	switch {
+	case hasParams && p.prep != nil:
+		if p.pullKey && keyParamValid(p.params, m.ParameterFormatCodes, m.Parameters) {
+			pt.key, pt.keyBuf, pt.byKey = pullKey(p.params.oids[0], m.ParameterFormatCodes, m.Parameters[0], pt.keyBuf)
 		}
-		switch {
-		case ok:
-			pt.pull, pt.lazyText = pl, lazy
-			if !pt.described {
-				pt.described, pt.cols = true, pl.Columns()
-			}
-		case lazy:
-			// keyParamValid and pullKey disagree; bind the text as
-			// without a plan (it cannot fail where keyParamValid held).
+		if !pt.byKey {
 			var err error
-			if pt.text, err = bindParams(p.stmt, p.params, m.ParameterFormatCodes, m.Parameters); err != nil {
+			if pt.vals, err = bindValues(p.prep.ParamTypes(), p.params.oids, m.ParameterFormatCodes, m.Parameters, pt.vals[:0]); err != nil {
 				c.extendedError(err, "", -1)
 				return
 			}
 		}
-	}
-	if insert {
-		pt.vals, pt.insert = pullValues(p.prep.ParamTypes(), p.params.oids, m.ParameterFormatCodes, m.Parameters, pt.vals[:0])
+		pt.eng, pt.pull = true, pl
+		if !pt.described {
+			pt.described, pt.cols = true, p.prep.Columns()
+		}
+	case pl != nil:
+		pt.pull = pl
+		if !pt.described {
+			pt.described, pt.cols = true, pl.Columns()
+		}
 	}
 	if pt.described {
 		if err := formatCount(m.ResultFormatCodes, len(pt.cols)); err != nil {
@@ -229,8 +226,11 @@ func (c *conn) describe(m *pgproto3.Describe) {
 			c.extendedError(sql.Errorf(codeInvalidStatementName, "prepared statement %q does not exist", m.Name), "", -1)
 			return
 		}
-		if !p.described && len(p.params.slots) > 0 {
-			c.describeParams(p)
+		if !p.described && len(p.params.oids) > 0 {
+			if err := c.describeParams(p); err != nil {
+				c.extendedError(err, p.query, p.off)
+				return
+			}
 		}
 		if !p.described {
 			text := p.stmt
@@ -354,11 +354,21 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		c.fetch(pt, m.MaxRows)
 		return
 	}
-	if pt.pull != nil && m.MaxRows == 0 && c.runPull(pt) {
+	if pt.eng {
+		// The engine's statement, with the values as datums.
+		if m.MaxRows > 0 {
+			if err := c.checkTxState(nil); err != nil {
+				c.extendedError(err, "", -1)
+				return
+			}
+			pt.cur = c.openCursor(pt, nil)
+			c.fetch(pt, m.MaxRows)
+			return
+		}
+		c.runPrepared(pt)
 		return
 	}
-	if pt.insert && m.MaxRows == 0 {
-		c.runInsert(pt)
+	if pt.pull != nil && m.MaxRows == 0 && c.runPull(pt) {
 		return
 	}
 	l := c.intercept(pt.boundText())
