@@ -5,7 +5,8 @@ package pgwire
 //
 // Supported: named and unnamed prepared statements and portals;
 // parameters $1… in text and binary formats with declared, cast or
-// inferred types (params.go); result format codes (none = all text, one
+// inferred types, bound as values into the engine's prepared statement
+// (params.go, pull.go); result format codes (none = all text, one
 // for all columns, or one per column; text and binary); Describe of a
 // statement (ParameterDescription, then RowDescription or NoData) and of a
 // portal; Execute with a row limit, which suspends the portal
@@ -65,7 +66,7 @@ type prepared struct {
 // portal is a statement bound by Bind, ready to execute.
 type portal struct {
 	stmt  *prepared
-	text  string  // the statement with its parameters substituted; read it with boundText
+	text  string  // the statement (with its values written in, for pgwire's own answers); read it with boundText
 	codes []int16 // result format codes as Bind sent them
 
 	described bool           // cols holds the description of text
@@ -124,7 +125,9 @@ func (c *conn) parse(m *pgproto3.Parse) {
 	c.w.send(&pgproto3.ParseComplete{})
 }
 
-// bind handles Bind: it substitutes the parameters and creates a portal.
+// bind handles Bind: it converts the parameters into datums of the
+// engine's statement (or, for pgwire's own answers, writes them into the
+// text) and creates a portal.
 func (c *conn) bind(m *pgproto3.Bind) {
 	c.inBatch = true
 	p := c.stmts[m.PreparedStatement]

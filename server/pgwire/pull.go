@@ -1,21 +1,19 @@
 package pgwire
 
-// This file runs prepared pull queries from a plan the engine made once
-// per prepared statement (engine.Pull), instead of substituting the
-// parameters into the text and executing that.
+// This file hands prepared statements to the engine: a pull query over a
+// table is planned once per prepared statement (engine.Pull) instead of
+// at each Execute, and a statement with parameters is the engine's
+// prepared statement (engine.Prepare: its placeholders are expression
+// nodes, never text), run with Bind's values as datums.
 //
-// A statement qualifies when the engine can plan it as a pull query over
-// a materialized table and pgwire does not answer it itself. The engine
-// prepares it with its placeholders (engine.Prepare: expression nodes,
-// not text). With no parameters the plan runs as prepared. With one
-// parameter, used once, that the engine says is the key in WHERE key =
-// $1 (Pull.KeyParam), the plan looks up the bound key. Otherwise, when
-// the engine typed each parameter as pgwire did (an integer, double,
-// boolean or string; params.go), the values are bound as datums
-// (engine.Prepared.Bind). Anything else, a value that does not convert,
-// a cursor (Execute with a row limit), or a plan whose table was dropped
-// or replaced since, runs the substituted text as before; errors are
-// reported by that path, so they are the same as without plans.
+// A statement without parameters qualifies for a plan when the engine can
+// plan it as a pull query over a materialized table and pgwire does not
+// answer it itself. A statement with parameters is prepared by the engine
+// at its first Describe or Bind; a pull query with one parameter, used
+// once, that the engine says is the key in WHERE key = $1
+// (Pull.KeyParam), looks the key up directly (RunKey) when it comes as
+// valid text. A plan whose table was dropped or replaced since is made
+// again (a statement without parameters runs its text instead).
 
 import (
 	"bytes"
