@@ -73,6 +73,16 @@ func TestRealPgxPreparedPush(t *testing.T) {
 		}
 	}
 
+	// A pull query over a stream (a scan) takes them too.
+	var ids []int32
+	rs, err := conn.Query(ctx, "SELECT id FROM pgx_push_params WHERE n BETWEEN $1 AND $2", 3, 5)
+	if err == nil {
+		ids, err = pgx.CollectRows(rs, pgx.RowTo[int32])
+	}
+	if err != nil || fmt.Sprint(ids) != "[3 4 5]" {
+		t.Errorf("pull over a stream with $1, $2: %v %v, want [3 4 5]", ids, err)
+	}
+
 	// Refusals, as Postgres reports them.
 	var pe *pgconn.PgError
 	if _, err := conn.Exec(ctx, "PRINT 'pgx_push_params' FROM BEGINNING LIMIT $1", 3); !errors.As(err, &pe) || pe.Code != "42P02" || !strings.Contains(pe.Message, "PRINT") {
@@ -139,5 +149,27 @@ func TestRealPgxPreparedPush(t *testing.T) {
 	rest := until(isReady)
 	if got := strings.Join(first, ",") + "|" + strings.Join(rest, ","); got != "10,11|12,13,14" {
 		t.Errorf("cursor over %s: %s, want 10,11|12,13,14", "the push query", got)
+	}
+	// An INSERT … VALUES run as a cursor (its own prepared statement).
+	fe.SendParse(&pgproto3.Parse{Name: "ins", Query: "INSERT INTO pgx_push_params (id, n, v) VALUES ($1, $2, $3)"})
+	fe.SendBind(&pgproto3.Bind{DestinationPortal: "c2", PreparedStatement: "ins", Parameters: [][]byte{[]byte("99"), []byte("99"), []byte("v99")}})
+	fe.SendExecute(&pgproto3.Execute{Portal: "c2", MaxRows: 1})
+	fe.SendSync(&pgproto3.Sync{})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var tag string
+	until(func(m pgproto3.BackendMessage) bool {
+		if cc, ok := m.(*pgproto3.CommandComplete); ok {
+			tag = string(cc.CommandTag)
+		}
+		return isReady(m)
+	})
+	if tag != "INSERT 0 1" {
+		t.Errorf("INSERT as a cursor: tag %q", tag)
+	}
+	got, err := rowsOf(int64(99), int64(1))
+	if err != nil || got != "99v99" {
+		t.Errorf("the row inserted through a cursor: %q %v", got, err)
 	}
 }
