@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -133,10 +134,91 @@ func TestPrepareBind(t *testing.T) {
 	if _, err := p.Bind(nil); err == nil {
 		t.Error("Bind with too few values: no error")
 	}
-	for _, text := range []string{"SELECT * FROM kv WHERE id = $1 EMIT CHANGES", "CREATE TABLE x AS SELECT * FROM kv WHERE id = $1"} {
-		if _, err := eng.Prepare(ctx, s, text); !errors.As(err, &se) || se.Code != sql.CodeFeatureNotSupport {
-			t.Errorf("Prepare(%s): %v, want 0A000", text, err)
+	// Statements other than SELECT and INSERT … VALUES take no
+	// placeholders: refused, naming the statement.
+	for _, c := range []struct{ text, kind string }{
+		{"CREATE TABLE x AS SELECT * FROM kv WHERE id = $1", "CREATE TABLE"},
+		{"PRINT 'kv' LIMIT $1", "PRINT"},
+		{"INSERT INTO kv SELECT * FROM kv WHERE id = $1", "INSERT INTO"},
+		{"CREATE STREAM y WITH (KAFKA_TOPIC='y') AS SELECT * FROM kv WHERE n > $1 EMIT CHANGES", "CREATE STREAM"},
+	} {
+		_, err := eng.Prepare(ctx, s, c.text)
+		if !errors.As(err, &se) || se.Code != "42P02" || !strings.Contains(se.Msg, "in "+c.kind+";") {
+			t.Errorf("Prepare(%s): %v, want 42P02 naming %s", c.text, err, c.kind)
 		}
+	}
+
+	// A push query takes placeholders in its WHERE and as its LIMIT: each
+	// run binds the statement again with its values.
+	es := engine.NewSession()
+	if _, err := eng.Execute(ctx, es, "SET 'auto.offset.reset'='earliest'", discard{}); err != nil {
+		t.Fatal(err)
+	}
+	push, err := eng.Prepare(ctx, es, "SELECT id, n FROM kv WHERE n > $1 EMIT CHANGES LIMIT $2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(push.ParamTypes()); got != "[BIGINT BIGINT]" || !push.IsPush() || len(push.Columns()) != 2 {
+		t.Fatalf("push query: parameter types %s, push %v, columns %v", got, push.IsPush(), push.Columns())
+	}
+	for _, run := range []struct {
+		n, limit int64
+		want     []string // the rows it may return
+		count    int
+	}{
+		{2000, 3, []string{"45|2025", "46|2116", "47|2209", "48|2304", "49|2401"}, 3},
+		{2300, 2, []string{"48|2304", "49|2401"}, 2},
+		{2300, 0, nil, 0},
+	} {
+		b, err := push.Bind([]types.Datum{types.IntDatum(run.n), types.IntDatum(run.limit)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got collect
+		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+		res, err := b.Run(rctx, &got)
+		rcancel()
+		if err != nil || len(got.rows) != run.count {
+			t.Fatalf("push n > %d LIMIT %d: %v %v (%s)", run.n, run.limit, got.rows, err, res.Tag)
+		}
+		for _, r := range got.rows {
+			if !slices.Contains(run.want, r) {
+				t.Errorf("push n > %d LIMIT %d: row %s, want one of %v", run.n, run.limit, r, run.want)
+			}
+		}
+	}
+	// A pull query's LIMIT $n: the value bound at each run; NULL is no
+	// limit, a negative one is Postgres's 2201W.
+	lim, err := eng.Prepare(ctx, s, "SELECT id FROM kv WHERE n > $1 LIMIT $2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []struct {
+		limit types.Datum
+		count int
+		code  string
+	}{{types.IntDatum(2), 2, ""}, {types.NullDatum, 5, ""}, {types.IntDatum(0), 0, ""}, {types.IntDatum(-1), 0, "2201W"}} {
+		b, err := lim.Bind([]types.Datum{types.IntDatum(2000), run.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got collect
+		_, err = b.Run(ctx, &got)
+		if run.code != "" {
+			if !errors.As(err, &se) || se.Code != run.code {
+				t.Errorf("pull LIMIT %v: %v, want %s", run.limit, err, run.code)
+			}
+			continue
+		}
+		if err != nil || len(got.rows) != run.count {
+			t.Errorf("pull LIMIT %v: %v %v, want %d rows", run.limit, got.rows, err, run.count)
+		}
+	}
+	// A push query's negative LIMIT too.
+	if b, err := push.Bind([]types.Datum{types.IntDatum(0), types.IntDatum(-5)}); err != nil {
+		t.Fatal(err)
+	} else if _, err := b.Run(ctx, discard{}); !errors.As(err, &se) || se.Code != "2201W" {
+		t.Errorf("push LIMIT -5: %v, want 2201W", err)
 	}
 	// A forwarded pull query carries its parameters' values: the
 	// instance asked runs it with them over the partitions named.

@@ -73,6 +73,9 @@ type Pull struct {
 	params *expr.Params
 	ptypes []types.Type
 	q      *planner.Query
+	// limitParam is n of LIMIT $n (0: none): limit is its value at
+	// each run.
+	limitParam int
 }
 
 // pointLookup is what RunKey needs of a Pull that reads one row by key;
@@ -108,8 +111,7 @@ func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
 func (e *Engine) preparePull(s *Session, sel *sql.Select) (*Pull, error) {
 	var params *expr.Params
 	if n := sel.NumParams(); n > 0 {
-		params = &expr.Params{Values: make([]types.Datum, n)}
-		clearParams(params.Values)
+		params = newParams(n)
 		sel.Params = params
 	}
 	q, err := sql.BindSelect(sel, e.cat)
@@ -123,12 +125,18 @@ func (e *Engine) preparePull(s *Session, sel *sql.Select) (*Pull, error) {
 	if src.Kind == catalog.Stream {
 		return nil, ErrNotPull
 	}
+	return e.pullOfBound(s, sel, q, src, params)
+}
+
+// pullOfBound plans sel, a pull query over the table src bound as q with
+// its placeholders reading params (nil: it has none), for many runs.
+func (e *Engine) pullOfBound(s *Session, sel *sql.Select, q *planner.Query, src *catalog.Source, params *expr.Params) (*Pull, error) {
 	p, err := e.newPull(q, src, sel.Text(), copyProps(s.Props), true)
 	if err != nil {
 		return nil, err
 	}
 	if params != nil {
-		p.params, p.ptypes = params, sel.ParamTypes()
+		p.params, p.ptypes, p.limitParam = params, sel.ParamTypes(), sel.LimitParam()
 		if !p.point {
 			p.q = q // its key selection depends on the values
 		}
@@ -306,6 +314,11 @@ func (p *Pull) run(ctx context.Context, r *exec.PullRunner, sel exec.KeySelectio
 	mat, err := p.current()
 	if err != nil {
 		return Result{}, err
+	}
+	if n := p.limitParam; n > 0 {
+		if p.limit, err = sql.ParamLimit(p.params.Values[n-1]); err != nil {
+			return Result{}, err
+		}
 	}
 	var plan pullPlan
 	if p.only != nil {

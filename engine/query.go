@@ -25,6 +25,11 @@ func (e *Engine) query(ctx context.Context, s *Session, st *sql.Select, w Result
 	if err != nil {
 		return Result{}, err
 	}
+	return e.queryBound(ctx, s, st, q, w)
+}
+
+// queryBound runs st, bound as q.
+func (e *Engine) queryBound(ctx context.Context, s *Session, st *sql.Select, q *planner.Query, w ResultWriter) (Result, error) {
 	if q.Emit == "" {
 		if err := checkPull(s.Props, q); err != nil {
 			return Result{}, err

@@ -127,6 +127,12 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		query:          sel.persistent || sel.inserting}
 	sel.paramTypes = make([]types.Type, sel.nParams)
 	b.pbound, b.ptypes = sel.Params, sel.paramTypes
+	if n := sel.limitParam; n > 0 {
+		if sel.Params == nil || n > len(sel.paramTypes) {
+			return nil, Errorf(codeUndefinedParameter, "there is no parameter $%d", n)
+		}
+		sel.paramTypes[n-1] = types.BigintType
+	}
 	defer func() {
 		for i := range sel.paramTypes {
 			if sel.paramTypes[i].Kind == 0 {

@@ -49,6 +49,14 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 		rules = append([]string{"SubqueryToJoin"}, rules...)
 	}
 	q.Root, q.Dialect, q.Rules = root, sel.dialect, rules
+	if n := sel.limitParam; n > 0 {
+		// LIMIT $n: the value bound now (NULL, as while none is: no
+		// limit); a statement bound once reads it at each run
+		// (LimitParam).
+		if q.Limit, err = ParamLimit(sel.Params.Values[n-1]); err != nil {
+			return nil, err
+		}
+	}
 	return q, nil
 }
 

@@ -173,3 +173,23 @@ func HasPlaceholder(text string) bool {
 	}
 	return false
 }
+
+// LimitParam returns n when the statement's LIMIT is the parameter $n,
+// else 0. BindSelect takes the limit from its value (Params); a query
+// bound once and run many times reads it at each run with ParamLimit.
+func (sel *Select) LimitParam() int { return sel.limitParam }
+
+// codeInvalidRowCount is Postgres's invalid_row_count_in_limit_clause.
+const codeInvalidRowCount = "2201W"
+
+// ParamLimit returns the row limit a LIMIT $n bound to v sets: -1 (none)
+// for NULL, as in Postgres; a negative count is an error.
+func ParamLimit(v types.Datum) (int64, error) {
+	if v.Null {
+		return -1, nil
+	}
+	if v.I < 0 {
+		return 0, Errorf(codeInvalidRowCount, "LIMIT must not be negative")
+	}
+	return v.I, nil
+}

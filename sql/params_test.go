@@ -29,6 +29,8 @@ func TestParams(t *testing.T) {
 		{"SELECT * FROM levels WHERE title = '$1'", "[]"},
 		{"SELECT * FROM levels WHERE level = $1 AND title = ?", "42601"},
 		{"SELECT * FROM levels WHERE level = $0", "42601"},
+		{"SELECT * FROM levels WHERE title = $1 LIMIT $2", "[STRING BIGINT]"},
+		{"SELECT * FROM levels EMIT CHANGES LIMIT ?", "[BIGINT]"},
 	} {
 		got := func() string {
 			st, err := Parse(c.text)
@@ -65,5 +67,33 @@ func TestParams(t *testing.T) {
 	var se *Error
 	if _, err := BindSelect(st.(*Select), cat); !errors.As(err, &se) || se.Code != "42P02" {
 		t.Errorf("bind without values: %v, want 42P02", err)
+	}
+	// LIMIT $n: the value bound when bound; NULL is no limit, a negative
+	// count 2201W, no value 42P02.
+	for _, c := range []struct {
+		v    types.Datum
+		want string
+	}{{types.IntDatum(7), "7"}, {types.NullDatum, "-1"}, {types.IntDatum(0), "0"}, {types.IntDatum(-1), "2201W"}} {
+		st, err := Parse("SELECT * FROM levels EMIT CHANGES LIMIT $1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel := st.(*Select)
+		sel.Params = &expr.Params{Values: []types.Datum{c.v}}
+		got := ""
+		if q, err := BindSelect(sel, cat); errors.As(err, &se) {
+			got = se.Code
+		} else if err != nil {
+			got = err.Error()
+		} else {
+			got = fmt.Sprint(q.Limit)
+		}
+		if got != c.want || sel.LimitParam() != 1 {
+			t.Errorf("LIMIT $1 bound to %v: %s (LimitParam %d), want %s", c.v, got, sel.LimitParam(), c.want)
+		}
+	}
+	st, _ = Parse("SELECT * FROM levels LIMIT $1")
+	if _, err := BindSelect(st.(*Select), cat); !errors.As(err, &se) || se.Code != "42P02" {
+		t.Errorf("LIMIT $1 without values: %v, want 42P02", err)
 	}
 }

@@ -163,6 +163,9 @@ type Select struct {
 	// inferred by BindSelect.
 	nParams    int
 	paramTypes []types.Type
+	// limitParam is n of LIMIT $n (0: none); BindSelect takes the
+	// limit from the value bound (Limit stays -1).
+	limitParam int
 
 	// The legacy fields below (PositionalAliases, SQLNulls, LegacyFinal,
 	// LegacyFunctions, LegacyJoinKeys, LegacyJoins, LegacyJoins2,

@@ -11,7 +11,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	// The test driver supplies TiDB's literal value nodes; without a
 	// driver the parser panics.
-	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
+	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
 // selectStmt parses a SELECT starting at token index start: the streaming
@@ -206,11 +206,16 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 		if s.Limit.Offset != nil {
 			return nil, Errorf(CodeFeatureNotSupport, "LIMIT with OFFSET is not supported")
 		}
-		n, ok := intValue(s.Limit.Count)
-		if !ok || n < 0 {
-			return nil, Errorf(CodeSyntaxError, "LIMIT takes a non-negative integer")
+		if pm, ok := s.Limit.Count.(*driver.ParamMarkerExpr); ok {
+			// LIMIT $n: the value bound (params.go, BindSelect).
+			sel.limitParam = pm.Order
+		} else {
+			n, ok := intValue(s.Limit.Count)
+			if !ok || n < 0 {
+				return nil, Errorf(CodeSyntaxError, "LIMIT takes a non-negative integer")
+			}
+			sel.Limit = n
 		}
-		sel.Limit = n
 	}
 	if sel.partitionBy > 0 {
 		if err := sel.parsePartitionBy(); err != nil {

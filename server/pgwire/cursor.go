@@ -77,7 +77,12 @@ func (c *conn) openCursor(pt *portal, l *local) *cursor {
 		defer c.cursors.Done()
 		defer close(cur.done)
 		defer c.recoverCursor(cur)
-		cur.res, cur.err = c.runStatement(ctx, pt.boundText(), l, &cursorWriter{ctx: ctx, ch: cur.events})
+		w := &cursorWriter{ctx: ctx, ch: cur.events}
+		if pt.eng {
+			cur.res, cur.err = c.runCursorPrepared(ctx, pt, w)
+		} else {
+			cur.res, cur.err = c.runStatement(ctx, pt.boundText(), l, w)
+		}
 		close(cur.events)
 	}()
 	return cur
@@ -150,4 +155,30 @@ func (c *conn) fetch(pt *portal, max uint32) {
 		pt.tag = "SELECT " + strconv.FormatUint(uint64(n), 10)
 	}
 	c.w.commandComplete(pt.tag)
+}
+
+// runCursorPrepared runs a portal's engine statement (pt.eng) for a
+// cursor. A SELECT bound again at each run runs as prepared; a plan
+// (pull query, INSERT) keeps buffers the connection may use meanwhile,
+// so the cursor prepares its own.
+func (c *conn) runCursorPrepared(ctx context.Context, pt *portal, w engine.ResultWriter) (engine.Result, error) {
+	p := pt.stmt
+	vals := pt.vals
+	if pt.byKey {
+		vals = []types.Datum{pt.key}
+	}
+	prep := p.prep
+	if !prep.IsQuery() {
+		var err error
+		if prep, err = c.srv.exec.(engine.Preparer).Prepare(ctx, c.sess, engineText(p)); err != nil {
+			return engine.Result{}, err
+		}
+	}
+	b, err := prep.Bind(vals)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	res, err := b.Run(ctx, w)
+	c.srv.cfg.metrics.CountStatement("pgwire", err == nil)
+	return res, err
 }

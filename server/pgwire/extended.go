@@ -5,7 +5,8 @@ package pgwire
 //
 // Supported: named and unnamed prepared statements and portals;
 // parameters $1… in text and binary formats with declared, cast or
-// inferred types (params.go); result format codes (none = all text, one
+// inferred types, bound as values into the engine's prepared statement
+// (params.go, pull.go); result format codes (none = all text, one
 // for all columns, or one per column; text and binary); Describe of a
 // statement (ParameterDescription, then RowDescription or NoData) and of a
 // portal; Execute with a row limit, which suspends the portal
@@ -51,32 +52,33 @@ type prepared struct {
 	pull      *engine.Pull
 	pullTried bool
 	pullKey   bool
-	// prep is the engine's statement when the values of Bind go to it
-	// as datums (pull.go); nil otherwise.
-	prep  *engine.Prepared
-	binds int
-	// described by the engine's Prepare (describeParams), kept for
-	// pullPlan; nil when it was not or failed.
-	eprep *engine.Prepared
+	// prep is the engine's statement of a statement with parameters,
+	// made by its first Describe or Bind (prepareParams): the values of
+	// Bind go to it as datums. prepErr is the engine's refusal; local,
+	// a statement whose values are substituted into its text instead
+	// (pgwire's own answers, executors without Prepare).
+	prep    *engine.Prepared
+	prepErr error
+	local   bool
+	binds   int
 }
 
 // portal is a statement bound by Bind, ready to execute.
 type portal struct {
 	stmt  *prepared
-	text  string  // the statement with its parameters substituted; read it with boundText
+	text  string  // the statement (with its values written in, for pgwire's own answers); read it with boundText
 	codes []int16 // result format codes as Bind sent them
 
 	described bool           // cols holds the description of text
 	cols      []types.Column // when the statement has parameters
 
 	pull   *engine.Pull  // the statement's plan, when it has one (pull.go)
-	key    types.Datum   // the key to look up, when the plan takes one
+	key    types.Datum   // the key to look up, when byKey
 	keyBuf []byte        // holds key's bytes
-	vals   []types.Datum // the parameters' values, when stmt.prep takes them
-	insert bool          // run stmt.prep, an INSERT, with vals (runInsert)
-	// lazyText: text is not built yet; it is the statement with key as
-	// its one parameter (boundText builds it).
-	lazyText bool
+	vals   []types.Datum // the parameters' values, when eng
+	// eng: the values went to stmt.prep (runPrepared); byKey: the one
+	// value is key, looked up with RunKey.
+	eng, byKey bool
 
 	cur  *cursor // the statement, suspended after a row-limited Execute
 	done bool    // ran to completion; a second Execute does not run it again
@@ -123,7 +125,9 @@ func (c *conn) parse(m *pgproto3.Parse) {
 	c.w.send(&pgproto3.ParseComplete{})
 }
 
-// bind handles Bind: it substitutes the parameters and creates a portal.
+// bind handles Bind: it converts the parameters into datums of the
+// engine's statement (or, for pgwire's own answers, writes them into the
+// text) and creates a portal.
 func (c *conn) bind(m *pgproto3.Bind) {
 	c.inBatch = true
 	p := c.stmts[m.PreparedStatement]
@@ -140,13 +144,14 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		return
 	}
 	pl := c.pullPlan(p)
-	insert := pl == nil && p.prep != nil && p.prep.IsInsert()
-	// A point plan's key parameter that is valid as its literal is kept
-	// as the key alone; the text is built only if something needs it
-	// (boundText).
-	lazy := pl != nil && p.pullKey && keyParamValid(p.params, m.ParameterFormatCodes, m.Parameters)
 	text := p.stmt
-	if !lazy && (len(p.params.oids) > 0 || len(m.Parameters) > 0) {
+	hasParams := len(p.params.oids) > 0 || len(m.Parameters) > 0
+	if hasParams && p.prep == nil {
+		if p.prepErr != nil {
+			c.extendedError(p.prepErr, p.query, p.off)
+			return
+		}
+		// pgwire's own answers: the values are written into the text.
 		var err error
 		if text, err = bindParams(p.stmt, p.params, m.ParameterFormatCodes, m.Parameters); err != nil {
 			c.extendedError(err, "", -1)
@@ -158,32 +163,27 @@ func (c *conn) bind(m *pgproto3.Bind) {
 	if len(p.params.oids) == 0 {
 		pt.described, pt.cols = p.described, p.cols
 	}
-	if pl != nil {
-		ok := true
-		switch {
-		case p.pullKey:
-			pt.key, pt.keyBuf, ok = pullKey(p.params.oids[0], m.ParameterFormatCodes, m.Parameters[0], pt.keyBuf)
-		case p.prep != nil:
-			pt.vals, ok = pullValues(p.prep.ParamTypes(), p.params.oids, m.ParameterFormatCodes, m.Parameters, pt.vals[:0])
+	switch {
+	case hasParams && p.prep != nil:
+		if p.pullKey && keyParamValid(p.params, m.ParameterFormatCodes, m.Parameters) {
+			pt.key, pt.keyBuf, pt.byKey = pullKey(p.params.oids[0], m.ParameterFormatCodes, m.Parameters[0], pt.keyBuf)
 		}
-		switch {
-		case ok:
-			pt.pull, pt.lazyText = pl, lazy
-			if !pt.described {
-				pt.described, pt.cols = true, pl.Columns()
-			}
-		case lazy:
-			// keyParamValid and pullKey disagree; bind the text as
-			// without a plan (it cannot fail where keyParamValid held).
+		if !pt.byKey {
 			var err error
-			if pt.text, err = bindParams(p.stmt, p.params, m.ParameterFormatCodes, m.Parameters); err != nil {
+			if pt.vals, err = bindValues(p.prep.ParamTypes(), p.params.oids, m.ParameterFormatCodes, m.Parameters, pt.vals[:0]); err != nil {
 				c.extendedError(err, "", -1)
 				return
 			}
 		}
-	}
-	if insert {
-		pt.vals, pt.insert = pullValues(p.prep.ParamTypes(), p.params.oids, m.ParameterFormatCodes, m.Parameters, pt.vals[:0])
+		pt.eng, pt.pull = true, pl
+		if !pt.described {
+			pt.described, pt.cols = true, p.prep.Columns()
+		}
+	case pl != nil:
+		pt.pull = pl
+		if !pt.described {
+			pt.described, pt.cols = true, pl.Columns()
+		}
 	}
 	if pt.described {
 		if err := formatCount(m.ResultFormatCodes, len(pt.cols)); err != nil {
@@ -229,8 +229,11 @@ func (c *conn) describe(m *pgproto3.Describe) {
 			c.extendedError(sql.Errorf(codeInvalidStatementName, "prepared statement %q does not exist", m.Name), "", -1)
 			return
 		}
-		if !p.described && len(p.params.slots) > 0 {
-			c.describeParams(p)
+		if !p.described && len(p.params.oids) > 0 {
+			if err := c.describeParams(p); err != nil {
+				c.extendedError(err, p.query, p.off)
+				return
+			}
 		}
 		if !p.described {
 			text := p.stmt
@@ -354,11 +357,21 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		c.fetch(pt, m.MaxRows)
 		return
 	}
-	if pt.pull != nil && m.MaxRows == 0 && c.runPull(pt) {
+	if pt.eng {
+		// The engine's statement, with the values as datums.
+		if m.MaxRows > 0 {
+			if err := c.checkTxState(nil); err != nil {
+				c.extendedError(err, "", -1)
+				return
+			}
+			pt.cur = c.openCursor(pt, nil)
+			c.fetch(pt, m.MaxRows)
+			return
+		}
+		c.runPrepared(pt)
 		return
 	}
-	if pt.insert && m.MaxRows == 0 {
-		c.runInsert(pt)
+	if pt.pull != nil && m.MaxRows == 0 && c.runPull(pt) {
 		return
 	}
 	l := c.intercept(pt.boundText())

@@ -3,21 +3,16 @@ package pgwire
 // This file handles statement parameters ($1, $2, …) of the extended
 // protocol.
 //
-// A prepared pull query over a table, and an INSERT … VALUES (named or
-// unnamed, from its first Bind), take
-// their parameters as values into the engine's prepared statement
-// (pull.go: engine.Prepare and Bind; placeholders are expression nodes
-// there). On every other path parameters are
-// substituted: at Bind, each value becomes a literal of its type written
-// into the statement text, which then goes to the engine (or to pgwire's
-// own answers) like any other statement.
-// Strings are quoted with their quotes doubled; the engine's strings take
-// no backslash escapes (standard_conforming_strings is on), so a value can
-// never end its literal early. NUL bytes and invalid UTF-8 are refused
-// (22021), as Postgres refuses them in text. Numbers, booleans (TRUE,
-// FALSE) and NULL are validated and written bare; BYTEA becomes
-// TO_BYTES('<hex>', 'hex').
-//
+// A statement with parameters goes to the engine's Prepare (pull.go,
+// prepareParams): its placeholders are expression nodes there, typed by
+// the engine, and Bind's values go to the engine as datums of those types
+// (bindValues) — pull queries, push queries, LIMIT $n, INSERT … VALUES,
+// cursors alike. The engine refuses parameters in other statements
+// (42P02). Only where there is no engine statement are the values
+// substituted into the text: the statements pgwire answers itself (the
+// catalog queries clients send, SET, SHOW, …) and executors without
+// Prepare. There, at Bind, each value becomes a literal of its type written
+// into the statement text.
 // A parameter's type comes, in order, from the type Parse declared for
 // it; from a cast written on it ($1::int, which is dropped from the text);
 // or from its context: compared with a column (col = $1, $1 < t.col, col
@@ -75,9 +70,6 @@ type paramSlot struct {
 type paramInfo struct {
 	slots []paramSlot
 	oids  []uint32 // per parameter: declared, cast or inferred; 0 is text
-	// insert: the statement is an INSERT INTO … VALUES, whose values go
-	// to the engine's Prepare and Bind as datums from the first Bind.
-	insert bool
 }
 
 // analyzeParams finds the placeholders of stmt and their types: declared
@@ -85,7 +77,6 @@ type paramInfo struct {
 func (c *conn) analyzeParams(stmt string, declared []uint32) (paramInfo, error) {
 	toks := lex(stmt)
 	var pi paramInfo
-	pi.insert = words(toks, "INSERT", "INTO")
 	n := len(declared)
 	for i, t := range toks {
 		if t.kind != tokParam {

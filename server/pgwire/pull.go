@@ -1,21 +1,19 @@
 package pgwire
 
-// This file runs prepared pull queries from a plan the engine made once
-// per prepared statement (engine.Pull), instead of substituting the
-// parameters into the text and executing that.
+// This file hands prepared statements to the engine: a pull query over a
+// table is planned once per prepared statement (engine.Pull) instead of
+// at each Execute, and a statement with parameters is the engine's
+// prepared statement (engine.Prepare: its placeholders are expression
+// nodes, never text), run with Bind's values as datums.
 //
-// A statement qualifies when the engine can plan it as a pull query over
-// a materialized table and pgwire does not answer it itself. The engine
-// prepares it with its placeholders (engine.Prepare: expression nodes,
-// not text). With no parameters the plan runs as prepared. With one
-// parameter, used once, that the engine says is the key in WHERE key =
-// $1 (Pull.KeyParam), the plan looks up the bound key. Otherwise, when
-// the engine typed each parameter as pgwire did (an integer, double,
-// boolean or string; params.go), the values are bound as datums
-// (engine.Prepared.Bind). Anything else, a value that does not convert,
-// a cursor (Execute with a row limit), or a plan whose table was dropped
-// or replaced since, runs the substituted text as before; errors are
-// reported by that path, so they are the same as without plans.
+// A statement without parameters qualifies for a plan when the engine can
+// plan it as a pull query over a materialized table and pgwire does not
+// answer it itself. A statement with parameters is prepared by the engine
+// at its first Describe or Bind; a pull query with one parameter, used
+// once, that the engine says is the key in WHERE key = $1
+// (Pull.KeyParam), looks the key up directly (RunKey) when it comes as
+// valid text. A plan whose table was dropped or replaced since is made
+// again (a statement without parameters runs its text instead).
 
 import (
 	"bytes"
@@ -28,90 +26,83 @@ import (
 	"unicode/utf8"
 
 	"github.com/sqlstreams/sqlstreams/engine"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
 // pullPlan returns p's engine plan, making it the first time; nil when p
-// does not qualify.
+// does not qualify. A statement with parameters goes to the engine's
+// Prepare instead (prepareParams), and has a plan when it is a pull
+// query over a table.
 func (c *conn) pullPlan(p *prepared) *engine.Pull {
 	if p.pullTried {
 		return p.pull
 	}
-	if p.binds++; p.name == "" && p.binds < 2 && p.eprep == nil && !p.params.insert {
-		// A one-shot unnamed statement would pay for planning twice
-		// (unless its Describe planned it already). An INSERT … VALUES
-		// is not planned, only bound: its values go to the engine as
-		// datums from the first Bind.
+	if len(p.params.oids) > 0 {
+		c.prepareParams(p)
+		return p.pull
+	}
+	if p.binds++; p.name == "" && p.binds < 2 {
+		// A one-shot unnamed statement would pay for planning twice.
 		return nil
 	}
 	p.pullTried = true
 	pp, ok := c.srv.exec.(engine.PullPreparer)
-	if !ok || p.stmt == "" {
+	if !ok || p.stmt == "" || c.intercept(p.stmt) != nil {
 		return nil
 	}
-	switch len(p.params.oids) {
-	case 0:
-		if c.intercept(p.stmt) != nil {
-			return nil
-		}
-		pl, err := pp.PreparePull(c.sess, p.stmt)
-		if err != nil {
-			return nil
-		}
-		p.pull = pl
-	default:
-		pr, ok := c.srv.exec.(engine.Preparer)
-		if !ok {
-			return nil
-		}
-		prep := p.eprep
-		if prep == nil {
-			text := engineText(p)
-			if c.intercept(text) != nil {
-				return nil
-			}
-			var err error
-			if prep, err = pr.Prepare(c.ctx, c.sess, text); err != nil {
-				return nil
-			}
-		}
-		if prep.IsInsert() {
-			// Its values go to the engine as datums (runInsert).
-			for i, t := range prep.ParamTypes() {
-				if i >= len(p.params.oids) || !valueFits(p.params.oids[i], t) {
-					return nil
-				}
-			}
-			if len(prep.ParamTypes()) == len(p.params.oids) {
-				p.prep = prep
-			}
-			return nil
-		}
-		if prep.Pull() == nil {
-			return nil
-		}
-		pl := prep.Pull()
-		if len(p.params.oids) == 1 && len(p.params.slots) == 1 && pl.KeyParam() == 1 {
-			switch p.params.oids[0] {
-			case oidInt2, oidInt4, oidInt8, 0, oidText, oidVarchar, oidUnknown:
-				if _, kt, _ := pl.PointKey(); keyFits(p.params.oids[0], kt) {
-					p.pull, p.pullKey = pl, true
-				}
-			}
-			return p.pull
-		}
-		pts := prep.ParamTypes()
-		if len(pts) != len(p.params.oids) {
-			return nil
-		}
-		for i, t := range pts {
-			if !valueFits(p.params.oids[i], t) {
-				return nil
-			}
-		}
-		p.pull, p.prep = pl, prep
+	pl, err := pp.PreparePull(c.sess, p.stmt)
+	if err != nil {
+		return nil
 	}
+	p.pull = pl
 	return p.pull
+}
+
+// prepareParams hands p, a statement with parameters, to the engine's
+// Prepare, once: its values then go to the engine as datums at each
+// Bind (p.prep). A statement pgwire answers itself, or one for an
+// executor without Prepare, has its values substituted into its text
+// instead (p.local); one the engine refuses keeps the error for Describe
+// and Bind to report (p.prepErr). Parameters pgwire could not type take
+// the engine's types.
+func (c *conn) prepareParams(p *prepared) {
+	p.pullTried = true
+	pr, ok := c.srv.exec.(engine.Preparer)
+	text := engineText(p)
+	if !ok || c.intercept(text) != nil {
+		p.local = true
+		return
+	}
+	prep, err := pr.Prepare(c.ctx, c.sess, text)
+	if err != nil {
+		p.prepErr = err
+		return
+	}
+	if len(prep.ParamTypes()) > len(p.params.oids) {
+		p.prepErr = sql.Errorf(codeProtocolViolation, "statement has %d parameters, but Parse declared %d", len(prep.ParamTypes()), len(p.params.oids))
+		return
+	}
+	for i, t := range prep.ParamTypes() {
+		if p.params.oids[i] == 0 && t.Kind != types.String {
+			p.params.oids[i] = typeOID(t)
+		}
+	}
+	p.prep = prep
+	pl := prep.Pull()
+	if pl == nil {
+		return
+	}
+	p.pull = pl
+	if len(p.params.oids) == 1 && len(p.params.slots) == 1 && pl.KeyParam() == 1 {
+		switch p.params.oids[0] {
+		case oidInt2, oidInt4, oidInt8, 0, oidText, oidVarchar, oidUnknown:
+			if _, kt, _ := pl.PointKey(); keyFits(p.params.oids[0], kt) {
+				p.pullKey = true
+			}
+		}
+	}
 }
 
 // keyFits reports whether a parameter of type oid is a key of type t.
@@ -131,59 +122,35 @@ func engineText(p *prepared) string {
 }
 
 // describeParams describes p, a statement with parameters, with the
-// engine's Prepare when it takes it (a pull query over a table): its
-// columns, and the types of the parameters pgwire could not type itself,
-// as the engine inferred them. Otherwise p stays undescribed and is
-// described with stand-in values (placeholderText).
-func (c *conn) describeParams(p *prepared) {
-	pr, ok := c.srv.exec.(engine.Preparer)
-	if !ok {
-		return
+// engine's Prepare: its columns, and the types of the parameters pgwire
+// could not type itself. A statement pgwire answers itself stays
+// undescribed (it is described with stand-in values, placeholderText).
+func (c *conn) describeParams(p *prepared) error {
+	if !p.pullTried {
+		c.prepareParams(p)
 	}
-	text := engineText(p)
-	if c.intercept(text) != nil {
-		return
+	if p.prepErr != nil {
+		return p.prepErr
 	}
-	prep, err := pr.Prepare(c.ctx, c.sess, text)
-	if err != nil || prep.Pull() == nil || len(prep.ParamTypes()) != len(p.params.oids) {
-		return
+	if p.prep != nil {
+		p.cols, p.described = slices.Clone(p.prep.Columns()), true
 	}
-	for i, t := range prep.ParamTypes() {
-		if p.params.oids[i] == 0 && t.Kind != types.String {
-			p.params.oids[i] = typeOID(t)
-		}
-	}
-	p.eprep, p.cols, p.described = prep, slices.Clone(prep.Columns()), true
+	return nil
 }
 
-// valueFits reports whether a parameter pgwire typed oid is one the
-// engine typed t, of a type pullValues converts.
-func valueFits(oid uint32, t types.Type) bool {
-	switch t.Kind {
-	case types.Int, types.Bigint:
-		return oid == oidInt2 || oid == oidInt4 || oid == oidInt8
-	case types.Double:
-		return oid == oidFloat4 || oid == oidFloat8
-	case types.Boolean:
-		return oid == oidBool
-	case types.String:
-		return oid == 0 || oid == oidText || oid == oidVarchar || oid == oidUnknown
+// bindValues converts the values Bind gave into datums of the engine's
+// parameter types pts, appending to dst: decoded by the format and type
+// (oids) the client sent them in, then read as the engine's type, as
+// Postgres reads a parameter's text. Values beyond pts (declared by
+// Parse but not used) are checked for their format only.
+func bindValues(pts []types.Type, oids []uint32, formats []int16, values [][]byte, dst []types.Datum) ([]types.Datum, error) {
+	if len(values) != len(oids) {
+		return dst, sql.Errorf(codeProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(values), len(oids))
 	}
-	return false
-}
-
-// pullValues converts the values Bind gave into datums of the engine's
-// parameter types (valueFits held for each), appending to dst; false
-// when one does not convert (the text path then runs and reports it).
-func pullValues(pts []types.Type, oids []uint32, formats []int16, values [][]byte, dst []types.Datum) ([]types.Datum, bool) {
-	if len(values) != len(pts) || len(formats) > 1 && len(formats) != len(values) {
-		return dst, false
+	if len(formats) > 1 && len(formats) != len(values) {
+		return dst, sql.Errorf(codeProtocolViolation, "bind message has %d parameter formats but %d parameters", len(formats), len(values))
 	}
 	for i, v := range values {
-		if v == nil {
-			dst = append(dst, types.NullDatum)
-			continue
-		}
 		f := formatText
 		switch len(formats) {
 		case 0:
@@ -192,50 +159,104 @@ func pullValues(pts []types.Type, oids []uint32, formats []int16, values [][]byt
 		default:
 			f = formats[i]
 		}
-		switch f {
-		case formatText:
-		case formatBinary:
-			t, err := decodeBinary(v, oids[i])
-			if err != nil {
-				return dst, false
-			}
-			v = []byte(t)
-		default:
-			return dst, false
+		if f != formatText && f != formatBinary {
+			return dst, sql.Errorf(codeProtocolViolation, "unsupported format code: %d", f)
 		}
-		text := string(bytes.TrimSpace(v))
-		switch t := pts[i]; t.Kind {
-		case types.Int, types.Bigint:
-			n, err := strconv.ParseInt(text, 10, 64)
-			if err != nil || t.Kind == types.Int && (n < math.MinInt32 || n > math.MaxInt32) {
-				return dst, false
+		if i >= len(pts) {
+			continue
+		}
+		d, err := paramDatum(v, oids[i], f, pts[i])
+		if err != nil {
+			var se *sql.Error
+			if errors.As(err, &se) {
+				return dst, err
 			}
-			dst = append(dst, types.IntDatum(n))
-		case types.Double:
-			x, err := strconv.ParseFloat(text, 64)
-			if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
-				return dst, false
-			}
-			dst = append(dst, types.DoubleDatum(x))
-		case types.Boolean:
-			switch strings.ToLower(text) {
-			case "t", "true", "1", "yes", "y", "on":
-				dst = append(dst, types.BoolDatum(true))
-			case "f", "false", "0", "no", "n", "off":
-				dst = append(dst, types.BoolDatum(false))
-			default:
-				return dst, false
-			}
-		case types.String:
-			if bytes.IndexByte(v, 0) >= 0 || !utf8.Valid(v) {
-				return dst, false
-			}
-			dst = append(dst, types.Datum{B: bytes.Clone(v)})
-		default:
-			return dst, false
+			return dst, sql.Errorf(codeInvalidBinary, "parameter $%d: %v", i+1, err)
+		}
+		dst = append(dst, d)
+	}
+	return dst, nil
+}
+
+// paramDatum reads one parameter value, sent in format as type oid, as
+// a datum of t.
+func paramDatum(v []byte, oid uint32, format int16, t types.Type) (types.Datum, error) {
+	if v == nil {
+		return types.NullDatum, nil
+	}
+	if format == formatBinary {
+		if t.Kind == types.Bytes && (oid == oidBytea || oid == 0) {
+			return types.Datum{B: bytes.Clone(v)}, nil
+		}
+		text, err := decodeBinary(v, oid)
+		if err != nil {
+			return types.Datum{}, err
+		}
+		v = []byte(text)
+	}
+	if t.Kind == types.String || t.Kind == types.Bytes || oid == oidText || oid == oidVarchar || oid == 0 || oid == oidUnknown {
+		// Text as it came: it must be valid UTF-8 without NULs.
+		if _, err := quoteString(string(v)); err != nil && t.Kind != types.Bytes {
+			return types.Datum{}, err
 		}
 	}
-	return dst, true
+	text := string(bytes.TrimSpace(v))
+	switch t.Kind {
+	case types.Int, types.Bigint:
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return types.Datum{}, errorf("invalid input syntax for type %s: %q", strings.ToLower(t.String()), string(v))
+		}
+		if t.Kind == types.Int && (n < math.MinInt32 || n > math.MaxInt32) {
+			return types.Datum{}, &sql.Error{Code: "22003", Msg: "value \"" + text + "\" is out of range for type integer", Offset: -1}
+		}
+		return types.IntDatum(n), nil
+	case types.Double:
+		x, err := strconv.ParseFloat(text, 64)
+		if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
+			return types.Datum{}, errorf("invalid or unsupported double precision value: %q", string(v))
+		}
+		return types.DoubleDatum(x), nil
+	case types.Boolean:
+		switch strings.ToLower(text) {
+		case "t", "true", "1", "yes", "y", "on":
+			return types.BoolDatum(true), nil
+		case "f", "false", "0", "no", "n", "off":
+			return types.BoolDatum(false), nil
+		}
+		return types.Datum{}, errorf("invalid input syntax for type boolean: %q", string(v))
+	case types.String:
+		return types.Datum{B: bytes.Clone(v)}, nil
+	case types.Decimal:
+		d, _, err := types.ParseDecimalDatum([]byte(text), t, nil)
+		if err != nil {
+			return types.Datum{}, errorf("invalid input syntax for type %s: %v", t, err)
+		}
+		return d, nil
+	case types.Bytes:
+		if format == formatBinary {
+			return types.Datum{B: bytes.Clone(v)}, nil
+		}
+		b, err := parseByteaText(string(v))
+		if err != nil {
+			return types.Datum{}, err
+		}
+		return types.Datum{B: b}, nil
+	}
+	// Other types (DATE, TIME, TIMESTAMP, …) as the engine casts text.
+	x, err := expr.NewCast(&expr.Literal{V: types.StringDatum(text), T: types.StringType}, t)
+	if err != nil {
+		return types.Datum{}, &sql.Error{Code: codeFeatureNotSupp, Msg: "parameters of type " + t.String() + " are not supported", Offset: -1}
+	}
+	ev, err := expr.Compile(x)
+	if err != nil {
+		return types.Datum{}, err
+	}
+	d, err := ev(nil)
+	if err != nil || d.Null {
+		return types.Datum{}, errorf("invalid input syntax for type %s: %q", strings.ToLower(t.String()), string(v))
+	}
+	return d.Clone(), nil
 }
 
 // pullKey decodes the value Bind gave for a point plan's parameter into
@@ -291,9 +312,9 @@ func (c *conn) runPull(pt *portal) bool {
 		var res engine.Result
 		var err error
 		switch p := pt.stmt; {
-		case p.pullKey:
+		case pt.byKey:
 			res, err = pt.pull.RunKey(ctx, pt.key, rw)
-		case p.prep != nil:
+		case pt.eng:
 			var b engine.Bound
 			if b, err = p.prep.Bind(pt.vals); err == nil {
 				res, err = b.Run(ctx, rw)
@@ -309,7 +330,7 @@ func (c *conn) runPull(pt *portal) bool {
 	})
 	if errors.Is(err, engine.ErrStale) {
 		p := pt.stmt
-		p.pull, p.pullTried, p.pullKey, p.prep, p.eprep = nil, false, false, nil, nil
+		p.pull, p.pullTried, p.pullKey, p.prep, p.prepErr = nil, false, false, nil, nil
 		pt.pull = nil
 		return false
 	}
@@ -324,36 +345,73 @@ func (c *conn) runPull(pt *portal) bool {
 	return true
 }
 
-// runInsert executes a portal bound to the engine's prepared INSERT …
-// VALUES with its values as datums.
-func (c *conn) runInsert(pt *portal) {
+// runPrepared executes a portal bound to the engine's prepared statement
+// with its values as datums: a pull query over a table (runPull; made
+// again, and run with the same values, when its table changed since),
+// an INSERT … VALUES, or another SELECT.
+func (c *conn) runPrepared(pt *portal) {
+	p := pt.stmt
+	if pt.pull != nil {
+		old := p.prep
+		if c.runPull(pt) {
+			return
+		}
+		// Stale: prepare it again.
+		if pt.byKey {
+			pt.vals, pt.byKey = append(pt.vals[:0], pt.key), false
+		}
+		c.pullPlan(p)
+		if p.prep == nil {
+			err := p.prepErr
+			if err == nil {
+				err = sql.Errorf(codeFeatureNotSupp, "cached plan must not change result type")
+			}
+			c.extendedError(err, p.query, p.off)
+			return
+		}
+		if !slices.EqualFunc(old.ParamTypes(), p.prep.ParamTypes(), types.Type.Equal) {
+			c.extendedError(sql.Errorf(codeFeatureNotSupp, "cached plan must not change result type"), "", -1)
+			return
+		}
+		pt.pull = p.pull
+		if pt.pull != nil {
+			if !c.runPull(pt) {
+				c.extendedError(sql.Errorf(codeFeatureNotSupp, "cached plan must not change result type"), "", -1)
+			}
+			return
+		}
+	}
 	if err := c.checkTxState(nil); err != nil {
 		c.extendedError(err, "", -1)
 		return
 	}
+	rw := &c.rw
+	rw.reset(false, pt.codes, pt.cols, pt.described)
 	err := c.run(func(ctx context.Context) error {
-		b, err := pt.stmt.prep.Bind(pt.vals)
+		b, err := p.prep.Bind(pt.vals)
 		if err != nil {
 			return err
 		}
-		res, err := b.Run(ctx, &c.rw)
-		pt.tag = res.Tag
+		res, err := b.Run(ctx, rw)
+		if rw.err != nil {
+			return rw.err
+		}
+		pt.tag = rw.tag(res)
 		return err
 	})
 	c.srv.cfg.metrics.CountStatement("pgwire", err == nil)
 	if err != nil {
-		c.extendedError(err, pt.stmt.query, pt.stmt.off)
+		c.extendedError(err, p.query, p.off)
 		return
 	}
-	pt.done = true
+	pt.done, pt.rows = true, rw.started
 	c.w.commandComplete(pt.tag)
 	c.afterStatement()
 }
 
 // keyParamValid reports whether Bind's values are one text-format value
-// for a point plan's key parameter that bindParams would accept: then the
-// portal keeps the key alone and builds its text only when needed
-// (boundText), with the literal bindParams would have written.
+// for a point plan's key parameter, valid for its type: then the portal
+// keeps the key alone (pullKey) and runs RunKey.
 func keyParamValid(pi paramInfo, formats []int16, values [][]byte) bool {
 	if len(values) != 1 || len(pi.oids) != 1 || len(formats) > 1 || (len(formats) == 1 && formats[0] != formatText) {
 		return false
@@ -371,21 +429,6 @@ func keyParamValid(pi paramInfo, formats []int16, values [][]byte) bool {
 }
 
 // boundText returns the portal's statement with its parameters
-// substituted, building it the first time for a portal that kept only
-// its key.
-func (pt *portal) boundText() string {
-	if !pt.lazyText {
-		return pt.text
-	}
-	p := pt.stmt
-	lit := "NULL"
-	switch oid := p.params.oids[0]; {
-	case pt.key.Null:
-	case oid == oidInt2 || oid == oidInt4 || oid == oidInt8:
-		lit = strconv.FormatInt(pt.key.I, 10)
-	default:
-		lit, _ = quoteString(string(pt.key.B)) // keyParamValid checked it
-	}
-	pt.text, pt.lazyText = substitute(p.stmt, p.params, func(int) string { return lit }), false
-	return pt.text
-}
+// substituted: for pgwire's own answers and executors without Prepare;
+// the engine's statements take their values as datums.
+func (pt *portal) boundText() string { return pt.text }

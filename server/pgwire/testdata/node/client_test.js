@@ -29,7 +29,7 @@ async function main() {
   await client.query("INSERT INTO NODE_S (ID, NAME, TAGS) VALUES (2, 'plain', ARRAY['a', 'b'])");
   ok('insert');
 
-  const r = await client.query('SELECT ID, NAME, AMOUNT, OK, AT FROM NODE_S WHERE ID = $1 EMIT CHANGES LIMIT 1', [1]);
+  const r = await client.query('SELECT ID, NAME, AMOUNT, OK, AT FROM NODE_S WHERE ID = $1 EMIT CHANGES LIMIT $2', [1, 1]);
   assert.deepStrictEqual(r.fields.map(f => f.dataTypeID), [23, 25, 701, 16, 1114]);
   const row = r.rows[0];
   assert.strictEqual(row.id, undefined); // column names are upper case
