@@ -536,7 +536,9 @@ func resultAggregate(t *physical.Topology) (*physical.SubTopology, *physical.Nod
 			case *physical.Aggregate:
 				aggNode = n
 			case *physical.Sink:
-				sink = op
+				if !op.Internal {
+					sink = op
+				}
 			}
 		}
 		if aggNode != nil && sink != nil {

@@ -590,6 +590,19 @@ type Sink struct {
 	// query writes its own topic by murmur2; INSERT INTO a source
 	// declared crc32 writes by crc32).
 	Partitioner types.Partitioner
+	// Internal marks a topic the query owns (created compacted with
+	// Partitions partitions, 0 for the input's): the result of a
+	// subquery's aggregation, which a join of the same query reads back
+	// as its table (see planner.Scan.Derived).
+	Internal   bool
+	Partitions int32
+}
+
+func (s *Sink) internalTopic() InternalTopic {
+	if !s.Internal {
+		return InternalTopic{}
+	}
+	return InternalTopic{Name: s.Topic, Compact: true, Partitions: s.Partitions}
 }
 
 func (s *Sink) Schema() types.Schema { return s.Out }
@@ -597,6 +610,9 @@ func (s *Sink) Explain(name string) string {
 	single := ""
 	if s.SinglePartition {
 		single = ", partition 0"
+	}
+	if s.Internal {
+		single += ", internal"
 	}
 	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s%s%s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), partitionerNote(s.Partitioner), single, s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
 }

@@ -167,7 +167,7 @@ func (t *Topology) storePartitions() {
 	parts := map[string]int32{}
 	for _, n := range t.Nodes {
 		if w, ok := n.Op.(topicWriter); ok {
-			if it := w.internalTopic(); it.Partitions > 0 {
+			if it := w.internalTopic(); it.Name != "" && it.Partitions > 0 {
 				parts[it.Name] = it.Partitions
 			}
 		}
@@ -318,7 +318,9 @@ func (t *Topology) InternalTopics() []InternalTopic {
 	var out []InternalTopic
 	for _, n := range t.Nodes {
 		if w, ok := n.Op.(topicWriter); ok {
-			out = append(out, w.internalTopic())
+			if it := w.internalTopic(); it.Name != "" {
+				out = append(out, it)
+			}
 		}
 	}
 	for _, s := range t.Stores {

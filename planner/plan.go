@@ -31,7 +31,14 @@ var (
 // columns followed by the pseudo columns.
 type Scan struct {
 	Source *catalog.Source
-	out    types.Schema
+	// Derived, when set, is the plan whose rows the scanned source
+	// holds: a subquery's aggregation (x IN (SELECT c FROM t GROUP BY
+	// c), sql/subquery.go), which the query runs itself, writing its
+	// result to an internal topic that stands for Source's (physical
+	// sets Source.Topic to it). Source describes those rows: a table
+	// keyed by the aggregation's key (JSON).
+	Derived Node
+	out     types.Schema
 }
 
 // NewScan returns a scan of src.
@@ -45,6 +52,9 @@ func (s *Scan) Schema() types.Schema { return s.out }
 func (s *Scan) OfTable() bool    { return s.Source.Kind == catalog.Table }
 func (s *Scan) Children() []Node { return nil }
 func (s *Scan) String() string {
+	if s.Derived != nil {
+		return fmt.Sprintf("Scan %s %s (the subquery's set, computed by the query, key %s, value %s)", s.Source.Kind, s.Source.Name, s.Source.KeyFormat, s.Source.ValueFormat)
+	}
 	return fmt.Sprintf("Scan %s %s (topic %s, key %s, value %s)", s.Source.Kind, s.Source.Name, s.Source.Topic, s.Source.KeyFormat, s.Source.ValueFormat)
 }
 

@@ -116,7 +116,24 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if err := rewriteSubqueries(sel, cat); err != nil { // subquery.go
 		return nil, err
 	}
-	s = sel.stmt
+	if sel.setAgg != nil {
+		set, err := bindSet(sel, cat)
+		if err != nil {
+			return nil, err
+		}
+		q, err := bindSelect0(sel, set)
+		if err != nil {
+			return nil, err
+		}
+		attachSet(q.Root, set)
+		return q, nil
+	}
+	return bindSelect0(sel, cat)
+}
+
+// bindSelect0 is bindSelect after the rewrite of its subquery.
+func bindSelect0(sel *Select, cat Catalog) (*planner.Query, error) {
+	s := sel.stmt
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
 		legacyDistinct: sel.LegacyDistinct,

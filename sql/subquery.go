@@ -3,6 +3,7 @@ package sql
 import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/sqlstreams/sqlstreams/types"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/planner"
@@ -256,7 +257,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		}
 		return fail("stream or table %s does not exist", itn.Name.O)
 	}
-	if t.Kind != catalog.Table {
+	if t.Kind != catalog.Table && exists {
 		return fail("a subquery must read a table: %s is a stream (a stream's rows are events, not a set to look rows up in)", t.Name)
 	}
 	if t.Windowed() {
@@ -343,15 +344,17 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		return -1
 	}
 	var notNull ast.ExprNode
+	antiCol := "" // the joined side's column that is NULL where no row matched
+	if len(tkeys) > 0 {
+		antiCol = keyName(tkeys[0])
+	}
 	if !exists {
 		// x IN (SELECT c FROM t …): c must be t's primary key.
 		if len(inner.Fields.Fields) != 1 || inner.Fields.Fields[0].WildCard != nil {
 			return fail("the subquery of IN selects one column")
 		}
 		k := keyCol(inner.Fields.Fields[0].Expr)
-		if k < 0 || len(tkeys) != 1 {
-			return fail("IN (SELECT c FROM %s): c must be %s's PRIMARY KEY (a lookup by key); for another column, make a table keyed by it first: CREATE TABLE … AS SELECT c, COUNT(*) AS n FROM %s GROUP BY c", t.Name, t.Name, t.Name)
-		}
+		setIn := k < 0 || len(tkeys) != 1 || t.Kind != catalog.Table
 		// x is in the outer query's scope: its unqualified columns are
 		// the outer source's.
 		inX := false
@@ -367,14 +370,48 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 			return fail("the expression before IN must read the outer query's columns")
 		}
 		sides(inner.Fields.Fields[0].Expr)
-		on = append(on, &ast.BinaryOperationExpr{Op: opcode.EQ, L: x, R: inner.Fields.Fields[0].Expr})
+		if setIn {
+			// Not a lookup by t's key: a lookup of the set of c's
+			// values, the keys of the aggregation SELECT c, COUNT(*)
+			// FROM t WHERE p GROUP BY c, which the query runs and joins
+			// as a table (setOf).
+			cn, ok := unparen(inner.Fields.Fields[0].Expr).(*ast.ColumnNameExpr)
+			if !ok {
+				return fail("IN (SELECT c FROM %s): c must be a column of %s", t.Name, t.Name)
+			}
+			if i, _ := innerCol(cn.Name); !i {
+				return fail("IN (SELECT c FROM %s): c must be a column of %s", t.Name, t.Name)
+			}
+			for _, c := range innerConj {
+				if _, out := sides(c); out {
+					return fail("IN (SELECT c FROM %s WHERE …) over a column that is not %s's PRIMARY KEY: a condition reading the outer query's columns is not supported", t.Name, t.Name)
+				}
+			}
+			agg := *inner
+			agg.Fields = &ast.FieldList{Fields: []*ast.SelectField{
+				{Expr: cn, AsName: cn.Name.Name},
+				{Expr: &ast.AggregateFuncExpr{F: ast.AggFuncCount, Args: []ast.ExprNode{ast.NewValueExpr(int64(1), "", "")}}, AsName: ast.NewCIStr(setCount)},
+			}}
+			agg.GroupBy = &ast.GroupByClause{Items: []*ast.ByItem{{Expr: cn, NullOrder: true}}}
+			name := "SUBQUERY_" + t.Name
+			sel.setAgg, sel.setName = &agg, name
+			its = &ast.TableSource{Source: &ast.TableName{Name: ast.NewCIStr(name)}, AsName: ast.NewCIStr(tq)}
+			antiCol = cn.Name.Name.O
+			on = append(on, &ast.BinaryOperationExpr{Op: opcode.EQ, L: x, R: columnRef(tq, antiCol)})
+			if not {
+				notNull = &ast.IsNullExpr{Expr: x, Not: true}
+			}
+			innerConj = nil
+		} else {
+			on = append(on, &ast.BinaryOperationExpr{Op: opcode.EQ, L: x, R: inner.Fields.Fields[0].Expr})
+		}
 		for _, c := range innerConj {
 			// Conditions on t's columns, and correlated ones that read
 			// the outer's too: the join's residual either way.
 			sides(c)
 			residual = append(residual, c)
 		}
-		if not {
+		if not && !setIn {
 			notNull = &ast.IsNullExpr{Expr: x, Not: true}
 		}
 	} else {
@@ -459,7 +496,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	jt := ast.CrossJoin
 	if not {
 		jt = ast.LeftJoin
-		rest = append(rest, &ast.IsNullExpr{Expr: columnRef(tq, keyName(tkeys[0]))})
+		rest = append(rest, &ast.IsNullExpr{Expr: columnRef(tq, antiCol)})
 		if notNull != nil {
 			rest = append(rest, notNull)
 		}
@@ -542,4 +579,82 @@ func subqueryKeyError(sel *Select, sink string) error {
 	}
 	return errorAt(sel.text, subqueryAt(sel, unparenNot(sel.subqueryCond)), CodeFeatureNotSupport,
 		"%s is keyed by what the subquery's table is looked up with (%s): select it too", sink, key)
+}
+
+// setCount names the count column of a subquery's set (setIn): how many
+// of t's rows hold the value.
+const setCount = "SUBQUERY_COUNT"
+
+// setScope is the catalog as the rewritten join of x IN (SELECT c FROM t
+// …) over a column c that is not t's key sees it: the set of c's values,
+// the aggregation SELECT c, COUNT(*) FROM t WHERE p GROUP BY c, is a
+// table named SUBQUERY_<t> (src), keyed by c in JSON, whose rows plan
+// computes. Physical lowering runs plan in the query and writes its rows
+// to a topic of the query's own, which the join reads as that table
+// (planner.Scan.Derived): a value enters the set with its first row in t
+// and leaves it (a tombstone: the SQL dialect deletes an emptied group)
+// when no row of t holds it any more.
+type setScope struct {
+	Catalog
+	src  *catalog.Source
+	plan planner.Node
+}
+
+func (s *setScope) Source(name string) (*catalog.Source, bool) {
+	if name == s.src.Name {
+		return s.src, true
+	}
+	return s.Catalog.Source(name)
+}
+
+func (s *setScope) View(name string) (string, bool) {
+	if vs, ok := s.Catalog.(Views); ok {
+		return vs.View(name)
+	}
+	return "", false
+}
+
+// bindSet binds sel's set aggregation (sel.setAgg) and returns the scope
+// its join binds in.
+func bindSet(sel *Select, cat Catalog) (*setScope, error) {
+	sub := &Select{base: sel.base, Emit: sel.Emit, Limit: -1, Params: sel.Params, nParams: sel.nParams,
+		stmt: sel.setAgg, toks: sel.toks, rw: sel.rw, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
+		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink, dialect: planner.DialectSQL}
+	q, err := bindSelect(sub, cat)
+	if err != nil {
+		return nil, err
+	}
+	root, _, err := planner.Rewrite(q.Root, planner.DialectSQL)
+	if err != nil {
+		return nil, Errorf(CodeFeatureNotSupport, "%v", err)
+	}
+	var cols []types.Column
+	for _, c := range root.Schema().Columns {
+		if !c.Pseudo {
+			cols = append(cols, c)
+		}
+	}
+	if len(cols) != 2 {
+		return nil, Errorf(CodeInternal, "the subquery's set has %d columns", len(cols))
+	}
+	cols[0].Key, cols[1].Key = true, false
+	outer, _ := cat.Source(sel.stmt.From.TableRefs.Left.(*ast.TableSource).Source.(*ast.TableName).Name.O)
+	var parts int32
+	if outer != nil {
+		parts = outer.Partitions
+	}
+	src := &catalog.Source{Name: sel.setName, Kind: catalog.Table, KeyFormat: types.FormatJSON, ValueFormat: types.FormatJSON,
+		Schema: types.Schema{Columns: cols}, Partitions: parts, Partitioner: types.Murmur2}
+	return &setScope{Catalog: cat, src: src, plan: root}, nil
+}
+
+// attachSet marks the scans of the set's table in the plan n with the
+// plan that computes its rows.
+func attachSet(n planner.Node, set *setScope) {
+	if s, ok := n.(*planner.Scan); ok && s.Source == set.src {
+		s.Derived = set.plan
+	}
+	for _, c := range n.Children() {
+		attachSet(c, set)
+	}
 }
