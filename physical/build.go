@@ -790,7 +790,7 @@ func sideScan(n planner.Node) *planner.Scan {
 // (planner.Scan.Derived), the sub-topologies that run the aggregation
 // (node, store and topic names ending in -SUBQUERY, its keys JSON) and
 // SINK-SUBQUERY, which writes its rows (a tombstone for a group that
-// empties) to <appid>-SUBQUERY-<name>-table, a compacted topic of the
+// empties) to <appid>-<name>-table (<name> SUBQUERY_<t>), a compacted topic of the
 // query's own with the side's partition count. The side's source then
 // reads that topic as a table's: the join keeps it in a store whose
 // changelog it is, so a restart restores the store from it.
@@ -804,7 +804,7 @@ func derivedTable(g *Graph, side planner.Node) error {
 	if err != nil {
 		return err
 	}
-	topic := g.t.AppID + "-SUBQUERY-" + src.Name + "-table"
+	topic := g.t.AppID + "-" + src.Name + "-table"
 	g.Add("SINK-SUBQUERY", &Sink{Topic: topic, KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat,
 		KeyOptions: src.KeyOptions, ValueOptions: src.ValueOptions, Out: src.Schema, Partitioner: types.Murmur2,
 		Internal: true, Partitions: src.Partitions}, last)

@@ -190,6 +190,11 @@ func Sources(n Node) []*catalog.Source {
 	var walk func(Node)
 	walk = func(n Node) {
 		if s, ok := n.(*Scan); ok {
+			if s.Derived != nil {
+				// A subquery's set: what its aggregation reads.
+				walk(s.Derived)
+				return
+			}
 			out = append(out, s.Source)
 		}
 		for _, c := range n.Children() {
