@@ -277,6 +277,9 @@ type Select struct {
 	// (subquery.go).
 	setAgg  *ast.SelectStmt
 	setName string
+	// setScalar marks setAgg as a scalar subquery's global aggregate
+	// (GROUP BY a constant, its row kept when its input empties).
+	setScalar bool
 	// global marks the SELECT of a global aggregate (bind_global.go),
 	// bound with a GROUP BY of a constant.
 	global bool

@@ -167,7 +167,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		if cond != nil {
 			return errorAt(sel.text, at, CodeFeatureNotSupport, "one IN or EXISTS subquery per SELECT is supported")
 		}
-		if len(subs) > 1 || !isSubqueryCondition(c) {
+		if len(subs) > 1 || !isSubqueryCondition(c) && scalarSide(c) == nil {
 			return errorAt(sel.text, at, CodeFeatureNotSupport, "this subquery is not supported: a subquery is supported as a condition [NOT] IN (SELECT …) or [NOT] EXISTS (SELECT …) of WHERE, ANDed with the others (not under OR or NOT, not a scalar subquery)")
 		}
 		cond = c
@@ -211,6 +211,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	var x ast.ExprNode // IN's outer expression
 	not := false
 	exists := false
+	scalar := false // x op (SELECT agg FROM t …)
 	switch c := unparen(cond).(type) {
 	case *ast.PatternInExpr:
 		subq, _ = c.Sel.(*ast.SubqueryExpr)
@@ -222,6 +223,8 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		e := unparen(c.V).(*ast.ExistsSubqueryExpr)
 		subq, _ = e.Sel.(*ast.SubqueryExpr)
 		not, exists = !e.Not, true
+	case *ast.BinaryOperationExpr:
+		subq, scalar = scalarSide(c), true
 	}
 	if subq == nil {
 		return fail("this subquery is not supported")
@@ -233,7 +236,9 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	switch {
 	case inner.With != nil:
 		return fail("WITH in a subquery is not supported")
-	case inner.GroupBy != nil || inner.Having != nil || hasAggregate(inner):
+	case scalar && (inner.GroupBy != nil || inner.Having != nil || !hasAggregate(inner)):
+		return fail("a scalar subquery is supported over a global aggregate only: SELECT AVG(c) FROM t [WHERE …], without GROUP BY or HAVING")
+	case !scalar && (inner.GroupBy != nil || inner.Having != nil || hasAggregate(inner)):
 		return fail("a subquery with GROUP BY, HAVING or aggregates is not supported yet: make it a table first (CREATE TABLE … AS SELECT … GROUP BY …) and read that")
 	case inner.Distinct:
 		return fail("SELECT DISTINCT in a subquery is not supported: IN and EXISTS ignore duplicates, leave it out")
@@ -348,7 +353,44 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	if len(tkeys) > 0 {
 		antiCol = keyName(tkeys[0])
 	}
-	if !exists {
+	if scalar {
+		// x op (SELECT agg FROM t WHERE p): a join, on a constant key,
+		// with the one-row table of the global aggregate SELECT agg
+		// FROM t WHERE p (setScope), which every outer row reads.
+		f := inner.Fields.Fields
+		if len(f) != 1 || f[0].WildCard != nil {
+			return fail("a scalar subquery selects one column")
+		}
+		for _, c := range append([]ast.ExprNode{f[0].Expr}, innerConj...) {
+			if _, out := sides(c); out {
+				return fail("a scalar subquery reading the outer query's columns (a correlated one) is not supported")
+			}
+		}
+		agg := *inner
+		agg.Fields = &ast.FieldList{Fields: []*ast.SelectField{
+			{Expr: ast.NewValueExpr(int64(0), "", ""), AsName: ast.NewCIStr(scalarKey)},
+			{Expr: f[0].Expr, AsName: ast.NewCIStr(scalarValue)},
+		}}
+		agg.GroupBy = &ast.GroupByClause{Items: []*ast.ByItem{{Expr: ast.NewValueExpr(int64(0), "", ""), NullOrder: true}}}
+		sel.setAgg, sel.setName, sel.setScalar = &agg, "SUBQUERY_"+t.Name, true
+		its = &ast.TableSource{Source: &ast.TableName{Name: ast.NewCIStr(sel.setName)}, AsName: ast.NewCIStr(tq)}
+		on = append(on, &ast.BinaryOperationExpr{Op: opcode.EQ, L: ast.NewValueExpr(int64(0), "", ""), R: columnRef(tq, scalarKey)})
+		bin := *unparen(cond).(*ast.BinaryOperationExpr)
+		if bin.L == subq || unparen(bin.L) == subq {
+			bin.L = columnRef(tq, scalarValue)
+		} else {
+			bin.R = columnRef(tq, scalarValue)
+		}
+		rest = append(rest, &bin)
+		innerConj = nil
+		if len(sel.partitionExprs) == 0 && (sel.persistent || sel.inserting) && outer.Kind == catalog.Stream {
+			// A stream's join rows are keyed by the constant: the result
+			// is keyed by the outer source's key again.
+			for _, k := range outer.Schema.KeyIndexes() {
+				sel.partitionExprs = append(sel.partitionExprs, columnRef(oq, outer.Schema.Columns[k].Name))
+			}
+		}
+	} else if !exists {
 		// x IN (SELECT c FROM t …): c must be t's primary key.
 		if len(inner.Fields.Fields) != 1 || inner.Fields.Fields[0].WildCard != nil {
 			return fail("the subquery of IN selects one column")
@@ -624,6 +666,21 @@ func bindSet(sel *Select, cat Catalog) (*setScope, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sel.setScalar {
+		// A global aggregate: its one row stays, with the aggregates of
+		// no rows, when its input's rows are all gone.
+		for n := q.Root; n != nil; {
+			if a, ok := n.(*planner.Aggregate); ok {
+				a.Global = true
+				break
+			}
+			ch := n.Children()
+			if len(ch) != 1 {
+				break
+			}
+			n = ch[0]
+		}
+	}
 	root, _, err := planner.Rewrite(q.Root, planner.DialectSQL)
 	if err != nil {
 		return nil, Errorf(CodeFeatureNotSupport, "%v", err)
@@ -657,4 +714,34 @@ func attachSet(n planner.Node, set *setScope) {
 	for _, c := range n.Children() {
 		attachSet(c, set)
 	}
+}
+
+// The columns of a scalar subquery's one-row table: its constant key
+// and its value.
+const (
+	scalarKey   = "SUBQUERY_KEY"
+	scalarValue = "SUBQUERY_VALUE"
+)
+
+// scalarSide returns the subquery of n when n compares an expression
+// with a scalar subquery (x > (SELECT AVG(c) FROM t)), else nil.
+func scalarSide(n ast.ExprNode) *ast.SubqueryExpr {
+	bin, ok := unparen(n).(*ast.BinaryOperationExpr)
+	if !ok {
+		return nil
+	}
+	switch bin.Op {
+	case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE:
+	default:
+		return nil
+	}
+	l, lok := unparen(bin.L).(*ast.SubqueryExpr)
+	r, rok := unparen(bin.R).(*ast.SubqueryExpr)
+	switch {
+	case lok && !rok && len(subqueriesOf(bin.R)) == 0:
+		return l
+	case rok && !lok && len(subqueriesOf(bin.L)) == 0:
+		return r
+	}
+	return nil
 }
