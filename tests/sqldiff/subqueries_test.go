@@ -407,3 +407,161 @@ SELECT region, sid, amount FROM sales WHERE rowid > %[1]d AND region IN (SELECT 
 		e.eventually("topic "+name, want[name], keyed(name))
 	}
 }
+
+// TestScalarSubqueryDifferential runs comparisons with a scalar subquery
+// over a global aggregate — a join, on a constant key, with the
+// aggregate's one-row table, which the query computes — against
+// SQLite's answer to the same SQL: over a stream (each row meets the
+// aggregate as it is when the row is processed: the aggregate's table
+// settles before each batch of rows, and changes, with SIGKILLs, between
+// them) the output records as a multiset with their keys; over a table
+// (a foreign-key lookup of the one row, whose changes re-evaluate every
+// row) the final result table, from a pull query and from its topic.
+func TestScalarSubqueryDifferential(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := start(t, ctx)
+	for _, q := range []string{
+		`CREATE TABLE sellers (id VARCHAR PRIMARY KEY, region VARCHAR, rating BIGINT) WITH (KAFKA_TOPIC='sellers', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE STREAM sales (sid VARCHAR KEY, region VARCHAR, amount BIGINT) WITH (KAFKA_TOPIC='sales', VALUE_FORMAT='JSON', PARTITIONS=3)`,
+		`CREATE TABLE accounts (id VARCHAR PRIMARY KEY, bal BIGINT) WITH (KAFKA_TOPIC='accounts', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE STREAM s_above AS SELECT * FROM sales WHERE amount > (SELECT AVG(rating) FROM sellers WHERE region IS NOT NULL)`,
+		`CREATE TABLE t_cheap AS SELECT id, bal FROM accounts WHERE bal * 2 < (SELECT MAX(amount) FROM sales WHERE region <> 'r1')`,
+	} {
+		e.exec(q)
+	}
+	ids, err := e.rows("SHOW QUERIES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var setTopic string
+	for _, r := range ids {
+		for _, p := range strings.Split(r, "|") {
+			if strings.HasPrefix(p, "CSAS_S_ABOVE_") {
+				setTopic = "sqlstreams_query_" + p + "-SUBQUERY_SELLERS-table"
+			}
+		}
+	}
+	if setTopic == "" {
+		t.Fatalf("no query S_ABOVE in %q", ids)
+	}
+	rng := rand.New(rand.NewPCG(33, 62))
+	var script strings.Builder
+	script.WriteString(`CREATE TABLE sellers (id TEXT PRIMARY KEY, region TEXT, rating INTEGER);
+CREATE TABLE sales (sid TEXT, region TEXT, amount INTEGER);
+CREATE TABLE accounts (id TEXT PRIMARY KEY, bal INTEGER);
+`)
+	region := func() (string, string) {
+		if rng.IntN(10) == 0 {
+			return "null", "NULL"
+		}
+		r := fmt.Sprintf("r%d", rng.IntN(5))
+		return `"` + r + `"`, "'" + r + "'"
+	}
+	sellers := func(n int, deletes bool) {
+		var recs []*kgo.Record
+		for range n {
+			id := fmt.Sprintf("p%d", rng.IntN(50))
+			if deletes && rng.IntN(4) == 0 {
+				recs = append(recs, &kgo.Record{Topic: "sellers", Key: []byte(id)})
+				fmt.Fprintf(&script, "DELETE FROM sellers WHERE id = '%s';\n", id)
+				continue
+			}
+			js, sq := region()
+			rating := rng.Int64N(20)
+			recs = append(recs, &kgo.Record{Topic: "sellers", Key: []byte(id), Value: fmt.Appendf(nil, `{"REGION":%s,"RATING":%d}`, js, rating)})
+			fmt.Fprintf(&script, "INSERT OR REPLACE INTO sellers VALUES ('%s', %s, %d);\n", id, sq, rating)
+		}
+		e.produce(recs)
+	}
+	sseq := 0
+	sales := func(n int, maxAmount int64) {
+		var recs []*kgo.Record
+		for range n {
+			sseq++
+			js, sq := region()
+			amount := rng.Int64N(maxAmount)
+			recs = append(recs, &kgo.Record{Topic: "sales", Key: fmt.Appendf(nil, "s%d", sseq), Value: fmt.Appendf(nil, `{"REGION":%s,"AMOUNT":%d}`, js, amount)})
+			fmt.Fprintf(&script, "INSERT INTO sales VALUES ('s%d', %s, %d);\n", sseq, sq, amount)
+		}
+		e.produce(recs)
+	}
+	accounts := func(n int) {
+		var recs []*kgo.Record
+		for range n {
+			id := fmt.Sprintf("a%d", rng.IntN(60))
+			if rng.IntN(5) == 0 {
+				recs = append(recs, &kgo.Record{Topic: "accounts", Key: []byte(id)})
+				fmt.Fprintf(&script, "DELETE FROM accounts WHERE id = '%s';\n", id)
+				continue
+			}
+			bal := rng.Int64N(40)
+			recs = append(recs, &kgo.Record{Topic: "accounts", Key: []byte(id), Value: fmt.Appendf(nil, `{"BAL":%d}`, bal)})
+			fmt.Fprintf(&script, "INSERT OR REPLACE INTO accounts VALUES ('%s', %d);\n", id, bal)
+		}
+		e.produce(recs)
+	}
+	// waitAggregate waits until the aggregate's one-row table holds
+	// SQLite's AVG (to 6 decimals).
+	waitAggregate := func() {
+		want := sqlite(t, ctx, script.String()+"SELECT '#AVG';\nSELECT printf('%.6f', AVG(rating)) FROM sellers WHERE region IS NOT NULL;\n")
+		e.eventually("the aggregate's row", want["AVG"], func() ([]string, error) {
+			return e.changelog(setTopic, 0, func(k string, v map[string]any) string {
+				f, _ := v["SUBQUERY_VALUE"].(float64)
+				return fmt.Sprintf("%.6f", f)
+			})
+		})
+	}
+	oracle := func(from int) []string {
+		got := sqlite(t, ctx, script.String()+fmt.Sprintf(`
+SELECT '#S_ABOVE';
+SELECT sid, region, amount FROM sales WHERE rowid > %d AND amount > (SELECT AVG(rating) FROM sellers WHERE region IS NOT NULL);
+`, from))
+		return got["S_ABOVE"]
+	}
+	sellers(40, false)
+	accounts(80)
+	waitAggregate()
+	e.crash()
+	sales(200, 20)
+	e.waitOutput("S_ABOVE", 20)
+	e.crash()
+	sales(200, 20)
+	want := oracle(0)
+	// The aggregate changes (and the accounts and the MAX).
+	sellers(60, true)
+	accounts(60)
+	waitAggregate()
+	e.crash()
+	before := sseq
+	sales(200, 30)
+	later := oracle(before)
+	if len(want) < 100 || len(later) < 50 {
+		t.Fatalf("input too thin: %d and %d rows", len(want), len(later))
+	}
+	want = append(want, later...)
+	e.eventually("topic S_ABOVE", want, func() ([]string, error) {
+		var out []string
+		err := e.read("S_ABOVE", func(r *kgo.Record) {
+			var m map[string]any
+			if json.Unmarshal(r.Value, &m) != nil {
+				out = append(out, "bad value "+string(r.Value))
+				return
+			}
+			out = append(out, strings.Join([]string{string(r.Key), text(m["REGION"]), text(m["AMOUNT"])}, "|"))
+		})
+		return out, err
+	})
+	accounts(40)
+	tables := sqlite(t, ctx, script.String()+`
+SELECT '#T_CHEAP';
+SELECT id, bal FROM accounts WHERE bal * 2 < (SELECT MAX(amount) FROM sales WHERE region <> 'r1');
+`)
+	if len(tables["T_CHEAP"]) < 10 {
+		t.Fatalf("input too thin: T_CHEAP has %d rows", len(tables["T_CHEAP"]))
+	}
+	e.pull("SELECT id, bal FROM T_CHEAP", tables["T_CHEAP"])
+	e.eventually("topic T_CHEAP", tables["T_CHEAP"], func() ([]string, error) {
+		return e.changelog("T_CHEAP", 0, func(k string, v map[string]any) string { return k + "|" + text(v["BAL"]) })
+	})
+}
