@@ -38,10 +38,27 @@ import (
 // left out then too.) NOT EXISTS keeps an outer row
 // whose correlated expression is NULL (nothing equals it).
 //
-// The statement is in the SQL dialect. Other subqueries — a subquery
-// column that is not t's key, a subquery over a stream or with GROUP BY,
-// an EXISTS without t's key = an outer expression, scalar
-// subqueries, subqueries in the SELECT list, under OR or NOT — are
+// x [NOT] IN (SELECT c FROM t WHERE p) where c is not t's key, or t is
+// a stream, looks x up in the set of c's values: the join reads, as a
+// table named SUBQUERY_<t> keyed by c (JSON), the rows of the
+// aggregation SELECT c, COUNT(*) FROM t WHERE p GROUP BY c, which the
+// query computes (setScope, planner.Scan.Derived; over a table a value
+// leaves the set when its count drops to 0, SQL's retractions). p must
+// not read the outer query's columns. A NULL c is not in the set (GROUP
+// BY drops it).
+//
+// A comparison x op (SELECT agg FROM t WHERE p) with a global aggregate
+// (no GROUP BY) is a join with the aggregate's one-row table, keyed by
+// the constant 0 (SUBQUERY_KEY, its value SUBQUERY_VALUE): ON 0 =
+// SUBQUERY_KEY, the comparison a filter over the join's rows. A
+// persistent query over a stream is keyed by the stream's key again
+// (PARTITION BY it).
+//
+// The statement is in the SQL dialect. Other subqueries — correlated
+// ones over a set or an aggregate, a subquery over the outer query's
+// own source or with GROUP BY, an EXISTS over a stream or without t's
+// key = an outer expression, scalar subqueries that are not a global
+// aggregate, subqueries in the SELECT list, under OR or NOT — are
 // refused at their position.
 
 // subqueryFinder collects the subqueries of an expression, outermost
