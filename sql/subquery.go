@@ -400,7 +400,8 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		}
 		rest = append(rest, &bin)
 		innerConj = nil
-		if len(sel.partitionExprs) == 0 && (sel.persistent || sel.inserting) && outer.Kind == catalog.Stream {
+		if len(sel.partitionExprs) == 0 && (sel.persistent || sel.inserting) && outer.Kind == catalog.Stream &&
+			s.GroupBy == nil && !hasAggregate(s) {
 			// A stream's join rows are keyed by the constant: the result
 			// is keyed by the outer source's key again.
 			for _, k := range outer.Schema.KeyIndexes() {
