@@ -293,6 +293,12 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 			return nil, err
 		}
 	case *planner.Join:
+		if sc, ok := base.Right.(*planner.Scan); ok && sc.Derived != nil && g.shared == nil {
+			// A scalar subquery over the outer stream itself: the
+			// aggregation and the join's side share its source node.
+			g.shared = map[string]*Node{}
+			defer func() { g.shared = nil }()
+		}
 		if err := derivedTable(g, base.Right); err != nil {
 			return nil, err
 		}

@@ -285,12 +285,18 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	if t.Windowed() {
 		return fail("a subquery over a windowed table is not supported")
 	}
-	if t.Name == outer.Name {
+	// A scalar subquery may read the outer stream itself: the
+	// aggregate and the outer rows share its source (self).
+	self := t.Name == outer.Name
+	if self && !(scalar && outer.Kind == catalog.Stream) {
 		return fail("a subquery reading the outer query's own source (%s) is not supported", t.Name)
 	}
 	tq := its.AsName.O
 	if tq == "" {
 		tq = t.Name
+	}
+	if self && tq == oq {
+		tq = "SUBQUERY_" + t.Name
 	}
 	if tq == oq {
 		return fail("the subquery's table and the outer source need different names: both are %s; give one an alias", tq)
@@ -384,6 +390,10 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 			}
 		}
 		agg := *inner
+		if self {
+			// Its columns are qualified by tq.
+			agg.From = &ast.TableRefsClause{TableRefs: &ast.Join{Left: &ast.TableSource{Source: its.Source, AsName: ast.NewCIStr(tq)}}}
+		}
 		agg.Fields = &ast.FieldList{Fields: []*ast.SelectField{
 			{Expr: ast.NewValueExpr(int64(0), "", ""), AsName: ast.NewCIStr(scalarKey)},
 			{Expr: f[0].Expr, AsName: ast.NewCIStr(scalarValue)},
