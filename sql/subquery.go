@@ -52,11 +52,12 @@ import (
 // the constant 0 (SUBQUERY_KEY, its value SUBQUERY_VALUE): ON 0 =
 // SUBQUERY_KEY, the comparison a filter over the join's rows. A
 // persistent query over a stream is keyed by the stream's key again
-// (PARTITION BY it).
+// (PARTITION BY it). t may be the outer stream itself (physical lowering
+// shares its source node).
 //
 // The statement is in the SQL dialect. Other subqueries — correlated
 // ones over a set or an aggregate, a subquery over the outer query's
-// own source or with GROUP BY, an EXISTS over a stream or without t's
+// own source (but a scalar one over a stream) or with GROUP BY, an EXISTS over a stream or without t's
 // key = an outer expression, scalar subqueries that are not a global
 // aggregate, subqueries in the SELECT list, under OR or NOT — are
 // refused at their position.
