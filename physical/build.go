@@ -302,6 +302,15 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 			return nil, err
 		}
 	case *planner.Join:
+		if sc, ok := base.Right.(*planner.Scan); ok && sc.Derived != nil && g.shared == nil {
+			// A scalar subquery over the outer stream itself: the
+			// aggregation and the join's side share its source node.
+			g.shared = map[string]*Node{}
+			defer func() { g.shared = nil }()
+		}
+		if err := derivedTable(g, base.Right); err != nil {
+			return nil, err
+		}
 		var err error
 		switch {
 		case base.ForeignKey:
@@ -794,4 +803,30 @@ func sideScan(n planner.Node) *planner.Scan {
 	}
 	s, _ := n.(*planner.Scan)
 	return s
+}
+
+// derivedTable adds, for a join side that scans a subquery's aggregation
+// (planner.Scan.Derived), the sub-topologies that run the aggregation
+// (node, store and topic names ending in -SUBQUERY, its keys JSON) and
+// SINK-SUBQUERY, which writes its rows (a tombstone for a group that
+// empties) to <appid>-<name>-table (<name> SUBQUERY_<t>), a compacted topic of the
+// query's own with the side's partition count. The side's source then
+// reads that topic as a table's: the join keeps it in a store whose
+// changelog it is, so a restart restores the store from it.
+func derivedTable(g *Graph, side planner.Node) error {
+	scan, ok := side.(*planner.Scan)
+	if !ok || scan.Derived == nil {
+		return nil
+	}
+	src := scan.Source
+	last, err := lowerAt(g, g.t.AppID, scan.Derived, types.FormatJSON, types.FormatOptions{}, "-SUBQUERY")
+	if err != nil {
+		return err
+	}
+	topic := g.t.AppID + "-" + src.Name + "-table"
+	g.Add("SINK-SUBQUERY", &Sink{Topic: topic, KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat,
+		KeyOptions: src.KeyOptions, ValueOptions: src.ValueOptions, Out: src.Schema, Partitioner: types.Murmur2,
+		Internal: true, Partitions: src.Partitions}, last)
+	src.Topic, src.Partitioner = topic, types.Murmur2
+	return nil
 }

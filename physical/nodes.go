@@ -590,9 +590,10 @@ type Sink struct {
 	// query writes its own topic by murmur2; INSERT INTO a source
 	// declared crc32 writes by crc32).
 	Partitioner types.Partitioner
-	// Internal marks the topic of a derived table that the query joins
-	// (planner.Scan.Feed): the query's own, compacted, of Partitions
-	// partitions, read back as a table.
+	// Internal marks a topic the query owns (created compacted with
+	// Partitions partitions, 0 for the input's), read back as a table
+	// by a join of the same query: a derived table's rows
+	// (planner.Scan.Feed) or a subquery's set (planner.Scan.Derived).
 	Internal   bool
 	Partitions int32
 }
@@ -609,6 +610,9 @@ func (s *Sink) Explain(name string) string {
 	single := ""
 	if s.SinglePartition {
 		single = ", partition 0"
+	}
+	if s.Internal {
+		single += ", internal"
 	}
 	return fmt.Sprintf("  --> %s (topic: %s, key: %s%s%s%s, value: %s%s)\n      schema: %s\n", name, s.Topic, s.KeyFormat, windowNote(s.WindowType, s.WindowSizeMs), partitionerNote(s.Partitioner), single, s.ValueFormat, tsNote(s.TimestampColumn), s.Out)
 }

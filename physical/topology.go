@@ -167,7 +167,7 @@ func (t *Topology) storePartitions() {
 	parts := map[string]int32{}
 	for _, n := range t.Nodes {
 		if w, ok := n.Op.(topicWriter); ok {
-			if it := w.internalTopic(); it.Partitions > 0 {
+			if it := w.internalTopic(); it.Name != "" && it.Partitions > 0 {
 				parts[it.Name] = it.Partitions
 			}
 		}

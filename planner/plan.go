@@ -37,7 +37,15 @@ var (
 type Scan struct {
 	Source *catalog.Source
 	Feed   Node
-	out    types.Schema
+	// Derived, when set, is the plan whose rows the scanned source
+	// holds: a subquery's aggregation (x IN (SELECT c FROM t GROUP BY
+	// c), sql/subquery.go), which the query runs itself, writing its
+	// result to an internal topic that stands for Source's (physical
+	// sets Source.Topic to it). Source describes those rows: a table
+	// keyed by the aggregation's key (JSON). (Feed and Derived are two
+	// forms of one idea, from two branches: to be made one.)
+	Derived Node
+	out     types.Schema
 }
 
 // NewScan returns a scan of src.
@@ -53,6 +61,9 @@ func (s *Scan) Children() []Node { return nil }
 func (s *Scan) String() string {
 	if s.Feed != nil {
 		return fmt.Sprintf("Scan derived TABLE %s (key %s, value %s), the rows of:", s.Source.Name, s.Source.KeyFormat, s.Source.ValueFormat)
+	}
+	if s.Derived != nil {
+		return fmt.Sprintf("Scan %s %s (the subquery's set, computed by the query, key %s, value %s)", s.Source.Kind, s.Source.Name, s.Source.KeyFormat, s.Source.ValueFormat)
 	}
 	return fmt.Sprintf("Scan %s %s (topic %s, key %s, value %s)", s.Source.Kind, s.Source.Name, s.Source.Topic, s.Source.KeyFormat, s.Source.ValueFormat)
 }
@@ -190,6 +201,9 @@ func Sources(n Node) []*catalog.Source {
 	walk = func(n Node) {
 		if s, ok := n.(*Scan); ok && s.Feed != nil {
 			walk(s.Feed) // a derived table's sources
+		} else if ok && s.Derived != nil {
+			walk(s.Derived) // a subquery's set: what its aggregation reads
+			return
 		} else if ok {
 			out = append(out, s.Source)
 		}

@@ -40,6 +40,9 @@ type binder struct {
 	src    *catalog.Source
 	alias  string
 	cat    Catalog
+	// constJoin lets a join's ON compare a constant, the left side's,
+	// with the right's key: a scalar subquery's join (subquery.go).
+	constJoin bool
 	// join is set while binding a join's SELECT: names resolve against
 	// its two sides.
 	join    *joinScope
@@ -120,11 +123,28 @@ func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	if err := rewriteSubqueries(sel, cat); err != nil { // subquery.go
 		return nil, err
 	}
-	s = sel.stmt
+	if sel.setAgg != nil {
+		set, err := bindSet(sel, cat)
+		if err != nil {
+			return nil, err
+		}
+		q, err := bindSelect0(sel, set)
+		if err != nil {
+			return nil, err
+		}
+		attachSet(q.Root, set)
+		return q, nil
+	}
+	return bindSelect0(sel, cat)
+}
+
+// bindSelect0 is bindSelect after the rewrite of its subquery.
+func bindSelect0(sel *Select, cat Catalog) (*planner.Query, error) {
+	s := sel.stmt
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
-		legacyDistinct: sel.LegacyDistinct,
-		query:          sel.persistent || sel.inserting}
+		legacyDistinct: sel.LegacyDistinct, constJoin: sel.setScalar,
+		query: sel.persistent || sel.inserting}
 	sel.paramTypes = make([]types.Type, sel.nParams)
 	b.pbound, b.ptypes = sel.Params, sel.paramTypes
 	if n := sel.limitParam; n > 0 {

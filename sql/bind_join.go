@@ -518,7 +518,9 @@ func (b *binder) joinCondition(on ast.ExprNode) (left, right expr.Expr, err erro
 			}
 		}
 		switch {
-		case in[0] && !in[1]:
+		case in[0] && !in[1], !in[0] && !in[1] && b.constJoin:
+			// (A scalar subquery's join is on a constant, the outer
+			// side's: subquery.go.)
 			return 0
 		case in[1] && !in[0]:
 			return 1

@@ -274,6 +274,15 @@ type Select struct {
 	// subqueryCond is the condition rewritten, subqueryKey the outer
 	// expression its table is looked up with (for errors).
 	subqueryCond, subqueryKey ast.ExprNode
+	// setAgg, for x IN (SELECT c FROM t …) over a column c that is not
+	// t's key, is the aggregation SELECT c, COUNT(*) … GROUP BY c whose
+	// rows the rewritten join reads as the table named setName
+	// (subquery.go).
+	setAgg  *ast.SelectStmt
+	setName string
+	// setScalar marks setAgg as a scalar subquery's global aggregate
+	// (GROUP BY a constant, its row kept when its input empties).
+	setScalar bool
 	// global marks the SELECT of a global aggregate (bind_global.go),
 	// bound with a GROUP BY of a constant.
 	global bool

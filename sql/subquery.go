@@ -3,6 +3,7 @@ package sql
 import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/sqlstreams/sqlstreams/types"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/planner"
@@ -37,10 +38,28 @@ import (
 // left out then too.) NOT EXISTS keeps an outer row
 // whose correlated expression is NULL (nothing equals it).
 //
-// The statement is in the SQL dialect. Other subqueries — a subquery
-// column that is not t's key, a subquery over a stream or with GROUP BY,
-// an EXISTS without t's key = an outer expression, scalar
-// subqueries, subqueries in the SELECT list, under OR or NOT — are
+// x [NOT] IN (SELECT c FROM t WHERE p) where c is not t's key, or t is
+// a stream, looks x up in the set of c's values: the join reads, as a
+// table named SUBQUERY_<t> keyed by c (JSON), the rows of the
+// aggregation SELECT c, COUNT(*) FROM t WHERE p GROUP BY c, which the
+// query computes (setScope, planner.Scan.Derived; over a table a value
+// leaves the set when its count drops to 0, SQL's retractions). p must
+// not read the outer query's columns. A NULL c is not in the set (GROUP
+// BY drops it).
+//
+// A comparison x op (SELECT agg FROM t WHERE p) with a global aggregate
+// (no GROUP BY) is a join with the aggregate's one-row table, keyed by
+// the constant 0 (SUBQUERY_KEY, its value SUBQUERY_VALUE): ON 0 =
+// SUBQUERY_KEY, the comparison a filter over the join's rows. A
+// persistent query over a stream is keyed by the stream's key again
+// (PARTITION BY it). t may be the outer stream itself (physical lowering
+// shares its source node).
+//
+// The statement is in the SQL dialect. Other subqueries — correlated
+// ones over a set or an aggregate, a subquery over the outer query's
+// own source (but a scalar one over a stream) or with GROUP BY, an EXISTS over a stream or without t's
+// key = an outer expression, scalar subqueries that are not a global
+// aggregate, subqueries in the SELECT list, under OR or NOT — are
 // refused at their position.
 
 // subqueryFinder collects the subqueries of an expression, outermost
@@ -166,7 +185,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		if cond != nil {
 			return errorAt(sel.text, at, CodeFeatureNotSupport, "one IN or EXISTS subquery per SELECT is supported")
 		}
-		if len(subs) > 1 || !isSubqueryCondition(c) {
+		if len(subs) > 1 || !isSubqueryCondition(c) && scalarSide(c) == nil {
 			return errorAt(sel.text, at, CodeFeatureNotSupport, "this subquery is not supported: a subquery is supported as a condition [NOT] IN (SELECT …) or [NOT] EXISTS (SELECT …) of WHERE, ANDed with the others (not under OR or NOT, not a scalar subquery)")
 		}
 		cond = c
@@ -210,6 +229,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	var x ast.ExprNode // IN's outer expression
 	not := false
 	exists := false
+	scalar := false // x op (SELECT agg FROM t …)
 	switch c := unparen(cond).(type) {
 	case *ast.PatternInExpr:
 		subq, _ = c.Sel.(*ast.SubqueryExpr)
@@ -221,6 +241,8 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		e := unparen(c.V).(*ast.ExistsSubqueryExpr)
 		subq, _ = e.Sel.(*ast.SubqueryExpr)
 		not, exists = !e.Not, true
+	case *ast.BinaryOperationExpr:
+		subq, scalar = scalarSide(c), true
 	}
 	if subq == nil {
 		return fail("this subquery is not supported")
@@ -232,7 +254,9 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	switch {
 	case inner.With != nil:
 		return fail("WITH in a subquery is not supported")
-	case inner.GroupBy != nil || inner.Having != nil || hasAggregate(inner):
+	case scalar && (inner.GroupBy != nil || inner.Having != nil || !hasAggregate(inner)):
+		return fail("a scalar subquery is supported over a global aggregate only: SELECT AVG(c) FROM t [WHERE …], without GROUP BY or HAVING")
+	case !scalar && (inner.GroupBy != nil || inner.Having != nil || hasAggregate(inner)):
 		return fail("a subquery with GROUP BY, HAVING or aggregates is not supported yet: make it a table first (CREATE TABLE … AS SELECT … GROUP BY …) and read that")
 	case inner.Distinct:
 		return fail("SELECT DISTINCT in a subquery is not supported: IN and EXISTS ignore duplicates, leave it out")
@@ -256,18 +280,24 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		}
 		return fail("stream or table %s does not exist", itn.Name.O)
 	}
-	if t.Kind != catalog.Table {
+	if t.Kind != catalog.Table && exists {
 		return fail("a subquery must read a table: %s is a stream (a stream's rows are events, not a set to look rows up in)", t.Name)
 	}
 	if t.Windowed() {
 		return fail("a subquery over a windowed table is not supported")
 	}
-	if t.Name == outer.Name {
+	// A scalar subquery may read the outer stream itself: the
+	// aggregate and the outer rows share its source (self).
+	self := t.Name == outer.Name
+	if self && !(scalar && outer.Kind == catalog.Stream) {
 		return fail("a subquery reading the outer query's own source (%s) is not supported", t.Name)
 	}
 	tq := its.AsName.O
 	if tq == "" {
 		tq = t.Name
+	}
+	if self && tq == oq {
+		tq = "SUBQUERY_" + t.Name
 	}
 	if tq == oq {
 		return fail("the subquery's table and the outer source need different names: both are %s; give one an alias", tq)
@@ -343,15 +373,59 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 		return -1
 	}
 	var notNull ast.ExprNode
-	if !exists {
+	antiCol := "" // the joined side's column that is NULL where no row matched
+	if len(tkeys) > 0 {
+		antiCol = keyName(tkeys[0])
+	}
+	if scalar {
+		// x op (SELECT agg FROM t WHERE p): a join, on a constant key,
+		// with the one-row table of the global aggregate SELECT agg
+		// FROM t WHERE p (setScope), which every outer row reads.
+		f := inner.Fields.Fields
+		if len(f) != 1 || f[0].WildCard != nil {
+			return fail("a scalar subquery selects one column")
+		}
+		for _, c := range append([]ast.ExprNode{f[0].Expr}, innerConj...) {
+			if _, out := sides(c); out {
+				return fail("a scalar subquery reading the outer query's columns (a correlated one) is not supported")
+			}
+		}
+		agg := *inner
+		if self {
+			// Its columns are qualified by tq.
+			agg.From = &ast.TableRefsClause{TableRefs: &ast.Join{Left: &ast.TableSource{Source: its.Source, AsName: ast.NewCIStr(tq)}}}
+		}
+		agg.Fields = &ast.FieldList{Fields: []*ast.SelectField{
+			{Expr: ast.NewValueExpr(int64(0), "", ""), AsName: ast.NewCIStr(scalarKey)},
+			{Expr: f[0].Expr, AsName: ast.NewCIStr(scalarValue)},
+		}}
+		agg.GroupBy = &ast.GroupByClause{Items: []*ast.ByItem{{Expr: ast.NewValueExpr(int64(0), "", ""), NullOrder: true}}}
+		sel.setAgg, sel.setName, sel.setScalar = &agg, "SUBQUERY_"+t.Name, true
+		its = &ast.TableSource{Source: &ast.TableName{Name: ast.NewCIStr(sel.setName)}, AsName: ast.NewCIStr(tq)}
+		on = append(on, &ast.BinaryOperationExpr{Op: opcode.EQ, L: ast.NewValueExpr(int64(0), "", ""), R: columnRef(tq, scalarKey)})
+		bin := *unparen(cond).(*ast.BinaryOperationExpr)
+		if bin.L == subq || unparen(bin.L) == subq {
+			bin.L = columnRef(tq, scalarValue)
+		} else {
+			bin.R = columnRef(tq, scalarValue)
+		}
+		rest = append(rest, &bin)
+		innerConj = nil
+		if len(sel.partitionExprs) == 0 && (sel.persistent || sel.inserting) && outer.Kind == catalog.Stream &&
+			s.GroupBy == nil && !hasAggregate(s) {
+			// A stream's join rows are keyed by the constant: the result
+			// is keyed by the outer source's key again.
+			for _, k := range outer.Schema.KeyIndexes() {
+				sel.partitionExprs = append(sel.partitionExprs, columnRef(oq, outer.Schema.Columns[k].Name))
+			}
+		}
+	} else if !exists {
 		// x IN (SELECT c FROM t …): c must be t's primary key.
 		if len(inner.Fields.Fields) != 1 || inner.Fields.Fields[0].WildCard != nil {
 			return fail("the subquery of IN selects one column")
 		}
 		k := keyCol(inner.Fields.Fields[0].Expr)
-		if k < 0 || len(tkeys) != 1 {
-			return fail("IN (SELECT c FROM %s): c must be %s's PRIMARY KEY (a lookup by key); for another column, make a table keyed by it first: CREATE TABLE … AS SELECT c, COUNT(*) AS n FROM %s GROUP BY c", t.Name, t.Name, t.Name)
-		}
+		setIn := k < 0 || len(tkeys) != 1 || t.Kind != catalog.Table
 		// x is in the outer query's scope: its unqualified columns are
 		// the outer source's.
 		inX := false
@@ -367,14 +441,48 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 			return fail("the expression before IN must read the outer query's columns")
 		}
 		sides(inner.Fields.Fields[0].Expr)
-		on = append(on, &ast.BinaryOperationExpr{Op: opcode.EQ, L: x, R: inner.Fields.Fields[0].Expr})
+		if setIn {
+			// Not a lookup by t's key: a lookup of the set of c's
+			// values, the keys of the aggregation SELECT c, COUNT(*)
+			// FROM t WHERE p GROUP BY c, which the query runs and joins
+			// as a table (setOf).
+			cn, ok := unparen(inner.Fields.Fields[0].Expr).(*ast.ColumnNameExpr)
+			if !ok {
+				return fail("IN (SELECT c FROM %s): c must be a column of %s", t.Name, t.Name)
+			}
+			if i, _ := innerCol(cn.Name); !i {
+				return fail("IN (SELECT c FROM %s): c must be a column of %s", t.Name, t.Name)
+			}
+			for _, c := range innerConj {
+				if _, out := sides(c); out {
+					return fail("IN (SELECT c FROM %s WHERE …) over a column that is not %s's PRIMARY KEY: a condition reading the outer query's columns is not supported", t.Name, t.Name)
+				}
+			}
+			agg := *inner
+			agg.Fields = &ast.FieldList{Fields: []*ast.SelectField{
+				{Expr: cn, AsName: cn.Name.Name},
+				{Expr: &ast.AggregateFuncExpr{F: ast.AggFuncCount, Args: []ast.ExprNode{ast.NewValueExpr(int64(1), "", "")}}, AsName: ast.NewCIStr(setCount)},
+			}}
+			agg.GroupBy = &ast.GroupByClause{Items: []*ast.ByItem{{Expr: cn, NullOrder: true}}}
+			name := "SUBQUERY_" + t.Name
+			sel.setAgg, sel.setName = &agg, name
+			its = &ast.TableSource{Source: &ast.TableName{Name: ast.NewCIStr(name)}, AsName: ast.NewCIStr(tq)}
+			antiCol = cn.Name.Name.O
+			on = append(on, &ast.BinaryOperationExpr{Op: opcode.EQ, L: x, R: columnRef(tq, antiCol)})
+			if not {
+				notNull = &ast.IsNullExpr{Expr: x, Not: true}
+			}
+			innerConj = nil
+		} else {
+			on = append(on, &ast.BinaryOperationExpr{Op: opcode.EQ, L: x, R: inner.Fields.Fields[0].Expr})
+		}
 		for _, c := range innerConj {
 			// Conditions on t's columns, and correlated ones that read
 			// the outer's too: the join's residual either way.
 			sides(c)
 			residual = append(residual, c)
 		}
-		if not {
+		if not && !setIn {
 			notNull = &ast.IsNullExpr{Expr: x, Not: true}
 		}
 	} else {
@@ -459,7 +567,7 @@ func rewriteSubqueries(sel *Select, cat Catalog) error {
 	jt := ast.CrossJoin
 	if not {
 		jt = ast.LeftJoin
-		rest = append(rest, &ast.IsNullExpr{Expr: columnRef(tq, keyName(tkeys[0]))})
+		rest = append(rest, &ast.IsNullExpr{Expr: columnRef(tq, antiCol)})
 		if notNull != nil {
 			rest = append(rest, notNull)
 		}
@@ -542,4 +650,127 @@ func subqueryKeyError(sel *Select, sink string) error {
 	}
 	return errorAt(sel.text, subqueryAt(sel, unparenNot(sel.subqueryCond)), CodeFeatureNotSupport,
 		"%s is keyed by what the subquery's table is looked up with (%s): select it too", sink, key)
+}
+
+// setCount names the count column of a subquery's set (setIn): how many
+// of t's rows hold the value.
+const setCount = "SUBQUERY_COUNT"
+
+// setScope is the catalog as the rewritten join of x IN (SELECT c FROM t
+// …) over a column c that is not t's key sees it: the set of c's values,
+// the aggregation SELECT c, COUNT(*) FROM t WHERE p GROUP BY c, is a
+// table named SUBQUERY_<t> (src), keyed by c in JSON, whose rows plan
+// computes. Physical lowering runs plan in the query and writes its rows
+// to a topic of the query's own, which the join reads as that table
+// (planner.Scan.Derived): a value enters the set with its first row in t
+// and leaves it (a tombstone: the SQL dialect deletes an emptied group)
+// when no row of t holds it any more.
+type setScope struct {
+	Catalog
+	src  *catalog.Source
+	plan planner.Node
+}
+
+func (s *setScope) Source(name string) (*catalog.Source, bool) {
+	if name == s.src.Name {
+		return s.src, true
+	}
+	return s.Catalog.Source(name)
+}
+
+func (s *setScope) View(name string) (string, bool) {
+	if vs, ok := s.Catalog.(Views); ok {
+		return vs.View(name)
+	}
+	return "", false
+}
+
+// bindSet binds sel's set aggregation (sel.setAgg) and returns the scope
+// its join binds in.
+func bindSet(sel *Select, cat Catalog) (*setScope, error) {
+	sub := &Select{base: sel.base, Emit: sel.Emit, Limit: -1, Params: sel.Params, nParams: sel.nParams,
+		stmt: sel.setAgg, toks: sel.toks, rw: sel.rw, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
+		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink, dialect: planner.DialectSQL}
+	q, err := bindSelect(sub, cat)
+	if err != nil {
+		return nil, err
+	}
+	if sel.setScalar {
+		// A global aggregate: its one row stays, with the aggregates of
+		// no rows, when its input's rows are all gone.
+		for n := q.Root; n != nil; {
+			if a, ok := n.(*planner.Aggregate); ok {
+				a.Global = true
+				break
+			}
+			ch := n.Children()
+			if len(ch) != 1 {
+				break
+			}
+			n = ch[0]
+		}
+	}
+	root, _, err := planner.Rewrite(q.Root, planner.DialectSQL)
+	if err != nil {
+		return nil, Errorf(CodeFeatureNotSupport, "%v", err)
+	}
+	var cols []types.Column
+	for _, c := range root.Schema().Columns {
+		if !c.Pseudo {
+			cols = append(cols, c)
+		}
+	}
+	if len(cols) != 2 {
+		return nil, Errorf(CodeInternal, "the subquery's set has %d columns", len(cols))
+	}
+	cols[0].Key, cols[1].Key = true, false
+	outer, _ := cat.Source(sel.stmt.From.TableRefs.Left.(*ast.TableSource).Source.(*ast.TableName).Name.O)
+	var parts int32
+	if outer != nil {
+		parts = outer.Partitions
+	}
+	src := &catalog.Source{Name: sel.setName, Kind: catalog.Table, KeyFormat: types.FormatJSON, ValueFormat: types.FormatJSON,
+		Schema: types.Schema{Columns: cols}, Partitions: parts, Partitioner: types.Murmur2}
+	return &setScope{Catalog: cat, src: src, plan: root}, nil
+}
+
+// attachSet marks the scans of the set's table in the plan n with the
+// plan that computes its rows.
+func attachSet(n planner.Node, set *setScope) {
+	if s, ok := n.(*planner.Scan); ok && s.Source == set.src {
+		s.Derived = set.plan
+	}
+	for _, c := range n.Children() {
+		attachSet(c, set)
+	}
+}
+
+// The columns of a scalar subquery's one-row table: its constant key
+// and its value.
+const (
+	scalarKey   = "SUBQUERY_KEY"
+	scalarValue = "SUBQUERY_VALUE"
+)
+
+// scalarSide returns the subquery of n when n compares an expression
+// with a scalar subquery (x > (SELECT AVG(c) FROM t)), else nil.
+func scalarSide(n ast.ExprNode) *ast.SubqueryExpr {
+	bin, ok := unparen(n).(*ast.BinaryOperationExpr)
+	if !ok {
+		return nil
+	}
+	switch bin.Op {
+	case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE:
+	default:
+		return nil
+	}
+	l, lok := unparen(bin.L).(*ast.SubqueryExpr)
+	r, rok := unparen(bin.R).(*ast.SubqueryExpr)
+	switch {
+	case lok && !rok && len(subqueriesOf(bin.R)) == 0:
+		return l
+	case rok && !lok && len(subqueriesOf(bin.L)) == 0:
+		return r
+	}
+	return nil
 }
