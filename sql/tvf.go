@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/planner"
@@ -27,7 +28,9 @@ import (
 // would make it. The function's window_start and window_end columns are
 // the aggregation's WINDOWSTART and WINDOWEND (BIGINT epoch
 // milliseconds), so the result is grouped by them: GROUP BY window_start,
-// window_end, k. In a derived table or CTE the call is cut out the same
+// window_end, k. Their ends are Flink's: exclusive, start + size for
+// TUMBLE and HOP, the last row's time + the gap for SESSION (ksqlDB's
+// WINDOWEND is the last row's time; window_end reads WINDOWEND + gap). In a derived table or CTE the call is cut out the same
 // way and its SELECT claims it when bound (Select.nestedTVFs): such an
 // aggregation may be aggregated again by its window, or joined.
 //
@@ -341,12 +344,23 @@ func (sel *Select) tvfColumns() error {
 				f.AsName = ast.NewCIStr(n)
 			}
 		}
-		f.Expr.Accept(windowRenamer{})
+		f.Expr = renameWindow(f.Expr, tv.window)
 	}
 	if s.Having != nil {
-		s.Having.Expr.Accept(windowRenamer{})
+		s.Having.Expr = renameWindow(s.Having.Expr, tv.window)
 	}
 	return nil
+}
+
+// renameWindow makes window_start and window_end in e read the window
+// bounds of w's aggregation.
+func renameWindow(e ast.ExprNode, w *windowClause) ast.ExprNode {
+	r := windowRenamer{}
+	if w.typ == types.Session {
+		r.sessionGap = w.size
+	}
+	n, _ := e.Accept(r)
+	return n.(ast.ExprNode)
 }
 
 // keywordPos is the offset of the first keyword kw after from, or from.
@@ -389,22 +403,28 @@ func (v *windowFinder) Enter(n ast.Node) (ast.Node, bool) {
 func (v *windowFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // windowRenamer makes window_start and window_end read the window
-// bounds.
-type windowRenamer struct{}
+// bounds. A SESSION window's window_end is Flink's, its last row's time
+// plus the gap (the window is [first, last + gap)), where ksqlDB's
+// WINDOWEND is the last row's time: with sessionGap set, window_end
+// reads WINDOWEND + gap.
+type windowRenamer struct{ sessionGap int64 }
 
-func (windowRenamer) Enter(n ast.Node) (ast.Node, bool) {
+func (r windowRenamer) Enter(n ast.Node) (ast.Node, bool) {
 	if cn, ok := n.(*ast.ColumnNameExpr); ok {
 		switch strings.ToUpper(cn.Name.Name.O) {
 		case "WINDOW_START":
 			cn.Name.Name = ast.NewCIStr(types.WindowStart)
 		case "WINDOW_END":
 			cn.Name.Name = ast.NewCIStr(types.WindowEnd)
+			if r.sessionGap > 0 {
+				return &ast.BinaryOperationExpr{Op: opcode.Plus, L: cn, R: ast.NewValueExpr(r.sessionGap, "", "")}, true
+			}
 		}
 	}
 	return n, false
 }
 
-func (windowRenamer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+func (r windowRenamer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // tvfNode checks the window table function's source and time column
 // and returns its node over scan.
