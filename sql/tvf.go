@@ -54,6 +54,10 @@ type windowTVF struct {
 	// that SELECT is bound.
 	selectPos int
 	claimed   bool
+	// legacy is set for Flink's group window (GROUP BY TUMBLE(col, …),
+	// group_window.go), whose time column may be qualified.
+	legacy    bool
+	qualifier string
 }
 
 // enclosingSelect is the offset of the SELECT keyword of the query
@@ -184,13 +188,30 @@ func parseWindowTVF(text string, toks []token, i int) (*windowTVF, int, error) {
 		}
 		tv.timeCol, tv.timePos = col, t.pos
 	}
-	w := &windowClause{typ: typ, pos: fn.pos, size: -1, advance: -1, retention: -1, grace: -1}
+	w, err := parseWindowArgs(p, tv.fn, typ, fn.pos)
+	if err != nil {
+		return nil, 0, err
+	}
+	if wrapped {
+		if err := p.expectPunct(")"); err != nil {
+			return nil, 0, err
+		}
+	}
+	tv.window = w
+	return tv, p.i, nil
+}
+
+// parseWindowArgs reads a window function's durations after its time
+// column (", size", ", slide, size" for HOP, ", gap" for SESSION) and
+// the closing parenthesis.
+func parseWindowArgs(p *parser, fn string, typ types.WindowType, pos int) (*windowClause, error) {
+	w := &windowClause{typ: typ, pos: pos, size: -1, advance: -1, retention: -1, grace: -1}
 	var durs []int64
 	for p.acceptPunct(",") {
 		at := p.peek()
 		d, err := parseInterval(p)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		durs = append(durs, d)
 		want := 1
@@ -202,7 +223,7 @@ func parseWindowTVF(text string, toks []token, i int) (*windowTVF, int, error) {
 			if typ == types.Session {
 				what = "more than the gap"
 			}
-			return nil, 0, p.errorf(at, "syntax error: %s with %s is not supported", tv.fn, what)
+			return nil, p.errorf(at, "syntax error: %s with %s is not supported", fn, what)
 		}
 	}
 	switch {
@@ -218,18 +239,12 @@ func parseWindowTVF(text string, toks []token, i int) (*windowTVF, int, error) {
 		case types.Session:
 			want = "the session gap (INTERVAL 'n' unit)"
 		}
-		return nil, 0, p.errorf(p.peek(), "syntax error: %s needs %s after the time column", tv.fn, want)
+		return nil, p.errorf(p.peek(), "syntax error: %s needs %s after the time column", fn, want)
 	}
 	if err := p.expectPunct(")"); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	if wrapped {
-		if err := p.expectPunct(")"); err != nil {
-			return nil, 0, err
-		}
-	}
-	tv.window = w
-	return tv, p.i, nil
+	return w, nil
 }
 
 // parseInterval reads INTERVAL 'n' unit, INTERVAL n unit or
@@ -306,6 +321,9 @@ func (sel *Select) tvfColumns() error {
 		return errorAt(sel.text, tv.pos, CodeFeatureNotSupport, format, args...)
 	}
 	if s.From != nil && s.From.TableRefs != nil && s.From.TableRefs.Right != nil {
+		if tv.legacy {
+			return at("GROUP BY %s(…) windows one stream, not a join: aggregate it (CREATE TABLE … AS SELECT … GROUP BY k, %s(…)) and join the results", tv.fn, tv.fn)
+		}
 		return at("a window table function cannot be joined: aggregate it (CREATE TABLE … AS SELECT … GROUP BY window_start, window_end, …) and join the results")
 	}
 	if s.Where != nil {
@@ -330,6 +348,9 @@ func (sel *Select) tvfColumns() error {
 	groupPos := sel.keywordPos("GROUP", tv.pos)
 	if !seen["WINDOW_START"] || !seen["WINDOW_END"] {
 		return errorAt(sel.text, groupPos, CodeFeatureNotSupport, "an aggregation over %s groups by its window: GROUP BY window_start, window_end and the grouping columns", tv.fn)
+	}
+	if len(keep) == 0 && tv.legacy {
+		return errorAt(sel.text, tv.pos, CodeFeatureNotSupport, "GROUP BY %s(…) needs a grouping column as well: a windowed aggregate without a key is not supported", tv.fn)
 	}
 	if len(keep) == 0 {
 		return errorAt(sel.text, groupPos, CodeFeatureNotSupport, "GROUP BY window_start, window_end needs a grouping column as well: a windowed aggregate without a key is not supported")
