@@ -463,8 +463,12 @@ func (sel *Select) tvfNode(scan *planner.Scan) (planner.Node, error) {
 		return node, nil
 	}
 	i := src.Schema.Index(col)
+	what := "DESCRIPTOR(" + col + ")"
+	if tv.legacy {
+		what = tv.fn + "(" + col + ", …)"
+	}
 	if i < 0 {
-		return nil, errorAt(sel.text, tv.timePos, CodeUndefinedColumn, "DESCRIPTOR(%s): %s has no column %s", col, src.Name, col)
+		return nil, errorAt(sel.text, tv.timePos, CodeUndefinedColumn, "%s: %s has no column %s", what, src.Name, col)
 	}
 	node.TimeColumn = col
 	if col == src.TimestampColumn {
@@ -473,10 +477,10 @@ func (sel *Select) tvfNode(scan *planner.Scan) (planner.Node, error) {
 	switch t := src.Schema.Columns[i].Type; t.Kind {
 	case types.Bigint, types.Timestamp:
 	default:
-		return nil, errorAt(sel.text, tv.timePos, CodeDatatypeMismatch, "DESCRIPTOR(%s): the time column must be BIGINT (epoch milliseconds) or TIMESTAMP, not %s", col, t)
+		return nil, errorAt(sel.text, tv.timePos, CodeDatatypeMismatch, "%s: the time column must be BIGINT (epoch milliseconds) or TIMESTAMP, not %s", what, t)
 	}
 	if src.Schema.Columns[i].Key {
-		return nil, errorAt(sel.text, tv.timePos, CodeFeatureNotSupport, "DESCRIPTOR(%s): the time column must be a value column, not a key column", col)
+		return nil, errorAt(sel.text, tv.timePos, CodeFeatureNotSupport, "%s: the time column must be a value column, not a key column", what)
 	}
 	return node, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,14 +32,14 @@ type nexmarkBid struct {
 // CI-sized run with a SIGKILL while output flows, and compares every
 // result with an oracle over the same events: SQLite for the queries it
 // can express, a Go model for the regular expression and split ones
-// (q21, q22). The events are 45 s apart in event time, so that the
+// (q21, q22; q11's session windows). The events are 45 s apart in event time, so that the
 // days, hours and minutes the queries group by vary.
 func TestNexmark(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	e := start(t, ctx)
 	dir := filepath.Join("..", "nexmark")
-	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q14", "q15", "q16", "q17", "q18", "q19", "q21", "q22"} {
+	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q11", "q14", "q15", "q16", "q17", "q18", "q19", "q21", "q22"} {
 		text, err := os.ReadFile(filepath.Join(dir, name+".sql"))
 		if err != nil {
 			t.Fatal(err)
@@ -140,6 +141,7 @@ SELECT '#Q19'; SELECT auction, rn, bidder, price, channel, url, dateTime, extra 
 		t.Fatalf("input too thin: q0 %d, q2 %d, q3 %d, q14 %d, q15 %d rows", len(want["Q0"]), len(want["Q2"]), len(want["Q3"]), len(want["Q14"]), len(want["Q15"]))
 	}
 	want["Q21"], want["Q22"] = nexmarkQ21(bids), nexmarkQ22(bids)
+	want["Q11"] = nexmarkQ11(bids, 10_000)
 
 	col := func(m map[string]any, name string) string {
 		v, ok := m[name]
@@ -217,6 +219,14 @@ SELECT '#Q19'; SELECT auction, rn, bidder, price, channel, url, dateTime, extra 
 			return strings.Join(parts, "|")
 		})
 	})
+	// q11's key is the bidder's JSON and the session's end and start
+	// (Kafka Streams' session-windowed key): a session that a late bid
+	// merged into another is deleted under its old key.
+	e.eventually("NEXMARK_Q11", want["Q11"], func() ([]string, error) {
+		return e.changelog("NEXMARK_Q11", 16, func(key string, m map[string]any) string {
+			return strings.Join([]string{key, col(m, "BID_COUNT"), col(m, "STARTTIME"), col(m, "ENDTIME")}, "|")
+		})
+	})
 	keyed("NEXMARK_Q16", []string{"CHANNEL", "day"}, append([]string{"minute"}, q15...)...)
 	q17 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "MIN_PRICE", "MAX_PRICE", "AVG_PRICE", "SUM_PRICE"}
 	keyed("NEXMARK_Q17", []string{"AUCTION", "day"}, q17...)
@@ -224,6 +234,32 @@ SELECT '#Q19'; SELECT auction, rn, bidder, price, channel, url, dateTime, extra 
 	keyed("NEXMARK_Q19", []string{"AUCTION", "RANK_NUMBER"}, "BIDDER", "PRICE", "CHANNEL", "URL", "DATETIME", "EXTRA")
 	// The tables answer pull queries too.
 	e.pull("SELECT * FROM nexmark_q15", want["Q15"])
+}
+
+// nexmarkQ11 is q11 over bids: each bidder's bids in sessions, a bid
+// more than gap after the session's last starting a new one (Flink's
+// session windows [t, t + gap) merge when they touch, as Kafka Streams'
+// sessions merge times at most the gap apart); a session's end is its
+// last bid + gap.
+func nexmarkQ11(bids []nexmarkBid, gap int64) []string {
+	times := map[int64][]int64{}
+	for _, b := range bids {
+		times[b.Bidder] = append(times[b.Bidder], b.DateTime)
+	}
+	out := []string{}
+	for bidder, ts := range times {
+		slices.Sort(ts)
+		first, n := ts[0], 0
+		for i, t := range ts {
+			if i > 0 && t-ts[i-1] > gap {
+				out = append(out, fmt.Sprintf("%d|%d|%d|%d", bidder, n, first, ts[i-1]+gap))
+				first, n = t, 0
+			}
+			n++
+		}
+		out = append(out, fmt.Sprintf("%d|%d|%d|%d", bidder, n, first, ts[len(ts)-1]+gap))
+	}
+	return out
 }
 
 // nexmarkQ21 is q21 over bids: the hot channels' fixed ids, else the
