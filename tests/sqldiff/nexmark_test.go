@@ -32,14 +32,16 @@ type nexmarkBid struct {
 // CI-sized run with a SIGKILL while output flows, and compares every
 // result with an oracle over the same events: SQLite for the queries it
 // can express, a Go model for the regular expression and split ones
-// (q21, q22; q11's session windows). The events are 45 s apart in event time, so that the
+// (q21, q22; q11's session windows; q12's processing-time windows by
+// their totals). The events are 45 s apart in event time, so that the
 // days, hours and minutes the queries group by vary.
 func TestNexmark(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	began := time.Now().UnixMilli()
 	e := start(t, ctx)
 	dir := filepath.Join("..", "nexmark")
-	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q11", "q14", "q15", "q16", "q17", "q18", "q19", "q21", "q22"} {
+	for _, name := range []string{"ddl", "q0", "q1", "q2", "q3", "q10", "q11", "q12", "q14", "q15", "q16", "q17", "q18", "q19", "q21", "q22"} {
 		text, err := os.ReadFile(filepath.Join(dir, name+".sql"))
 		if err != nil {
 			t.Fatal(err)
@@ -241,6 +243,23 @@ SELECT '#Q19'; SELECT auction, rn, bidder, price, channel, url, dateTime, extra 
 		return e.changelog("NEXMARK_Q11", 16, func(key string, m map[string]any) string {
 			return strings.Join([]string{key, col(m, "BID_COUNT"), col(m, "STARTTIME"), col(m, "ENDTIME")}, "|")
 		})
+	})
+	// q12's windows are of processing time: the totals only, and each
+	// window is 10 s of the wall clock while the test ran (the bids'
+	// event times are of 2024).
+	e.eventually("NEXMARK_Q12", []string{fmt.Sprintf("%d bids", len(bids))}, func() ([]string, error) {
+		total, out := 0, []string{}
+		_, err := e.changelog("NEXMARK_Q12", 8, func(key string, m map[string]any) string {
+			n, _ := m["BID_COUNT"].(float64)
+			start, _ := m["STARTTIME"].(float64)
+			end, _ := m["ENDTIME"].(float64)
+			total += int(n)
+			if int64(start)%10_000 != 0 || end-start != 10_000 || int64(start) < began-10_000 || int64(start) > time.Now().UnixMilli() {
+				out = append(out, fmt.Sprintf("window [%d, %d) of %s: not 10 s of the test's wall clock (began %d)", int64(start), int64(end), key, began))
+			}
+			return ""
+		})
+		return append(out, fmt.Sprintf("%d bids", total)), err
 	})
 	keyed("NEXMARK_Q16", []string{"CHANNEL", "day"}, append([]string{"minute"}, q15...)...)
 	q17 := []string{"TOTAL_BIDS", "RANK1_BIDS", "RANK2_BIDS", "RANK3_BIDS", "MIN_PRICE", "MAX_PRICE", "AVG_PRICE", "SUM_PRICE"}
