@@ -485,6 +485,15 @@ func (sel *Select) tvfNode(scan *planner.Scan) (planner.Node, error) {
 	return node, nil
 }
 
+// tvfOverDerived refuses a window function whose FROM names a view or a
+// CTE: the DESCRIPTOR column becomes the event time of a stream's scan
+// (WindowTVFToEventTime), which a derived query's column cannot be.
+func (sel *Select) tvfOverDerived() error {
+	tv := sel.tvf
+	name := sel.text[sel.toks[tv.name].pos:sel.toks[tv.name].end]
+	return errorAt(sel.text, sel.toks[tv.name].pos, CodeFeatureNotSupport, "%s reads a stream by name: %s is a view or CTE (create it as a stream, CREATE STREAM %s AS SELECT …, and window that)", tv.fn, name, name)
+}
+
 // args renders the function's durations for EXPLAIN.
 func (tv *windowTVF) args() string {
 	w := tv.window
