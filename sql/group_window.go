@@ -21,8 +21,8 @@ import (
 // start + size, a session's last row + the gap). The time column (ts or
 // alias.ts) is the event time, as with DESCRIPTOR.
 //
-// Refused, each with its position: a group window over a derived table
-// or a window table function, two in one GROUP BY, an auxiliary function
+// Refused, each with its position: a group window over a derived table,
+// a view or CTE (tvfOverDerived) or a window table function, two in one GROUP BY, an auxiliary function
 // whose window is not its SELECT's GROUP BY window, X_PROCTIME, and a
 // time column qualified by another name than the FROM stream's.
 
