@@ -207,6 +207,9 @@ func bindSelect0(sel *Select, cat Catalog) (*planner.Query, error) {
 		if n, ok, err := b.fromTableSource(sel, ts, cat); err != nil {
 			return nil, err
 		} else if ok {
+			if sel.tvf != nil {
+				return nil, sel.tvfOverDerived()
+			}
 			node = n // a derived table or a CTE (bind_derived.go)
 		} else {
 			name := ts.Source.(*ast.TableName).Name.O

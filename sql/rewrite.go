@@ -21,6 +21,8 @@ import (
 //	SPLIT(s, ',')             __SPLIT(s, ',')   (a TiDB keyword)
 //	DATEADD(DAYS, 1, d)       __DATEADD('DAYS', 1, d)   (also DATESUB, TIMEADD,
 //	                          TIMESUB, TIMESTAMPADD, TIMESTAMPSUB)
+//	PROCTIME()                FROM_UNIXTIME(UNIX_TIMESTAMP())   (Flink's
+//	                          processing time: the wall clock, a TIMESTAMP)
 //	a IS DISTINCT FROM b      a REGEXP b        (REGEXP itself is refused)
 //	a IS NOT DISTINCT FROM b  a NOT REGEXP b
 //	agg(x) FILTER (WHERE c)   __AGG_FILTER(agg(x), c)   (then, in the tree,
@@ -428,6 +430,9 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 			if err := r.lambda(toks, i); err != nil {
 				return err
 			}
+		case t.is("PROCTIME") && isPunct(next, "(") && isPunct(toks[i+2], ")"):
+			r.replace(t.pos, toks[i+2].end, "FROM_UNIXTIME(UNIX_TIMESTAMP())")
+			i += 2
 		case t.kind == tIdent && tidbFunctionWords[t.text] && isPunct(next, "("):
 			r.replace(t.pos, t.end, "__"+t.text)
 		case t.kind == tIdent && reservedNames[t.text] && !isPunct(next, "("):

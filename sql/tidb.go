@@ -31,9 +31,28 @@ func (p *parser) selectStmt(start int) (*Select, error) {
 		}
 		return nil
 	}
+	gw, err := groupWindows(p.text, toks, start)
+	if err != nil {
+		return nil, err
+	}
+	if gw.top != nil {
+		sel.tvf, sel.window = gw.top, gw.top.window
+	}
+	sel.nestedTVFs = append(sel.nestedTVFs, gw.nested...)
 	i := start
 	for ; i < len(toks) && toks[i].kind != tEOF; i++ {
 		t := toks[i]
+		if e, ok := gw.edits[i]; ok {
+			// Flink's group window and its auxiliary functions
+			// (group_window.go).
+			if err := flush(i); err != nil {
+				return nil, err
+			}
+			r.replace(t.pos, toks[e.end-1].end, e.text)
+			i = e.end - 1
+			exprFrom = e.end
+			continue
+		}
 		switch {
 		case isPunct(t, "("), isPunct(t, "["):
 			depth++

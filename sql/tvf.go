@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/planner"
@@ -27,7 +28,9 @@ import (
 // would make it. The function's window_start and window_end columns are
 // the aggregation's WINDOWSTART and WINDOWEND (BIGINT epoch
 // milliseconds), so the result is grouped by them: GROUP BY window_start,
-// window_end, k. In a derived table or CTE the call is cut out the same
+// window_end, k. Their ends are Flink's: exclusive, start + size for
+// TUMBLE and HOP, the last row's time + the gap for SESSION (ksqlDB's
+// WINDOWEND is the last row's time; window_end reads WINDOWEND + gap). In a derived table or CTE the call is cut out the same
 // way and its SELECT claims it when bound (Select.nestedTVFs): such an
 // aggregation may be aggregated again by its window, or joined.
 //
@@ -51,6 +54,10 @@ type windowTVF struct {
 	// that SELECT is bound.
 	selectPos int
 	claimed   bool
+	// legacy is set for Flink's group window (GROUP BY TUMBLE(col, …),
+	// group_window.go), whose time column may be qualified.
+	legacy    bool
+	qualifier string
 }
 
 // enclosingSelect is the offset of the SELECT keyword of the query
@@ -181,13 +188,30 @@ func parseWindowTVF(text string, toks []token, i int) (*windowTVF, int, error) {
 		}
 		tv.timeCol, tv.timePos = col, t.pos
 	}
-	w := &windowClause{typ: typ, pos: fn.pos, size: -1, advance: -1, retention: -1, grace: -1}
+	w, err := parseWindowArgs(p, tv.fn, typ, fn.pos)
+	if err != nil {
+		return nil, 0, err
+	}
+	if wrapped {
+		if err := p.expectPunct(")"); err != nil {
+			return nil, 0, err
+		}
+	}
+	tv.window = w
+	return tv, p.i, nil
+}
+
+// parseWindowArgs reads a window function's durations after its time
+// column (", size", ", slide, size" for HOP, ", gap" for SESSION) and
+// the closing parenthesis.
+func parseWindowArgs(p *parser, fn string, typ types.WindowType, pos int) (*windowClause, error) {
+	w := &windowClause{typ: typ, pos: pos, size: -1, advance: -1, retention: -1, grace: -1}
 	var durs []int64
 	for p.acceptPunct(",") {
 		at := p.peek()
 		d, err := parseInterval(p)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		durs = append(durs, d)
 		want := 1
@@ -199,7 +223,7 @@ func parseWindowTVF(text string, toks []token, i int) (*windowTVF, int, error) {
 			if typ == types.Session {
 				what = "more than the gap"
 			}
-			return nil, 0, p.errorf(at, "syntax error: %s with %s is not supported", tv.fn, what)
+			return nil, p.errorf(at, "syntax error: %s with %s is not supported", fn, what)
 		}
 	}
 	switch {
@@ -215,18 +239,12 @@ func parseWindowTVF(text string, toks []token, i int) (*windowTVF, int, error) {
 		case types.Session:
 			want = "the session gap (INTERVAL 'n' unit)"
 		}
-		return nil, 0, p.errorf(p.peek(), "syntax error: %s needs %s after the time column", tv.fn, want)
+		return nil, p.errorf(p.peek(), "syntax error: %s needs %s after the time column", fn, want)
 	}
 	if err := p.expectPunct(")"); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	if wrapped {
-		if err := p.expectPunct(")"); err != nil {
-			return nil, 0, err
-		}
-	}
-	tv.window = w
-	return tv, p.i, nil
+	return w, nil
 }
 
 // parseInterval reads INTERVAL 'n' unit, INTERVAL n unit or
@@ -303,6 +321,9 @@ func (sel *Select) tvfColumns() error {
 		return errorAt(sel.text, tv.pos, CodeFeatureNotSupport, format, args...)
 	}
 	if s.From != nil && s.From.TableRefs != nil && s.From.TableRefs.Right != nil {
+		if tv.legacy {
+			return at("GROUP BY %s(…) windows one stream, not a join: aggregate it (CREATE TABLE … AS SELECT … GROUP BY k, %s(…)) and join the results", tv.fn, tv.fn)
+		}
 		return at("a window table function cannot be joined: aggregate it (CREATE TABLE … AS SELECT … GROUP BY window_start, window_end, …) and join the results")
 	}
 	if s.Where != nil {
@@ -328,6 +349,9 @@ func (sel *Select) tvfColumns() error {
 	if !seen["WINDOW_START"] || !seen["WINDOW_END"] {
 		return errorAt(sel.text, groupPos, CodeFeatureNotSupport, "an aggregation over %s groups by its window: GROUP BY window_start, window_end and the grouping columns", tv.fn)
 	}
+	if len(keep) == 0 && tv.legacy {
+		return errorAt(sel.text, tv.pos, CodeFeatureNotSupport, "GROUP BY %s(…) needs a grouping column as well: a windowed aggregate without a key is not supported", tv.fn)
+	}
 	if len(keep) == 0 {
 		return errorAt(sel.text, groupPos, CodeFeatureNotSupport, "GROUP BY window_start, window_end needs a grouping column as well: a windowed aggregate without a key is not supported")
 	}
@@ -341,12 +365,23 @@ func (sel *Select) tvfColumns() error {
 				f.AsName = ast.NewCIStr(n)
 			}
 		}
-		f.Expr.Accept(windowRenamer{})
+		f.Expr = renameWindow(f.Expr, tv.window)
 	}
 	if s.Having != nil {
-		s.Having.Expr.Accept(windowRenamer{})
+		s.Having.Expr = renameWindow(s.Having.Expr, tv.window)
 	}
 	return nil
+}
+
+// renameWindow makes window_start and window_end in e read the window
+// bounds of w's aggregation.
+func renameWindow(e ast.ExprNode, w *windowClause) ast.ExprNode {
+	r := windowRenamer{}
+	if w.typ == types.Session {
+		r.sessionGap = w.size
+	}
+	n, _ := e.Accept(r)
+	return n.(ast.ExprNode)
 }
 
 // keywordPos is the offset of the first keyword kw after from, or from.
@@ -389,22 +424,28 @@ func (v *windowFinder) Enter(n ast.Node) (ast.Node, bool) {
 func (v *windowFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // windowRenamer makes window_start and window_end read the window
-// bounds.
-type windowRenamer struct{}
+// bounds. A SESSION window's window_end is Flink's, its last row's time
+// plus the gap (the window is [first, last + gap)), where ksqlDB's
+// WINDOWEND is the last row's time: with sessionGap set, window_end
+// reads WINDOWEND + gap.
+type windowRenamer struct{ sessionGap int64 }
 
-func (windowRenamer) Enter(n ast.Node) (ast.Node, bool) {
+func (r windowRenamer) Enter(n ast.Node) (ast.Node, bool) {
 	if cn, ok := n.(*ast.ColumnNameExpr); ok {
 		switch strings.ToUpper(cn.Name.Name.O) {
 		case "WINDOW_START":
 			cn.Name.Name = ast.NewCIStr(types.WindowStart)
 		case "WINDOW_END":
 			cn.Name.Name = ast.NewCIStr(types.WindowEnd)
+			if r.sessionGap > 0 {
+				return &ast.BinaryOperationExpr{Op: opcode.Plus, L: cn, R: ast.NewValueExpr(r.sessionGap, "", "")}, true
+			}
 		}
 	}
 	return n, false
 }
 
-func (windowRenamer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+func (r windowRenamer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // tvfNode checks the window table function's source and time column
 // and returns its node over scan.
@@ -422,8 +463,12 @@ func (sel *Select) tvfNode(scan *planner.Scan) (planner.Node, error) {
 		return node, nil
 	}
 	i := src.Schema.Index(col)
+	what := "DESCRIPTOR(" + col + ")"
+	if tv.legacy {
+		what = tv.fn + "(" + col + ", …)"
+	}
 	if i < 0 {
-		return nil, errorAt(sel.text, tv.timePos, CodeUndefinedColumn, "DESCRIPTOR(%s): %s has no column %s", col, src.Name, col)
+		return nil, errorAt(sel.text, tv.timePos, CodeUndefinedColumn, "%s: %s has no column %s", what, src.Name, col)
 	}
 	node.TimeColumn = col
 	if col == src.TimestampColumn {
@@ -432,12 +477,21 @@ func (sel *Select) tvfNode(scan *planner.Scan) (planner.Node, error) {
 	switch t := src.Schema.Columns[i].Type; t.Kind {
 	case types.Bigint, types.Timestamp:
 	default:
-		return nil, errorAt(sel.text, tv.timePos, CodeDatatypeMismatch, "DESCRIPTOR(%s): the time column must be BIGINT (epoch milliseconds) or TIMESTAMP, not %s", col, t)
+		return nil, errorAt(sel.text, tv.timePos, CodeDatatypeMismatch, "%s: the time column must be BIGINT (epoch milliseconds) or TIMESTAMP, not %s", what, t)
 	}
 	if src.Schema.Columns[i].Key {
-		return nil, errorAt(sel.text, tv.timePos, CodeFeatureNotSupport, "DESCRIPTOR(%s): the time column must be a value column, not a key column", col)
+		return nil, errorAt(sel.text, tv.timePos, CodeFeatureNotSupport, "%s: the time column must be a value column, not a key column", what)
 	}
 	return node, nil
+}
+
+// tvfOverDerived refuses a window function whose FROM names a view or a
+// CTE: the DESCRIPTOR column becomes the event time of a stream's scan
+// (WindowTVFToEventTime), which a derived query's column cannot be.
+func (sel *Select) tvfOverDerived() error {
+	tv := sel.tvf
+	name := sel.text[sel.toks[tv.name].pos:sel.toks[tv.name].end]
+	return errorAt(sel.text, sel.toks[tv.name].pos, CodeFeatureNotSupport, "%s reads a stream by name: %s is a view or CTE (create it as a stream, CREATE STREAM %s AS SELECT …, and window that)", tv.fn, name, name)
 }
 
 // args renders the function's durations for EXPLAIN.
