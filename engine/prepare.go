@@ -257,3 +257,23 @@ func (p *Prepared) IsQuery() bool { return p.query }
 // IsPush reports whether the statement is a push query (EMIT) with
 // placeholders.
 func (p *Prepared) IsPush() bool { return p.push }
+
+// CastText converts text to a datum of type t as the engine casts a
+// string (CAST('…' AS t)): how a protocol gives a parameter of a type it
+// has no parser of its own for (DATE, TIME, TIMESTAMP, …). ok is false
+// when the engine has no cast from a string to t.
+func CastText(text string, t types.Type) (d types.Datum, ok bool, err error) {
+	x, err := expr.NewCast(&expr.Literal{V: types.StringDatum(text), T: types.StringType}, t)
+	if err != nil {
+		return types.Datum{}, false, nil
+	}
+	ev, err := expr.Compile(x)
+	if err != nil {
+		return types.Datum{}, true, err
+	}
+	d, err = ev(nil)
+	if err != nil {
+		return types.Datum{}, true, err
+	}
+	return d.Clone(), true, nil
+}

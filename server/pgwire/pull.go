@@ -26,7 +26,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/sqlstreams/sqlstreams/engine"
-	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/sql"
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -244,19 +243,14 @@ func paramDatum(v []byte, oid uint32, format int16, t types.Type) (types.Datum, 
 		return types.Datum{B: b}, nil
 	}
 	// Other types (DATE, TIME, TIMESTAMP, …) as the engine casts text.
-	x, err := expr.NewCast(&expr.Literal{V: types.StringDatum(text), T: types.StringType}, t)
-	if err != nil {
+	d, ok, err := engine.CastText(text, t)
+	if !ok {
 		return types.Datum{}, &sql.Error{Code: codeFeatureNotSupp, Msg: "parameters of type " + t.String() + " are not supported", Offset: -1}
 	}
-	ev, err := expr.Compile(x)
-	if err != nil {
-		return types.Datum{}, err
-	}
-	d, err := ev(nil)
 	if err != nil || d.Null {
 		return types.Datum{}, errorf("invalid input syntax for type %s: %q", strings.ToLower(t.String()), string(v))
 	}
-	return d.Clone(), nil
+	return d, nil
 }
 
 // pullKey decodes the value Bind gave for a point plan's parameter into
