@@ -21,33 +21,7 @@ var sqlFunctions = []*Function{
 	caseMapper("LOWER", "Converts a string to lower case (ksqlDB: LCASE).", false),
 	charLength("CHAR_LENGTH"),
 	charLength("CHARACTER_LENGTH"),
-	{
-		Name:        "DATE_FORMAT",
-		Description: "Formats a TIMESTAMP with a Java (Flink) pattern such as 'yyyy-MM-dd HH:mm', in UTC (ksqlDB: FORMAT_TIMESTAMP).",
-		Signatures:  []string{"DATE_FORMAT(TIMESTAMP, STRING pattern) -> STRING"},
-		Check:       overloads("DATE_FORMAT", ov{in: ps(pTimestamp, pString), out: ret(types.StringType)}),
-		validate: validateConst(1, func(b []byte) error {
-			if i := bytes.IndexByte(b, '%'); i >= 0 && i+1 < len(b) && isASCIILetter(b[i+1]) {
-				return typeErrorf("function DATE_FORMAT takes Java's (Flink's) pattern letters, e.g. 'yyyy-MM-dd HH:mm:ss', not MySQL's %%-codes: got '%s'", b)
-			}
-			if _, err := compileTimeFormat(string(b)); err != nil {
-				return typeErrorf("function DATE_FORMAT: %v", err)
-			}
-			return nil
-		}),
-		New: func([]types.Type) Impl {
-			pc := patternCache("DATE_FORMAT")
-			var buf []byte
-			return strict(func(a []types.Datum) (types.Datum, error) {
-				f, err := pc.get(a[1].B)
-				if err != nil {
-					return types.NullDatum, err
-				}
-				buf = f.appendFormat(buf[:0], time.UnixMilli(a[0].I).UTC())
-				return types.Datum{B: buf}, nil
-			})
-		},
-	},
+	dateFormat(),
 	timePart("YEAR", "the year", true, func(t time.Time) int64 { return int64(t.Year()) }),
 	timePart("QUARTER", "the quarter of the year (1 to 4)", true, func(t time.Time) int64 { return int64(t.Month()-1)/3 + 1 }),
 	timePart("MONTH", "the month (1 to 12)", true, func(t time.Time) int64 { return int64(t.Month()) }),
@@ -73,6 +47,24 @@ var sqlFunctions = []*Function{
 	},
 }
 
+// dateFormat is Flink's DATE_FORMAT(ts, pattern): FORMAT_TIMESTAMP in
+// UTC, without a zone argument, refusing MySQL's %-codes.
+func dateFormat() *Function {
+	f := timestampFormatter("DATE_FORMAT", "Formats a TIMESTAMP with a Java (Flink) pattern such as 'yyyy-MM-dd HH:mm', in UTC (ksqlDB: FORMAT_TIMESTAMP).", types.TimestampType)
+	f.Signatures = f.Signatures[:1]
+	f.Check = overloads("DATE_FORMAT", ov{in: ps(pTimestamp, pString), out: ret(types.StringType)})
+	pattern := f.validate
+	f.validate = func(args []Expr) error {
+		if b, ok := constArg(args, 1); ok {
+			if i := bytes.IndexByte(b, '%'); i >= 0 && i+1 < len(b) && isASCIILetter(b[i+1]) {
+				return typeErrorf("function DATE_FORMAT takes Java's (Flink's) pattern letters, e.g. 'yyyy-MM-dd HH:mm:ss', not MySQL's %%-codes: got '%s'", b)
+			}
+		}
+		return pattern(args)
+	}
+	return f
+}
+
 // charLength is Postgres's and Flink's name of LEN over strings.
 func charLength(name string) *Function {
 	return &Function{
@@ -93,13 +85,15 @@ func charLength(name string) *Function {
 func timePart(name, what string, date bool, part func(time.Time) int64) *Function {
 	sigs := []string{name + "(TIMESTAMP) -> BIGINT"}
 	ovs := []ov{{in: ps(pTimestamp), out: ret(types.BigintType)}}
+	of := "TIMESTAMP"
 	if date {
+		of = "TIMESTAMP or DATE"
 		sigs = append(sigs, name+"(DATE) -> BIGINT")
 		ovs = append(ovs, ov{in: ps(pDate), out: ret(types.BigintType)})
 	}
 	return &Function{
 		Name:        name,
-		Description: "Returns " + what + " of a TIMESTAMP" + map[bool]string{true: " or DATE", false: ""}[date] + ", in UTC.",
+		Description: "Returns " + what + " of a " + of + ", in UTC.",
 		Signatures:  sigs,
 		Check:       overloads(name, ovs...),
 		New: func(ts []types.Type) Impl {
