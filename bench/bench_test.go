@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -138,5 +141,34 @@ func TestNexmarkRuns(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "q1 hand-written franz-go") {
 		t.Errorf("table lacks the hand-written q1:\n%s", md.String())
+	}
+}
+
+// TestNexmarkInputsFound: the bench finds the topics every query of
+// tests/nexmark reads (a window table function's TABLE input, a comma
+// join's second source included), so that none is refused as reading
+// nothing and each one's input records count what it reads.
+func TestNexmarkInputsFound(t *testing.T) {
+	dir, err := nexmarkDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := nexmarkQueries(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"q5": "[bids]", "q4": "[bids auctions]", "q13": "[bids side_input]", "q3": "[auctions persons]"}
+	for _, q := range qs {
+		text, err := os.ReadFile(filepath.Join(dir, q+".sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fmt.Sprint(nexInputs(string(text)))
+		if got == "[]" || want[q] != "" && got != want[q] {
+			t.Errorf("%s reads %s, want %s", q, got, cmp.Or(want[q], "some input"))
+		}
+	}
+	if len(qs) != 23 {
+		t.Errorf("%d queries in %s, want the suite's 23", len(qs), dir)
 	}
 }

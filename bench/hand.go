@@ -106,6 +106,9 @@ func runHand(ctx context.Context, cfg handConfig, proc processor) error {
 		kgo.SessionTimeout(10*time.Second),
 		kgo.TransactionTimeout(60*time.Second),
 		kgo.ProducerLinger(0),
+		// Uncompressed, as sqlstreams produces by default (Kafka's
+		// compression.type=none, kafka.Profile.Opts).
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.WithPools(&recordSlices{}),
 	)

@@ -95,9 +95,9 @@ func preloadJoin(ctx context.Context, brokers []string, sc string, n int) error 
 		}
 	}
 	// Event time from an hour ago, not datagen's default 2024: join-ss's
-	// output records carry it, and the broker's retention (7 days, its
-	// cleaner runs every 15 s) would delete them from the output topics
-	// before -verify reads them.
+	// output records carry it, and a broker with Kafka's default
+	// retention (7 days; the embedded one keeps records since 8824cea)
+	// may delete them from the output topics before -verify reads them.
 	now := time.Now().Add(-time.Hour)
 	gen, err := datagen.New(datagen.Config{Quickstart: "nexmark", Seed: 1, Base: now})
 	if err != nil {

@@ -216,6 +216,17 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			// The broker runs kfake's cleaner itself, only when
 			// no transaction is open where it cleans (cleaner.go).
 			"log.cleaner.backoff.ms": strconv.Itoa(kfakeCleanerOff),
+			// Records are kept until a topic's own retention.ms
+			// says otherwise. kfake applies the broker default
+			// (Kafka's, 7 days) to every topic, compacted ones
+			// included, and to a partition's last batch too, so a
+			// replay of records a week old (the Nexmark
+			// generator's 2024 event times) emptied input, output
+			// and changelog topics at the first cleaner round.
+			// Kafka applies it to cleanup.policy=delete topics only,
+			// and never to the active segment (1 GiB): a
+			// laptop's topics mostly never leave it.
+			"log.retention.ms": "-1",
 		}),
 	}
 	opts = append(opts, secOpts...)

@@ -496,3 +496,48 @@ func TestCleanerCompactsOnlyDirtyLogs(t *testing.T) {
 	produce(100)
 	round(false, "grown by 100 kB")
 }
+
+// TestOldTimestampsOutliveCleaner: records whose timestamps are years old
+// (a replay of history, the Nexmark generator's 2024 event times) stay in
+// a topic without retention.ms and in a compacted topic through a cleaner
+// round; only a topic that sets retention.ms loses them. kfake applies a
+// default retention.ms of 7 days to every topic, compacted ones included,
+// whenever the cleaner runs, and so emptied the input, output and
+// changelog topics of such a replay at the first round.
+func TestOldTimestampsOutliveCleaner(t *testing.T) {
+	b := startBroker(t, Config{Addr: "127.0.0.1:0"})
+	defer b.Close()
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	day := "86400000"
+	for topic, cfg := range map[string]map[string]*string{"plain": nil, "limited": {"retention.ms": &day}} {
+		if resp, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil || resp.Err != nil {
+			t.Fatalf("creating %s: %v %v", topic, err, resp.Err)
+		}
+	}
+	createCompacted(t, b.Addr(), "compacted", nil)
+	old := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	cl := newClient(t, b.Addr())
+	for _, topic := range []string{"plain", "compacted", "limited"} {
+		for i, k := range []string{"a", "b", "a", "c"} { // c: compaction keeps the last batch
+
+			r := kv(topic, k, strconv.Itoa(i))
+			r.Timestamp = old.Add(time.Duration(i) * time.Second)
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if ran, err := b.compactNow(ctx); !ran || err != nil {
+		t.Fatalf("cleaner round: ran %v, %v", ran, err)
+	}
+	for topic, want := range map[string][]string{"plain": {"0", "1", "2", "3"}, "compacted": {"1", "2", "3"}} {
+		if got := consume(t, b.Addr(), topic, kgo.ReadCommitted(), len(want), 3*time.Second); !slices.Equal(got, want) {
+			t.Errorf("%s after a cleaner round: %q, want %q", topic, got, want)
+		}
+	}
+	if got := consume(t, b.Addr(), "limited", kgo.ReadCommitted(), 1, 2*time.Second); len(got) != 0 {
+		t.Errorf("limited (retention.ms a day) after a cleaner round: %q, want its records of 2024 gone", got)
+	}
+}

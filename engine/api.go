@@ -71,8 +71,26 @@ type Change struct {
 // used by one statement at a time.
 type Session struct {
 	// Props holds session properties set with SET 'name'='value', such
-	// as auto.offset.reset.
+	// as auto.offset.reset, and the server's defaults of the others
+	// (Config.Properties) once the engine has seen the session.
 	Props map[string]string
+
+	seeded   bool
+	defaults map[string]string // the server's, as seeded
+}
+
+// seed gives s the server's property defaults it does not set itself,
+// the first time the engine sees it.
+func (e *Engine) seed(s *Session) {
+	if s.seeded {
+		return
+	}
+	s.seeded, s.defaults = true, e.cfg.Properties
+	for k, v := range s.defaults {
+		if _, set := s.Props[k]; !set {
+			s.Props[k] = v
+		}
+	}
 }
 
 // NewSession returns an empty session.

@@ -18,6 +18,12 @@ type Config struct {
 	// Settings are the server's settings and where each came from, for
 	// SHOW PROPERTIES.
 	Settings []Setting
+	// Properties are the server's defaults of the registry's session
+	// and query properties, by registry name (SetProperty's keys), as a
+	// ksql-server.properties gives them (ksql.streams.auto.offset.reset=
+	// earliest): every session starts with them, SET overrides one and
+	// UNSET goes back to it.
+	Properties map[string]string
 	// ProcessingLogOmitRows leaves the skipped records' keys and values
 	// out of the processing log (ksqlDB's
 	// ksql.logging.processing.rows.include=false); by default they are

@@ -136,6 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		// SET and UNSET in the file apply to the statements after them,
 		// as in ksqlDB's headless mode.
 		sess := NewSession()
+		e.seed(sess)
 		for _, text := range cfg.Headless {
 			st, err := sql.Parse(text)
 			switch st.(type) {
@@ -223,6 +224,7 @@ func (e *Engine) Execute(ctx context.Context, s *Session, text string, w ResultW
 
 // ExecuteStatement runs one parsed statement.
 func (e *Engine) ExecuteStatement(ctx context.Context, s *Session, st sql.Statement, w ResultWriter) (Result, error) {
+	e.seed(s)
 	text := st.Text()
 	if al, ok := st.(*sql.AlterSource); ok {
 		// Runs, and is recorded, as the CREATE OR REPLACE it makes.
@@ -299,6 +301,11 @@ func (e *Engine) ExecuteStatement(ctx context.Context, s *Session, st sql.Statem
 	case *sql.UnsetProperty:
 		if err := UnsetProperty(s.Props, st.Name); err != nil {
 			return Result{}, sql.ErrorAt(st, -1, err)
+		}
+		if d, _ := LookupProperty(st.Name); d != nil {
+			if v, ok := s.defaults[d.Name]; ok {
+				s.Props[d.Name] = v // back to the server's
+			}
 		}
 		return Result{Tag: "UNSET"}, nil
 	case *sql.Show:

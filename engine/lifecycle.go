@@ -9,6 +9,7 @@ import (
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/exec"
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/metrics"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/plan"
@@ -42,6 +43,22 @@ func queryIdleAdvance(props map[string]string) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, err
 }
 
+// idleAdvancePolicy records in topo's windowed aggregations the idle
+// advance a query created with props asks for: the plan, not the
+// property, is what a restart runs.
+func idleAdvancePolicy(topo *physical.Topology, props map[string]string) error {
+	idle, err := queryIdleAdvance(props)
+	if err != nil || idle <= 0 {
+		return err
+	}
+	for _, n := range topo.Nodes {
+		if a, ok := n.Op.(*physical.Aggregate); ok && a.Window != nil {
+			a.IdleAdvance = idle.Milliseconds()
+		}
+	}
+	return nil
+}
+
 // start runs a persistent query's topology.
 func (e *Engine) start(id string, topo *physical.Topology, reset string, props map[string]string, fl runFlags) error {
 	var mq *metrics.Query
@@ -52,8 +69,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	if err != nil {
 		return err
 	}
-	idle, err := queryIdleAdvance(props)
-	if err != nil {
+	if err := migrateIdleAdvance(topo, props); err != nil {
 		return err
 	}
 	alos, err := e.queryAtLeastOnce(props)
@@ -70,25 +86,24 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	}
 	cq, _ := e.cat.Query(id)
 	cfg := exec.Config{
-		Paused:            cq != nil && cq.Paused,
-		PropagateHeaders:  fl.headers,
-		KsqlDelimited:     fl.delimited,
-		WindowIdleAdvance: idle,
-		Metrics:           mq,
-		Kafka:             e.cfg.Kafka,
-		InstanceID:        e.cfg.InstanceID,
-		Endpoint:          e.cfg.Endpoint,
-		PGEndpoint:        e.cfg.PGEndpoint,
-		Threads:           threads,
-		CommitInterval:    interval,
-		AtLeastOnce:       alos,
-		OffsetReset:       reset,
-		Logger:            e.log,
-		StateDir:          e.cfg.StateDir,
-		RocksResources:    e.cfg.RocksResources,
-		FetchMaxBytes:     e.cfg.FetchMaxBytes,
-		MaxTxnRecords:     e.cfg.MaxTxnRecords,
-		BadRecord:         e.logBadRecord,
+		Paused:           cq != nil && cq.Paused,
+		PropagateHeaders: fl.headers,
+		KsqlDelimited:    fl.delimited,
+		Metrics:          mq,
+		Kafka:            e.cfg.Kafka,
+		InstanceID:       e.cfg.InstanceID,
+		Endpoint:         e.cfg.Endpoint,
+		PGEndpoint:       e.cfg.PGEndpoint,
+		Threads:          threads,
+		CommitInterval:   interval,
+		AtLeastOnce:      alos,
+		OffsetReset:      reset,
+		Logger:           e.log,
+		StateDir:         e.cfg.StateDir,
+		RocksResources:   e.cfg.RocksResources,
+		FetchMaxBytes:    e.cfg.FetchMaxBytes,
+		MaxTxnRecords:    e.cfg.MaxTxnRecords,
+		BadRecord:        e.logBadRecord,
 	}
 	cfg.LeaveGroupOnClose = e.cfg.LeaveGroupOnClose
 	cfg.TransactionTimeout = txnTimeout
@@ -176,11 +191,21 @@ func (e *Engine) startPersistent(ctx context.Context, prefix string, sink *plann
 // planQuery builds the plan of a bound query: its topology, built under
 // the ID the command carries or the placeholder of the one it will get.
 func (e *Engine) planQuery(sink *planner.Sink, cmd catalog.Command, newSink bool, l legacy) (*plan.Plan, error) {
-	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, queryBuildID(cmd)), sink)
+	var opts []physical.BuildOption
+	if l.wideRepartitions {
+		opts = append(opts, physical.WideRepartitions)
+	}
+	if l.plainFKJoins {
+		opts = append(opts, physical.PlainForeignKeyJoins)
+	}
+	topo, err := physical.Build(physical.AppID(e.cfg.ServiceID, queryBuildID(cmd)), sink, opts...)
 	if err != nil {
 		return nil, err
 	}
 	timestampPolicy(topo, l.keepTimestamps, timestampsThrow(cmd.Props))
+	if err := idleAdvancePolicy(topo, cmd.Props); err != nil {
+		return nil, err
+	}
 	p := &plan.Plan{Query: topo, Target: sink.Target.Name, InputPartitions: planner.Sources(sink.Input)[0].Partitions}
 	for _, s := range planner.Sources(sink.Input) {
 		p.Sources = append(p.Sources, s.Name)
@@ -322,6 +347,13 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 			return err
 		}
 	} else {
+		// A query whose distinct aggregates keep their values in the
+		// groups' states (recorded before they were kept apart) is
+		// replaced by one that keeps them there too: its stores hold them.
+		st.Select.LegacyDistinctState = st.Select.LegacyDistinctState || distinctInState(oldQuery.Topology())
+		// One whose foreign-key joins read their left tables unfiltered
+		// (planned before filters went below them) keeps them so.
+		st.Select.NoFilterPushdown = st.Select.NoFilterPushdown || fkJoinReadsTable(oldQuery.Topology())
 		sink, err := sql.BindCreateAs(st, e.cat)
 		if err != nil {
 			return err
@@ -338,6 +370,8 @@ func (e *Engine) replaceQuery(ctx context.Context, st *sql.CreateAs, old *catalo
 		if err != nil {
 			return err
 		}
+		// A Top-N keeps its rows as the running query's store holds them.
+		physical.KeepTopNLayout(oldQuery.Topology(), np.Query)
 		if a, b := oldQuery.Topology().ShapeFingerprint(), np.Query.ShapeFingerprint(); a != b {
 			return refuse("the new query's topology differs in shape (inputs, internal topics, stores or sink; fingerprint %s, was %s)", b, a)
 		}
@@ -484,4 +518,36 @@ func (e *Engine) stopQuery(id string) {
 		}
 	}
 	e.cat.DropQuery(id)
+}
+
+// fkJoinReadsTable reports whether topo has a foreign-key join that
+// reads its left side straight from a table's topic (its store is the
+// table's): one planned before rule FilterBelowForeignKeyJoin, or with
+// nothing to filter there.
+func fkJoinReadsTable(topo *physical.Topology) bool {
+	for _, n := range topo.Nodes {
+		if j, ok := n.Op.(*physical.ForeignKeyJoin); ok && !j.LeftRows {
+			return true
+		}
+	}
+	return false
+}
+
+// distinctInState reports whether topo has an aggregation whose
+// distinct aggregates keep their values in the groups' states, without
+// a store of distinct values (physical.Aggregate.DistinctStore), where
+// one planned now keeps them apart: one planned before that store (of
+// an unwindowed aggregation), before it kept a time window's values
+// apart, or before it kept a session's.
+func distinctInState(topo *physical.Topology) bool {
+	for _, n := range topo.Nodes {
+		if a, ok := n.Op.(*physical.Aggregate); ok && a.DistinctStore == nil {
+			for _, c := range a.Aggs {
+				if expr.IsDistinctValues(c.Fn) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

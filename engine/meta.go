@@ -165,6 +165,9 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 		}
 		for k, v := range s.Props {
 			props[k], source[k] = v, "session (SET)"
+			if d, ok := s.defaults[k]; ok && d == v {
+				source[k] = "server (--config)"
+			}
 		}
 		keys := make([]string, 0, len(props))
 		for k := range props {
@@ -174,6 +177,7 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 		l := &PropertyList{Properties: make([]Property, 0, len(keys)+len(e.cfg.Settings))}
 		for _, k := range keys {
 			_, set := s.Props[k]
+			set = set && source[k] != "server (--config)"
 			l.Properties = append(l.Properties, Property{Name: k, Value: props[k], Source: source[k], Overridden: set})
 		}
 		// The server's own settings, as sqlstreams server took them.
@@ -402,6 +406,7 @@ func (e *Engine) explainStatement(st sql.Statement) (*Plan, error) {
 // Describe returns the columns a statement would return, without running
 // it; nil for statements that return no rows.
 func (e *Engine) Describe(ctx context.Context, s *Session, text string) ([]types.Column, error) {
+	e.seed(s)
 	st, err := sql.Parse(text)
 	if err != nil {
 		return nil, err

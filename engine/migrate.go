@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/sql"
 )
 
@@ -97,6 +98,10 @@ type legacy struct {
 	noHeaders                                                                              bool // input headers are not carried onto the output
 	oldDelimited                                                                           bool // DELIMITED values are quoted only where needed
 	formats                                                                                bool // FORMAT with KEY_FORMAT or VALUE_FORMAT is accepted
+	distinctState                                                                          bool // sql.Select.LegacyDistinctState
+	wideRepartitions                                                                       bool // physical.WideRepartitions
+	plainFKJoins                                                                           bool // physical.PlainForeignKeyJoins
+	noFilterPushdown                                                                       bool // sql.Select.NoFilterPushdown
 }
 
 // legacyOf returns how cmd binds: by its recorded behaviour properties
@@ -126,6 +131,18 @@ func (e *Engine) legacyOf(cmd catalog.Command, migrate bool) legacy {
 		// Every command recorded before plans was recorded before
 		// FORMAT with KEY_FORMAT or VALUE_FORMAT was refused.
 		formats: true,
+		// ... and before distinct aggregates kept their values apart
+		// from the group's state.
+		distinctState: true,
+		// ... and before repartitions wrote only the columns read
+		// after them.
+		wideRepartitions: true,
+		// ... and before foreign-key joins ordered their
+		// subscriptions (version 1 registrations) and dropped unchanged
+		// right rows.
+		plainFKJoins: true,
+		// ... and before filters went below foreign-key joins.
+		noFilterPushdown: true,
 	}
 }
 
@@ -139,6 +156,8 @@ func (l legacy) bindWith(st sql.Statement) {
 		s.LegacyJoinKeys, s.LegacyJoins, s.LegacyJoins2, s.LegacyJoins3 = l.joinKeys, l.joins, l.joins2, l.joins3
 		s.LegacySum = l.sum
 		s.LegacyDistinct = l.distinct
+		s.LegacyDistinctState = l.distinctState
+		s.NoFilterPushdown = l.noFilterPushdown
 	}
 	switch st := st.(type) {
 	case *sql.CreateSource:
@@ -174,4 +193,18 @@ func (e *Engine) recordMigration(ctx context.Context, off int64, id string, p []
 func timestampsThrow(props map[string]string) bool {
 	_, v, _ := propValue(props, throwOnInvalidProp)
 	return strings.EqualFold(strings.TrimSpace(v), "true")
+}
+
+// migrateIdleAdvance gives the windowed aggregations of a plan recorded
+// before plans held the idle advance (before 2026-12-07, plan format 1)
+// the one its command's properties ask for. A plan recorded since holds
+// it wherever the properties ask for it, so this changes nothing there.
+// Remove with plan format 1: plans of version 2 always hold it.
+func migrateIdleAdvance(topo *physical.Topology, props map[string]string) error {
+	for _, n := range topo.Nodes {
+		if a, ok := n.Op.(*physical.Aggregate); ok && a.IdleAdvance > 0 {
+			return nil
+		}
+	}
+	return idleAdvancePolicy(topo, props)
 }

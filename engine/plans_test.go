@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/kafka"
+	"github.com/sqlstreams/sqlstreams/physical"
 )
 
 // oldCommands are commands as the build before plans (c881d36) recorded
@@ -358,5 +360,164 @@ func TestReplacedQueryReplaysFromPlan(t *testing.T) {
 	produce(t, ctx, brokers, "s", &kgo.Record{Key: intKey(1), Value: []byte(`{"NAME":"Ab"}`)})
 	if got := consume(t, ctx, brokers, "up", 1); got[0] != `{"U":"AB","L":"ab"}` {
 		t.Errorf("up: %v", got)
+	}
+}
+
+// TestIdleAdvanceFromPlan: sqlstreams.window.idle.advance.ms set before
+// a windowed CREATE … AS is recorded in the query's plan, and a restart
+// runs the plan's value even if the command's properties say otherwise;
+// a plan recorded before plans held it (the field absent) gets the one
+// its command's properties ask for.
+func TestIdleAdvanceFromPlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	brokers := kfakeBrokers(t)
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := engine.NewSession()
+	for _, stmt := range []string{
+		"SET '" + engine.IdleAdvanceProp + "'='300';",
+		"CREATE STREAM s (id INT KEY, v INT) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);",
+		"CREATE TABLE w AS SELECT id, COUNT(*) AS n FROM s WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY id;",
+	} {
+		if _, err := eng.Execute(ctx, sess, stmt, discard{}); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	eng.Close()
+	es := commandsOf(t, ctx, brokers)
+
+	for _, c := range []struct {
+		name string
+		edit func(*catalog.Command)
+		want int64
+	}{
+		{"as recorded", func(*catalog.Command) {}, 300},
+		{"the property changed", func(c *catalog.Command) { c.Props[engine.IdleAdvanceProp] = "0" }, 300},
+		{"a plan before the field", func(c *catalog.Command) {
+			c.Plan = json.RawMessage(strings.ReplaceAll(string(c.Plan), `"IdleAdvance":300,`, ""))
+			if strings.Contains(string(c.Plan), "IdleAdvance") {
+				t.Fatalf("the plan still holds the idle advance: %s", c.Plan)
+			}
+		}, 300},
+		{"a plan before the field, without the property", func(c *catalog.Command) {
+			c.Plan = json.RawMessage(strings.ReplaceAll(string(c.Plan), `"IdleAdvance":300,`, ""))
+			delete(c.Props, engine.IdleAdvanceProp)
+		}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			other := kfakeBrokers(t)
+			log, err := catalog.OpenCommandLog(ctx, kafka.Plain(other...), "sqlstreams", "old")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				cmd := e.Command
+				if strings.Contains(cmd.Statement, "WINDOW") {
+					cmd.Props = maps.Clone(cmd.Props)
+					c.edit(&cmd)
+				}
+				if _, err := log.Append(ctx, cmd); err != nil {
+					t.Fatal(err)
+				}
+			}
+			log.Close()
+			eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(other...), InstanceID: "i", StateDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			windows := 0
+			for _, q := range eng.Queries() {
+				_, topo, _ := eng.QueryConfig(q.ID)
+				for _, n := range topo.Nodes {
+					if a, ok := n.Op.(*physical.Aggregate); ok && a.Window != nil {
+						windows++
+						if a.IdleAdvance != c.want {
+							t.Errorf("%s: idle advance %d ms, want %d", q.ID, a.IdleAdvance, c.want)
+						}
+					}
+				}
+			}
+			if windows != 1 {
+				t.Errorf("%d windowed aggregations, want 1", windows)
+			}
+		})
+	}
+}
+
+// TestRepartitionColumnsByPlan: a GROUP BY's repartition writes only the
+// columns its aggregation reads (physical.Repartition.Columns) in a
+// query planned now, but every column in a command recorded before
+// plans, whose repartition topic held such rows (migrated with
+// physical.WideRepartitions); both count the same.
+func TestRepartitionColumnsByPlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	brokers := kfakeBrokers(t)
+	log, err := catalog.OpenCommandLog(ctx, kafka.Plain(brokers...), "sqlstreams", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := map[string]string{"auto.offset.reset": "earliest"}
+	for _, stmt := range []string{
+		"CREATE STREAM s (id INT KEY, g STRING, note STRING) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);",
+		"CREATE TABLE old_g WITH (KAFKA_TOPIC='old_g') AS SELECT g, COUNT(*) AS c FROM s GROUP BY g;",
+	} {
+		if _, err := log.Append(ctx, catalog.Command{Statement: stmt, Props: props}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.Close()
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if _, err := eng.Execute(ctx, engine.NewSession(), "CREATE TABLE new_g WITH (KAFKA_TOPIC='new_g') AS SELECT g, COUNT(*) AS c FROM s GROUP BY g;", discard{}); err != nil {
+		t.Fatal(err)
+	}
+	// The repartitions' columns, from the plans recorded.
+	written := map[string]string{}
+	for _, e := range commandsOf(t, ctx, brokers) {
+		c := e.Command
+		if len(c.Plan) == 0 {
+			continue
+		}
+		var doc struct {
+			Target string `json:"target"`
+			Query  struct {
+				Nodes []struct {
+					Op struct {
+						Kind string `json:"kind"`
+						Op   struct {
+							Columns []int
+						} `json:"op"`
+					} `json:"op"`
+				} `json:"nodes"`
+			} `json:"query"`
+		}
+		if err := json.Unmarshal(c.Plan, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range doc.Query.Nodes {
+			if n.Op.Kind == "Repartition" {
+				written[doc.Target] = fmt.Sprint(n.Op.Op.Columns)
+			}
+		}
+	}
+	want := map[string]string{"OLD_G": "[]", "NEW_G": "[0 1]"} // ID, s's key, and G
+	if fmt.Sprint(written) != fmt.Sprint(want) {
+		t.Fatalf("repartition columns by query: %v, want %v", written, want)
+	}
+	produce(t, ctx, brokers, "s",
+		&kgo.Record{Key: intKey(1), Value: []byte(`{"G":"a","NOTE":"x"}`), Timestamp: time.UnixMilli(1)},
+		&kgo.Record{Key: intKey(2), Value: []byte(`{"G":"a","NOTE":"y"}`), Timestamp: time.UnixMilli(2)})
+	for _, topic := range []string{"old_g", "new_g"} {
+		if got := consume(t, ctx, brokers, topic, 2); fmt.Sprint(got) != `[{"C":1} {"C":2}]` {
+			t.Errorf("%s: %v", topic, got)
+		}
 	}
 }

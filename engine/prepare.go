@@ -52,6 +52,7 @@ var _ Preparer = (*Engine)(nil)
 // statement they are an error (42P02) naming the statement. Errors are
 // those Execute would report where the statement is at fault.
 func (e *Engine) Prepare(ctx context.Context, s *Session, text string) (*Prepared, error) {
+	e.seed(s)
 	st, err := sql.Parse(text)
 	if err != nil {
 		if k := statementKind(text); k != "SELECT" && k != "INSERT INTO" && k != "WITH" && sql.HasPlaceholder(text) {

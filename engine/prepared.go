@@ -95,6 +95,7 @@ type pointLookup struct {
 
 // PreparePull plans text, a pull query, for many runs; see Pull.
 func (e *Engine) PreparePull(s *Session, text string) (*Pull, error) {
+	e.seed(s)
 	st, err := sql.Parse(text)
 	if err != nil {
 		return nil, err

@@ -161,8 +161,19 @@ var propCases = map[string]struct {
 		}
 	}},
 	engine.IdleAdvanceProp: {"300", "soon", func(x *propEnv) {
-		if cfg, _ := x.query(csas); cfg.WindowIdleAdvance != 300*time.Millisecond {
-			x.t.Errorf("WindowIdleAdvance %v", cfg.WindowIdleAdvance)
+		// The query's plan holds it: a restart runs the plan.
+		_, topo := x.query("CREATE TABLE w AS SELECT id, COUNT(*) AS n FROM s WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY id")
+		windows := 0
+		for _, n := range topo.Nodes {
+			if a, ok := n.Op.(*physical.Aggregate); ok && a.Window != nil {
+				windows++
+				if a.IdleAdvance != 300 {
+					x.t.Errorf("%s: IdleAdvance %d ms, want 300", n.Name, a.IdleAdvance)
+				}
+			}
+		}
+		if windows == 0 {
+			x.t.Error("no windowed aggregation")
 		}
 	}},
 	"ksql.timestamp.throw.on.invalid": {"true", "yes", func(x *propEnv) {
@@ -519,5 +530,61 @@ func TestRecordedAliasProperties(t *testing.T) {
 	if !ok || qc.Threads != 3 || qc.AtLeastOnce || qc.OffsetReset != "latest" || qc.TransactionTimeout != 20*time.Second {
 		t.Errorf("replayed A runs with threads %d, at-least-once %v, reset %q, transaction timeout %v; want 3, false, latest, 20s",
 			qc.Threads, qc.AtLeastOnce, qc.OffsetReset, qc.TransactionTimeout)
+	}
+}
+
+// TestServerPropertyDefaults: Config.Properties (a --config file's
+// ksql.streams.auto.offset.reset=earliest, …) is every session's start:
+// SHOW PROPERTIES says it is the server's, a CREATE … AS records it with
+// its command, SET overrides it and UNSET goes back to it, not to the
+// registry's default.
+func TestServerPropertyDefaults(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	topics := enginetest.NewTopics()
+	cfg := enginetest.Config(topics, enginetest.NewCommandTopic(), filepath.Join(t.TempDir(), "state"))
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Properties = map[string]string{"auto.offset.reset": "earliest", "ksql.query.pull.table.scan.enabled": "false"}
+	eng, err := engine.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	sess := engine.NewSession()
+	run := func(stmt string) engine.Result {
+		t.Helper()
+		res, err := eng.Execute(ctx, sess, stmt, discard{})
+		if err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		return res
+	}
+	show := func() map[string]engine.Property {
+		out := map[string]engine.Property{}
+		for _, p := range run("SHOW PROPERTIES").Value.(*engine.PropertyList).Properties {
+			out[p.Name] = p
+		}
+		return out
+	}
+	if p := show()["auto.offset.reset"]; p.Value != "earliest" || p.Source != "server (--config)" || p.Overridden {
+		t.Errorf("auto.offset.reset before SET: %+v, want the server's earliest", p)
+	}
+	run("CREATE STREAM s (id INT KEY, v INT) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1)")
+	run("CREATE STREAM o AS SELECT * FROM s")
+	if props := eng.Catalog().Queries()[0].Props; props["auto.offset.reset"] != "earliest" {
+		t.Errorf("the query's recorded properties %v, want the server's auto.offset.reset", props)
+	}
+	run("SET 'auto.offset.reset' = 'latest'")
+	if p := show()["auto.offset.reset"]; p.Value != "latest" || p.Source != "session (SET)" || !p.Overridden {
+		t.Errorf("auto.offset.reset after SET: %+v", p)
+	}
+	run("UNSET 'ksql.streams.auto.offset.reset'")
+	if p := show()["auto.offset.reset"]; p.Value != "earliest" || p.Source != "server (--config)" {
+		t.Errorf("auto.offset.reset after UNSET: %+v, want the server's again", p)
+	}
+	// The pull-query default applies too.
+	run("CREATE TABLE t (id INT PRIMARY KEY, v INT) WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON', PARTITIONS=1)")
+	if _, err := eng.Execute(ctx, sess, "SELECT * FROM t", discard{}); err == nil || !strings.Contains(err.Error(), "table scan") {
+		t.Errorf("a scan with the server's ksql.query.pull.table.scan.enabled=false: %v", err)
 	}
 }

@@ -17,8 +17,8 @@ const pushHint = " See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES 
 // before any state is waited for: joins, GROUP BY, ROWPARTITION and
 // ROWOFFSET, a LIMIT when ksql.query.pull.limit.clause.enabled is false,
 // a key compared with a value of another type, and, when
-// ksql.query.pull.table.scan.enabled is false, a WHERE that does not pin
-// the key as a lookup can.
+// ksql.query.pull.table.scan.enabled is false, a query without WHERE or
+// with a WHERE that does not pin the key as a lookup can.
 func checkPull(props map[string]string, q *planner.Query) error {
 	srcs := planner.Sources(q.Root)
 	if len(srcs) > 1 {
@@ -37,6 +37,11 @@ func checkPull(props map[string]string, q *planner.Query) error {
 		}
 	}
 	if filter == nil {
+		if srcs[0].Kind == catalog.Table && strings.EqualFold(props["ksql.query.pull.table.scan.enabled"], "false") {
+			// No WHERE: the whole table, a scan (ksqlDB's
+			// PullPhysicalPlanBuilder).
+			return sql.Errorf(sql.CodeFeatureNotSupport, "Query requires table scan to be enabled. Table scans can be enabled by setting ksql.query.pull.table.scan.enabled=true")
+		}
 		return nil
 	}
 	if name := pseudoIn(filter.Predicate); name != "" {

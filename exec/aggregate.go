@@ -47,6 +47,10 @@ type aggregateOp struct {
 	// the group's row (key columns, then aggregates), of each argument.
 	copies    []datumCopy
 	argCopies [][]datumCopy
+	// groupCols and argCols say, per grouping expression and argument,
+	// the input column it is (copied with no call), or -1.
+	groupCols []int
+	argCols   [][]int
 	having    expr.Evaluator
 	keyEnc    types.Encoder
 	keyDec    types.Decoder // reads stored keys back, for pull queries
@@ -65,6 +69,9 @@ type aggregateOp struct {
 	fromTable bool
 	undoers   []expr.Undoer
 	checkers  []expr.Checker // per aggregate, or nil: see expr.Checker
+	// dv keeps the distinct aggregates' values apart from the groups'
+	// states (physical.Aggregate.DistinctStore), or is nil.
+	dv *distinctValues
 	// quiet holds back the emission of a fold: a table change that
 	// stays in its group takes its old row out and its new row in, and
 	// the group's row is emitted once, as Kafka Streams does when the
@@ -108,7 +115,9 @@ type group struct {
 	ts      int64
 }
 
-func newAggregate(name string, a *physical.Aggregate, store *taskStore, out *outbox, next Processor) (*aggregateOp, error) {
+// newAggregate builds the aggregation a over store, and distinct, the
+// store of a.DistinctStore (both nil for a pull query's view).
+func newAggregate(name string, a *physical.Aggregate, store, distinct *taskStore, out *outbox, next Processor) (*aggregateOp, error) {
 	op := &aggregateOp{name: name, changelog: a.Store.Changelog, store: store, out: out, fromTable: a.FromTable,
 		changes: a.Changes, dropEmpty: a.DropEmpty && a.FromTable, distinct: a.Distinct,
 		oldRow: make(types.Row, len(a.Out.Columns)), oldBufs: make([][]byte, len(a.Out.Columns)),
@@ -119,24 +128,30 @@ func newAggregate(name string, a *physical.Aggregate, store *taskStore, out *out
 			return nil, err
 		}
 		op.groupBy = append(op.groupBy, ev)
+		op.groupCols = append(op.groupCols, columnIndex(g))
 	}
 	for _, c := range a.Out.Columns {
 		op.copies = append(op.copies, copyFor(c.Type))
 	}
+	var argTypes [][]types.Type
 	for _, c := range a.Aggs {
 		ts := make([]types.Type, len(c.Args))
+		argTypes = append(argTypes, ts)
 		var evs []expr.Evaluator
 		var copies []datumCopy
+		var cols []int
 		for i, e := range c.Args {
 			ev, err := expr.Compile(e)
 			if err != nil {
 				return nil, err
 			}
 			evs = append(evs, ev)
+			cols = append(cols, columnIndex(e))
 			ts[i] = e.Type()
 			copies = append(copies, copyFor(e.Type()))
 		}
 		op.argCopies = append(op.argCopies, copies)
+		op.argCols = append(op.argCols, cols)
 		acc := c.Fn.New(ts)
 		op.accs = append(op.accs, acc)
 		ck, _ := acc.(expr.Checker)
@@ -150,6 +165,28 @@ func newAggregate(name string, a *physical.Aggregate, store *taskStore, out *out
 		}
 		op.args = append(op.args, evs)
 		op.argVals = append(op.argVals, make([]types.Datum, len(evs)))
+	}
+	if a.DistinctStore != nil {
+		if store != nil && distinct == nil {
+			return nil, fmt.Errorf("%s needs store %s", name, a.DistinctStore.Name)
+		}
+		dv, err := newDistinctValues(name, a, op.accs, argTypes, distinct)
+		if err != nil {
+			return nil, err
+		}
+		op.dv = dv
+		if a.FromTable {
+			for j, acc := range dv.accs {
+				if acc != nil {
+					op.undoers[j] = acc
+				}
+			}
+		}
+		for j, acc := range dv.accs {
+			if acc != nil {
+				op.checkers[j] = nil
+			}
+		}
 	}
 	op.aggAt = len(a.GroupBy)
 	if a.Window != nil {
@@ -246,6 +283,10 @@ func (a *aggregateOp) groupKey(row types.Row) error {
 func (a *aggregateOp) update(row types.Row, undo bool) error {
 	g := len(a.groupBy)
 	for i, ev := range a.groupBy {
+		if col := a.groupCols[i]; col >= 0 {
+			a.copies[i].set(&a.row[i], &row[col]) // a column as it is: no call
+			continue
+		}
 		d, err := ev(row)
 		if err != nil {
 			return &evalError{node: a.name, err: err}
@@ -256,7 +297,12 @@ func (a *aggregateOp) update(row types.Row, undo bool) error {
 		return fmt.Errorf("%w: the GROUP BY key is NULL", types.ErrBadRecord)
 	}
 	for j, evs := range a.args {
+		cols := a.argCols[j]
 		for k, ev := range evs {
+			if col := cols[k]; col >= 0 {
+				a.argCopies[j][k].set(&a.argVals[j][k], &row[col])
+				continue
+			}
 			d, err := ev(row)
 			if err != nil {
 				return &evalError{node: a.name, err: err}
@@ -331,6 +377,11 @@ func (a *aggregateOp) fold(undo bool) error {
 			}
 		}
 	}
+	if a.dv != nil {
+		if err := a.dv.prepare(a.key, a.argVals, undo, a.ts); err != nil {
+			return err
+		}
+	}
 	a.state = binary.BigEndian.AppendUint64(a.state[:0], uint64(ts))
 	if a.fromTable {
 		if undo {
@@ -343,11 +394,23 @@ func (a *aggregateOp) fold(undo bool) error {
 		// aggregations never delete a group).
 		a.state = binary.BigEndian.AppendUint64(a.state, rows)
 		if rows == 0 && a.dropEmpty {
+			if a.dv != nil {
+				a.dv.apply(a.ts)
+			}
 			return a.dropGroup(gr)
 		}
 	}
 	for j, acc := range a.accs {
-		if undo {
+		if a.dv != nil && a.dv.accs[j] != nil {
+			switch a.dv.action[j] {
+			case dvAdd:
+				a.part = acc.Add(a.part[:0], a.parts[j], a.argVals[j])
+			case dvUndo:
+				a.part = a.dv.accs[j].Undo(a.part[:0], a.parts[j], a.argVals[j])
+			default:
+				a.part = append(a.part[:0], a.parts[j]...)
+			}
+		} else if undo {
 			a.part = a.undoers[j].Undo(a.part[:0], a.parts[j], a.argVals[j])
 		} else {
 			a.part = acc.Add(a.part[:0], a.parts[j], a.argVals[j])
@@ -359,6 +422,9 @@ func (a *aggregateOp) fold(undo bool) error {
 		}
 		a.state = binary.AppendUvarint(a.state, uint64(len(a.part)))
 		a.state = append(a.state, a.part...)
+	}
+	if a.dv != nil {
+		a.dv.apply(a.ts)
 	}
 	// prev (and a.parts) may point into gr.state: a.state is complete
 	// before it is copied there.
@@ -406,6 +472,11 @@ func (a *aggregateOp) Flush() error {
 	if err := a.spill(); err != nil {
 		return err
 	}
+	if a.dv != nil {
+		if err := a.dv.spill(a.out); err != nil {
+			return err
+		}
+	}
 	if a.win != nil {
 		return a.win.flush(a)
 	}
@@ -431,7 +502,8 @@ func (a *aggregateOp) spill() error {
 		}
 		a.writeChangelog(gr)
 	}
-	a.Abort()
+	clear(a.groups)
+	a.nextG = 0
 	return nil
 }
 
@@ -440,6 +512,9 @@ func (a *aggregateOp) spill() error {
 func (a *aggregateOp) Abort() {
 	clear(a.groups)
 	a.nextG = 0
+	if a.dv != nil {
+		a.dv.abort()
+	}
 }
 
 // emit passes on the group's row (its key columns in a.row) computed from
@@ -569,6 +644,14 @@ func (a *aggregateOp) writeChangelog(gr *group) {
 	rec.Timestamp = time.UnixMilli(ts)
 	a.store.last = rec
 	a.out.produce(rec)
+}
+
+// columnIndex is the input column e is, or -1 when e computes a value.
+func columnIndex(e expr.Expr) int {
+	if c, ok := e.(*expr.Column); ok {
+		return c.Index
+	}
+	return -1
 }
 
 // splitState cuts a group's state into its aggregates' states; an empty

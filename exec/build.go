@@ -2,7 +2,7 @@ package exec
 
 import (
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
@@ -26,8 +26,6 @@ type taskEnv struct {
 	// late counts the rows windowed aggregations drop as late; nil
 	// counts nothing.
 	late *lateCounter
-	// idleAdvance is Config.WindowIdleAdvance.
-	idleAdvance time.Duration
 	// q, for a task of a persistent query, checks its declared sources'
 	// records' partitions (partitioncheck.go); nil checks nothing.
 	q *Query
@@ -36,7 +34,7 @@ type taskEnv struct {
 // taskGraph is a sub-topology built for one task: a processor per node,
 // the sources by topic, and the optional hooks found among them.
 type taskGraph struct {
-	procs    map[int]Processor // by node ID
+	procs    map[string]Processor // by node name
 	sources  map[string]*sourceOp
 	initers  []initializer
 	flushers []flusher
@@ -44,40 +42,95 @@ type taskGraph struct {
 	closers  []closer
 }
 
-// buildGraph builds st's processors for one task, from its last nodes to
-// its sources, each forwarding to the processors of the nodes that read
-// it. This is the one place that maps node kinds to processors.
+// buildGraph builds st's processors for one task, each forwarding to the
+// processors of the nodes that read it. Nodes are wired by name, never
+// by their place in st.Nodes or in a node's Inputs: a node's processor
+// is built after those of its readers (whatever st's order), and a node
+// that tells its inputs apart (a join's sides) finds each by what the
+// input is (inputSides), then takes its changes by the input's name. A
+// reader outside st, a cycle, or a side no input fills is an error
+// naming the node. This is the one place that maps node kinds to
+// processors.
 func buildGraph(topo *physical.Topology, st *physical.SubTopology, env *taskEnv) (*taskGraph, error) {
-	g := &taskGraph{procs: map[int]Processor{}, sources: map[string]*sourceOp{}}
-	outs := topo.Outputs()
-	for i := len(st.Nodes) - 1; i >= 0; i-- {
-		n := st.Nodes[i]
+	g := &taskGraph{procs: map[string]Processor{}, sources: map[string]*sourceOp{}}
+	nodes := make(map[string]*physical.Node, len(st.Nodes))
+	for _, n := range st.Nodes {
+		if nodes[n.Name] != nil {
+			return nil, fmt.Errorf("sub-topology %d has two nodes named %s", st.ID, n.Name)
+		}
+		nodes[n.Name] = n
+	}
+	outs := outputsByName(topo)
+	// sides holds, for each node that tells its inputs apart, its
+	// inputs' names in the order of its processor's inputs.
+	sides := map[string][]string{}
+	building := map[string]bool{}
+	var build func(n *physical.Node) error
+	build = func(n *physical.Node) error {
+		if g.procs[n.Name] != nil {
+			return nil
+		}
+		if building[n.Name] {
+			return fmt.Errorf("%s reads its own output", n.Name)
+		}
+		building[n.Name] = true
 		var next Processor
-		switch o := outs[n.ID]; len(o) {
+		var f fanout
+		for _, o := range outs[n.Name] {
+			if nodes[o.Name] != o {
+				return fmt.Errorf("%s is read by %s, which is not in sub-topology %d", n.Name, o.Name, st.ID)
+			}
+			if err := build(o); err != nil {
+				return err
+			}
+			p, err := inputOf(g.procs[o.Name], o, sides[o.Name], n)
+			if err != nil {
+				return err
+			}
+			f = append(f, p)
+		}
+		switch len(f) {
 		case 0:
 			next = env.terminal
 			if next == nil {
 				next = nop{}
 			}
 		case 1:
-			next = inputOf(g.procs[o[0].ID], o[0], n)
+			next = f[0]
 		default:
-			f := make(fanout, len(o))
-			for j, on := range o {
-				f[j] = inputOf(g.procs[on.ID], on, n)
-			}
 			next = f
 		}
-		p, err := buildNode(n, next, env)
+		in, err := inputSides(topo, n)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		g.procs[n.ID] = p
+		p, err := buildNode(n, in, next, env)
+		if err != nil {
+			return err
+		}
+		if in != nil {
+			names := make([]string, len(in))
+			for i, x := range in {
+				names[i] = x.Name
+			}
+			sides[n.Name] = names
+		}
+		g.procs[n.Name] = p
 		if s, ok := p.(*sourceOp); ok {
 			src := n.Op.(*physical.Source)
 			g.sources[src.Topic] = s
 			s.nullValues = !src.Table && !src.Repartitioned && passesNullValues(n, outs)
 		}
+		return nil
+	}
+	for i := len(st.Nodes) - 1; i >= 0; i-- {
+		if err := build(st.Nodes[i]); err != nil {
+			return nil, err
+		}
+	}
+	// The hooks, from the last nodes to the sources as st lists them.
+	for i := len(st.Nodes) - 1; i >= 0; i-- {
+		p := g.procs[st.Nodes[i].Name]
 		if h, ok := p.(initializer); ok {
 			g.initers = append(g.initers, h)
 		}
@@ -94,20 +147,168 @@ func buildGraph(topo *physical.Topology, st *physical.SubTopology, env *taskEnv)
 	return g, nil
 }
 
-// inputOf returns the processor that node in's changes go to in p, the
-// processor of node n: p itself, or for a processor that tells its
-// inputs apart (a table join), the one for in's place among n's inputs.
-func inputOf(p Processor, n, in *physical.Node) Processor {
-	mi, ok := p.(multiInput)
-	if !ok {
-		return p
-	}
-	for i, x := range n.Inputs {
-		if x == in {
-			return mi.input(i)
+// outputsByName returns, by node name, the nodes of topo that read each
+// node, in topo's order.
+func outputsByName(topo *physical.Topology) map[string][]*physical.Node {
+	outs := map[string][]*physical.Node{}
+	for _, n := range topo.Nodes {
+		for _, in := range n.Inputs {
+			outs[in.Name] = append(outs[in.Name], n)
 		}
 	}
-	return p
+	return outs
+}
+
+// inputOf returns the processor that node in's changes go to in p, the
+// processor of node n: p itself, or for a processor that tells its
+// inputs apart (a join), the one for the side named in.Name (sides: n's
+// inputs' names, side by side, from inputSides).
+func inputOf(p Processor, n *physical.Node, sides []string, in *physical.Node) (Processor, error) {
+	mi, ok := p.(multiInput)
+	if !ok {
+		return p, nil
+	}
+	for i, name := range sides {
+		if name == in.Name {
+			return mi.input(i), nil
+		}
+	}
+	return nil, fmt.Errorf("%s reads %s, which is none of its sides (%s)", n.Name, in.Name, strings.Join(sides, ", "))
+}
+
+// inputSides returns the inputs of a node that tells them apart, in the
+// order its processor takes them (a join: left, right; a foreign-key
+// join: the left's changes, the responses; its subscriptions: the
+// registrations, the right's changes), found by what each input is —
+// the store it keeps, the source it reads — never by its place among
+// n.Inputs, so that inputs listed in another order cannot swap a join's
+// sides. Nil for other nodes. An input that fills no side, or a side no
+// input fills, is an error naming n.
+func inputSides(topo *physical.Topology, n *physical.Node) ([]*physical.Node, error) {
+	var anchor *physical.Node // the side found by what it is
+	at := 0                   // its place among the sides
+	var what string           // what it is, for errors
+	switch op := n.Op.(type) {
+	case *physical.TableTableJoin:
+		anchor, at, what = inputWithStore(n, op.RightStore), 1, "the changes of the right table (store "+op.RightStore.Name+")"
+		if !op.LeftRows {
+			return bothSides(n, inputWithStore(n, op.LeftStore), anchor, "the changes of the left table (store "+op.LeftStore.Name+")", what)
+		}
+	case *physical.StreamStreamJoin:
+		anchor, at, what = inputFrom(topo, n, op.Right), 1, "the right stream "+op.Right
+		if op.LeftRows == nil {
+			if left := inputFrom(topo, n, op.Left); left != nil {
+				return bothSides(n, left, anchor, "the left stream "+op.Left, what)
+			}
+		}
+	case *physical.ForeignKeyJoin:
+		for _, in := range n.Inputs {
+			if src, ok := in.Op.(*physical.Source); ok && src.Raw {
+				anchor = in
+			}
+		}
+		at, what = 1, "the subscription responses"
+		if !op.LeftRows {
+			return bothSides(n, inputWithStore(n, op.LeftStore), anchor, "the changes of the left table (store "+op.LeftStore.Name+")", what)
+		}
+	case *physical.ForeignKeySubscriptions:
+		anchor, at, what = inputWithStore(n, op.RightStore), 1, "the changes of the right table (store "+op.RightStore.Name+")"
+	default:
+		return nil, nil
+	}
+	if len(n.Inputs) != 2 {
+		return nil, fmt.Errorf("%s must read two inputs, not %d", n.Name, len(n.Inputs))
+	}
+	if anchor == nil {
+		return nil, fmt.Errorf("%s: none of its inputs (%s) is %s", n.Name, inputNames(n), what)
+	}
+	other := n.Inputs[0]
+	if other == anchor {
+		other = n.Inputs[1]
+	}
+	if other == anchor {
+		return nil, fmt.Errorf("%s reads %s twice", n.Name, anchor.Name)
+	}
+	sides := make([]*physical.Node, 2)
+	sides[at], sides[1-at] = anchor, other
+	return sides, nil
+}
+
+// bothSides checks that left and right, each found by what it is, are
+// n's two inputs.
+func bothSides(n *physical.Node, left, right *physical.Node, leftWhat, rightWhat string) ([]*physical.Node, error) {
+	switch {
+	case len(n.Inputs) != 2:
+		return nil, fmt.Errorf("%s must read two inputs, not %d", n.Name, len(n.Inputs))
+	case left == nil:
+		return nil, fmt.Errorf("%s: none of its inputs (%s) is %s", n.Name, inputNames(n), leftWhat)
+	case right == nil:
+		return nil, fmt.Errorf("%s: none of its inputs (%s) is %s", n.Name, inputNames(n), rightWhat)
+	case left == right:
+		return nil, fmt.Errorf("%s: its input %s is both %s and %s", n.Name, left.Name, leftWhat, rightWhat)
+	}
+	return []*physical.Node{left, right}, nil
+}
+
+func inputNames(n *physical.Node) string {
+	names := make([]string, len(n.Inputs))
+	for i, in := range n.Inputs {
+		names[i] = in.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// inputFrom returns the first input of n whose rows come from the
+// declared source named source (origin), or nil.
+func inputFrom(topo *physical.Topology, n *physical.Node, source string) *physical.Node {
+	for _, in := range n.Inputs {
+		if origin(topo, in) == source {
+			return in
+		}
+	}
+	return nil
+}
+
+// origin returns the declared source whose rows node n carries: the
+// source n reads through nodes of one input each, and through the
+// internal topics (repartitions) topo writes and reads back; empty when
+// n's rows come from several sources (a join) or none.
+func origin(topo *physical.Topology, n *physical.Node) string {
+	for range len(topo.Nodes) + 1 {
+		src, ok := n.Op.(*physical.Source)
+		if !ok {
+			if len(n.Inputs) != 1 {
+				return ""
+			}
+			n = n.Inputs[0]
+			continue
+		}
+		if src.Declared != "" {
+			return src.Declared
+		}
+		if n = writerOf(topo, src.Topic); n == nil {
+			return ""
+		}
+	}
+	return "" // a cycle through topics
+}
+
+// writerOf returns the node of topo that writes the internal topic, or
+// nil.
+func writerOf(topo *physical.Topology, topic string) *physical.Node {
+	for _, n := range topo.Nodes {
+		switch op := n.Op.(type) {
+		case *physical.Repartition:
+			if op.Topic == topic {
+				return n
+			}
+		case *physical.TableRepartition:
+			if op.Topic == topic {
+				return n
+			}
+		}
+	}
+	return nil
 }
 
 // passesNullValues reports whether the nodes after n pass a stream's
@@ -115,11 +316,11 @@ func inputOf(p Processor, n, in *physical.Node) Processor {
 // ends in a sink through projections and PARTITION BY, or at a filter,
 // which drops them. Other nodes (aggregations, joins, table functions,
 // a push query's client) never see them.
-func passesNullValues(n *physical.Node, outs [][]*physical.Node) bool {
-	if len(outs[n.ID]) == 0 {
+func passesNullValues(n *physical.Node, outs map[string][]*physical.Node) bool {
+	if len(outs[n.Name]) == 0 {
 		return false
 	}
-	for _, o := range outs[n.ID] {
+	for _, o := range outs[n.Name] {
 		switch o.Op.(type) {
 		case *physical.Filter, *physical.Sink:
 		case *physical.Project, *physical.Rekey, *physical.Merge:
@@ -142,7 +343,9 @@ func (env *taskEnv) store(n *physical.Node, s *physical.Store) (*taskStore, erro
 	return ts, nil
 }
 
-func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error) {
+// buildNode builds n's processor, forwarding to next; sides are n's
+// inputs side by side (inputSides), for a node that tells them apart.
+func buildNode(n *physical.Node, sides []*physical.Node, next Processor, env *taskEnv) (Processor, error) {
 	switch op := n.Op.(type) {
 	case *physical.Source:
 		s, err := newSource(n.Name, op, next)
@@ -213,8 +416,8 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		if err != nil {
 			return nil, err
 		}
-		src, ok := n.Inputs[0].Op.(*physical.Source)
-		if !ok {
+		src := sourceBelow(n)
+		if src == nil {
 			return nil, fmt.Errorf("%s must read a source", n.Name)
 		}
 		dec, err := newRecordDecoder(n.Name, src)
@@ -223,16 +426,21 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		}
 		return &tableChangesOp{store: store, dec: dec, next: next}, nil
 	case *physical.Aggregate:
-		var store *taskStore
+		var store, distinct *taskStore
 		if env.stores != nil { // nil: a pull query's view of stored groups
 			var err error
 			if store, err = env.store(n, op.Store); err != nil {
 				return nil, err
 			}
+			if op.DistinctStore != nil {
+				if distinct, err = env.store(n, op.DistinctStore); err != nil {
+					return nil, err
+				}
+			}
 		}
-		a, err := newAggregate(n.Name, op, store, env.out, next)
+		a, err := newAggregate(n.Name, op, store, distinct, env.out, next)
 		if err == nil && a.win != nil {
-			a.win.late, a.win.idleAdvance = env.late, env.idleAdvance.Milliseconds()
+			a.win.late, a.win.idleAdvance = env.late, op.IdleAdvance
 		}
 		return a, err
 	case *physical.TopN:
@@ -293,8 +501,8 @@ func buildNode(n *physical.Node, next Processor, env *taskEnv) (Processor, error
 		}
 		var sources [2]*physical.Source
 		for i := range sources {
-			if len(n.Inputs) == 2 {
-				sources[i], _ = n.Inputs[i].Op.(*physical.Source)
+			if len(sides) == 2 {
+				sources[i], _ = sides[i].Op.(*physical.Source)
 			}
 			if i == 0 && op.LeftRows != nil {
 				sources[i] = op.LeftRows // an earlier join's rows

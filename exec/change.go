@@ -62,7 +62,19 @@ type (
 	aborter interface{ Abort() }
 	// closer releases what it holds when its task closes.
 	closer interface{ Close() error }
+	// oldIgnorer says whether its Process leaves the old row of a change
+	// that has a new row unread (a sink writes the new row alone), so
+	// that the nodes before it need not make that old row. A processor
+	// without the hook reads it.
+	oldIgnorer interface{ ignoresOldWithNew() bool }
 )
+
+// readsOldWithNew reports whether p may read c.Old of a change whose
+// c.New is set.
+func readsOldWithNew(p Processor) bool {
+	o, ok := p.(oldIgnorer)
+	return !ok || !o.ignoresOldWithNew()
+}
 
 // fanout forwards a change to every processor reading a node.
 type fanout []Processor
@@ -74,6 +86,15 @@ func (f fanout) Process(c *Change) error {
 		}
 	}
 	return nil
+}
+
+func (f fanout) ignoresOldWithNew() bool {
+	for _, p := range f {
+		if readsOldWithNew(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // nop ends a graph whose last node has nowhere to send its changes.

@@ -8,12 +8,18 @@
 //	    producer per thread, offsets committed in the transaction with
 //	    live group metadata, read_committed). Loop:
 //	    poll → handle rebalance → restore → process → punctuate → maybe commit
-//	    Members join as static members (<instance>-<thread>) and are
-//	    balanced by taskBalancer (balancer.go): all partitions of a task
-//	    to one member, sticky, state-aware, cooperative.
+//	    The thread decides when a transaction ends (the commit interval,
+//	    a rebalance, records without a running task, leaving); its task
+//	    manager ends it. Members join as static members
+//	    (<instance>-<thread>) and are balanced by taskBalancer
+//	    (balancer.go): all partitions of a task to one member, sticky,
+//	    state-aware, cooperative.
 //	     ├─ taskManager (taskmanager.go): creates tasks for assigned
 //	     │  partitions, locks their state directories (lock.go), opens
-//	     │  their stores (store.go) and closes them on revocation
+//	     │  their stores (store.go), closes them on revocation, and
+//	     │  commits them as Kafka Streams' TaskManager.commit does:
+//	     │  begin, then commit (each task's flush, the producer's flush,
+//	     │  End with the offsets, the stores' commit) or abort
 //	     ├─ changelogReader (changelog.go): restores stores a step at a
 //	     │  time between polls, to the changelog's last stable offset
 //	     └─ tasks (task.go), one per (sub-topology, partition): a partition
@@ -27,6 +33,13 @@
 // table update carries the old row too; a deletion is an old row alone.
 // Processors implement one method, Process; the optional hooks (Init,
 // Flush at commit, Abort, Close) are found once when a task is built.
+//
+// build.go wires a task's processors by node name, each after the nodes
+// that read it, whatever the order of the sub-topology's nodes or of a
+// node's inputs. A node that tells its inputs apart (a join) finds each
+// side by what the input is — the store it keeps, the declared source
+// its rows come from — and takes each input's changes by its name; a
+// side no input fills is an error naming the node.
 //
 // One file per processor: source.go, filter.go, project.go, rekey.go,
 // flatmap.go, tablechanges.go, aggregate.go (with window.go and

@@ -31,17 +31,79 @@ var (
 //	response key        the left row's primary key (its record key)
 //	response value      version(0) hashFlag hash[16] rightFlag len(fk)[4] fk… timestamp[8] rightValue…
 //
+// A join whose subscriptions are ordered by a left column
+// (physical.FKIndex; queries planned since) writes version 1
+// registrations and keys its subscriptions by that column's value too:
+//
+//	registration value  version(1) instruction hashFlag hash[16] partition[4] flags len(ord)[1] ord… len(prev)[1] prev… primaryKey…
+//	subscription key    len(fk)[4] fk… ord… primaryKey…
+//
+// ord is the left row's value of the column (fkOrd: 0 for NULL, or 1
+// and the integer's bits with the sign flipped, big-endian, so that the
+// keys sort by it); prev is the one the key's previous subscription had
+// (none: remove nothing), whose subscription the registration replaces;
+// flags is 0.
+//
 // hashFlag is 1 when a hash follows the left row's value (none: the row
 // was deleted); rightFlag is 1 when the right table has a row of the
 // foreign key, whose value bytes (as its topic holds them) and
 // timestamp follow. Without one, the response ends after rightFlag.
 const (
 	fkVersion  = 0
+	fkVersion1 = 1
+	fkRegHead1 = fkRegHead + 1 // … flags
 	fkHashLen  = 16
 	fkRegHead  = 1 + 1 + 1 + fkHashLen + 4 // version … partition
 	fkSubLen   = 1 + fkHashLen + 4
 	fkRespHead = 1 + 1 + fkHashLen + 1
 )
+
+// fkOrd appends the subscription order of d, an integer column's
+// datum: 0 for NULL, else 1 then its bits with the sign flipped,
+// big-endian.
+func fkOrd(dst []byte, d types.Datum) []byte {
+	if d.Null {
+		return append(dst, 0)
+	}
+	return binary.BigEndian.AppendUint64(append(dst, 1), uint64(d.I)^(1<<63))
+}
+
+// fkOrdLen is the length of the order starting with byte b (0 for a
+// malformed one).
+func fkOrdLen(b []byte) int {
+	switch {
+	case len(b) >= 1 && b[0] == 0:
+		return 1
+	case len(b) >= 9 && b[0] == 1:
+		return 9
+	}
+	return 0
+}
+
+// fkFails returns whether a joined row (nLeft columns of the left's,
+// then the right's) fails ix's conjunct: a NULL operand fails it.
+func fkFails(ix *physical.FKIndex, nLeft int) func(types.Row) bool {
+	l, r, op := ix.Left, nLeft+ix.Right, ix.Op
+	return func(row types.Row) bool {
+		a, b := row[l], row[r]
+		if a.Null || b.Null {
+			return true
+		}
+		switch op {
+		case expr.OpLT:
+			return !(a.I < b.I)
+		case expr.OpLE:
+			return !(a.I <= b.I)
+		case expr.OpGT:
+			return !(a.I > b.I)
+		case expr.OpGE:
+			return !(a.I >= b.I)
+		case expr.OpEQ:
+			return a.I != b.I
+		}
+		return false
+	}
+}
 
 // noHash fills a subscription's hash when it has none.
 var noHash [fkHashLen]byte
@@ -91,6 +153,15 @@ type fkJoinOp struct {
 	next   Processor
 	inputs [2]Processor
 	hash   [fkHashLen]byte
+	// index is set when the subscriptions are ordered by a left column
+	// (physical.FKIndex): registrations then carry its old and new
+	// values (version 1).
+	index  *physical.FKIndex
+	oldOrd []byte
+	newOrd []byte
+	// fails, set with index and result, reports whether a joined row
+	// fails the index's conjunct (and so the filter after the join).
+	fails func(types.Row) bool
 }
 
 type fkJoinInput struct {
@@ -164,35 +235,43 @@ func newFKResultRows(name string, schema types.Schema, store *taskStore) (*fkRes
 // swap returns the joined row last emitted for key (nil: none) and
 // keeps row (nil: the key's deletion) in its place, writing the change
 // to the store's changelog. The old row is valid until the next swap.
-func (rr *fkResultRows) swap(o *outbox, key []byte, row types.Row, ts int64) (types.Row, error) {
+//
+// With fails (the join's index: physical.FKIndex), a new row that fails
+// the filter after the join, in place of a row that failed it too (or
+// none), is not kept, and skipped reports it: the filter would pass
+// neither, and the row kept fails it as the new one would.
+func (rr *fkResultRows) swap(o *outbox, key []byte, row types.Row, ts int64, fails func(types.Row) bool) (_ types.Row, skipped bool, err error) {
 	prev, err := rr.store.ov.Get(key)
 	if err != nil {
-		return nil, fatal(err)
+		return nil, false, fatal(err)
 	}
 	var old types.Row
 	if prev != nil {
 		if err := rr.dec.Decode(prev, rr.old); err != nil {
-			return nil, fmt.Errorf("the stored joined row: %w", err)
+			return nil, false, fmt.Errorf("the stored joined row: %w", err)
 		}
 		old = rr.old
+	}
+	if row != nil && fails != nil && fails(row) && (old == nil || fails(old)) {
+		return old, true, nil
 	}
 	if row == nil {
 		if prev != nil {
 			if err := rr.store.ov.Delete(key); err != nil {
-				return nil, fatal(err)
+				return nil, false, fatal(err)
 			}
 			storeChangelog(o, rr.store, key, nil, ts)
 		}
-		return old, nil
+		return old, false, nil
 	}
 	if rr.val, err = rr.enc.Encode(rr.val[:0], row); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := rr.store.ov.Put(key, rr.val); err != nil {
-		return nil, fatal(err)
+		return nil, false, fatal(err)
 	}
 	storeChangelog(o, rr.store, key, rr.val, ts)
-	return old, nil
+	return old, false, nil
 }
 
 func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, store, result *taskStore, out *outbox, next Processor) (*fkJoinOp, error) {
@@ -210,7 +289,7 @@ func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, 
 	}
 	j := &fkJoinOp{name: name, left: op.Type == physical.LeftJoin, fk: fk, fkRow: make(types.Row, 1), fkEnc: enc,
 		store: store, rdec: rdec, topic: op.Registration, out: out,
-		nRight: len(rdec.row), row: make(types.Row, op.Out.Len()), next: next}
+		nRight: len(rdec.row), row: make(types.Row, op.Out.Len()), next: next, index: op.Index}
 	if op.LeftRows {
 		if j.rows, err = newFKLeftRows(name, op); err != nil {
 			return nil, err
@@ -228,12 +307,18 @@ func newFKJoin(name string, op *physical.ForeignKeyJoin, left *physical.Source, 
 	if j.nLeft+j.nRight != op.Out.Len() {
 		return nil, fmt.Errorf("%s: the joined rows have %d columns, the tables %d and %d", name, op.Out.Len(), j.nLeft, j.nRight)
 	}
+	if ix := op.Index; ix != nil && (ix.Left < 0 || ix.Left >= j.nLeft || ix.Right < 0 || ix.Right >= j.nRight) {
+		return nil, fmt.Errorf("%s: the subscriptions' order %s is out of the tables' columns", name, ix.Name)
+	}
 	for _, c := range op.Out.Columns {
 		j.copies = append(j.copies, copyFor(c.Type))
 	}
 	if result != nil {
 		if j.result, err = newFKResultRows(name, op.Out, result); err != nil {
 			return nil, err
+		}
+		if op.Index != nil {
+			j.fails = fkFails(op.Index, j.nLeft)
 		}
 	}
 	j.inputs = [2]Processor{fkJoinInput{j, 0}, fkJoinInput{j, 1}}
@@ -293,10 +378,19 @@ func (j *fkJoinOp) subscribe(c *Change) error {
 		fkHash(&j.hash, r.Value)
 		hash = &j.hash
 	}
+	if j.index != nil {
+		j.oldOrd, j.newOrd = j.oldOrd[:0], j.newOrd[:0]
+		if c.Old != nil {
+			j.oldOrd = fkOrd(j.oldOrd, c.Old[j.index.Left])
+		}
+		if c.New != nil {
+			j.newOrd = fkOrd(j.newOrd, c.New[j.index.Left])
+		}
+	}
 	switch {
 	case c.New == nil || j.newNul:
 		if !j.oldNul {
-			j.register(j.oldFK, physical.FKDeleteNoPropagate, nil, c)
+			j.register(j.oldFK, physical.FKDeleteNoPropagate, nil, c, j.oldOrd, nil)
 		}
 		switch {
 		case c.New != nil && j.left:
@@ -308,24 +402,37 @@ func (j *fkJoinOp) subscribe(c *Change) error {
 		}
 		return nil
 	case !j.oldNul && !bytes.Equal(j.oldFK, j.newFK):
-		j.register(j.oldFK, physical.FKDeleteNoPropagate, nil, c)
-		j.register(j.newFK, physical.FKPropagateNullIfNoValue, hash, c)
-	case j.left || !j.oldNul:
-		j.register(j.newFK, physical.FKPropagateNullIfNoValue, hash, c)
+		j.register(j.oldFK, physical.FKDeleteNoPropagate, nil, c, j.oldOrd, nil)
+		j.register(j.newFK, physical.FKPropagateNullIfNoValue, hash, c, j.newOrd, nil)
+	case j.oldNul:
+		// No subscription to replace.
+		instr := physical.FKPropagateOnlyIfValue
+		if j.left {
+			instr = physical.FKPropagateNullIfNoValue
+		}
+		j.register(j.newFK, instr, hash, c, j.newOrd, nil)
 	default:
-		j.register(j.newFK, physical.FKPropagateOnlyIfValue, hash, c)
+		// The same foreign key: the subscription of the old row (its
+		// order) is replaced.
+		j.register(j.newFK, physical.FKPropagateNullIfNoValue, hash, c, j.newOrd, j.oldOrd)
 	}
 	return nil
 }
 
-// register writes one subscription record.
-func (j *fkJoinOp) register(fk []byte, instr byte, hash *[fkHashLen]byte, c *Change) {
+// register writes one subscription record: with an index (version 1),
+// ord is the row's order and prev (nil: none) that of the subscription
+// it replaces.
+func (j *fkJoinOp) register(fk []byte, instr byte, hash *[fkHashLen]byte, c *Change, ord, prev []byte) {
 	o := j.out
 	rec := o.record()
 	start := len(o.arena)
 	o.arena = append(o.arena, fk...)
 	keyEnd := len(o.arena)
-	o.arena = append(o.arena, fkVersion, instr)
+	if j.index != nil {
+		o.arena = append(o.arena, fkVersion1, instr)
+	} else {
+		o.arena = append(o.arena, fkVersion, instr)
+	}
 	if hash != nil {
 		o.arena = append(o.arena, 1)
 		o.arena = append(o.arena, hash[:]...)
@@ -334,6 +441,12 @@ func (j *fkJoinOp) register(fk []byte, instr byte, hash *[fkHashLen]byte, c *Cha
 		o.arena = append(o.arena, noHash[:]...)
 	}
 	o.arena = binary.BigEndian.AppendUint32(o.arena, uint32(c.Record.Partition))
+	if j.index != nil {
+		o.arena = append(o.arena, 0, byte(len(ord)))
+		o.arena = append(o.arena, ord...)
+		o.arena = append(o.arena, byte(len(prev)))
+		o.arena = append(o.arena, prev...)
+	}
 	o.arena = append(o.arena, c.Record.Key...)
 	a := o.arena
 	rec.Key = a[start:keyEnd:keyEnd]
@@ -533,9 +646,12 @@ func (j *fkJoinOp) emit(rec *kgo.Record, ts int64, l, r types.Row, del bool) err
 		// The key's previous joined row is the change's old row; a
 		// deletion of a key that has none still passes with the left
 		// row (a sink writes its tombstone, as ksqlDB does).
-		old, err := j.result.swap(j.out, rec.Key, out.New, ts)
+		old, skipped, err := j.result.swap(j.out, rec.Key, out.New, ts, j.fails)
 		if err != nil {
 			return fmt.Errorf("%s: %w", j.name, err)
+		}
+		if skipped {
+			return nil
 		}
 		if old != nil {
 			out.Old = old
@@ -557,6 +673,17 @@ type fkSubscriptionsOp struct {
 	val    []byte
 	end    []byte
 	inputs [2]Processor
+	// index is set when the subscriptions are ordered by a left column
+	// (physical.FKIndex): registrations are version 1, and a change of
+	// the right's row answers only those the filter may pass.
+	index *physical.FKIndex
+	start []byte
+	// onChange drops a change that leaves the right's row as it was
+	// (physical.ForeignKeySubscriptions.EmitOnChange).
+	onChange bool
+	// flips answers a change from one row to another only where the
+	// index's conjunct's outcome changes (FlipsOnly).
+	flips bool
 }
 
 type fkSubscriptionsInput struct {
@@ -579,7 +706,8 @@ func (s *fkSubscriptionsOp) Process(*Change) error {
 }
 
 func newFKSubscriptions(name string, op *physical.ForeignKeySubscriptions, subs, right *taskStore, out *outbox) *fkSubscriptionsOp {
-	s := &fkSubscriptionsOp{name: name, subs: subs, right: right, topic: op.Response, out: out}
+	s := &fkSubscriptionsOp{name: name, subs: subs, right: right, topic: op.Response, out: out, index: op.Index,
+		onChange: op.EmitOnChange, flips: op.FlipsOnly && op.Index != nil}
 	s.inputs = [2]Processor{fkSubscriptionsInput{s, 0}, fkSubscriptionsInput{s, 1}}
 	return s
 }
@@ -593,16 +721,67 @@ func (s *fkSubscriptionsOp) subKey(fk, pk []byte) []byte {
 	return s.key
 }
 
+// subOrdKey lays out the store key of an ordered subscription in s.key.
+func (s *fkSubscriptionsOp) subOrdKey(fk, ord, pk []byte) []byte {
+	s.key = binary.BigEndian.AppendUint32(s.key[:0], uint32(len(fk)))
+	s.key = append(s.key, fk...)
+	s.key = append(s.key, ord...)
+	s.key = append(s.key, pk...)
+	return s.key
+}
+
 // register applies a subscription and answers it as its instruction
 // says.
 func (s *fkSubscriptionsOp) register(r *kgo.Record) error {
 	v := r.Value
+	if s.index != nil {
+		return s.registerOrdered(r)
+	}
 	if r.Key == nil || len(v) < fkRegHead || v[0] != fkVersion {
 		return fmt.Errorf("%w: %s: a malformed subscription", types.ErrBadRecord, s.name)
 	}
 	instr, sub, pk := v[1], v[2:fkRegHead], v[fkRegHead:]
 	part := int32(binary.BigEndian.Uint32(v[fkRegHead-4:]))
 	key := s.subKey(r.Key, pk)
+	return s.apply(r, instr, key, sub, pk, part)
+}
+
+// registerOrdered applies a version 1 registration: the subscription
+// is keyed by its order too, and replaces the one of its previous order.
+func (s *fkSubscriptionsOp) registerOrdered(r *kgo.Record) error {
+	v := r.Value
+	if r.Key == nil || len(v) < fkRegHead1+2 || v[0] != fkVersion1 {
+		return fmt.Errorf("%w: %s: a malformed subscription", types.ErrBadRecord, s.name)
+	}
+	instr, sub := v[1], v[2:fkRegHead]
+	part := int32(binary.BigEndian.Uint32(v[fkRegHead-4:]))
+	rest := v[fkRegHead1:]
+	n := int(rest[0])
+	if n == 0 || len(rest) < 1+n+1 || fkOrdLen(rest[1:1+n]) != n {
+		return fmt.Errorf("%w: %s: a malformed subscription", types.ErrBadRecord, s.name)
+	}
+	ord := rest[1 : 1+n]
+	rest = rest[1+n:]
+	m := int(rest[0])
+	if len(rest) < 1+m || (m > 0 && fkOrdLen(rest[1:1+m]) != m) {
+		return fmt.Errorf("%w: %s: a malformed subscription", types.ErrBadRecord, s.name)
+	}
+	prev, pk := rest[1:1+m], rest[1+m:]
+	ts := r.Timestamp.UnixMilli()
+	if m > 0 && !bytes.Equal(prev, ord) && instr != physical.FKDeleteNoPropagate && instr != physical.FKDeleteAndPropagate {
+		key := s.subOrdKey(r.Key, prev, pk)
+		if err := s.subs.ov.Delete(key); err != nil {
+			return fatal(err)
+		}
+		s.changelog(key, nil, ts)
+	}
+	key := s.subOrdKey(r.Key, ord, pk)
+	return s.apply(r, instr, key, sub, pk, part)
+}
+
+// apply carries out a registration's instruction on the subscription
+// key (its store key) and answers it as the instruction says.
+func (s *fkSubscriptionsOp) apply(r *kgo.Record, instr byte, key, sub, pk []byte, part int32) error {
 	ts := r.Timestamp.UnixMilli()
 	switch instr {
 	case physical.FKDeleteNoPropagate, physical.FKDeleteAndPropagate:
@@ -638,6 +817,17 @@ func (s *fkSubscriptionsOp) register(r *kgo.Record) error {
 // new row (none for a deletion).
 func (s *fkSubscriptionsOp) rightChange(c *Change) error {
 	r := c.Record
+	if s.onChange && c.Old != nil && c.New != nil {
+		// The store holds the key's previous record until the change
+		// has passed (tableChangesOp).
+		prev, err := s.right.ov.Get(r.Key)
+		if err != nil {
+			return fatal(err)
+		}
+		if len(prev) >= tsLen && int64(binary.BigEndian.Uint64(prev)) <= r.Timestamp.UnixMilli() && bytes.Equal(prev[tsLen:], r.Value) {
+			return nil
+		}
+	}
 	var rv []byte
 	if c.New != nil {
 		s.val = binary.BigEndian.AppendUint64(s.val[:0], uint64(r.Timestamp.UnixMilli()))
@@ -645,9 +835,14 @@ func (s *fkSubscriptionsOp) rightChange(c *Change) error {
 		rv = s.val
 	}
 	prefix := s.subKey(r.Key, nil)
-	s.end = append(s.end[:0], prefix...)
-	s.end = state.PrefixEnd(s.end)
-	it, err := s.subs.ov.Range(prefix, s.end)
+	start, end := prefix, state.PrefixEnd(append(s.end[:0], prefix...))
+	if s.index != nil {
+		var ok bool
+		if start, end, ok = s.ordRange(prefix, c); !ok {
+			return nil // the filter passes no subscriber's row, before or after
+		}
+	}
+	it, err := s.subs.ov.Range(start, end)
 	if err != nil {
 		return fatal(err)
 	}
@@ -657,10 +852,83 @@ func (s *fkSubscriptionsOp) rightChange(c *Change) error {
 		if len(sub) != fkSubLen || len(k) < len(prefix) {
 			continue
 		}
+		pk := k[len(prefix):]
+		if s.index != nil {
+			n := fkOrdLen(pk)
+			if n == 0 {
+				continue
+			}
+			pk = pk[n:]
+		}
 		part := int32(binary.BigEndian.Uint32(sub[1+fkHashLen:]))
-		s.respond(k[len(prefix):], part, sub, r.Key, rv, c.Timestamp)
+		s.respond(pk, part, sub, r.Key, rv, c.Timestamp)
 	}
 	return fatal(it.Err())
+}
+
+// ordRange returns the range of the ordered subscriptions of prefix (a
+// foreign key's) for which the index's conjunct holds with the right's
+// old row or its new one (c's); ok is false when it holds with neither
+// for any (no row, or a NULL value). A subscriber outside it has no
+// joined row the filter passes, before or after: nothing to answer
+// (the conjunct fails with a NULL order too, which sorts first).
+//
+// With flips (physical.ForeignKeySubscriptions.FlipsOnly), a change
+// from one row to another answers only the subscribers for which the
+// conjunct holds with one and not the other: those between the smaller
+// value lo and the larger hi, [lo, hi) for >= and <, (lo, hi] for > and
+// <=, both for =; none when the values are equal.
+func (s *fkSubscriptionsOp) ordRange(prefix []byte, c *Change) (start, end []byte, ok bool) {
+	var lo, hi int64
+	n := 0
+	for _, row := range [2]types.Row{c.Old, c.New} {
+		if row == nil || s.index.Right >= len(row) || row[s.index.Right].Null {
+			continue
+		}
+		x := row[s.index.Right].I
+		if n == 0 || x < lo {
+			lo = x
+		}
+		if n == 0 || x > hi {
+			hi = x
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, nil, false
+	}
+	s.start = append(s.start[:0], prefix...)
+	s.end = append(s.end[:0], prefix...)
+	if s.flips && n == 2 {
+		if lo == hi {
+			return nil, nil, false
+		}
+		switch s.index.Op {
+		case expr.OpGE, expr.OpLT:
+			s.start = fkOrd(s.start, types.Datum{I: lo})
+			s.end = fkOrd(s.end, types.Datum{I: hi})
+		case expr.OpGT, expr.OpLE:
+			s.start = fkOrd(s.start, types.Datum{I: lo + 1}) // lo < hi
+			s.end = state.PrefixEnd(fkOrd(s.end, types.Datum{I: hi}))
+		default: // =
+			s.start = fkOrd(s.start, types.Datum{I: lo})
+			s.end = state.PrefixEnd(fkOrd(s.end, types.Datum{I: hi}))
+		}
+		return s.start, s.end, true
+	}
+	switch s.index.Op {
+	case expr.OpGE, expr.OpGT:
+		// left >= right: the subscribers from the smaller value on.
+		s.start = fkOrd(s.start, types.Datum{I: lo})
+		s.end = state.PrefixEnd(s.end)
+	case expr.OpLE, expr.OpLT:
+		s.start = append(s.start, 1)
+		s.end = state.PrefixEnd(fkOrd(s.end, types.Datum{I: hi}))
+	default: // =
+		s.start = fkOrd(s.start, types.Datum{I: lo})
+		s.end = state.PrefixEnd(fkOrd(s.end, types.Datum{I: hi}))
+	}
+	return s.start, s.end, true
 }
 
 // respond writes a response to the subscription sub of primary key pk

@@ -104,7 +104,7 @@ func (tt *testTask) feed(recs ...*kgo.Record) error {
 // proc returns the processor of the first node of type T.
 func proc[T physical.Op, P Processor](tt *testTask) P {
 	n, _ := physical.Find[T](tt.tm.topo)
-	return tt.graph.procs[n.ID].(P)
+	return tt.graph.procs[n.Name].(P)
 }
 
 var bidKey = []byte{0, 0, 0, 0, 0, 0, 0x03, 0xe9} // BIGINT 1001

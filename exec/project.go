@@ -18,6 +18,22 @@ type projectOp struct {
 	outOld types.Row
 	change Change
 	next   Processor
+	// oldWithNew says whether next reads the old row of a change that
+	// has a new one (0: not known yet, 1: it does, 2: it does not).
+	oldWithNew uint8
+}
+
+// ignoresOldWithNew implements oldIgnorer: the old row is for next.
+func (p *projectOp) ignoresOldWithNew() bool { return !p.nextReadsOld() }
+
+func (p *projectOp) nextReadsOld() bool {
+	if p.oldWithNew == 0 {
+		p.oldWithNew = 2
+		if readsOldWithNew(p.next) {
+			p.oldWithNew = 1
+		}
+	}
+	return p.oldWithNew == 1
 }
 
 func (p *projectOp) Process(c *Change) error {
@@ -26,14 +42,18 @@ func (p *projectOp) Process(c *Change) error {
 	out.Windowed, out.WindowStart, out.WindowEnd = c.Windowed, c.WindowStart, c.WindowEnd
 	out.NullValue, out.NewKey = c.NullValue, c.NewKey
 	// The old row first: evaluators reuse their buffers, so its values
-	// are copied before the new row's evaluation reuses them.
-	if c.Old != nil {
+	// are copied before the new row's evaluation reuses them. Beside a
+	// new row it is made only when next reads it.
+	if c.Old != nil && (c.New == nil || p.nextReadsOld()) {
 		for i, ev := range p.exprs {
 			d, err := ev(c.Old)
 			if err != nil {
 				return &evalError{node: p.name, err: err}
 			}
-			if c.New != nil {
+			if c.New != nil && p.cols[i] < 0 {
+				// A column as it is lies in c.Old, which the new row's
+				// evaluation leaves alone; a computed value may lie in
+				// an evaluator's buffer.
 				d = d.Clone()
 			}
 			p.outOld[i] = d

@@ -482,7 +482,7 @@ func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel K
 	if err != nil {
 		return err
 	}
-	view := g.procs[aggNode.ID].(*aggregateOp)
+	view := g.procs[aggNode.Name].(*aggregateOp)
 	sel.Partitions = 0 // the aggregate's partitions are its input's
 	parts, err := q.pullParts(agg.Store.Name, sel)
 	if err != nil {

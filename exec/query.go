@@ -76,15 +76,6 @@ type Config struct {
 	// Metrics, when set, receives commit latencies, consumer lag and
 	// restore progress.
 	Metrics *metrics.Query
-	// WindowIdleAdvance, when positive, lets a windowed aggregation's
-	// task advance its stream time by the wall-clock time that passes
-	// once it has had no input for this long, so that its last windows
-	// close without new records. Zero (the default) follows event time
-	// only, as Kafka Streams and ksqlDB do: a result can then be wrong
-	// only in that a window closes late, never early, but with it a
-	// record delayed by more than this plus the grace period is dropped
-	// as late.
-	WindowIdleAdvance time.Duration
 	// FetchMaxBytes bounds what each stream thread's client fetches in one
 	// request (and so what it buffers); 0 is franz-go's default (50 MiB).
 	// A server with a memory limit sets it from its budget.

@@ -63,10 +63,12 @@ func newRepartition(name string, r *physical.Repartition, out *outbox) (*reparti
 		}
 		op.window = r.WindowType
 	}
-	var cols []int
-	for i, c := range r.In.Columns {
-		if !c.Pseudo {
-			cols = append(cols, i)
+	cols := r.Columns // those the next sub-topology reads
+	if cols == nil {
+		for i, c := range r.In.Columns {
+			if !c.Pseudo {
+				cols = append(cols, i)
+			}
 		}
 	}
 	// Repartition values are JSON objects (one column is wrapped too,

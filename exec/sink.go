@@ -119,6 +119,10 @@ func (s *sinkOp) Process(c *Change) error {
 	return nil
 }
 
+// ignoresOldWithNew implements oldIgnorer: a change with a new row
+// writes that row; the old one only gives a tombstone its key.
+func (s *sinkOp) ignoresOldWithNew() bool { return true }
+
 // timestamp is the output record timestamp of row, from the sink's
 // TIMESTAMP column (ts, the change's, when it is NULL). A row whose
 // timestamp cannot be read or is negative is bad: skipped and logged, as

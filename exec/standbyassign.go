@@ -160,7 +160,11 @@ func (h haConfig) place(members []balanceMember, tasks []TaskID, current, owner 
 		}
 		return sum, true
 	}
-	// lag is how far member m's instance is behind on task i.
+	// lag is how far member m's instance is behind on task i. An
+	// instance that keeps none of the task's state is as far behind as
+	// the changelogs are long, as in Kafka Streams: a task whose
+	// changelogs hold no more than acceptable.recovery.lag moves to it at
+	// once, with no warm-up (and no wait for a probing rebalance).
 	lag := func(m, i int, key string, end int64, endOK bool) int64 {
 		if current[i] == m {
 			return 0
@@ -171,6 +175,8 @@ func (h haConfig) place(members []balanceMember, tasks []TaskID, current, owner 
 			return 0
 		case ok && off >= 0 && endOK:
 			return max(end-off, 0)
+		case !ok && endOK:
+			return end
 		}
 		return unknownLag
 	}

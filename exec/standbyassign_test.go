@@ -148,6 +148,29 @@ func TestWarmup(t *testing.T) {
 	}
 }
 
+// TestNoWarmupForShortChangelogs: a member without state joins a member
+// that runs every stateful task, whose changelogs are within
+// acceptable.recovery.lag: tasks move to it at once (a restore from
+// the start is cheap), with no warm-up to wait a probing rebalance for.
+func TestNoWarmupForShortChangelogs(t *testing.T) {
+	b := haBalancer(0, 14)
+	topics := map[string]int32{"in": 4}
+	members := []*simMember{{id: "a", instance: "ia"}}
+	settle(t, b, members, topics)
+	members = append(members, &simMember{id: "b", instance: "ib"})
+	settle(t, b, members, topics)
+	per := map[string]int{}
+	for _, o := range taskOwners(t, b, members) {
+		per[o]++
+	}
+	if per["a"] != 2 || per["b"] != 2 {
+		t.Errorf("tasks per member %v, want 2 each", per)
+	}
+	if infos := standbysOf(t, b, members, topics); len(infos["b"].Warmup) != 0 {
+		t.Errorf("joiner got warm-ups %v for changelogs of 14 records", infos["b"].Warmup)
+	}
+}
+
 // TestStandbyScale is TestTaskBalancerScale with a standby per task: 100
 // members (25 instances of 4 threads) and 10,000 stateful tasks; then a
 // member leaves and its tasks go to their caught-up standbys.
@@ -156,7 +179,10 @@ func TestStandbyScale(t *testing.T) {
 		t.Skip("short")
 	}
 	const nTasks, nMembers = 10_000, 100
-	b := haBalancer(1, 0)
+	// Changelogs beyond acceptable.recovery.lag: only a copy counts as
+	// caught up (with short ones every instance would).
+	const end = 50_000
+	b := haBalancer(1, end)
 	topics := map[string]int32{"in": nTasks}
 	var members []*simMember
 	for i := range nMembers {
@@ -191,15 +217,14 @@ func TestStandbyScale(t *testing.T) {
 	if total != nTasks || hi-lo > 2 {
 		t.Errorf("%d standbys (want %d), per member %d..%d", total, nTasks, lo, hi)
 	}
-	// Every instance reports its standbys caught up (their changelogs
-	// end at 0 here).
+	// Every instance reports its standbys caught up.
 	for _, m := range members {
 		for _, id := range parseTaskIDs(infos[m.id].Standby) {
 			for _, peer := range byInstance[m.instance] {
 				if peer.offsets == nil {
 					peer.offsets = map[string]int64{}
 				}
-				peer.offsets[id.String()] = 0
+				peer.offsets[id.String()] = end
 			}
 		}
 	}

@@ -122,6 +122,11 @@ func (sc *storeScan) close() {
 	}
 }
 
+// unboundedReach is a regular join's (planner.JoinWindow.Unbounded)
+// before and after: past every record time (about 36 million years),
+// yet t ± 3 of them does not overflow.
+const unboundedReach = int64(1) << 60
+
 // errNullJoinKey marks a stream–stream join's row whose key is NULL: it
 // joins nothing, and is skipped and logged.
 var errNullJoinKey = fmt.Errorf("%w: a stream-stream join's row needs a join key; this one is NULL", types.ErrBadRecord)
@@ -164,6 +169,11 @@ func newStreamJoin(name string, op *physical.StreamStreamJoin, sources [2]*physi
 		buffer: stores[2], out: out, streamTime: math.MinInt64, minBuffered: math.MinInt64,
 		nLeft: op.LeftStore.Schema.Len(), nRight: op.RightStore.Schema.Len(), leftKey: op.LeftKey, synth: -1,
 		row: make(types.Row, op.Out.Len()), next: next, winCol: [2]int{-1, -1}}
+	if w.Unbounded {
+		// A regular join: its windows reach every time there is, its
+		// rows never expire, and a key's rows are one segment.
+		j.before, j.after, j.retention = unboundedReach, unboundedReach, 3*unboundedReach
+	}
 	j.segment = max(j.retention/2, 60_000)
 	switch op.Type {
 	case physical.LeftJoin:

@@ -34,6 +34,9 @@ func streamJoinTopology(t testing.TB, typ planner.JoinType, legacy bool) *physic
 	if legacy {
 		w.GraceMs, w.Legacy = planner.LegacyJoinGraceMs, true
 	}
+	if unboundedJoin {
+		w = planner.JoinWindow{Unbounded: true}
+	}
 	join, err := planner.NewStreamJoin(typ, planner.NewScan(bids), planner.NewScan(auctions), "B", "A", 0, 0, "", w)
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +104,49 @@ func testStreamStreamJoin(t *testing.T) {
 	// An auction 10 s before a3's bids joins both, though it comes late.
 	jt.feed(t, "auctions", 9001, "a3", `{"SELLER":"s3"}`)
 	jt.expect(t, `a3 {"PRICE":8,"SELLER":"s3"} @19000`, `a3 {"PRICE":9,"SELLER":"s3"} @19001`)
+}
+
+// unboundedJoin makes streamJoinTopology's join a regular join
+// (planner.JoinWindow.Unbounded).
+var unboundedJoin bool
+
+// TestRegularStreamJoin checks a regular join (no WITHIN): each row
+// joins every row of the other side with its key, years apart in either
+// order, at the later time, after commits and the stores' retention cut
+// (none: rows are kept for good); the changelogs are compacted only.
+func TestRegularStreamJoin(t *testing.T) {
+	unboundedJoin = true
+	defer func() { unboundedJoin = false }()
+	const year = 365 * 24 * 3600 * 1000
+	jt := newStreamJoinTask(t, planner.InnerJoin, false)
+	commit := func() {
+		for _, st := range jt.stores {
+			if err := st.commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, f := range jt.graph.flushers {
+			if err := f.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	jt.feed(t, "bids", 1000, "a1", `{"PRICE":5}`)
+	jt.feed(t, "bids", 50*year, "a2", `{"PRICE":6}`)
+	commit()
+	jt.feed(t, "auctions", 30*year, "a1", `{"SELLER":"s1"}`)
+	jt.expect(t, fmt.Sprintf(`a1 {"PRICE":5,"SELLER":"s1"} @%d`, 30*year))
+	commit()
+	jt.feed(t, "bids", 100*year, "a1", `{"PRICE":7}`)
+	jt.feed(t, "auctions", 0, "a2", `{"SELLER":"s2"}`)
+	jt.expect(t, fmt.Sprintf(`a1 {"PRICE":7,"SELLER":"s1"} @%d`, 100*year), fmt.Sprintf(`a2 {"PRICE":6,"SELLER":"s2"} @%d`, 50*year))
+	jt.feed(t, "auctions", 200*year, "a1", `{"SELLER":"s1b"}`)
+	jt.expect(t, fmt.Sprintf(`a1 {"PRICE":5,"SELLER":"s1b"} @%d`, 200*year), fmt.Sprintf(`a1 {"PRICE":7,"SELLER":"s1b"} @%d`, 200*year))
+	for _, it := range streamJoinTopology(t, planner.InnerJoin, false).InternalTopics() {
+		if it.RetentionMs != 0 || it.Configs(0)["retention.ms"] != nil {
+			t.Errorf("%s: a regular join's changelog has a retention: %+v", it.Name, it)
+		}
+	}
 }
 
 // streamJoinAllocs returns what a stream–stream join of typ allocates

@@ -8,19 +8,23 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/physical"
 )
 
 // taskManager owns a stream thread's tasks (Kafka Streams' TaskManager):
 // it creates them for assigned partitions, has their stores restored
-// before they process anything, and closes them when their partitions
-// are revoked. Standby tasks (hot copies of other members' stores) are
-// kept beside it by the thread's standbyRunner (standby.go).
+// before they process anything, commits them (their state, output and
+// input offsets in one transaction: commit) when the thread says, and
+// closes them when their partitions are revoked. Standby tasks (hot
+// copies of other members' stores) are kept beside it by the thread's
+// standbyRunner (standby.go).
 type taskManager struct {
 	q      *Query
 	thread int
@@ -32,6 +36,18 @@ type taskManager struct {
 	inputs map[topicPartition]*Task
 	// extra builds node kinds exec does not know (tests).
 	extra func(*physical.Node, Processor) (Processor, error)
+
+	// sess is the thread's transactional producer (set by the thread
+	// once made): the task manager begins and commits its tasks'
+	// transactions (commit). txn is the open one.
+	sess txnSession
+	txn  txnState
+	// produceErr is the first failure of a record produced in the open
+	// transaction (its promise sets it): the commit aborts instead.
+	produceErr atomic.Pointer[error]
+	// produceFails counts the transactions in a row whose records could
+	// not all be written.
+	produceFails int
 }
 
 func newTaskManager(q *Query, thread int, out *outbox) *taskManager {
@@ -297,7 +313,7 @@ func (tm *taskManager) sourceOf(st *physical.SubTopology, topic string) *physica
 // stores and builds its graph.
 func (tm *taskManager) open(t *Task) error {
 	env := &taskEnv{out: tm.out, stores: map[string]*taskStore{}, extra: tm.extra, late: &lateCounter{q: tm.q}, q: tm.q,
-		idleAdvance: tm.q.cfg.WindowIdleAdvance, ksqlDelimited: tm.q.cfg.KsqlDelimited}
+		ksqlDelimited: tm.q.cfg.KsqlDelimited}
 	if emit := tm.q.cfg.Emit; emit != nil {
 		env.terminal = emitOp(emit)
 	}
@@ -503,14 +519,184 @@ func restoreAggregate(st kvWriter, r *kgo.Record) error {
 	return st.Put(r.Key, r.Value)
 }
 
-// Committing is the task manager's, as Kafka Streams' TaskManager.commit
-// is: the stream thread owns the transaction and asks the task manager
-// to prepare its tasks before it ends the transaction and to finish them
-// after.
+// The transaction is the task manager's, as Kafka Streams' TaskManager
+// owns committing its tasks (TaskManager.commit: each task's
+// prepareCommit, the producer's commitTransaction with the tasks'
+// offsets, each task's postCommit). The stream thread decides when: a
+// commit interval is up (maybeCommit), a rebalance revokes partitions or
+// records came for a partition without a running task (abort), the
+// thread leaves (endOnExit).
+
+// txnState is the open transaction of a stream thread's task manager.
+type txnState struct {
+	open  bool
+	start time.Time
+	// records counts the input records polled into it.
+	records int
+}
+
+// commitResult is what an ended transaction did.
+type commitResult struct {
+	// committed: the transaction committed; false: it was aborted, or no
+	// transaction was open (ended false).
+	committed bool
+	// ended: a transaction was open and was ended (committed or
+	// aborted).
+	ended bool
+	// tasks counts the running tasks whose state went with it.
+	tasks int
+	// records counts the input records it covered.
+	records int
+	// reason, for a commit the thread asked for that aborted instead, is
+	// why: a task's state could not be written (a flush failed), or a
+	// record could not.
+	reason error
+}
+
+// begin opens a transaction unless one is open: before records are
+// processed or punctuations fire.
+func (tm *taskManager) begin() error {
+	if tm.txn.open {
+		return nil
+	}
+	if err := tm.sess.Begin(); err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	tm.txn = txnState{open: true, start: time.Now()}
+	return nil
+}
+
+// commit commits the open transaction: what every running task buffered
+// is written into it (prepareCommit), every record produced is flushed,
+// and the transaction ends with the polled records' offsets. When a
+// task's state or a record could not be written, the transaction is
+// aborted instead (the result says why) and its records come again.
+// With no transaction open it does nothing: no transaction is opened to
+// commit nothing.
+func (tm *taskManager) commit(ctx context.Context) (commitResult, error) {
+	return tm.end(ctx, kgo.TryCommit)
+}
+
+// abort aborts the open transaction, as the thread chose (a rebalance,
+// records without a running task, leaving with records unprocessed):
+// every task drops what it processed in it and its records come again.
+func (tm *taskManager) abort(ctx context.Context) (commitResult, error) {
+	return tm.end(ctx, kgo.TryAbort)
+}
+
+// end ends the open transaction, committing when try says so and every
+// task could write what it buffered. Stores follow the transaction:
+// its writes are applied when it committed, dropped when it aborted.
+func (tm *taskManager) end(ctx context.Context, try kgo.TransactionEndTry) (commitResult, error) {
+	q := tm.q
+	if !tm.txn.open {
+		return commitResult{}, nil
+	}
+	res := commitResult{ended: true, records: tm.txn.records}
+	// An abort the thread chose (a rebalance, records without a task)
+	// fails the records still buffered ("client is aborting buffered
+	// records"): no produce failure of the query's.
+	chosenAbort := try != kgo.TryCommit
+	if try == kgo.TryCommit {
+		if err := tm.prepareCommit(); err != nil {
+			try = kgo.TryAbort // the transaction would miss state
+			res.reason = err
+			q.log.Error("writing task state; aborting the transaction", "thread", tm.thread, "err", err)
+		}
+	}
+	if try == kgo.TryCommit {
+		tm.out.flush()
+		// Every record must be written before the offsets commit with
+		// them: a record that failed (its topic deleted, a delivery
+		// timeout) aborts the transaction, whatever the session would
+		// make of it, so that its input comes again.
+		// A record that cannot be written (its topic deleted: franz-go
+		// may hold it waiting for the topic) is given up after the
+		// flush timeout, half the transaction timeout. (Not
+		// kgo.RecordDeliveryTimeout: it counts from the record's
+		// timestamp, which is its input's, so reprocessing old input
+		// would time out at once.)
+		fctx, cancel := context.WithTimeout(ctx, q.cfg.flushTimeout())
+		err := tm.sess.Client().Flush(fctx)
+		cancel()
+		if err != nil {
+			e := fmt.Errorf("records not written within %v: %w", q.cfg.flushTimeout(), err)
+			tm.produceErr.CompareAndSwap(nil, &e)
+		}
+		if pe := tm.produceErr.Load(); pe != nil {
+			try = kgo.TryAbort
+			res.reason = *pe
+		}
+	}
+	if try != kgo.TryCommit {
+		tm.abortTasks()
+	}
+	for _, task := range tm.tasks {
+		if task.state == taskRunning {
+			res.tasks++
+		}
+	}
+	began := time.Now()
+	committed, err := tm.sess.End(ctx, try)
+	if q.cfg.Metrics != nil && committed && err == nil {
+		q.cfg.Metrics.ObserveCommit(time.Since(began))
+	}
+	tm.txn = txnState{}
+	res.committed = committed && err == nil
+	// (Offsets of the changelog records are known here; the outbox is
+	// reset after.)
+	if cerr := tm.postCommit(res.committed); cerr != nil {
+		tm.out.reset()
+		return res, cerr
+	}
+	tm.out.reset()
+	if err != nil {
+		// The commit sends the group's offsets (READ on the group and
+		// the input topics) and ends the transaction (WRITE on the
+		// transactional id); a refused write of a record came through
+		// its promise.
+		var need []kafka.Permission
+		for _, p := range q.needs(tm.thread) {
+			if p.Type != kafka.Topic || p.Operation == kafka.Read {
+				need = append(need, p)
+			}
+		}
+		return res, fmt.Errorf("ending transaction: %w", q.cfg.Kafka.Explain(err, need...))
+	}
+	if committed {
+		q.commits.Add(1)
+	} else {
+		// A rebalance or fencing aborted the transaction; the session
+		// rewound to the committed offsets, so the records come again.
+		q.aborts.Add(1)
+		q.log.Info("transaction aborted; records will be reprocessed", "thread", tm.thread)
+	}
+	if pe := tm.produceErr.Swap(nil); pe != nil && !chosenAbort {
+		if kafka.Denied(*pe) {
+			// Retrying cannot cure a refusal: fail now, explained.
+			return res, *pe
+		}
+		q.log.Warn("produce failed; transaction aborted", "thread", tm.thread, "err", *pe)
+		// A produce that keeps failing (its topic deleted, say) fails
+		// the thread, so the query shows FAILED with the error and
+		// restarts with backoff, instead of aborting forever.
+		if tm.produceFails++; tm.produceFails >= maxProduceFailures {
+			tm.produceFails = 0
+			return res, fmt.Errorf("writing records failed in %d transactions in a row: %w", maxProduceFailures, *pe)
+		}
+	} else if committed {
+		tm.produceFails = 0
+	}
+	return res, nil
+}
+
+// maxProduceFailures is how many transactions in a row may fail to write
+// their records before the stream thread fails.
+const maxProduceFailures = 3
 
 // prepareCommit writes what each running task buffered (its stores'
 // changelog records) into the open transaction. An error means the
-// transaction would miss state: the thread aborts it.
+// transaction would miss state: it is aborted.
 func (tm *taskManager) prepareCommit() error {
 	for _, task := range tm.tasks {
 		if task.state != taskRunning {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,7 +20,10 @@ import (
 // loop reads: poll → handle rebalances → restore → process → punctuate
 // → maybe commit. All its tasks' output, repartition and changelog
 // records and their input offsets go in one transaction per commit
-// interval.
+// interval. The thread decides when a transaction ends (maybeCommit,
+// handleRebalance, process, endOnExit); its task manager ends it
+// (taskManager.commit and abort), as Kafka Streams' StreamThread calls
+// TaskManager.commit.
 type streamThread struct {
 	q    *Query
 	n    int
@@ -29,11 +31,6 @@ type streamThread struct {
 	cl   *kgo.Client
 	tm   *taskManager
 	out  *outbox
-
-	produceErr atomic.Pointer[error]
-	// produceFails counts the transactions in a row whose records could
-	// not all be written.
-	produceFails int
 
 	// The group callbacks run outside the loop; they only note the
 	// partitions (and pause those of stateful tasks, which resume when
@@ -50,9 +47,6 @@ type streamThread struct {
 	// ready is reused by process: the tasks of a poll's records.
 	ready []*Task
 
-	inTxn    bool
-	txnStart time.Time
-	txnRecs  int // records polled into the open transaction
 	// The session counts records as consumed when PollFetches returns
 	// them, and End commits their offsets: a transaction may commit only
 	// once every polled record has been processed. unprocessed is set
@@ -177,7 +171,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 	if q.cfg.AtLeastOnce {
 		var a *atLeastOnce
 		if a, err = newAtLeastOnce(q.cfg.Kafka, opts...); err == nil {
-			a.produceFailed = func() bool { return t.produceErr.Load() != nil }
+			a.produceFailed = func() bool { return t.tm.produceErr.Load() != nil }
 			sess = a
 		}
 	} else {
@@ -189,13 +183,14 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		return nil, err
 	}
 	t.sess, t.cl = sess, sess.Client()
+	t.tm.sess = sess
 	promise := func(r *kgo.Record, err error) {
 		if err != nil {
 			e := err // only a failure's error escapes to the heap
 			if kafka.Denied(err) {
 				e = q.cfg.Kafka.Explain(err, kafka.Permission{Operation: kafka.Write, Resource: kafka.Resource{Type: kafka.Topic, Name: r.Topic}})
 			}
-			t.produceErr.CompareAndSwap(nil, &e)
+			t.tm.produceErr.CompareAndSwap(nil, &e)
 		}
 	}
 	t.out.send = func(r *kgo.Record) {
@@ -372,7 +367,7 @@ func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool, error) {
 	pctx, cancel := context.WithTimeout(ctx, wait)
 	var fetches kgo.Fetches
 	if limit := t.q.cfg.MaxTxnRecords; limit > 0 {
-		fetches = t.sess.PollRecords(pctx, max(limit-t.txnRecs, 1))
+		fetches = t.sess.PollRecords(pctx, max(limit-t.tm.txn.records, 1))
 	} else {
 		fetches = t.sess.PollFetches(pctx)
 	}
@@ -420,13 +415,13 @@ func (t *streamThread) handleRebalance(ctx context.Context) (bool, error) {
 	}
 	aborted := false
 	switch {
-	case t.inTxn && len(gone) > 0 && t.q.cfg.AtLeastOnce:
+	case t.tm.txn.open && len(gone) > 0 && t.q.cfg.AtLeastOnce:
 		// Nothing to abort: what was produced is out. A task that goes
 		// drops its uncommitted state; the partitions' new owner
 		// processes their uncommitted records again.
 		t.tm.abortLeaving(gone)
-	case t.inTxn && len(gone) > 0:
-		if err := t.end(ctx, kgo.TryAbort); err != nil {
+	case t.tm.txn.open && len(gone) > 0:
+		if _, err := t.tm.abort(ctx); err != nil {
 			return false, err
 		}
 		aborted = true
@@ -442,11 +437,8 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 	if !t.unprocessed {
 		return nil
 	}
-	if !t.inTxn {
-		if err := t.sess.Begin(); err != nil {
-			return fmt.Errorf("beginning transaction: %w", err)
-		}
-		t.inTxn, t.txnStart = true, time.Now()
+	if err := t.tm.begin(); err != nil {
+		return err
 	}
 	orphans, polled := false, 0
 	ready := t.ready[:0] // tasks with records, in the order the poll returned them
@@ -491,10 +483,11 @@ func (t *streamThread) process(ctx context.Context, fetches kgo.Fetches) error {
 		}
 		clear(ready)
 		t.unprocessed = false
-		return t.end(ctx, kgo.TryAbort)
+		_, err := t.tm.abort(ctx)
+		return err
 	}
 	t.q.in.Add(int64(polled))
-	t.txnRecs += polled
+	t.tm.txn.records += polled
 	for i, task := range ready {
 		ready[i] = nil
 		if _, err := task.process(t.q.badRecord); err != nil {
@@ -517,11 +510,8 @@ func (t *streamThread) punctuate() error {
 		if task.state != taskRunning || !task.punct.due(WallClockTime, now) {
 			continue
 		}
-		if !t.inTxn {
-			if err := t.sess.Begin(); err != nil {
-				return fmt.Errorf("beginning transaction: %w", err)
-			}
-			t.inTxn, t.txnStart = true, time.Now()
+		if err := t.tm.begin(); err != nil {
+			return err
 		}
 		if err := task.punctuateWallClock(now); err != nil {
 			return err
@@ -531,131 +521,34 @@ func (t *streamThread) punctuate() error {
 	return nil
 }
 
-// maybeCommit commits the open transaction once it is a commit interval
-// old.
+// maybeCommit has the task manager commit the open transaction once it
+// is a commit interval old (or holds MaxTxnRecords input records).
 func (t *streamThread) maybeCommit(ctx context.Context) error {
-	full := t.q.cfg.MaxTxnRecords > 0 && t.txnRecs >= t.q.cfg.MaxTxnRecords
-	if !t.inTxn || !full && time.Since(t.txnStart) < t.q.cfg.CommitInterval {
+	txn := t.tm.txn
+	full := t.q.cfg.MaxTxnRecords > 0 && txn.records >= t.q.cfg.MaxTxnRecords
+	if !txn.open || !full && time.Since(txn.start) < t.q.cfg.CommitInterval {
 		return nil
 	}
-	if err := t.end(ctx, kgo.TryCommit); err != nil {
+	if _, err := t.tm.commit(ctx); err != nil {
 		return err
 	}
 	t.q.setErr(nil)
 	return nil
 }
 
-// end ends the open transaction, committing when try says so and every
-// task could write what it buffered. Stores follow the transaction:
-// its writes are applied when it committed, dropped when it aborted.
-func (t *streamThread) end(ctx context.Context, try kgo.TransactionEndTry) error {
-	q := t.q
-	// An abort the thread chose (a rebalance, records without a task)
-	// fails the records still buffered ("client is aborting buffered
-	// records"): no produce failure of the query's.
-	chosenAbort := try != kgo.TryCommit
-	if try == kgo.TryCommit {
-		if err := t.tm.prepareCommit(); err != nil {
-			try = kgo.TryAbort // the transaction would miss state
-			q.log.Error("writing task state; aborting the transaction", "thread", t.n, "err", err)
-		}
-	}
-	if try == kgo.TryCommit {
-		t.out.flush()
-		// Every record must be written before the offsets commit with
-		// them: a record that failed (its topic deleted, a delivery
-		// timeout) aborts the transaction, whatever the session would
-		// make of it, so that its input comes again.
-		// A record that cannot be written (its topic deleted: franz-go
-		// may hold it waiting for the topic) is given up after the
-		// flush timeout, half the transaction timeout. (Not
-		// kgo.RecordDeliveryTimeout: it counts from the record's
-		// timestamp, which is its input's, so reprocessing old input
-		// would time out at once.)
-		fctx, cancel := context.WithTimeout(ctx, q.cfg.flushTimeout())
-		err := t.cl.Flush(fctx)
-		cancel()
-		if err != nil {
-			e := fmt.Errorf("records not written within %v: %w", q.cfg.flushTimeout(), err)
-			t.produceErr.CompareAndSwap(nil, &e)
-		}
-		if t.produceErr.Load() != nil {
-			try = kgo.TryAbort
-		}
-	}
-	if try != kgo.TryCommit {
-		t.tm.abortTasks()
-	}
-	began := time.Now()
-	committed, err := t.sess.End(ctx, try)
-	if q.cfg.Metrics != nil && committed && err == nil {
-		q.cfg.Metrics.ObserveCommit(time.Since(began))
-	}
-	t.inTxn, t.txnRecs = false, 0
-	// (Offsets of the changelog records are known here; the outbox is
-	// reset after.)
-	if cerr := t.tm.postCommit(committed && err == nil); cerr != nil {
-		t.out.reset()
-		return cerr
-	}
-	t.out.reset()
-	if err != nil {
-		// The commit sends the group's offsets (READ on the group and
-		// the input topics) and ends the transaction (WRITE on the
-		// transactional id); a refused write of a record came through
-		// its promise.
-		var need []kafka.Permission
-		for _, p := range q.needs(t.n) {
-			if p.Type != kafka.Topic || p.Operation == kafka.Read {
-				need = append(need, p)
-			}
-		}
-		return fmt.Errorf("ending transaction: %w", q.cfg.Kafka.Explain(err, need...))
-	}
-	if committed {
-		q.commits.Add(1)
-	} else {
-		// A rebalance or fencing aborted the transaction; the session
-		// rewound to the committed offsets, so the records come again.
-		q.aborts.Add(1)
-		q.log.Info("transaction aborted; records will be reprocessed", "thread", t.n)
-	}
-	if pe := t.produceErr.Swap(nil); pe != nil && !chosenAbort {
-		if kafka.Denied(*pe) {
-			// Retrying cannot cure a refusal: fail now, explained.
-			return *pe
-		}
-		q.log.Warn("produce failed; transaction aborted", "thread", t.n, "err", *pe)
-		// A produce that keeps failing (its topic deleted, say) fails
-		// the thread, so the query shows FAILED with the error and
-		// restarts with backoff, instead of aborting forever.
-		if t.produceFails++; t.produceFails >= maxProduceFailures {
-			t.produceFails = 0
-			return fmt.Errorf("writing records failed in %d transactions in a row: %w", maxProduceFailures, *pe)
-		}
-	} else if committed {
-		t.produceFails = 0
-	}
-	return nil
-}
-
-// maxProduceFailures is how many transactions in a row may fail to write
-// their records before the stream thread fails.
-const maxProduceFailures = 3
-
 // endOnExit ends a transaction still open as the thread leaves:
 // committed when everything polled was processed, aborted otherwise.
 func (t *streamThread) endOnExit() {
-	if !t.inTxn {
+	if !t.tm.txn.open {
 		return
-	}
-	try := kgo.TryCommit
-	if t.unprocessed {
-		try = kgo.TryAbort
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = t.end(ctx, try)
+	if t.unprocessed {
+		_, _ = t.tm.abort(ctx)
+	} else {
+		_, _ = t.tm.commit(ctx)
+	}
 }
 
 // dropFetches recycles polled records that will not be processed.

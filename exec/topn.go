@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
@@ -38,8 +39,17 @@ var (
 // of the partition's prefix; the old row of an update or deletion finds
 // its entry from its own values.
 //
-// Writes go to the store's overlay as they happen; the changelog gets
-// each changed key's latest value once, at Flush.
+// In the binary layout (physical.TopN.Binary, plans made since), the
+// partition key and the rows are in the encoding of topNRows (a row:
+// its kept columns only; none for a deduplication before a sink, whose
+// entry is then its sort key), a stream's entry is two parts, the sort
+// key and the row, and a table's value the identity and the row. A
+// stream's Top-N of more than one row then keeps its hot partitions in
+// a cache (topNCache) and writes a changed one once per transaction.
+//
+// Writes go to the store's overlay as they happen (at Flush from the
+// cache); the changelog gets each changed key's latest value once, at
+// Flush.
 type topNOp struct {
 	name      string
 	n         int
@@ -57,15 +67,31 @@ type topNOp struct {
 	// idTypes are the types of a table's key columns (an identity);
 	// idJSON, per column, its JSON encoder where its type has no sort
 	// key (a STRUCT, an ARRAY, a wide DECIMAL).
-	idTypes   []types.Type
-	idJSON    []types.Encoder
-	rowEnc    types.Encoder
-	decOld    types.Decoder
-	decNew    types.Decoder
+	idTypes []types.Type
+	idJSON  []types.Encoder
+	rowEnc  types.Encoder
+	decOld  types.Decoder
+	decNew  types.Decoder
+	// rows encodes the rows in the binary layout (nil: JSON), keyRows
+	// the partition key.
+	rows, keyRows *topNRows
+	// cache holds hot partitions of a stream (binary rows, N above 1).
+	cache     *topNCache
 	store     *taskStore
 	out       *outbox
 	changelog string
 	next      Processor
+	// skipOld leaves out the old row of a change that has a new one:
+	// next does not read it (readsOldWithNew).
+	skipOld bool
+	// rowCheck, per column of the rows: how a value comes back from its
+	// JSON in the stored state (see faithful). fresh is, over a stream,
+	// the entry of t.after that holds the row being added (-1: none,
+	// or one whose JSON may not give it back as it is), freshRow that
+	// row.
+	rowCheck []uint8
+	fresh    int
+	freshRow types.Row
 
 	// Per change: the partition's stored key, its entries before and
 	// after (views into cur and into the new row's parts), the new
@@ -75,7 +101,6 @@ type topNOp struct {
 	before, after     []topNEntry
 	oldRow, newRow    types.Row
 	change            Change
-	changed           map[string]struct{} // partitions changed in this transaction
 	ts                int64
 	oldKey, oldPrefix []byte
 	// A table's Top-N: the partition's key prefix, the range's end, an
@@ -90,6 +115,14 @@ type topNEntry struct{ sort, id, row []byte }
 
 func newTopN(name string, t *physical.TopN, store *taskStore, out *outbox, next Processor) (*topNOp, error) {
 	in := t.Store.Schema
+	if t.Binary {
+		// The store's schema is the kept columns; the rows are Out's
+		// but for the rank.
+		if t.Out.Len() == 0 {
+			return nil, fmt.Errorf("%s: no columns", name)
+		}
+		in = types.Schema{Columns: t.Out.Columns[:t.Out.Len()-1]}
+	}
 	cols := make([]types.Column, len(in.Columns))
 	copy(cols, in.Columns)
 	all := make([]int, len(cols))
@@ -100,7 +133,7 @@ func newTopN(name string, t *physical.TopN, store *taskStore, out *outbox, next 
 	rows := types.Schema{Columns: cols}
 	op := &topNOp{name: name, n: int(t.N), rank: t.Rank, fromTable: t.FromTable, part: t.Partition, desc: t.Desc,
 		laterFirst: len(t.Desc) > 0 && t.Desc[0], rowKey: t.RowKey, store: store, out: out, changelog: t.Store.Changelog,
-		next: next, changed: map[string]struct{}{},
+		next: next, skipOld: !readsOldWithNew(next),
 		oldRow: make(types.Row, len(t.Out.Columns)), newRow: make(types.Row, len(t.Out.Columns))}
 	for _, o := range t.Order {
 		ev, err := expr.Compile(o)
@@ -110,7 +143,15 @@ func newTopN(name string, t *physical.TopN, store *taskStore, out *outbox, next 
 		op.order, op.orderT = append(op.order, ev), append(op.orderT, o.Type())
 	}
 	var err error
-	if len(t.Partition) > 0 {
+	for _, p := range t.Partition {
+		if p < 0 || p >= len(cols) {
+			return nil, fmt.Errorf("%s: partition column %d of %d", name, p, len(cols))
+		}
+	}
+	if t.Binary && len(t.Partition) > 0 {
+		op.keyRows = newTopNRows(cols, t.Partition)
+		op.keyRows.key = true
+	} else if len(t.Partition) > 0 {
 		if op.keyEnc, err = types.NewEncoder(types.FormatJSON, rows, t.Partition); err != nil {
 			return nil, fmt.Errorf("%s key: %w", name, err)
 		}
@@ -124,6 +165,21 @@ func newTopN(name string, t *physical.TopN, store *taskStore, out *outbox, next 
 			}
 		}
 		op.idTypes, op.idJSON = append(op.idTypes, typ), append(op.idJSON, enc)
+	}
+	if t.Binary {
+		for _, k := range t.Kept {
+			if k < 0 || k >= len(cols) {
+				return nil, fmt.Errorf("%s: kept column %d of %d", name, k, len(cols))
+			}
+		}
+		op.rows = newTopNRows(cols, t.Kept)
+		if !t.FromTable && t.N > 1 {
+			op.cache = &topNCache{parts: map[string]*topNPart{}}
+		}
+		return op, nil
+	}
+	for _, c := range rows.Columns {
+		op.rowCheck = append(op.rowCheck, jsonCheck(c.Type))
 	}
 	if op.rowEnc, err = types.NewEncoder(types.FormatJSON, rows, all); err != nil {
 		return nil, fmt.Errorf("%s rows: %w", name, err)
@@ -197,6 +253,10 @@ func (t *topNOp) partitionKey(row types.Row) error {
 		t.key = append(t.key[:0], topNAll...) // a Top-N of all rows
 		return nil
 	}
+	if t.keyRows != nil {
+		t.key = t.keyRows.encode(t.key[:0], row)
+		return nil
+	}
 	var err error
 	t.key, err = t.keyEnc.Encode(t.key[:0], row)
 	return err
@@ -209,15 +269,19 @@ const topNAll = "[]"
 // in (either may be nil), stores its state and emits the changes of its
 // first N rows.
 func (t *topNOp) update(old, new types.Row) error {
+	t.fresh = -1
 	if t.fromTable {
 		return t.updateRows(old, new)
+	}
+	if t.cache != nil && new != nil {
+		return t.updateCached(new)
 	}
 	v, err := t.store.ov.Get(t.key)
 	if err != nil {
 		return fatal(err)
 	}
 	t.cur = append(t.cur[:0], v...)
-	if t.before, err = parseTopN(t.before[:0], t.cur); err != nil {
+	if t.before, err = parseTopN(t.before[:0], t.cur, t.rows != nil); err != nil {
 		return fatal(fmt.Errorf("%s: stored state of %s: %w", t.name, t.key, err))
 	}
 	t.after = append(t.after[:0], t.before...)
@@ -226,7 +290,7 @@ func (t *topNOp) update(old, new types.Row) error {
 			return err
 		}
 		t.id = t.id[:0]
-		if t.row, err = t.rowEnc.Encode(t.row[:0], new); err != nil {
+		if t.row, err = t.encodeRow(t.row[:0], new); err != nil {
 			return err
 		}
 		at := len(t.after)
@@ -243,6 +307,9 @@ func (t *topNOp) update(old, new types.Row) error {
 		t.after = append(t.after, topNEntry{})
 		copy(t.after[at+1:], t.after[at:])
 		t.after[at] = topNEntry{sort: t.sortKey, id: t.id, row: t.row}
+		if t.faithful(new) {
+			t.fresh, t.freshRow = at, new
+		}
 		if len(t.after) > t.n {
 			t.after = t.after[:t.n]
 		}
@@ -250,7 +317,9 @@ func (t *topNOp) update(old, new types.Row) error {
 	t.state = t.state[:0]
 	for _, e := range t.after {
 		t.state = appendPart(t.state, e.sort)
-		t.state = appendPart(t.state, e.id)
+		if t.rows == nil {
+			t.state = appendPart(t.state, e.id)
+		}
 		t.state = appendPart(t.state, e.row)
 	}
 	if len(t.after) == 0 {
@@ -261,7 +330,6 @@ func (t *topNOp) update(old, new types.Row) error {
 	if err != nil {
 		return fatal(err)
 	}
-	t.changed[string(t.key)] = struct{}{}
 	return t.emit()
 }
 
@@ -330,7 +398,6 @@ func (t *topNOp) updateRows(old, new types.Row) error {
 		if err := t.store.ov.Delete(t.ekey); err != nil {
 			return fatal(err)
 		}
-		t.changed[string(t.ekey)] = struct{}{}
 		for i, e := range t.after {
 			if bytes.Equal(e.sort, t.ekey) {
 				t.after = append(t.after[:i], t.after[i+1:]...)
@@ -344,13 +411,12 @@ func (t *topNOp) updateRows(old, new types.Row) error {
 		}
 		t.row = appendPart(t.row[:0], t.id)
 		var err error
-		if t.row, err = t.rowEnc.Encode(t.row, new); err != nil {
+		if t.row, err = t.encodeRow(t.row, new); err != nil {
 			return err
 		}
 		if err := t.store.ov.Put(t.ekey, t.row); err != nil {
 			return fatal(err)
 		}
-		t.changed[string(t.ekey)] = struct{}{}
 		at := len(t.after)
 		for i, e := range t.after {
 			if bytes.Compare(e.sort, t.ekey) > 0 {
@@ -433,20 +499,51 @@ func appendPart(dst, p []byte) []byte {
 	return append(dst, p...)
 }
 
-// parseTopN appends the entries of a partition's state to dst.
-func parseTopN(dst []topNEntry, st []byte) ([]topNEntry, error) {
+// encodeRow appends row as the state keeps it.
+func (t *topNOp) encodeRow(dst []byte, row types.Row) ([]byte, error) {
+	if t.rows != nil {
+		return t.rows.encode(dst, row), nil
+	}
+	return t.rowEnc.Encode(dst, row)
+}
+
+// decodeRow sets row (but its last column, the rank) from a stored row.
+func (t *topNOp) decodeRow(dec types.Decoder, b []byte, row types.Row) error {
+	if t.rows != nil {
+		return t.rows.decode(b, row[:len(row)-1])
+	}
+	return dec.Decode(b, row[:len(row)-1])
+}
+
+// parseTopN appends the entries of a partition's state to dst; bin:
+// of the binary layout (no identities).
+func parseTopN(dst []topNEntry, st []byte, bin bool) ([]topNEntry, error) {
 	for len(st) > 0 {
 		var e topNEntry
-		for _, p := range []*[]byte{&e.sort, &e.id, &e.row} {
-			n, w := binary.Uvarint(st)
-			if w <= 0 || uint64(len(st)-w) < n {
+		var ok bool
+		if e.sort, st, ok = cutPart(st); !ok {
+			return nil, fmt.Errorf("truncated Top-N state")
+		}
+		if !bin {
+			if e.id, st, ok = cutPart(st); !ok {
 				return nil, fmt.Errorf("truncated Top-N state")
 			}
-			*p, st = st[w:w+int(n)], st[w+int(n):]
+		}
+		if e.row, st, ok = cutPart(st); !ok {
+			return nil, fmt.Errorf("truncated Top-N state")
 		}
 		dst = append(dst, e)
 	}
 	return dst, nil
+}
+
+// cutPart splits a uvarint-prefixed part off st.
+func cutPart(st []byte) (part, rest []byte, ok bool) {
+	n, w := binary.Uvarint(st)
+	if w <= 0 || uint64(len(st)-w) < n {
+		return nil, nil, false
+	}
+	return st[w : w+int(n)], st[w+int(n):], true
 }
 
 // emit passes on the changes between the partition's first N rows
@@ -463,7 +560,7 @@ func (t *topNOp) emit() error {
 			if i < na {
 				a = &t.after[i]
 			}
-			if b != nil && a != nil && bytes.Equal(b.id, a.id) && bytes.Equal(b.row, a.row) {
+			if b != nil && a != nil && bytes.Equal(b.id, a.id) && bytes.Equal(b.row, a.row) && !t.freshAt(i) {
 				continue
 			}
 			if err := t.emitPair(b, a, i+1); err != nil {
@@ -487,7 +584,7 @@ func (t *topNOp) emit() error {
 		var b *topNEntry
 		if j >= 0 {
 			b = &t.before[j]
-			if bytes.Equal(b.row, a.row) && j == i {
+			if bytes.Equal(b.row, a.row) && j == i && !t.freshAt(i) {
 				continue
 			}
 		}
@@ -496,6 +593,14 @@ func (t *topNOp) emit() error {
 		}
 	}
 	return nil
+}
+
+// freshAt reports whether the ith row after the change is the row being
+// added, and rows keep no column (a deduplication before a sink): its
+// stored form, empty, tells nothing of whether it differs from the row
+// it replaces.
+func (t *topNOp) freshAt(i int) bool {
+	return t.fresh == i && t.rows != nil && len(t.rows.kept) == 0
 }
 
 func indexByID(es []topNEntry, id []byte) int {
@@ -512,15 +617,20 @@ func (t *topNOp) emitPair(b, a *topNEntry, rank int) error {
 	out := &t.change
 	out.Old, out.New, out.Timestamp = nil, nil, t.ts
 	last := len(t.oldRow) - 1
-	if b != nil {
-		if err := t.decOld.Decode(b.row, t.oldRow[:last]); err != nil {
+	if b != nil && (a == nil || !t.skipOld) {
+		if err := t.decodeRow(t.decOld, b.row, t.oldRow); err != nil {
 			return fatal(fmt.Errorf("%s: stored row: %w", t.name, err))
 		}
 		t.oldRow[last] = types.IntDatum(int64(rank))
 		out.Old = t.oldRow
 	}
-	if a != nil {
-		if err := t.decNew.Decode(a.row, t.newRow[:last]); err != nil {
+	if a != nil && t.fresh >= 0 && a == &t.after[t.fresh] {
+		// The row being added, as its stored JSON would give it back.
+		copy(t.newRow[:last], t.freshRow)
+		t.newRow[last] = types.IntDatum(int64(rank))
+		out.New = t.newRow
+	} else if a != nil {
+		if err := t.decodeRow(t.decNew, a.row, t.newRow); err != nil {
 			return fatal(fmt.Errorf("%s: stored row: %w", t.name, err))
 		}
 		t.newRow[last] = types.IntDatum(int64(rank))
@@ -529,37 +639,89 @@ func (t *topNOp) emitPair(b, a *topNEntry, rank int) error {
 	return t.next.Process(out)
 }
 
-// Flush writes each partition this transaction changed to the changelog,
-// its latest state or its deletion. The thread calls it before it
-// commits the transaction.
+// How a column's values come back from the JSON of the stored state:
+// as they were, as they were when valid UTF-8 (a STRING: JSON replaces
+// invalid bytes), or not surely so (composites, wide decimals).
+const (
+	jsonExact uint8 = iota
+	jsonUTF8
+	jsonNotExact
+)
+
+func jsonCheck(t types.Type) uint8 {
+	switch t.Kind {
+	case types.String:
+		return jsonUTF8
+	case types.Array, types.Map, types.Struct, types.Unknown:
+		return jsonNotExact
+	case types.Decimal:
+		if t.IsWideDecimal() {
+			return jsonNotExact
+		}
+	}
+	return jsonExact
+}
+
+// faithful reports whether row's stored JSON decodes into row's values
+// as they are, so that the row itself can be emitted instead.
+func (t *topNOp) faithful(row types.Row) bool {
+	if t.rows != nil {
+		return len(row) >= t.rows.width // binary rows come back as they are
+	}
+	if len(row) < len(t.rowCheck) {
+		return false
+	}
+	for i, c := range t.rowCheck {
+		switch c {
+		case jsonUTF8:
+			if !row[i].Null && !utf8.Valid(row[i].B) {
+				return false
+			}
+		case jsonNotExact:
+			if !row[i].Null {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Flush writes the keys this transaction changed to the changelog, each
+// with its latest value or its deletion: the store's pending writes,
+// which the Top-N alone makes (the cache's changed partitions written
+// to the store first). The thread calls it before it commits the
+// transaction.
 func (t *topNOp) Flush() error {
-	for k := range t.changed {
-		t.oldKey = append(t.oldKey[:0], k...)
-		v, err := t.store.ov.Get(t.oldKey)
-		if err != nil {
+	if t.cache != nil {
+		if err := t.writeBackChanged(); err != nil {
 			return err
 		}
+	}
+	return t.store.ov.Pending(func(k, v []byte, deleted bool) error {
+		// The pending writes' bytes stay valid after the transaction.
 		rec := t.out.record()
-		start := len(t.out.arena)
-		t.out.arena = append(t.out.arena, k...)
-		keyEnd := len(t.out.arena)
-		t.out.arena = append(t.out.arena, v...)
-		buf := t.out.arena
-		rec.Key = buf[start:keyEnd:keyEnd]
-		if v != nil {
-			rec.Value = buf[keyEnd:len(buf):len(buf)]
+		rec.Key = k[:len(k):len(k)]
+		if !deleted {
+			rec.Value = v[:len(v):len(v)]
+			if rec.Value == nil {
+				rec.Value = []byte{}
+			}
 		}
 		rec.Topic, rec.Partition = t.changelog, t.store.partition
 		rec.Timestamp = time.UnixMilli(t.ts)
 		t.store.last = rec
 		t.out.produce(rec)
-	}
-	clear(t.changed)
-	return nil
+		return nil
+	})
 }
 
-// Abort forgets the transaction's changed partitions.
-func (t *topNOp) Abort() { clear(t.changed) }
+// Abort forgets the cache, which holds the transaction's changes.
+func (t *topNOp) Abort() {
+	if t.cache != nil {
+		t.cache.reset(nil)
+		t.cache.ov = nil // filled again from the store's committed state
+	}
+}
 
 // appendSortKey appends d, of type typ, encoded so that encodings compare
 // bytewise as the values do, NULL first; desc inverts the bytes (NULL

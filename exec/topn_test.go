@@ -264,3 +264,70 @@ func TestTopNNullPartition(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// newOnly is a collect whose Process leaves the old row of a change with
+// a new one unread, as a sink does (oldIgnorer).
+type newOnly struct{ collect }
+
+func (*newOnly) ignoresOldWithNew() bool { return true }
+
+// TestTopNSkipsUnreadOld: before a node that reads no old row beside a
+// new one (a sink, through projections), a Top-N emits the new rows of
+// the ranks that changed without decoding the old ones; a rank that
+// empties still gets its old row.
+func TestTopNSkipsUnreadOld(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		op, c, _ := topNFixture(t, 2, true)
+		var sink Processor = c
+		if ignore {
+			sink = &newOnly{}
+		}
+		p := &projectOp{name: "P", exprs: make([]expr.Evaluator, 4), copies: make([]datumCopy, 4), cols: []int{0, 1, 2, 3},
+			out: make(types.Row, 4), outOld: make(types.Row, 4), next: sink}
+		for i := range p.exprs {
+			i := i
+			p.exprs[i] = func(r types.Row) (types.Datum, error) { return r[i], nil }
+			p.copies[i] = copyAll
+		}
+		op.next, op.skipOld = p, !readsOldWithNew(p)
+		if op.skipOld != ignore {
+			t.Fatalf("ignore %v: skipOld %v", ignore, op.skipOld)
+		}
+		steps := []Change{
+			{New: topNRow("g", "a", 5)},
+			{New: topNRow("g", "b", 9)},
+			{Old: topNRow("g", "a", 5)}, // a goes: b stays first, rank 2 empties
+		}
+		for i := range steps {
+			if err := op.Process(&steps[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []string{"- => a/5@1", "a/5@1 => b/9@1", "- => a/5@2", "a/5@2 => -"}
+		got := c.got
+		if ignore {
+			got = sink.(*newOnly).got
+			want = []string{"- => a/5@1", "- => b/9@1", "- => a/5@2", "a/5@2 => -"}
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("ignore %v: got\n%s\nwant\n%s", ignore, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// TestTopNFreshRowAsStored: the row a change adds is emitted as its
+// stored JSON gives it back, whether it is emitted from the row in hand
+// (valid UTF-8) or decoded (a STRING with invalid bytes, which JSON
+// replaces).
+func TestTopNFreshRowAsStored(t *testing.T) {
+	op, c, _ := topNFixture(t, 2, false)
+	for _, r := range []types.Row{topNRow("g", "ok", 5), topNRow("g", "bad\xff", 9)} {
+		if err := op.Process(&Change{New: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"- => ok/5@1", "ok/5@1 => bad\uFFFD/9@1", "- => ok/5@2"}
+	if strings.Join(c.got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%q\nwant\n%q", c.got, want)
+	}
+}

@@ -382,6 +382,11 @@ func (w *windowing) flush(a *aggregateOp) error {
 	// range delete when the store commits, every quarter retention.
 	if cut := w.streamTime - w.retention; cut > w.expired+max(w.retention/4, 1000) && w.typ != types.Session {
 		w.store.expireBelow = appendWindowKey(w.store.expireBelow[:0], cut, nil)
+		if a.dv != nil && a.dv.store != nil {
+			// The windows' distinct values go with them (their keys
+			// start with the window's: aggregate_distinct.go).
+			a.dv.store.expireBelow = append(a.dv.store.expireBelow[:0], w.store.expireBelow...)
+		}
 		w.expired = cut
 	}
 	return nil

@@ -32,7 +32,7 @@ func moreAggregates() []*AggregateFunction {
 		topkAgg("TOPKDISTINCT", true),
 		{
 			Name:        "COUNT_DISTINCT",
-			Description: "Counts the distinct non-NULL values (exactly, up to 1,000,000 per group).",
+			Description: "Counts the distinct non-NULL values, exactly (up to 1,000,000 per group in a windowed aggregation).",
 			Signatures:  []string{"COUNT_DISTINCT(T) -> BIGINT for scalar T"},
 			Check: func(args []types.Type) (types.Type, error) {
 				if len(args) != 1 || !scalarState(args[0]) {

@@ -832,6 +832,28 @@ func compileCase(n *Case, sc *scope) (Evaluator, error) {
 		}
 	}
 	if n.Operand == nil {
+		if len(whens) == 1 {
+			// CASE WHEN c THEN constant [ELSE constant] END, as an
+			// aggregate's FILTER is written: the constants with no call.
+			then, ok1 := n.Thens[0].(*Literal)
+			elseV, ok2 := types.NullDatum, n.Else == nil
+			if l, ok := n.Else.(*Literal); ok {
+				elseV, ok2 = l.V, true
+			}
+			if ok1 && ok2 {
+				w, thenV := whens[0], then.V
+				return func(row types.Row) (types.Datum, error) {
+					c, err := w(row)
+					if err != nil {
+						return c, err
+					}
+					if !c.Null && c.I != 0 {
+						return thenV, nil
+					}
+					return elseV, nil
+				}, nil
+			}
+		}
 		return func(row types.Row) (types.Datum, error) {
 			for i, w := range whens {
 				c, err := w(row)

@@ -2,7 +2,6 @@ package expr
 
 import (
 	"bytes"
-	"regexp"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -72,11 +71,7 @@ func charLength(name string) *Function {
 		Description: "Returns the number of characters in a string (ksqlDB: LEN).",
 		Signatures:  []string{name + "(STRING) -> INTEGER"},
 		Check:       overloads(name, ov{in: ps(pString), out: ret(types.IntType)}),
-		New: func([]types.Type) Impl {
-			return strict(func(a []types.Datum) (types.Datum, error) {
-				return types.IntDatum(int64(utf8.RuneCount(a[0].B))), nil
-			})
-		},
+		New:         func([]types.Type) Impl { return runeCount() },
 	}
 }
 
@@ -184,13 +179,10 @@ func RegexpExtractOrder(args []Expr) (swap bool, err error) {
 // extractConst is REGEXP_EXTRACT over constants, nil for no match or a
 // bad pattern.
 func extractConst(re, s []byte, group int) []byte {
-	r, err := regexp.Compile(string(re))
-	if err != nil || group < 0 || group > r.NumSubexp() {
+	r, err := compilePattern(string(re))
+	if err != nil {
 		return nil
 	}
-	idx := r.FindSubmatchIndex(s)
-	if idx == nil || idx[2*group] < 0 {
-		return nil
-	}
-	return s[idx[2*group]:idx[2*group+1]]
+	m, _ := submatch(r, s, group)
+	return m
 }

@@ -28,9 +28,7 @@ var stringFunctions = []*Function{
 			if ts[0].Kind == types.Bytes {
 				return strict(func(a []types.Datum) (types.Datum, error) { return types.IntDatum(int64(len(a[0].B))), nil })
 			}
-			return strict(func(a []types.Datum) (types.Datum, error) {
-				return types.IntDatum(int64(utf8.RuneCount(a[0].B))), nil
-			})
+			return runeCount()
 		},
 	},
 	{
@@ -148,7 +146,10 @@ var stringFunctions = []*Function{
 					return types.NullDatum, err
 				}
 				t, _ := repl.get(a[2].B)
-				return types.Datum{B: r.ReplaceAll(a[0].B, t)}, nil
+				if !r.matchPossible(a[0].B) {
+					return types.Datum{B: a[0].B}, nil // no match: the string unchanged
+				}
+				return types.Datum{B: r.re.ReplaceAll(a[0].B, t)}, nil
 			})
 		},
 	},
@@ -160,7 +161,6 @@ var stringFunctions = []*Function{
 		validate:    validateConst(0, checkRegexp("REGEXP_EXTRACT")),
 		New: func([]types.Type) Impl {
 			re := regexpCache("REGEXP_EXTRACT")
-			var idx []int
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				r, err := re.get(a[0].B)
 				if err != nil {
@@ -170,14 +170,11 @@ var stringFunctions = []*Function{
 				if len(a) > 2 {
 					g = int(a[2].I)
 				}
-				if g < 0 || g > r.NumSubexp() {
+				m, ok := submatch(r, a[1].B, g)
+				if !ok {
 					return null()
 				}
-				idx = r.FindSubmatchIndex(a[1].B) // allocates; regexp offers no reuse
-				if idx == nil || idx[2*g] < 0 {
-					return null()
-				}
-				return types.Datum{B: a[1].B[idx[2*g]:idx[2*g+1]]}, nil
+				return types.Datum{B: m}, nil
 			})
 		},
 	},
@@ -203,7 +200,10 @@ var stringFunctions = []*Function{
 					return null()
 				}
 				out = out[:0]
-				for _, m := range r.FindAllSubmatchIndex(a[1].B, -1) {
+				if !r.matchPossible(a[1].B) {
+					return types.Datum{L: out}, nil
+				}
+				for _, m := range r.re.FindAllSubmatchIndex(a[1].B, -1) {
 					if m[2*g] < 0 {
 						out = append(out, types.NullDatum)
 					} else {
@@ -233,8 +233,11 @@ var stringFunctions = []*Function{
 				if err != nil {
 					return types.NullDatum, err
 				}
+				if !r.matchPossible(s) {
+					return types.Datum{L: append(out, types.Datum{B: s[:len(s):len(s)]})}, nil
+				}
 				prev := 0
-				for _, m := range r.FindAllIndex(s, -1) {
+				for _, m := range r.re.FindAllIndex(s, -1) {
 					if m[1] == 0 && m[0] == 0 {
 						continue // a zero-width match at the start makes no empty first element
 					}
@@ -846,9 +849,9 @@ func maskRune(r rune, masks *[4]rune) rune {
 // Regular expressions use Go's RE2 syntax, which covers Java's except
 // backreferences and lookaround: such patterns are rejected.
 
-func regexpCache(name string) *cache[*regexp.Regexp] {
-	return &cache[*regexp.Regexp]{compile: func(s string) (*regexp.Regexp, error) {
-		r, err := regexp.Compile(s)
+func regexpCache(name string) *cache[*pattern] {
+	return &cache[*pattern]{compile: func(s string) (*pattern, error) {
+		r, err := compilePattern(s)
 		if err != nil {
 			return nil, funcErrorf(name, "bad regular expression %q: %v", s, err)
 		}
@@ -948,4 +951,25 @@ func unescapeUnicode(dst, s []byte) ([]byte, bool) {
 	}
 	flush()
 	return dst, true
+}
+
+// runeCount is LEN over strings: the number of characters.
+func runeCount() Impl {
+	return strict(func(a []types.Datum) (types.Datum, error) {
+		return types.IntDatum(int64(utf8.RuneCount(a[0].B))), nil
+	})
+}
+
+// submatch returns group g of r's first match in s (0: the whole
+// match); false when nothing matches, the group took no part, or r has
+// no such group.
+func submatch(r *pattern, s []byte, g int) ([]byte, bool) {
+	if g < 0 || g > r.NumSubexp() {
+		return nil, false
+	}
+	idx := r.FindSubmatchIndex(s) // allocates on a match; regexp offers no reuse
+	if idx == nil || idx[2*g] < 0 {
+		return nil, false
+	}
+	return s[idx[2*g]:idx[2*g+1]], true
 }

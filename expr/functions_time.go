@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"math"
 	"math/bits"
 	"strings"
 	"time"
@@ -202,6 +203,15 @@ func timestampFormatter(name, desc string, in types.Type) *Function {
 		New: func([]types.Type) Impl {
 			pc, zc := patternCache(name), zoneArgCache(name)
 			var buf []byte
+			// The text of the last call, which holds for times in [from,
+			// to) with the same pattern and zone: consecutive records'
+			// times tend to fall in the same day (or hour, …).
+			var (
+				lastF    *timeFormat
+				lastLoc  *time.Location
+				from, to int64
+				valid    bool
+			)
 			return strict(func(a []types.Datum) (types.Datum, error) {
 				f, err := pc.get(a[1].B)
 				if err != nil {
@@ -213,7 +223,17 @@ func timestampFormatter(name, desc string, in types.Type) *Function {
 						return types.NullDatum, err
 					}
 				}
-				buf = f.appendFormat(buf[:0], time.UnixMilli(a[0].I).In(loc))
+				ms := a[0].I
+				if valid && f == lastF && loc == lastLoc && ms >= from && ms < to {
+					return types.Datum{B: buf}, nil
+				}
+				buf = f.appendFormat(buf[:0], time.UnixMilli(ms).In(loc))
+				lastF, lastLoc, valid = f, loc, true
+				if loc == time.UTC {
+					from, to = utcSpan(ms, f.span)
+				} else {
+					from, to = ms, ms+1 // a zone's offset may change at any time
+				}
 				return types.Datum{B: buf}, nil
 			})
 		},
@@ -375,4 +395,18 @@ func timeArith(name, desc string, t, count types.Type, sign int64) *Function {
 			})
 		},
 	}
+}
+
+// utcSpan is the span of length span (aligned to the epoch) that holds
+// ms; empty when it would overflow.
+func utcSpan(ms, span int64) (from, to int64) {
+	m := floorMod(ms, span)
+	if ms < math.MinInt64+m {
+		return 0, 0
+	}
+	from = ms - m
+	if from > math.MaxInt64-span {
+		return 0, 0
+	}
+	return from, from + span
 }

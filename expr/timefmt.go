@@ -61,6 +61,10 @@ type tfToken struct {
 type timeFormat struct {
 	pattern string
 	toks    []tfToken
+	// span is how long (ms) the formatted text of a UTC time stays the
+	// same: the finest field's unit (a day for a date, an hour for
+	// HH, …; 1 for fractions), the spans aligned to the epoch.
+	span int64
 }
 
 var formatCache sync.Map // pattern string → *timeFormat
@@ -153,7 +157,33 @@ func parseTimePattern(p string) (*timeFormat, error) {
 	if depth != 0 {
 		return nil, fmt.Errorf("pattern %q: [ without ]", p)
 	}
+	f.span = msPerDay
+	for _, tk := range f.toks {
+		if tk.kind == tfField {
+			f.span = min(f.span, fieldSpan(tk.letter))
+		}
+	}
 	return f, nil
+}
+
+// fieldSpan is the unit of a field letter in UTC, in milliseconds: the
+// date's fields and the zone's (fixed in UTC) a day, AM/PM half of one,
+// and so on; fractions and unknown letters 1.
+func fieldSpan(c byte) int64 {
+	switch c {
+	case 'G', 'y', 'u', 'Y', 'M', 'L', 'd', 'D', 'Q', 'q', 'E', 'e', 'c', 'w', 'W', 'F',
+		'V', 'v', 'z', 'O', 'X', 'x', 'Z':
+		return msPerDay
+	case 'a':
+		return msPerDay / 2
+	case 'H', 'k', 'h', 'K':
+		return 3600 * 1000
+	case 'm':
+		return 60 * 1000
+	case 's':
+		return 1000
+	}
+	return 1
 }
 
 func (f *timeFormat) addLit(s string) {

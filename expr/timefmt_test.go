@@ -1,9 +1,13 @@
 package expr
 
 import (
+	"math"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqlstreams/sqlstreams/types"
 )
 
 func TestTimeFormatPatterns(t *testing.T) {
@@ -184,6 +188,59 @@ func TestZones(t *testing.T) {
 	for _, id := range []string{"Mars/Olympus", "+25:00", "UTC+", "America/New York", "../etc/passwd", "Local"} {
 		if _, err := loadZone(id); err == nil {
 			t.Errorf("zone %q accepted", id)
+		}
+	}
+}
+
+// TestFormatTimestampSpanMemo checks FORMAT_TIMESTAMP and DATE_FORMAT,
+// which reuse their last text while the time stays in the pattern's span,
+// against formatting each time afresh: times in order (many in one span,
+// across span ends, negative ones), at random, with patterns of every
+// unit and with zones (no reuse: exact times only).
+func TestFormatTimestampSpanMemo(t *testing.T) {
+	patterns := []string{"yyyy-MM-dd", "yyyy-MM-dd HH", "HH:mm", "mm:ss", "ss.SSS", "a", "EEE w W F", "''", "yyyy-MM-dd'T'HH:mm:ss.SSSXXX", "zzzz Z"}
+	var times []int64
+	for ms := int64(-3 * msPerDay); ms < 3*msPerDay; ms += 997 * 61 {
+		times = append(times, ms, ms, ms+1)
+	}
+	for _, b := range []int64{0, msPerDay, msPerDay / 2, 3600000, 60000, 1000, 1619827200000} {
+		times = append(times, b-1, b, b+1, -b-1, -b, -b+1, b-1)
+	}
+	times = append(times, math.MinInt64/2, math.MaxInt64/2)
+	rng := rand.New(rand.NewSource(7))
+	for i := 0; i < 2000; i++ {
+		times = append(times, 1619827200000+rng.Int63n(3*msPerDay)-msPerDay)
+	}
+	for _, name := range []string{"FORMAT_TIMESTAMP", "DATE_FORMAT"} {
+		fn, _ := Lookup(name)
+		for _, zone := range []string{"", "America/Los_Angeles"} {
+			if zone != "" && name == "DATE_FORMAT" {
+				continue
+			}
+			for _, p := range patterns {
+				f, err := compileTimeFormat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				loc := time.UTC
+				args := []types.Datum{{}, {B: []byte(p)}}
+				if zone != "" {
+					loc, _ = time.LoadLocation(zone)
+					args = append(args, types.Datum{B: []byte(zone)})
+				}
+				impl := fn.New(nil)
+				for _, ms := range times {
+					args[0] = types.IntDatum(ms)
+					got, err := impl(args)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := f.appendFormat(nil, time.UnixMilli(ms).In(loc))
+					if string(got.B) != string(want) {
+						t.Fatalf("%s(%d, %q, %q) = %q, want %q", name, ms, p, zone, got.B, want)
+					}
+				}
+			}
 		}
 	}
 }

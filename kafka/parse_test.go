@@ -1,9 +1,12 @@
 package kafka
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func props(kv ...string) []Property {
@@ -194,5 +197,30 @@ func TestFromEnv(t *testing.T) {
 	}
 	if keys["security.protocol"] != "SASL_SSL (environment SQLSTREAMS_KAFKA_SECURITY_PROTOCOL)" || keys["sasl.mechanism"] == "" {
 		t.Errorf("%v", keys)
+	}
+}
+
+// TestCompressionDefault: a profile's clients do not compress what they
+// produce (Kafka's compression.type=none, not franz-go's snappy) unless
+// compression.type says otherwise.
+func TestCompressionDefault(t *testing.T) {
+	codecs := func(p Profile) []kgo.CompressionCodec {
+		t.Helper()
+		cl, err := kgo.NewClient(p.Opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		return cl.OptValue(kgo.ProducerBatchCompression).([]kgo.CompressionCodec)
+	}
+	if got := codecs(Plain("127.0.0.1:1")); !reflect.DeepEqual(got, []kgo.CompressionCodec{kgo.NoCompression()}) {
+		t.Errorf("default: %v, want no compression", got)
+	}
+	p, _, err := Parse(props("bootstrap.servers", "127.0.0.1:1", "compression.type", "lz4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := codecs(p); !reflect.DeepEqual(got, []kgo.CompressionCodec{kgo.Lz4Compression()}) {
+		t.Errorf("compression.type=lz4: %v, want lz4", got)
 	}
 }

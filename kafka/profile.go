@@ -95,10 +95,13 @@ func Plain(brokers ...string) Profile {
 
 // Opts returns the options of a client of this profile: the seed brokers,
 // TLS and SASL, then extra (the caller's), then the user's pass-through
-// settings.
+// settings. Produced batches are not compressed unless the user says so
+// (compression.type): Kafka's producer default, where franz-go's is
+// snappy, which cost the stream threads a fifth of a projection's CPU
+// (bench/README.md, "Compression").
 func (p Profile) Opts(extra ...kgo.Opt) []kgo.Opt {
-	opts := make([]kgo.Opt, 0, 4+len(extra)+len(p.opts))
-	opts = append(opts, kgo.SeedBrokers(p.Brokers...))
+	opts := make([]kgo.Opt, 0, 5+len(extra)+len(p.opts))
+	opts = append(opts, kgo.SeedBrokers(p.Brokers...), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	switch {
 	case p.dial != nil && p.TLS != nil:
 		d, cfg := p.dial, p.TLS

@@ -17,8 +17,11 @@ func AppID(serviceID, queryID string) string { return serviceID + "_query_" + qu
 // repartition topic, <appid>-GROUPBY-repartition; its state store's
 // changelog is <appid>-AGGREGATE-changelog. These names are pinned by
 // testdata/topologies: running queries depend on them.
-func Build(appID string, sink *planner.Sink) (*Topology, error) {
+func Build(appID string, sink *planner.Sink, opts ...BuildOption) (*Topology, error) {
 	g := NewGraph(appID)
+	for _, o := range opts {
+		o(g)
+	}
 	t := sink.Target
 	last, err := lower(g, appID, sink.Input, t.KeyFormat, t.KeyOptions)
 	if err != nil {
@@ -44,6 +47,24 @@ func Build(appID string, sink *planner.Sink) (*Topology, error) {
 	topo.Dialect = string(sink.Dialect)
 	return topo, nil
 }
+
+// BuildOption changes how Build plans a query.
+type BuildOption func(*Graph)
+
+// WideRepartitions makes repartitions write every column of their rows
+// (Repartition.Columns nil), as plans made before they wrote only what
+// the next sub-topology reads: for commands recorded before plans, whose
+// repartition topics and stores hold such rows. It also keeps Top-N
+// stores' rows in JSON, whole (TopN.Binary false), as such commands'
+// stores hold them.
+func WideRepartitions(g *Graph) { g.wide = true }
+
+// PlainForeignKeyJoins plans foreign-key joins as before their
+// subscriptions were ordered by a filter's column and unchanged right
+// rows dropped (ForeignKeyJoin.Index, ForeignKeySubscriptions.
+// EmitOnChange): for commands recorded before plans, whose subscription
+// stores and registration topics hold version 0 records.
+func PlainForeignKeyJoins(g *Graph) { g.plainFK = true }
 
 // sinkPartitioner is how a query writes a target declared with p: by
 // crc32 into a topic declared so, else by murmur2.
@@ -135,9 +156,12 @@ func lowerAt(g *Graph, appID string, root planner.Node, keyFormat string, keyOpt
 			break
 		}
 		if t, ok := n.(*planner.TopN); ok {
-			if suffix != "" || planner.FindTopN(t.Input) != nil {
-				return nil, fmt.Errorf("a Top-N below an aggregation or another Top-N is not supported yet")
+			if planner.FindTopN(t.Input) != nil {
+				return nil, fmt.Errorf("a Top-N over another Top-N is not supported yet")
 			}
+			// Below an aggregation (suffix "-1", …), the aggregation
+			// reads its changes as a table's. Its names are a Top-N's
+			// own: a query has one.
 			return lowerTopN(g, appID, above, t) // topn.go
 		}
 		above = append(above, n)
@@ -171,6 +195,17 @@ func lowerAt(g *Graph, appID string, root planner.Node, keyFormat string, keyOpt
 			KeyOptions:  keyOptions,
 			Schema:      agg.Schema(),
 		}}
+	if idx := agg.KeepsDistinctValues(); len(idx) > 0 {
+		pa.DistinctAggs = idx
+		pa.DistinctStore = &Store{
+			Name:        "AGGREGATE" + suffix + "-DISTINCT",
+			Kind:        KeyValue,
+			Changelog:   appID + "-AGGREGATE" + suffix + "-DISTINCT-changelog",
+			KeyFormat:   keyFormat,
+			ValueFormat: DistinctValuesFormat,
+			KeyOptions:  keyOptions,
+		}
+	}
 	if w := agg.Window; w != nil {
 		pa.Window, pa.EmitFinal, pa.FinalOnClose = w, agg.EmitFinal, agg.FinalOnClose
 		pa.Store.Kind = WindowStore
@@ -178,6 +213,19 @@ func lowerAt(g *Graph, appID string, root planner.Node, keyFormat string, keyOpt
 			pa.Store.Kind = SessionStore
 		}
 		pa.Store.RetentionMs = w.RetentionMs
+		if pa.DistinctStore != nil {
+			// Entries per group, window and value, kept (and expired)
+			// as the window store keeps its windows
+			// (planner.Aggregate.KeepsDistinctValues). Of sessions the
+			// same keys by the session's start, without retention: a
+			// session has no bound on its length, so its changelog is
+			// compacted only, its entries deleted by tombstones as the
+			// sessions merge and expire (exec/aggregate_distinct.go).
+			pa.DistinctStore.Kind, pa.DistinctStore.RetentionMs = WindowStore, w.RetentionMs
+			if w.Type == types.Session {
+				pa.DistinctStore.RetentionMs = 0
+			}
+		}
 	} else if agg.EmitFinal {
 		return nil, fmt.Errorf("EMIT FINAL is only supported for windowed aggregations")
 	}
@@ -208,7 +256,9 @@ func lowerAt(g *Graph, appID string, root planner.Node, keyFormat string, keyOpt
 	// the source that reads it back.
 	var in *Node
 	var err error
-	if inner, _ := innerAggregate(agg.Input); inner != nil {
+	if inner, _ := innerAggregate(agg.Input); inner != nil || planner.FindTopN(agg.Input) != nil {
+		// An aggregation's or a Top-N's changes (lowerTopN), as a
+		// table's.
 		in, err = lowerInner(g, appID, agg.Input, suffix)
 	} else {
 		in, err = chain(g, agg.Input, agg.FromTable && agg.NeedsRepartition())
@@ -302,19 +352,24 @@ func chain(g *Graph, n planner.Node, changes bool) (*Node, error) {
 			return nil, err
 		}
 	case *planner.Join:
-		if sc, ok := base.Right.(*planner.Scan); ok && sc.Derived != nil && g.shared == nil {
-			// A scalar subquery over the outer stream itself: the
-			// aggregation and the join's side share its source node.
-			g.shared = map[string]*Node{}
+		// The tables the join computes (a scalar subquery over the
+		// outer stream itself: the aggregation and the join's side
+		// share its source node).
+		base, shared, err := computedTables(g, base)
+		if shared {
 			defer func() { g.shared = nil }()
 		}
-		if err := derivedTable(g, base.Right); err != nil {
+		if err != nil {
 			return nil, err
 		}
-		var err error
 		switch {
 		case base.ForeignKey:
-			last, err = foreignKeyJoin(g, base)
+			// The nodes after the join, nearest first.
+			var after []planner.Node
+			for i := len(nodes) - 2; i >= 0; i-- {
+				after = append(after, nodes[i])
+			}
+			last, err = foreignKeyJoin(g, base, after)
 		case base.Tables:
 			// Its rows are changes already.
 			last, err = tableTableJoin(g, base)
@@ -594,10 +649,6 @@ func repartitionSide(g *Graph, n planner.Node, keys []expr.Expr, layout keyLayou
 // KTABLE-JOIN-LEFT-<right> (its own changelog); the right table's
 // source joins that sub-topology.
 func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
-	j, err := feedTables(g, j)
-	if err != nil {
-		return nil, err
-	}
 	var changes [2]*Node
 	var stores [2]*Store
 	leftName := ""
@@ -665,6 +716,11 @@ func tableTableJoin(g *Graph, j *planner.Join) (*Node, error) {
 // <appid>-<store>-changelog. These names are pinned by
 // testdata/topologies.
 func streamStreamJoin(g *Graph, j *planner.Join) (*Node, error) {
+	j, done, err := computedStreams(g, j) // derived.go
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	var ins [2]*Node
 	var stores [2]*Store
 	names := [2]string{"LEFT", "RIGHT"}
@@ -803,30 +859,4 @@ func sideScan(n planner.Node) *planner.Scan {
 	}
 	s, _ := n.(*planner.Scan)
 	return s
-}
-
-// derivedTable adds, for a join side that scans a subquery's aggregation
-// (planner.Scan.Derived), the sub-topologies that run the aggregation
-// (node, store and topic names ending in -SUBQUERY, its keys JSON) and
-// SINK-SUBQUERY, which writes its rows (a tombstone for a group that
-// empties) to <appid>-<name>-table (<name> SUBQUERY_<t>), a compacted topic of the
-// query's own with the side's partition count. The side's source then
-// reads that topic as a table's: the join keeps it in a store whose
-// changelog it is, so a restart restores the store from it.
-func derivedTable(g *Graph, side planner.Node) error {
-	scan, ok := side.(*planner.Scan)
-	if !ok || scan.Derived == nil {
-		return nil
-	}
-	src := scan.Source
-	last, err := lowerAt(g, g.t.AppID, scan.Derived, types.FormatJSON, types.FormatOptions{}, "-SUBQUERY")
-	if err != nil {
-		return err
-	}
-	topic := g.t.AppID + "-" + src.Name + "-table"
-	g.Add("SINK-SUBQUERY", &Sink{Topic: topic, KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat,
-		KeyOptions: src.KeyOptions, ValueOptions: src.ValueOptions, Out: src.Schema, Partitioner: types.Murmur2,
-		Internal: true, Partitions: src.Partitions}, last)
-	src.Topic, src.Partitioner = topic, types.Murmur2
-	return nil
 }

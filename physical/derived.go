@@ -5,52 +5,92 @@ import (
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
-// feedTables lowers the derived tables a join reads (planner.Scan.Feed):
-// each one's plan, in sub-topologies of its own (names ending in
-// -<table>), ends in a sink to the topic <appid>-DERIVED-<table>-table,
-// keyed by the stand-in's key columns (JSON); the join reads that topic
-// as a source table. Both sides' topics have the partition count of the
-// widest source. It returns the join reading the topics.
-func feedTables(g *Graph, j *planner.Join) (*planner.Join, error) {
-	var scans [2]*planner.Scan
-	var parts int32
+// computedTables lowers the tables a join's sides compute themselves
+// (planner.Computed: derived tables that aggregate, a subquery's set):
+// each one's plan, in sub-topologies of its own (names ending in the
+// table's suffix, planner.Computed.Names), ends in a sink to the
+// internal topic <appid>-<table>-table, keyed by the stand-in source's
+// key columns, with its partition count. It returns the join reading
+// those topics as source tables.
+//
+// The plans and the join's inputs share the source nodes of the topics
+// they read (a topic feeds one sub-topology): the caller resets
+// g.shared once the join is lowered (shared reports whether it should).
+func computedTables(g *Graph, j *planner.Join) (_ *planner.Join, shared bool, err error) {
+	c := *j
+	for _, side := range []*planner.Node{&c.Left, &c.Right} {
+		s, ok := (*side).(*planner.Scan)
+		if !ok || s.Computed == nil || !s.OfTable() {
+			continue // (a stream: computedStreams)
+		}
+		if g.shared == nil {
+			g.shared, shared = map[string]*Node{}, true
+		}
+		src := *s.Source
+		table, sink, suffix := s.Computed.Names(src.Name)
+		last, err := lowerAt(g, g.t.AppID, s.Computed.Plan, types.FormatJSON, types.FormatOptions{}, suffix)
+		if err != nil {
+			return nil, shared, err
+		}
+		src.Topic, src.Partitioner = g.t.AppID+"-"+table+"-table", types.Murmur2
+		g.Add("SINK-"+sink, &Sink{Topic: src.Topic, KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat,
+			KeyOptions: src.KeyOptions, ValueOptions: src.ValueOptions, Out: src.Schema, Partitioner: types.Murmur2,
+			Internal: true, Partitions: src.Partitions}, last)
+		*side = planner.NewScan(&src)
+	}
+	return &c, shared, nil
+}
+
+// computedStreams lowers the streams a stream–stream join's sides
+// compute themselves (planner.Computed of a stream: a windowed
+// aggregation's final rows, sql/bind_join_final.go), as a side or under
+// its repartition: each one's plan, in sub-topologies of its own (names
+// ending in the suffix of planner.Computed.Names), ends in a sink to the
+// internal topic <appid>-<table>-stream (not compacted, records without
+// keys, Source.Partitions partitions), which the join's side reads as a
+// stream. Until done is called the topology's sources are shared: the
+// join's other side may read a topic the plan reads.
+func computedStreams(g *Graph, j *planner.Join) (_ *planner.Join, done func(), _ error) {
+	done = func() {}
+	var sides []int
 	for i, n := range []planner.Node{j.Left, j.Right} {
-		if s, ok := n.(*planner.Scan); ok && s.Feed != nil {
-			scans[i] = s
-			for _, src := range planner.Sources(s.Feed) {
-				parts = max(parts, src.Partitions)
-			}
+		if s := sideScan(n); s != nil && s.Computed != nil && !s.OfTable() {
+			sides = append(sides, i)
 		}
 	}
-	if scans[0] == nil && scans[1] == nil {
-		return j, nil
+	if len(sides) == 0 {
+		return j, done, nil
 	}
-	c := *j
-	// The sides share the source nodes of the topics both read: a
-	// topic feeds one sub-topology.
 	outer := g.shared
 	if g.shared == nil {
 		g.shared = map[string]*Node{}
 	}
-	defer func() { g.shared = outer }()
-	for i, s := range scans {
-		if s == nil {
-			continue
+	done = func() { g.shared = outer }
+	c := *j
+	for _, i := range sides {
+		side := &c.Left
+		if i == 1 {
+			side = &c.Right
 		}
-		name := s.Source.Name
-		last, err := lowerAt(g, g.t.AppID, s.Feed, types.FormatJSON, types.FormatOptions{}, "-"+name)
-		if err != nil {
-			return nil, err
-		}
+		s := sideScan(*side)
 		src := *s.Source
-		src.Topic, src.Partitions = g.t.AppID+"-DERIVED-"+name+"-table", parts
-		g.Add("SINK-DERIVED-"+name, &Sink{Topic: src.Topic, KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat,
-			Out: src.Schema, Internal: true, Partitions: parts, Partitioner: types.Murmur2}, last)
-		if i == 0 {
-			c.Left = planner.NewScan(&src)
+		table, sink, suffix := s.Computed.Names(src.Name)
+		last, err := lowerAt(g, g.t.AppID, s.Computed.Plan, types.FormatJSON, types.FormatOptions{}, suffix)
+		if err != nil {
+			done()
+			return nil, func() {}, err
+		}
+		src.Topic, src.Partitioner = g.t.AppID+"-"+table+"-stream", types.Murmur2
+		g.Add("SINK-"+sink, &Sink{Topic: src.Topic, KeyFormat: src.KeyFormat, ValueFormat: src.ValueFormat,
+			Out: src.Schema, Internal: true, Append: true, Partitions: src.Partitions, Partitioner: types.Murmur2}, last)
+		scan := planner.NewScan(&src)
+		if rk, ok := (*side).(*planner.Rekey); ok {
+			r := *rk
+			r.Input = scan
+			*side = &r
 		} else {
-			c.Right = planner.NewScan(&src)
+			*side = scan
 		}
 	}
-	return &c, nil
+	return &c, done, nil
 }

@@ -98,7 +98,135 @@ type ForeignKeyJoin struct {
 	// the old row out). Without it (and in queries planned before it
 	// existed) an update carries only its new row.
 	ResultStore *Store
-	Out         types.Schema
+	// Index, when set, orders the join's subscriptions by a column of
+	// the left's rows that the filter right after the join compares
+	// with a column of the right's (see FKIndex): registrations carry
+	// that column's value (the version 1 layout), and a change of the
+	// right's row answers only the subscriptions the filter may pass
+	// with its old or new row. Queries planned before it existed run
+	// without (version 0 registrations, every subscription answered).
+	Index *FKIndex
+	Out   types.Schema
+}
+
+// FKIndex is a conjunct of the filter right after a foreign-key join,
+// Left Op Right, where Left is a column of the left's rows and Right a
+// column of the right's (positions in each side's rows, not the joined
+// row's), both INTEGER or BIGINT, and Op one of =, <, <=, >, >=. A
+// joined row for which it does not hold (a NULL operand included) does
+// not pass the filter: a change of the right's row for which it holds
+// with neither the old row nor the new need not reach a subscriber.
+type FKIndex struct {
+	Left  int
+	Op    expr.Op
+	Right int
+	// Name describes the conjunct, for EXPLAIN.
+	Name string
+}
+
+// fkIndex returns the index the filters right after a foreign-key join
+// of a left with nLeft columns give (nil: none of their conjuncts fits):
+// the first comparison of a left column with a right one by <, <=, >
+// or >= (q5's count against its window's maximum), else the first by =.
+func fkIndex(filters []expr.Expr, out types.Schema, nLeft int) (*FKIndex, expr.Expr) {
+	var found, eq *FKIndex
+	var foundE, eqE expr.Expr
+	var walk func(e expr.Expr)
+	walk = func(e expr.Expr) {
+		b, ok := e.(*expr.Binary)
+		if !ok || found != nil {
+			return
+		}
+		if b.Op == expr.OpAnd {
+			walk(b.L)
+			walk(b.R)
+			return
+		}
+		l, lok := b.L.(*expr.Column)
+		r, rok := b.R.(*expr.Column)
+		if !lok || !rok || l.Index < 0 || r.Index < 0 || l.Index >= out.Len() || r.Index >= out.Len() {
+			return
+		}
+		if !fkIndexable(out.Columns[l.Index].Type) || !fkIndexable(out.Columns[r.Index].Type) {
+			return
+		}
+		op := b.Op
+		switch {
+		case l.Index < nLeft && r.Index >= nLeft:
+		case r.Index < nLeft && l.Index >= nLeft:
+			l, r = r, l
+			switch op {
+			case expr.OpLT:
+				op = expr.OpGT
+			case expr.OpLE:
+				op = expr.OpGE
+			case expr.OpGT:
+				op = expr.OpLT
+			case expr.OpGE:
+				op = expr.OpLE
+			}
+		default:
+			return
+		}
+		ix := &FKIndex{Left: l.Index, Op: op, Right: r.Index - nLeft, Name: l.Name + " " + op.String() + " " + r.Name}
+		switch op {
+		case expr.OpLT, expr.OpLE, expr.OpGT, expr.OpGE:
+			found, foundE = ix, e
+		case expr.OpEQ:
+			if eq == nil {
+				eq, eqE = ix, e
+			}
+		}
+	}
+	for _, f := range filters {
+		walk(f)
+	}
+	if found == nil {
+		return eq, eqE
+	}
+	return found, foundE
+}
+
+// readsRight reports whether the nodes after a foreign-key join (after,
+// nearest first) may read a column of the right's (at nLeft on) other
+// than through conjunct (the index's, skipped): its filters, then the
+// projection after them; any other node (or none: the join's rows go
+// on as they are) reads them all.
+func readsRight(after []planner.Node, conjunct expr.Expr, nLeft int) bool {
+	reads := false
+	var walk func(e expr.Expr)
+	walk = func(e expr.Expr) {
+		if e == nil || e == conjunct || reads {
+			return
+		}
+		if c, ok := e.(*expr.Column); ok && c.Index >= nLeft {
+			reads = true
+			return
+		}
+		for _, ch := range e.Children() {
+			walk(ch)
+		}
+	}
+	for _, n := range after {
+		switch n := n.(type) {
+		case *planner.Filter:
+			walk(n.Predicate)
+			continue
+		case *planner.Project:
+			for _, e := range n.Exprs {
+				walk(e)
+			}
+			return reads
+		}
+		return true
+	}
+	return true
+}
+
+// fkIndexable reports whether a column of type t can order
+// subscriptions: an integer (its datum's I).
+func fkIndexable(t types.Type) bool {
+	return t.Kind == types.Int || t.Kind == types.Bigint
 }
 
 func (j *ForeignKeyJoin) Schema() types.Schema { return j.Out }
@@ -109,8 +237,12 @@ func (j *ForeignKeyJoin) Explain(name string) string {
 	} else {
 		stores = "store: " + stores
 	}
-	return fmt.Sprintf("  --> %s  ForeignKeyJoin: %s JOIN %s ON %s = %s.%s (%s; subscribes on %s%s)\n", name, j.Type, j.Right,
-		j.ForeignKey, j.Right, j.RightKeySchema.Columns[0].Name, stores, j.Registration, partitionerNote(j.Partitioner))
+	index := ""
+	if j.Index != nil {
+		index = "; subscriptions by " + j.Index.Name
+	}
+	return fmt.Sprintf("  --> %s  ForeignKeyJoin: %s JOIN %s ON %s = %s.%s (%s; subscribes on %s%s%s)\n", name, j.Type, j.Right,
+		j.ForeignKey, j.Right, j.RightKeySchema.Columns[0].Name, stores, j.Registration, partitionerNote(j.Partitioner), index)
 }
 func (j *ForeignKeyJoin) stores() []*Store {
 	if j.ResultStore != nil {
@@ -137,12 +269,36 @@ type ForeignKeySubscriptions struct {
 	Store      *Store
 	Response   string
 	Partitions int32
+	// Index is the join's (ForeignKeyJoin.Index): the subscriptions
+	// are stored and answered by it. Nil in queries planned before it.
+	Index *FKIndex
+	// FlipsOnly, with Index, answers a change of the right's row (from
+	// one row to another) only to the subscribers for which the index's
+	// conjunct holds with one of the rows and not the other: nothing
+	// after the join reads the right's columns but that conjunct (the
+	// filters' others and the projection after them read only the
+	// left's), so a subscriber for which it holds with both has the
+	// same result. Unset in queries planned before it.
+	FlipsOnly bool
+	// EmitOnChange drops a change of the right's row that leaves its
+	// value as it was (the same bytes, at the same time or later), as
+	// Kafka Streams' table sources do (KIP-557): the subscribers' joined
+	// rows would not change. Queries planned before it answer every
+	// change.
+	EmitOnChange bool
 }
 
 func (s *ForeignKeySubscriptions) Schema() types.Schema { return types.Schema{} }
 func (s *ForeignKeySubscriptions) Explain(name string) string {
-	return fmt.Sprintf("  --> %s  ForeignKeySubscriptions: %s (stores: %s, %s; changelog: %s; responds on %s)\n", name, s.Right,
-		s.RightStore.Name, s.Store.Name, s.Store.Changelog, s.Response)
+	onChange := ""
+	if s.EmitOnChange {
+		onChange = "; unchanged rows dropped"
+	}
+	if s.FlipsOnly {
+		onChange += "; answers the filter's changed outcomes only"
+	}
+	return fmt.Sprintf("  --> %s  ForeignKeySubscriptions: %s (stores: %s, %s; changelog: %s; responds on %s%s)\n", name, s.Right,
+		s.RightStore.Name, s.Store.Name, s.Store.Changelog, s.Response, onChange)
 }
 func (s *ForeignKeySubscriptions) stores() []*Store { return []*Store{s.RightStore, s.Store} }
 func (s *ForeignKeySubscriptions) shape() string    { return "fk subscriptions " + s.Right }
@@ -156,11 +312,13 @@ func (s *ForeignKeySubscriptions) internalTopic() InternalTopic {
 // <appid>-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-<right>-topic and the
 // store KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-<right> with changelog
 // <appid>-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-<right>-changelog.
-func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
-	j, err := feedTables(g, j)
-	if err != nil {
-		return nil, err
-	}
+//
+// after are the plan's nodes after the join, nearest first: a conjunct
+// of the filters right after it may order the subscriptions (FKIndex),
+// and what reads the join's rows says whether a change of the right's
+// row need answer only the subscribers whose outcome it flips
+// (ForeignKeySubscriptions.FlipsOnly).
+func foreignKeyJoin(g *Graph, j *planner.Join, after []planner.Node) (*Node, error) {
 	lscan, lok := j.Left.(*planner.Scan)
 	rscan, rok := j.Right.(*planner.Scan)
 	if !rok {
@@ -202,8 +360,11 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 	if lok {
 		lchanges, lstore, _ = tableSide(lscan)
 	} else {
+		// A table's rows filtered before the join (rule
+		// FilterBelowForeignKeyJoin) come as its changes, so that a row
+		// that stops passing is taken out of the join.
 		var err error
-		if lchanges, err = chain(g, j.Left, false); err != nil {
+		if lchanges, err = chain(g, j.Left, scanBelow(j.Left)); err != nil {
 			return nil, err
 		}
 		name := "KTABLE-FK-JOIN-LEFT-" + right
@@ -213,7 +374,23 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 	rchanges, rstore, rsource := tableSide(rscan)
 	regIn := g.Add("SOURCE-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-"+right, &Source{Topic: reg, KeyFormat: types.FormatNone,
 		ValueFormat: "FK-SUBSCRIPTION", Raw: true})
-	g.Add("KTABLE-FK-JOIN-SUBSCRIPTION-"+right, &ForeignKeySubscriptions{Right: right, RightStore: rstore,
+	var index *FKIndex
+	flipsOnly := false
+	if !g.plainFK {
+		var filters []expr.Expr
+		for _, n := range after {
+			f, ok := n.(*planner.Filter)
+			if !ok {
+				break
+			}
+			filters = append(filters, f.Predicate)
+		}
+		var conjunct expr.Expr
+		index, conjunct = fkIndex(filters, j.Schema(), j.Left.Schema().Len())
+		flipsOnly = index != nil && !readsRight(after, conjunct, j.Left.Schema().Len())
+	}
+	g.Add("KTABLE-FK-JOIN-SUBSCRIPTION-"+right, &ForeignKeySubscriptions{Right: right, RightStore: rstore, Index: index, EmitOnChange: !g.plainFK,
+		FlipsOnly: flipsOnly,
 		Store: &Store{Name: subStore, Kind: KeyValue, Changelog: app + "-" + subStore + "-changelog", KeyFormat: "FK-SUBSCRIPTION",
 			ValueFormat: "FK-SUBSCRIPTION"},
 		Response: resp, Partitions: ls.Partitions}, regIn, rchanges)
@@ -235,7 +412,7 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 	rkey := rscan.Schema().Columns[j.RightKey]
 	op := &ForeignKeyJoin{Type: j.Type, Left: ls.Name, Right: right, ForeignKey: j.LeftKey,
 		RightKeySchema: types.Schema{Columns: []types.Column{rkey}}, RightKeyFormat: rs.KeyFormat, RightKeyOpts: rkeyOpts,
-		LeftStore: lstore, LeftRows: !lok, LeftKeyFormat: ls.KeyFormat, LeftKeyOpts: ls.KeyOptions, RightSource: &rcopy, Registration: reg, Partitions: rs.Partitions, Out: j.Schema()}
+		LeftStore: lstore, LeftRows: !lok, LeftKeyFormat: ls.KeyFormat, LeftKeyOpts: ls.KeyOptions, RightSource: &rcopy, Registration: reg, Partitions: rs.Partitions, Index: index, Out: j.Schema()}
 	if rs.Partitioner == types.CRC32 && !j.RepartitionTable {
 		// Each subscription to the partition of the right's row of its
 		// foreign key, which its producers put there by crc32.
@@ -247,4 +424,19 @@ func foreignKeyJoin(g *Graph, j *planner.Join) (*Node, error) {
 			KeyOptions: ls.KeyOptions, ValueFormat: "JOIN-ROWS", Schema: j.Schema()}
 	}
 	return g.Add("JOIN-"+right, op, lchanges, respIn), nil
+}
+
+// scanBelow reports whether n's chain of single-input nodes ends in a
+// scan of a source.
+func scanBelow(n planner.Node) bool {
+	for {
+		if _, ok := n.(*planner.Scan); ok {
+			return true
+		}
+		ch := n.Children()
+		if len(ch) != 1 {
+			return false
+		}
+		n = ch[0]
+	}
 }

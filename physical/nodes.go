@@ -216,6 +216,11 @@ type Aggregate struct {
 	// window's row once, when it closes.
 	Window    *planner.WindowSpec
 	EmitFinal bool
+	// IdleAdvance (ms, 0 for off; windows) lets the task whose inputs
+	// have been idle this long advance its stream time by the wall
+	// clock, so that windows close without new input
+	// (sqlstreams.window.idle.advance.ms when the query was created).
+	IdleAdvance int64
 	// FinalOnClose (with EmitFinal, time windows) emits as Kafka Streams'
 	// EmitStrategy.onWindowClose does: when a record moves the close time
 	// (stream time - grace) past the end of windows not yet emitted,
@@ -236,7 +241,37 @@ type Aggregate struct {
 	// Distinct (SELECT DISTINCT) emits a group's row only when the group
 	// appears; of a table, with DropEmpty, its deletion when it empties.
 	Distinct bool
+	// DistinctStore, when set, keeps the distinct values of the
+	// aggregates DistinctAggs (indexes into Aggs: COUNT(DISTINCT x),
+	// COUNT_DISTINCT, SUM(DISTINCT x); see expr.DistinctValues) apart
+	// from the groups' states. DistinctAggs lists them by the value they
+	// count (planner.Aggregate.KeepsDistinctValues): the aggregates of
+	// one value, with their FILTERs, share an entry per group and value,
+	// which holds for each of them the number of the group's rows that
+	// hold the value (and pass its filter; over a stream, 1 once one
+	// did), as Flink's distinct views keep a count per filter. Those
+	// aggregates' part of a group's state is then only what its distinct
+	// values add up to, so that a row costs the same however many values
+	// its group has. An entry's key is the group's key (in Store's key
+	// format) behind its length as a uvarint, the index of its list in
+	// DistinctAggs (a uvarint) and the value's encoding; its value the
+	// counts, a uvarint each in the list's order. Of a windowed
+	// aggregation it is a WindowStore with the window store's retention:
+	// an entry's key starts with its window's 8-byte start as the window
+	// store's do, so that a window's entries expire with it, and its
+	// changelog key ends with the start as a windowed key does. Of
+	// session windows the start is the session's, and the store has no
+	// retention (its changelog is compacted only): merged and expired
+	// sessions' entries are deleted one by one. Plans recorded before it
+	// keep each group's distinct values in the group's state (sessions:
+	// plans recorded before the session ones).
+	DistinctStore *Store
+	DistinctAggs  [][]int
 }
+
+// DistinctValuesFormat is the value format of an Aggregate's
+// DistinctStore.
+const DistinctValuesFormat = "DISTINCT-COUNTS"
 
 func (a *Aggregate) Schema() types.Schema { return a.Out }
 func (a *Aggregate) Explain(name string) string {
@@ -258,6 +293,9 @@ func (a *Aggregate) Explain(name string) string {
 	if a.EmitFinal {
 		d += " EMIT FINAL"
 	}
+	if a.IdleAdvance > 0 {
+		d += " IDLE ADVANCE " + planner.FormatDuration(a.IdleAdvance)
+	}
 	if a.Changes {
 		d += " EMIT CHANGES WITH OLD ROWS"
 	}
@@ -267,9 +305,26 @@ func (a *Aggregate) Explain(name string) string {
 	if a.Distinct {
 		d += " DISTINCT"
 	}
-	return "  --> " + name + "  " + d + " (store: " + a.Store.Name + ", changelog: " + a.Store.Changelog + ")\n"
+	s := "  --> " + name + "  " + d + " (store: " + a.Store.Name + ", changelog: " + a.Store.Changelog + ")\n"
+	if a.DistinctStore != nil {
+		var vals []string
+		for _, share := range a.DistinctAggs {
+			calls := make([]string, len(share))
+			for i, j := range share {
+				calls[i] = a.Aggs[j].String()
+			}
+			vals = append(vals, strings.Join(calls, " + "))
+		}
+		s += "      distinct values of " + strings.Join(vals, "; ") + " (store: " + a.DistinctStore.Name + ", changelog: " + a.DistinctStore.Changelog + ")\n"
+	}
+	return s
 }
-func (a *Aggregate) stores() []*Store { return []*Store{a.Store} }
+func (a *Aggregate) stores() []*Store {
+	if a.DistinctStore != nil {
+		return []*Store{a.Store, a.DistinctStore}
+	}
+	return []*Store{a.Store}
+}
 func (a *Aggregate) markRead(read []bool) bool {
 	for _, g := range a.GroupBy {
 		expr.MarkColumns(g, read)
@@ -535,9 +590,33 @@ type Repartition struct {
 	// Partitioner picks a keyed record's partition: murmur2, or crc32
 	// toward a table whose topic is partitioned so.
 	Partitioner types.Partitioner
+	// Columns, when set, are the columns of In that the values carry:
+	// those the sub-topology reading the topic reads (its source's
+	// Read), the key columns, and the window bounds of windowed rows.
+	// Nil: every column but the pseudo ones, as plans made before it
+	// (and commands recorded before plans, WideRepartitions) write.
+	Columns []int
 }
 
 func (r *Repartition) Schema() types.Schema { return r.In }
+
+// markRead marks what a repartition writes of its rows: the columns of
+// its keys and of its values. Writing every column (Columns nil), it
+// reads the whole row.
+func (r *Repartition) markRead(read []bool) bool {
+	if r.Columns == nil {
+		return false
+	}
+	for _, e := range r.KeyExprs {
+		expr.MarkColumns(e, read)
+	}
+	for _, c := range r.Columns {
+		if c < len(read) { // (a row a stream-table join widened: its table's columns are not the source's)
+			read[c] = true
+		}
+	}
+	return true
+}
 func (r *Repartition) Explain(name string) string {
 	keys := make([]string, len(r.KeyExprs))
 	for i, k := range r.KeyExprs {
@@ -592,17 +671,21 @@ type Sink struct {
 	Partitioner types.Partitioner
 	// Internal marks a topic the query owns (created compacted with
 	// Partitions partitions, 0 for the input's), read back as a table
-	// by a join of the same query: a derived table's rows
-	// (planner.Scan.Feed) or a subquery's set (planner.Scan.Derived).
+	// by a join of the same query: a table it computes
+	// (planner.Computed: a derived table's rows, a subquery's set).
 	Internal   bool
 	Partitions int32
+	// Append marks an Internal topic read back as a stream (a windowed
+	// aggregation's final rows, sql/bind_join_final.go): created with
+	// the delete policy, not compacted (its records have no keys).
+	Append bool
 }
 
 func (s *Sink) internalTopic() InternalTopic {
 	if !s.Internal {
 		return InternalTopic{}
 	}
-	return InternalTopic{Name: s.Topic, Partitions: s.Partitions, Compact: true}
+	return InternalTopic{Name: s.Topic, Partitions: s.Partitions, Compact: !s.Append}
 }
 
 func (s *Sink) Schema() types.Schema { return s.Out }

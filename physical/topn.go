@@ -2,6 +2,7 @@ package physical
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sqlstreams/sqlstreams/expr"
@@ -32,10 +33,30 @@ type TopN struct {
 	RowKey    []int
 	Out       types.Schema
 	Store     *Store
+	// Binary (plans made since it was added) keeps the partition keys
+	// and the rows in a binary encoding (the Store's formats
+	// TopNBinaryKey and TopNBinaryRows), and of the rows only the Kept
+	// columns (nil: all), those the nodes after the Top-N read: the
+	// others are NULL in the rows it emits. The Store's Schema is then
+	// the kept columns; the rows are Out's but for the rank. Without it
+	// (plans made before, and commands recorded before plans: see
+	// WideRepartitions) keys and rows are JSON, rows whole (TopNRows).
+	//
+	// A deduplication (N 1 over a stream) whose changes go through
+	// projections to a sink only keeps no column: it emits each row that
+	// enters as it comes, and the sink writes the new row under its key
+	// without the old one, so no stored row is read back.
+	Binary bool
+	Kept   []int
 }
 
-// TopNRows is the value format of a TopN's store.
-const TopNRows = "TOPN-ROWS"
+// The formats of a TopN's store: rows in JSON (keys in JSON), or keys
+// and rows in the binary encoding of TopN.Binary.
+const (
+	TopNRows       = "TOPN-ROWS"
+	TopNBinaryKey  = "TOPN-BINARY-KEY"
+	TopNBinaryRows = "TOPN-BINARY-ROWS"
+)
 
 func (t *TopN) Schema() types.Schema { return t.Out }
 func (t *TopN) Explain(name string) string {
@@ -93,7 +114,15 @@ func lowerTopN(g *Graph, appID string, above []planner.Node, t *planner.TopN) (*
 	schema := t.Input.Schema()
 	if topNRepartition(t) {
 		if findJoin(t.Input) {
-			return nil, fmt.Errorf("a Top-N over a join is not supported yet")
+			// A join's rows: each side's pseudo columns are values here
+			// (the repartition carries them), as for an aggregation of a
+			// join's rows (lowerAt).
+			cols := make([]types.Column, len(schema.Columns))
+			copy(cols, schema.Columns)
+			for i := range cols {
+				cols[i].Pseudo = false
+			}
+			schema = types.Schema{Columns: cols}
 		}
 		topic := appID + "-TOPN-repartition"
 		keys := make([]expr.Expr, len(t.Partition))
@@ -128,6 +157,10 @@ func lowerTopN(g *Graph, appID string, above []planner.Node, t *planner.TopN) (*
 	op := &TopN{Partition: t.Partition, Order: t.Order, Desc: t.Desc, N: t.N, Rank: t.Rank, FromTable: t.FromTable,
 		Out: t.Schema(), Store: &Store{Name: "TOPN", Kind: KeyValue, Changelog: appID + "-TOPN-changelog",
 			KeyFormat: types.FormatJSON, ValueFormat: TopNRows, Schema: schema}}
+	if !g.wide {
+		// Kept follows once the topology is whole (keepTopNColumns).
+		op.Binary, op.Store.KeyFormat, op.Store.ValueFormat = true, TopNBinaryKey, TopNBinaryRows
+	}
 	if t.FromTable {
 		op.RowKey = schema.KeyIndexes()
 	}
@@ -171,10 +204,14 @@ func topNRepartition(t *planner.TopN) bool {
 	return false
 }
 
-// findJoin reports whether n's plan holds a join.
+// findJoin reports whether n's plan holds a join whose rows it reads
+// (not below an aggregation: the aggregation's rows are its own).
 func findJoin(n planner.Node) bool {
-	if _, ok := n.(*planner.Join); ok {
+	switch n.(type) {
+	case *planner.Join:
 		return true
+	case *planner.Aggregate:
+		return false
 	}
 	for _, c := range n.Children() {
 		if findJoin(c) {
@@ -182,4 +219,138 @@ func findJoin(n planner.Node) bool {
 		}
 	}
 	return false
+}
+
+// keepTopNColumns sets the Kept columns of each binary Top-N: those the
+// nodes after it read (all when some path may need the whole row, as a
+// push query's client), and its store's schema to them.
+func (t *Topology) keepTopNColumns() {
+	outs := t.Outputs()
+	for _, n := range t.Nodes {
+		tn, ok := n.Op.(*TopN)
+		if !ok || !tn.Binary {
+			continue
+		}
+		if !tn.FromTable && tn.N == 1 && toSinks(outs, n) {
+			tn.keep([]int{})
+			continue
+		}
+		read := make([]bool, tn.Out.Len())
+		if !readsThrough(outs, n, read) {
+			continue
+		}
+		kept := []int{}
+		for i := range tn.Out.Len() - 1 {
+			if read[i] {
+				kept = append(kept, i)
+			}
+		}
+		if len(kept) < tn.Out.Len()-1 {
+			tn.keep(kept)
+		}
+	}
+}
+
+// readsThrough is markReads, but that a projection marks only the
+// expressions of the columns read after it.
+func readsThrough(outs [][]*Node, n *Node, read []bool) bool {
+	if len(outs[n.ID]) == 0 {
+		return false
+	}
+	for _, o := range outs[n.ID] {
+		p, ok := o.Op.(*Project)
+		if !ok {
+			cr, ok := o.Op.(columnReader)
+			if !ok || !cr.markRead(read) && !markReads(outs, o, read) {
+				return false
+			}
+			continue
+		}
+		after := make([]bool, p.Out.Len())
+		all := !readsThrough(outs, o, after)
+		for i, e := range p.Exprs {
+			if all || after[i] {
+				expr.MarkColumns(e, read)
+			}
+		}
+	}
+	return true
+}
+
+// toSinks reports whether n's rows go through projections to sinks only.
+func toSinks(outs [][]*Node, n *Node) bool {
+	if len(outs[n.ID]) == 0 {
+		return false
+	}
+	for _, o := range outs[n.ID] {
+		switch o.Op.(type) {
+		case *Sink:
+		case *Project:
+			if !toSinks(outs, o) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// keep sets t's kept columns and its store's schema to them.
+func (t *TopN) keep(kept []int) {
+	t.Kept = kept
+	cols := make([]types.Column, len(kept))
+	for i, k := range kept {
+		cols[i] = t.Store.Schema.Columns[k]
+	}
+	t.Store.Schema = types.Schema{Columns: cols}
+}
+
+// KeepTopNLayout makes the Top-N of next, a query that replaces prev
+// (CREATE OR REPLACE), keep its rows as prev's Top-N keeps them, so that
+// it can take over prev's store: in JSON (prev's plan was made before
+// binary rows), or binary with prev's kept columns when they hold every
+// column next reads. Otherwise (next reads a column prev did not keep,
+// or the rows differ) the two stores differ, and so do the topologies'
+// shapes.
+func KeepTopNLayout(prev, next *Topology) {
+	p, n := topNOf(prev), topNOf(next)
+	if p == nil || n == nil || !n.Binary || !sameRows(p.Out, n.Out) {
+		return
+	}
+	if p.Binary && p.Kept != nil {
+		for _, k := range n.Kept {
+			if !slices.Contains(p.Kept, k) {
+				return
+			}
+		}
+		if n.Kept == nil {
+			return
+		}
+	}
+	n.Binary, n.Kept = p.Binary, slices.Clone(p.Kept)
+	n.Store.KeyFormat, n.Store.ValueFormat, n.Store.Schema = p.Store.KeyFormat, p.Store.ValueFormat, p.Store.Schema
+}
+
+// topNOf returns t's Top-N, or nil.
+func topNOf(t *Topology) *TopN {
+	for _, n := range t.Nodes {
+		if tn, ok := n.Op.(*TopN); ok {
+			return tn
+		}
+	}
+	return nil
+}
+
+// sameRows reports whether two Top-Ns' rows have the same columns.
+func sameRows(a, b types.Schema) bool {
+	if a.Len() != b.Len() {
+		return false
+	}
+	for i, c := range a.Columns {
+		if d := b.Columns[i]; !strings.EqualFold(c.Name, d.Name) || !c.Type.Equal(d.Type) {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,6 +94,11 @@ func (st *SubTopology) Source() *Source { return st.Sources[0].Op.(*Source) }
 // Graph builds a topology node by node.
 type Graph struct {
 	t *Topology
+	// wide keeps every column in repartition values (WideRepartitions).
+	wide bool
+	// plainFK plans foreign-key joins without an index or emit on
+	// change (PlainForeignKeyJoins).
+	plainFK bool
 	// shared holds, while a UNION ALL's branches are added, the source
 	// node of each topic they read (addSource).
 	shared map[string]*Node
@@ -155,7 +161,8 @@ func (g *Graph) hasNode(name string) bool {
 // decodes, and returns the topology.
 func (g *Graph) Topology() *Topology {
 	g.t.SubTopologies = derive(g.t.Nodes)
-	g.t.readColumns()
+	g.t.readColumns(!g.wide)
+	g.t.keepTopNColumns() // after the repartitions narrowed
 	g.t.storePartitions()
 	return g.t
 }
@@ -350,8 +357,84 @@ func (t *Topology) SourceTopics() []string {
 // readColumns sets, for each source, which of its columns the nodes
 // after it read (see Source.Read): nil when the row may reach a node
 // that keeps or writes it whole.
-func (t *Topology) readColumns() {
+//
+// With narrow, a repartition writes only the columns the sub-topology
+// reading its topic reads (Repartition.Columns), so that what is before
+// it reads less in turn: repeated until nothing narrows further.
+func (t *Topology) readColumns(narrow bool) {
 	outs := t.Outputs()
+	for range len(t.Nodes) + 1 {
+		t.readColumnsOnce(outs)
+		if !narrow || !t.narrowRepartitions() {
+			return
+		}
+	}
+}
+
+// narrowRepartitions sets each repartition's Columns from what the
+// source reading its topic reads; it reports whether one changed.
+func (t *Topology) narrowRepartitions() bool {
+	readers := map[string][]*Source{}
+	for _, n := range t.Nodes {
+		if src, ok := n.Op.(*Source); ok {
+			readers[src.Topic] = append(readers[src.Topic], src)
+		}
+	}
+	changed := false
+	for _, n := range t.Nodes {
+		r, ok := n.Op.(*Repartition)
+		if !ok {
+			continue
+		}
+		cols := r.narrowed(readers[r.Topic])
+		if !slices.Equal(cols, r.Columns) {
+			r.Columns, changed = cols, true
+		}
+	}
+	return changed
+}
+
+// narrowed returns the columns r's values need to carry for srcs, the
+// sources reading its topic: nil (all) unless there is one, laid out
+// like r's rows, that reads fewer than r writes.
+func (r *Repartition) narrowed(srcs []*Source) []int {
+	if len(srcs) != 1 || srcs[0].Read == nil {
+		return nil
+	}
+	src := srcs[0]
+	// The source's columns are r's (key columns as values), then
+	// pseudo columns of its own where r's rows have none.
+	in, out := r.In.Columns, src.Schema().Columns
+	if len(in) > len(out) {
+		return nil
+	}
+	for _, c := range out[len(in):] {
+		if !c.Pseudo {
+			return nil
+		}
+	}
+	var cols []int
+	all := 0
+	for i, c := range in {
+		if !strings.EqualFold(c.Name, out[i].Name) {
+			return nil
+		}
+		if c.Pseudo {
+			continue
+		}
+		all++
+		window := r.WindowType != types.NoWindow && (c.Name == types.WindowStart || c.Name == types.WindowEnd)
+		if src.Read[i] || c.Key || out[i].Key || window {
+			cols = append(cols, i)
+		}
+	}
+	if len(cols) == all || len(cols) == 0 {
+		return nil
+	}
+	return cols
+}
+
+func (t *Topology) readColumnsOnce(outs [][]*Node) {
 	for _, n := range t.Nodes {
 		src, ok := n.Op.(*Source)
 		if !ok {

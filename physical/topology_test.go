@@ -86,7 +86,16 @@ func TestTopologies(t *testing.T) {
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
-			topo, err := physical.Build(physical.AppID("sqlstreams", id), sink)
+			var opts []physical.BuildOption
+			if d.HasArg("wide-repartitions") {
+				// As a command recorded before plans is planned.
+				opts = append(opts, physical.WideRepartitions)
+			}
+			if d.HasArg("plain-fk") {
+				// As a command recorded before plans is planned.
+				opts = append(opts, physical.PlainForeignKeyJoins)
+			}
+			topo, err := physical.Build(physical.AppID("sqlstreams", id), sink, opts...)
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
@@ -132,6 +141,16 @@ func reads(t *physical.Topology) string {
 				b.WriteString(" (all)")
 			}
 			b.WriteString("\n")
+		}
+		for _, n := range st.Nodes {
+			// A repartition that writes some of its rows' columns.
+			if r, ok := n.Op.(*physical.Repartition); ok && r.Columns != nil {
+				var cols []string
+				for _, i := range r.Columns {
+					cols = append(cols, r.In.Columns[i].Name)
+				}
+				fmt.Fprintf(&b, "sub-topology %d %s writes: %s\n", st.ID, n.Name, strings.Join(cols, ", "))
+			}
 		}
 	}
 	return b.String()

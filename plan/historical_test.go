@@ -194,6 +194,7 @@ func corpus(t *testing.T) []corpusCase {
 		"": nil,
 		"legacy": func(s *sql.Select) {
 			s.SQLNulls, s.LegacyFunctions, s.LegacySum, s.LegacyDistinct, s.PositionalAliases, s.LegacyFinal = true, true, true, true, true, true
+			s.LegacyDistinctState = true
 		},
 		"limits": func(s *sql.Select) { s.CollectLimits = map[string]int{"COLLECT_LIST": 5, "COLLECT_SET": 7} },
 	}

@@ -89,7 +89,61 @@ type Aggregate struct {
 	// appears (and, of a table, deleted when it empties), not at each
 	// row (physical.Aggregate.Distinct).
 	Distinct bool
-	out      types.Schema
+	// DistinctValues keeps the distinct values of its exact distinct
+	// aggregates (expr.IsDistinctValues: COUNT(DISTINCT x), SUM(DISTINCT
+	// x)) apart from the groups' states, one entry per group and value
+	// (KeepsDistinctValues, physical.Aggregate.DistinctStore); of a
+	// windowed aggregation one per group, window and value, expiring
+	// with the window (of session windows per session: merging sessions
+	// merge their entries). The binder sets it for new statements;
+	// statements migrated from before plans keep every value in the
+	// group's state.
+	DistinctValues bool
+	out            types.Schema
+}
+
+// KeepsDistinctValues returns the distinct aggregates whose values the
+// aggregation keeps apart (DistinctValues), by the value they count:
+// the aggregates of one value x — x itself or CASE WHEN c THEN x END, a
+// FILTER (WHERE c) — share one entry per group and value, with a count
+// per aggregate (per filter), as Flink's distinct views do. None when
+// it keeps them in the groups' states: DistinctValues unset.
+func (a *Aggregate) KeepsDistinctValues() [][]int {
+	if !a.DistinctValues {
+		return nil
+	}
+	var shares [][]int
+	var values []string
+	for i, c := range a.Aggs {
+		if !expr.IsDistinctValues(c.Fn) || len(c.Args) != 1 {
+			continue
+		}
+		v := distinctValue(c.Args[0])
+		id := v.Type().String() + " " + v.String()
+		at := -1
+		for s, w := range values {
+			if w == id {
+				at = s
+			}
+		}
+		if at < 0 {
+			at = len(shares)
+			shares, values = append(shares, nil), append(values, id)
+		}
+		shares[at] = append(shares[at], i)
+	}
+	return shares
+}
+
+// distinctValue returns the value a distinct aggregate's argument counts:
+// x of CASE WHEN c THEN x END (FILTER (WHERE c), sql/aggfilter.go), else
+// the argument.
+func distinctValue(arg expr.Expr) expr.Expr {
+	c, ok := arg.(*expr.Case)
+	if !ok || c.Operand != nil || len(c.Whens) != 1 || c.Else != nil || !c.T.Equal(c.Thens[0].Type()) {
+		return arg
+	}
+	return c.Thens[0]
 }
 
 // NewAggregate builds a GROUP BY of input. names are the group key

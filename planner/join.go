@@ -86,8 +86,14 @@ type Join struct {
 	// OldValues asks a foreign-key join for each output change's old
 	// row (the key's previous joined row), which it keeps a store of
 	// the rows it emitted for: set when a filter or an aggregate reads
-	// the join's changes. Queries planned before it existed run without.
+	// the join's changes (rule JoinOldValues). Queries planned before it
+	// existed run without.
 	OldValues bool
+	// LegacyNoOldValues keeps OldValues unset: a command recorded before
+	// plans, bound on the plan-format 1 migration path with joins
+	// planned as before their second revision (sql.Select.LegacyJoins);
+	// it goes with that path.
+	LegacyNoOldValues bool
 	// CompactRows makes a stream–stream join keep, in its window stores,
 	// only the columns of each side's rows that the query reads, encoded
 	// compactly, instead of the input record's whole value. Queries
@@ -171,18 +177,34 @@ func NewTableJoin(typ JoinType, left Node, right *Scan, leftName, rightName stri
 // one (Legacy), it emits such a row as soon as the row arrives without
 // a match — and the joined rows when matches come later — with a grace
 // period of 24 hours, as ksqlDB's JoinWindows.of did.
+//
+// Unbounded makes the join Flink's regular join of two streams (a join
+// without WITHIN, in the SQL dialect): every row of a side is kept for
+// good and joins every row of the other side with its key, whatever
+// their times; BeforeMs, AfterMs and GraceMs are 0. It is INNER only
+// (a regular outer join retracts its NULL-padded rows).
 type JoinWindow struct {
 	BeforeMs, AfterMs, GraceMs int64
 	Legacy                     bool
+	Unbounded                  bool
 }
 
 // LegacyJoinGraceMs is the grace period of a WITHIN without GRACE PERIOD.
 const LegacyJoinGraceMs = 24 * 3600 * 1000
 
-// RetentionMs is how long a side's rows are kept behind stream time.
-func (w *JoinWindow) RetentionMs() int64 { return w.BeforeMs + w.AfterMs + w.GraceMs }
+// RetentionMs is how long a side's rows are kept behind stream time; 0
+// for an Unbounded join (for good).
+func (w *JoinWindow) RetentionMs() int64 {
+	if w.Unbounded {
+		return 0
+	}
+	return w.BeforeMs + w.AfterMs + w.GraceMs
+}
 
 func (w *JoinWindow) String() string {
+	if w.Unbounded {
+		return "UNBOUNDED"
+	}
 	s := "WITHIN (" + FormatDuration(w.BeforeMs) + ", " + FormatDuration(w.AfterMs) + ")"
 	if !w.Legacy {
 		s += " GRACE PERIOD " + FormatDuration(w.GraceMs)

@@ -30,22 +30,52 @@ var (
 // Scan reads a stream or table. Its rows are the source's declared
 // columns followed by the pseudo columns.
 //
-// A scan with Feed reads a derived table joined to another (SQL
-// dialect): Source stands in for the table Feed's rows make, which the
-// query writes to a topic of its own (keyed by Source's key columns)
-// and reads back, as if it were a source table.
+// A scan with Computed reads a table the query computes itself (SQL
+// dialect): Source stands in for the table Computed.Plan's rows make,
+// which the query writes to an internal topic of its own (keyed by
+// Source's key columns, JSON) and reads back, as if it were a source
+// table (see Computed).
 type Scan struct {
-	Source *catalog.Source
-	Feed   Node
-	// Derived, when set, is the plan whose rows the scanned source
-	// holds: a subquery's aggregation (x IN (SELECT c FROM t GROUP BY
-	// c), sql/subquery.go), which the query runs itself, writing its
-	// result to an internal topic that stands for Source's (physical
-	// sets Source.Topic to it). Source describes those rows: a table
-	// keyed by the aggregation's key (JSON). (Feed and Derived are two
-	// forms of one idea, from two branches: to be made one.)
-	Derived Node
-	out     types.Schema
+	Source   *catalog.Source
+	Computed *Computed
+	out      types.Schema
+}
+
+// Computed is a table a query computes and joins (a Scan's): a derived
+// table or WITH query that aggregates, joined to another table
+// (sql/bind_join_derived.go), or a subquery's set (x IN (SELECT c FROM
+// t GROUP BY c), a scalar subquery's one-row table: sql/subquery.go),
+// the right side of the join the subquery becomes. Lowering adds, as
+// sub-topologies of their own, Plan's nodes (names ending in Names'
+// suffix) and a sink of its rows (a tombstone for a row that goes) to
+// the internal, compacted topic <appid>-<table>-table with
+// Source.Partitions partitions (0: the input's); the join reads that
+// topic as a table's, keeping it in a store whose changelog it is, so
+// that a restart restores the store from it.
+//
+// A computed stream (Source.Kind Stream: a windowed aggregation's final
+// rows joined by an interval join, sql/bind_join_final.go) is written
+// to <appid>-<table>-stream instead, not compacted and without keys,
+// and read back as a stream: a side of a stream–stream join, or under
+// its repartition (physical's computedStreams).
+type Computed struct {
+	Plan Node
+	// Set marks a subquery's set: its names (Names) and EXPLAIN's
+	// rendering are the ones subquery sets had first.
+	Set bool
+}
+
+// Names returns the names lowering gives the computed table of a
+// source named name: the topic's <table> (<appid>-<table>-table), its
+// sink's (SINK-<sink>) and the suffix of Plan's own node, store and
+// topic names. A derived table X: DERIVED-X, DERIVED-X, -X; a
+// subquery's set (named SUBQUERY_<t> by the binder): SUBQUERY_<t>,
+// SUBQUERY, -SUBQUERY.
+func (c *Computed) Names(name string) (table, sink, suffix string) {
+	if c.Set {
+		return name, "SUBQUERY", "-SUBQUERY"
+	}
+	return "DERIVED-" + name, "DERIVED-" + name, "-" + name
 }
 
 // NewScan returns a scan of src.
@@ -59,10 +89,13 @@ func (s *Scan) Schema() types.Schema { return s.out }
 func (s *Scan) OfTable() bool    { return s.Source.Kind == catalog.Table }
 func (s *Scan) Children() []Node { return nil }
 func (s *Scan) String() string {
-	if s.Feed != nil {
+	if s.Computed != nil && !s.Computed.Set && s.Source.Kind == catalog.Stream {
+		return fmt.Sprintf("Scan derived STREAM %s (key %s, value %s, event time %s), the rows of:", s.Source.Name, s.Source.KeyFormat, s.Source.ValueFormat, s.Source.TimestampColumn)
+	}
+	if s.Computed != nil && !s.Computed.Set {
 		return fmt.Sprintf("Scan derived TABLE %s (key %s, value %s), the rows of:", s.Source.Name, s.Source.KeyFormat, s.Source.ValueFormat)
 	}
-	if s.Derived != nil {
+	if s.Computed != nil {
 		return fmt.Sprintf("Scan %s %s (the subquery's set, computed by the query, key %s, value %s)", s.Source.Kind, s.Source.Name, s.Source.KeyFormat, s.Source.ValueFormat)
 	}
 	return fmt.Sprintf("Scan %s %s (topic %s, key %s, value %s)", s.Source.Kind, s.Source.Name, s.Source.Topic, s.Source.KeyFormat, s.Source.ValueFormat)
@@ -199,10 +232,8 @@ func Sources(n Node) []*catalog.Source {
 	var out []*catalog.Source
 	var walk func(Node)
 	walk = func(n Node) {
-		if s, ok := n.(*Scan); ok && s.Feed != nil {
-			walk(s.Feed) // a derived table's sources
-		} else if ok && s.Derived != nil {
-			walk(s.Derived) // a subquery's set: what its aggregation reads
+		if s, ok := n.(*Scan); ok && s.Computed != nil {
+			walk(s.Computed.Plan) // a computed table's: what its plan reads
 			return
 		} else if ok {
 			out = append(out, s.Source)
@@ -230,8 +261,8 @@ func Explain(n Node) string {
 		for _, c := range n.Children() {
 			walk(c, depth+1)
 		}
-		if s, ok := n.(*Scan); ok && s.Feed != nil {
-			walk(s.Feed, depth+1)
+		if s, ok := n.(*Scan); ok && s.Computed != nil && !s.Computed.Set {
+			walk(s.Computed.Plan, depth+1) // a derived table's rows
 		}
 	}
 	walk(n, 0)

@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"github.com/sqlstreams/sqlstreams/expr"
+	"slices"
 
 	"github.com/sqlstreams/sqlstreams/types"
 )
@@ -35,6 +37,8 @@ var Rules = []Rule{
 	{"WindowTVFToEventTime", bottomUp(windowTVFToEventTime)},
 	{"JoinResidualToFilter", bottomUp(joinResidualToFilter)},
 	{"JoinResidualToNullMask", bottomUp(joinResidualToNullMask)},
+	{RuleFilterBelowForeignKeyJoin, bottomUp(filterBelowForeignKeyJoin)},
+	{"JoinOldValues", joinOldValues},
 	{"SQLRetractions", sqlRetractions},
 }
 
@@ -89,10 +93,15 @@ func withChildren(n Node, ch []Node) Node {
 }
 
 // Rewrite applies the planner's rules to a bound plan and returns the
-// plan and the names of the rules that changed it, in order.
-func Rewrite(n Node, d Dialect) (Node, []string, error) {
+// plan and the names of the rules that changed it, in order. The rules
+// named in skip are left out (sql.Select.SkipRules: a plan that must
+// keep the shape it was first given).
+func Rewrite(n Node, d Dialect, skip ...string) (Node, []string, error) {
 	var fired []string
 	for _, r := range Rules {
+		if slices.Contains(skip, r.Name) {
+			continue
+		}
 		out, changed, err := r.Apply(n, d)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", r.Name, err)
@@ -252,4 +261,102 @@ func sqlRetractions(n Node, d Dialect) (Node, bool, error) {
 		c.DropEmpty = true
 		return &c, true, nil
 	})
+}
+
+// joinOldValues is the JoinOldValues rule: a foreign-key join whose
+// changes a filter or an aggregation reads — the statement's WHERE or
+// GROUP BY, an inner join's residual lowered to a filter, an outer
+// query's over a derived table or view holding the join — emits each
+// change with the key's previous joined row (Join.OldValues), so that a
+// row that stops passing is deleted and a group's old contribution taken
+// out. Projections, sinks and re-keyings pass the changes on as they
+// are; any other node reads the join as a table of its own.
+func joinOldValues(root Node, _ Dialect) (Node, bool, error) {
+	fired := false
+	var walk func(n Node, read bool) Node
+	walk = func(n Node, read bool) Node {
+		switch x := n.(type) {
+		case *Join:
+			if read && x.ForeignKey && !x.OldValues && !x.LegacyNoOldValues {
+				c := *x
+				c.OldValues = true
+				n, fired = &c, true
+			}
+			read = false
+		case *Filter, *Aggregate:
+			read = true
+		case *Project, *Sink, *Rekey:
+		default:
+			read = false
+		}
+		ch := n.Children()
+		if len(ch) == 0 {
+			return n
+		}
+		nch := make([]Node, len(ch))
+		changed := false
+		for i, c := range ch {
+			nch[i] = walk(c, read)
+			changed = changed || nch[i] != c
+		}
+		if changed {
+			n = withChildren(n, nch)
+		}
+		return n
+	}
+	out := walk(root, false)
+	return out, fired, nil
+}
+
+// RuleFilterBelowForeignKeyJoin names the rule a plan that must keep
+// its shape skips (sql.Select.NoFilterPushdown).
+const RuleFilterBelowForeignKeyJoin = "FilterBelowForeignKeyJoin"
+
+// filterBelowForeignKeyJoin is the FilterBelowForeignKeyJoin rule: the
+// conjuncts of a filter right above a foreign-key join (INNER or LEFT)
+// that read only the left table's columns filter the left table before
+// the join, so that rows they drop never subscribe.
+func filterBelowForeignKeyJoin(n Node) (Node, bool) {
+	f, ok := n.(*Filter)
+	if !ok {
+		return n, false
+	}
+	j, ok := f.Input.(*Join)
+	if !ok || !j.ForeignKey || j.Type != InnerJoin && j.Type != LeftJoin {
+		return n, false
+	}
+	nl := len(j.Left.Schema().Columns)
+	var push, rest []expr.Expr
+	for _, c := range conjuncts(f.Predicate) {
+		used := make([]bool, len(j.Schema().Columns))
+		expr.MarkColumns(c, used)
+		left := true
+		for i, u := range used {
+			if u && i >= nl {
+				left = false
+			}
+		}
+		if left {
+			push = append(push, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	if len(push) == 0 {
+		return n, false
+	}
+	lf, err := NewFilter(j.Left, andOf(push))
+	if err != nil {
+		return n, false
+	}
+	c := *j
+	c.Left = lf
+	if len(rest) == 0 {
+		return &c, true
+	}
+	out, err := NewFilter(&c, andOf(rest))
+	if err != nil {
+		return n, false
+	}
+	return out, true
 }

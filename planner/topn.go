@@ -258,6 +258,12 @@ func rowNumberToTopN(root Node, _ Dialect) (Node, bool, error) {
 				names[j] = c.Name
 			}
 			cur, err = NewProject(cur, x.Exprs, names)
+		case *Aggregate:
+			// An aggregation over the Top-N reads its changes as a
+			// table's: a row leaving the first N is taken out.
+			c := *x
+			c.Input, c.FromTable = cur, true
+			cur = &c
 		default:
 			cur, err = withInput(x, cur)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,14 @@ type binder struct {
 	// feeds are the plans of the derived tables a join reads
 	// (bind_join_derived.go), by their stand-in sources.
 	feeds map[*catalog.Source]planner.Node
+	// windowDeps are, by the stand-in sources of windowed derived
+	// tables, their window_end columns that follow from a window_start
+	// column of theirs (bind_join_derived.go); implied are the window_end
+	// equalities taken out of the last join's ON, bound as its residual;
+	// lastJoin is that join.
+	windowDeps map[*catalog.Source]map[int]int
+	implied    []ast.ExprNode
+	lastJoin   *ast.Join
 
 	// The statement's placeholders (params.go): the values they read
 	// and their types, inferred as they are bound.
@@ -77,6 +86,9 @@ type binder struct {
 	// legacyDistinct keeps distinct aggregates' stream state over tables
 	// (Select.LegacyDistinct).
 	legacyDistinct bool
+	// legacyDistinctState keeps distinct values in the group's state
+	// (Select.LegacyDistinctState).
+	legacyDistinctState bool
 	// query is set while binding a persistent query's SELECT (CREATE …
 	// AS, INSERT INTO … SELECT), where ksqlDB's typing rules apply whole.
 	query bool
@@ -143,7 +155,7 @@ func bindSelect0(sel *Select, cat Catalog) (*planner.Query, error) {
 	s := sel.stmt
 	b := &binder{text: sel.text, toks: sel.toks, cat: cat, windowed: sel.window != nil, sqlNulls: sel.SQLNulls,
 		legacyFns: sel.LegacyFunctions, collectLimits: sel.CollectLimits, legacyJoins: sel.LegacyJoins, legacyJoins2: sel.LegacyJoins2, legacyJoins3: sel.LegacyJoins3, legacySum: sel.LegacySum,
-		legacyDistinct: sel.LegacyDistinct, constJoin: sel.setScalar,
+		legacyDistinct: sel.LegacyDistinct, legacyDistinctState: sel.LegacyDistinctState, constJoin: sel.setScalar,
 		query: sel.persistent || sel.inserting}
 	sel.paramTypes = make([]types.Type, sel.nParams)
 	b.pbound, b.ptypes = sel.Params, sel.paramTypes
@@ -186,11 +198,10 @@ func bindSelect0(sel *Select, cat Catalog) (*planner.Query, error) {
 			return nil, err
 		}
 		node = join
-		if join.ForeignKey && !sel.LegacyJoins && (s.Where != nil || s.GroupBy != nil) {
-			// A filter or an aggregate reads the join's changes: they
-			// carry the key's previous joined row.
-			join.OldValues = true
-		}
+		// Whether the join's changes carry old rows is the planner's
+		// (rule JoinOldValues), but for a command migrated from before
+		// the second revision of joins.
+		join.LegacyNoOldValues = sel.LegacyJoins
 		switch {
 		case len(sel.partitionExprs) > 0 && join.OfTables():
 			// ksqlDB's rule for tables: their key is the primary key.
@@ -779,8 +790,6 @@ func BindCreateAs(ca *CreateAs, cat Catalog) (*planner.Sink, error) {
 	switch {
 	case topN && ca.Kind == catalog.Stream:
 		return nil, NameError(ca, CodeFeatureNotSupport, "a Top-N (ROW_NUMBER() OVER … WHERE rn <= N) produces a table: use CREATE TABLE … AS SELECT or CREATE MATERIALIZED VIEW … AS SELECT")
-	case topN && aggregateOverTopN(q.Root):
-		return nil, errorAt(ca.text, posOf(ca.Select, "ROW_NUMBER"), CodeFeatureNotSupport, "an aggregation over a Top-N is not supported yet")
 	case topN && findAggregate(q.Root) != nil && findAggregate(q.Root).Window != nil:
 		return nil, errorAt(ca.text, posOf(ca.Select, "ROW_NUMBER"), CodeFeatureNotSupport, "a Top-N over a windowed aggregation is not supported yet")
 	case topN:
@@ -1619,6 +1628,9 @@ func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 		}
 		e = c
 	}
+	if err := checkNarrowing(orig, t); err != nil {
+		return types.Datum{}, err
+	}
 	ev, err := expr.Compile(e)
 	if err != nil {
 		return types.Datum{}, err
@@ -1638,6 +1650,79 @@ func constant(e expr.Expr, t types.Type) (types.Datum, error) {
 		return types.NullDatum, nil
 	}
 	return d.Clone(), nil
+}
+
+// checkNarrowing refuses a number that a column of type t cannot hold,
+// as Postgres does ("integer out of range") where CAST would wrap it, as
+// Java's does: a BIGINT or DOUBLE beyond INT's range into an INT, a
+// DOUBLE beyond BIGINT's into a BIGINT.
+func checkNarrowing(e expr.Expr, t types.Type) error {
+	from := e.Type()
+	narrows := t.Kind == types.Int && (from.Kind == types.Bigint || from.Kind == types.Double) ||
+		t.Kind == types.Bigint && from.Kind == types.Double
+	if !narrows {
+		return nil
+	}
+	var d types.Datum
+	if lit, ok := e.(*expr.Literal); ok {
+		d = lit.V // a literal or a bound value (CoerceInsert): nothing to evaluate
+	} else {
+		ev, err := expr.Compile(e)
+		if err != nil {
+			return err
+		}
+		if d, err = ev(nil); err != nil {
+			return err
+		}
+	}
+	if d.Null {
+		return nil
+	}
+	lo, hi := float64(math.MinInt32), float64(math.MaxInt32)
+	if t.Kind == types.Bigint {
+		lo, hi = math.MinInt64, math.MaxInt64
+	}
+	v := float64(d.I)
+	if from.Kind == types.Double {
+		v = d.F
+	}
+	if v < lo || v > hi || math.IsNaN(v) {
+		return fmt.Errorf("%s is out of range for %s", types.Text(d, from), t)
+	}
+	return nil
+}
+
+// CoerceInsert converts v, a value of type from, into a column of type
+// to as INSERT … VALUES converts a literal of that type: a string that
+// reads as a number, a boolean or a date gives one, BYTES take base64
+// text, and a value that does not convert is an error, never a NULL. A
+// protocol that carries typed values (REST's /inserts-stream JSON) binds
+// them to an INSERT's placeholders through it, so both paths coerce
+// alike.
+func CoerceInsert(v types.Datum, from, to types.Type) (types.Datum, error) {
+	if v.Null {
+		return types.NullDatum, nil
+	}
+	return constant(&expr.Literal{V: v, T: from}, to)
+}
+
+// NumberLiteral types a number's text as the same text written in SQL
+// is typed: an integer INT (or BIGINT beyond INT's range), a number with
+// a decimal point and no exponent DECIMAL(p, s), any other DOUBLE.
+func NumberLiteral(text string) (types.Datum, types.Type, error) {
+	var (
+		l   *expr.Literal
+		err error
+	)
+	if strings.ContainsRune(text, '.') && !strings.ContainsAny(text, "eE") {
+		l, err = expr.DecimalLiteral(text)
+	} else {
+		l, err = expr.ParseNumberLiteral(text)
+	}
+	if err != nil {
+		return types.Datum{}, types.Type{}, fmt.Errorf("invalid number %s: %v", text, err)
+	}
+	return l.V, l.T, nil
 }
 
 // base64Constant evaluates a STRING constant and decodes it as base64.

@@ -385,8 +385,14 @@ func (b *binder) aggregateQuery(sel *Select, node planner.Node) (*planner.Query,
 			}
 		}
 	}
+	// Distinct aggregates keep their values apart from the group's
+	// state (bind_distinct.go).
+	agg.DistinctValues = !b.legacyDistinctState
 	agg.EmitFinal = sel.Emit == "FINAL"
 	agg.FinalOnClose = agg.EmitFinal && !sel.LegacyFinal
+	// A window table function grouped by its window alone (tvf.go): a
+	// global aggregate per window, its constant key internal.
+	agg.Global = sel.global && window != nil
 	node = agg
 	if having != nil {
 		f, err := planner.NewFilter(node, having)

@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"strings"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
@@ -33,11 +35,17 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 			return nil, err
 		}
 	}
-	root, rules, err := planner.Rewrite(q.Root, sel.dialect)
+	root, rules, err := planner.Rewrite(q.Root, sel.dialect, sel.skipRules()...)
 	if err != nil {
 		if planner.FindRowNumber(q.Root) != nil {
 			// RowNumberToTopN's refusals, at the ROW_NUMBER.
 			return nil, errorAt(sel.text, posOf(sel, "ROW_NUMBER"), CodeFeatureNotSupport, "%v", err)
+		}
+		if at := lastPosOf(sel, "GROUP"); strings.HasPrefix(err.Error(), "AggregateOfAggregate") && at >= 0 {
+			// An aggregation over another one it cannot read, at the
+			// outer GROUP BY (the last: after its derived table or WITH
+			// query).
+			return nil, errorAt(sel.text, at, CodeFeatureNotSupport, "%v", err)
 		}
 		return nil, Errorf(CodeFeatureNotSupport, "%v", err)
 	}
@@ -112,6 +120,26 @@ func posOf(sel *Select, name string) int {
 	return -1
 }
 
+// lastPosOf is the position of the statement's last token name, or -1.
+func lastPosOf(sel *Select, name string) int {
+	at := -1
+	for _, t := range sel.toks {
+		if t.is(name) {
+			at = t.pos
+		}
+	}
+	return at
+}
+
+// offsetPos is the position of a LIMIT's OFFSET (or of the LIMIT, as in
+// LIMIT 1, 2).
+func offsetPos(sel *Select) int {
+	if at := lastPosOf(sel, "OFFSET"); at >= 0 {
+		return at
+	}
+	return lastPosOf(sel, "LIMIT")
+}
+
 // fromSubquery binds the FROM of a derived table or of a CTE's
 // reference: the inner SELECT q's plan under a Derived node named alias.
 // cols, when given, renames its columns (WITH a(x, y) AS …).
@@ -120,7 +148,7 @@ func (b *binder) fromSubquery(sel *Select, q ast.ResultSetNode, kind, alias stri
 	sub := &Select{base: sel.base, Emit: sel.Emit, Limit: -1, Params: sel.Params, nParams: sel.nParams,
 		toks: sel.toks, fullJoin: -1, persistent: sel.persistent, inserting: sel.inserting,
 		CollectLimits: sel.CollectLimits, DefaultKeyFormat: sel.DefaultKeyFormat, sink: sel.sink,
-		rw: sel.rw, nestedTVFs: sel.nestedTVFs}
+		rw: sel.rw, nestedTVFs: sel.nestedTVFs, inSQL: true}
 	inner, ok := q.(*ast.SelectStmt)
 	if u, isUnion := q.(*ast.SetOprStmt); isUnion {
 		// A UNION ALL: of streams, or of tables as an aggregation's

@@ -190,9 +190,12 @@ func (b *binder) special(n *ast.FuncCallExpr) (expr.Expr, bool, error) {
 	}
 	switch name {
 	case "__CAST":
-		x, err := b.expr(n.Args[0])
-		if err != nil {
-			return nil, true, err
+		var x expr.Expr
+		var err error
+		if !isParam(n.Args[0]) {
+			if x, err = b.expr(n.Args[0]); err != nil {
+				return nil, true, err
+			}
 		}
 		typeText := stringArg(n.Args[1])
 		t, err := ParseType(typeText)
@@ -202,6 +205,13 @@ func (b *binder) special(n *ast.FuncCallExpr) (expr.Expr, bool, error) {
 				msg = se.Msg
 			}
 			return nil, true, b.errAt("CAST", CodeUndefinedObject, "CAST to %s: %s", typeText, msg)
+		}
+		if x == nil {
+			// A placeholder takes the type it is cast to, as in
+			// Postgres ($1::int is an int4), unless it has one.
+			if x, err = b.exprAs(n.Args[0], t); err != nil {
+				return nil, true, err
+			}
 		}
 		e, err := expr.NewCast(x, t)
 		if err != nil {

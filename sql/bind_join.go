@@ -284,6 +284,19 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		return nil, b.errAt("JOIN", CodeDuplicateObject, "the two sides of a join need different names: both are %s; give one an alias", left.name)
 	case left.src.Kind == catalog.Table && right.src.Kind == catalog.Stream:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "Invalid join order: table-stream joins are not supported; only stream-table joins. Got %s.", got)
+	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && within == nil && j.On == nil && j.Tp == ast.CrossJoin && !j.NaturalJoin && j.Using == nil:
+		// FROM a, b without a WHERE equality of the two (commaJoin).
+		return nil, b.errAt(right.src.Name, CodeSyntaxError, "a join needs ON left_expression = right_expression (FROM a, b: a WHERE equality of a column of each)")
+	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && within == nil && regularJoins(sel):
+		// A regular join (bind_join_regular.go).
+		if typ != "INNER" {
+			at := map[string]string{"LEFT": "LEFT", "RIGHT": "RIGHT", "FULL": "FULL"}[typ]
+			if full >= 0 {
+				return nil, errorAt(b.text, full, CodeFeatureNotSupport, "a %s OUTER join of two streams needs a WITHIN: without one (a regular join) only INNER joins are supported", typ)
+			}
+			return nil, b.errAt(at, CodeFeatureNotSupport, "a %s OUTER join of two streams needs a WITHIN: without one (a regular join) only INNER joins are supported", typ)
+		}
+		return b.bindStreamJoin(j, js, typ, nil)
 	case left.src.Kind == catalog.Stream && right.src.Kind == catalog.Stream && within == nil:
 		if j.On != nil {
 			// ksqlDB reports a bad ON condition before the missing

@@ -20,21 +20,25 @@ import (
 // bindJoinResidual binds the join j (bindJoin) with its interval bounds
 // and residual conditions.
 func (b *binder) bindJoinResidual(sel *Select, j *ast.Join) (*planner.Join, error) {
+	commaJoin(sel, j) // FROM a, b WHERE a.k = b.k (bind_join_regular.go)
 	if err := b.bindIntervalJoin(sel, j); err != nil {
 		return nil, err
 	}
 	residual, marked, eq := takeResidual(j)
+	marked = marked || sel.whereInterval(j) // interval.go
 	if marked && !eq {
 		return nil, errorAt(sel.text, sel.interval.pos, CodeFeatureNotSupport, "an interval join joins on a key equality as well: ON a.k = b.k AND a.ts BETWEEN …")
 	}
 	if sel.interval != nil && !marked {
 		return nil, errorAt(sel.text, sel.interval.pos, CodeFeatureNotSupport, "… BETWEEN … INTERVAL … bounds the times of a stream–stream join: it goes in the join's ON, ANDed with the key equality")
 	}
+	b.lastJoin, b.implied = j, nil
 	join, err := b.bindJoin(sel, j)
 	if err != nil {
 		return nil, err
 	}
 	b.attachFeeds(join)
+	residual = append(residual, b.implied...)
 	if err := b.bindResidual(join, residual); err != nil {
 		return nil, err
 	}
@@ -101,13 +105,9 @@ func (b *binder) bindResidual(join *planner.Join, rest []ast.ExprNode) error {
 	if err != nil {
 		return b.errAt("ON", CodeDatatypeMismatch, "Type error in ON: %v", err)
 	}
+	// An inner join's residual becomes a filter of its changes, which
+	// then carry old rows (rules JoinResidualToFilter, JoinOldValues).
 	join.Residual = f.Predicate
-	if join.ForeignKey && join.Type == planner.InnerJoin {
-		// The residual filters the join's changes: they carry the key's
-		// previous joined row (as under a WHERE), so that a row that
-		// stops passing is deleted.
-		join.OldValues = true
-	}
 	if err := planner.CheckResidual(join); err != nil {
 		return b.errAt("ON", CodeFeatureNotSupport, "%v", err)
 	}

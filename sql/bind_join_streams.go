@@ -33,8 +33,9 @@ func singleRows(n planner.Node) bool {
 	}
 }
 
-// bindStreamJoin binds a join of two streams WITHIN a window, on their
-// key columns, any of INNER, LEFT, RIGHT and FULL OUTER. A side joined on
+// bindStreamJoin binds a join of two streams WITHIN a window (w), on
+// their key columns, any of INNER, LEFT, RIGHT and FULL OUTER; without
+// w, a regular join (INNER; bind_join_regular.go). A side joined on
 // anything but its key column is repartitioned by its ON expression
 // first (keyed like the other side, or like the left when both are).
 func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withinClause) (*planner.Join, error) {
@@ -165,9 +166,12 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 		}
 		right.offset = left.schema.Len()
 	}
-	win := planner.JoinWindow{BeforeMs: w.before, AfterMs: w.after, GraceMs: w.grace}
-	if w.grace < 0 {
-		win.GraceMs, win.Legacy = planner.LegacyJoinGraceMs, true
+	win := planner.JoinWindow{Unbounded: true} // no WITHIN: a regular join
+	if w != nil {
+		win = planner.JoinWindow{BeforeMs: w.before, AfterMs: w.after, GraceMs: w.grace}
+		if w.grace < 0 {
+			win.GraceMs, win.Legacy = planner.LegacyJoinGraceMs, true
+		}
 	}
 	jt := planner.JoinType(typ)
 	synth := ""

@@ -33,6 +33,9 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 	}
 	b.join = js
 	b.schema = planner.JoinSchema(left.schema, right.schema, left.name, right.name)
+	if isAnd(j.On.Expr) && j == b.lastJoin && left.inner == nil {
+		b.takeImpliedWindowEnds(j, js)
+	}
 	if isAnd(j.On.Expr) {
 		return b.bindCompositeTableJoin(j, js, typ)
 	}

@@ -138,26 +138,14 @@ func (b *binder) rowNumber(sel *Select, node planner.Node) (planner.Node, *ast.S
 
 // rowNumberLeft refuses a plan whose ROW_NUMBER no Top-N filter took.
 func rowNumberLeft(sel *Select, root planner.Node) error {
-	if planner.FindRowNumber(root) == nil {
+	rn := planner.FindRowNumber(root)
+	if rn == nil {
 		return nil
+	}
+	if planner.FindTopN(rn.Input) != nil {
+		// The outer ROW_NUMBER, which comes first in the text.
+		return errorAt(sel.text, posOf(sel, "ROW_NUMBER"), CodeFeatureNotSupport, "a Top-N over another Top-N is not supported yet")
 	}
 	return errorAt(sel.text, posOf(sel, "ROW_NUMBER"), CodeFeatureNotSupport,
 		"ROW_NUMBER() OVER (…) is supported as a Top-N only, filtered by its number in an outer query: %s", topNHint)
-}
-
-// aggregateOverTopN reports whether an aggregation reads a Top-N's rows.
-func aggregateOverTopN(root planner.Node) bool {
-	for n := root; ; {
-		switch n.(type) {
-		case *planner.Aggregate:
-			return planner.FindTopN(n) != nil
-		case *planner.TopN:
-			return false
-		}
-		ch := n.Children()
-		if len(ch) != 1 {
-			return false
-		}
-		n = ch[0]
-	}
 }

@@ -97,11 +97,11 @@ func (sel *Select) unionBranches(u *ast.SetOprStmt) ([]*ast.SelectStmt, error) {
 	}
 	if u.Limit != nil {
 		if u.Limit.Offset != nil {
-			return nil, Errorf(CodeFeatureNotSupport, "LIMIT with OFFSET is not supported")
+			return nil, errorAt(sel.text, offsetPos(sel), CodeFeatureNotSupport, "LIMIT with OFFSET is not supported")
 		}
 		n, ok := intValue(u.Limit.Count)
 		if !ok || n < 0 {
-			return nil, Errorf(CodeSyntaxError, "LIMIT takes a non-negative integer")
+			return nil, errorAt(sel.text, lastPosOf(sel, "LIMIT"), CodeSyntaxError, "LIMIT takes a non-negative integer")
 		}
 		sel.Limit = n
 	}

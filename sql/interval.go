@@ -2,8 +2,10 @@ package sql
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
 )
@@ -30,6 +32,10 @@ type intervalJoin struct {
 	aQual, aCol, bQual, bCol string
 	lo, hi                   int64
 	pos                      int // offset of a.ts
+	// derived names the side that is a derived table or CTE (its name
+	// and the time column the bounds read there), whose check waits for
+	// its binding (finalStream, bind_join_final.go).
+	derived, derivedCol string
 }
 
 // colRef reads name or qual.name at toks[i] and returns the index after
@@ -115,22 +121,35 @@ func (b *binder) bindIntervalJoin(sel *Select, j *ast.Join) error {
 	if !lok || !rok {
 		return at("an interval join (… BETWEEN … INTERVAL …) joins two streams")
 	}
+	// A derived table or CTE (a windowed aggregation, whose rows are a
+	// stream of final windows: bind_join_final.go) stands in as a stream
+	// with no source until it is bound.
+	derived := &catalog.Source{Kind: catalog.Stream}
 	side := func(ts *ast.TableSource) (string, *catalog.Source) {
+		if _, ok := ts.Source.(*ast.SelectStmt); ok && ts.AsName.O != "" {
+			return ts.AsName.O, derived
+		}
 		tn, ok := ts.Source.(*ast.TableName)
 		if !ok {
 			return "", nil
 		}
-		src, _ := b.cat.Source(tn.Name.O)
 		name := ts.AsName.O
 		if name == "" {
 			name = tn.Name.O
 		}
+		if c, _ := lookupCTE(b.cat, tn.Name.O); c != nil {
+			return name, derived
+		}
+		src, _ := b.cat.Source(tn.Name.O)
 		return name, src
 	}
 	ln, ls := side(lt)
 	rn, rs := side(rt)
 	if ls == nil || rs == nil {
 		return nil // the join's binding names the missing source
+	}
+	if ls == derived && rs == derived {
+		return at("an interval join (… BETWEEN … INTERVAL …) of two derived tables is not supported: one side is a stream")
 	}
 	if ls.Kind != catalog.Stream || rs.Kind != catalog.Stream {
 		return at("an interval join (… BETWEEN … INTERVAL …) joins two streams; %s is a table", map[bool]string{true: ls.Name, false: rs.Name}[ls.Kind != catalog.Stream])
@@ -148,6 +167,10 @@ func (b *binder) bindIntervalJoin(sel *Select, j *ast.Join) error {
 		return at("an interval join bounds one stream's time by the other's: %s.%s and %s.%s name the join's two streams (%s, %s)", ij.aQual, ij.aCol, ij.bQual, ij.bCol, ln, rn)
 	}
 	eventTime := func(col string, src *catalog.Source) error {
+		if src == derived {
+			ij.derived, ij.derivedCol = map[bool]string{true: ln, false: rn}[ls == derived], col
+			return nil
+		}
 		if col == "ROWTIME" || col == src.TimestampColumn {
 			return nil
 		}
@@ -168,4 +191,45 @@ func (b *binder) bindIntervalJoin(sel *Select, j *ast.Join) error {
 	w := &withinClause{before: -lo, after: hi, grace: -1, pos: b.nthOn(1) - 1}
 	sel.within, sel.withins = w, []*withinClause{w}
 	return nil
+}
+
+// whereInterval moves an interval join's bounds from the WHERE of an
+// INNER join to its ON, as Flink reads them there too (Nexmark q7:
+// … ON B.price = B1.maxprice WHERE B.dateTime BETWEEN B1.dateTime -
+// INTERVAL '10' SECOND AND B1.dateTime): a conjunct of WHERE. It
+// reports whether it did. An outer join's WHERE filters its result, and
+// keeps ksqlDB's error.
+func (sel *Select) whereInterval(j *ast.Join) bool {
+	s := sel.stmt
+	if sel.interval == nil || s.Where == nil || j.Tp == ast.LeftJoin || j.Tp == ast.RightJoin || len(sel.fullJoins) > 0 {
+		return false
+	}
+	isMarker := func(n ast.ExprNode) bool {
+		call, ok := unparen(n).(*ast.FuncCallExpr)
+		return ok && strings.EqualFold(call.FnName.O, intervalJoinMarker)
+	}
+	var keep []ast.ExprNode
+	found := false
+	var split func(n ast.ExprNode)
+	split = func(n ast.ExprNode) {
+		if bin, ok := unparen(n).(*ast.BinaryOperationExpr); ok && bin.Op == opcode.LogicAnd {
+			split(bin.L)
+			split(bin.R)
+			return
+		}
+		if isMarker(n) && !found {
+			found = true
+			return
+		}
+		keep = append(keep, n)
+	}
+	split(s.Where)
+	if !found {
+		return false
+	}
+	s.Where = nil
+	if len(keep) > 0 {
+		s.Where = and(keep)
+	}
+	return true
 }

@@ -31,6 +31,10 @@ func TestParams(t *testing.T) {
 		{"SELECT * FROM levels WHERE level = $0", "42601"},
 		{"SELECT * FROM levels WHERE title = $1 LIMIT $2", "[STRING BIGINT]"},
 		{"SELECT * FROM levels EMIT CHANGES LIMIT ?", "[BIGINT]"},
+		// A cast types its placeholder, as in Postgres ($1::int is int4).
+		{"SELECT $1::int AS x FROM levels WHERE level = $2", "[INTEGER BIGINT]"},
+		{"SELECT CAST($1 AS DOUBLE) AS x, CAST(($2) AS DATE) AS d FROM levels", "[DOUBLE DATE]"},
+		{"SELECT * FROM levels WHERE level = $1 AND CAST($1 AS STRING) = title", "[BIGINT]"},
 	} {
 		got := func() string {
 			st, err := Parse(c.text)

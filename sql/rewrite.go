@@ -17,6 +17,8 @@ import (
 //	MAP(k := v, …)            __MAP(k, v, …)
 //	STRUCT(f := v, …)         __STRUCT('F', v, …)
 //	CAST(x AS type)           __CAST(x, 'type')
+//	x::type                   __CAST(x, 'type')   (Postgres's cast; its type
+//	                          names as ours: int4 INT, text STRING, …)
 //	x => body, (x, y) => body __LAMBDA(X, body), __LAMBDA(X, Y, body)
 //	SPLIT(s, ',')             __SPLIT(s, ',')   (a TiDB keyword)
 //	DATEADD(DAYS, 1, d)       __DATEADD('DAYS', 1, d)   (also DATESUB, TIMEADD,
@@ -324,6 +326,12 @@ func (r *rewriter) rewriteExprs(toks []token, from, to int) *Error {
 			}
 			r.replace(t.pos, toks[j+1].end, repl)
 			i = j + 1
+		case isPunct(t, ":") && isPunct(next, ":") && next.pos == t.end:
+			end, err := r.pgCast(toks, from, i)
+			if err != nil {
+				return err
+			}
+			i = end
 		case t.kind == tIdent && t.text == "CAST" && isPunct(next, "("):
 			end := match(toks, i+1)
 			if end < 0 {
@@ -500,3 +508,85 @@ func (r *rewriter) lambda(toks []token, i int) *Error {
 // that TiDB reserves and that stay unquoted there.
 var windowSpecWords = map[string]bool{"PARTITION": true, "ROWS": true, "RANGE": true, "GROUPS": true,
 	"UNBOUNDED": true, "PRECEDING": true, "FOLLOWING": true, "CURRENT": true, "ROW": true}
+
+// pgCast rewrites Postgres's casts x::type[::type …], whose first "::"
+// is at toks[at] (x ends before it, after toks[from]), into
+// __CAST(x, 'type'), and returns the index of the last token consumed.
+func (r *rewriter) pgCast(toks []token, from, at int) (int, *Error) {
+	if at <= from {
+		return 0, errorAt(r.text, toks[at].pos, CodeSyntaxError, "syntax error: :: needs a value before it, as in x::INT")
+	}
+	j := at - 1
+	start := operandStart(toks, j)
+	if toks[j].kind == tNumber && j > 0 && isPunct(toks[j-1], "$") && toks[j-1].end == toks[j].pos {
+		start = j - 1 // a placeholder $n
+	}
+	if start < from {
+		start = from
+	}
+	i := at
+	for isPunct(toks[i], ":") && isPunct(toks[i+1], ":") && toks[i+1].pos == toks[i].end {
+		k := i + 2
+		name := toks[k]
+		if name.kind != tIdent || isOperatorWord(name) {
+			return 0, errorAt(r.text, name.pos, CodeSyntaxError, "syntax error: expected a type after ::")
+		}
+		words := name.text
+		if next := toks[k+1]; name.is("DOUBLE") && next.is("PRECISION") || name.is("CHARACTER") && next.is("VARYING") {
+			words += " " + next.text
+			k++
+		}
+		var args []string
+		if isPunct(toks[k+1], "(") {
+			close := match(toks, k+1)
+			if close < 0 {
+				return 0, errorAt(r.text, toks[k+1].pos, CodeSyntaxError, "syntax error: unclosed ( in the type after ::")
+			}
+			for m := k + 2; m < close; m++ {
+				if toks[m].kind == tNumber {
+					args = append(args, toks[m].text)
+				} else if !isPunct(toks[m], ",") {
+					return 0, errorAt(r.text, toks[m].pos, CodeSyntaxError, "syntax error: expected a number in the type after ::")
+				}
+			}
+			k = close
+		}
+		typ, ok := pgTypeName(words, args)
+		if !ok {
+			return 0, errorAt(r.text, name.pos, CodeUndefinedObject, "type %s is not supported in a :: cast", r.text[name.pos:toks[k].end])
+		}
+		r.insert(toks[start].pos, "__CAST(")
+		r.replace(toks[i].pos, toks[k].end, ", '"+typ+"')")
+		i = k + 1
+	}
+	return i - 1, nil
+}
+
+// pgTypeName maps a Postgres type name (upper-cased words) and its
+// arguments to the name of our type.
+func pgTypeName(words string, args []string) (string, bool) {
+	switch words {
+	case "INT", "INT4", "INTEGER", "INT2", "SMALLINT":
+		return "INT", len(args) == 0
+	case "INT8", "BIGINT":
+		return "BIGINT", len(args) == 0
+	case "FLOAT8", "FLOAT", "DOUBLE PRECISION", "DOUBLE", "FLOAT4", "REAL":
+		return "DOUBLE", len(args) == 0
+	case "TEXT", "VARCHAR", "CHARACTER VARYING", "STRING", "CHAR", "BPCHAR":
+		return "STRING", true // a length is no constraint of ours
+	case "BOOL", "BOOLEAN":
+		return "BOOLEAN", len(args) == 0
+	case "NUMERIC", "DECIMAL":
+		if len(args) == 2 {
+			return "DECIMAL(" + args[0] + ", " + args[1] + ")", true
+		}
+		if len(args) == 1 {
+			return "DECIMAL(" + args[0] + ", 0)", true
+		}
+	case "BYTEA", "BYTES":
+		return "BYTES", len(args) == 0
+	case "DATE", "TIME", "TIMESTAMP":
+		return words, len(args) == 0
+	}
+	return "", false
+}

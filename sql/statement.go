@@ -169,11 +169,12 @@ type Select struct {
 
 	// The legacy fields below (PositionalAliases, SQLNulls, LegacyFinal,
 	// LegacyFunctions, LegacyJoinKeys, LegacyJoins, LegacyJoins2,
-	// LegacyJoins3, LegacySum, LegacyDistinct) bind as commands recorded
-	// before plans were bound: the engine sets them only when it
-	// migrates such a command (engine/migrate.go, legacyOf); a command
-	// with a plan is never bound again. Remove them, and the branches
-	// they reach in the binder and in expr, at plan-format version 2.
+	// LegacyJoins3, LegacySum, LegacyDistinct, LegacyDistinctState) bind
+	// as commands recorded before plans were bound: the engine sets them
+	// only when it migrates such a command (engine/migrate.go,
+	// legacyOf); a command with a plan is never bound again. Remove them,
+	// and the branches they reach in the binder and in expr, at
+	// plan-format version 2.
 
 	// PositionalAliases binds as sqlstreams did before it followed
 	// ksqlDB here: unnamed expressions are KSQL_COL_<position in the list>
@@ -253,6 +254,11 @@ type Select struct {
 	// The engine sets it for queries replayed from commands recorded
 	// before the fourth revision.
 	LegacyJoins3 bool
+	// NoFilterPushdown leaves a filter above the foreign-key joins it
+	// reads (planner rule FilterBelowForeignKeyJoin skipped): a command
+	// recorded before plans, migrated, or the replacement of a query
+	// planned before the rule, whose topologies must keep their shape.
+	NoFilterPushdown bool
 	// LegacySum keeps SUM NULL for a group with no non-NULL values
 	// (expr.KsqlSum); otherwise it is 0, as in ksqlDB
 	// (expr.KsqlSumZero). The engine sets it for queries replayed from
@@ -265,9 +271,20 @@ type Select struct {
 	// it. The engine sets it for queries replayed from commands recorded
 	// before sqlstreams.table.distinct, whose stores hold that state.
 	LegacyDistinct bool
+	// LegacyDistinctState keeps every distinct value of a group's
+	// COUNT(DISTINCT x), COUNT_DISTINCT or SUM(DISTINCT x) in the group's
+	// state, as sqlstreams did before it kept them apart
+	// (planner.Aggregate.DistinctValues without it). The engine sets it
+	// for every command recorded before plans, and for CREATE OR REPLACE
+	// of a query planned so, whose stores hold that state.
+	LegacyDistinctState bool
 	// dialect is the SQL the statement is written in, as binding found
 	// it (planner.Dialect).
 	dialect planner.Dialect
+	// inSQL marks the SELECT of a derived table or CTE: the statement is
+	// in the SQL dialect, whatever this SELECT's own dialect (a join of
+	// two streams without WITHIN is a regular join there).
+	inSQL bool
 	// subquery marks a SELECT whose IN or EXISTS subquery was rewritten
 	// into its join (subquery.go).
 	subquery bool
@@ -419,4 +436,12 @@ type Print struct {
 	FromBeginning bool
 	Interval      int64 // print every Interval-th record (default 1)
 	Limit         int64 // -1 for none
+}
+
+// skipRules are the planner rules the statement is planned without.
+func (s *Select) skipRules() []string {
+	if s.NoFilterPushdown {
+		return []string{planner.RuleFilterBelowForeignKeyJoin}
+	}
+	return nil
 }

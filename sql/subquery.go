@@ -42,7 +42,7 @@ import (
 // a stream, looks x up in the set of c's values: the join reads, as a
 // table named SUBQUERY_<t> keyed by c (JSON), the rows of the
 // aggregation SELECT c, COUNT(*) FROM t WHERE p GROUP BY c, which the
-// query computes (setScope, planner.Scan.Derived; over a table a value
+// query computes (setScope, planner.Computed; over a table a value
 // leaves the set when its count drops to 0, SQL's retractions). p must
 // not read the outer query's columns. A NULL c is not in the set (GROUP
 // BY drops it).
@@ -662,7 +662,7 @@ const setCount = "SUBQUERY_COUNT"
 // table named SUBQUERY_<t> (src), keyed by c in JSON, whose rows plan
 // computes. Physical lowering runs plan in the query and writes its rows
 // to a topic of the query's own, which the join reads as that table
-// (planner.Scan.Derived): a value enters the set with its first row in t
+// (planner.Computed): a value enters the set with its first row in t
 // and leaves it (a tombstone: the SQL dialect deletes an emptied group)
 // when no row of t holds it any more.
 type setScope struct {
@@ -738,7 +738,7 @@ func bindSet(sel *Select, cat Catalog) (*setScope, error) {
 // plan that computes its rows.
 func attachSet(n planner.Node, set *setScope) {
 	if s, ok := n.(*planner.Scan); ok && s.Source == set.src {
-		s.Derived = set.plan
+		s.Computed = &planner.Computed{Plan: set.plan, Set: true}
 	}
 	for _, c := range n.Children() {
 		attachSet(c, set)

@@ -353,7 +353,10 @@ func (sel *Select) tvfColumns() error {
 		return errorAt(sel.text, tv.pos, CodeFeatureNotSupport, "GROUP BY %s(…) needs a grouping column as well: a windowed aggregate without a key is not supported", tv.fn)
 	}
 	if len(keep) == 0 {
-		return errorAt(sel.text, groupPos, CodeFeatureNotSupport, "GROUP BY window_start, window_end needs a grouping column as well: a windowed aggregate without a key is not supported")
+		// A global windowed aggregate: one group per window, keyed by a
+		// constant (KSQL_GLOBAL, internal) and the window.
+		keep = []*ast.ByItem{{Expr: ast.NewValueExpr(int64(0), "", ""), NullOrder: true}}
+		sel.global = true
 	}
 	s.GroupBy.Items = keep
 	for _, f := range s.Fields.Fields {

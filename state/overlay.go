@@ -35,6 +35,12 @@ var (
 // an Abort (where it may still return dropped writes): close iterators
 // before ending a transaction.
 //
+// A key the caller knows the base lacks (PutNew) and then deletes in the
+// same transaction reaches the base as nothing: neither its put nor a
+// delete of a key the base never held, which would otherwise cost a
+// RocksDB tombstone for every short-lived key (a session window's
+// versions) until compaction drops it.
+//
 // Pending writes live in an arena that is dropped, not reused, at Commit
 // and Abort, so writes cost amortized zero allocations and values returned
 // by Get stay valid after the transaction ends.
@@ -270,8 +276,28 @@ func (o *Overlay) Put(key, value []byte) error {
 	return nil
 }
 
+// PutNew is Put for a key that the caller has found absent through the
+// overlay in this transaction (a Get of it returned nil, or a Range over
+// it did not list it) and not written since. When the overlay holds no
+// pending write of the key, the base does not hold it either, and a
+// later Delete of it in this transaction then cancels the put instead of
+// recording a delete: Commit writes neither to the base. A false claim
+// loses the base's value at such a Delete, so claim only what was read.
+func (o *Overlay) PutNew(key, value []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	if n, created := o.list.put(key, value, false); created {
+		n.fresh = true
+	}
+	return nil
+}
+
 // Delete implements Store; the delete is pending until Commit. Deleting a
-// key the base does not hold still records a pending delete.
+// key the base does not hold still records a pending delete, except for a
+// key PutNew wrote in this transaction, whose delete Commit skips.
 func (o *Overlay) Delete(key []byte) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -334,15 +360,22 @@ func (o *Overlay) Commit() error {
 		return nil
 	}
 	for n := o.list.head.next[0]; n != nil; n = n.next[0] {
-		o.batch.addNoCopy(n.key, n.value, n.tomb)
+		if !n.void() {
+			o.batch.addNoCopy(n.key, n.value, n.tomb)
+		}
 	}
-	err := o.base.ApplyBatch(&o.batch)
+	var err error
+	if len(o.batch.ops) > 0 {
+		err = o.base.ApplyBatch(&o.batch)
+	}
 	o.batch.Reset()
 	if err != nil {
 		return fmt.Errorf("state: overlay commit: %w", err)
 	}
 	for n := o.list.head.next[0]; n != nil; n = n.next[0] {
-		o.remember(n.key, n.value, n.tomb)
+		if !n.void() {
+			o.remember(n.key, n.value, n.tomb)
+		}
 	}
 	o.list = newSkiplist(true)
 	o.releaseSeekers()
@@ -364,10 +397,14 @@ func (o *Overlay) CommitBulk() error {
 		return nil
 	}
 	for n := o.list.head.next[0]; n != nil; n = n.next[0] {
-		o.batch.addNoCopy(n.key, n.value, n.tomb)
+		if !n.void() {
+			o.batch.addNoCopy(n.key, n.value, n.tomb)
+		}
 	}
 	var err error
-	if bw, ok := o.base.(BulkWriter); ok {
+	if len(o.batch.ops) == 0 {
+		// Only cancelled writes.
+	} else if bw, ok := o.base.(BulkWriter); ok {
 		err = bw.ApplyBatchUnlogged(&o.batch)
 	} else {
 		err = o.base.ApplyBatch(&o.batch)
@@ -377,6 +414,9 @@ func (o *Overlay) CommitBulk() error {
 		return fmt.Errorf("state: overlay commit: %w", err)
 	}
 	for n := o.list.head.next[0]; n != nil; n = n.next[0] {
+		if n.void() {
+			continue
+		}
 		if c := o.cache[string(n.key)]; c != nil {
 			o.cacheBytes -= cacheSize(len(n.key), len(c.value))
 			delete(o.cache, string(n.key))
@@ -491,7 +531,8 @@ func (o *Overlay) Abort() {
 // Pending calls fn for each pending write in key order, with the key, the
 // value (nil for a delete) and whether it is a delete, stopping at fn's
 // first error, which it returns. Only the last write to each key is
-// listed. The slices stay valid after the transaction ends. Pending
+// listed, and not the deletes of keys PutNew wrote (which Commit skips
+// too). The slices stay valid after the transaction ends. Pending
 // belongs to the writer, and fn must not write to the overlay.
 func (o *Overlay) Pending(fn func(key, value []byte, deleted bool) error) error {
 	o.mu.RLock()
@@ -504,6 +545,9 @@ func (o *Overlay) Pending(fn func(key, value []byte, deleted bool) error) error 
 	// Only the writer changes list, and the writer is here: no lock needed,
 	// and fn may read through the overlay.
 	for n := list.head.next[0]; n != nil; n = n.next[0] {
+		if n.void() {
+			continue
+		}
 		if err := fn(n.key, n.value, n.tomb); err != nil {
 			return err
 		}
@@ -536,6 +580,10 @@ func (o *Overlay) Close() error {
 	o.mu.Unlock()
 	return o.base.Close()
 }
+
+// void reports whether an overlay's pending write is no write to the
+// base: the delete of a key the base does not hold.
+func (n *node) void() bool { return n.tomb && n.fresh }
 
 // mergeIter merges the overlay's pending writes (cursor c) with an iterator
 // over the base. Equal keys: the overlay wins; a tombstone hides both.

@@ -143,6 +143,87 @@ func TestOverlayPending(t *testing.T) {
 	}
 }
 
+// batchCounter counts the operations ApplyBatch writes to a store.
+type batchCounter struct {
+	Store
+	ops int
+}
+
+func (c *batchCounter) ApplyBatch(b *Batch) error {
+	c.ops += b.Len()
+	return c.Store.ApplyBatch(b)
+}
+
+// TestOverlayPutNew: a key PutNew wrote and a later Delete deleted in the
+// same transaction reaches the base as nothing, neither put nor delete
+// (nor does Pending list it); a key the base holds, or that has a
+// pending write, is written as Put writes it.
+func TestOverlayPutNew(t *testing.T) {
+	base := &batchCounter{Store: NewMemory()}
+	put(t, base, "held", "0")
+	base.ops = 0
+	o := NewOverlay(base)
+	defer o.Close()
+	putNew := func(k, v string) {
+		t.Helper()
+		if err := o.PutNew(b(k), b(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Versions of a session: each written new, each deleted by the next.
+	for i := range 10 {
+		if i > 0 {
+			del(t, o, fmt.Sprint("v", i-1))
+		}
+		putNew(fmt.Sprint("v", i), "x")
+		put(t, o, fmt.Sprint("v", i), "y") // rewritten: still new
+	}
+	putNew("gone", "1")
+	del(t, o, "gone")
+	del(t, o, "gone") // deleted again (an aggregation's flush)
+	putNew("back", "1")
+	del(t, o, "back")
+	put(t, o, "back", "2") // written again after its cancelled put
+	// The base holds it: its delete must reach the base, and a claim of
+	// new after the delete changes nothing.
+	del(t, o, "held")
+	putNew("held", "1")
+	del(t, o, "held")
+	wantAbsent(t, o, "gone")
+	wantAbsent(t, o, "v0")
+	wantGet(t, o, "v9", "y")
+	var pending []string
+	if err := o.Pending(func(k, v []byte, d bool) error {
+		pending = append(pending, fmt.Sprintf("%s=%s/%v", k, v, d))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"back=2/false", "held=/true", "v9=y/false"}; !slices.Equal(pending, want) {
+		t.Fatalf("Pending: %q, want %q", pending, want)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if base.ops != 3 {
+		t.Fatalf("Commit wrote %d operations to the base, want 3 (back, held, v9)", base.ops)
+	}
+	wantAbsent(t, base, "held")
+	wantGet(t, base, "back", "2")
+	wantGet(t, base, "v9", "y")
+	wantScan(t, base, nil, nil, kv{"back", "2"}, kv{"v9", "y"})
+	// Only cancelled writes: Commit writes nothing.
+	putNew("w", "1")
+	del(t, o, "w")
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if base.ops != 3 {
+		t.Fatalf("Commit of a cancelled put wrote %d operations", base.ops-3)
+	}
+	wantAbsent(t, o, "w")
+}
+
 // failingStore fails ApplyBatch while fail is set.
 type failingStore struct {
 	Store
@@ -241,7 +322,14 @@ func testOverlayRandomModel(t *testing.T, cacheEntries int) {
 			switch r := rng.IntN(100); {
 			case r < 40:
 				k, v := randKey(rng), string(randValue(rng))
-				put(t, o, string(k), v)
+				if _, ok := view()[string(k)]; !ok && rng.IntN(2) == 0 {
+					// Absent, as the caller would have read it.
+					if err := o.PutNew(k, []byte(v)); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					put(t, o, string(k), v)
+				}
 				pending[string(k)] = &v
 			case r < 55:
 				k := randKey(rng)

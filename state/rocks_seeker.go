@@ -5,46 +5,81 @@ package state
 /*
 #cgo LDFLAGS: -lrocksdb
 #include <stdlib.h>
+#include <string.h>
 #include "rocksdb/c.h"
 
-// sqs_pos is where a seeker's iterator stands, filled by sqs_step.
+// sqs_pos is an entry sqs_fill did not copy, or the iterator's error.
 typedef struct {
 	const char* key;
 	size_t klen;
 	const char* val;
 	size_t vlen;
 	char* err;
+	size_t used; // the bytes sqs_fill copied
 } sqs_pos;
 
-// sqs_step seeks it to key (seek set; key NULL: the first key) or moves it
-// on (seek clear), and fills pos. It returns 1 when it stands on a key;
-// otherwise pos->err holds the iterator's error, if any. One cgo call
-// per key instead of four.
-static int sqs_step(rocksdb_iterator_t* it, int seek, const char* key, size_t klen, sqs_pos* pos) {
+// sqs_below reports whether key sorts before upper (bytewise, as
+// bytes.Compare); ulen 0 is no bound.
+static int sqs_below(const char* key, size_t klen, const char* upper, size_t ulen) {
+	if (ulen == 0) {
+		return 1;
+	}
+	size_t n = klen < ulen ? klen : ulen;
+	int c = memcmp(key, upper, n);
+	return c < 0 || (c == 0 && klen < ulen);
+}
+
+// sqs_fill seeks it to key (seek set; key NULL: the first key) or leaves
+// it where it stands (seek clear: on an entry a call before did not
+// copy), then copies entries below upper into buf, each as its key's
+// and value's lengths (4 bytes each, native order), key and value,
+// stepping on while they fit in cap bytes. It returns 1 when it stopped
+// on an entry that did not fit (pos->klen and pos->vlen give its size),
+// 0 when the range has ended (pos->err holds the iterator's error, if
+// any). pos->used is the bytes written. One cgo call for a short range.
+static int sqs_fill(rocksdb_iterator_t* it, int seek, const char* key, size_t klen, const char* upper, size_t ulen,
+		char* buf, size_t cap, sqs_pos* pos) {
+	size_t* used = &pos->used;
+	*used = 0;
 	if (seek) {
 		if (key) {
 			rocksdb_iter_seek(it, key, klen);
 		} else {
 			rocksdb_iter_seek_to_first(it);
 		}
-	} else {
+	}
+	for (;;) {
+		if (!rocksdb_iter_valid(it)) {
+			rocksdb_iter_get_error(it, &pos->err);
+			return 0;
+		}
+		size_t kl, vl;
+		const char* k = rocksdb_iter_key(it, &kl);
+		if (!sqs_below(k, kl, upper, ulen)) {
+			return 0;
+		}
+		const char* v = rocksdb_iter_value(it, &vl);
+		if (kl > 0xffffffffu || vl > 0xffffffffu || *used + 8 + kl + vl > cap) {
+			pos->klen = kl;
+			pos->vlen = vl;
+			return 1;
+		}
+		unsigned int l32[2] = {(unsigned int)kl, (unsigned int)vl};
+		memcpy(buf + *used, l32, 8);
+		memcpy(buf + *used + 8, k, kl);
+		memcpy(buf + *used + 8 + kl, v, vl);
+		*used += 8 + kl + vl;
 		rocksdb_iter_next(it);
 	}
-	if (!rocksdb_iter_valid(it)) {
-		rocksdb_iter_get_error(it, &pos->err);
-		return 0;
-	}
-	pos->key = rocksdb_iter_key(it, &pos->klen);
-	pos->val = rocksdb_iter_value(it, &pos->vlen);
-	return 1;
 }
 */
 import "C"
 
 import (
-	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"unsafe"
 
@@ -53,9 +88,10 @@ import (
 
 // NewSeeker implements Seekable. The seeker keeps one RocksDB iterator
 // (without bounds: it checks the end itself) for as long as the store is
-// not written, and opens a new one at the first Seek after a write; so in
-// steady state a Seek is one cgo call and each key one more, with no
-// allocation. Close it; Close of the store frees it too.
+// not written, and opens a new one at the first Seek after a write. Its
+// first Next seeks and copies the range's entries into the seeker's
+// buffer while they fit (sqs_fill), so in steady state a short range is
+// one cgo call, with no allocation. Close it; Close of the store frees it too.
 func (r *Rocks) NewSeeker() (Seeker, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -87,6 +123,12 @@ type rocksSeeker struct {
 	closed       bool
 	key, val     []byte
 	err          error
+	// buf holds entries copied by fill, [off, end) those not yet
+	// returned; more: the iterator stands on the next one (fill stopped
+	// when buf was full), else the range ends after them (done).
+	buf      []byte
+	off, end int
+	more     bool
 }
 
 func (s *rocksSeeker) Seek(start, end []byte) error {
@@ -98,6 +140,7 @@ func (s *rocksSeeker) Seek(start, end []byte) error {
 		return ErrClosed
 	}
 	s.key, s.val, s.err = nil, nil, nil
+	s.off, s.end, s.more = 0, 0, false
 	s.lower, s.upper = setBound(&s.lowerBuf, start), setBound(&s.upperBuf, end)
 	s.sought, s.done = false, emptyRange(start, end)
 	if s.done {
@@ -129,37 +172,79 @@ func (s *rocksSeeker) Next() bool {
 		s.key, s.val = nil, nil
 		return false
 	}
-	if s.done || s.it == nil {
-		s.key, s.val = nil, nil
-		return false
+	for {
+		if s.off < s.end {
+			b := s.buf[s.off:s.end]
+			kl, vl := int(binary.NativeEndian.Uint32(b)), int(binary.NativeEndian.Uint32(b[4:]))
+			s.key, s.val = b[8:8+kl:8+kl], b[8+kl:8+kl+vl:8+kl+vl]
+			if kl == 0 {
+				s.key = emptyBytes
+			}
+			if vl == 0 {
+				s.val = emptyBytes
+			}
+			s.off += 8 + kl + vl
+			return true
+		}
+		if s.done || s.it == nil || s.sought && !s.more {
+			s.done, s.key, s.val = true, nil, nil
+			return false
+		}
+		if err := s.fill(); err != nil {
+			s.err, s.done, s.key, s.val = err, true, nil, nil
+			return false
+		}
 	}
-	var ok C.int
+}
+
+// seekerBuf is the size of a seeker's first buffer of copied entries.
+const seekerBuf = 4096
+
+// fill copies the range's next entries into s.buf (seeking first at the
+// range's first call), as many as fit: one cgo call for a short range
+// instead of one per entry and one more to find the end. It sets
+// s.more when entries are left, else s.done (after those copied).
+func (s *rocksSeeker) fill() error {
+	if s.buf == nil {
+		s.buf = make([]byte, seekerBuf)
+	}
+	seek := C.int(0)
+	var k *C.char
+	var kn C.size_t
 	if !s.sought {
-		s.sought = true
-		var k *C.char
+		s.sought, seek = true, 1
 		if len(s.lower) > 0 {
-			k = (*C.char)(unsafe.Pointer(&s.lower[0]))
+			k, kn = (*C.char)(unsafe.Pointer(&s.lower[0])), C.size_t(len(s.lower))
 		}
-		ok = C.sqs_step(s.it, 1, k, C.size_t(len(s.lower)), s.pos)
-	} else {
-		ok = C.sqs_step(s.it, 0, nil, 0, s.pos)
 	}
-	if ok == 0 {
-		if s.pos.err != nil {
-			s.err = fmt.Errorf("state: rocks iterate: %s", C.GoString(s.pos.err))
-			C.rocksdb_free(unsafe.Pointer(s.pos.err))
-			s.pos.err = nil
+	var up *C.char
+	if len(s.upper) > 0 {
+		up = (*C.char)(unsafe.Pointer(&s.upper[0]))
+	}
+	for {
+		more := C.sqs_fill(s.it, seek, k, kn, up, C.size_t(len(s.upper)), (*C.char)(unsafe.Pointer(&s.buf[0])), C.size_t(len(s.buf)), s.pos)
+		used := s.pos.used
+		s.off, s.end, s.more = 0, int(used), more != 0
+		if more == 0 {
+			s.done = true
+			if s.pos.err != nil {
+				err := fmt.Errorf("state: rocks iterate: %s", C.GoString(s.pos.err))
+				C.rocksdb_free(unsafe.Pointer(s.pos.err))
+				s.pos.err = nil
+				return err
+			}
+			return nil
 		}
-		s.done, s.key, s.val = true, nil, nil
-		return false
+		if used > 0 {
+			return nil
+		}
+		// An entry larger than the buffer: a buffer that holds it.
+		need := 8 + int(s.pos.klen) + int(s.pos.vlen)
+		if int64(s.pos.klen) > math.MaxUint32 || int64(s.pos.vlen) > math.MaxUint32 {
+			return fmt.Errorf("state: rocks iterate: an entry of %d bytes", need)
+		}
+		s.buf, seek = make([]byte, max(need, 2*len(s.buf))), 0
 	}
-	key := cBytes(s.pos.key, s.pos.klen)
-	if s.upper != nil && bytes.Compare(key, s.upper) >= 0 {
-		s.done, s.key, s.val = true, nil, nil
-		return false
-	}
-	s.key, s.val = key, cBytes(s.pos.val, s.pos.vlen)
-	return true
 }
 
 // cBytes returns the n bytes at p without copying them, never nil.

@@ -1,9 +1,11 @@
 package state
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -173,5 +175,70 @@ func TestSeekerAllocations(t *testing.T) {
 	}
 	if n != 1002*10 {
 		t.Errorf("scanned %d keys; want %d", n, 1002*10)
+	}
+}
+
+// TestRocksSeekerBuffer: a RocksDB seeker copies a range's entries into
+// its buffer while they fit; ranges longer than the buffer, and entries
+// larger than it, read back as a store's Range gives them.
+func TestRocksSeekerBuffer(t *testing.T) {
+	db, err := OpenRocks(t.TempDir(), RocksOptions{Resources: testResources()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var b Batch
+	for i := range 60 {
+		v := bytes.Repeat([]byte{byte('a' + i%26)}, 500)
+		switch i {
+		case 7:
+			v = bytes.Repeat([]byte("big"), 5000) // larger than the buffer
+		case 8:
+			v = nil // empty
+		}
+		b.Put(fmt.Appendf(nil, "k%03d", i), v)
+	}
+	if err := db.ApplyBatch(&b); err != nil {
+		t.Fatal(err)
+	}
+	sk, err := db.NewSeeker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sk.Close()
+	for _, r := range [][2]string{{"", ""}, {"k005", "k050"}, {"k007", "k008"}, {"k008", "k009"}, {"k059", ""}, {"k100", ""}} {
+		var from, to []byte
+		if r[0] != "" {
+			from = []byte(r[0])
+		}
+		if r[1] != "" {
+			to = []byte(r[1])
+		}
+		var want, got []string
+		it, err := db.Range(from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it.Next() {
+			want = append(want, fmt.Sprintf("%s=%d:%.3s", it.Key(), len(it.Value()), it.Value()))
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := sk.Seek(from, to); err != nil {
+			t.Fatal(err)
+		}
+		for sk.Next() {
+			if sk.Value() == nil {
+				t.Errorf("%v: %s: a nil value", r, sk.Key())
+			}
+			got = append(got, fmt.Sprintf("%s=%d:%.3s", sk.Key(), len(sk.Value()), sk.Value()))
+		}
+		if err := sk.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%v: got\n%v\nwant\n%v", r, got, want)
+		}
 	}
 }

@@ -30,6 +30,9 @@ type node struct {
 	key   []byte
 	value []byte
 	tomb  bool // Overlay: a pending delete, value is nil
+	// fresh (Overlay): the base store does not hold the key, so a
+	// pending delete of it has nothing to delete (see Overlay.PutNew).
+	fresh bool
 	dead  bool // unlinked by delete
 	next  []*node
 	tower [1]*node // backs next for height-1 nodes, three in four
@@ -85,8 +88,9 @@ func (l *skiplist) get(key []byte) *node {
 	return nil
 }
 
-// put stores a copy of value (nil when tomb) under a copy of key.
-func (l *skiplist) put(key, value []byte, tomb bool) {
+// put stores a copy of value (nil when tomb) under a copy of key. It
+// returns the key's node, and whether it is new.
+func (l *skiplist) put(key, value []byte, tomb bool) (*node, bool) {
 	var prev [maxHeight]*node
 	n := l.seek(key, &prev, false)
 	if n != nil && bytes.Equal(n.key, key) {
@@ -95,7 +99,7 @@ func (l *skiplist) put(key, value []byte, tomb bool) {
 			n.value = l.bytes(value)
 		}
 		n.tomb = tomb
-		return
+		return n, false
 	}
 	h := l.randomHeight()
 	if h > l.height {
@@ -117,6 +121,7 @@ func (l *skiplist) put(key, value []byte, tomb bool) {
 		prev[i].next[i] = n
 	}
 	l.len++
+	return n, true
 }
 
 // delete unlinks key's node and marks it dead; it reports whether the key

@@ -47,7 +47,7 @@ func checkKafka(args []string, stdout, stderr io.Writer) int {
 	}
 	var fileKafka []kafka.Property
 	if *configFile != "" {
-		values, props, _, err := readConfig(fs, *configFile)
+		values, file, err := readConfig(fs, *configFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "sqlstreams check-kafka: %v\n", err)
 			return 2
@@ -61,7 +61,7 @@ func checkKafka(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sqlstreams check-kafka: %v\n", err)
 			return 2
 		}
-		fileKafka = props
+		fileKafka = file.kafka
 	}
 	kp, warnings, err := kf.profile(fileKafka)
 	if err != nil {

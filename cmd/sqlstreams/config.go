@@ -45,12 +45,12 @@ var configKeys = map[string]string{
 	"ksql.logging.processing.stream.auto.create":       "processing-log-stream-auto-create",
 }
 
-// unknownSetting says why a --config key that sets no flag is ignored,
-// by the engine's property registry (docs/properties.md).
+// unknownSetting says why a --config key that sets no flag, is no Kafka
+// client setting and no property of the engine's registry
+// (docs/properties.md) is ignored.
 func unknownSetting(key string) string {
-	if d, err := engine.LookupProperty(key); err == nil {
-		return fmt.Sprintf("setting %q ignored: %s is a per-%s property here, set with SET '%s' = '…' (or a request's streamsProperties), not server-wide", key, d.Name, d.Scope, d.Name)
-	} else if se, ok := err.(*sql.Error); ok && se.Code != sql.CodeUndefinedObject {
+	_, err := engine.LookupProperty(key)
+	if se, ok := err.(*sql.Error); ok && se.Code != sql.CodeUndefinedObject {
 		return fmt.Sprintf("setting %q ignored: %s", key, se.Msg)
 	}
 	return fmt.Sprintf("unknown setting %q ignored", key)
@@ -116,30 +116,49 @@ func readProperties(path string) ([]propLine, error) {
 	return out, nil
 }
 
-// readConfig reads a properties file into the flags its keys set and the
-// Kafka client settings it holds (security.protocol, sasl.*, ssl.*,
-// ksql.streams.producer.*, …; see kafka.Parse). Keys that are neither
-// come back as warnings, naming key and line.
-func readConfig(fs *flag.FlagSet, path string) (map[string]configValue, []kafka.Property, []string, error) {
+// fileConfig is what a --config file holds besides flags.
+type fileConfig struct {
+	// kafka are the Kafka client settings (security.protocol, sasl.*,
+	// ssl.*, ksql.streams.producer.*, …; see kafka.Parse).
+	kafka []kafka.Property
+	// defaults are the server's defaults of the engine's session and
+	// query properties (engine.Config.Properties), by registry name.
+	defaults map[string]string
+	// warnings name the keys that are none of these, and their lines.
+	warnings []string
+}
+
+// readConfig reads a properties file into the flags its keys set and
+// the rest it holds (fileConfig). A property of the engine's registry
+// with a bad value is an error naming key and line.
+func readConfig(fs *flag.FlagSet, path string) (map[string]configValue, fileConfig, error) {
+	var sc fileConfig
 	lines, err := readProperties(path)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--config: %w", err)
+		return nil, sc, fmt.Errorf("--config: %w", err)
 	}
 	out := map[string]configValue{}
-	var props []kafka.Property
-	var warnings []string
 	for _, l := range lines {
 		key, value := l.key, l.value
 		name, ok := configKeys[key]
 		if !ok && fs.Lookup(key) != nil && key != "config" {
 			name, ok = key, true
 		}
+		if _, err := engine.LookupProperty(key); !ok && err == nil {
+			if sc.defaults == nil {
+				sc.defaults = map[string]string{}
+			}
+			if err := engine.SetProperty(sc.defaults, key, value); err != nil {
+				return nil, sc, fmt.Errorf("%s line %d (%s): %v", path, l.line, key, err)
+			}
+			continue
+		}
 		if !ok && kafka.IsClientProperty(key) {
-			props = append(props, kafka.Property{Key: key, Value: value, Source: fmt.Sprintf("%s line %d", path, l.line)})
+			sc.kafka = append(sc.kafka, kafka.Property{Key: key, Value: value, Source: fmt.Sprintf("%s line %d", path, l.line)})
 			continue
 		}
 		if !ok {
-			warnings = append(warnings, fmt.Sprintf("%s line %d: %s", path, l.line, unknownSetting(key)))
+			sc.warnings = append(sc.warnings, fmt.Sprintf("%s line %d: %s", path, l.line, unknownSetting(key)))
 			continue
 		}
 		if key == "listeners" {
@@ -149,7 +168,7 @@ func readConfig(fs *flag.FlagSet, path string) (map[string]configValue, []kafka.
 		}
 		out[name] = configValue{key: key, value: value, line: l.line}
 	}
-	return out, props, warnings, nil
+	return out, sc, nil
 }
 
 // applyConfig sets the flags the file names, unless the command line or

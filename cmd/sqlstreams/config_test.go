@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,10 +43,11 @@ ksql.unknown.thing=1
 	if err := fs.Parse([]string{"--pg-addr", "127.0.0.1:25433"}); err != nil {
 		t.Fatal(err)
 	}
-	file, kafkaProps, warnings, err := readConfig(fs, path)
+	file, sc, err := readConfig(fs, path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	warnings, kafkaProps := sc.warnings, sc.kafka
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "line 9") || !strings.Contains(warnings[0], "ksql.unknown.thing") {
 		t.Errorf("warnings %q: want one naming ksql.unknown.thing on line 9", warnings)
 	}
@@ -93,7 +95,7 @@ func TestConfigErrors(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	intFlag(fs, "num-stream-threads", 1, "")
 	path := writeConfig(t, "\n\nksql.streams.num.stream.threads=many\n")
-	file, _, _, err := readConfig(fs, path)
+	file, _, err := readConfig(fs, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,37 +103,46 @@ func TestConfigErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "ksql.streams.num.stream.threads") {
 		t.Fatalf("malformed value: %v, want an error naming the key and line 3", err)
 	}
-	if _, _, _, err := readConfig(fs, writeConfig(t, "just words\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, _, err := readConfig(fs, writeConfig(t, "just words\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("a line without =: %v", err)
+	}
+	// A property of the engine's registry with a bad value.
+	bad := writeConfig(t, "# defaults\nksql.streams.auto.offset.reset=soonest\n")
+	if _, _, err := readConfig(fs, bad); err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "ksql.streams.auto.offset.reset") {
+		t.Fatalf("a bad property value: %v, want an error naming the key and line 2", err)
+	}
+	if code := runServer([]string{"--config", bad, "--data-dir", t.TempDir()}); code != 2 {
+		t.Fatalf("server with a bad property value: exit code %d, want 2", code)
 	}
 	if code := runServer([]string{"--config", path, "--data-dir", t.TempDir()}); code != 2 {
 		t.Fatalf("server with a malformed config: exit code %d, want 2", code)
 	}
 }
 
-// TestConfigSessionProperties: a --config key that is a session property
-// of the registry (docs/properties.md), or one the registry refuses, is
+// TestConfigSessionProperties: a --config key that is a session, query
+// or statement property of the registry (docs/properties.md) becomes the
+// server's default of it, under its registry name (ksqlDB's
+// ksql-server.properties sets them so); one the registry refuses is
 // ignored with a warning that says so, naming the key and its line.
 func TestConfigSessionProperties(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	// (ksql.streams.auto.offset.reset goes to the Kafka settings, which
-	// refuse it saying to SET it: kafka's TestParse.)
-	path := writeConfig(t, "ksql.query.pull.table.scan.enabled=false\nksql.new.query.planner.enabled=true\nksql.output.topic.name.prefix=x\n")
-	_, _, warnings, err := readConfig(fs, path)
+	path := writeConfig(t, "ksql.query.pull.table.scan.enabled=false\nksql.new.query.planner.enabled=true\nksql.output.topic.name.prefix=x\nksql.streams.auto.offset.reset=earliest\n")
+	_, sc, err := readConfig(fs, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{
-		`line 1: setting "ksql.query.pull.table.scan.enabled" ignored: ksql.query.pull.table.scan.enabled is a per-session property`,
-		`line 2: setting "ksql.new.query.planner.enabled" ignored: Property 'ksql.new.query.planner.enabled' is not supported: sqlstreams has one planner`,
-		`line 3: setting "ksql.output.topic.name.prefix" ignored: ksql.output.topic.name.prefix is a per-statement property here, set with SET 'ksql.output.topic.name.prefix'`,
+	want := `line 2: setting "ksql.new.query.planner.enabled" ignored: Property 'ksql.new.query.planner.enabled' is not supported: sqlstreams has one planner`
+	if len(sc.warnings) != 1 || !strings.Contains(sc.warnings[0], want) {
+		t.Errorf("warnings %q, want one: %q", sc.warnings, want)
 	}
-	if len(warnings) != len(want) {
-		t.Fatalf("warnings %q, want %d", warnings, len(want))
+	if wantDefaults := map[string]string{
+		"ksql.query.pull.table.scan.enabled": "false",
+		"ksql.output.topic.name.prefix":      "x",
+		"auto.offset.reset":                  "earliest",
+	}; !maps.Equal(sc.defaults, wantDefaults) {
+		t.Errorf("defaults %v, want %v", sc.defaults, wantDefaults)
 	}
-	for i, w := range want {
-		if !strings.Contains(warnings[i], w) {
-			t.Errorf("warning %q, want %q", warnings[i], w)
-		}
+	if len(sc.kafka) != 0 {
+		t.Errorf("Kafka client settings %v, want none", sc.kafka)
 	}
 }

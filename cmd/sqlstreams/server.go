@@ -72,11 +72,10 @@ func runServer(args []string) int {
 		return 2
 	}
 	var fileValues map[string]configValue
-	var fileKafka []kafka.Property
-	var configWarnings []string
+	var file fileConfig
 	if *configFile != "" {
 		var err error
-		if fileValues, fileKafka, configWarnings, err = readConfig(fs, *configFile); err != nil {
+		if fileValues, file, err = readConfig(fs, *configFile); err != nil {
 			fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 			return 2
 		}
@@ -86,7 +85,7 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
 	}
-	kp, kafkaWarnings, err := kafkaFlags.profile(fileKafka)
+	kp, kafkaWarnings, err := kafkaFlags.profile(file.kafka)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sqlstreams: %v\n", err)
 		return 2
@@ -119,7 +118,7 @@ func runServer(args []string) int {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
-	for _, w := range append(configWarnings, kafkaWarnings...) {
+	for _, w := range append(file.warnings, kafkaWarnings...) {
 		log.Warn(w)
 	}
 
@@ -239,7 +238,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, kafkaAdvertise: *kafkaAdvertise, kafkaSecurity: kafkaSecurity, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), internal: intFlags, pgOpts: pgOpts, headless: headless, threads: *threads,
-		registry: regSettings, settings: settings, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
+		registry: regSettings, settings: settings, properties: file.defaults, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
 		txnTimeout: time.Duration(*txnTimeoutMs) * time.Millisecond,
 		leaveGroup: *leaveGroup, standbys: *standbys, recoveryLag: int64(*recoveryLag), probing: time.Duration(*probingMs) * time.Millisecond,
 	}); err != nil {
@@ -268,6 +267,7 @@ type serverConfig struct {
 	probing                                                     time.Duration
 	registry                                                    registrySettings
 	settings                                                    []engine.Setting
+	properties                                                  map[string]string // --config's defaults of session properties
 	omitLogRows                                                 bool
 	kafkaFsync                                                  broker.Sync
 	drainTimeout                                                time.Duration
@@ -340,7 +340,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 	eng, err := engine.Open(openCtx, engine.Config{
 		Kafka: kp, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
-		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
+		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, Properties: cfg.properties, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
 		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval, CheckKafka: !embedded, TransactionTimeout: cfg.txnTimeout,
 		LeaveGroupOnClose: cfg.leaveGroup, StandbyReplicas: cfg.standbys, AcceptableRecoveryLag: recoveryLag(cfg.recoveryLag), ProbingInterval: cfg.probing,
 		Endpoint: endpoint, PGEndpoint: advertisedEndpoint("", cfg.pgAddr),

@@ -7,9 +7,11 @@ package rest
 // {"status":"error","seq":n,"error_code":…,"message":…}. The response is
 // written while the request is still being read (HTTP/1.1 full duplex).
 //
-// Rows become INSERT INTO … VALUES statements: the JSON values turn into
-// SQL literals of the target columns' types, and consecutive rows with the
-// same columns that have already arrived go in one statement.
+// Rows become prepared INSERT INTO … VALUES ($1, …) statements: the JSON
+// values turn into values of the target columns' types (jsonDatum), bound
+// to the placeholders, never written into the statement's text;
+// consecutive rows with the same columns that have already arrived go in
+// one statement.
 
 import (
 	"bufio"
@@ -94,9 +96,11 @@ func findTarget(cat *catalog.Catalog, name string) (*catalog.Source, bool) {
 
 // insertRow is one row of the stream, ready to be inserted.
 type insertRow struct {
-	seq    int64
-	cols   string // the quoted column list: rows with the same one share a statement
-	values string // the parenthesized VALUES list
+	seq  int64
+	cols string // the quoted column list: rows with the same one share a statement
+	// values are the row's values, of the columns' types, in the order
+	// of cols.
+	values []types.Datum
 }
 
 // handleInsertsStream runs POST /inserts-stream.
@@ -174,6 +178,7 @@ func (s *Server) handleInsertsStream(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
+	in := &inserter{s: s, sess: sess, target: target, ack: ack}
 	var seq int64
 	eof := err == io.EOF
 	for !eof && ctx.Err() == nil {
@@ -183,11 +188,11 @@ func (s *Server) handleInsertsStream(w http.ResponseWriter, r *http.Request) {
 			line, err := readLine(br, s.cfg.maxBody)
 			if err == errLineTooLong {
 				ack(insertAck{Status: "error", Seq: seq, ErrorCode: codeTooLarge, Message: "row is longer than the server's limit of " + itoa(s.cfg.maxBody) + " bytes"})
-				s.insertBatch(ctx, sess, target, batch, ack)
+				in.batch(ctx, batch)
 				return
 			}
 			if err != nil && err != io.EOF {
-				s.insertBatch(ctx, sess, target, batch, ack)
+				in.batch(ctx, batch)
 				return // the client went away
 			}
 			eof = err == io.EOF
@@ -198,11 +203,11 @@ func (s *Server) handleInsertsStream(w http.ResponseWriter, r *http.Request) {
 				switch {
 				case bad:
 					// Malformed JSON ends the stream, as in ksqlDB.
-					s.insertBatch(ctx, sess, target, batch, ack)
+					in.batch(ctx, batch)
 					ack(insertAck{Status: "error", Seq: seq, ErrorCode: codeBadRequest, Message: err.Error()})
 					return
 				case err != nil:
-					s.insertBatch(ctx, sess, target, batch, ack)
+					in.batch(ctx, batch)
 					batch = batch[:0]
 					ack(insertAck{Status: "error", Seq: seq, ErrorCode: codeBadStatement, Message: err.Error()})
 				default:
@@ -214,50 +219,107 @@ func (s *Server) handleInsertsStream(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
-		s.insertBatch(ctx, sess, target, batch, ack)
+		in.batch(ctx, batch)
 		rc.Flush()
 	}
 }
 
-// insertBatch inserts rows, grouping consecutive rows with the same
-// columns, and acknowledges each.
-func (s *Server) insertBatch(ctx context.Context, sess *engine.Session, target *catalog.Source, rows []insertRow, ack func(insertAck)) {
+// inserter inserts the rows of one /inserts-stream request, keeping the
+// statements it prepared.
+type inserter struct {
+	s        *Server
+	sess     *engine.Session
+	target   *catalog.Source
+	prepared map[string]*engine.Prepared
+	ack      func(insertAck)
+}
+
+// maxPrepared bounds the statements an inserter keeps (one per column
+// list and batch size met).
+const maxPrepared = 64
+
+// batch inserts rows, grouping consecutive rows with the same columns,
+// and acknowledges each.
+func (in *inserter) batch(ctx context.Context, rows []insertRow) {
 	for len(rows) > 0 {
 		n := 1
 		for n < len(rows) && rows[n].cols == rows[0].cols {
 			n++
 		}
-		s.insertGroup(ctx, sess, target, rows[:n], ack)
+		in.group(ctx, rows[:n])
 		rows = rows[n:]
 	}
 }
 
-// insertGroup inserts rows with the same columns in one statement. When
-// the statement is refused (a value does not fit its column), nothing was
-// produced, and each row is tried alone to find the ones at fault.
-func (s *Server) insertGroup(ctx context.Context, sess *engine.Session, target *catalog.Source, rows []insertRow, ack func(insertAck)) {
+// prepare returns the prepared INSERT of n rows of the columns cols.
+func (in *inserter) prepare(ctx context.Context, cols string, perRow, n int) (*engine.Prepared, error) {
 	var b strings.Builder
 	b.WriteString("INSERT INTO ")
-	b.WriteString(quoteIdent(target.Name))
-	b.WriteString(rows[0].cols)
+	b.WriteString(quoteIdent(in.target.Name))
+	b.WriteString(cols)
 	b.WriteString(" VALUES ")
-	for i, r := range rows {
+	k := 0
+	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(r.values)
+		b.WriteByte('(')
+		for j := range perRow {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			k++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(k))
+		}
+		b.WriteByte(')')
 	}
-	_, err := s.eng.Execute(ctx, sess, b.String(), &table{})
+	text := b.String()
+	if p, ok := in.prepared[text]; ok {
+		return p, nil
+	}
+	p, err := in.s.eng.Prepare(ctx, in.sess, text)
+	if err != nil {
+		return nil, err
+	}
+	if in.prepared == nil || len(in.prepared) >= maxPrepared {
+		in.prepared = map[string]*engine.Prepared{}
+	}
+	in.prepared[text] = p
+	return p, nil
+}
+
+// group inserts rows with the same columns in one statement. When the
+// statement is refused, nothing was produced, and each row is tried
+// alone to find the ones at fault.
+func (in *inserter) group(ctx context.Context, rows []insertRow) {
+	perRow := len(rows[0].values)
+	err := func() error {
+		p, err := in.prepare(ctx, rows[0].cols, perRow, len(rows))
+		if err != nil {
+			return err
+		}
+		values := make([]types.Datum, 0, perRow*len(rows))
+		for _, r := range rows {
+			values = append(values, r.values...)
+		}
+		b, err := p.Bind(values)
+		if err != nil {
+			return err
+		}
+		_, err = b.Run(ctx, &table{})
+		return err
+	}()
 	if err == nil {
 		for _, r := range rows {
-			ack(insertAck{Status: "ok", Seq: r.seq})
+			in.ack(insertAck{Status: "ok", Seq: r.seq})
 		}
 		return
 	}
 	var se *sql.Error
 	if errors.As(err, &se) && len(rows) > 1 && se.Code != sql.CodeQueryCanceled {
 		for _, r := range rows {
-			s.insertGroup(ctx, sess, target, []insertRow{r}, ack)
+			in.group(ctx, []insertRow{r})
 		}
 		return
 	}
@@ -266,7 +328,7 @@ func (s *Server) insertGroup(ctx context.Context, sess *engine.Session, target *
 		msg, code = se.Msg, codeBadStatement
 	}
 	for _, r := range rows {
-		ack(insertAck{Status: "error", Seq: r.seq, ErrorCode: code, Message: msg})
+		in.ack(insertAck{Status: "error", Seq: r.seq, ErrorCode: code, Message: msg})
 	}
 }
 
@@ -298,30 +360,26 @@ func (s *Server) prepareRow(target *catalog.Source, line []byte) (row insertRow,
 	if len(byCol) == 0 {
 		return row, false, errors.New("the row has no columns")
 	}
-	var cols, vals strings.Builder
+	var cols strings.Builder
 	cols.WriteString(" (")
-	vals.WriteByte('(')
-	n := 0
+	values := make([]types.Datum, 0, len(byCol))
 	for i, c := range schema.Columns {
 		v, ok := byCol[i]
 		if !ok {
 			continue
 		}
-		lit, err := sqlLiteral(v, c.Type)
+		d, err := jsonDatum(v, c.Type)
 		if err != nil {
 			return row, false, fmt.Errorf("column %s: %v", c.Name, err)
 		}
-		if n > 0 {
+		if len(values) > 0 {
 			cols.WriteString(", ")
-			vals.WriteString(", ")
 		}
-		n++
+		values = append(values, d)
 		cols.WriteString(quoteIdent(c.Name))
-		vals.WriteString(lit)
 	}
 	cols.WriteByte(')')
-	vals.WriteByte(')')
-	return insertRow{cols: cols.String(), values: vals.String()}, false, nil
+	return insertRow{cols: cols.String(), values: values}, false, nil
 }
 
 // quoteIdent double-quotes an identifier (the SQL front end is in ANSI
@@ -330,87 +388,88 @@ func quoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
-// quoteString renders s as a single-quoted SQL string literal.
-func quoteString(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
-
-// sqlLiteral renders a JSON value (decoded with UseNumber) as a SQL
-// expression of type t:
+// jsonDatum converts a JSON value (decoded with UseNumber) into a value
+// of type t:
 //
 //	null                 NULL
 //	true, false          BOOLEAN (or STRING 'true')
-//	number               INT, BIGINT, DOUBLE, DECIMAL; STRING as its text;
-//	                     TIMESTAMP as epoch milliseconds, DATE as epoch
-//	                     days, TIME as milliseconds after midnight
-//	string               STRING, DATE, TIME, TIMESTAMP (their text forms),
-//	                     BYTES as base64, BOOLEAN as true/false, numbers
-//	                     as their text
-//	array                ARRAY[…]
-//	object               MAP(k := v, …) or STRUCT(F := v, …) (fields
-//	                     matched case-insensitively; missing ones NULL)
-func sqlLiteral(v any, t types.Type) (string, error) {
+//	number               INT, BIGINT, DOUBLE, DECIMAL as the number written
+//	                     in SQL converts (sql.CoerceInsert); STRING as its
+//	                     text; TIMESTAMP as epoch milliseconds, DATE as
+//	                     epoch days, TIME as milliseconds after midnight
+//	string               STRING; DATE, TIME, TIMESTAMP from their text
+//	                     forms; BYTES as base64; BOOLEAN as true/false;
+//	                     numbers from their text
+//	array                ARRAY
+//	object               MAP or STRUCT (fields matched case-insensitively;
+//	                     missing ones NULL)
+func jsonDatum(v any, t types.Type) (types.Datum, error) {
 	switch v := v.(type) {
 	case nil:
-		return "NULL", nil
+		return types.NullDatum, nil
 	case bool:
 		switch t.Kind {
 		case types.Boolean:
-			return boolLiteral(v), nil
+			return types.BoolDatum(v), nil
 		case types.String:
-			return quoteString(strconv.FormatBool(v)), nil
+			return types.StringDatum(strconv.FormatBool(v)), nil
 		}
 	case json.Number:
-		return numberLiteral(v.String(), t)
+		return numberDatum(v.String(), t)
 	case string:
 		switch t.Kind {
-		case types.String, types.Date, types.Time, types.Timestamp:
-			return quoteString(v), nil
+		case types.String:
+			return types.StringDatum(v), nil
+		case types.Date, types.Time, types.Timestamp:
+			return sql.CoerceInsert(types.StringDatum(v), types.StringType, t)
 		case types.Bytes:
-			if _, err := base64.StdEncoding.DecodeString(v); err != nil {
-				return "", fmt.Errorf("BYTES values are base64 strings: %v", err)
+			b, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				return types.Datum{}, fmt.Errorf("BYTES values are base64 strings: %v", err)
 			}
-			return "TO_BYTES(" + quoteString(v) + ", 'base64')", nil
+			return types.Datum{B: b}, nil
 		case types.Boolean:
 			switch strings.ToLower(v) {
 			case "true":
-				return boolLiteral(true), nil
+				return types.BoolDatum(true), nil
 			case "false":
-				return boolLiteral(false), nil
+				return types.BoolDatum(false), nil
 			}
 		case types.Int, types.Bigint, types.Double, types.Decimal:
-			if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-				return numberLiteral(strings.TrimSpace(v), t)
+			if n := strings.TrimSpace(v); n != "" {
+				if _, err := strconv.ParseFloat(n, 64); err == nil {
+					return numberDatum(n, t)
+				}
 			}
 		}
 	case []any:
 		if t.Kind == types.Array {
-			parts := make([]string, len(v))
+			l := make([]types.Datum, len(v))
 			for i, e := range v {
-				lit, err := nestedLiteral(e, *t.Elem)
+				d, err := jsonDatum(e, *t.Elem)
 				if err != nil {
-					return "", fmt.Errorf("element %d: %v", i, err)
+					return types.Datum{}, fmt.Errorf("element %d: %v", i, err)
 				}
-				parts[i] = lit
+				l[i] = d
 			}
-			return "ARRAY[" + strings.Join(parts, ", ") + "]", nil
+			return types.Datum{L: l}, nil
 		}
 	case map[string]any:
 		switch t.Kind {
 		case types.Map:
-			parts := make([]string, 0, len(v))
+			l := make([]types.Datum, 0, 2*len(v))
 			for _, k := range sortedKeys(v) {
-				key, err := sqlLiteral(k, *t.KeyType)
+				key, err := jsonDatum(k, *t.KeyType)
 				if err != nil {
-					return "", fmt.Errorf("key %q: %v", k, err)
+					return types.Datum{}, fmt.Errorf("key %q: %v", k, err)
 				}
-				val, err := nestedLiteral(v[k], *t.Elem)
+				val, err := jsonDatum(v[k], *t.Elem)
 				if err != nil {
-					return "", fmt.Errorf("key %q: %v", k, err)
+					return types.Datum{}, fmt.Errorf("key %q: %v", k, err)
 				}
-				parts = append(parts, key+" := "+val)
+				l = append(l, key, val)
 			}
-			return "MAP(" + strings.Join(parts, ", ") + ")", nil
+			return types.Datum{L: l}, nil
 		case types.Struct:
 			byField := make(map[int]any, len(v))
 			for _, k := range sortedKeys(v) {
@@ -421,56 +480,43 @@ func sqlLiteral(v any, t types.Type) (string, error) {
 					}
 				}
 				if i < 0 {
-					return "", fmt.Errorf("field %s does not exist in %s", k, typeName(t))
+					return types.Datum{}, fmt.Errorf("field %s does not exist in %s", k, typeName(t))
 				}
 				byField[i] = v[k]
 			}
-			parts := make([]string, len(t.Fields))
+			l := make([]types.Datum, len(t.Fields))
 			for i, f := range t.Fields {
-				lit, err := nestedLiteral(byField[i], f.Type)
+				d, err := jsonDatum(byField[i], f.Type)
 				if err != nil {
-					return "", fmt.Errorf("field %s: %v", f.Name, err)
+					return types.Datum{}, fmt.Errorf("field %s: %v", f.Name, err)
 				}
-				parts[i] = quoteIdent(f.Name) + " := " + lit
+				l[i] = d
 			}
-			return "STRUCT(" + strings.Join(parts, ", ") + ")", nil
+			return types.Datum{L: l}, nil
 		}
 	}
-	return "", fmt.Errorf("cannot use JSON %s as %s", jsonKind(v), typeName(t))
+	return types.Datum{}, fmt.Errorf("cannot use JSON %s as %s", jsonKind(v), typeName(t))
 }
 
-// boolLiteral renders a BOOLEAN.
-func boolLiteral(v bool) string {
-	if v {
-		return "TRUE"
-	}
-	return "FALSE"
-}
-
-// nestedLiteral is sqlLiteral for an element, value or field of a
-// composite value, where a NULL needs its type.
-func nestedLiteral(v any, t types.Type) (string, error) {
-	if v == nil {
-		return "CAST(NULL AS " + typeName(t) + ")", nil
-	}
-	return sqlLiteral(v, t)
-}
-
-// numberLiteral renders a JSON number as a SQL value of type t.
-func numberLiteral(n string, t types.Type) (string, error) {
+// numberDatum converts a JSON number into a value of type t.
+func numberDatum(n string, t types.Type) (types.Datum, error) {
 	switch t.Kind {
 	case types.Int, types.Bigint, types.Double, types.Decimal:
-		return n, nil
+		d, from, err := sql.NumberLiteral(n)
+		if err != nil {
+			return types.Datum{}, err
+		}
+		return sql.CoerceInsert(d, from, t)
 	case types.String:
-		return quoteString(n), nil
+		return types.StringDatum(n), nil
 	case types.Date, types.Time, types.Timestamp:
 		i, err := strconv.ParseInt(n, 10, 64)
 		if err != nil {
-			return "", fmt.Errorf("a %s number must be an integer, not %s", t, n)
+			return types.Datum{}, fmt.Errorf("a %s number must be an integer, not %s", t, n)
 		}
-		return quoteString(string(types.AppendText(nil, types.Datum{I: i}, t))), nil
+		return types.Datum{I: i}, nil
 	}
-	return "", fmt.Errorf("cannot use JSON number %s as %s", n, typeName(t))
+	return types.Datum{}, fmt.Errorf("cannot use JSON number %s as %s", n, typeName(t))
 }
 
 func jsonKind(v any) string {

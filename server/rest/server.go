@@ -20,6 +20,9 @@ import (
 // implements it.
 type Engine interface {
 	engine.Executor
+	// Prepare prepares the INSERTs of /inserts-stream, whose rows are
+	// bound to placeholders.
+	engine.Preparer
 	// Catalog returns the streams, tables and queries, for CREATE, DROP
 	// and /inserts-stream targets.
 	Catalog() *catalog.Catalog

@@ -33,29 +33,40 @@ func TestTypeNameAndValues(t *testing.T) {
 	}
 }
 
-func TestSQLLiteral(t *testing.T) {
+// TestJSONDatum: /inserts-stream's JSON values become values of the
+// columns' types (shown as the JSON the server writes them back as), with
+// the coercions INSERT … VALUES applies to literals.
+func TestJSONDatum(t *testing.T) {
 	st := types.Type{Kind: types.Struct, Fields: []types.Field{{Name: "A", Type: types.IntType}, {Name: "B", Type: types.StringType}}}
 	arr := types.Type{Kind: types.Array, Elem: &types.IntType}
 	m := types.Type{Kind: types.Map, KeyType: &types.StringType, Elem: &types.DoubleType}
+	dec62 := types.Type{Kind: types.Decimal, Precision: 6, Scale: 2}
+	wide := types.Type{Kind: types.Decimal, Precision: 30, Scale: 10}
 	for _, c := range []struct {
 		json string
 		t    types.Type
 		want string
 	}{
-		{`null`, types.IntType, "NULL"},
+		{`null`, types.IntType, "null"},
 		{`42`, types.BigintType, "42"},
 		{`"42"`, types.IntType, "42"},
-		{`-1.5e3`, types.DoubleType, "-1.5e3"},
-		{`"it's \\ x"`, types.StringType, `'it''s \ x'`},
-		{`7`, types.StringType, "'7'"},
-		{`true`, types.BooleanType, "TRUE"},
-		{`"FALSE"`, types.BooleanType, "FALSE"},
-		{`1709212455123`, types.TimestampType, "'2024-02-29T13:14:15.123'"},
-		{`19782`, types.DateType, "'2024-02-29'"},
-		{`"AQI="`, types.BytesType, "TO_BYTES('AQI=', 'base64')"},
-		{`[1, null]`, arr, "ARRAY[1, CAST(NULL AS INTEGER)]"},
-		{`{"b": 2, "a": 1}`, m, "MAP('a' := 1, 'b' := 2)"},
-		{`{"b": "x"}`, st, `STRUCT("A" := CAST(NULL AS INTEGER), "B" := 'x')`},
+		{`-1.5e3`, types.DoubleType, "-1500.0"},
+		{`12.5`, dec62, "12.50"},
+		{`"12.5"`, dec62, "12.50"},
+		{`12345678901234567890.0123456789`, wide, "12345678901234567890.0123456789"},
+		{`"it's \\ x"`, types.StringType, `"it's \\ x"`},
+		{`7`, types.StringType, `"7"`},
+		{`true`, types.StringType, `"true"`},
+		{`true`, types.BooleanType, "true"},
+		{`"FALSE"`, types.BooleanType, "false"},
+		{`1709212455123`, types.TimestampType, "1709212455123"},
+		{`"2024-02-29T13:14:15.123"`, types.TimestampType, "1709212455123"},
+		{`19782`, types.DateType, "19782"},
+		{`"2024-02-29"`, types.DateType, "19782"},
+		{`"AQI="`, types.BytesType, `"AQI="`},
+		{`[1, null]`, arr, "[1,null]"},
+		{`{"b": 2, "a": 1}`, m, `{"a":1.0,"b":2.0}`},
+		{`{"b": "x"}`, st, `{"A":null,"B":"x"}`},
 	} {
 		var v any
 		dec := json.NewDecoder(strings.NewReader(c.json))
@@ -63,9 +74,9 @@ func TestSQLLiteral(t *testing.T) {
 		if err := dec.Decode(&v); err != nil {
 			t.Fatal(err)
 		}
-		got, err := sqlLiteral(v, c.t)
-		if err != nil || got != c.want {
-			t.Errorf("sqlLiteral(%s, %s) = %q, %v; want %q", c.json, c.t, got, err, c.want)
+		d, err := jsonDatum(v, c.t)
+		if got := string(types.AppendJSONValue(nil, d, c.t)); err != nil || got != c.want {
+			t.Errorf("jsonDatum(%s, %s) = %s, %v; want %s", c.json, c.t, got, err, c.want)
 		}
 	}
 	for _, c := range []struct {
@@ -74,13 +85,14 @@ func TestSQLLiteral(t *testing.T) {
 	}{
 		{`"x"`, types.IntType}, {`1.5`, types.TimestampType}, {`[1]`, types.StringType},
 		{`{"C": 1}`, st}, {`"%%%"`, types.BytesType}, {`1`, types.BooleanType},
+		{`3000000000`, types.IntType}, {`12345.5`, dec62}, {`"2024-13-45"`, types.DateType},
 	} {
 		var v any
 		dec := json.NewDecoder(strings.NewReader(c.json))
 		dec.UseNumber()
 		dec.Decode(&v)
-		if got, err := sqlLiteral(v, c.t); err == nil {
-			t.Errorf("sqlLiteral(%s, %s) = %q, want an error", c.json, c.t, got)
+		if d, err := jsonDatum(v, c.t); err == nil {
+			t.Errorf("jsonDatum(%s, %s) = %s, want an error", c.json, c.t, types.AppendJSONValue(nil, d, c.t))
 		}
 	}
 }

@@ -7,3 +7,7 @@ CREATE STREAM bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR,
 -- tables ends in.
 CREATE TABLE person_t (id BIGINT PRIMARY KEY, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP, extra VARCHAR) WITH (KAFKA_TOPIC='persons', KEY_FORMAT='JSON', VALUE_FORMAT='JSON', TIMESTAMP='dateTime');
 CREATE TABLE auction_t (id BIGINT PRIMARY KEY, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR) WITH (KAFKA_TOPIC='auctions', KEY_FORMAT='JSON', VALUE_FORMAT='JSON', TIMESTAMP='dateTime');
+-- Nexmark q13's side input: the suite's bounded file of 10,000 rows
+-- (key i, value 'i') as a table over a topic, which the test and the
+-- bench fill beforehand.
+CREATE TABLE side_input (key BIGINT PRIMARY KEY, value VARCHAR) WITH (KAFKA_TOPIC='side_input', KEY_FORMAT='JSON', VALUE_FORMAT='JSON', PARTITIONS=2);

@@ -20,7 +20,9 @@ import (
 func TestWarmupThenMove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	flags := []string{"--probing-rebalance-interval-ms", "2000"}
+	// 5,000 changelog records a task: more than the acceptable lag, so
+	// the new instance warms up before it takes a task.
+	flags := []string{"--probing-rebalance-interval-ms", "2000", "--acceptable-recovery-lag", "1000"}
 	c := startCluster(t, 2, flags...)
 	conn := connect(t, ctx, c.servers[0])
 	exec1(t, ctx, conn, `CREATE STREAM pv (userid VARCHAR KEY, pageid VARCHAR) WITH (KAFKA_TOPIC='pv', VALUE_FORMAT='JSON', PARTITIONS=6)`)

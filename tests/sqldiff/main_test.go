@@ -40,7 +40,13 @@ type env struct {
 
 func start(t *testing.T, ctx context.Context) *env {
 	t.Helper()
-	e := &env{t: t, ctx: ctx, s: testserver.Start(t)}
+	var opts []testserver.Option
+	// SQLDIFF_KEEP=dir keeps each test's server data directory (its
+	// log, the broker's data, the state) under dir, for a post-mortem.
+	if d := os.Getenv("SQLDIFF_KEEP"); d != "" {
+		opts = append(opts, testserver.DataDir(filepath.Join(d, strings.ReplaceAll(t.Name(), "/", "_"))))
+	}
+	e := &env{t: t, ctx: ctx, s: testserver.Start(t, opts...)}
 	e.connect()
 	kc, err := kgo.NewClient(kgo.SeedBrokers(e.s.KafkaAddr), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
@@ -308,4 +314,16 @@ func (e *env) streamRows(topic string, row func(map[string]any) []string) ([]str
 		err = derr
 	}
 	return out, err
+}
+
+// keyCols renders a changelog row (for changelog) as its key, then the
+// named value columns, "|"-joined.
+func keyCols(names ...string) func(string, map[string]any) string {
+	return func(k string, v map[string]any) string {
+		parts := []string{k}
+		for _, n := range names {
+			parts = append(parts, text(v[n]))
+		}
+		return strings.Join(parts, "|")
+	}
 }

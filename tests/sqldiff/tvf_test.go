@@ -81,27 +81,18 @@ SELECT k, ts / 60000 * 60000 AS ws, COUNT(*) FROM ev GROUP BY k, ws HAVING COUNT
 	e.pull("SELECT k, window_start, window_end, n, s FROM sw", want["SW"])
 	e.pull("SELECT k, ws, n FROM rw", want["RW"])
 
-	cols := func(names ...string) func(string, map[string]any) string {
-		return func(k string, v map[string]any) string {
-			parts := []string{k}
-			for _, n := range names {
-				parts = append(parts, text(v[n]))
-			}
-			return strings.Join(parts, "|")
-		}
-	}
 	e.eventually("topic TW", want["TW"], func() ([]string, error) {
-		return e.changelog("TW", 8, cols("WINDOW_START", "WINDOW_END", "N", "S", "M"))
+		return e.changelog("TW", 8, keyCols("WINDOW_START", "WINDOW_END", "N", "S", "M"))
 	})
 	e.eventually("topic HW", want["HW"], func() ([]string, error) {
-		return e.changelog("HW", 8, cols("WINDOW_START", "WINDOW_END", "N", "S", "M"))
+		return e.changelog("HW", 8, keyCols("WINDOW_START", "WINDOW_END", "N", "S", "M"))
 	})
 	// A session's key holds its end and start: merged sessions leave
 	// tombstones under their old keys.
 	e.eventually("topic SW", want["SW"], func() ([]string, error) {
-		return e.changelog("SW", 16, cols("WINDOW_START", "WINDOW_END", "N", "S"))
+		return e.changelog("SW", 16, keyCols("WINDOW_START", "WINDOW_END", "N", "S"))
 	})
 	e.eventually("topic RW", want["RW"], func() ([]string, error) {
-		return e.changelog("RW", 8, cols("WS", "N"))
+		return e.changelog("RW", 8, keyCols("WS", "N"))
 	})
 }
