@@ -27,7 +27,7 @@ type handConfig struct {
 	input      string
 	output     string
 	changelog  string // aggregate, windows, join-ss (the left side's)
-	changelog2 string // join-ss: the right side's
+	changelog2 string // join-ss: the right side's; distinct: its values'
 	median     int64  // stateless only
 	// table is a second input (join-st's persons, join-ss's auctions);
 	// with tableFirst, each poll's records of it are processed before

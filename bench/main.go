@@ -60,7 +60,7 @@ type run struct {
 var (
 	quick           = flag.Bool("quick", false, "≈300,000 records per scenario, 3 repeats (under 2 minutes)")
 	jsonOut         = flag.Bool("json", false, "print one JSON object instead of the markdown table")
-	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling; stateless-avro, join-st, join-ss, pull, memory, latency and nexmark run only when named)")
+	scenario        = flag.String("scenario", "", "run only this scenario (stateless, aggregate, hopping, tumbling, topn, distinct; stateless-avro, join-st, join-ss, pull, memory, latency and nexmark run only when named)")
 	records         = flag.Int("records", 0, "records per scenario (default 300,000 with -quick, 5,000,000 otherwise)")
 	repeats         = flag.Int("repeats", 0, "runs of each system per scenario (default 3 with -quick, 5 otherwise)")
 	memory          = flag.Bool("memory", false, "in-memory broker (default: a temporary data dir, as the server runs)")
@@ -72,7 +72,7 @@ var (
 	instances       = flag.Int("instances", 1, "sqlstreams instances (engines of one service, each its own state dir and group members) sharing the queries, all in this process")
 )
 
-var scenarios = []string{"stateless", "aggregate", "hopping", "tumbling"}
+var scenarios = []string{"stateless", "aggregate", "hopping", "tumbling", "topn", "distinct"}
 
 func main() {
 	if spec := os.Getenv(brokerEnv); spec != "" {
@@ -505,6 +505,10 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 		stmt = fmt.Sprintf("CREATE TABLE hops WITH (KAFKA_TOPIC='%s') AS SELECT auction, COUNT(*) AS n FROM bids WINDOW HOPPING (SIZE 10 SECONDS, ADVANCE BY 2 SECONDS, GRACE PERIOD 0 SECONDS) GROUP BY auction", out)
 	case "tumbling":
 		stmt = fmt.Sprintf("CREATE TABLE tops WITH (KAFKA_TOPIC='%s') AS SELECT auction, MAX(price) AS top FROM bids WINDOW TUMBLING (SIZE 10 SECONDS, GRACE PERIOD 0 SECONDS) GROUP BY auction", out)
+	case "topn":
+		stmt = fmt.Sprintf("CREATE TABLE top3 WITH (KAFKA_TOPIC='%s') AS SELECT * FROM (SELECT auction, bidder, price, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rn FROM bids) WHERE rn <= 3", out)
+	case "distinct":
+		stmt = fmt.Sprintf("CREATE TABLE bidders WITH (KAFKA_TOPIC='%s') AS SELECT auction, COUNT(DISTINCT bidder) AS bidders FROM bids GROUP BY auction", out)
 	default:
 		stmt = fmt.Sprintf("CREATE TABLE agg WITH (KAFKA_TOPIC='%s') AS SELECT auction, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top FROM bids GROUP BY auction", out)
 	}
@@ -569,6 +573,13 @@ func runHandwritten(ctx context.Context, admin *kadm.Client, brokers []string, s
 	case "tumbling":
 		cfg.changelog = cfg.group + "-changelog"
 		proc = newWindow(cfg.output, cfg.changelog, 10_000, 10_000, true)
+	case "topn":
+		cfg.changelog = cfg.group + "-changelog"
+		proc = newTopN(cfg.output, cfg.changelog, 4)
+	case "distinct":
+		cfg.changelog = cfg.group + "-changelog"
+		cfg.changelog2 = cfg.group + "-values-changelog"
+		proc = newDistinct(cfg.output, cfg.changelog, cfg.changelog2)
 	case "join-st", "join-ss":
 		dir, err := os.MkdirTemp("", "sqlstreams-bench-hand-")
 		if err != nil {
