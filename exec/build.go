@@ -454,6 +454,7 @@ func buildNode(n *physical.Node, sides []*physical.Node, next Processor, env *ta
 		if err != nil {
 			return nil, err
 		}
+		store.cacheNothing()
 		return &materializeOp{store: store}, nil
 	case *physical.StreamTableJoin:
 		store, err := env.store(n, op.Store)

@@ -34,6 +34,8 @@ type taskStore struct {
 	// expireBelow, when set, deletes every key below it once the open
 	// transaction commits (a window store's retention).
 	expireBelow []byte
+	// writeOnly: the task never reads the store (cacheNothing).
+	writeOnly bool
 }
 
 func (t *taskStore) checkpointPath() string { return filepath.Join(t.dir, "checkpoint") }
@@ -74,10 +76,21 @@ func (t *taskStore) open(res *state.RocksResources) error {
 		return err
 	}
 	t.base, t.ov = db, state.NewOverlay(db)
-	if res != nil {
+	if t.writeOnly {
+		t.ov.SetCacheEntries(0)
+	} else if res != nil {
 		t.ov.ShareCache(res.ValueCache())
 	}
 	return nil
+}
+
+// cacheNothing marks a store its task only writes (a materialized
+// table, which pull queries read committed): its overlay keeps no cache
+// of committed values, now and after a wipe, and leaves the server's
+// value cache to the stores that are read.
+func (t *taskStore) cacheNothing() {
+	t.writeOnly = true
+	t.ov.SetCacheEntries(0)
 }
 
 // wipe empties the store, for a restore from the changelog's start.

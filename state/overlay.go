@@ -152,20 +152,31 @@ func isEmpty(s Store) bool {
 }
 
 // SetCacheEntries sets how many committed keys the overlay caches; 0
-// turns the cache off.
+// turns the cache off and gives up its share of a CacheBudget.
 func (o *Overlay) SetCacheEntries(n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.cacheMax = n
 	o.evict(0)
+	if n <= 0 && o.budget != nil {
+		o.budget.users.Add(-1)
+		o.budget = nil
+	}
 }
 
 // evict drops entries at random (map order is random enough) until one of
-// need bytes fits in the cache's bounds.
+// need bytes fits in the cache's bounds. Once over them, it drops a
+// sixteenth more than that, so that a full cache evicts in runs, each a
+// walk through neighbouring slots of the map, rather than starting a
+// walk at a random slot for every entry it adds.
 func (o *Overlay) evict(need int) {
 	limit := o.cacheLimit()
+	if len(o.cache) < o.cacheMax && o.cacheBytes+need <= limit {
+		return
+	}
+	maxEntries, limit := o.cacheMax-o.cacheMax/16, limit-limit/16
 	for k, c := range o.cache {
-		if len(o.cache) < o.cacheMax && o.cacheBytes+need <= limit {
+		if len(o.cache) < maxEntries && o.cacheBytes+need <= limit {
 			return
 		}
 		o.cacheBytes -= cacheSize(len(k), len(c.value))
@@ -190,6 +201,12 @@ func (o *Overlay) remember(key, value []byte, absent bool) {
 		}
 		return
 	}
+	o.add(key, value, absent)
+}
+
+// add caches a committed value of a key the cache does not hold
+// (remember's rule).
+func (o *Overlay) add(key, value []byte, absent bool) {
 	size := cacheSize(len(key), len(value))
 	if o.cacheMax <= 0 || size > o.cacheLimit()/16 {
 		if !absent {
@@ -259,7 +276,7 @@ func (o *Overlay) Get(key []byte) ([]byte, error) {
 	}
 	o.mu.Lock()
 	if !o.closed && o.cache[string(key)] == nil {
-		o.remember(key, v, v == nil)
+		o.add(key, v, v == nil)
 	}
 	o.mu.Unlock()
 	return v, nil

@@ -449,6 +449,20 @@ func TestOverlayCacheBudget(t *testing.T) {
 	if c := ovs[0].cacheBytes; c <= budget/4 || c > budget/2 {
 		t.Errorf("overlay 0 caches %d bytes with a share of %d", c, budget/2)
 	}
+	// An overlay whose cache is turned off (a store its task only
+	// writes) gives its share to the others and caches nothing more.
+	ovs[1].SetCacheEntries(0)
+	if got := b.Share(); got != budget {
+		t.Fatalf("share %d with one overlay caching, want %d", got, budget)
+	}
+	fill(ovs[1], "o1off")
+	if c := ovs[1].cacheBytes; c != 0 {
+		t.Errorf("overlay 1 caches %d bytes with its cache off", c)
+	}
+	fill(ovs[0], "o0most")
+	if c := ovs[0].cacheBytes; c <= budget/2 || c > budget {
+		t.Errorf("overlay 0 caches %d bytes with a share of %d", c, budget)
+	}
 	for _, o := range ovs[:2] {
 		o.Close()
 	}
