@@ -27,6 +27,9 @@ func (e *Engine) apply(ctx context.Context, st sql.Statement, cmd catalog.Comman
 	record := func(c catalog.Command) (int64, error) {
 		if !live {
 			recorded = off
+			if e.headless != nil {
+				return off, e.headless.save(ctx, c)
+			}
 			return off, nil
 		}
 		o, err := e.append(ctx, c)

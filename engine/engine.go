@@ -45,6 +45,9 @@ type Engine struct {
 	running map[string]*exec.Query
 	flags   map[string]runFlags // by query ID: what its plan says beside its topology
 	nextID  int                 // headless mode's query numbers
+	// headless holds a headless server's recorded plans (nil otherwise,
+	// and offline).
+	headless *headlessPlans
 
 	// The command topic's follower (see follow.go). applied is the
 	// offset up to which commands have been applied (control records
@@ -137,6 +140,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		// as in ksqlDB's headless mode.
 		sess := NewSession()
 		e.seed(sess)
+		hp, err := e.openHeadlessPlans(ctx)
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("headless plans: %w", err)
+		}
+		e.headless = hp
 		for _, text := range cfg.Headless {
 			st, err := sql.Parse(text)
 			switch st.(type) {
@@ -144,8 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			case *sql.SetProperty, *sql.UnsetProperty:
 				_, err = e.ExecuteStatement(ctx, sess, st, nil)
 			default:
-				// Never recorded, so bound as now at every start.
-				_, err = e.apply(ctx, st, catalog.Command{Statement: text, Props: copyProps(sess.Props)}, -1, false)
+				err = e.applyHeadless(ctx, text, st, copyProps(sess.Props))
 			}
 			if err != nil {
 				e.Close()
