@@ -131,9 +131,10 @@ func (e *Engine) show(ctx context.Context, s *Session, st *sql.Show, w ResultWri
 		}
 		l := &TopicList{Topics: []TopicInfo{}}
 		for _, name := range topicNames(details) {
-			// The service's own command topic and processing log are
-			// internal, as the _-prefixed topics are.
-			internal := strings.HasPrefix(name, "_") || name == e.commandTopic() || name == e.processingLogTopic()
+			// The service's own command topic, processing log and
+			// headless plans are internal, as the _-prefixed topics are.
+			internal := strings.HasPrefix(name, "_") || name == e.commandTopic() || name == e.processingLogTopic() ||
+				e.headless != nil && name == e.headless.topic
 			if internal && !st.Extended {
 				continue
 			}
