@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
-	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/sql"
 )
 
@@ -25,24 +24,10 @@ import (
 func TestWindowedDistinctValuesUpgrade(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	brokers := kfakeBrokers(t)
-	stateDir := t.TempDir()
-	open := func() *engine.Engine {
-		eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: stateDir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return eng
-	}
+	u := newUpgradeService(t, ctx)
+	brokers, open, run := u.brokers, u.open, u.run
 	const ddl = "CREATE STREAM s (id INT KEY, g STRING, v BIGINT) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);"
 	const selectDistinct = " AS SELECT g, COUNT(DISTINCT v) AS nd, SUM(DISTINCT v) AS sd FROM s WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY g;"
-	sess := engine.NewSession()
-	run := func(eng *engine.Engine, stmt string) {
-		t.Helper()
-		if _, err := eng.Execute(ctx, sess, stmt, discard{}); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
 	eng := open()
 	run(eng, "SET 'auto.offset.reset'='earliest';")
 	run(eng, ddl)

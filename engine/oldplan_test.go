@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sqlstreams/sqlstreams/catalog"
+	"github.com/sqlstreams/sqlstreams/engine"
 	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/plan"
@@ -60,4 +61,37 @@ func recordOldPlan(t *testing.T, ctx context.Context, brokers []string, ddls []s
 		t.Fatal(err)
 	}
 	return topo
+}
+
+// upgradeService is the service of an upgrade test: one broker and one
+// state directory, engines opened on them in turn, and one session
+// whose statements run on whichever engine is open.
+type upgradeService struct {
+	t        *testing.T
+	ctx      context.Context
+	brokers  []string
+	stateDir string
+	sess     *engine.Session
+}
+
+func newUpgradeService(t *testing.T, ctx context.Context) *upgradeService {
+	return &upgradeService{t: t, ctx: ctx, brokers: kfakeBrokers(t), stateDir: t.TempDir(), sess: engine.NewSession()}
+}
+
+// open opens an engine of the service.
+func (u *upgradeService) open() *engine.Engine {
+	u.t.Helper()
+	eng, err := engine.Open(u.ctx, engine.Config{Kafka: kafka.Plain(u.brokers...), InstanceID: "i", StateDir: u.stateDir})
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	return eng
+}
+
+// run runs stmt in the service's session on eng.
+func (u *upgradeService) run(eng *engine.Engine, stmt string) {
+	u.t.Helper()
+	if _, err := eng.Execute(u.ctx, u.sess, stmt, discard{}); err != nil {
+		u.t.Fatalf("%s: %v", stmt, err)
+	}
 }

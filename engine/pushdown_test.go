@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
-	"github.com/sqlstreams/sqlstreams/kafka"
 	"github.com/sqlstreams/sqlstreams/sql"
 )
 
@@ -24,27 +23,13 @@ import (
 func TestFilterPushdownUpgrade(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	brokers := kfakeBrokers(t)
-	stateDir := t.TempDir()
-	open := func() *engine.Engine {
-		eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: stateDir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return eng
-	}
+	u := newUpgradeService(t, ctx)
+	brokers, open, run := u.brokers, u.open, u.run
 	ddls := []string{
 		"CREATE TABLE items (id INT PRIMARY KEY, name STRING, cat INT) WITH (KAFKA_TOPIC='items', VALUE_FORMAT='JSON', PARTITIONS=1);",
 		"CREATE TABLE cats (id INT PRIMARY KEY, title STRING) WITH (KAFKA_TOPIC='cats', VALUE_FORMAT='JSON', PARTITIONS=1);",
 	}
 	const selectJoin = " AS SELECT i.id, name, title FROM items i JOIN cats c ON i.cat = c.id WHERE i.name <> 'skip';"
-	sess := engine.NewSession()
-	run := func(eng *engine.Engine, stmt string) {
-		t.Helper()
-		if _, err := eng.Execute(ctx, sess, stmt, discard{}); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
 	eng := open()
 	run(eng, "SET 'auto.offset.reset'='earliest';")
 	for _, d := range ddls {
