@@ -29,6 +29,8 @@ type taskEnv struct {
 	// q, for a task of a persistent query, checks its declared sources'
 	// records' partitions (partitioncheck.go); nil checks nothing.
 	q *Query
+	// topo is the topology being built (buildGraph sets it).
+	topo *physical.Topology
 }
 
 // taskGraph is a sub-topology built for one task: a processor per node,
@@ -42,6 +44,26 @@ type taskGraph struct {
 	closers  []closer
 }
 
+// readElsewhere reports whether a node of topo other than n uses store
+// (a stream–table join looks rows up in the table its Materialize
+// writes).
+func readElsewhere(topo *physical.Topology, n *physical.Node, store *physical.Store) bool {
+	if topo == nil {
+		return true
+	}
+	for _, o := range topo.Nodes {
+		if o == n {
+			continue
+		}
+		for _, s := range physical.StoresOf(o) {
+			if s.Name == store.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // buildGraph builds st's processors for one task, each forwarding to the
 // processors of the nodes that read it. Nodes are wired by name, never
 // by their place in st.Nodes or in a node's Inputs: a node's processor
@@ -52,6 +74,7 @@ type taskGraph struct {
 // naming the node. This is the one place that maps node kinds to
 // processors.
 func buildGraph(topo *physical.Topology, st *physical.SubTopology, env *taskEnv) (*taskGraph, error) {
+	env.topo = topo
 	g := &taskGraph{procs: map[string]Processor{}, sources: map[string]*sourceOp{}}
 	nodes := make(map[string]*physical.Node, len(st.Nodes))
 	for _, n := range st.Nodes {
@@ -454,7 +477,9 @@ func buildNode(n *physical.Node, sides []*physical.Node, next Processor, env *ta
 		if err != nil {
 			return nil, err
 		}
-		store.cacheNothing()
+		if !readElsewhere(env.topo, n, op.Store) {
+			store.cacheNothing()
+		}
 		return &materializeOp{store: store}, nil
 	case *physical.StreamTableJoin:
 		store, err := env.store(n, op.Store)

@@ -251,3 +251,30 @@ func BenchmarkStreamTableJoin(b *testing.B) {
 		}
 	}
 }
+
+// TestMaterializedStoreCache checks which materialized tables keep a
+// cache of committed values: the one a stream–table join looks rows up
+// in does (a lookup must not cost a RocksDB read per row: Nexmark q13),
+// a table's own materialization, which only pull queries read from the
+// committed store, does not.
+func TestMaterializedStoreCache(t *testing.T) {
+	res := state.NewRocksResources(8<<20, 8<<20, 0)
+	t.Cleanup(func() { res.Close() })
+	cfg := Config{StateDir: t.TempDir(), RocksResources: res}
+	joined := newTestTask(t, joinTopology(t, false), 0, cfg, func(*kgo.Record) {})
+	if len(joined.stores) != 1 {
+		t.Fatalf("the join's task has %d stores, want 1", len(joined.stores))
+	}
+	if joined.stores[0].writeOnly {
+		t.Errorf("the join's table store %s caches nothing", joined.stores[0].name)
+	}
+	users := &catalog.Source{Name: "USERS", Kind: catalog.Table, Topic: "users", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON,
+		Partitions: 2, Schema: types.Schema{Columns: []types.Column{
+			{Name: "USERID", Type: types.StringType, Key: true},
+			{Name: "LEVEL", Type: types.BigintType},
+		}}}
+	table := newTestTask(t, physical.BuildTable("app", planner.NewScan(users)), 0, Config{StateDir: t.TempDir(), RocksResources: res}, func(*kgo.Record) {})
+	if len(table.stores) != 1 || !table.stores[0].writeOnly {
+		t.Errorf("a table's materialization keeps a cache of committed values (stores %v)", table.stores)
+	}
+}
