@@ -459,6 +459,14 @@ func buildNode(n *physical.Node, sides []*physical.Node, next Processor, env *ta
 				if distinct, err = env.store(n, op.DistinctStore); err != nil {
 					return nil, err
 				}
+				// Its entries are read once a transaction (the
+				// operator keeps them until Flush), and mostly not
+				// again for a long while: a cache of committed values
+				// churns (every value new to its group is a miss) and
+				// costs more than RocksDB's own memtable and block
+				// cache (the distinct bench scenario: 2.7–3.3 → 2.2–2.4
+				// CPU s per million records).
+				distinct.cacheNothing()
 			}
 		}
 		a, err := newAggregate(n.Name, op, store, distinct, env.out, next)

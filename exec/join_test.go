@@ -252,8 +252,8 @@ func BenchmarkStreamTableJoin(b *testing.B) {
 	}
 }
 
-// TestMaterializedStoreCache checks which materialized tables keep a
-// cache of committed values: the one a stream–table join looks rows up
+// TestMaterializedStoreCache checks which stores keep a cache of
+// committed values: the one a stream–table join looks rows up
 // in does (a lookup must not cost a RocksDB read per row: Nexmark q13),
 // a table's own materialization, which only pull queries read from the
 // committed store, does not.
@@ -276,5 +276,15 @@ func TestMaterializedStoreCache(t *testing.T) {
 	table := newTestTask(t, physical.BuildTable("app", planner.NewScan(users)), 0, Config{StateDir: t.TempDir(), RocksResources: res}, func(*kgo.Record) {})
 	if len(table.stores) != 1 || !table.stores[0].writeOnly {
 		t.Errorf("a table's materialization keeps a cache of committed values (stores %v)", table.stores)
+	}
+	// An aggregation's groups are cached; its distinct values, read once
+	// a transaction and mostly new, are not.
+	agg := newTestTask(t, distinctTopology(t, false, "AUCTION", true, false), 0, Config{StateDir: t.TempDir(), RocksResources: res}, func(*kgo.Record) {})
+	cached := map[string]bool{}
+	for _, st := range agg.stores {
+		cached[st.name] = !st.writeOnly
+	}
+	if len(cached) != 2 || cached["AGGREGATE-DISTINCT"] || !cached["AGGREGATE"] {
+		t.Errorf("stores cached: %v, want AGGREGATE only", cached)
 	}
 }
