@@ -265,7 +265,7 @@ func TestMaterializedStoreCache(t *testing.T) {
 	if len(joined.stores) != 1 {
 		t.Fatalf("the join's task has %d stores, want 1", len(joined.stores))
 	}
-	if joined.stores[0].writeOnly {
+	if joined.stores[0].uncached {
 		t.Errorf("the join's table store %s caches nothing", joined.stores[0].name)
 	}
 	users := &catalog.Source{Name: "USERS", Kind: catalog.Table, Topic: "users", KeyFormat: types.FormatKafka, ValueFormat: types.FormatJSON,
@@ -274,7 +274,7 @@ func TestMaterializedStoreCache(t *testing.T) {
 			{Name: "LEVEL", Type: types.BigintType},
 		}}}
 	table := newTestTask(t, physical.BuildTable("app", planner.NewScan(users)), 0, Config{StateDir: t.TempDir(), RocksResources: res}, func(*kgo.Record) {})
-	if len(table.stores) != 1 || !table.stores[0].writeOnly {
+	if len(table.stores) != 1 || !table.stores[0].uncached {
 		t.Errorf("a table's materialization keeps a cache of committed values (stores %v)", table.stores)
 	}
 	// An aggregation's groups are cached; its distinct values, read once
@@ -282,7 +282,7 @@ func TestMaterializedStoreCache(t *testing.T) {
 	agg := newTestTask(t, distinctTopology(t, false, "AUCTION", true, false), 0, Config{StateDir: t.TempDir(), RocksResources: res}, func(*kgo.Record) {})
 	cached := map[string]bool{}
 	for _, st := range agg.stores {
-		cached[st.name] = !st.writeOnly
+		cached[st.name] = !st.uncached
 	}
 	if len(cached) != 2 || cached["AGGREGATE-DISTINCT"] || !cached["AGGREGATE"] {
 		t.Errorf("stores cached: %v, want AGGREGATE only", cached)

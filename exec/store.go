@@ -34,8 +34,9 @@ type taskStore struct {
 	// expireBelow, when set, deletes every key below it once the open
 	// transaction commits (a window store's retention).
 	expireBelow []byte
-	// writeOnly: the task never reads the store (cacheNothing).
-	writeOnly bool
+	// uncached: the overlay keeps no cache of committed values
+	// (cacheNothing).
+	uncached bool
 }
 
 func (t *taskStore) checkpointPath() string { return filepath.Join(t.dir, "checkpoint") }
@@ -76,7 +77,7 @@ func (t *taskStore) open(res *state.RocksResources) error {
 		return err
 	}
 	t.base, t.ov = db, state.NewOverlay(db)
-	if t.writeOnly {
+	if t.uncached {
 		t.ov.SetCacheEntries(0)
 	} else if res != nil {
 		t.ov.ShareCache(res.ValueCache())
@@ -84,12 +85,13 @@ func (t *taskStore) open(res *state.RocksResources) error {
 	return nil
 }
 
-// cacheNothing marks a store its task only writes (a materialized
-// table, which pull queries read committed): its overlay keeps no cache
-// of committed values, now and after a wipe, and leaves the server's
-// value cache to the stores that are read.
+// cacheNothing turns the store's cache of committed values off, now and
+// after a wipe, leaving the server's value cache to the other stores:
+// for a store its task only writes (a table materialized for pull
+// queries, which read it committed) or whose keys it reads about once
+// (distinct values).
 func (t *taskStore) cacheNothing() {
-	t.writeOnly = true
+	t.uncached = true
 	t.ov.SetCacheEntries(0)
 }
 
