@@ -112,7 +112,12 @@ type group struct {
 	key     []byte
 	state   []byte
 	deleted bool
-	ts      int64
+	// fresh: the store did not hold the key when the transaction began,
+	// nor has it been spilled since (a session version made and replaced
+	// within the transaction): its deletion needs no tombstone in the
+	// changelog, which never had it.
+	fresh bool
+	ts    int64
 }
 
 // newAggregate builds the aggregation a over store, and distinct, the
@@ -452,6 +457,7 @@ func (a *aggregateOp) changedGroup(gr *group) *group {
 		}
 		gr = a.changed[a.nextG]
 		a.nextG++
+		gr.fresh = false
 		gr.key = append(gr.key[:0], a.key...)
 		a.groups[unsafe.String(unsafe.SliceData(gr.key), len(gr.key))] = gr
 	}
@@ -499,6 +505,9 @@ func (a *aggregateOp) spill() error {
 		}
 		if err != nil {
 			return err
+		}
+		if gr.deleted && gr.fresh {
+			continue
 		}
 		a.writeChangelog(gr)
 	}

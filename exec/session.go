@@ -428,6 +428,7 @@ func (w *windowing) joinSessions(a *aggregateOp, n int, start, end int64, read b
 	}
 	// The joined session starts from the merged state, then takes the row.
 	a.key = append(a.key[:0], newKey...)
+	_, had := a.groups[string(a.key)]
 	if n > 0 {
 		merged = binary.BigEndian.AppendUint64(merged, uint64(mergedTs))
 		for _, p := range parts {
@@ -454,6 +455,10 @@ func (w *windowing) joinSessions(a *aggregateOp, n int, start, end int64, read b
 	// the session, then never reaches RocksDB: neither it nor a
 	// tombstone for it (one per bid of a busy key otherwise).
 	gr := a.groups[string(a.key)]
+	// A new key whose group this transaction had not touched: neither the
+	// store nor the changelog has it, so if a later row of the
+	// transaction replaces it, its deletion writes no tombstone.
+	gr.fresh = gr.fresh || isNew && !had
 	put := w.store.ov.Put
 	if isNew && !sc.noCache {
 		put = w.store.ov.PutNew
