@@ -428,21 +428,19 @@ func (w *windowing) joinSessions(a *aggregateOp, n int, start, end int64, read b
 	}
 	// The joined session starts from the merged state, then takes the row.
 	a.key = append(a.key[:0], newKey...)
-	_, had := a.groups[string(a.key)]
+	prior := a.groups[string(a.key)] // this transaction's group of the key, if any
 	if n > 0 {
 		merged = binary.BigEndian.AppendUint64(merged, uint64(mergedTs))
 		for _, p := range parts {
 			merged = binary.AppendUvarint(merged, uint64(len(p)))
 			merged = append(merged, p...)
 		}
-		gr := a.changedGroup(a.groups[string(a.key)])
+		gr := a.changedGroup(prior)
 		gr.deleted, gr.state = false, append(gr.state[:0], merged...)
-	} else {
+	} else if prior != nil {
 		// A new session: forget any state a deleted one left under the
 		// same key in this transaction.
-		if gr := a.groups[string(a.key)]; gr != nil {
-			gr.deleted, gr.state = true, gr.state[:0]
-		}
+		prior.deleted, prior.state = true, prior.state[:0]
 	}
 	sc.merged = merged
 	a.ts = ts
@@ -458,7 +456,7 @@ func (w *windowing) joinSessions(a *aggregateOp, n int, start, end int64, read b
 	// A new key whose group this transaction had not touched: neither the
 	// store nor the changelog has it, so if a later row of the
 	// transaction replaces it, its deletion writes no tombstone.
-	gr.fresh = gr.fresh || isNew && !had
+	gr.fresh = gr.fresh || isNew && prior == nil
 	put := w.store.ov.Put
 	if isNew && !sc.noCache {
 		put = w.store.ov.PutNew
