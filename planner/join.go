@@ -44,7 +44,9 @@ const (
 // and its rows are written to a repartition topic keyed like the table
 // (its key format, its partition count) before the join reads them;
 // otherwise LeftKey is the left's key column and the inputs are
-// co-partitioned.
+// co-partitioned. The binder builds the Rekey of a side joined on other
+// than its key; rule CoPartitionJoins sets the repartition flags (and
+// rekeys a side keyed right but partitioned otherwise).
 type Join struct {
 	Type        JoinType
 	Left, Right Node
@@ -121,7 +123,17 @@ type Join struct {
 	// is partitioned otherwise than the other's (its PARTITIONER).
 	// RepartitionTable does the same for the right of such a join.
 	RepartitionLeftTable bool
-	out                  types.Schema
+	// LegacyRegistryTables keeps RepartitionTable for tables whose
+	// partitioner is unknown: a command recorded before plans, bound on
+	// the plan-format 1 migration path with joins planned as before
+	// their fourth revision (sql.Select.LegacyJoins3), when a table in a
+	// schema-registry key format was read as it is; it goes with that
+	// path.
+	LegacyRegistryTables bool
+	// Text is where the join is in the statement, for the errors of the
+	// rules that plan it (JoinError); nil for a join built otherwise.
+	Text *JoinText
+	out  types.Schema
 }
 
 // NewForeignKeyJoin joins two tables, INNER or LEFT, on an expression

@@ -281,7 +281,11 @@ type Rekey struct {
 	Exprs []expr.Expr
 	// Keys are the output positions of the key columns, one per expression.
 	Keys []int
-	out  types.Schema
+	// SameRows marks a Rekey by the input's own key columns, its rows
+	// as they were: rule CoPartitionJoins's, for a join side keyed by
+	// the join key but partitioned otherwise than the other side.
+	SameRows bool
+	out      types.Schema
 }
 
 // NewRekey builds a PARTITION BY over input. names[i], when given and

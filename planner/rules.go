@@ -31,6 +31,7 @@ type Rule struct {
 
 // Rules are the planner's rewrites, in the order Rewrite applies them.
 var Rules = []Rule{
+	{RuleCoPartitionJoins, coPartitionJoins},
 	{"FlattenDerived", flattenDerived},
 	{"AggregateOfAggregate", aggregateOfAggregate},
 	{"RowNumberToTopN", rowNumberToTopN},

@@ -116,6 +116,34 @@ func (b *binder) errAt(name, code, format string, args ...any) *Error {
 	return Errorf(code, format, args...)
 }
 
+// joinText records where the join being bound is in the statement (its
+// ON, its JOIN, its right source named right), as errAt finds them, for
+// the refusals of the planner's rules (planner.JoinError, planError).
+func (b *binder) joinText(right string) *planner.JoinText {
+	on := -1
+	if b.join != nil {
+		on = b.onPos()
+	}
+	if on < 0 {
+		on = b.identPos("ON")
+	}
+	return &planner.JoinText{Text: b.text, On: on, Keyword: b.identPos("JOIN"), Right: b.identPos(right)}
+}
+
+// planError is a refusal of the planner's rules as the binder would
+// have made it: a join's, at the part of the join it names. Nil for
+// other errors.
+func planError(err error) *Error {
+	var je *planner.JoinError
+	if !errors.As(err, &je) {
+		return nil
+	}
+	if text, pos := je.Pos(); pos >= 0 {
+		return errorAt(text, pos, CodeFeatureNotSupport, "%s", je.Msg)
+	}
+	return Errorf(CodeFeatureNotSupport, "%s", je.Msg)
+}
+
 // bindSelect binds a SELECT against cat into a query's plan, before the
 // planner's rules (BindSelect).
 func bindSelect(sel *Select, cat Catalog) (*planner.Query, error) {

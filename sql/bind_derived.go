@@ -37,6 +37,9 @@ func BindSelect(sel *Select, cat Catalog) (*planner.Query, error) {
 	}
 	root, rules, err := planner.Rewrite(q.Root, sel.dialect, sel.skipRules()...)
 	if err != nil {
+		if e := planError(err); e != nil {
+			return nil, e
+		}
 		if planner.FindRowNumber(q.Root) != nil {
 			// RowNumberToTopN's refusals, at the ROW_NUMBER.
 			return nil, errorAt(sel.text, posOf(sel, "ROW_NUMBER"), CodeFeatureNotSupport, "%v", err)

@@ -365,14 +365,15 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Unless the ON's stream side is the stream's key columns (in the
-	// table's key format), the stream is repartitioned by it first, into
-	// as many partitions as the table has.
 	switch f := right.src.KeyFormat; {
 	case f == types.FormatKafka, f == types.FormatJSON, f == types.FormatDelimited, types.InfersColumns(f):
 	default:
 		return nil, b.errAt("JOIN", CodeFeatureNotSupport, "joins on %s keys are not supported yet", f)
 	}
+	// Unless ON's stream side is the stream's key columns, the stream's
+	// rows are keyed by it (a Rekey); whether they go through a
+	// repartition topic to meet the table's is the planner's call (rule
+	// CoPartitionJoins).
 	skeys := left.src.Schema.KeyIndexes()
 	keyJoin := len(skeys) == len(lks)
 	for n, lk := range lks {
@@ -382,16 +383,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		// under the same names.
 		keyJoin = keyJoin && (len(lks) == 1 || left.schema.Columns[skeys[n]].Name == right.schema.Columns[tkeys[n]].Name)
 	}
-	// Keys in a schema-registry format are compared by value: the same
-	// value written with two schemas has two byte strings (and two
-	// partitions), so the stream is always repartitioned, its key
-	// written with the table's key schema (registryKeys).
-	repartition := !keyJoin || left.src.KeyFormat != right.src.KeyFormat || registryKeys(left.src, right.src) ||
-		!coPartitioned(left.src, right.src)
-	if lp, rp := left.src.Partitions, right.src.Partitions; !repartition && lp > 0 && rp > 0 && lp != rp {
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join `%s` with `%s` since the number of partitions don't match. `%s` partitions = %d; `%s` partitions = %d. Please repartition either one so that the number of partitions match.",
-			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
-	}
+	repartition := !keyJoin
 	leftNode := left.plan()
 	origLK, leftLen := lks[0], left.schema.Len()
 	if repartition {
@@ -428,12 +420,7 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
-	join.Repartition = repartition
-	// The table's producers may have written a key value under another
-	// schema ID than the stream's repartition writes (other bytes,
-	// another partition): the table is repartitioned too, both with the
-	// schema made from the key columns, as ksqlDB repartitions both.
-	join.RepartitionTable = repartition && (registryKeys(right.src) && !b.legacyJoins3 || !right.src.Partitioner.Known())
+	join.LegacyRegistryTables, join.Text = b.legacyJoins3, b.joinText(right.src.Name)
 	if len(lks) == 1 && !js.legacy {
 		var added []int
 		for i := leftLen; i < left.schema.Len(); i++ {
@@ -443,14 +430,6 @@ func (b *binder) bindJoin(sel *Select, j *ast.Join) (*planner.Join, error) {
 		js.setKeys(origLK, &expr.Column{Index: right.offset + rks[0], Name: rc.Name, T: rc.Type}, lks[0].(*expr.Column).Index, false, added...)
 	}
 	return join, nil
-}
-
-// coPartitioned reports whether two sources' producers put a key in the
-// same partition: both declared the same known PARTITIONER. A source
-// declared 'unknown' is co-partitioned with nothing (it is repartitioned
-// by murmur2 first); a crc32 topic and a murmur2 one are not.
-func coPartitioned(a, b *catalog.Source) bool {
-	return a.Partitioner == b.Partitioner && a.Partitioner.Known()
 }
 
 // joinCondition binds ON's a = b and returns the side of the stream
@@ -848,32 +827,16 @@ func (b *binder) nestedLeft(sel *Select, l *ast.Join, js *joinScope) error {
 	first := scope.sides[0].src // the inner join's left: a source, or its own stand-in
 	rows := inner.Schema()
 	// The stand-in for the left join's rows: a stream keyed by the join
-	// key, in the format and partitions of the topic it was joined on.
+	// key, named after its first source. How its rows are keyed and
+	// partitioned after the repartitions of the join is the planner's
+	// (rule CoPartitionJoins); a table join's rows keep the key format
+	// and partition count of its first table.
 	stand := &catalog.Source{Name: first.Name, Kind: catalog.Stream, KeyFormat: first.KeyFormat, KeyOptions: first.KeyOptions,
 		Partitions: first.Partitions, Partitioner: first.Partitioner, Schema: rows}
 	if inner.OfTables() {
 		// A table–table join's rows are a table keyed like its left
 		// table: the next join is a (foreign-key) table–table join.
 		stand.Kind = catalog.Table
-	}
-	switch {
-	case inner.Window != nil && inner.Repartition && inner.RepartitionRight:
-		// Both streams were repartitioned, keyed like the left (KAFKA
-		// for a keyless one).
-		if stand.KeyFormat == types.FormatNone {
-			stand.KeyFormat, stand.KeyOptions = types.FormatKafka, types.FormatOptions{}
-		}
-		stand.Partitioner = types.Murmur2
-	case inner.Repartition:
-		// Keyed like the right side it was repartitioned to meet.
-		t := scope.leaves[len(scope.leaves)-1].src
-		stand.KeyFormat, stand.KeyOptions, stand.Partitions = t.KeyFormat, t.KeyOptions, t.Partitions
-		stand.Partitioner = types.Murmur2
-		if t.Partitioner == types.CRC32 && !inner.RepartitionTable {
-			stand.Partitioner = types.CRC32
-		}
-	case inner.RepartitionLeftTable:
-		stand.Partitioner = types.Murmur2
 	}
 	left := &js.sides[0]
 	left.src, left.schema, left.node, left.inner = stand, rows, inner, scope
@@ -1021,20 +984,6 @@ func (b *binder) projectJoinKey(exprs []expr.Expr, names []string, sink string) 
 		return Errorf(CodeDuplicateObject, "The projection contains a key column (`%s`) more than once, aliased as: %s.", name, strings.Join(as, " and "))
 	}
 	return nil
-}
-
-// registryKeys reports whether a join side's key format needs the schema
-// registry (AVRO, PROTOBUF, JSON_SR). Two topics may write one key value
-// with different schemas (different schema IDs, different bytes), so
-// such keys meet only after a repartition writes them with one schema,
-// as ksqlDB repartitions every join side with such a key.
-func registryKeys(sides ...*catalog.Source) bool {
-	for _, s := range sides {
-		if types.InfersColumns(s.KeyFormat) {
-			return true
-		}
-	}
-	return false
 }
 
 // kafkaValueJoin refuses a join of sources in the KAFKA value format, as

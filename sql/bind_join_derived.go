@@ -47,6 +47,9 @@ func (b *binder) derivedSide(sel *Select, ts *ast.TableSource) (*catalog.Source,
 		return nil, true, err
 	}
 	feed, _, err := planner.Rewrite(node.(*planner.Derived).Input, planner.DialectSQL, sel.skipRules()...)
+	if e := planError(err); e != nil {
+		return nil, true, e
+	}
 	if err != nil {
 		return nil, true, b.errAt("JOIN", CodeFeatureNotSupport, "%v", err)
 	}

@@ -11,28 +11,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/types"
 )
 
-// singleRows reports whether n, the plan of an earlier join, emits at
-// most one row per input record, each with that record's key and offset:
-// stream–table joins over a stream (rekeyed or not), not over a
-// stream–stream join.
-func singleRows(n planner.Node) bool {
-	for {
-		switch x := n.(type) {
-		case *planner.Scan:
-			return true
-		case *planner.Rekey:
-			n = x.Input
-		case *planner.Join:
-			if x.Window != nil || x.OfTables() {
-				return false
-			}
-			n = x.Left
-		default:
-			return false
-		}
-	}
-}
-
 // bindStreamJoin binds a join of two streams WITHIN a window (w), on
 // their key columns, any of INNER, LEFT, RIGHT and FULL OUTER; without
 // w, a regular join (INNER; bind_join_regular.go). A side joined on
@@ -77,56 +55,11 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	lkeys, rkeys := left.src.Schema.KeyIndexes(), right.src.Schema.KeyIndexes()
 	lkc, lok := lk.(*expr.Column)
 	rkc, rok := rk.(*expr.Column)
-	// A side whose ON expression is not its key column is repartitioned
-	// by it; so is the right when the key formats differ.
-	// The rows of an earlier join on the left are repartitioned unless
-	// they are a stream–table join's rows on their key, co-partitioned
-	// with the right (singleRows): another join's record may give several
-	// joined rows, which the window store tells apart by their offsets
-	// in the repartition topic.
-	lrep := !lok || len(lkeys) != 1 || lkc.Index != lkeys[0] ||
-		left.inner != nil && (!singleRows(left.node) || left.src.KeyFormat != right.src.KeyFormat || left.src.Partitions != right.src.Partitions)
+	// A side whose ON expression is not its key column is keyed by it
+	// (a Rekey); which sides go through repartition topics is the
+	// planner's call (rule CoPartitionJoins).
+	lrep := !lok || len(lkeys) != 1 || lkc.Index != lkeys[0]
 	rrep := !rok || len(rkeys) != 1 || rkc.Index != right.offset+rkeys[0]
-	if !lrep && !rrep && left.src.KeyFormat != right.src.KeyFormat {
-		rrep = true
-	}
-	if !coPartitioned(left.src, right.src) {
-		// The topics' producers partitioned keys otherwise (their
-		// PARTITIONER): a side declared 'unknown' is repartitioned by
-		// murmur2, else the right toward the left's partitioning.
-		lrep = lrep || !left.src.Partitioner.Known()
-		rrep = rrep || !right.src.Partitioner.Known() || !lrep
-	}
-	if left.src.Windowed() && registryKeys(left.src, right.src) {
-		// ksqlDB repartitions both sides of a join on schema-registry
-		// keys, windowed ones too: each side's key and window are
-		// written as the left's windowed keys (so a time window meets
-		// one of another size with the same start). The join must be
-		// on both key columns: a windowed row is never rekeyed.
-		onKeys := lok && len(lkeys) == 1 && lkc.Index == lkeys[0] && rok && len(rkeys) == 1 && rkc.Index == right.offset+rkeys[0]
-		if !onKeys {
-			return nil, b.errAt("ON", CodeFeatureNotSupport, "Implicit repartitioning of windowed sources is not supported. See https://github.com/confluentinc/ksql/issues/4385.")
-		}
-	} else if left.src.Windowed() && (lrep || rrep || left.src.WindowType != right.src.WindowType || left.src.WindowSizeMs != right.src.WindowSizeMs) {
-		// Windowed rows join when their keys, windows included, are the
-		// same bytes: a join on anything else would repartition them.
-		return nil, b.errAt("ON", CodeFeatureNotSupport, "Implicit repartitioning of windowed sources is not supported. See https://github.com/confluentinc/ksql/issues/4385.")
-	}
-	if registryKeys(left.src, right.src) {
-		// Both sides are written with one key schema (registryKeys).
-		lrep, rrep = true, true
-	}
-	if lp, rp := left.src.Partitions, right.src.Partitions; !lrep && !rrep && lp > 0 && rp > 0 && lp != rp {
-		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join `%s` with `%s` since the number of partitions don't match. `%s` partitions = %d; `%s` partitions = %d. Please repartition either one so that the number of partitions match.",
-			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
-	}
-	for _, s := range []*joinSide{left, right} {
-		switch f := s.src.KeyFormat; f {
-		case types.FormatKafka, types.FormatJSON, types.FormatDelimited, types.FormatNone, types.FormatAvro, types.FormatProtobuf, types.FormatJSONSR:
-		default:
-			return nil, b.errAt("JOIN", CodeFeatureNotSupport, "stream-stream joins on %s keys are not supported yet", f)
-		}
-	}
 	var leftNode, rightNode planner.Node = left.plan(), planner.NewScan(right.src)
 	leftKey, rightKey := 0, 0
 	if !lrep {
@@ -191,7 +124,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
-	join.Repartition, join.RepartitionRight = lrep, rrep
+	join.Text = b.joinText(right.src.Name)
 	join.CompactRows = !b.legacyJoins
 	if join.CompactRows && !b.legacyJoins2 {
 		// Header columns are not in the record's value: the stores keep

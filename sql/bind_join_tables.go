@@ -80,14 +80,14 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 		return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join `%s` with `%s` since the number of partitions don't match. `%s` partitions = %d; `%s` partitions = %d. Please repartition either one so that the number of partitions match.",
 			left.src.Name, right.src.Name, left.src.Name, lp, right.src.Name, rp)
 	}
-	if registryKeys(left.src, right.src) && (typ == "INNER" || typ == "LEFT") {
+	if planner.RegistryKeys(left.src, right.src) && (typ == "INNER" || typ == "LEFT") {
 		// Keys in a schema-registry format are compared by value: the
 		// left's key, written with the right's key schema, finds the
 		// right's row whatever schemas the two topics' keys were written
 		// with (a foreign-key join on the key, as for differing formats).
 		return b.bindForeignKeyJoin(js, typ, lk, rkeys[0])
 	}
-	if !coPartitioned(left.src, right.src) && (typ == "INNER" || typ == "LEFT") {
+	if !planner.CoPartitioned(left.src, right.src) && (typ == "INNER" || typ == "LEFT") {
 		// The topics' producers partitioned keys otherwise (their
 		// PARTITIONER): the left's rows find the right's by their key
 		// sent to the right's partition, a foreign-key join on the key.
@@ -103,15 +103,10 @@ func (b *binder) bindTableJoin(j *ast.Join, js *joinScope, typ string) (*planner
 	if err := b.sameKeySchemas(left.src, right.src, typ); err != nil {
 		return nil, err
 	}
-	join, err := b.newTableJoin(js, typ, planner.NewScan(left.src), lk, rk, lkeys[0], rkeys[0])
-	if err == nil && !coPartitioned(left.src, right.src) {
-		// A RIGHT or FULL join of tables partitioned otherwise: each
-		// table not partitioned by murmur2 is read through a
-		// repartition of its own by murmur2.
-		join.RepartitionLeftTable = left.src.Partitioner != types.Murmur2
-		join.RepartitionTable = right.src.Partitioner != types.Murmur2
-	}
-	return join, err
+	// A RIGHT or FULL join of tables partitioned otherwise reads each
+	// table not partitioned by murmur2 through a repartition of its own
+	// by murmur2 (rule CoPartitionJoins).
+	return b.newTableJoin(js, typ, planner.NewScan(left.src), lk, rk, lkeys[0], rkeys[0])
 }
 
 // newTableJoin plans a primary-key join of left (the left side's table,
@@ -132,6 +127,7 @@ func (b *binder) newTableJoin(js *joinScope, typ string, left planner.Node, lk, 
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
+	join.Text = b.joinText(right.src.Name)
 	if synth != "" {
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}
@@ -162,16 +158,9 @@ func (b *binder) bindRowsTableJoin(js *joinScope, typ string, lk, rk expr.Expr, 
 	if err := b.sameKeySchemas(left.src, right.src, typ); err != nil {
 		return nil, err
 	}
-	if !coPartitioned(left.src, right.src) {
-		if left.src.Partitioner != types.Murmur2 {
-			return nil, b.errAt(right.src.Name, CodeFeatureNotSupport, "Can't join %s with %s: the joined rows are partitioned by %s and %s by %s (PARTITIONER); a RIGHT or FULL join of them is not supported yet", left.src.Name, right.src.Name, left.src.Partitioner, right.src.Name, right.src.Partitioner)
-		}
-		join, err := b.newTableJoin(js, typ, left.plan(), lk, rk, lkey, rkey)
-		if err == nil {
-			join.RepartitionTable = true // the right, by murmur2 as the rows are
-		}
-		return join, err
-	}
+	// Rows and a table partitioned otherwise: the table is read through
+	// a repartition by murmur2, as the rows are (the join is refused
+	// when they are not; rule CoPartitionJoins).
 	return b.newTableJoin(js, typ, left.plan(), lk, rk, lkey, rkey)
 }
 
@@ -202,8 +191,9 @@ func (b *binder) bindForeignKeyJoin(js *joinScope, typ string, fk expr.Expr, rke
 	// The right table's producers may have written a key value under
 	// another schema ID than the foreign keys are written with (other
 	// bytes, another partition): the right table is repartitioned with
-	// the foreign keys' key schema, as ksqlDB repartitions it.
-	join.RepartitionTable = registryKeys(right.src) && !b.legacyJoins3 || !right.src.Partitioner.Known()
+	// the foreign keys' key schema, as ksqlDB repartitions it (rule
+	// CoPartitionJoins).
+	join.LegacyRegistryTables, join.Text = b.legacyJoins3, b.joinText(right.src.Name)
 	b.schema = join.Schema()
 	// A join on the left's key (an earlier join's rows, or a table of
 	// another key format) is a primary-key join to ksqlDB: the right's
@@ -338,13 +328,10 @@ func (b *binder) bindCompositeTableJoin(j *ast.Join, js *joinScope, typ string) 
 	if err != nil {
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
-	if !coPartitioned(left.src, right.src) {
-		// Tables partitioned otherwise (PARTITIONER): each one not
-		// partitioned by murmur2 is read through a repartition of its
-		// own by murmur2.
-		join.RepartitionLeftTable = left.src.Partitioner != types.Murmur2
-		join.RepartitionTable = right.src.Partitioner != types.Murmur2
-	}
+	// Tables partitioned otherwise (PARTITIONER): each one not
+	// partitioned by murmur2 is read through a repartition of its own
+	// by murmur2 (rule CoPartitionJoins).
+	join.Text = b.joinText(right.src.Name)
 	join.LeftKeys, join.RightKeys = make([]expr.Expr, len(lkeys)), rkeys
 	out := join.Schema()
 	for n, k := range lkeys {

@@ -711,6 +711,9 @@ func bindSet(sel *Select, cat Catalog) (*setScope, error) {
 		}
 	}
 	root, _, err := planner.Rewrite(q.Root, planner.DialectSQL)
+	if e := planError(err); e != nil {
+		return nil, e
+	}
 	if err != nil {
 		return nil, Errorf(CodeFeatureNotSupport, "%v", err)
 	}
