@@ -40,6 +40,12 @@ func TestRules(t *testing.T) {
 		   WITH (KAFKA_TOPIC='lots', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 		`CREATE TABLE auctions (id BIGINT PRIMARY KEY, seller VARCHAR, category INT)
 		   WITH (KAFKA_TOPIC='auctions', VALUE_FORMAT='JSON', PARTITIONS=2)`,
+		`CREATE TABLE users_crc (userid VARCHAR PRIMARY KEY, tier INT)
+		   WITH (KAFKA_TOPIC='users_crc', VALUE_FORMAT='JSON', PARTITIONS=2, PARTITIONER='crc32')`,
+		`CREATE TABLE users3 (userid VARCHAR PRIMARY KEY, tier INT)
+		   WITH (KAFKA_TOPIC='users3', VALUE_FORMAT='JSON', PARTITIONS=3)`,
+		`CREATE STREAM views_json (userid VARCHAR KEY, pageid VARCHAR)
+		   WITH (KAFKA_TOPIC='views_json', KEY_FORMAT='JSON', VALUE_FORMAT='JSON', PARTITIONS=2)`,
 	} {
 		st, err := sql.Parse(ddl)
 		if err != nil {
@@ -77,6 +83,20 @@ func TestRules(t *testing.T) {
 				}
 			}
 			b.WriteString(planner.Explain(root))
+			// Co-partitioning planned once stays as it is (a union's
+			// branches are planned on their own, then again in the union).
+			for _, r := range planner.Rules {
+				if r.Name != planner.RuleCoPartitionJoins {
+					continue
+				}
+				again, _, err := r.Apply(root, dialect)
+				if err != nil {
+					t.Fatalf("%s again: %v", r.Name, err)
+				}
+				if got, want := planner.Explain(again), planner.Explain(root); got != want {
+					t.Fatalf("%s again:\n%s\nwas\n%s", r.Name, got, want)
+				}
+			}
 			if d.HasArg("topology") {
 				var topo *physical.Topology
 				if sink, ok := root.(*planner.Sink); ok {
