@@ -405,3 +405,21 @@ func singleRows(n Node) bool {
 		}
 	}
 }
+
+// compactJoinRows is the CompactJoinRows rule: a stream–stream join
+// keeps in its window stores only the columns of each side's rows that
+// the query reads (CompactRows), and their header columns when a side
+// has any (StoreHeaders), unless it keeps the stores of a command
+// recorded before (LegacyWholeRows, LegacyNoStoreHeaders).
+func compactJoinRows(n Node) (Node, bool) {
+	j, ok := n.(*Join)
+	if !ok || j.Window == nil || j.LegacyWholeRows || j.CompactRows {
+		return n, false
+	}
+	c := *j
+	c.CompactRows = true
+	// Header columns are not in the record's value: the stores keep them
+	// with the value columns, or stored rows would lose them.
+	c.StoreHeaders = !j.LegacyNoStoreHeaders && (len(j.Left.Schema().HeaderIndexes()) > 0 || len(j.Right.Schema().HeaderIndexes()) > 0)
+	return &c, true
+}

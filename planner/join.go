@@ -98,16 +98,21 @@ type Join struct {
 	LegacyNoOldValues bool
 	// CompactRows makes a stream–stream join keep, in its window stores,
 	// only the columns of each side's rows that the query reads, encoded
-	// compactly, instead of the input record's whole value. Queries
-	// planned before it existed keep whole values (their stores'
-	// changelogs hold them).
+	// compactly, instead of the input record's whole value (rule
+	// CompactJoinRows). Queries planned before it existed keep whole
+	// values (their stores' changelogs hold them).
 	CompactRows bool
 	// StoreHeaders makes a stream–stream join with CompactRows keep, in
 	// its stores, the header columns of each side's rows too (they are
 	// not in the record's value, so stored rows would come back with
-	// them NULL). Set by the third revision of join planning, when a
-	// side has header columns.
+	// them NULL): rule CompactJoinRows, when a side has header columns.
 	StoreHeaders bool
+	// LegacyWholeRows and LegacyNoStoreHeaders keep CompactRows and
+	// StoreHeaders unset: a command recorded before plans, bound on the
+	// plan-format 1 migration path with joins planned as before their
+	// second (sql.Select.LegacyJoins) or third (LegacyJoins2) revision;
+	// they go with that path.
+	LegacyWholeRows, LegacyNoStoreHeaders bool
 	// RepartitionTable makes a stream–table or foreign-key join on a
 	// (right) table in a schema-registry key format read the table
 	// through a repartition of its own, its keys written with the same

@@ -32,6 +32,7 @@ type Rule struct {
 // Rules are the planner's rewrites, in the order Rewrite applies them.
 var Rules = []Rule{
 	{RuleCoPartitionJoins, coPartitionJoins},
+	{"CompactJoinRows", bottomUp(compactJoinRows)},
 	{"FlattenDerived", flattenDerived},
 	{"AggregateOfAggregate", aggregateOfAggregate},
 	{"RowNumberToTopN", rowNumberToTopN},

@@ -125,12 +125,7 @@ func (b *binder) bindStreamJoin(j *ast.Join, js *joinScope, typ string, w *withi
 		return nil, b.errAt("ON", CodeDatatypeMismatch, "Invalid join condition: %v", err)
 	}
 	join.Text = b.joinText(right.src.Name)
-	join.CompactRows = !b.legacyJoins
-	if join.CompactRows && !b.legacyJoins2 {
-		// Header columns are not in the record's value: the stores keep
-		// them with the value columns, or stored rows would lose them.
-		join.StoreHeaders = len(left.schema.HeaderIndexes()) > 0 || len(right.schema.HeaderIndexes()) > 0
-	}
+	join.LegacyWholeRows, join.LegacyNoStoreHeaders = b.legacyJoins, b.legacyJoins2
 	if synth != "" {
 		js.synth, js.synthName = join.Schema().Len()-1, synth
 	}
