@@ -65,8 +65,9 @@ func (e *Engine) queryBound(ctx context.Context, s *Session, st *sql.Select, q *
 		OffsetReset: offsetReset(s.Props, ""),
 		Logger:      e.log,
 	}
-	if tw, ok := w.(TombstoneWriter); ok {
-		if srcs := planner.Sources(q.Root); len(srcs) == 1 && srcs[0].Kind == catalog.Table {
+	if srcs := planner.Sources(q.Root); len(srcs) == 1 && srcs[0].Kind == catalog.Table {
+		pc.Table = true
+		if tw, ok := w.(TombstoneWriter); ok {
 			pc.Tombstones = func(row types.Row) error {
 				n++
 				return tw.Tombstone(row)

@@ -41,7 +41,11 @@ type PushConfig struct {
 	// tombstone's row (its key, the value columns NULL, projected) goes
 	// to Tombstones instead of emit.
 	Tombstones func(types.Row) error
-	Logger     *slog.Logger
+	// Table marks the source a table without Tombstones (a client that
+	// takes none): a record without key is skipped as well, and a
+	// tombstone, as a stream's null value, carries no row.
+	Table  bool
+	Logger *slog.Logger
 }
 
 // RunPush runs a push query's topology: it tails the source topic with
@@ -123,6 +127,7 @@ func RunPush(ctx context.Context, topo *physical.Topology, cfg PushConfig, emit 
 				}
 				for _, src := range g.sources {
 					src.tombstones = cfg.Tombstones != nil
+					src.keysRequired = cfg.Table
 				}
 				tasks[fp.Partition] = g
 			}

@@ -281,6 +281,9 @@ type sourceOp struct {
 	// without key is skipped, a tombstone passes on as a row of its key
 	// (value columns NULL) marked Change.NullValue.
 	tombstones bool
+	// keysRequired skips a record without key of a table's topic read
+	// as a stream's (PushConfig.Table).
+	keysRequired bool
 	// raw passes records on undecoded (physical.Source.Raw).
 	raw    bool
 	newRow types.Row // a copy of the new row of a change carried with its old row
@@ -338,6 +341,9 @@ func (s *sourceOp) process(r *kgo.Record) error {
 		}
 		r = &s.keyed
 		c.Record = r
+	}
+	if s.keysRequired && r.Key == nil {
+		return errNullKey
 	}
 	if s.tombstones {
 		if r.Key == nil {
