@@ -14,6 +14,25 @@ import (
 	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
+// sessionOn opens an engine on brokers and returns a function that runs a
+// statement in one session of it and returns its rows.
+func sessionOn(ctx context.Context, t *testing.T, brokers []string, stateDir string) func(stmt string) *collect {
+	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: stateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	s := engine.NewSession()
+	return func(stmt string) *collect {
+		t.Helper()
+		c := &collect{}
+		if _, err := eng.Execute(ctx, s, stmt, c); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		return c
+	}
+}
+
 // TestTransientPushQueries runs push queries that need state — GROUP BY,
 // windowed GROUP BY, a stream–stream join — as ksqlDB runs transient
 // queries, and checks that each leaves no group, internal topic or local
@@ -23,20 +42,7 @@ func TestTransientPushQueries(t *testing.T) {
 	defer cancel()
 	brokers := kfakeBrokers(t)
 	stateDir := t.TempDir()
-	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: stateDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(eng.Close)
-	s := engine.NewSession()
-	run := func(stmt string) *collect {
-		t.Helper()
-		c := &collect{}
-		if _, err := eng.Execute(ctx, s, stmt, c); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-		return c
-	}
+	run := sessionOn(ctx, t, brokers, stateDir)
 	run("CREATE STREAM tp_in (k VARCHAR KEY, id INT) WITH (KAFKA_TOPIC='tp_in', VALUE_FORMAT='JSON', PARTITIONS=2)")
 	run("CREATE STREAM tp_other (k VARCHAR KEY, v INT) WITH (KAFKA_TOPIC='tp_other', VALUE_FORMAT='JSON', PARTITIONS=2)")
 	run("INSERT INTO tp_in (ROWTIME, k, id) VALUES (10345, 'a', 1)")
@@ -106,20 +112,7 @@ func TestPushOverTableSkipsNullKeys(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	brokers := kfakeBrokers(t)
-	eng, err := engine.Open(ctx, engine.Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(eng.Close)
-	s := engine.NewSession()
-	run := func(stmt string) *collect {
-		t.Helper()
-		c := &collect{}
-		if _, err := eng.Execute(ctx, s, stmt, c); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-		return c
-	}
+	run := sessionOn(ctx, t, brokers, t.TempDir())
 	run("CREATE TABLE nk (k VARCHAR PRIMARY KEY, v INT) WITH (KAFKA_TOPIC='nk', VALUE_FORMAT='JSON', PARTITIONS=1)")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
