@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -558,6 +559,9 @@ const (
 // minute without failing.
 func (q *Query) runThread(ctx context.Context, n int) {
 	defer q.wg.Done()
+	// CPU profiles tell the queries apart (the goroutines the thread
+	// starts, its clients' included, inherit the label).
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("query", q.id)))
 	backoff := minRestartBackoff
 	for ctx.Err() == nil {
 		began := time.Now()
