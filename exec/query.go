@@ -50,6 +50,11 @@ type Config struct {
 	// CommitInterval is how often open transactions commit (default
 	// 100 ms, Kafka Streams' default under exactly-once).
 	CommitInterval time.Duration
+	// SyncStoreCommits applies each committed transaction's writes to a
+	// running task's stores before the next transaction starts, instead
+	// of in the background while it runs (the default: see
+	// state.Overlay.SetAsyncCommit). For comparisons and tests.
+	SyncStoreCommits bool
 	// TransactionTimeout is transaction.timeout.ms under exactly-once
 	// (default DefaultTransactionTimeout, 10 s, as Kafka Streams sets it):
 	// how long the broker lets a stream thread's transaction stay open

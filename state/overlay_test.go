@@ -258,6 +258,68 @@ func TestOverlayCommitFailureKeepsWrites(t *testing.T) {
 	wantGet(t, base, "a", "1")
 }
 
+// TestOverlayAsyncCommit: with SetAsyncCommit, Commit returns before
+// the base holds the writes; the overlay shows them meanwhile, the
+// committed view and Sync wait for them, and a failed apply keeps them
+// readable until Sync applies them.
+func TestOverlayAsyncCommit(t *testing.T) {
+	base := &failingStore{Store: NewMemory()}
+	o := NewOverlay(base)
+	defer o.Close()
+	if err := o.SetAsyncCommit(true); err != nil {
+		t.Fatal(err)
+	}
+	view := o.Committed()
+	put(t, o, "a", "1")
+	put(t, o, "b", "2")
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	put(t, o, "b", "3") // the next transaction, while the first applies
+	wantGet(t, o, "a", "1")
+	wantGet(t, o, "b", "3")
+	wantGet(t, view, "a", "1")
+	wantGet(t, view, "b", "2")
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, base, "b", "3")
+	if o.Len() != 0 {
+		t.Fatalf("Len after Commit = %d", o.Len())
+	}
+
+	base.fail = true
+	put(t, o, "c", "4")
+	del(t, o, "a")
+	if err := o.Commit(); err != nil {
+		t.Fatal(err) // the apply fails later
+	}
+	if err := o.Sync(); err == nil {
+		t.Fatal("Sync succeeded over a failing base")
+	}
+	wantGet(t, o, "c", "4")
+	wantAbsent(t, o, "a")
+	wantAbsent(t, base, "c")
+	if err := o.Commit(); err == nil {
+		t.Fatal("Commit succeeded with a failed apply before it")
+	}
+	base.fail = false
+	if err := o.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, base, "c", "4")
+	wantAbsent(t, base, "a")
+	if _, err := view.Get(b("c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := view.Put(b("x"), b("y")); err == nil {
+		t.Fatal("a write through the committed view succeeded")
+	}
+}
+
 func TestOverlayCloseClosesBase(t *testing.T) {
 	base := NewMemory()
 	o := NewOverlay(base)
@@ -280,14 +342,22 @@ func TestOverlayCloseClosesBase(t *testing.T) {
 // overlay's view and the base's (committed) view against two maps, with
 // the cache of committed values large, small (evicting) and off.
 func TestOverlayRandomModel(t *testing.T) {
-	for _, entries := range []int{CacheEntries, 8, 0} {
-		t.Run(fmt.Sprintf("cache=%d", entries), func(t *testing.T) { testOverlayRandomModel(t, entries) })
+	for _, async := range []bool{false, true} {
+		for _, entries := range []int{CacheEntries, 8, 0} {
+			t.Run(fmt.Sprintf("cache=%d/async=%v", entries, async), func(t *testing.T) { testOverlayRandomModel(t, entries, async) })
+		}
 	}
 }
 
-func testOverlayRandomModel(t *testing.T, cacheEntries int) {
+func testOverlayRandomModel(t *testing.T, cacheEntries int, async bool) {
 	forEachBase(t, func(t *testing.T, o *Overlay) {
 		o.SetCacheEntries(cacheEntries)
+		if err := o.SetAsyncCommit(async); err != nil {
+			t.Fatal(err)
+		}
+		// The committed state, as a pull query reads it (with async, a
+		// view that waits for the apply in flight).
+		committedView := o.Committed()
 		rng := rand.New(rand.NewPCG(7, 11))
 		committed := map[string]string{}
 		pending := map[string]*string{} // nil: pending delete
@@ -311,7 +381,7 @@ func testOverlayRandomModel(t *testing.T, cacheEntries int) {
 			if got, want := scan(t, o, start, end), modelRange(view(), start, end); !slices.Equal(got, want) {
 				t.Fatalf("op %d: overlay Range(%q, %q) = %q; want %q", i, start, end, got, want)
 			}
-			if got, want := scan(t, o.Base(), start, end), modelRange(committed, start, end); !slices.Equal(got, want) {
+			if got, want := scan(t, committedView, start, end), modelRange(committed, start, end); !slices.Equal(got, want) {
 				t.Fatalf("op %d: base Range(%q, %q) = %q; want %q", i, start, end, got, want)
 			}
 			if o.Len() != len(pending) {
