@@ -43,6 +43,9 @@ type taskStore struct {
 	// uncached: the overlay keeps no cache of committed values
 	// (cacheNothing).
 	uncached bool
+	// filtered: the overlay keeps a filter of the keys the store holds
+	// (filterKeys).
+	filtered bool
 }
 
 func (t *taskStore) checkpointPath() string { return filepath.Join(t.dir, "checkpoint") }
@@ -88,7 +91,19 @@ func (t *taskStore) open(res *state.RocksResources) error {
 	} else if res != nil {
 		t.ov.ShareCache(res.ValueCache())
 	}
+	if t.filtered {
+		return t.ov.FilterKeys(0)
+	}
 	return nil
+}
+
+// filterKeys makes the overlay keep a filter of the keys the store
+// holds, now and after a wipe (state.Overlay.FilterKeys), so that a
+// lookup of a key it never held costs no RocksDB read: for a store whose
+// lookups are mostly of new keys (distinct values).
+func (t *taskStore) filterKeys() error {
+	t.filtered = true
+	return t.ov.FilterKeys(0)
 }
 
 // cacheNothing turns the store's cache of committed values off, now and

@@ -84,6 +84,11 @@ type Overlay struct {
 	async    bool
 	applying *applyJob
 
+	// filter, when set (FilterKeys), holds every key the base holds: a
+	// key it lacks is absent without asking the base. Nil once it gave
+	// up (too many keys).
+	filter *keyFilter
+
 	seekers []*overlaySeeker // open Seekers, whose base snapshots Commit releases
 }
 
@@ -285,6 +290,10 @@ func (o *Overlay) Get(key []byte) ([]byte, error) {
 		o.mu.RUnlock()
 		return nil, nil // the cache would hold it
 	}
+	if o.filter != nil && !o.filter.mayContain(key) {
+		o.mu.RUnlock()
+		return nil, nil // the base does not hold it
+	}
 	o.mu.RUnlock()
 	v, err := o.base.Get(key)
 	if err != nil {
@@ -436,8 +445,58 @@ func (o *Overlay) rememberList(list *skiplist) {
 	for n := list.head.next[0]; n != nil; n = n.next[0] {
 		if !n.void() {
 			o.remember(n.key, n.value, n.tomb)
+			if !n.tomb {
+				o.filterAdd(n.key)
+			}
 		}
 	}
+}
+
+// filterAdd adds a key the base now holds to the filter; the caller
+// holds o.mu for writing.
+func (o *Overlay) filterAdd(key []byte) {
+	if o.filter == nil {
+		return
+	}
+	if o.filter.add(key); o.filter.dead {
+		o.filter = nil
+	}
+}
+
+// FilterKeys makes the overlay keep a filter of the keys the base holds
+// (see keyFilter: up to maxBytes, DefaultFilterBytes when not positive),
+// so that a Get of a key the base lacks costs no read of the base: for a
+// store whose reads are mostly of keys it never held (the distinct
+// values of an aggregation). It reads the base's keys once to fill it.
+// Call it between transactions; it belongs to the writer.
+func (o *Overlay) FilterKeys(maxBytes int) error {
+	if maxBytes <= 0 {
+		maxBytes = DefaultFilterBytes
+	}
+	if err := o.Sync(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	o.filter = nil
+	it, err := o.base.Range(nil, nil)
+	if err != nil {
+		return err
+	}
+	f := newKeyFilter(maxBytes)
+	for !f.dead && it.Next() {
+		f.add(it.Key())
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if !f.dead {
+		o.filter = f
+	}
+	return nil
 }
 
 // applyJob is a committed transaction's writes on their way to the base
@@ -595,6 +654,7 @@ func (o *Overlay) CommitBulk() error {
 		}
 		if !n.tomb {
 			o.complete = false
+			o.filterAdd(n.key)
 		}
 	}
 	o.list = newSkiplist(true)
@@ -646,6 +706,7 @@ func (o *Overlay) ApplyBulk(b *Batch) error {
 		}
 		if !op.del {
 			o.complete = false
+			o.filterAdd(op.key)
 		}
 	}
 	return nil
@@ -763,7 +824,7 @@ func (o *Overlay) Close() error {
 		return nil
 	}
 	o.closed = true
-	o.list, o.applying = nil, nil
+	o.list, o.applying, o.filter = nil, nil, nil
 	o.cache, o.cacheBytes = nil, 0
 	if o.budget != nil {
 		o.budget.users.Add(-1)
