@@ -81,6 +81,10 @@ type Config struct {
 	// (default 1); a query's num.stream.threads property (SET before
 	// its CREATE) overrides it.
 	Threads int
+	// SyncStoreCommits applies each transaction's state-store writes
+	// before the next transaction starts rather than while it runs
+	// (exec.Config.SyncStoreCommits); for comparisons.
+	SyncStoreCommits bool
 	// Logger receives the engine's logs (default slog.Default()).
 	Logger *slog.Logger
 	// StateDir is where persistent queries keep their state stores

@@ -106,6 +106,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		BadRecord:        e.logBadRecord,
 	}
 	cfg.LeaveGroupOnClose = e.cfg.LeaveGroupOnClose
+	cfg.SyncStoreCommits = e.cfg.SyncStoreCommits
 	cfg.TransactionTimeout = txnTimeout
 	if err := e.queryStandby(props, &cfg); err != nil {
 		return err

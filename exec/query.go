@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,11 @@ type Config struct {
 	// CommitInterval is how often open transactions commit (default
 	// 100 ms, Kafka Streams' default under exactly-once).
 	CommitInterval time.Duration
+	// SyncStoreCommits applies each committed transaction's writes to a
+	// running task's stores before the next transaction starts, instead
+	// of in the background while it runs (the default: see
+	// state.Overlay.SetAsyncCommit). For comparisons and tests.
+	SyncStoreCommits bool
 	// TransactionTimeout is transaction.timeout.ms under exactly-once
 	// (default DefaultTransactionTimeout, 10 s, as Kafka Streams sets it):
 	// how long the broker lets a stream thread's transaction stay open
@@ -558,6 +564,9 @@ const (
 // minute without failing.
 func (q *Query) runThread(ctx context.Context, n int) {
 	defer q.wg.Done()
+	// CPU profiles tell the queries apart (the goroutines the thread
+	// starts, its clients' included, inherit the label).
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("query", q.id)))
 	backoff := minRestartBackoff
 	for ctx.Err() == nil {
 		began := time.Now()

@@ -24,6 +24,12 @@ type taskStore struct {
 	next       int64 // changelog offset after the last record written (in the overlay)
 	applied    int64 // changelog offset the store has applied up to (committed)
 	checkpoint int64 // applied, as of the checkpoint file
+	// async: the overlay applies each committed transaction in the
+	// background (state.Overlay.SetAsyncCommit; a running task's
+	// stores); flight is next as of the last commit, which applied
+	// reaches once that transaction is applied (the next commit, sync).
+	async  bool
+	flight int64
 	// last is the newest changelog record this task produced in the open
 	// transaction (stores with their own changelog); its offset, known
 	// once the transaction is flushed, sets next.
@@ -37,6 +43,9 @@ type taskStore struct {
 	// uncached: the overlay keeps no cache of committed values
 	// (cacheNothing).
 	uncached bool
+	// filtered: the overlay keeps a filter of the keys the store holds
+	// (filterKeys).
+	filtered bool
 }
 
 func (t *taskStore) checkpointPath() string { return filepath.Join(t.dir, "checkpoint") }
@@ -49,7 +58,7 @@ func (t *taskStore) checkpointKey() string {
 // A store whose checkpoint is missing or cannot be trusted is wiped: it
 // will be restored from the start of its changelog.
 func openTaskStore(dir, name, changelog string, partition int32, res *state.RocksResources) (*taskStore, error) {
-	t := &taskStore{name: name, dir: dir, changelog: changelog, partition: partition, checkpoint: -1}
+	t := &taskStore{name: name, dir: dir, changelog: changelog, partition: partition, checkpoint: -1, flight: -1}
 	cp, err := state.ReadCheckpoint(t.checkpointPath())
 	if off, ok := cp[t.checkpointKey()]; err == nil && ok {
 		t.checkpoint = off
@@ -82,7 +91,19 @@ func (t *taskStore) open(res *state.RocksResources) error {
 	} else if res != nil {
 		t.ov.ShareCache(res.ValueCache())
 	}
+	if t.filtered {
+		return t.ov.FilterKeys(0)
+	}
 	return nil
+}
+
+// filterKeys makes the overlay keep a filter of the keys the store
+// holds, now and after a wipe (state.Overlay.FilterKeys), so that a
+// lookup of a key it never held costs no RocksDB read: for a store whose
+// lookups are mostly of new keys (distinct values).
+func (t *taskStore) filterKeys() error {
+	t.filtered = true
+	return t.ov.FilterKeys(0)
 }
 
 // cacheNothing turns the store's cache of committed values off, now and
@@ -117,40 +138,73 @@ const checkpointEvery = 10_000
 
 // commit applies the committed transaction's writes to the store and,
 // every checkpointEvery offsets, records how far it has applied the
-// changelog.
+// changelog. With async, the writes are applied in the background: the
+// previous transaction's are applied first (the overlay's Commit waits
+// for them), and the checkpoint covers up to there only.
 func (t *taskStore) commit() error {
 	if t.last != nil {
 		t.next = t.last.Offset + 1
 		t.last = nil
 	}
-	if t.ov.Len() > 0 {
+	if t.ov.Len() > 0 || t.async {
 		if err := t.ov.Commit(); err != nil {
 			return err
 		}
 	}
+	t.applied = max(t.applied, t.flight)
+	t.flight = t.next
+	if !t.async {
+		t.applied = max(t.applied, t.next)
+	}
 	if len(t.expireBelow) > 0 {
 		// Expired windows: from the first window key (8 bytes) up. The
 		// changelog keeps them until its own retention; a restore brings
-		// them back until the next expiry.
+		// them back until the next expiry. (After the transaction's
+		// writes: DeleteRange waits for them.)
 		if err := t.ov.DeleteRange(make([]byte, 8), t.expireBelow); err != nil {
 			return err
 		}
 		t.expireBelow = t.expireBelow[:0]
+		t.applied = max(t.applied, t.next)
 	}
-	t.applied = max(t.applied, t.next)
 	if t.applied-t.checkpoint >= checkpointEvery {
 		return t.writeCheckpoint()
 	}
 	return nil
 }
 
-// writeCheckpoint makes the store's writes durable, then records how far
-// it has applied the changelog.
+// setAsync turns the background apply of committed transactions on or
+// off (off waits for the one in flight).
+func (t *taskStore) setAsync(on bool) error {
+	if !on {
+		if err := t.sync(); err != nil {
+			return err
+		}
+	}
+	if err := t.ov.SetAsyncCommit(on); err != nil {
+		return err
+	}
+	t.async = on
+	return nil
+}
+
+// sync waits until the store holds every committed transaction.
+func (t *taskStore) sync() error {
+	if err := t.ov.Sync(); err != nil {
+		return err
+	}
+	t.applied = max(t.applied, t.flight)
+	return nil
+}
+
+// writeCheckpoint makes the store's applied writes durable, then records
+// how far it has applied the changelog (a transaction still being
+// applied is not covered: see commit).
 func (t *taskStore) writeCheckpoint() error {
 	if t.applied <= t.checkpoint {
 		return nil
 	}
-	if err := t.ov.Flush(); err != nil {
+	if err := t.ov.FlushApplied(); err != nil {
 		return err
 	}
 	if err := state.WriteCheckpoint(t.checkpointPath(), map[string]int64{t.checkpointKey(): t.applied}); err != nil {
@@ -172,7 +226,10 @@ func (t *taskStore) abort() {
 // committed, and closes the store.
 func (t *taskStore) close() error {
 	t.ov.Abort()
-	err := t.writeCheckpoint()
+	err := t.sync()
+	if err == nil {
+		err = t.writeCheckpoint()
+	}
 	if cerr := t.ov.Close(); err == nil { // and the base under it
 		err = cerr
 	}

@@ -369,7 +369,13 @@ func (tm *taskManager) run(cl *kgo.Client, t *Task) {
 		tm.q.setPosition(t.id, tm.thread, caughtUp, false)
 	}
 	for _, ts := range t.stores {
-		tm.q.addStore(ts.name, t.id.Partition, ts.base)
+		// Restored: each transaction's writes are applied to the store
+		// while the next one runs; pull queries read the store through
+		// a view that waits for them.
+		if err := ts.setAsync(!tm.q.cfg.SyncStoreCommits); err != nil {
+			tm.q.log.Warn("store commit mode", "store", ts.name, "err", err)
+		}
+		tm.q.addStore(ts.name, t.id.Partition, ts.ov.Committed())
 	}
 	resume := map[string][]int32{}
 	for _, q := range t.queues {
@@ -430,7 +436,7 @@ func (tm *taskManager) closeTask(t *Task) {
 // release closes a task's stores and unlocks its directory.
 func (tm *taskManager) release(t *Task) {
 	for _, ts := range t.stores {
-		tm.q.removeStore(ts.base)
+		tm.q.removeStore(ts.ov.Committed())
 		if err := ts.close(); err != nil {
 			tm.q.log.Warn("closing store", "dir", ts.dir, "err", err)
 		}

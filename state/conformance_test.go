@@ -782,6 +782,16 @@ func TestOverlayConformance(t *testing.T) {
 		t.Run(name+"Committing", func(t *testing.T) {
 			runConformance(t, func(t *testing.T) Store { return &committing{Overlay: NewOverlay(base(t))} })
 		})
+		// Committed writes applied to the base in the background.
+		t.Run(name+"AsyncCommitting", func(t *testing.T) {
+			runConformance(t, func(t *testing.T) Store {
+				o := NewOverlay(base(t))
+				if err := o.SetAsyncCommit(true); err != nil {
+					t.Fatal(err)
+				}
+				return &committing{Overlay: o}
+			})
+		})
 	}
 }
 

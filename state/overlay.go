@@ -41,6 +41,12 @@ var (
 // RocksDB tombstone for every short-lived key (a session window's
 // versions) until compaction drops it.
 //
+// With SetAsyncCommit, Commit hands the transaction's writes to a
+// goroutine that applies them to the base while the writer goes on with
+// the next transaction; reads through the overlay see them until the
+// base holds them, and Committed is a view of the base that waits for
+// them.
+//
 // Pending writes live in an arena that is dropped, not reused, at Commit
 // and Abort, so writes cost amortized zero allocations and values returned
 // by Get stay valid after the transaction ends.
@@ -69,7 +75,19 @@ type Overlay struct {
 	// key is evicted or not cached.
 	complete bool
 
-	batch Batch // reused by Commit; writer only
+	batch Batch // reused by Commit and by the apply in flight; writer only
+
+	// async: Commit hands the pending writes to a goroutine that applies
+	// them to the base (SetAsyncCommit). applying is that transaction
+	// until the base holds it, nil when none is in flight; reads through
+	// the overlay see it between the pending writes and the cache.
+	async    bool
+	applying *applyJob
+
+	// filter, when set (FilterKeys), holds every key the base holds: a
+	// key it lacks is absent without asking the base. Nil once it gave
+	// up (too many keys).
+	filter *keyFilter
 
 	seekers []*overlaySeeker // open Seekers, whose base snapshots Commit releases
 }
@@ -242,6 +260,9 @@ func (o *Overlay) Get(key []byte) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	n := o.list.get(key)
+	if n == nil && o.applying != nil {
+		n = o.applying.list.get(key)
+	}
 	var v []byte
 	var tomb bool
 	if n != nil {
@@ -268,6 +289,10 @@ func (o *Overlay) Get(key []byte) ([]byte, error) {
 	if o.complete {
 		o.mu.RUnlock()
 		return nil, nil // the cache would hold it
+	}
+	if o.filter != nil && !o.filter.mayContain(key) {
+		o.mu.RUnlock()
+		return nil, nil // the base does not hold it
 	}
 	o.mu.RUnlock()
 	v, err := o.base.Get(key)
@@ -342,15 +367,12 @@ func (o *Overlay) ApplyBatch(b *Batch) error {
 }
 
 // Range implements Store, merging the pending writes with a range over the
-// base store.
+// base store (once the apply in flight, if any, is done).
 func (o *Overlay) Range(start, end []byte) (Iterator, error) {
-	o.mu.RLock()
-	if o.closed {
-		o.mu.RUnlock()
-		return nil, ErrClosed
+	list, err := o.appliedList()
+	if err != nil {
+		return nil, err
 	}
-	list := o.list
-	o.mu.RUnlock()
 	if emptyRange(start, end) {
 		return &emptyIter{}, nil
 	}
@@ -367,7 +389,15 @@ func (o *Overlay) Range(start, end []byte) (Iterator, error) {
 // Commit applies the pending writes to the base store in one ApplyBatch and
 // empties the overlay. When ApplyBatch fails the base is unchanged (it is
 // atomic), the overlay keeps its writes, and Commit may be retried.
+//
+// With SetAsyncCommit, Commit first waits for the previous transaction's
+// apply (returning its error, see Sync), then hands the pending writes to
+// a goroutine that applies them, and returns: reads through the overlay
+// see them until the base holds them.
 func (o *Overlay) Commit() error {
+	if err := o.Sync(); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -376,7 +406,24 @@ func (o *Overlay) Commit() error {
 	if o.list.len == 0 {
 		return nil
 	}
-	for n := o.list.head.next[0]; n != nil; n = n.next[0] {
+	if o.async {
+		job := &applyJob{list: o.list, done: make(chan struct{})}
+		o.applying, o.list = job, newSkiplist(true)
+		go o.apply(job)
+		return nil
+	}
+	if err := o.applyList(o.list); err != nil {
+		return err
+	}
+	o.rememberList(o.list)
+	o.list = newSkiplist(true)
+	o.releaseSeekers()
+	return nil
+}
+
+// applyList applies list's writes to the base in one batch.
+func (o *Overlay) applyList(list *skiplist) error {
+	for n := list.head.next[0]; n != nil; n = n.next[0] {
 		if !n.void() {
 			o.batch.addNoCopy(n.key, n.value, n.tomb)
 		}
@@ -389,14 +436,178 @@ func (o *Overlay) Commit() error {
 	if err != nil {
 		return fmt.Errorf("state: overlay commit: %w", err)
 	}
-	for n := o.list.head.next[0]; n != nil; n = n.next[0] {
+	return nil
+}
+
+// rememberList caches the committed values of list's writes; the caller
+// holds o.mu for writing.
+func (o *Overlay) rememberList(list *skiplist) {
+	for n := list.head.next[0]; n != nil; n = n.next[0] {
 		if !n.void() {
 			o.remember(n.key, n.value, n.tomb)
+			if !n.tomb {
+				o.filterAdd(n.key)
+			}
 		}
 	}
-	o.list = newSkiplist(true)
+}
+
+// filterAdd adds a key the base now holds to the filter; the caller
+// holds o.mu for writing.
+func (o *Overlay) filterAdd(key []byte) {
+	if o.filter == nil {
+		return
+	}
+	if o.filter.add(key); o.filter.dead {
+		o.filter = nil
+	}
+}
+
+// FilterKeys makes the overlay keep a filter of the keys the base holds
+// (see keyFilter: up to maxBytes, DefaultFilterBytes when not positive),
+// so that a Get of a key the base lacks costs no read of the base: for a
+// store whose reads are mostly of keys it never held (the distinct
+// values of an aggregation). It reads the base's keys once to fill it.
+// Call it between transactions; it belongs to the writer.
+func (o *Overlay) FilterKeys(maxBytes int) error {
+	if maxBytes <= 0 {
+		maxBytes = DefaultFilterBytes
+	}
+	if err := o.Sync(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	o.filter = nil
+	it, err := o.base.Range(nil, nil)
+	if err != nil {
+		return err
+	}
+	f := newKeyFilter(maxBytes)
+	for !f.dead && it.Next() {
+		f.add(it.Key())
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if !f.dead {
+		o.filter = f
+	}
+	return nil
+}
+
+// applyJob is a committed transaction's writes on their way to the base
+// (SetAsyncCommit). err is set before done closes.
+type applyJob struct {
+	list *skiplist
+	done chan struct{}
+	err  error
+}
+
+// apply applies job's writes to the base, outside the overlay's lock
+// (readers see them in job.list meanwhile), then caches them and drops
+// job, or on failure keeps it readable for Sync to retry.
+func (o *Overlay) apply(job *applyJob) {
+	err := o.applyList(job.list)
+	o.mu.Lock()
+	if err == nil {
+		o.rememberList(job.list)
+		o.applying = nil
+		o.releaseSeekers()
+	}
+	job.err = err
+	o.mu.Unlock()
+	close(job.done)
+}
+
+// SetAsyncCommit makes Commit apply each transaction's writes to the base
+// in a goroutine of its own while the writer goes on (on), or in Commit
+// itself (off, the default). One apply is in flight at a time; Sync
+// waits for it, and so do the calls that need the base to hold every
+// committed write: Commit, CommitBulk, ApplyBulk, DeleteRange, Flush
+// and Close (and Range and seekers, which read the base as it is). A
+// reader of Base may not see the last transaction until it is applied:
+// Applied waits for it. Belongs to the writer.
+func (o *Overlay) SetAsyncCommit(on bool) error {
+	if !on {
+		if err := o.Sync(); err != nil {
+			return err
+		}
+	}
+	o.mu.Lock()
+	o.async = on
+	o.mu.Unlock()
+	return nil
+}
+
+// Sync waits until the base holds every committed write. When the apply
+// in flight failed, Sync tries it again (so that the base never misses
+// a transaction while a later one is applied) and returns its error if
+// it fails again; the writes stay readable through the overlay. Belongs
+// to the writer.
+func (o *Overlay) Sync() error {
+	o.mu.RLock()
+	job := o.applying
+	o.mu.RUnlock()
+	if job == nil {
+		return nil
+	}
+	<-job.done
+	if job.err == nil {
+		return nil
+	}
+	err := o.applyList(job.list)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	o.rememberList(job.list)
+	o.applying = nil
 	o.releaseSeekers()
 	return nil
+}
+
+// Applied waits until the apply in flight when it was called, if any,
+// has ended, and returns its error: after it the base holds every write
+// committed before the call, unless it returns an error. Safe for any
+// goroutine (a pull query reading Base after a transaction committed).
+func (o *Overlay) Applied() error { return o.waitApplied() }
+
+// appliedList returns the pending writes once no apply is in flight:
+// merged with the base, they are what the overlay holds (a Commit after
+// it makes the list the one in flight, whose writes stay in it).
+func (o *Overlay) appliedList() (*skiplist, error) {
+	for {
+		o.mu.RLock()
+		closed, job, list := o.closed, o.applying, o.list
+		o.mu.RUnlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		if job == nil {
+			return list, nil
+		}
+		<-job.done
+		if job.err != nil {
+			return nil, job.err
+		}
+	}
+}
+
+// waitApplied is Applied.
+func (o *Overlay) waitApplied() error {
+	o.mu.RLock()
+	job := o.applying
+	o.mu.RUnlock()
+	if job == nil {
+		return nil
+	}
+	<-job.done
+	return job.err
 }
 
 // CommitBulk is Commit for a restore from a changelog: when the base is a
@@ -405,6 +616,9 @@ func (o *Overlay) Commit() error {
 // large store neither logs every write twice nor churns the cache. Call
 // FlushBulk before a checkpoint covers these writes.
 func (o *Overlay) CommitBulk() error {
+	if err := o.Sync(); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -440,6 +654,7 @@ func (o *Overlay) CommitBulk() error {
 		}
 		if !n.tomb {
 			o.complete = false
+			o.filterAdd(n.key)
 		}
 	}
 	o.list = newSkiplist(true)
@@ -458,6 +673,9 @@ const MinIngest = 16384
 // as a file when the base is an Ingester. The overlay must hold no
 // pending write.
 func (o *Overlay) ApplyBulk(b *Batch) error {
+	if err := o.Sync(); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -488,6 +706,7 @@ func (o *Overlay) ApplyBulk(b *Batch) error {
 		}
 		if !op.del {
 			o.complete = false
+			o.filterAdd(op.key)
 		}
 	}
 	return nil
@@ -515,6 +734,9 @@ func (o *Overlay) FlushBulk() error {
 // from the cache. The overlay must hold no pending write in the range:
 // call it between transactions, after Commit.
 func (o *Overlay) DeleteRange(start, end []byte) error {
+	if err := o.Sync(); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -573,23 +795,36 @@ func (o *Overlay) Pending(fn func(key, value []byte, deleted bool) error) error 
 }
 
 // Flush implements Flusher by flushing the base store when it is a
-// Flusher; it covers committed writes only.
+// Flusher; it covers committed writes only, after waiting for the apply
+// in flight (Sync). FlushApplied does not wait.
 func (o *Overlay) Flush() error {
+	if err := o.Sync(); err != nil {
+		return err
+	}
+	return o.FlushApplied()
+}
+
+// FlushApplied is Flush without waiting for the apply in flight: it
+// covers the writes the base holds, at least those of every transaction
+// applied before the call, and maybe some of the one in flight.
+func (o *Overlay) FlushApplied() error {
 	if f, ok := o.base.(Flusher); ok {
 		return f.Flush()
 	}
 	return nil
 }
 
-// Close drops the pending writes and closes the base store.
+// Close drops the pending writes and closes the base store, after the
+// apply in flight ended (its writes are kept unless it failed).
 func (o *Overlay) Close() error {
+	_ = o.waitApplied()
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
 		return nil
 	}
 	o.closed = true
-	o.list = nil
+	o.list, o.applying, o.filter = nil, nil, nil
 	o.cache, o.cacheBytes = nil, 0
 	if o.budget != nil {
 		o.budget.users.Add(-1)
@@ -708,4 +943,50 @@ func (it *mergeIter) Close() error {
 		it.err = err
 	}
 	return it.err
+}
+
+// Committed returns a read-only view of the base for readers of
+// committed state (pull queries): each read first waits for the apply in
+// flight (Applied), so that what a reader sees after a transaction
+// committed includes it, as it would without SetAsyncCommit. Writes
+// through the view fail; closing it does nothing. The view is a
+// SharedGetter when the base is.
+func (o *Overlay) Committed() Store {
+	if _, ok := o.base.(SharedGetter); ok {
+		return sharedCommittedView{committedView{o}}
+	}
+	return committedView{o}
+}
+
+// errReadOnly is the error of a write through Overlay.Committed's view.
+var errReadOnly = fmt.Errorf("state: the committed view of an overlay is read-only")
+
+type committedView struct{ o *Overlay }
+
+func (v committedView) Get(key []byte) ([]byte, error) {
+	if err := v.o.waitApplied(); err != nil {
+		return nil, err
+	}
+	return v.o.base.Get(key)
+}
+
+func (v committedView) Range(start, end []byte) (Iterator, error) {
+	if err := v.o.waitApplied(); err != nil {
+		return nil, err
+	}
+	return v.o.base.Range(start, end)
+}
+
+func (v committedView) Put(key, value []byte) error { return errReadOnly }
+func (v committedView) Delete(key []byte) error     { return errReadOnly }
+func (v committedView) ApplyBatch(b *Batch) error   { return errReadOnly }
+func (v committedView) Close() error                { return nil }
+
+type sharedCommittedView struct{ committedView }
+
+func (v sharedCommittedView) GetShared(key []byte) ([]byte, error) {
+	if err := v.o.waitApplied(); err != nil {
+		return nil, err
+	}
+	return v.o.base.(SharedGetter).GetShared(key)
 }

@@ -258,6 +258,68 @@ func TestOverlayCommitFailureKeepsWrites(t *testing.T) {
 	wantGet(t, base, "a", "1")
 }
 
+// TestOverlayAsyncCommit: with SetAsyncCommit, Commit returns before
+// the base holds the writes; the overlay shows them meanwhile, the
+// committed view and Sync wait for them, and a failed apply keeps them
+// readable until Sync applies them.
+func TestOverlayAsyncCommit(t *testing.T) {
+	base := &failingStore{Store: NewMemory()}
+	o := NewOverlay(base)
+	defer o.Close()
+	if err := o.SetAsyncCommit(true); err != nil {
+		t.Fatal(err)
+	}
+	view := o.Committed()
+	put(t, o, "a", "1")
+	put(t, o, "b", "2")
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	put(t, o, "b", "3") // the next transaction, while the first applies
+	wantGet(t, o, "a", "1")
+	wantGet(t, o, "b", "3")
+	wantGet(t, view, "a", "1")
+	wantGet(t, view, "b", "2")
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, base, "b", "3")
+	if o.Len() != 0 {
+		t.Fatalf("Len after Commit = %d", o.Len())
+	}
+
+	base.fail = true
+	put(t, o, "c", "4")
+	del(t, o, "a")
+	if err := o.Commit(); err != nil {
+		t.Fatal(err) // the apply fails later
+	}
+	if err := o.Sync(); err == nil {
+		t.Fatal("Sync succeeded over a failing base")
+	}
+	wantGet(t, o, "c", "4")
+	wantAbsent(t, o, "a")
+	wantAbsent(t, base, "c")
+	if err := o.Commit(); err == nil {
+		t.Fatal("Commit succeeded with a failed apply before it")
+	}
+	base.fail = false
+	if err := o.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, base, "c", "4")
+	wantAbsent(t, base, "a")
+	if _, err := view.Get(b("c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := view.Put(b("x"), b("y")); err == nil {
+		t.Fatal("a write through the committed view succeeded")
+	}
+}
+
 func TestOverlayCloseClosesBase(t *testing.T) {
 	base := NewMemory()
 	o := NewOverlay(base)
@@ -279,15 +341,35 @@ func TestOverlayCloseClosesBase(t *testing.T) {
 // TestOverlayRandomModel mixes writes with Commit and Abort and checks the
 // overlay's view and the base's (committed) view against two maps, with
 // the cache of committed values large, small (evicting) and off.
+// With async, commits apply in the background (SetAsyncCommit); with a
+// filter (FilterKeys) of 64 bytes, it overflows and goes, of 512 it
+// grows.
 func TestOverlayRandomModel(t *testing.T) {
-	for _, entries := range []int{CacheEntries, 8, 0} {
-		t.Run(fmt.Sprintf("cache=%d", entries), func(t *testing.T) { testOverlayRandomModel(t, entries) })
+	for _, async := range []bool{false, true} {
+		for _, entries := range []int{CacheEntries, 8, 0} {
+			for _, filter := range []int{0, 64, 512} {
+				t.Run(fmt.Sprintf("cache=%d/async=%v/filter=%d", entries, async, filter), func(t *testing.T) {
+					testOverlayRandomModel(t, entries, async, filter)
+				})
+			}
+		}
 	}
 }
 
-func testOverlayRandomModel(t *testing.T, cacheEntries int) {
+func testOverlayRandomModel(t *testing.T, cacheEntries int, async bool, filter int) {
 	forEachBase(t, func(t *testing.T, o *Overlay) {
 		o.SetCacheEntries(cacheEntries)
+		if err := o.SetAsyncCommit(async); err != nil {
+			t.Fatal(err)
+		}
+		if filter > 0 {
+			if err := o.FilterKeys(filter); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The committed state, as a pull query reads it (with async, a
+		// view that waits for the apply in flight).
+		committedView := o.Committed()
 		rng := rand.New(rand.NewPCG(7, 11))
 		committed := map[string]string{}
 		pending := map[string]*string{} // nil: pending delete
@@ -311,7 +393,7 @@ func testOverlayRandomModel(t *testing.T, cacheEntries int) {
 			if got, want := scan(t, o, start, end), modelRange(view(), start, end); !slices.Equal(got, want) {
 				t.Fatalf("op %d: overlay Range(%q, %q) = %q; want %q", i, start, end, got, want)
 			}
-			if got, want := scan(t, o.Base(), start, end), modelRange(committed, start, end); !slices.Equal(got, want) {
+			if got, want := scan(t, committedView, start, end), modelRange(committed, start, end); !slices.Equal(got, want) {
 				t.Fatalf("op %d: base Range(%q, %q) = %q; want %q", i, start, end, got, want)
 			}
 			if o.Len() != len(pending) {
@@ -633,4 +715,92 @@ func TestOverlayApplyBulk(t *testing.T) {
 	if err := o.ApplyBulk(&b); err == nil {
 		t.Error("ApplyBulk with a pending write did not fail")
 	}
+}
+
+// TestKeyFilter: no key added is ever missing; about one in a hundred
+// keys never added seems present while the filter holds a key per
+// filterBitsPerKey bits; a full filter grows a larger one, and gives up
+// past its bound.
+func TestKeyFilter(t *testing.T) {
+	f := newKeyFilter(DefaultFilterBytes)
+	n := 0
+	add := func(to int) {
+		for ; n < to; n++ {
+			f.add(fmt.Appendf(nil, "key-%d", n))
+		}
+	}
+	check := func(wantFP int) {
+		t.Helper()
+		for i := range n {
+			if !f.mayContain(fmt.Appendf(nil, "key-%d", i)) {
+				t.Fatalf("key-%d added but missing", i)
+			}
+		}
+		fp := 0
+		for i := range 100_000 {
+			if f.mayContain(fmt.Appendf(nil, "other-%d", i)) {
+				fp++
+			}
+		}
+		if fp > wantFP {
+			t.Errorf("%d keys, %d filters: %d false positives in 100000", n, len(f.parts), fp)
+		}
+		t.Logf("%d keys, %d filters: %d false positives in 100000", n, len(f.parts), fp)
+	}
+	add(filterFirstBlocks * 512 / filterBitsPerKey)
+	if len(f.parts) != 1 {
+		t.Fatalf("%d filters for the keys the first suits", len(f.parts))
+	}
+	check(1_500)
+	add(n + 100_000)
+	if len(f.parts) != 2 {
+		t.Fatalf("%d filters", len(f.parts))
+	}
+	check(3_000)
+
+	small := newKeyFilter(64) // one block: 51 keys, dead past 204
+	for i := range 204 {
+		small.add(fmt.Appendf(nil, "key-%d", i))
+	}
+	if small.dead {
+		t.Fatal("dead at four times the keys it suits")
+	}
+	small.add([]byte("one more"))
+	if !small.dead || !small.mayContain([]byte("anything")) {
+		t.Fatal("alive past four times the keys it suits")
+	}
+}
+
+// TestOverlayFilterKeys: a filter made over a base that holds keys has
+// them (a scan), and keeps every key a commit, a bulk commit or a bulk
+// apply writes after.
+func TestOverlayFilterKeys(t *testing.T) {
+	forEachSeededBase(t, []kv{{"a", "1"}, {"b", "2"}}, func(t *testing.T, o *Overlay) {
+		o.SetCacheEntries(0)
+		if err := o.FilterKeys(0); err != nil {
+			t.Fatal(err)
+		}
+		wantGet(t, o, "a", "1")
+		wantGet(t, o, "b", "2")
+		wantAbsent(t, o, "c")
+		put(t, o, "c", "3")
+		if err := o.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		put(t, o, "d", "4")
+		if err := o.CommitBulk(); err != nil {
+			t.Fatal(err)
+		}
+		var bt Batch
+		bt.Put(b("e"), b("5"))
+		if err := o.ApplyBulk(&bt); err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range []string{"a", "b", "c", "d", "e"} {
+			wantGet(t, o, k, fmt.Sprint(i+1))
+		}
+		if o.filter == nil || o.filter.mayContain(b("z")) && o.filter.mayContain(b("y")) && o.filter.mayContain(b("x")) {
+			t.Fatal("no filter, or one that keeps nothing out")
+		}
+	})
 }

@@ -201,20 +201,26 @@ func (r *Rocks) Delete(key []byte) error {
 // ApplyBatch implements Store with one RocksDB WriteBatch, built in
 // RocksDB's batch format in Go and handed over in one call.
 func (r *Rocks) ApplyBatch(b *Batch) error {
-	return r.applyBatch(b, r.wo)
+	return r.applyBatch(b, false)
 }
 
 // ApplyBatchUnlogged implements BulkWriter: ApplyBatch without the
 // write-ahead log.
 func (r *Rocks) ApplyBatchUnlogged(b *Batch) error {
-	return r.applyBatch(b, r.woBulk)
+	return r.applyBatch(b, true)
 }
 
-func (r *Rocks) applyBatch(b *Batch, wo *grocksdb.WriteOptions) error {
+// applyBatch writes b, without the WAL when unlogged. (The write options
+// are read under the lock: Close frees them.)
+func (r *Rocks) applyBatch(b *Batch, unlogged bool) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
 		return ErrClosed
+	}
+	wo := r.wo
+	if unlogged {
+		wo = r.woBulk
 	}
 	if len(b.ops) == 0 {
 		return nil

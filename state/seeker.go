@@ -54,6 +54,9 @@ func setBound(buf *[]byte, b []byte) []byte {
 // snapshot when the seeker is between ranges (its last range read to the
 // end); the next Seek takes a fresh one.
 func (o *Overlay) NewSeeker() (Seeker, error) {
+	if err := o.waitApplied(); err != nil {
+		return nil, err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -97,12 +100,11 @@ func (s *overlaySeeker) Seek(start, end []byte) error {
 	if s.closed {
 		return ErrClosed
 	}
-	s.o.mu.RLock()
-	closed, list := s.o.closed, s.o.list
-	s.o.mu.RUnlock()
-	if closed {
-		s.err = ErrClosed
-		return ErrClosed
+	// The base holds every committed write first (SetAsyncCommit).
+	list, err := s.o.appliedList()
+	if err != nil {
+		s.err = err
+		return err
 	}
 	s.err = nil
 	st, en := setBound(&s.start, start), setBound(&s.end, end)

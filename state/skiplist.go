@@ -12,7 +12,9 @@ import (
 // Nodes are never modified in ways that break a reader holding one: a key
 // never changes, a value is replaced by a new slice rather than written
 // into, and a deleted node is marked dead so that an iterator standing on
-// it re-seeks by key instead of following stale links.
+// it re-seeks by key instead of following stale links. (A put may pack
+// every node's pfx again, see share: pfx is read only by seek, under the
+// owner's lock like the put.)
 type skiplist struct {
 	head     node
 	headNext [maxHeight]*node
@@ -20,13 +22,21 @@ type skiplist struct {
 	len      int
 	rng      uint64
 	arena    *arena // nil: each entry is its own heap allocation
+	// common is a prefix every key in the list shares (at most
+	// maxCommon bytes): a node's pfx packs the 8 bytes after it, so that
+	// keys that all start alike (JSON keys: {"AUCTION":"…) still differ
+	// in their pfx. It shrinks when a key that does not share it comes.
+	common []byte
 }
+
+// maxCommon bounds skiplist.common.
+const maxCommon = 32
 
 // maxHeight bounds node height; with branching 4 it suits up to 4^16 keys.
 const maxHeight = 16
 
 type node struct {
-	pfx   uint64 // keyPrefix(key): most comparisons end here, without a cache miss on key
+	pfx   uint64 // keyPrefix of key after the list's common prefix: most comparisons end here, without a cache miss on key
 	key   []byte
 	value []byte
 	tomb  bool // Overlay: a pending delete, value is nil
@@ -56,8 +66,23 @@ func newSkiplist(useArena bool) *skiplist {
 // or nil. When prev is non-nil it receives, per level, the last node before
 // that position.
 func (l *skiplist) seek(key []byte, prev *[maxHeight]*node, after bool) *node {
-	kp := keyPrefix(key)
+	off := len(l.common)
 	x := &l.head
+	if off > 0 && !bytes.HasPrefix(key, l.common) {
+		// Before every key, or after every key: key differs from the
+		// prefix they all share.
+		before := bytes.Compare(key, l.common) < 0
+		for i := l.height - 1; i >= 0; i-- {
+			for !before && x.next[i] != nil {
+				x = x.next[i]
+			}
+			if prev != nil {
+				prev[i] = x
+			}
+		}
+		return x.next[0]
+	}
+	kp := keyPrefix(key[off:])
 	for i := l.height - 1; i >= 0; i-- {
 		for {
 			nx := x.next[i]
@@ -65,7 +90,7 @@ func (l *skiplist) seek(key []byte, prev *[maxHeight]*node, after bool) *node {
 				break
 			}
 			if nx.pfx == kp {
-				c := bytes.Compare(nx.key, key)
+				c := bytes.Compare(nx.key[off:], key[off:])
 				if c > 0 || (c == 0 && !after) {
 					break
 				}
@@ -91,6 +116,7 @@ func (l *skiplist) get(key []byte) *node {
 // put stores a copy of value (nil when tomb) under a copy of key. It
 // returns the key's node, and whether it is new.
 func (l *skiplist) put(key, value []byte, tomb bool) (*node, bool) {
+	l.share(key)
 	var prev [maxHeight]*node
 	n := l.seek(key, &prev, false)
 	if n != nil && bytes.Equal(n.key, key) {
@@ -115,7 +141,7 @@ func (l *skiplist) put(key, value []byte, tomb bool) (*node, bool) {
 	} else {
 		n.key, n.value = l.pair(key, value)
 	}
-	n.pfx = keyPrefix(key)
+	n.pfx = keyPrefix(key[len(l.common):])
 	for i := 0; i < h; i++ {
 		n.next[i] = prev[i].next[i]
 		prev[i].next[i] = n
@@ -139,6 +165,27 @@ func (l *skiplist) delete(key []byte) bool {
 	n.dead = true
 	l.len--
 	return true
+}
+
+// share makes the list's common prefix one that key shares: the start of
+// key (up to maxCommon bytes) in an empty list, else the part of it key
+// shares, the nodes' pfx then packed again after it.
+func (l *skiplist) share(key []byte) {
+	if l.head.next[0] == nil {
+		l.common = append(l.common[:0], key[:min(len(key), maxCommon)]...)
+		return
+	}
+	if bytes.HasPrefix(key, l.common) {
+		return
+	}
+	n := 0
+	for n < len(l.common) && n < len(key) && l.common[n] == key[n] {
+		n++
+	}
+	l.common = l.common[:n]
+	for x := l.head.next[0]; x != nil; x = x.next[0] {
+		x.pfx = keyPrefix(x.key[n:])
+	}
 }
 
 // keyPrefix packs the first 8 bytes of key, zero-padded, big-endian. For
