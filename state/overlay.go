@@ -549,14 +549,8 @@ func (o *Overlay) SetAsyncCommit(on bool) error {
 // it fails again; the writes stay readable through the overlay. Belongs
 // to the writer.
 func (o *Overlay) Sync() error {
-	o.mu.RLock()
-	job := o.applying
-	o.mu.RUnlock()
-	if job == nil {
-		return nil
-	}
-	<-job.done
-	if job.err == nil {
+	job := o.inFlight()
+	if job == nil || job.err == nil {
 		return nil
 	}
 	err := o.applyList(job.list)
@@ -600,14 +594,22 @@ func (o *Overlay) appliedList() (*skiplist, error) {
 
 // waitApplied is Applied.
 func (o *Overlay) waitApplied() error {
+	if job := o.inFlight(); job != nil {
+		return job.err
+	}
+	return nil
+}
+
+// inFlight waits for the end of the apply in flight, if any, and
+// returns it (nil when none was): its err is set.
+func (o *Overlay) inFlight() *applyJob {
 	o.mu.RLock()
 	job := o.applying
 	o.mu.RUnlock()
-	if job == nil {
-		return nil
+	if job != nil {
+		<-job.done
 	}
-	<-job.done
-	return job.err
+	return job
 }
 
 // CommitBulk is Commit for a restore from a changelog: when the base is a
