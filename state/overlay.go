@@ -395,14 +395,10 @@ func (o *Overlay) Range(start, end []byte) (Iterator, error) {
 // a goroutine that applies them, and returns: reads through the overlay
 // see them until the base holds them.
 func (o *Overlay) Commit() error {
-	if err := o.Sync(); err != nil {
+	if err := o.lockSynced(); err != nil {
 		return err
 	}
-	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
-		return ErrClosed
-	}
 	if o.list.len == 0 {
 		return nil
 	}
@@ -473,14 +469,10 @@ func (o *Overlay) FilterKeys(maxBytes int) error {
 	if maxBytes <= 0 {
 		maxBytes = DefaultFilterBytes
 	}
-	if err := o.Sync(); err != nil {
+	if err := o.lockSynced(); err != nil {
 		return err
 	}
-	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
-		return ErrClosed
-	}
 	o.filter = nil
 	it, err := o.base.Range(nil, nil)
 	if err != nil {
@@ -592,6 +584,21 @@ func (o *Overlay) appliedList() (*skiplist, error) {
 	}
 }
 
+// lockSynced waits until the base holds every committed write (Sync),
+// then takes o.mu for writing, which the caller releases; it fails, not
+// holding o.mu, when the apply fails again or the overlay is closed.
+func (o *Overlay) lockSynced() error {
+	if err := o.Sync(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
 // waitApplied is Applied.
 func (o *Overlay) waitApplied() error {
 	if job := o.inFlight(); job != nil {
@@ -618,14 +625,10 @@ func (o *Overlay) inFlight() *applyJob {
 // large store neither logs every write twice nor churns the cache. Call
 // FlushBulk before a checkpoint covers these writes.
 func (o *Overlay) CommitBulk() error {
-	if err := o.Sync(); err != nil {
+	if err := o.lockSynced(); err != nil {
 		return err
 	}
-	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
-		return ErrClosed
-	}
 	if o.list.len == 0 {
 		return nil
 	}
@@ -675,14 +678,10 @@ const MinIngest = 16384
 // as a file when the base is an Ingester. The overlay must hold no
 // pending write.
 func (o *Overlay) ApplyBulk(b *Batch) error {
-	if err := o.Sync(); err != nil {
+	if err := o.lockSynced(); err != nil {
 		return err
 	}
-	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
-		return ErrClosed
-	}
 	if o.list.len > 0 {
 		return fmt.Errorf("state: overlay apply bulk: %d pending writes", o.list.len)
 	}
@@ -736,14 +735,10 @@ func (o *Overlay) FlushBulk() error {
 // from the cache. The overlay must hold no pending write in the range:
 // call it between transactions, after Commit.
 func (o *Overlay) DeleteRange(start, end []byte) error {
-	if err := o.Sync(); err != nil {
+	if err := o.lockSynced(); err != nil {
 		return err
 	}
-	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
-		return ErrClosed
-	}
 	rd, ok := o.base.(RangeDeleter)
 	if !ok {
 		return fmt.Errorf("state: overlay delete range: the base store %T cannot delete ranges", o.base)
