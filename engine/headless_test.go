@@ -193,15 +193,7 @@ func TestHeadlessRecordedPlans(t *testing.T) {
 		t.Errorf("second count %s, want {\"N\":2}", got[1].Value)
 	}
 	eng.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	topics, err := kadm.NewClient(cl).ListTopics(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topics := listTopics(t, ctx, kafka.Plain(brokers...))
 	recorded := false
 	for _, name := range topics.Names() {
 		recorded = recorded || strings.HasSuffix(name, "-RECORDED-changelog")

@@ -222,6 +222,17 @@ func checkSessionCache(t *testing.T, task *aggTask) {
 	}
 }
 
+// feedBid feeds task (sessionTask's) a bid of bidder 7 at ts and flushes
+// what it emits.
+func feedBid(t *testing.T, task *aggTask, ts int64) {
+	t.Helper()
+	r := &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, 7), Value: []byte(`{"bidder":7,"price":3}`), Timestamp: time.UnixMilli(ts)}
+	if err := task.feed(r); err != nil {
+		t.Fatal(err)
+	}
+	task.out.flush()
+}
+
 // TestSessionExtensionsWriteOnce: a transaction in which a bid extends
 // a committed session 50 times writes the store once for it: the
 // committed version's deletion and the last version (each with its
@@ -231,14 +242,7 @@ func checkSessionCache(t *testing.T, task *aggTask) {
 // the first row.
 func TestSessionExtensionsWriteOnce(t *testing.T) {
 	task := sessionTask(t, func(*kgo.Record) {})
-	bid := func(ts int64) {
-		t.Helper()
-		r := &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, 7), Value: []byte(`{"bidder":7,"price":3}`), Timestamp: time.UnixMilli(ts)}
-		if err := task.feed(r); err != nil {
-			t.Fatal(err)
-		}
-		task.out.flush()
-	}
+	bid := func(ts int64) { t.Helper(); feedBid(t, task, ts) }
 	bid(100_000)
 	commitTask(t, task)
 	for i := range 50 {
@@ -304,14 +308,7 @@ func TestSessionVersionsNoTombstones(t *testing.T) {
 			clog = append(clog, fmt.Sprintf("%s %d-%d", kind, s, e))
 		}
 	})
-	bid := func(ts int64) {
-		t.Helper()
-		r := &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, 7), Value: []byte(`{"bidder":7,"price":3}`), Timestamp: time.UnixMilli(ts)}
-		if err := task.feed(r); err != nil {
-			t.Fatal(err)
-		}
-		task.out.flush()
-	}
+	bid := func(ts int64) { t.Helper(); feedBid(t, task, ts) }
 	for i := range 50 {
 		bid(100_000 + int64(i)*100)
 	}
