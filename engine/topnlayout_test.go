@@ -99,6 +99,31 @@ func TestTopNLayoutByPlan(t *testing.T) {
 	wantLast = append(wantLast, `a {"V":10,"NOTE":"s"}`)
 	check("after the restore")
 
+	// Pull queries: NEW_TOP's from its Top-N's store, whose rows carry
+	// their times (no materialization of its topic), restored from its
+	// changelog; OLD_TOP's (replaced, in its old layout) and both
+	// deduplications' (which keep no row) from a materialization of
+	// their topics. A key's lookup scans the Top-N's partitions.
+	for _, name := range []string{"old_top", "new_top"} {
+		waitRows(t, ctx, eng, "SELECT g, rn, v, note FROM "+name+";", []string{"a|1|10|s", "a|2|9|y"})
+		waitRows(t, ctx, eng, "SELECT rn, note FROM "+name+" WHERE g = 'a' AND rn = 2;", []string{"2|y"})
+		waitRows(t, ctx, eng, "SELECT rn FROM "+name+" WHERE g = 'b';", nil)
+	}
+	// A Top-N's stored row is at the time of the record that brought it
+	// (9 came with record 2), the materialized topic's at the time of the
+	// record that moved it to its rank (6).
+	waitRows(t, ctx, eng, "SELECT rn, ROWTIME FROM new_top;", []string{"1|6", "2|2"})
+	waitRows(t, ctx, eng, "SELECT rn, ROWTIME FROM old_top;", []string{"1|6", "2|6"})
+	for name, want := range map[string]bool{"OLD_TOP": true, "NEW_TOP": false, "OLD_LAST": true, "NEW_LAST": true} {
+		src, ok := eng.Catalog().Source(name)
+		if !ok {
+			t.Fatalf("no %s", name)
+		}
+		if got := src.MaterializedBy == src.WriterQuery+"_MATERIALIZE"; got != want || src.MaterializedBy == "" {
+			t.Errorf("%s is materialized by %q (its writer %s), want a materialization of its topic: %v", name, src.MaterializedBy, src.WriterQuery, want)
+		}
+	}
+
 	// The running topologies, decoded from the plans: the deduplication
 	// planned now keeps no column (an empty Kept, not all of them).
 	running := map[string]string{}
@@ -106,13 +131,13 @@ func TestTopNLayoutByPlan(t *testing.T) {
 		_, topo, _ := eng.QueryConfig(q.ID)
 		for _, n := range topo.Nodes {
 			if tn, ok := n.Op.(*physical.TopN); ok {
-				running[q.Sink] = fmt.Sprintf("binary=%v kept=%v nil=%v", tn.Binary, tn.Kept, tn.Kept == nil)
+				running[q.Sink] = fmt.Sprintf("binary=%v kept=%v nil=%v timed=%v", tn.Binary, tn.Kept, tn.Kept == nil, tn.Timed())
 			}
 		}
 	}
 	wantRunning := map[string]string{
-		"OLD_TOP": "binary=false kept=[] nil=true", "OLD_LAST": "binary=false kept=[] nil=true",
-		"NEW_TOP": "binary=true kept=[1 2 3] nil=false", "NEW_LAST": "binary=true kept=[] nil=false",
+		"OLD_TOP": "binary=false kept=[] nil=true timed=false", "OLD_LAST": "binary=false kept=[] nil=true timed=false",
+		"NEW_TOP": "binary=true kept=[1 2 3] nil=false timed=true", "NEW_LAST": "binary=true kept=[] nil=false timed=false",
 	}
 	if fmt.Sprint(running) != fmt.Sprint(wantRunning) {
 		t.Errorf("running Top-Ns: %v, want %v", running, wantRunning)

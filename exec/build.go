@@ -481,9 +481,12 @@ func buildNode(n *physical.Node, sides []*physical.Node, next Processor, env *ta
 		}
 		return a, err
 	case *physical.TopN:
-		store, err := env.store(n, op.Store)
-		if err != nil {
-			return nil, err
+		var store *taskStore
+		if env.stores != nil { // nil: a pull query's view of stored rows
+			var err error
+			if store, err = env.store(n, op.Store); err != nil {
+				return nil, err
+			}
 		}
 		return newTopN(n.Name, op, store, env.out, next)
 	case *physical.Materialize:

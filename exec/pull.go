@@ -180,6 +180,8 @@ func (q *Query) PullStore(table string) (store string, topics []string) {
 	store = table
 	if _, _, agg, _ := resultAggregate(q.topo); agg != nil {
 		store = agg.Store.Name
+	} else if _, _, tn := resultTopN(q.topo); tn != nil {
+		store = tn.Store.Name
 	}
 	for _, st := range q.topo.SubTopologies {
 		for _, n := range st.Nodes {
@@ -415,7 +417,13 @@ func (r *PullRunner) row(record func(p int32, k, v []byte) (*kgo.Record, error),
 	if err != nil || rec == nil {
 		return err
 	}
-	if err = r.src.process(rec); err == nil {
+	return r.feed(rec)
+}
+
+// feed runs one of the table's records through the chain.
+func (r *PullRunner) feed(rec *kgo.Record) error {
+	err := r.src.process(rec)
+	if err == nil {
 		return nil
 	}
 	var ce *clientError
@@ -464,6 +472,9 @@ func (q *Query) PullWith(ctx context.Context, r *PullRunner, table string, sel K
 	// order matters: the table may be named like the aggregate's store.
 	st, aggNode, agg, sink := resultAggregate(q.topo)
 	if agg == nil {
+		if st, n, tn := resultTopN(q.topo); tn != nil {
+			return q.pullTopN(ctx, r, st, n, tn, sel, emit)
+		}
 		if len(q.Stores(table)) == 0 && q.topo.Store(table) == nil {
 			return fmt.Errorf("exec: query %s keeps no store of %s", q.id, table)
 		}
@@ -549,11 +560,93 @@ func resultAggregate(t *physical.Topology) (*physical.SubTopology, *physical.Nod
 }
 
 // MaterializesResult reports whether pull queries over t's result table
-// can be answered from t's own aggregate store (see Query.Pull), with no
-// separate materialization.
+// can be answered from t's own aggregate or Top-N store (see Query.Pull),
+// with no separate materialization.
 func MaterializesResult(t *physical.Topology) bool {
 	_, _, agg, _ := resultAggregate(t)
-	return agg != nil
+	_, _, tn := resultTopN(t)
+	return agg != nil || tn != nil
+}
+
+// resultTopN returns the sub-topology whose sink writes the rows of a
+// Top-N that stores them whole with their times (physical.TopN.Timed),
+// with the Top-N's node: its store holds the result table, when only
+// projections and filters lie between the Top-N and the sink. Nils when
+// t has no such Top-N.
+func resultTopN(t *physical.Topology) (*physical.SubTopology, *physical.Node, *physical.TopN) {
+	var outs [][]*physical.Node
+	for _, st := range t.SubTopologies {
+		for _, n := range st.Nodes {
+			tn, ok := n.Op.(*physical.TopN)
+			if !ok || !tn.Timed() {
+				continue
+			}
+			if outs == nil {
+				outs = t.Outputs()
+			}
+			if toResult(outs, n) {
+				return st, n, tn
+			}
+		}
+	}
+	return nil, nil, nil
+}
+
+// toResult reports whether n's rows go through projections and filters
+// alone to the query's sink.
+func toResult(outs [][]*physical.Node, n *physical.Node) bool {
+	if len(outs[n.ID]) != 1 {
+		return false
+	}
+	next := outs[n.ID][0]
+	switch op := next.Op.(type) {
+	case *physical.Sink:
+		return !op.Internal
+	case *physical.Project, *physical.Filter:
+		return toResult(outs, next)
+	}
+	return false
+}
+
+// pullTopN answers a pull query from the store of the Top-N at node n
+// of st: each stored partition's first rows (Top-N's emitStored) go
+// through the nodes after it to the sink, whose records the pull's
+// chain reads as the table's. The store is keyed by the Top-N's
+// partitions, not the table's keys: the pull scans, and its WHERE picks
+// the rows.
+func (q *Query) pullTopN(ctx context.Context, r *PullRunner, st *physical.SubTopology, n *physical.Node, tn *physical.TopN,
+	sel KeySelection, emit func(types.Row) error) error {
+	var part int32 = -1
+	var fed error
+	rows := &outbox{send: func(rec *kgo.Record) {
+		if fed == nil {
+			rec.Partition, rec.Offset = part, -1
+			fed = r.feed(rec)
+		}
+	}}
+	g, err := buildGraph(q.topo, downstream(q.topo, st, n), &taskEnv{out: rows})
+	if err != nil {
+		return err
+	}
+	view := g.procs[n.Name].(*topNOp)
+	sel.Partitions = 0 // the Top-N's partitions are its input's
+	parts, err := q.pullParts(tn.Store.Name, sel)
+	if err != nil {
+		return err
+	}
+	return r.run(ctx, parts, KeySelection{}, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
+		if p != part {
+			view.viewReset()
+			part = p
+		}
+		rows.reset()
+		fed = nil
+		if err := view.emitStored(k, v); err != nil {
+			return nil, err
+		}
+		rows.flush()
+		return nil, fed
+	})
 }
 
 // sameKeys reports whether the aggregate stores its groups under the

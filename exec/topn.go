@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -75,6 +76,10 @@ type topNOp struct {
 	// rows encodes the rows in the binary layout (nil: JSON), keyRows
 	// the partition key.
 	rows, keyRows *topNRows
+	// timed: each stored row starts with its timestamp
+	// (physical.TopNBinaryTimedRows), the time of the change that put
+	// it in.
+	timed bool
 	// cache holds hot partitions of a stream (binary rows, N above 1).
 	cache     *topNCache
 	store     *taskStore
@@ -108,6 +113,10 @@ type topNOp struct {
 	prefix, end, ekey, scratch []byte
 	arena                      []byte
 	spans                      []int
+	// A pull query's view (emitStored): the partition of the table's
+	// rows being scanned, and the rank of its last row.
+	viewPrefix []byte
+	viewRank   int
 }
 
 // topNEntry is one row of a partition's state.
@@ -173,6 +182,7 @@ func newTopN(name string, t *physical.TopN, store *taskStore, out *outbox, next 
 			}
 		}
 		op.rows = newTopNRows(cols, t.Kept)
+		op.timed = t.Timed()
 		if !t.FromTable && t.N > 1 {
 			op.cache = &topNCache{parts: map[string]*topNPart{}}
 		}
@@ -499,8 +509,12 @@ func appendPart(dst, p []byte) []byte {
 	return append(dst, p...)
 }
 
-// encodeRow appends row as the state keeps it.
+// encodeRow appends row as the state keeps it (timed: after the
+// change's timestamp).
 func (t *topNOp) encodeRow(dst []byte, row types.Row) ([]byte, error) {
+	if t.timed {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(t.ts))
+	}
 	if t.rows != nil {
 		return t.rows.encode(dst, row), nil
 	}
@@ -509,10 +523,25 @@ func (t *topNOp) encodeRow(dst []byte, row types.Row) ([]byte, error) {
 
 // decodeRow sets row (but its last column, the rank) from a stored row.
 func (t *topNOp) decodeRow(dec types.Decoder, b []byte, row types.Row) error {
+	if t.timed {
+		if len(b) < tsLen {
+			return fmt.Errorf("truncated row")
+		}
+		b = b[tsLen:]
+	}
 	if t.rows != nil {
 		return t.rows.decode(b, row[:len(row)-1])
 	}
 	return dec.Decode(b, row[:len(row)-1])
+}
+
+// sameRow reports whether two stored rows hold the same values
+// (whatever their times).
+func (t *topNOp) sameRow(a, b []byte) bool {
+	if t.timed && len(a) >= tsLen && len(b) >= tsLen {
+		a, b = a[tsLen:], b[tsLen:]
+	}
+	return bytes.Equal(a, b)
 }
 
 // parseTopN appends the entries of a partition's state to dst; bin:
@@ -560,7 +589,7 @@ func (t *topNOp) emit() error {
 			if i < na {
 				a = &t.after[i]
 			}
-			if b != nil && a != nil && bytes.Equal(b.id, a.id) && bytes.Equal(b.row, a.row) && !t.freshAt(i) {
+			if b != nil && a != nil && bytes.Equal(b.id, a.id) && t.sameRow(b.row, a.row) && !t.freshAt(i) {
 				continue
 			}
 			if err := t.emitPair(b, a, i+1); err != nil {
@@ -584,7 +613,7 @@ func (t *topNOp) emit() error {
 		var b *topNEntry
 		if j >= 0 {
 			b = &t.before[j]
-			if bytes.Equal(b.row, a.row) && j == i && !t.freshAt(i) {
+			if t.sameRow(b.row, a.row) && j == i && !t.freshAt(i) {
 				continue
 			}
 		}
@@ -763,4 +792,62 @@ func appendSortKey(dst []byte, d types.Datum, typ types.Type, desc bool) []byte 
 		}
 	}
 	return dst
+}
+
+// emitStored passes on the rows of a stored entry as the changes that
+// put them in, each at its rank and with its stored time: a pull
+// query's view of the result table (Query.PullWith; timed rows only).
+// A stream's entry is a partition, its first N rows in order; a table's
+// is one row, ranked by its place among its partition's entries, which
+// a scan of one store partition reads in key order (see viewReset). A
+// row the nodes after the Top-N cannot evaluate is left out, as the
+// query leaves it out.
+func (t *topNOp) emitStored(key, v []byte) error {
+	t.fresh = -1
+	t.change.Record = nil
+	if !t.fromTable {
+		var err error
+		if t.after, err = parseTopN(t.after[:0], v, true); err != nil {
+			return fmt.Errorf("%s: stored state of %x: %w", t.name, key, err)
+		}
+		for i := range min(len(t.after), t.n) {
+			if err := t.emitStoredRow(&t.after[i], i+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n, w := binary.Uvarint(key)
+	if w <= 0 || uint64(len(key)-w) < n {
+		return fmt.Errorf("%s: corrupt stored key %x", t.name, key)
+	}
+	if prefix := key[:w+int(n)]; !bytes.Equal(prefix, t.viewPrefix) {
+		t.viewPrefix = append(t.viewPrefix[:0], prefix...)
+		t.viewRank = 0
+	}
+	if t.viewRank++; t.viewRank > t.n {
+		return nil
+	}
+	var e topNEntry
+	if err := t.splitValue(&e, v); err != nil {
+		return err
+	}
+	return t.emitStoredRow(&e, t.viewRank)
+}
+
+// viewReset starts the view of another store partition.
+func (t *topNOp) viewReset() { t.viewPrefix, t.viewRank = t.viewPrefix[:0], 0 }
+
+// emitStoredRow passes on e's row at rank, at its stored time.
+func (t *topNOp) emitStoredRow(e *topNEntry, rank int) error {
+	if len(e.row) < tsLen {
+		return fmt.Errorf("%s: stored row without its time", t.name)
+	}
+	t.ts = int64(binary.BigEndian.Uint64(e.row))
+	err := t.emitPair(nil, e, rank)
+	var ee *evalError
+	if errors.As(err, &ee) {
+		return nil
+	}
+	return err
 }

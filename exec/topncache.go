@@ -102,7 +102,7 @@ func (t *topNOp) updateCached(new types.Row) error {
 	if at >= t.n {
 		return nil // not among the first N: nothing changes
 	}
-	t.row = t.rows.encode(t.row[:0], new)
+	t.row, _ = t.encodeRow(t.row[:0], new) // binary rows: no error
 	t.before = t.before[:0]
 	for _, r := range p.rows {
 		t.before = append(t.before, topNEntry{sort: r.sort, row: r.enc})

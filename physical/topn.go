@@ -46,6 +46,12 @@ type TopN struct {
 	// projections to a sink only keeps no column: it emits each row that
 	// enters as it comes, and the sink writes the new row under its key
 	// without the old one, so no stored row is read back.
+	//
+	// Every other binary Top-N (plans made since it was added) stores
+	// each row after the timestamp of the record that brought it (the
+	// value format TopNBinaryTimedRows): its store then holds the result
+	// table's rows whole, and answers pull queries over it (exec's
+	// Top-N view), with no materialization of the result topic.
 	Binary bool
 	Kept   []int
 }
@@ -56,7 +62,14 @@ const (
 	TopNRows       = "TOPN-ROWS"
 	TopNBinaryKey  = "TOPN-BINARY-KEY"
 	TopNBinaryRows = "TOPN-BINARY-ROWS"
+	// TopNBinaryTimedRows is TopNBinaryRows with each row preceded by
+	// its timestamp (8 bytes, big-endian milliseconds).
+	TopNBinaryTimedRows = "TOPN-BINARY-TIMED-ROWS"
 )
+
+// Timed reports whether t stores each row with its timestamp
+// (TopNBinaryTimedRows).
+func (t *TopN) Timed() bool { return t.Binary && t.Store.ValueFormat == TopNBinaryTimedRows }
 
 func (t *TopN) Schema() types.Schema { return t.Out }
 func (t *TopN) Explain(name string) string {
@@ -159,7 +172,7 @@ func lowerTopN(g *Graph, appID string, above []planner.Node, t *planner.TopN) (*
 			KeyFormat: types.FormatJSON, ValueFormat: TopNRows, Schema: schema}}
 	if !g.wide {
 		// Kept follows once the topology is whole (keepTopNColumns).
-		op.Binary, op.Store.KeyFormat, op.Store.ValueFormat = true, TopNBinaryKey, TopNBinaryRows
+		op.Binary, op.Store.KeyFormat, op.Store.ValueFormat = true, TopNBinaryKey, TopNBinaryTimedRows
 	}
 	if t.FromTable {
 		op.RowKey = schema.KeyIndexes()
@@ -232,7 +245,9 @@ func (t *Topology) keepTopNColumns() {
 			continue
 		}
 		if !tn.FromTable && tn.N == 1 && toSinks(outs, n) {
+			// Its rows are not kept: neither are their times.
 			tn.keep([]int{})
+			tn.Store.ValueFormat = TopNBinaryRows
 			continue
 		}
 		read := make([]bool, tn.Out.Len())

@@ -31,6 +31,9 @@ func TestPullFromAnyInstance(t *testing.T) {
 	conns := []*pgx.Conn{connect(t, ctx, c.servers[0]), connect(t, ctx, c.servers[1])}
 	exec1(t, ctx, conns[0], `CREATE STREAM pv (userid VARCHAR KEY, pageid VARCHAR) WITH (KAFKA_TOPIC='pv', VALUE_FORMAT='JSON', PARTITIONS=4)`)
 	exec1(t, ctx, conns[0], `CREATE TABLE pc AS SELECT pageid, COUNT(*) AS n FROM pv GROUP BY pageid`)
+	// A Top-N's result table answers from the Top-N's own store, whose
+	// partitions (the repartition by pageid's) are spread over both.
+	exec1(t, ctx, conns[1], `CREATE TABLE first2 AS SELECT * FROM (SELECT pageid, userid, ROW_NUMBER() OVER (PARTITION BY pageid ORDER BY userid) AS rn FROM pv) WHERE rn <= 2`)
 	exec1(t, ctx, conns[1], `CREATE TABLE users (id VARCHAR PRIMARY KEY, name VARCHAR) WITH (KAFKA_TOPIC='users', VALUE_FORMAT='JSON', PARTITIONS=4)`)
 
 	var recs, users [][2]string
@@ -61,6 +64,32 @@ func TestPullFromAnyInstance(t *testing.T) {
 		if !testserver.WaitFor(90*time.Second, func() bool { ok, _ := full(conn); return ok }) {
 			got, err := rows(ctx, conn, "SELECT pageid, n FROM pc")
 			t.Fatalf("server i%d never answered the whole table: %d rows, err %v", i+1, len(got), err)
+		}
+	}
+	byPage := map[string][]string{}
+	for _, r := range recs {
+		page := strings.TrimSuffix(strings.TrimPrefix(r[1], `{"PAGEID":"`), `"}`)
+		byPage[page] = append(byPage[page], r[0])
+	}
+	var wantFirst []string
+	for page, users := range byPage {
+		slices.Sort(users)
+		wantFirst = append(wantFirst, page+"|"+users[0]+"|1", page+"|"+users[1]+"|2")
+	}
+	slices.Sort(wantFirst)
+	for i, conn := range conns {
+		var got []string
+		var err error
+		if !testserver.WaitFor(90*time.Second, func() bool {
+			got, err = rows(ctx, conn, "SELECT pageid, userid, rn FROM first2")
+			slices.Sort(got)
+			return slices.Equal(got, wantFirst)
+		}) {
+			t.Fatalf("server i%d never answered the whole Top-N: %d rows (want %d), err %v", i+1, len(got), len(wantFirst), err)
+		}
+		want := "p7|" + byPage["p7"][1]
+		if got := mustRows(t, ctx, conn, "SELECT pageid, userid FROM first2 WHERE pageid = 'p7' AND rn = 2"); len(got) != 1 || got[0] != want {
+			t.Errorf("i%d: a Top-N row by its key: %v, want %s", i+1, got, want)
 		}
 	}
 	for i, conn := range conns {
