@@ -41,14 +41,27 @@ type topNPart struct {
 	dirty bool
 }
 
-// topNCached is a cached row: its sort key and encoding.
+// topNCached is a cached row: its sort key and encoding, in one
+// allocation that sort's capacity spans (nothing appends to sort).
 type topNCached struct{ sort, enc []byte }
 
 func newTopNCached(sort, enc []byte) topNCached {
-	b := make([]byte, len(sort)+len(enc))
+	return fillTopNCached(make([]byte, len(sort)+len(enc)), sort, enc)
+}
+
+func fillTopNCached(b, sort, enc []byte) topNCached {
 	n := copy(b, sort)
-	copy(b[n:], enc)
-	return topNCached{sort: b[:n:n], enc: b[n:]}
+	m := copy(b[n:], enc)
+	return topNCached{sort: b[:n:len(b)], enc: b[n : n+m : n+m]}
+}
+
+// refill returns a cached row of sort and enc, in r's bytes when they
+// are large enough (r leaves the cache).
+func (r topNCached) refill(sort, enc []byte) topNCached {
+	if b := r.sort[:cap(r.sort)]; len(b) >= len(sort)+len(enc) {
+		return fillTopNCached(b, sort, enc)
+	}
+	return newTopNCached(sort, enc)
 }
 
 // reset empties the cache, which follows store from now on.
@@ -81,7 +94,7 @@ func (t *topNOp) updateCached(new types.Row) error {
 		if err := t.evict(len(t.before)); err != nil {
 			return err
 		}
-		p = &topNPart{key: string(t.key), rows: make([]topNCached, len(t.before), min(len(t.before)+1, t.n+1))}
+		p = &topNPart{key: string(t.key), rows: make([]topNCached, len(t.before), t.n)}
 		for i, e := range t.before {
 			p.rows[i] = newTopNCached(e.sort, e.row)
 		}
@@ -111,19 +124,24 @@ func (t *topNOp) updateCached(new types.Row) error {
 	t.after = slices.Insert(t.after, at, topNEntry{sort: t.sortKey, row: t.row})
 	t.after = t.after[:min(len(t.after), t.n)]
 	t.fresh, t.freshRow = at, new
-
-	p.rows = slices.Insert(p.rows, at, newTopNCached(t.sortKey, t.row))
-	c.rows++
-	if len(p.rows) > t.n {
-		c.rows -= len(p.rows) - t.n
-		clear(p.rows[t.n:])
-		p.rows = p.rows[:t.n]
+	// The changes go out first: t.before holds views of the cached rows,
+	// whose bytes the row that leaves gives to the new one.
+	err := t.emit()
+	if len(p.rows) == t.n {
+		// Full: the last row leaves, and its bytes hold the new one
+		// when they can.
+		last := p.rows[t.n-1]
+		copy(p.rows[at+1:], p.rows[at:t.n-1])
+		p.rows[at] = last.refill(t.sortKey, t.row)
+	} else {
+		p.rows = slices.Insert(p.rows, at, newTopNCached(t.sortKey, t.row))
+		c.rows++
 	}
 	if !p.dirty {
 		p.dirty = true
 		c.dirty = append(c.dirty, p)
 	}
-	return t.emit()
+	return err
 }
 
 // evict makes room for n more rows: it drops partitions (writing the
