@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -612,8 +614,9 @@ func toResult(outs [][]*physical.Node, n *physical.Node) bool {
 // of st: each stored partition's first rows (Top-N's emitStored) go
 // through the nodes after it to the sink, whose records the pull's
 // chain reads as the table's. The store is keyed by the Top-N's
-// partitions, not the table's keys: the pull scans, and its WHERE picks
-// the rows.
+// partitions, not the table's keys: a pull by keys reads their
+// partitions' entries (topNPrefixes), any other scans, and the pull's
+// WHERE picks the rows.
 func (q *Query) pullTopN(ctx context.Context, r *PullRunner, st *physical.SubTopology, n *physical.Node, tn *physical.TopN,
 	sel KeySelection, emit func(types.Row) error) error {
 	var part int32 = -1
@@ -634,7 +637,7 @@ func (q *Query) pullTopN(ctx context.Context, r *PullRunner, st *physical.SubTop
 	if err != nil {
 		return err
 	}
-	return r.run(ctx, parts, KeySelection{}, emit, func(p int32, k, v []byte) (*kgo.Record, error) {
+	record := func(p int32, k, v []byte) (*kgo.Record, error) {
 		if p != part {
 			view.viewReset()
 			part = p
@@ -646,7 +649,137 @@ func (q *Query) pullTopN(ctx context.Context, r *PullRunner, st *physical.SubTop
 		}
 		rows.flush()
 		return nil, fed
-	})
+	}
+	if sel.Keys != nil {
+		if prefixes, ok := topNPrefixes(q.topo, n, view, sel.Keys); ok {
+			return q.pullTopNPartitions(ctx, r, parts, prefixes, tn.FromTable, emit, record)
+		}
+	}
+	return r.run(ctx, parts, KeySelection{}, emit, record)
+}
+
+// pullTopNPartitions is pullTopN for the Top-N partitions of prefixes
+// (their stored keys: see topNPrefixes) only, read in every store
+// partition: a stream's entry, a table's entries under the prefix.
+func (q *Query) pullTopNPartitions(ctx context.Context, r *PullRunner, parts []Partition, prefixes [][]byte, fromTable bool,
+	emit func(types.Row) error, record func(p int32, k, v []byte) (*kgo.Record, error)) error {
+	if r.topo.Limit == 0 {
+		return nil
+	}
+	r.collect.emit, r.collect.n = emit, 0
+	defer func() { r.collect.emit = nil }()
+	for _, part := range parts {
+		for _, key := range prefixes {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !fromTable {
+				v, err := part.Store.Get(key)
+				if err != nil {
+					return err
+				}
+				if v != nil {
+					if err := r.row(record, part.ID, key, v); err != nil {
+						return stopErr(err)
+					}
+				}
+				continue
+			}
+			it, err := part.Store.Range(key, prefixEnd(bytes.Clone(key)))
+			if err != nil {
+				return err
+			}
+			for it.Next() {
+				if err := r.row(record, part.ID, it.Key(), it.Value()); err != nil {
+					it.Close()
+					return stopErr(err)
+				}
+			}
+			if err := it.Close(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// topNPrefixes turns the result table's keys into the stored keys of
+// the Top-N partitions that hold their rows (over a table, the prefix
+// of the partition's entries), when the table's key columns carry every
+// PARTITION BY column unchanged through the projections after the Top-N
+// at node n (view is its processor). ok is false when they do not, or a
+// key does not decode: the pull then scans.
+func topNPrefixes(t *physical.Topology, n *physical.Node, view *topNOp, keys [][]byte) (prefixes [][]byte, ok bool) {
+	outs := t.Outputs()
+	// from[i]: the Top-N's column that column i of the current node's
+	// rows is (-1: computed).
+	tn := n.Op.(*physical.TopN)
+	from := make([]int, tn.Out.Len())
+	for i := range from {
+		from[i] = i
+	}
+	var sink *physical.Sink
+	for x := n; sink == nil; {
+		x = outs[x.ID][0] // toResult: one output each, up to the sink
+		switch op := x.Op.(type) {
+		case *physical.Project:
+			next := make([]int, len(op.Exprs))
+			for i, e := range op.Exprs {
+				next[i] = -1
+				if c, isCol := e.(*expr.Column); isCol && c.Index >= 0 && c.Index < len(from) {
+					next[i] = from[c.Index]
+				}
+			}
+			from = next
+		case *physical.Sink:
+			sink = op
+		}
+	}
+	keyCols := sink.Out.KeyIndexes()
+	carried := make([]bool, tn.Out.Len())
+	for _, k := range keyCols {
+		if k < len(from) && from[k] >= 0 {
+			carried[from[k]] = true
+		}
+	}
+	for _, p := range tn.Partition {
+		if !carried[p] {
+			return nil, false
+		}
+	}
+	dec, err := types.NewDecoderOpts(sink.KeyFormat, sink.Out, keyCols, sink.KeyOptions)
+	if err != nil {
+		return nil, false
+	}
+	out := make(types.Row, sink.Out.Len())
+	row := make(types.Row, tn.Out.Len())
+	for _, k := range keys {
+		if err := dec.Decode(k, out); err != nil {
+			return nil, false
+		}
+		for i := range row {
+			row[i] = types.NullDatum
+		}
+		for _, c := range keyCols {
+			if c < len(from) && from[c] >= 0 {
+				row[from[c]] = out[c]
+			}
+		}
+		if view.nullPartition(row) {
+			continue // no partition holds it
+		}
+		if err := view.partitionKey(row); err != nil {
+			return nil, false
+		}
+		key := bytes.Clone(view.key)
+		if tn.FromTable {
+			key = append(binary.AppendUvarint(nil, uint64(len(view.key))), view.key...)
+		}
+		if !slices.ContainsFunc(prefixes, func(p []byte) bool { return bytes.Equal(p, key) }) {
+			prefixes = append(prefixes, key)
+		}
+	}
+	return prefixes, true
 }
 
 // sameKeys reports whether the aggregate stores its groups under the
