@@ -523,9 +523,10 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 			return ""
 		}
 		for _, g := range gs.Groups() {
-			// The query that reads the input (a CTAS that does not
-			// aggregate would also start <id>_MATERIALIZE, which reads
-			// its output).
+			// The query that reads the input (a CTAS whose own stores
+			// do not answer pull queries, neither an aggregation nor a
+			// Top-N, also starts <id>_MATERIALIZE, which reads its
+			// output).
 			// (A join's CREATE TABLE of its input starts a query
 			// that materializes it: not the one measured.)
 			if strings.HasPrefix(g, svc+"_query_") && !strings.HasSuffix(g, "_MATERIALIZE") && (!isJoin(sc) || strings.Contains(g, "_CSAS_")) {
