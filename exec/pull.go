@@ -336,21 +336,26 @@ func (r *PullRunner) run(ctx context.Context, parts []Partition, sel KeySelectio
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		it, err := part.Store.Range(sel.Start, sel.End)
-		if err != nil {
-			return err
-		}
-		for it.Next() {
-			if err := r.row(record, part.ID, it.Key(), it.Value()); err != nil {
-				it.Close()
-				return stopErr(err)
-			}
-		}
-		if err := it.Close(); err != nil {
-			return err
+		if err := r.scan(part, sel.Start, sel.End, record); err != nil {
+			return stopErr(err)
 		}
 	}
 	return nil
+}
+
+// scan runs the chain over the entries of part in [start, end).
+func (r *PullRunner) scan(part Partition, start, end []byte, record func(p int32, k, v []byte) (*kgo.Record, error)) error {
+	it, err := part.Store.Range(start, end)
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		if err := r.row(record, part.ID, it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return it.Close()
 }
 
 // lookup runs the chain over the entries of sel.Keys, key by key.
@@ -685,18 +690,8 @@ func (q *Query) pullTopNPartitions(ctx context.Context, r *PullRunner, parts []P
 				}
 				continue
 			}
-			it, err := part.Store.Range(key, prefixEnd(bytes.Clone(key)))
-			if err != nil {
-				return err
-			}
-			for it.Next() {
-				if err := r.row(record, part.ID, it.Key(), it.Value()); err != nil {
-					it.Close()
-					return stopErr(err)
-				}
-			}
-			if err := it.Close(); err != nil {
-				return err
+			if err := r.scan(part, key, prefixEnd(bytes.Clone(key)), record); err != nil {
+				return stopErr(err)
 			}
 		}
 	}
