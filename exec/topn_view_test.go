@@ -34,14 +34,10 @@ func topNViewTopology() *physical.Topology {
 	raw := types.Schema{Columns: append(slices.Clone(in.Columns), types.PseudoColumns...)}
 	src := g.Add("PROJECT-IN", &physical.Project{Exprs: []expr.Expr{col(raw, 0), col(raw, 1), col(raw, 2)}, Out: in},
 		g.Add("SOURCE", &physical.Source{Topic: "in", KeyFormat: types.FormatNone, ValueFormat: types.FormatJSON, Out: raw}))
-	table := false
 	tn := &physical.TopN{Partition: []int{0}, Order: []expr.Expr{&expr.Column{Index: 2, Name: "V", T: types.BigintType}},
-		Desc: []bool{true}, N: 2, Rank: true, FromTable: table, Out: out, Binary: true,
+		Desc: []bool{true}, N: 2, Rank: true, Out: out, Binary: true,
 		Store: &physical.Store{Name: "TOPN", Kind: physical.KeyValue, Changelog: "app-TOPN-changelog",
 			KeyFormat: physical.TopNBinaryKey, ValueFormat: physical.TopNBinaryTimedRows, Schema: in}}
-	if table {
-		tn.RowKey = []int{1}
-	}
 	sinkCols := []types.Column{{Name: "G", Type: types.StringType, Key: true}, rn,
 		{Name: "ID", Type: types.StringType}, {Name: "V", Type: types.BigintType}}
 	proj := g.Add("PROJECT", &physical.Project{Exprs: []expr.Expr{col(out, 0), col(out, 3), col(out, 1), col(out, 2)}, Out: types.Schema{Columns: sinkCols}},
