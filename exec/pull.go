@@ -664,10 +664,17 @@ func (q *Query) pullTopN(ctx context.Context, r *PullRunner, st *physical.SubTop
 }
 
 // pullTopNPartitions is pullTopN for the Top-N partitions of prefixes
-// (their stored keys: see topNPrefixes) only, read in every store
-// partition: a stream's entry, a table's entries under the prefix.
+// (their stored keys: see topNPrefixes) only, looked up in every store
+// partition: a stream's entry by key, a table's entries under the
+// prefix.
 func (q *Query) pullTopNPartitions(ctx context.Context, r *PullRunner, parts []Partition, prefixes [][]byte, fromTable bool,
 	emit func(types.Row) error, record func(p int32, k, v []byte) (*kgo.Record, error)) error {
+	if len(prefixes) == 0 {
+		return nil // no key has a partition: no row
+	}
+	if !fromTable {
+		return r.run(ctx, parts, KeySelection{Keys: prefixes}, emit, record)
+	}
 	if r.topo.Limit == 0 {
 		return nil
 	}
@@ -677,18 +684,6 @@ func (q *Query) pullTopNPartitions(ctx context.Context, r *PullRunner, parts []P
 		for _, key := range prefixes {
 			if err := ctx.Err(); err != nil {
 				return err
-			}
-			if !fromTable {
-				v, err := part.Store.Get(key)
-				if err != nil {
-					return err
-				}
-				if v != nil {
-					if err := r.row(record, part.ID, key, v); err != nil {
-						return stopErr(err)
-					}
-				}
-				continue
 			}
 			if err := r.scan(part, key, prefixEnd(bytes.Clone(key)), record); err != nil {
 				return stopErr(err)

@@ -561,7 +561,12 @@ func (o *Overlay) Sync() error {
 // has ended, and returns its error: after it the base holds every write
 // committed before the call, unless it returns an error. Safe for any
 // goroutine (a pull query reading Base after a transaction committed).
-func (o *Overlay) Applied() error { return o.waitApplied() }
+func (o *Overlay) Applied() error {
+	if job := o.inFlight(); job != nil {
+		return job.err
+	}
+	return nil
+}
 
 // appliedList returns the pending writes once no apply is in flight:
 // merged with the base, they are what the overlay holds (a Commit after
@@ -595,14 +600,6 @@ func (o *Overlay) lockSynced() error {
 	if o.closed {
 		o.mu.Unlock()
 		return ErrClosed
-	}
-	return nil
-}
-
-// waitApplied is Applied.
-func (o *Overlay) waitApplied() error {
-	if job := o.inFlight(); job != nil {
-		return job.err
 	}
 	return nil
 }
@@ -814,7 +811,7 @@ func (o *Overlay) FlushApplied() error {
 // Close drops the pending writes and closes the base store, after the
 // apply in flight ended (its writes are kept unless it failed).
 func (o *Overlay) Close() error {
-	_ = o.waitApplied()
+	_ = o.Applied()
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
@@ -961,14 +958,14 @@ var errReadOnly = fmt.Errorf("state: the committed view of an overlay is read-on
 type committedView struct{ o *Overlay }
 
 func (v committedView) Get(key []byte) ([]byte, error) {
-	if err := v.o.waitApplied(); err != nil {
+	if err := v.o.Applied(); err != nil {
 		return nil, err
 	}
 	return v.o.base.Get(key)
 }
 
 func (v committedView) Range(start, end []byte) (Iterator, error) {
-	if err := v.o.waitApplied(); err != nil {
+	if err := v.o.Applied(); err != nil {
 		return nil, err
 	}
 	return v.o.base.Range(start, end)
@@ -982,7 +979,7 @@ func (v committedView) Close() error                { return nil }
 type sharedCommittedView struct{ committedView }
 
 func (v sharedCommittedView) GetShared(key []byte) ([]byte, error) {
-	if err := v.o.waitApplied(); err != nil {
+	if err := v.o.Applied(); err != nil {
 		return nil, err
 	}
 	return v.o.base.(SharedGetter).GetShared(key)

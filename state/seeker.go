@@ -54,7 +54,7 @@ func setBound(buf *[]byte, b []byte) []byte {
 // snapshot when the seeker is between ranges (its last range read to the
 // end); the next Seek takes a fresh one.
 func (o *Overlay) NewSeeker() (Seeker, error) {
-	if err := o.waitApplied(); err != nil {
+	if err := o.Applied(); err != nil {
 		return nil, err
 	}
 	o.mu.Lock()
