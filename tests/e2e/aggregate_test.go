@@ -141,11 +141,11 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Logf("output topic matches: %v", topicCheck())
-			for _, l := range strings.Split(s.Log(), "\n") {
-				if strings.Contains(l, "repair") || strings.Contains(l, "restored") || strings.Contains(l, "abort") || strings.Contains(l, "marker") {
-					t.Log(l)
-				}
+			wantN := map[int64]int64{}
+			for k, w := range want {
+				wantN[k] = w.n
 			}
+			explainMismatch(t, ctx, s, wantN)
 			t.Fatalf("the table never matched the batch GROUP BY over %d records", total)
 		}
 		time.Sleep(500 * time.Millisecond)
