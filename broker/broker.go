@@ -245,7 +245,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		log.Info("broker: log scan done", "clean_shutdown", scan.Clean, "segments", scan.Segments,
 			"batches", scan.Batches, "cut", len(scan.Cut), "producer_windows_restored", scan.Producers,
-			"commits_completed", scan.Completed, "elapsed", scan.Elapsed)
+			"commits_completed", scan.Completed, "index_entries_written", scan.IndexEntries, "elapsed", scan.Elapsed)
 	}
 	cluster, err := kfake.NewCluster(opts...)
 	if err != nil {

@@ -70,7 +70,10 @@ type scanReport struct {
 	Cut       []logCut // torn tails cut back
 	Producers int      // (producer ID, partition) sequence windows restored
 	Completed int      // commit markers written for interrupted commits
-	Elapsed   time.Duration
+	// IndexEntries counts the index entries written for batches a crash
+	// left without one.
+	IndexEntries int
+	Elapsed      time.Duration
 }
 
 // logCut is one file cut back to its last valid entry.
@@ -191,6 +194,7 @@ type logScanner struct {
 	next int64                   // offset after the last valid batch
 	ple  int32                   // the last batch's partition leader epoch
 	inTx []bool                  // per batch of the segment being scanned: transactional data
+	ples []int32                 // per batch of the segment being scanned: its partition leader epoch
 	prev *seqWindow              // the window the previous batch went to, if any
 }
 
@@ -275,7 +279,7 @@ func (sc *logScanner) segment(rel, topic string, part int32, base int64) error {
 		buf     []byte
 		why     string
 	)
-	sc.inTx = sc.inTx[:0]
+	sc.inTx, sc.ples = sc.inTx[:0], sc.ples[:0]
 	for pos < size {
 		if size-pos < 12 {
 			why = "incomplete batch header"
@@ -313,25 +317,68 @@ func (sc *logScanner) segment(rel, topic string, part int32, base int64) error {
 		batches++
 	}
 	sc.rep.Batches += batches
-	if pos >= size {
+	if pos < size {
+		cut := logCut{File: name, Kept: pos, Cut: size - pos, Batches: batches}
+		if err := os.Truncate(path, pos); err != nil {
+			return fmt.Errorf("cutting the torn tail of %s: %w", name, err)
+		}
+		sc.rep.Cut = append(sc.rep.Cut, cut)
+		sc.log.Warn("broker: cut a torn or corrupted segment tail back to its last valid batch",
+			"topic", topic, "partition", part, "segment", name, "reason", why,
+			"kept_bytes", cut.Kept, "kept_batches", batches, "cut_bytes", cut.Cut)
+	}
+	return sc.matchIndex(rel, topic, part, base, nil)
+}
+
+// matchIndex makes the segment's index (kfake's .idx, one entry per batch)
+// hold exactly one entry per batch the scan kept, followed by extra: the
+// entries of batches the caller appends. Entries past the kept batches
+// (their batches cut) go. Missing ones are written: kfake writes a batch to
+// the segment, then its entry to the index, and a crash between the two
+// writes leaves the last batch without one. kfake then loads that batch
+// as not transactional, so an open transaction whose last batch it is
+// loses that batch to kfake's count of the transaction: the batch is
+// missing from kfake's aborted-transaction index once the repair aborts
+// it, and read_committed readers whose fetch begins at it see its
+// aborted records (a transaction with no other batch there is not seen
+// as open at all).
+func (sc *logScanner) matchIndex(rel, topic string, part int32, base int64, extra []byte) error {
+	idxPath := filepath.Join(sc.dir, rel, strconv.FormatInt(base, 10)+".idx")
+	kept := int64(len(sc.inTx))
+	size := int64(0)
+	if st, err := os.Stat(idxPath); err == nil {
+		size = st.Size()
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if size == kept*kfakeIndexEntry && len(extra) == 0 {
 		return nil
 	}
-
-	cut := logCut{File: name, Kept: pos, Cut: size - pos, Batches: batches}
-	if err := os.Truncate(path, pos); err != nil {
-		return fmt.Errorf("cutting the torn tail of %s: %w", name, err)
+	// Whole entries of kept batches stay; a torn last entry is written
+	// again.
+	have := min(size/kfakeIndexEntry, kept)
+	var entries []byte
+	for i := have; i < kept; i++ {
+		entries = append(entries, indexEntry(sc.ples[i], 0, sc.inTx[i])...)
 	}
-	idx := filepath.Join(sc.dir, rel, strconv.FormatInt(base, 10)+".idx")
-	if st, err := os.Stat(idx); err == nil && st.Size() > batches*kfakeIndexEntry {
-		if err := os.Truncate(idx, batches*kfakeIndexEntry); err != nil {
-			return fmt.Errorf("cutting the index of %s: %w", name, err)
-		}
+	entries = append(entries, extra...)
+	idx, err := os.OpenFile(idxPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
 	}
-	sc.rep.Cut = append(sc.rep.Cut, cut)
-	sc.log.Warn("broker: cut a torn or corrupted segment tail back to its last valid batch",
-		"topic", topic, "partition", part, "segment", name, "reason", why,
-		"kept_bytes", cut.Kept, "kept_batches", batches, "cut_bytes", cut.Cut)
-	return nil
+	defer idx.Close()
+	if _, err := idx.WriteAt(entries, have*kfakeIndexEntry); err != nil {
+		return err
+	}
+	if err := idx.Truncate(have*kfakeIndexEntry + int64(len(entries))); err != nil {
+		return err
+	}
+	if written := kept - have; written > 0 {
+		sc.rep.IndexEntries += int(written)
+		sc.log.Warn("broker: wrote index entries a crash left unwritten",
+			"topic", topic, "partition", part, "segment", filepath.Join(rel, strconv.FormatInt(base, 10)+".idx"), "entries", written)
+	}
+	return idx.Sync()
 }
 
 // observe folds one valid batch into the partition's state and the
@@ -348,6 +395,7 @@ func (sc *logScanner) observe(topic string, part int32, b *kmsg.RecordBatch) {
 	control := b.Attributes&0x0020 != 0
 	txnal := b.Attributes&0x0010 != 0
 	sc.inTx = append(sc.inTx, txnal && !control)
+	sc.ples = append(sc.ples, b.PartitionLeaderEpoch)
 	if b.ProducerID < 0 {
 		return
 	}
@@ -396,28 +444,12 @@ func (sc *logScanner) completeCommits(rel, topic string, part int32, lastBase in
 	}
 	slices.Sort(pids)
 	segPath := filepath.Join(sc.dir, rel, strconv.FormatInt(lastBase, 10)+".dat")
-	idxPath := filepath.Join(sc.dir, rel, strconv.FormatInt(lastBase, 10)+".idx")
 	seg, err := os.OpenFile(segPath, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer seg.Close()
-	idx, err := os.OpenFile(idxPath, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	defer idx.Close()
-	// The index holds one entry per batch; pad it if index writes were
-	// lost, so the new entry lines up with its batch.
-	st, err := idx.Stat()
-	if err != nil {
-		return err
-	}
-	have := min(st.Size()/kfakeIndexEntry, int64(len(sc.inTx))) // orphan entries beyond the batches go
 	var entries []byte
-	for i := have; i < int64(len(sc.inTx)); i++ {
-		entries = append(entries, indexEntry(sc.ple, 0, sc.inTx[i])...)
-	}
 	for _, pid := range pids {
 		o := sc.open[pid]
 		batch := commitMarker(pid, o.epoch, sc.next, sc.ple)
@@ -432,16 +464,12 @@ func (sc *logScanner) completeCommits(rel, topic string, part int32, lastBase in
 		sc.next++
 		delete(sc.open, pid)
 	}
-	if _, err := idx.WriteAt(entries, have*kfakeIndexEntry); err != nil {
-		return err
-	}
-	if err := idx.Truncate(have*kfakeIndexEntry + int64(len(entries))); err != nil {
-		return err
-	}
 	if err := seg.Sync(); err != nil {
 		return err
 	}
-	return idx.Sync()
+	// The markers' index entries follow the kept batches' (the segment
+	// scan wrote any a crash left unwritten).
+	return sc.matchIndex(rel, topic, part, lastBase, entries)
 }
 
 // commitMarker encodes a commit marker batch of pid/epoch at offset, as
