@@ -69,6 +69,7 @@ var (
 	memprofile      = flag.String("memprofile", "", "write a heap profile at the end of each measured run to PREFIX.<scenario>.<system>.<run>")
 	verbose         = flag.Bool("v", false, "log progress and engine warnings to stderr")
 	syncCommits     = flag.Bool("sync-store-commits", false, "sqlstreams applies each transaction's state-store writes before the next transaction starts (engine.Config.SyncStoreCommits), as before they were applied in the background")
+	dslStore        = flag.String("default-dsl-store", "rocksDB", "where sqlstreams keeps its state stores: rocksDB (the default) or in_memory (engine.Config.MemoryStores), as the hand-written pipeline keeps its state in maps")
 	threads         = flag.Int("threads", 1, "sqlstreams' stream threads per query (num.stream.threads); the hand-written pipeline stays one")
 	instances       = flag.Int("instances", 1, "sqlstreams instances (engines of one service, each its own state dir and group members) sharing the queries, all in this process")
 )
@@ -441,7 +442,7 @@ func runSQL(ctx context.Context, admin *kadm.Client, brokers []string, sc, id, i
 	rocks := state.NewRocksResources(0, 0, 0)
 	defer rocks.Close()
 	cfg := engine.Config{Kafka: kafka.Plain(brokers...), ServiceID: svc, InstanceID: "bench", StateDir: stateDir, RocksResources: rocks,
-		Threads: *threads, SyncStoreCommits: *syncCommits}
+		Threads: *threads, SyncStoreCommits: *syncCommits, MemoryStores: strings.EqualFold(*dslStore, "in_memory")}
 	format := "JSON"
 	if schemas != nil {
 		cfg.Schemas, format = schemas, "AVRO"

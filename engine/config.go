@@ -81,6 +81,10 @@ type Config struct {
 	// (default 1); a query's num.stream.threads property (SET before
 	// its CREATE) overrides it.
 	Threads int
+	// MemoryStores keeps persistent queries' state stores in memory
+	// (exec.Config.MemoryStores) unless a query's default.dsl.store
+	// says otherwise.
+	MemoryStores bool
 	// SyncStoreCommits applies each transaction's state-store writes
 	// before the next transaction starts rather than while it runs
 	// (exec.Config.SyncStoreCommits); for comparisons.

@@ -84,6 +84,10 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 	if err != nil {
 		return err
 	}
+	memory, err := e.queryMemoryStores(props)
+	if err != nil {
+		return err
+	}
 	cq, _ := e.cat.Query(id)
 	cfg := exec.Config{
 		Paused:           cq != nil && cq.Paused,
@@ -101,6 +105,7 @@ func (e *Engine) start(id string, topo *physical.Topology, reset string, props m
 		Logger:           e.log,
 		StateDir:         e.cfg.StateDir,
 		RocksResources:   e.cfg.RocksResources,
+		MemoryStores:     memory,
 		FetchMaxBytes:    e.cfg.FetchMaxBytes,
 		MaxTxnRecords:    e.cfg.MaxTxnRecords,
 		BadRecord:        e.logBadRecord,
@@ -136,6 +141,9 @@ func (e *Engine) checkQueryProps(props map[string]string) (alos bool, err error)
 		return false, err
 	}
 	if _, err := e.queryCommitInterval(props); err != nil {
+		return false, err
+	}
+	if _, err := e.queryMemoryStores(props); err != nil {
 		return false, err
 	}
 	if _, err := windowChangelogExtra(props); err != nil {

@@ -78,6 +78,8 @@ var Properties = []*PropertyDef{
 		Effect: "stream threads (group members, transactional producers) the query runs"},
 	{Name: "transaction.timeout.ms", Aliases: []string{"producer.transaction.timeout.ms", "ksql.streams.producer.transaction.timeout.ms"}, Scope: ScopeQuery, Type: "ms", Min: 1000, Max: MaxTransactionTimeout.Milliseconds(), Default: "server (--transaction-timeout-ms)",
 		Effect: "the query's producers' transaction timeout"},
+	{Name: StoreProp, Scope: ScopeQuery, Type: "enum", Values: []string{StoreRocksDB, StoreInMemory}, Default: "server (--default-dsl-store)",
+		Effect: "where the query's state stores live: RocksDB on disk, or the heap (restored from their changelogs at every start)", canon: map[string]string{"rocksdb": StoreRocksDB, "rocks_db": StoreRocksDB}},
 	{Name: "windowstore.changelog.additional.retention.ms", Scope: ScopeQuery, Type: "ms", Min: 0, Max: 1 << 62, Default: "86400000",
 		Effect: "how much longer than its window store a window or session changelog topic keeps records"},
 	{Name: StandbyReplicasProp, Scope: ScopeQuery, Type: "int", Min: 0, Max: 16, Default: "server (--num-standby-replicas)",

@@ -106,6 +106,11 @@ var propCases = map[string]struct {
 			x.t.Error("the query runs exactly-once")
 		}
 	}},
+	"default.dsl.store": {"in_memory", "lmdb", func(x *propEnv) {
+		if cfg, _ := x.query(csas); !cfg.MemoryStores {
+			x.t.Error("the query's stores are not in memory")
+		}
+	}},
 	"commit.interval.ms": {"20", "0", func(x *propEnv) {
 		if cfg, _ := x.query(csas); cfg.CommitInterval != 20*time.Millisecond {
 			x.t.Errorf("CommitInterval %v", cfg.CommitInterval)

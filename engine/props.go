@@ -85,3 +85,21 @@ func (e *Engine) transactionTimeout() time.Duration {
 	}
 	return DefaultTransactionTimeout
 }
+
+// StoreProp is the query property that says where its state stores live
+// (Kafka Streams' default.dsl.store, with its values).
+const (
+	StoreProp     = "default.dsl.store"
+	StoreRocksDB  = "rocksDB"
+	StoreInMemory = "in_memory"
+)
+
+// queryMemoryStores reports whether a query with props keeps its state
+// stores in memory.
+func (e *Engine) queryMemoryStores(props map[string]string) (bool, error) {
+	v, ok, err := queryProp(props, StoreProp)
+	if err != nil || !ok {
+		return e.cfg.MemoryStores, err
+	}
+	return v == StoreInMemory, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -309,7 +310,7 @@ func TestTaskStoresShareValueCache(t *testing.T) {
 	defer res.Close()
 	var stores []*taskStore
 	for p := range 3 {
-		s, err := openTaskStore(t.TempDir(), "AGGREGATE", "changelog", int32(p), res)
+		s, err := openTaskStore(t.TempDir(), "AGGREGATE", "changelog", int32(p), res, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,5 +401,75 @@ func TestRestoreWaitsForAnOpenTransaction(t *testing.T) {
 			t.Fatalf("result %v\nwant %v", got, want)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestMemoryStores runs an aggregation with its stores in memory
+// (Config.MemoryStores): nothing of them is written to the state
+// directory, and a restart restores each from the start of its changelog,
+// so that the counts go on from where they were.
+func TestMemoryStores(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	topo := aggTopology(t, "app", "AUCTION")
+	_, brokers := startAggCluster(t, topo)
+	dir := t.TempDir()
+	cfg := Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", CommitInterval: 20 * time.Millisecond, StateDir: dir, MemoryStores: true}
+	q, err := Start("CTAS_OUT_1", topo, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceAggBids(t, ctx, brokers, 0, 300)
+	waitCommitted(t, ctx, brokers, "app", "bids")
+	q.Stop()
+	if r := q.Status().Restored; r != 0 {
+		t.Errorf("first start restored %d records", r)
+	}
+	for _, pattern := range []string{"*/*/*/rocksdb", "*/*/*/checkpoint"} {
+		if found, _ := filepath.Glob(filepath.Join(dir, pattern)); len(found) > 0 {
+			t.Errorf("memory stores left %v", found)
+		}
+	}
+
+	if q, err = Start("CTAS_OUT_1", topo, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop()
+	produceAggBids(t, ctx, brokers, 300, 600)
+	waitCommitted(t, ctx, brokers, "app", "bids")
+	want := map[int64][2]int64{}
+	for i := 0; i < 600; i++ {
+		g := int64(i % 17)
+		w := want[g]
+		want[g] = [2]int64{w[0] + 1, w[1] + int64(i%10)}
+	}
+	for {
+		got := lastValues(t, ctx, brokers)
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("result %v\nwant %v", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// 17 groups over 3 partitions: the restart read every changelog
+	// record of the first run (one per input record, at most 300).
+	if r := q.Status().Restored; r < 17 {
+		t.Errorf("restart restored %d changelog records, want the whole changelog", r)
+	}
+	keys := 0
+	for _, p := range q.Stores("AGGREGATE") {
+		it, err := p.Store.Range(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it.Next() {
+			keys++
+		}
+		it.Close()
+	}
+	if keys != 17 {
+		t.Errorf("the stores hold %d groups, want 17", keys)
 	}
 }

@@ -75,6 +75,13 @@ type Config struct {
 	// StateDir is where tasks keep their state stores (required for
 	// topologies with stores).
 	StateDir string
+	// MemoryStores keeps the query's state stores in memory instead of
+	// RocksDB (Kafka Streams' default.dsl.store=in_memory): less CPU per
+	// record, but every store is restored from the start of its
+	// changelog each time its task opens (a restart, a task moving
+	// here), and all of its state is held in the heap. A scan by a pull
+	// query may see a transaction applied in the middle of it.
+	MemoryStores bool
 	// RocksResources is the server's shared RocksDB block cache,
 	// write-buffer and value-cache budgets; nil gives each store private
 	// resources.

@@ -326,7 +326,7 @@ func (s *standbyRunner) open(ctx context.Context, id TaskID) error {
 				continue
 			}
 			seen[spec.Name] = true
-			ts, err := openTaskStore(filepath.Join(dir, spec.Name), spec.Name, spec.Changelog, id.Partition, q.cfg.RocksResources)
+			ts, err := openTaskStore(filepath.Join(dir, spec.Name), spec.Name, spec.Changelog, id.Partition, q.cfg.RocksResources, q.cfg.MemoryStores)
 			if err != nil {
 				s.release(t)
 				return fmt.Errorf("opening store %s: %w", spec.Name, err)

@@ -15,12 +15,15 @@ import (
 // the open transaction, and the checkpoint of how far the store has
 // applied its changelog.
 type taskStore struct {
-	name       string
-	dir        string
-	changelog  string
-	partition  int32
-	base       *state.Rocks
-	ov         *state.Overlay
+	name      string
+	dir       string
+	changelog string
+	partition int32
+	base      state.Store // *state.Rocks, or *state.Memory (memory)
+	ov        *state.Overlay
+	// memory: the store is held in memory (Config.MemoryStores); it has
+	// no checkpoint and is restored from its changelog at every open.
+	memory     bool
 	next       int64 // changelog offset after the last record written (in the overlay)
 	applied    int64 // changelog offset the store has applied up to (committed)
 	checkpoint int64 // applied, as of the checkpoint file
@@ -56,14 +59,18 @@ func (t *taskStore) checkpointKey() string {
 
 // openTaskStore opens the store of a task in dir and reads its checkpoint.
 // A store whose checkpoint is missing or cannot be trusted is wiped: it
-// will be restored from the start of its changelog.
-func openTaskStore(dir, name, changelog string, partition int32, res *state.RocksResources) (*taskStore, error) {
-	t := &taskStore{name: name, dir: dir, changelog: changelog, partition: partition, checkpoint: -1, flight: -1}
-	cp, err := state.ReadCheckpoint(t.checkpointPath())
-	if off, ok := cp[t.checkpointKey()]; err == nil && ok {
-		t.checkpoint = off
-	} else if err != nil && !errors.Is(err, state.ErrCheckpointInvalid) {
-		return nil, err
+// will be restored from the start of its changelog. A memory store has
+// none: it is restored from the start every time (and a RocksDB store
+// left in dir by an earlier run is removed).
+func openTaskStore(dir, name, changelog string, partition int32, res *state.RocksResources, memory bool) (*taskStore, error) {
+	t := &taskStore{name: name, dir: dir, changelog: changelog, partition: partition, checkpoint: -1, flight: -1, memory: memory}
+	if !memory {
+		cp, err := state.ReadCheckpoint(t.checkpointPath())
+		if off, ok := cp[t.checkpointKey()]; err == nil && ok {
+			t.checkpoint = off
+		} else if err != nil && !errors.Is(err, state.ErrCheckpointInvalid) {
+			return nil, err
+		}
 	}
 	t.applied = t.checkpoint
 	if t.checkpoint < 0 {
@@ -78,6 +85,14 @@ func openTaskStore(dir, name, changelog string, partition int32, res *state.Rock
 }
 
 func (t *taskStore) open(res *state.RocksResources) error {
+	if t.memory {
+		// Reads of a memory store cost what a cache lookup would, and
+		// every key it holds is in it: no cache, no key filter.
+		m := state.NewMemory()
+		t.base, t.ov = m, state.NewOverlay(m)
+		t.ov.SetCacheEntries(0)
+		return nil
+	}
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return err
 	}
@@ -102,6 +117,9 @@ func (t *taskStore) open(res *state.RocksResources) error {
 // lookup of a key it never held costs no RocksDB read: for a store whose
 // lookups are mostly of new keys (distinct values).
 func (t *taskStore) filterKeys() error {
+	if t.memory {
+		return nil
+	}
 	t.filtered = true
 	return t.ov.FilterKeys(0)
 }
@@ -112,6 +130,9 @@ func (t *taskStore) filterKeys() error {
 // queries, which read it committed) or whose keys it reads about once
 // (distinct values).
 func (t *taskStore) cacheNothing() {
+	if t.memory {
+		return
+	}
 	t.uncached = true
 	t.ov.SetCacheEntries(0)
 }
@@ -201,7 +222,7 @@ func (t *taskStore) sync() error {
 // how far it has applied the changelog (a transaction still being
 // applied is not covered: see commit).
 func (t *taskStore) writeCheckpoint() error {
-	if t.applied <= t.checkpoint {
+	if t.applied <= t.checkpoint || t.memory {
 		return nil
 	}
 	if err := t.ov.FlushApplied(); err != nil {

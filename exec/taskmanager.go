@@ -332,7 +332,7 @@ func (tm *taskManager) open(t *Task) error {
 				if env.stores[s.Name] != nil {
 					continue
 				}
-				ts, err := openTaskStore(filepath.Join(dir, s.Name), s.Name, s.Changelog, t.id.Partition, tm.q.cfg.RocksResources)
+				ts, err := openTaskStore(filepath.Join(dir, s.Name), s.Name, s.Changelog, t.id.Partition, tm.q.cfg.RocksResources, tm.q.cfg.MemoryStores)
 				if err != nil {
 					tm.release(t)
 					return fmt.Errorf("opening store %s: %w", filepath.Join(dir, s.Name), err)

@@ -133,7 +133,7 @@ func (r *topNRun) open() {
 			r.t.Fatal(err)
 		}
 	}
-	st, err := openTaskStore(r.t.TempDir(), "TOPN", "cl", 0, nil)
+	st, err := openTaskStore(r.t.TempDir(), "TOPN", "cl", 0, nil, false)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func diffLines(got, want []string) string {
 // A column the Top-N does not keep is NULL in the rows it emits from its
 // state; the row being added comes whole.
 func TestTopNKeptColumns(t *testing.T) {
-	st, err := openTaskStore(t.TempDir(), "TOPN", "cl", 0, nil)
+	st, err := openTaskStore(t.TempDir(), "TOPN", "cl", 0, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func BenchmarkTopNLayouts(b *testing.B) {
 	}{{"top10", 10, nil}, {"dedup", 1, []int{}}} {
 		for _, binary := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/binary=%v", c.name, binary), func(b *testing.B) {
-				st, err := openTaskStore(b.TempDir(), "TOPN", "cl", 0, nil)
+				st, err := openTaskStore(b.TempDir(), "TOPN", "cl", 0, nil, false)
 				if err != nil {
 					b.Fatal(err)
 				}

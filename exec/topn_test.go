@@ -73,7 +73,7 @@ func topNFixture(t testing.TB, n int64, table bool) (*topNOp, *collect, *taskSto
 	if table {
 		spec.RowKey = []int{1}
 	}
-	st, err := openTaskStore(t.TempDir(), "TOPN", "cl", 0, nil)
+	st, err := openTaskStore(t.TempDir(), "TOPN", "cl", 0, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ var configKeys = map[string]string{
 	"ksql.streams.num.stream.threads":                  "num-stream-threads",
 	"ksql.streams.processing.guarantee":                "processing-guarantee",
 	"ksql.streams.commit.interval.ms":                  "commit-interval-ms",
+	"ksql.streams.default.dsl.store":                   "default-dsl-store",
 	"ksql.streams.transaction.timeout.ms":              "transaction-timeout-ms",
 	"ksql.streams.producer.transaction.timeout.ms":     "transaction-timeout-ms",
 	"ksql.streams.num.standby.replicas":                "num-standby-replicas",

@@ -49,6 +49,7 @@ func runServer(args []string) int {
 	memoryLimit := stringFlag(fs, "memory-limit", "", "one memory budget for the server, e.g. 2GiB: sets the Go runtime's soft limit and sizes the RocksDB block cache, memtables and the state value cache inside it (those flags, when given, still win); empty: no limit, the caches at their own defaults")
 	threads := intFlag(fs, "num-stream-threads", 1, "stream threads per persistent query (a query's SET 'num.stream.threads' overrides it)")
 	guarantee := stringFlag(fs, "processing-guarantee", "exactly_once_v2", "persistent queries' default processing guarantee: exactly_once_v2, or at_least_once (no transactions: lower latency, records may be processed twice after a failure); a query's SET 'processing.guarantee' overrides it")
+	dslStore := stringFlag(fs, "default-dsl-store", "rocksDB", "where persistent queries keep their state stores (Kafka Streams' default.dsl.store): rocksDB (on disk; restarts restore only what changed) or in_memory (in the heap: less CPU per record, but every start restores each store from the start of its changelog, and all state must fit in memory); a query's SET 'default.dsl.store' overrides it")
 	commitMs := intFlag(fs, "commit-interval-ms", 100, "how often persistent queries commit, in ms (Kafka Streams' commit.interval.ms); a query's SET 'commit.interval.ms' overrides it")
 	txnTimeoutMs := intFlag(fs, "transaction-timeout-ms", int(engine.DefaultTransactionTimeout.Milliseconds()), "persistent queries' transaction timeout under exactly-once, in ms (Kafka Streams' transaction.timeout.ms, 10 s under exactly-once): an instance that dies with a transaction open holds back readers of what it wrote (read_committed) for at most this long, less if it restarts first; a query's SET 'transaction.timeout.ms' overrides it")
 	standbys := intFlag(fs, "num-standby-replicas", 0, "standby replicas of each stateful task (Kafka Streams' num.standby.replicas): other instances keep a hot copy of its state from the changelog, so that it moves or fails over without a long restore; a query's SET 'num.standby.replicas' overrides it")
@@ -202,6 +203,15 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --processing-guarantee must be exactly_once_v2 or at_least_once, not %q\n", *guarantee)
 		return 2
 	}
+	var memoryStores bool
+	switch strings.ToLower(*dslStore) {
+	case "rocksdb", "rocks_db":
+	case "in_memory":
+		memoryStores = true
+	default:
+		fmt.Fprintf(os.Stderr, "sqlstreams: --default-dsl-store must be rocksDB or in_memory, not %q\n", *dslStore)
+		return 2
+	}
 	if *commitMs < 1 || *commitMs > 3600*1000 {
 		fmt.Fprintf(os.Stderr, "sqlstreams: --commit-interval-ms must be from 1 to 3600000, not %d\n", *commitMs)
 		return 2
@@ -238,7 +248,7 @@ func runServer(args []string) int {
 		kafkaAddr: *kafkaAddr, kafkaAdvertise: *kafkaAdvertise, kafkaSecurity: kafkaSecurity, kafkaFsync: fsyncMode, serviceID: *serviceID, instanceID: *instanceID,
 		blockCache: cacheBytes, writeBuffers: bufferBytes, valueCache: valueBytes,
 		rest: restFlags.settings(), internal: intFlags, pgOpts: pgOpts, headless: headless, threads: *threads,
-		registry: regSettings, settings: settings, properties: file.defaults, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, commitInterval: time.Duration(*commitMs) * time.Millisecond,
+		registry: regSettings, settings: settings, properties: file.defaults, omitLogRows: !*logRows, drainTimeout: drain, processingLog: plog, fetchMaxBytes: fetchMax, maxTxnRecords: maxTxn, atLeastOnce: atLeastOnce, memoryStores: memoryStores, commitInterval: time.Duration(*commitMs) * time.Millisecond,
 		txnTimeout: time.Duration(*txnTimeoutMs) * time.Millisecond,
 		leaveGroup: *leaveGroup, standbys: *standbys, recoveryLag: int64(*recoveryLag), probing: time.Duration(*probingMs) * time.Millisecond,
 	}); err != nil {
@@ -275,6 +285,7 @@ type serverConfig struct {
 	fetchMaxBytes                                               int32
 	maxTxnRecords                                               int
 	atLeastOnce                                                 bool
+	memoryStores                                                bool
 	commitInterval                                              time.Duration
 	txnTimeout                                                  time.Duration
 }
@@ -341,7 +352,7 @@ func serve(ctx context.Context, log *slog.Logger, cfg serverConfig) error {
 		Kafka: kp, ServiceID: cfg.serviceID, InstanceID: instance, Logger: log,
 		StateDir: filepath.Join(cfg.dataDir, "state"), RocksResources: rocks, Metrics: reg, Headless: cfg.headless,
 		Threads: cfg.threads, Schemas: schemas, Settings: cfg.settings, Properties: cfg.properties, ProcessingLogOmitRows: cfg.omitLogRows, ProcessingLog: cfg.processingLog, FetchMaxBytes: cfg.fetchMaxBytes, MaxTxnRecords: cfg.maxTxnRecords,
-		AtLeastOnce: cfg.atLeastOnce, CommitInterval: cfg.commitInterval, CheckKafka: !embedded, TransactionTimeout: cfg.txnTimeout,
+		AtLeastOnce: cfg.atLeastOnce, MemoryStores: cfg.memoryStores, CommitInterval: cfg.commitInterval, CheckKafka: !embedded, TransactionTimeout: cfg.txnTimeout,
 		LeaveGroupOnClose: cfg.leaveGroup, StandbyReplicas: cfg.standbys, AcceptableRecoveryLag: recoveryLag(cfg.recoveryLag), ProbingInterval: cfg.probing,
 		Endpoint: endpoint, PGEndpoint: advertisedEndpoint("", cfg.pgAddr),
 		ForwardClient: fwd.client, ForwardUser: fwd.user, ForwardPassword: fwd.password,
