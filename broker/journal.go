@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -41,7 +42,7 @@ const journalFile = "txn-commit-journal.jsonl"
 const journalMaxBytes = 8 << 20
 
 type journalEntry struct {
-	Type    string          `json:"t"` // "offsets" or "commit"
+	Type    string          `json:"t"` // "offsets", "commit" or "begin"
 	PID     int64           `json:"pid"`
 	Epoch   int16           `json:"epoch"`
 	Group   string          `json:"group,omitempty"`
@@ -104,21 +105,90 @@ func openJournal(dir string) (*journal, error) {
 	return &journal{path: path, f: f, last: map[int64][]journalEntry{}}, nil
 }
 
+// journalState is what the journal's entries, in order, say of each
+// (producer ID, epoch). That pair names one transaction for clients that
+// bump the epoch at every EndTxn (KIP-890: EndTxn v5, franz-go's), but
+// every transaction of a producer session for older clients (Kafka's
+// Java clients before 4.0, librdkafka): for those a "begin" entry, the
+// producer's AddPartitionsToTxn or AddOffsetsToTxn after a journaled
+// commit (sent only once that EndTxn has ended), says the commit ended
+// and that what follows is a new transaction.
+type journalState struct {
+	// committing holds the pairs whose transaction open at the crash had
+	// asked to commit: its markers may be missing on some partitions.
+	committing map[pidEpoch]bool
+	// offsets holds, in journal order, the TxnOffsetCommit entries of
+	// transactions that asked to commit, never those of a transaction
+	// that had not (the offsets are applied where the pair committed).
+	offsets []journalEntry
+}
+
+// foldJournal reads entries in order into a journalState.
+func foldJournal(entries []journalEntry) journalState {
+	st := journalState{committing: map[pidEpoch]bool{}}
+	pending := map[pidEpoch][]int{} // indices of the open transaction's offsets
+	var asked []int
+	for i, e := range entries {
+		k := pidEpoch{e.PID, e.Epoch}
+		switch e.Type {
+		case "offsets":
+			pending[k] = append(pending[k], i)
+		case "commit":
+			st.committing[k] = true
+			asked = append(asked, pending[k]...)
+			delete(pending, k)
+		case "begin":
+			delete(st.committing, k)
+			delete(pending, k)
+		}
+	}
+	slices.Sort(asked)
+	for _, i := range asked {
+		st.offsets = append(st.offsets, entries[i])
+	}
+	return st
+}
+
 func (j *journal) append(e journalEntry) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.last[e.PID] = append(j.last[e.PID], e)
-	if e.Type == "commit" {
-		// Entries of a producer before its latest commit are settled
-		// once that commit is: keep the latest transaction only.
-		keep := j.last[e.PID][:0]
-		for _, x := range j.last[e.PID] {
-			if x.Epoch >= e.Epoch {
-				keep = append(keep, x)
+	j.appendLocked(e)
+}
+
+// begin journals that producer pid (at epoch) begins a transaction, if
+// its newest entry is a commit at the same epoch: only then does the
+// entry say something (see journalState).
+func (j *journal) begin(pid int64, epoch int16) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	es := j.last[pid]
+	if len(es) == 0 {
+		return
+	}
+	if last := es[len(es)-1]; last.Type != "commit" || last.Epoch != epoch {
+		return
+	}
+	j.appendLocked(journalEntry{Type: "begin", PID: pid, Epoch: epoch})
+}
+
+func (j *journal) appendLocked(e journalEntry) {
+	// j.last keeps what compaction must keep of a producer: its current
+	// transaction's entries. A commit settles the entries before its
+	// own transaction's, a begin everything before it.
+	es := j.last[e.PID]
+	switch e.Type {
+	case "commit":
+		from := 0
+		for i, x := range es {
+			if x.Type == "commit" || x.Type == "begin" || x.Epoch != e.Epoch {
+				from = i + 1
 			}
 		}
-		j.last[e.PID] = keep
+		es = es[from:]
+	case "begin":
+		es = es[:0]
 	}
+	j.last[e.PID] = append(es, e)
 	b, err := json.Marshal(e)
 	if err != nil {
 		return
@@ -177,6 +247,23 @@ func (j *journal) watch(c *kfake.Cluster) {
 			}
 		}
 		j.append(e)
+		return nil, nil, false
+	})
+	c.ControlKey(int16(kmsg.AddPartitionsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r := req.(*kmsg.AddPartitionsToTxnRequest)
+		if r.Version <= 3 {
+			j.begin(r.ProducerID, r.ProducerEpoch)
+		}
+		for _, t := range r.Transactions {
+			j.begin(t.ProducerID, t.ProducerEpoch)
+		}
+		return nil, nil, false
+	})
+	c.ControlKey(int16(kmsg.AddOffsetsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r := req.(*kmsg.AddOffsetsToTxnRequest)
+		j.begin(r.ProducerID, r.ProducerEpoch)
 		return nil, nil, false
 	})
 	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {

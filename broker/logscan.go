@@ -133,11 +133,7 @@ func scanDataDir(dir string, restoreProducers bool, journal []journalEntry, log 
 	if _, err := os.Stat(filepath.Join(dir, cleanMarkerFile)); err == nil {
 		rep.Clean = true
 	}
-	for _, e := range journal {
-		if e.Type == "commit" {
-			sc.commit[pidEpoch{e.PID, e.Epoch}] = true
-		}
-	}
+	sc.commit = foldJournal(journal).committing
 
 	pdirs, err := os.ReadDir(filepath.Join(dir, kfakePartitionsDir))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

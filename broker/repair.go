@@ -243,12 +243,8 @@ func (b *Broker) repairCrashedTxns(ctx context.Context, journal []journalEntry) 
 	// written now, after kfake took the transaction for aborted at load,
 	// would not make its records visible), so this is a fallback for a
 	// partition the scan could not write to.
-	wantsCommit := map[pidEpoch]bool{}
-	for _, e := range journal {
-		if e.Type == "commit" {
-			wantsCommit[pidEpoch{e.PID, e.Epoch}] = true
-		}
-	}
+	js := foldJournal(journal)
+	wantsCommit := js.committing
 	for _, d := range candidates {
 		switch {
 		case live[topicPartition{d.Topic, d.Partition}][d.ProducerID]:
@@ -283,7 +279,7 @@ func (b *Broker) repairCrashedTxns(ctx context.Context, journal []journalEntry) 
 	for _, td := range topics {
 		names[hex.EncodeToString(td.ID[:])] = td.Topic
 	}
-	if err := b.applyJournalOffsets(ctx, journal, committed, names); err != nil {
+	if err := b.applyJournalOffsets(ctx, js, committed, names); err != nil {
 		return err
 	}
 
@@ -595,10 +591,10 @@ func (b *Broker) verify(ctx context.Context, aborted, live []danglingTxn) error 
 // offsets the journal says it committed, where its group's committed
 // offsets are behind them (kfake applies them after writing markers, so a
 // crash can lose them).
-func (b *Broker) applyJournalOffsets(ctx context.Context, journal []journalEntry, committed map[pidEpoch]bool, topicNames map[string]string) error {
+func (b *Broker) applyJournalOffsets(ctx context.Context, js journalState, committed map[pidEpoch]bool, topicNames map[string]string) error {
 	byGroup := map[string]kadm.Offsets{}
-	for _, e := range journal {
-		if e.Type != "offsets" || !committed[pidEpoch{e.PID, e.Epoch}] {
+	for _, e := range js.offsets {
+		if !committed[pidEpoch{e.PID, e.Epoch}] {
 			continue
 		}
 		offs := byGroup[e.Group]
