@@ -164,7 +164,8 @@ func explainMismatch(t *testing.T, ctx context.Context, s *testserver.Server, wa
 	}
 	marks := []string{"repair", "completed a commit", "offset of a transaction", "offsets of a committed",
 		"committed a transaction", "aborted a transaction", "records will be reprocessed", "ahead of the committed",
-		"restored", "task waits", "ERROR"}
+		"restored", "task waits", "ERROR", "without a running task", "produce failed", "stream thread failed",
+		"persistent query started", "revoked", "WARN"}
 	for _, l := range strings.Split(s.Log(), "\n") {
 		for _, m := range marks {
 			if strings.Contains(l, m) {
