@@ -610,6 +610,11 @@ func (b *Broker) applyJournalOffsets(ctx context.Context, js journalState, commi
 			if topic == "" {
 				continue // the topic is gone
 			}
+			if have, ok := offs.Lookup(topic, o.Partition); ok && have.At >= o.Offset {
+				// The larger wins: the journal keeps each producer's
+				// order, not the order between producers (compactLocked).
+				continue
+			}
 			offs.Add(kadm.Offset{Topic: topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
 		}
 	}
