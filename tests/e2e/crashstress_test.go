@@ -31,97 +31,159 @@ func TestAggregateRandomCrashes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	s, in := startByAuction(t, ctx)
+	for round := 0; round < rounds; round++ {
+		in.produce(3000 + rand.IntN(6000))
+		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond)
+		crashAndRestart(t, s)
+		in.kc.ForceMetadataRefresh()
+	}
+	in.produce(1000)
+	in.checkInput(s.KafkaAddr)
+
+	conn := connect(t, ctx, s)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		got := map[int64]auctionAgg{}
+		for _, r := range rows(t, ctx, conn, "SELECT auction, n, total, top FROM byauction") {
+			k, a := parseAuctionAgg(r)
+			got[k] = a
+		}
+		bad, diffs := in.diff(got)
+		if bad == 0 {
+			t.Logf("%d records over %d crashes: the table equals the batch GROUP BY", in.seq, rounds)
+			return
+		}
+		if time.Now().After(deadline) {
+			explainMismatch(t, ctx, s, in.counts())
+			t.Fatalf("%d of %d groups differ: %s", bad, len(in.want), strings.Join(diffs, "; "))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// startByAuction starts a server with the crash tests' query: a stream
+// of bids (4 partitions, keyed by bidder) and a GROUP BY of them by
+// auction, which repartitions.
+func startByAuction(t *testing.T, ctx context.Context) (*testserver.Server, *auctionBids) {
 	s := startServer(t)
 	conn := connect(t, ctx, s)
 	exec1(t, ctx, conn, `CREATE STREAM bids (bidder VARCHAR KEY, auction BIGINT, price BIGINT)
   WITH (KAFKA_TOPIC='bids', VALUE_FORMAT='JSON', PARTITIONS=4)`)
-	exec1(t, ctx, conn, `CREATE TABLE byauction AS SELECT auction, COUNT(*) AS n, SUM(price) AS total
+	exec1(t, ctx, conn, `CREATE TABLE byauction AS SELECT auction, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top
   FROM bids GROUP BY auction EMIT CHANGES`)
-	kc, err := kgo.NewClient(kgo.SeedBrokers(s.KafkaAddr), kgo.DefaultProduceTopic("bids"), kgo.ProducerLinger(5*time.Millisecond))
+	return s, newAuctionBids(t, ctx, s.KafkaAddr)
+}
+
+// auctionBids is the crash tests' input and the batch GROUP BY of it:
+// bid seq goes to auction seq·7919 mod 997 at price seq mod 1000 + 1,
+// keyed by one of 113 bidders, its value JSON with its SEQ.
+type auctionBids struct {
+	t    *testing.T
+	ctx  context.Context
+	kc   *kgo.Client
+	seq  int
+	want map[int64]*auctionAgg
+}
+
+// auctionAgg is an auction's COUNT(*), SUM(price) and MAX(price).
+type auctionAgg struct{ n, total, top int64 }
+
+func newAuctionBids(t *testing.T, ctx context.Context, addr string) *auctionBids {
+	kc, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("bids"), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer kc.Close()
-	type agg struct{ n, total int64 }
-	want := map[int64]*agg{}
-	seq := 0
-	produce := func(count int) {
-		recs := make([]*kgo.Record, 0, count)
-		for i := 0; i < count; i++ {
-			auction := int64(seq*7919) % 997
-			price := int64(seq%1000 + 1)
-			a := want[auction]
-			if a == nil {
-				a = &agg{}
-				want[auction] = a
-			}
-			a.n++
-			a.total += price
-			recs = append(recs, &kgo.Record{Key: []byte("b" + strconv.Itoa(seq%113)),
-				Value: fmt.Appendf(nil, `{"AUCTION":%d,"PRICE":%d,"SEQ":%d}`, auction, price, seq)})
-			seq++
-		}
-		if err := kc.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatalf("producing: %v", err)
-		}
-	}
-	for round := 0; round < rounds; round++ {
-		produce(3000 + rand.IntN(6000))
-		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond)
-		crashAndRestart(t, s)
-		kc.ForceMetadataRefresh()
-	}
-	produce(1000)
+	t.Cleanup(kc.Close)
+	return &auctionBids{t: t, ctx: ctx, kc: kc, want: map[int64]*auctionAgg{}}
+}
 
-	stored := map[int64]bool{}
-	for _, v := range readCommittedValues(t, ctx, s.KafkaAddr, "bids") {
+// produce writes the next count bids.
+func (b *auctionBids) produce(count int) {
+	b.t.Helper()
+	recs := make([]*kgo.Record, 0, count)
+	for i := 0; i < count; i++ {
+		auction := int64(b.seq*7919) % 997
+		price := int64(b.seq%1000 + 1)
+		a := b.want[auction]
+		if a == nil {
+			a = &auctionAgg{}
+			b.want[auction] = a
+		}
+		a.n++
+		a.total += price
+		a.top = max(a.top, price)
+		recs = append(recs, &kgo.Record{Key: []byte("b" + strconv.Itoa(b.seq%113)),
+			Value: fmt.Appendf(nil, `{"AUCTION":%d,"PRICE":%d,"SEQ":%d}`, auction, price, b.seq)})
+		b.seq++
+	}
+	if err := b.kc.ProduceSync(b.ctx, recs...).FirstErr(); err != nil {
+		b.t.Fatalf("producing: %v", err)
+	}
+}
+
+// checkInput fails the test unless the input topic holds exactly what
+// was produced, each record once: the producer's retries across the
+// crashes are not stored twice (the embedded broker restores
+// idempotent-producer state after a crash).
+func (b *auctionBids) checkInput(addr string) {
+	b.t.Helper()
+	stored := make(map[int64]bool, b.seq)
+	for _, v := range readCommittedValues(b.t, b.ctx, addr, "bids") {
 		var r struct{ Seq int64 }
 		if err := json.Unmarshal(v.value, &r); err != nil {
-			t.Fatalf("input %s: %v", v.value, err)
+			b.t.Fatalf("input %s: %v", v.value, err)
 		}
 		if stored[r.Seq] {
-			t.Fatalf("input record SEQ %d is stored twice", r.Seq)
+			b.t.Fatalf("input record SEQ %d is stored twice", r.Seq)
 		}
 		stored[r.Seq] = true
 	}
-	if len(stored) != seq {
-		t.Fatalf("the input topic holds %d records for %d produced", len(stored), seq)
+	if len(stored) != b.seq {
+		b.t.Fatalf("the input topic holds %d records for %d produced", len(stored), b.seq)
 	}
-	conn = connect(t, ctx, s)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		bad := 0
-		got := map[int64]agg{}
-		for _, r := range rows(t, ctx, conn, "SELECT auction, n, total FROM byauction") {
-			f := strings.Split(r, "|")
-			k, _ := strconv.ParseInt(f[0], 10, 64)
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			sum, _ := strconv.ParseInt(f[2], 10, 64)
-			got[k] = agg{n, sum}
+}
+
+// diff counts the groups of got that differ from the batch GROUP BY (or
+// are missing or extra), and describes up to ten.
+func (b *auctionBids) diff(got map[int64]auctionAgg) (int, []string) {
+	bad := 0
+	var diffs []string
+	note := func(format string, args ...any) {
+		if bad++; len(diffs) < 10 {
+			diffs = append(diffs, fmt.Sprintf(format, args...))
 		}
-		var diffs []string
-		for k, w := range want {
-			if got[k] != *w {
-				bad++
-				if len(diffs) < 10 {
-					diffs = append(diffs, fmt.Sprintf("auction %d: got %+v want %+v", k, got[k], *w))
-				}
-			}
-		}
-		if bad == 0 && len(got) == len(want) {
-			t.Logf("%d records over %d crashes: the table equals the batch GROUP BY", seq, rounds)
-			return
-		}
-		if time.Now().After(deadline) {
-			wantN := map[int64]int64{}
-			for k, w := range want {
-				wantN[k] = w.n
-			}
-			explainMismatch(t, ctx, s, wantN)
-			t.Fatalf("%d of %d groups differ: %s", bad, len(want), strings.Join(diffs, "; "))
-		}
-		time.Sleep(time.Second)
 	}
+	for k, w := range b.want {
+		if g, ok := got[k]; !ok || g != *w {
+			note("auction %d: got %+v, want %+v", k, g, *w)
+		}
+	}
+	for k, g := range got {
+		if b.want[k] == nil {
+			note("auction %d: got %+v, want none", k, g)
+		}
+	}
+	return bad, diffs
+}
+
+// counts is each auction's expected COUNT(*).
+func (b *auctionBids) counts() map[int64]int64 {
+	out := make(map[int64]int64, len(b.want))
+	for k, w := range b.want {
+		out[k] = w.n
+	}
+	return out
+}
+
+// parseAuctionAgg parses a row "auction|n|total|top".
+func parseAuctionAgg(row string) (int64, auctionAgg) {
+	f := strings.Split(row, "|")
+	var v [4]int64
+	for i := range min(len(f), 4) {
+		v[i], _ = strconv.ParseInt(f[i], 10, 64)
+	}
+	return v[0], auctionAgg{v[1], v[2], v[3]}
 }
 
 // explainMismatch logs what tells where a GROUP BY's counts went wrong
