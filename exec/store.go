@@ -86,11 +86,14 @@ func openTaskStore(dir, name, changelog string, partition int32, res *state.Rock
 
 func (t *taskStore) open(res *state.RocksResources) error {
 	if t.memory {
-		// Reads of a memory store cost what a cache lookup would, and
-		// every key it holds is in it: no cache, no key filter.
+		// Reads of a memory store cost what a cache lookup would: no
+		// cache. The key filter still saves a seek per absent key.
 		m := state.NewMemory()
 		t.base, t.ov = m, state.NewOverlay(m)
 		t.ov.SetCacheEntries(0)
+		if t.filtered {
+			return t.ov.FilterKeys(0)
+		}
 		return nil
 	}
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
@@ -117,9 +120,6 @@ func (t *taskStore) open(res *state.RocksResources) error {
 // lookup of a key it never held costs no RocksDB read: for a store whose
 // lookups are mostly of new keys (distinct values).
 func (t *taskStore) filterKeys() error {
-	if t.memory {
-		return nil
-	}
 	t.filtered = true
 	return t.ov.FilterKeys(0)
 }
