@@ -64,11 +64,7 @@ func TestAggregateExactlyOnceAcrossCrashes(t *testing.T) {
 	conn := connect(t, ctx, s)
 	deadline := time.Now().Add(40 * time.Second)
 	for {
-		got := map[int64]auctionAgg{}
-		for _, r := range rows(t, ctx, conn, "SELECT auction, n, total, top FROM byauction") {
-			k, a := parseAuctionAgg(r)
-			got[k] = a
-		}
+		got := pullByAuction(t, ctx, conn)
 		late := time.Now().After(deadline)
 		if check("pull query", got, !late) {
 			break
