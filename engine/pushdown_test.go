@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sqlstreams/sqlstreams/engine"
@@ -72,6 +73,8 @@ func TestFilterPushdownUpgrade(t *testing.T) {
 	eng.Close()
 	eng = open()
 	if got := pushed(eng); got != "map[NEW_J:true OLD_J:false]" {
+		// Seen once in CI: the replay missed new_j's command.
+		dumpCommandTopic(t, ctx, brokers, "sqlstreams_command_topic")
 		t.Fatalf("after a restart, queries filtering before the join: %s", got)
 	}
 	// 10 stops passing, 11 starts.
@@ -86,4 +89,41 @@ func TestFilterPushdownUpgrade(t *testing.T) {
 		t.Fatalf("after CREATE OR REPLACE, queries filtering before the join: %s", got)
 	}
 	eng.Close()
+}
+
+// dumpCommandTopic logs every record of the command topic, read
+// uncommitted with the markers, and its last stable offset and high
+// watermark: what a replay that missed a command read from.
+func dumpCommandTopic(t *testing.T, ctx context.Context, brokers []string, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	lso, err1 := adm.ListCommittedOffsets(ctx, topic)
+	hwm, err2 := adm.ListEndOffsets(ctx, topic)
+	l, _ := lso.Lookup(topic, 0)
+	h, _ := hwm.Lookup(topic, 0)
+	t.Logf("%s: last stable offset %d, high watermark %d (%v %v)", topic, l.Offset, h.Offset, err1, err2)
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for next := int64(0); next < h.Offset; {
+		fs := cl.PollFetches(dctx)
+		if dctx.Err() != nil {
+			return
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			v := string(r.Value)
+			if len(v) > 80 {
+				v = v[:80]
+			}
+			t.Logf("  %d: control %v txn %v producer %d/%d key %x value %s", r.Offset, r.Attrs.IsControl(), r.Attrs.IsTransactional(),
+				r.ProducerID, r.ProducerEpoch, r.Key, v)
+			next = r.Offset + 1
+		})
+	}
 }
