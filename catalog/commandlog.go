@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -93,10 +94,13 @@ type CommandLog struct {
 	topic string
 	kp    kafka.Profile // for explaining the broker's refusals
 	txnID string
-	cl    *kgo.Client // transactional producer and admin
-	adm   *kadm.Client
-	rd    *kgo.Client // read_committed reader, control records kept
-	pos   int64       // the reader's position: offset after the last record it returned
+	// mu guards cl and adm, which renewProducer replaces (Append
+	// runs one at a time; EndOffset may run beside it).
+	mu  sync.Mutex
+	cl  *kgo.Client // transactional producer and admin
+	adm *kadm.Client
+	rd  *kgo.Client // read_committed reader, control records kept
+	pos int64       // the reader's position: offset after the last record it returned
 }
 
 // OpenCommandLog connects to the brokers and creates the command topic
@@ -109,13 +113,7 @@ func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kp.NewClient(
-		kgo.TransactionalID(commandTransactionalID(topic, instanceID)),
-		kgo.TransactionTimeout(10*time.Second),
-		kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(0),
-	)
+	cl, err := newCommandProducer(kp, topic, commandTransactionalID(topic, instanceID))
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +147,25 @@ func OpenCommandLog(ctx context.Context, kp kafka.Profile, serviceID, instanceID
 	}
 	return &CommandLog{topic: topic, kp: kp, txnID: commandTransactionalID(topic, instanceID), cl: cl, adm: adm, rd: rd}, nil
 }
+
+// newCommandProducer returns the transactional producer (and admin
+// client) of a command log.
+func newCommandProducer(kp kafka.Profile, topic, txnID string) (*kgo.Client, error) {
+	return kp.NewClient(
+		kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(commandTxnTimeout),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0),
+	)
+}
+
+// commandTxnTimeout is the command producer's transaction timeout.
+const commandTxnTimeout = 10 * time.Second
+
+// decideWait is how long Append waits for the broker to decide a
+// command's committed transaction (tests shorten it).
+var decideWait = commandTxnTimeout
 
 func ptr(s string) *string { return &s }
 
@@ -184,7 +201,10 @@ func (l *CommandLog) Topic() string { return l.topic }
 // EndOffset returns the command topic's last stable offset: every
 // command below it is decided (committed or aborted).
 func (l *CommandLog) EndOffset(ctx context.Context) (int64, error) {
-	offs, err := l.adm.ListCommittedOffsets(ctx, l.topic)
+	l.mu.Lock()
+	adm := l.adm
+	l.mu.Unlock()
+	offs, err := adm.ListCommittedOffsets(ctx, l.topic)
 	if err != nil {
 		return 0, l.explain(err, kafka.Describe)
 	}
@@ -267,7 +287,64 @@ func (l *CommandLog) Append(ctx context.Context, c Command) (int64, error) {
 		// and a new one starts from a clean sequence.
 		off, err = l.appendOnce(ctx, b)
 	}
+	if errors.Is(err, errCommitLeftOpen) {
+		// A new producer fences the transaction the old one left
+		// open (the broker aborts it), and the command is written
+		// again.
+		if rerr := l.renewProducer(); rerr != nil {
+			return 0, fmt.Errorf("%w; renewing the producer: %w", err, rerr)
+		}
+		off, err = l.appendOnce(ctx, b)
+	}
 	return off, l.explain(err, kafka.Write)
+}
+
+// errCommitLeftOpen says a command's transaction was still open after
+// the producer reported it committed.
+var errCommitLeftOpen = errors.New("the command's transaction was still open after its commit")
+
+// renewProducer replaces the transactional producer with a new one of
+// the same transactional ID: its first transaction fences the old one's.
+func (l *CommandLog) renewProducer() error {
+	cl, err := newCommandProducer(l.kp, l.topic, l.txnID)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	old := l.cl
+	l.cl, l.adm = cl, kadm.NewClient(cl)
+	l.mu.Unlock()
+	old.Close()
+	return nil
+}
+
+// awaitDecided waits until the last stable offset passes off, the offset
+// of a command whose transaction the producer reported committed:
+// the broker has decided it. It returns errCommitLeftOpen when that has
+// not happened within the transaction timeout. (franz-go's
+// EndTransaction was seen to return nil with the transaction still open
+// on the broker, under the race detector on a loaded machine: the commit
+// never reached the broker, and a later start of this instance, fencing
+// the producer, aborted the command after its query had run.)
+func (l *CommandLog) awaitDecided(ctx context.Context, off int64) error {
+	deadline := time.Now().Add(decideWait)
+	for wait := time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		end, err := l.EndOffset(ctx)
+		if err != nil {
+			return err
+		}
+		if end > off {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errCommitLeftOpen
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // explain explains a refusal of op on the command topic (or of WRITE on
@@ -280,17 +357,23 @@ func (l *CommandLog) explain(err error, op kafka.Operation) error {
 
 // appendOnce writes one command in a transaction of its own.
 func (l *CommandLog) appendOnce(ctx context.Context, b []byte) (int64, error) {
-	if err := l.cl.BeginTransaction(); err != nil {
+	l.mu.Lock()
+	cl := l.cl
+	l.mu.Unlock()
+	if err := cl.BeginTransaction(); err != nil {
 		return 0, err
 	}
-	res := l.cl.ProduceSync(ctx, &kgo.Record{Topic: l.topic, Partition: 0, Value: b})
+	res := cl.ProduceSync(ctx, &kgo.Record{Topic: l.topic, Partition: 0, Value: b})
 	rec, perr := res.First()
 	commit := kgo.TransactionEndTry(perr == nil)
-	if err := l.cl.EndTransaction(ctx, commit); err != nil {
+	if err := cl.EndTransaction(ctx, commit); err != nil {
 		return 0, fmt.Errorf("committing command: %w", err)
 	}
 	if perr != nil {
 		return 0, fmt.Errorf("writing command: %w", perr)
+	}
+	if err := l.awaitDecided(ctx, rec.Offset); err != nil {
+		return 0, err
 	}
 	return rec.Offset, nil
 }
@@ -298,5 +381,7 @@ func (l *CommandLog) appendOnce(ctx context.Context, b []byte) (int64, error) {
 // Close releases the log's clients.
 func (l *CommandLog) Close() {
 	l.rd.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.cl.Close()
 }
