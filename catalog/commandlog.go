@@ -287,6 +287,10 @@ func (l *CommandLog) Append(ctx context.Context, c Command) (int64, error) {
 		// and a new one starts from a clean sequence.
 		off, err = l.appendOnce(ctx, b)
 	}
+	if errors.Is(err, errCommitAborted) {
+		// Nothing of it is in the log: write it again.
+		off, err = l.appendOnce(ctx, b)
+	}
 	if errors.Is(err, errCommitLeftOpen) {
 		// A new producer fences the transaction the old one left
 		// open (the broker aborts it), and the command is written
@@ -299,9 +303,12 @@ func (l *CommandLog) Append(ctx context.Context, c Command) (int64, error) {
 	return off, l.explain(err, kafka.Write)
 }
 
-// errCommitLeftOpen says a command's transaction was still open after
-// the producer reported it committed.
-var errCommitLeftOpen = errors.New("the command's transaction was still open after its commit")
+// errCommitLeftOpen and errCommitAborted say a command's transaction
+// was still open, or aborted, after the producer reported it committed.
+var (
+	errCommitLeftOpen = errors.New("the command's transaction was still open after its commit")
+	errCommitAborted  = errors.New("the command's transaction was aborted, though the producer reported it committed")
+)
 
 // renewProducer replaces the transactional producer with a new one of
 // the same transactional ID: its first transaction fences the old one's.
@@ -318,15 +325,15 @@ func (l *CommandLog) renewProducer() error {
 	return nil
 }
 
-// awaitDecided waits until the last stable offset passes off, the offset
-// of a command whose transaction the producer reported committed:
-// the broker has decided it. It returns errCommitLeftOpen when that has
-// not happened within the transaction timeout. (franz-go's
-// EndTransaction was seen to return nil with the transaction still open
-// on the broker, under the race detector on a loaded machine: the commit
-// never reached the broker, and a later start of this instance, fencing
-// the producer, aborted the command after its query had run.)
-func (l *CommandLog) awaitDecided(ctx context.Context, off int64) error {
+// awaitCommitted checks that the command at off, whose transaction the
+// producer reported committed, is committed: it waits until the last
+// stable offset passes it (errCommitLeftOpen when that does not happen
+// within the transaction timeout), then reads it read_committed
+// (errCommitAborted when the broker aborted it). franz-go's
+// EndTransaction was seen to return nil for such a command under the
+// race detector on a loaded machine: the engine ran its query, and the
+// next start's replay, reading committed commands only, did not have it.
+func (l *CommandLog) awaitCommitted(ctx context.Context, off int64) error {
 	deadline := time.Now().Add(decideWait)
 	for wait := time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
 		end, err := l.EndOffset(ctx)
@@ -334,7 +341,7 @@ func (l *CommandLog) awaitDecided(ctx context.Context, off int64) error {
 			return err
 		}
 		if end > off {
-			return nil
+			break
 		}
 		if time.Now().After(deadline) {
 			return errCommitLeftOpen
@@ -343,6 +350,32 @@ func (l *CommandLog) awaitDecided(ctx context.Context, off int64) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(wait):
+		}
+	}
+	rd, err := l.kp.NewClient(
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.topic: {0: kgo.NewOffset().At(off)}}),
+	)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	for {
+		fs := rd.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return ferr
+		}
+		if recs := fs.Records(); len(recs) > 0 {
+			if r := recs[0]; r.Offset == off && !r.Attrs.IsControl() {
+				return nil
+			}
+			return errCommitAborted
 		}
 	}
 }
@@ -372,7 +405,7 @@ func (l *CommandLog) appendOnce(ctx context.Context, b []byte) (int64, error) {
 	if perr != nil {
 		return 0, fmt.Errorf("writing command: %w", perr)
 	}
-	if err := l.awaitDecided(ctx, rec.Offset); err != nil {
+	if err := l.awaitCommitted(ctx, rec.Offset); err != nil {
 		return 0, err
 	}
 	return rec.Offset, nil
