@@ -298,11 +298,7 @@ func TestDataDirReadOnly(t *testing.T) {
 // transactional, listed no aborted transaction for it, and read_committed
 // readers saw the aborted records.
 func TestIndexEntryLostInCrash(t *testing.T) {
-	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	bp := newBrokerProcess(t, dir, addr)
-	bp.start()
-	createTopic(t, addr, "x", 1)
+	dir, addr, bp := startBrokerProcess(t, "x")
 	ctx := context.Background()
 	txn := func(addr string) *kgo.Client {
 		cl := newClient(t, addr, kgo.TransactionalID("tx"), kgo.DefaultProduceTopic("x"))

@@ -73,11 +73,7 @@ func TestFoldJournal(t *testing.T) {
 // the second (it did, before the journal had begin entries: its records
 // became visible to read_committed readers).
 func TestCrashAfterCommitOlderClient(t *testing.T) {
-	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	bp := newBrokerProcess(t, dir, addr)
-	bp.start()
-	createTopic(t, addr, "y", 1)
+	dir, addr, bp := startBrokerProcess(t, "y")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := newClient(t, addr, kgo.TransactionalID("old"), kgo.DefaultProduceTopic("y"), kgo.MaxVersions(kversion.V3_9_0()))

@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -30,6 +31,18 @@ func newBrokerProcess(t testing.TB, dir, addr string, env ...string) *brokerProc
 	p := &brokerProcess{t: t, dir: dir, addr: addr, env: env}
 	t.Cleanup(p.kill)
 	return p
+}
+
+// startBrokerProcess starts a broker process on a data directory and a
+// port of its own, with topic (one partition) created.
+func startBrokerProcess(t testing.TB, topic string) (dir, addr string, p *brokerProcess) {
+	t.Helper()
+	dir = t.TempDir()
+	addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p = newBrokerProcess(t, dir, addr)
+	p.start()
+	createTopic(t, addr, topic, 1)
+	return dir, addr, p
 }
 
 // start starts the broker process and waits until it serves clients.

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -16,11 +15,7 @@ import (
 // producer's late commit fails, read_committed readers never see its
 // record, and the same transactional ID commits new work that readers see.
 func TestTxnOpenPastTimeoutAcrossCrash(t *testing.T) {
-	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	bp := newBrokerProcess(t, dir, addr)
-	bp.start()
-	createTopic(t, addr, "o", 1)
+	_, addr, bp := startBrokerProcess(t, "o")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	p := newClient(t, addr, kgo.TransactionalID("slow"), kgo.TransactionTimeout(time.Second),

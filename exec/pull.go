@@ -763,7 +763,7 @@ func topNPrefixes(t *physical.Topology, n *physical.Node, view *topNOp, keys [][
 		}
 		key := bytes.Clone(view.key)
 		if tn.FromTable {
-			key = append(binary.AppendUvarint(nil, uint64(len(view.key))), view.key...)
+			key = appendPart(nil, view.key) // the prefix of the partition's entries (updateRows)
 		}
 		if !slices.ContainsFunc(prefixes, func(p []byte) bool { return bytes.Equal(p, key) }) {
 			prefixes = append(prefixes, key)

@@ -383,8 +383,7 @@ func (t *topNOp) entryKey(row types.Row) error {
 // the first N after it follow from them: the old row's entry taken out
 // (the N+1th moves in), the new one put in its place by key.
 func (t *topNOp) updateRows(old, new types.Row) error {
-	t.prefix = binary.AppendUvarint(t.prefix[:0], uint64(len(t.key)))
-	t.prefix = append(t.prefix, t.key...)
+	t.prefix = appendPart(t.prefix[:0], t.key)
 	t.end = prefixEnd(append(t.end[:0], t.prefix...))
 	if err := t.scan(); err != nil {
 		return err
