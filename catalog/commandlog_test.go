@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,13 +19,16 @@ import (
 // its query; the next start's replay did not have it. Two ways are faked
 // here: the broker's answer to the commit without the commit (the
 // transaction stays open and holds the last stable offset at the
-// command), and the commit turned into an abort. Append sees each and
-// writes the command again (renewing the producer first, which aborts an
-// open transaction): it is in the log once, committed.
+// command), and the commit turned into an abort; the third adds what
+// franz-go does next in that case (its sequence number is not reset by
+// the abort, so the rewrite is refused as out of order), twice. Append
+// sees each and writes the command again with a new producer (which
+// aborts an open transaction and starts from fresh sequence numbers):
+// it is in the log once, committed.
 func TestAppendCommitNotMade(t *testing.T) {
 	defer func(d time.Duration) { decideWait = d }(decideWait)
 	decideWait = 500 * time.Millisecond
-	for _, mode := range []string{"left open", "aborted"} {
+	for _, mode := range []string{"left open", "aborted", "aborted, rewrites out of order"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -41,12 +45,34 @@ func TestAppendCommitNotMade(t *testing.T) {
 					return nil, nil, false
 				}
 				faked++
-				if mode == "aborted" {
+				if mode != "left open" {
 					r.Commit = false // kfake aborts and answers success
 					return nil, nil, false
 				}
 				resp := r.ResponseKind().(*kmsg.EndTxnResponse)
 				resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch+1
+				return resp, nil, true
+			})
+			refused := 0
+			c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				if mode != "aborted, rewrites out of order" || faked == 0 || refused == 2 {
+					return nil, nil, false
+				}
+				refused++
+				r := req.(*kmsg.ProduceRequest)
+				resp := r.ResponseKind().(*kmsg.ProduceResponse)
+				for _, rt := range r.Topics {
+					st := kmsg.NewProduceResponseTopic()
+					st.Topic, st.TopicID = rt.Topic, rt.TopicID
+					for _, rp := range rt.Partitions {
+						sp := kmsg.NewProduceResponseTopicPartition()
+						sp.Partition = rp.Partition
+						sp.ErrorCode = kerr.OutOfOrderSequenceNumber.Code
+						st.Partitions = append(st.Partitions, sp)
+					}
+					resp.Topics = append(resp.Topics, st)
+				}
 				return resp, nil, true
 			})
 			l, err := OpenCommandLog(ctx, kafka.Plain(c.ListenAddrs()...), "svc", "i")
