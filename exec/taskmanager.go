@@ -48,6 +48,9 @@ type taskManager struct {
 	// produceFails counts the transactions in a row whose records could
 	// not all be written.
 	produceFails int
+	// selfAborts sees the client abort a transaction it then reports
+	// committed.
+	selfAborts selfAborts
 }
 
 func newTaskManager(q *Query, thread int, out *outbox) *taskManager {
@@ -643,7 +646,15 @@ func (tm *taskManager) end(ctx context.Context, try kgo.TransactionEndTry) (comm
 		}
 	}
 	began := time.Now()
+	tm.selfAborts.seen.Store(false)
 	committed, err := tm.sess.End(ctx, try)
+	if tm.selfAborts.seen.Swap(false) && committed && err == nil {
+		// The client aborted it (selfAborts): its work is dropped and
+		// done again, as for any abort.
+		q.log.Warn("the Kafka client aborted a transaction of output only that it reports committed; its work is done again", "thread", tm.thread)
+		tm.abortTasks()
+		committed = false
+	}
 	if q.cfg.Metrics != nil && committed && err == nil {
 		q.cfg.Metrics.ObserveCommit(time.Since(began))
 	}

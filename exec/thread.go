@@ -176,6 +176,7 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		}
 	} else {
 		sess, err = kgo.NewGroupTransactSession(q.cfg.Kafka.Opts(append(opts,
+			kgo.WithLogger(&t.tm.selfAborts),
 			kgo.TransactionalID(q.transactionalID(n)),
 			kgo.TransactionTimeout(q.cfg.TransactionTimeout))...)...)
 	}
