@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sqlstreams/sqlstreams/kafka"
+	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 )
 
 // TestAppendCommitNotMade: the producer reports a command's transaction
@@ -60,20 +61,7 @@ func TestAppendCommitNotMade(t *testing.T) {
 					return nil, nil, false
 				}
 				refused++
-				r := req.(*kmsg.ProduceRequest)
-				resp := r.ResponseKind().(*kmsg.ProduceResponse)
-				for _, rt := range r.Topics {
-					st := kmsg.NewProduceResponseTopic()
-					st.Topic, st.TopicID = rt.Topic, rt.TopicID
-					for _, rp := range rt.Partitions {
-						sp := kmsg.NewProduceResponseTopicPartition()
-						sp.Partition = rp.Partition
-						sp.ErrorCode = kerr.OutOfOrderSequenceNumber.Code
-						st.Partitions = append(st.Partitions, sp)
-					}
-					resp.Topics = append(resp.Topics, st)
-				}
-				return resp, nil, true
+				return kafkatest.ErrorResponse(req, kerr.OutOfOrderSequenceNumber.Code), nil, true
 			})
 			l, err := OpenCommandLog(ctx, kafka.Plain(c.ListenAddrs()...), "svc", "i")
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/kafka"
+	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/state"
@@ -167,7 +168,7 @@ func testAggregateExactlyOnceUnderFaults(t *testing.T, threads int) {
 						return nil, nil, false
 					}
 					injected.Add(1)
-					return errorResponse(req, fault.err), nil, true
+					return kafkatest.ErrorResponse(req, fault.err), nil, true
 				})
 				cfg := Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
 				const n, batches = 6000, 6

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"github.com/sqlstreams/sqlstreams/kafka"
+	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func testQueryExactlyOnceUnderFaults(t *testing.T, threads int) {
 						return nil, nil, false
 					}
 					injected.Add(1)
-					return errorResponse(req, fault.err), nil, true
+					return kafkatest.ErrorResponse(req, fault.err), nil, true
 				})
 			}
 			q, err := Start("Q", bidTopology(t), Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond})
@@ -133,59 +134,6 @@ func produceBids(t *testing.T, ctx context.Context, brokers []string, from, to i
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// errorResponse answers req with code on every partition it names.
-func errorResponse(req kmsg.Request, code int16) kmsg.Response {
-	switch req := req.(type) {
-	case *kmsg.ProduceRequest:
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	case *kmsg.FetchRequest:
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewFetchResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewFetchResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	case *kmsg.EndTxnRequest:
-		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.TxnOffsetCommitRequest:
-		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewTxnOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	}
-	panic(fmt.Sprintf("no error response for %T", req))
 }
 
 func waitCommitted(t testing.TB, ctx context.Context, brokers []string, group, topic string) {

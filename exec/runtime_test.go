@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sqlstreams/sqlstreams/kafka"
+	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -262,7 +263,7 @@ func TestRestoreWaitsForBroker(t *testing.T) {
 			return nil, nil, false
 		}
 		failed.Add(1)
-		return errorResponse(fr, kerr.NotLeaderForPartition.Code), nil, true
+		return kafkatest.ErrorResponse(fr, kerr.NotLeaderForPartition.Code), nil, true
 	})
 	began := time.Now()
 	if q, err = Start("CST_USERS_1", usersTopology("app"), cfg); err != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 )
 
 // TestSelfAbortsSeen checks that selfAborts recognizes franz-go's abort
@@ -30,20 +32,7 @@ func TestSelfAbortsSeen(t *testing.T) {
 		if !refuse {
 			return nil, nil, false
 		}
-		r := req.(*kmsg.ProduceRequest)
-		resp := r.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.InvalidRecord.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return kafkatest.ErrorResponse(req, kerr.InvalidRecord.Code), nil, true
 	})
 	var s selfAborts
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("x"), kgo.WithLogger(&s), kgo.DefaultProduceTopic("t"))

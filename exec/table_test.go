@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sqlstreams/sqlstreams/kafka"
+	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -222,7 +223,7 @@ func TestTableExactlyOnceUnderFaults(t *testing.T) {
 					return nil, nil, false
 				}
 				injected.Add(1)
-				return errorResponse(req, fault.err), nil, true
+				return kafkatest.ErrorResponse(req, fault.err), nil, true
 			})
 			q, err := Start("CST_USERS_1", usersTopology("app"), Config{Kafka: kafka.Plain(brokers...), InstanceID: "i",
 				CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()})

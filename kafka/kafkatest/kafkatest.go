@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -296,4 +297,59 @@ func ACLs(ps []kafka.Permission) []kfake.ACL {
 		out[i] = ACL(p)
 	}
 	return out
+}
+
+// ErrorResponse answers req (Produce, Fetch, EndTxn, TxnOffsetCommit)
+// with code on every partition it names: a fault for a kfake control
+// function to return.
+func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
+	switch req := req.(type) {
+	case *kmsg.ProduceRequest:
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID // Produce v13 names topics by ID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.FetchRequest:
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.EndTxnRequest:
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.TxnOffsetCommitRequest:
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewTxnOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+	panic(fmt.Sprintf("no error response for %T", req))
 }
