@@ -164,7 +164,7 @@ func testAggregateExactlyOnceUnderFaults(t *testing.T, threads int) {
 				var seen, injected atomic.Int32
 				c.ControlKey(int16(fault.key), func(req kmsg.Request) (kmsg.Response, error, bool) {
 					c.KeepControl()
-					if seen.Add(1)%4 != 0 || injected.Load() >= 3 {
+					if inputProduce(req) || seen.Add(1)%4 != 0 || injected.Load() >= 3 {
 						return nil, nil, false
 					}
 					injected.Add(1)

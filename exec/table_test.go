@@ -219,7 +219,7 @@ func TestTableExactlyOnceUnderFaults(t *testing.T) {
 			var seen, injected atomic.Int32
 			c.ControlKey(int16(fault.key), func(req kmsg.Request) (kmsg.Response, error, bool) {
 				c.KeepControl()
-				if seen.Add(1)%3 != 0 || injected.Load() >= 4 {
+				if inputProduce(req) || seen.Add(1)%3 != 0 || injected.Load() >= 4 {
 					return nil, nil, false
 				}
 				injected.Add(1)
