@@ -347,10 +347,10 @@ func (l *CommandLog) renewProducer() error {
 // producer reported committed, is committed: it waits until the last
 // stable offset passes it (errCommitLeftOpen when that does not happen
 // within the transaction timeout), then reads it read_committed
-// (errCommitAborted when the broker aborted it). franz-go's
-// EndTransaction was seen to return nil for such a command under the
-// race detector on a loaded machine: the engine ran its query, and the
-// next start's replay, reading committed commands only, did not have it.
+// (errCommitAborted when the broker aborted it). franz-go reports such
+// commits (rewritable says when); the engine would run the command's
+// query, and the next start's replay, reading committed commands only,
+// would not have it.
 func (l *CommandLog) awaitCommitted(ctx context.Context, off int64) error {
 	deadline := time.Now().Add(decideWait)
 	for wait := time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/sqlstreams/sqlstreams/catalog"
 	"github.com/sqlstreams/sqlstreams/expr"
 	"github.com/sqlstreams/sqlstreams/kafka"
-	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/planner"
 	"github.com/sqlstreams/sqlstreams/state"
@@ -161,15 +159,7 @@ func testAggregateExactlyOnceUnderFaults(t *testing.T, threads int) {
 				defer cancel()
 				topo := aggTopology(t, "app", group)
 				c, brokers := startAggCluster(t, topo)
-				var seen, injected atomic.Int32
-				c.ControlKey(int16(fault.key), func(req kmsg.Request) (kmsg.Response, error, bool) {
-					c.KeepControl()
-					if inputProduce(req) || seen.Add(1)%4 != 0 || injected.Load() >= 3 {
-						return nil, nil, false
-					}
-					injected.Add(1)
-					return kafkatest.ErrorResponse(req, fault.err), nil, true
-				})
+				injected := injectFaults(c, fault.key, fault.err, 4, 3)
 				cfg := Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()}
 				const n, batches = 6000, 6
 				q, err := Start("CTAS_OUT_1", topo, cfg)

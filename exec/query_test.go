@@ -47,16 +47,9 @@ func testQueryExactlyOnceUnderFaults(t *testing.T, threads int) {
 			const n, batches = 20000, 10
 			produceBids(t, ctx, brokers, 0, n/batches)
 			// Fail every third request of the kind, up to four times.
-			var seen, injected atomic.Int32
+			injected := new(atomic.Int32)
 			if fault.key >= 0 {
-				c.ControlKey(int16(fault.key), func(req kmsg.Request) (kmsg.Response, error, bool) {
-					c.KeepControl()
-					if inputProduce(req) || seen.Add(1)%3 != 0 || injected.Load() >= 4 {
-						return nil, nil, false
-					}
-					injected.Add(1)
-					return kafkatest.ErrorResponse(req, fault.err), nil, true
-				})
+				injected = injectFaults(c, fault.key, fault.err, 3, 4)
 			}
 			q, err := Start("Q", bidTopology(t), Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", Threads: threads, CommitInterval: 20 * time.Millisecond})
 			if err != nil {
@@ -136,12 +129,23 @@ func produceBids(t *testing.T, ctx context.Context, brokers []string, from, to i
 	}
 }
 
-// inputProduce reports whether req is a produce of the test's own
-// (non-transactional) producer writing input, which a fault injected
-// into the query's requests leaves alone.
-func inputProduce(req kmsg.Request) bool {
-	p, ok := req.(*kmsg.ProduceRequest)
-	return ok && p.TransactionID == nil
+// injectFaults answers every every-th request of key from a query with
+// code, at most most times, and returns the count of those answered so.
+// The test's own (non-transactional) produces of input are left alone.
+func injectFaults(c *kfake.Cluster, key kmsg.Key, code int16, every, most int32) *atomic.Int32 {
+	var seen, injected atomic.Int32
+	c.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if p, ok := req.(*kmsg.ProduceRequest); ok && p.TransactionID == nil {
+			return nil, nil, false
+		}
+		if seen.Add(1)%every != 0 || injected.Load() >= most {
+			return nil, nil, false
+		}
+		injected.Add(1)
+		return kafkatest.ErrorResponse(req, code), nil, true
+	})
+	return &injected
 }
 
 func waitCommitted(t testing.TB, ctx context.Context, brokers []string, group, topic string) {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sqlstreams/sqlstreams/kafka"
-	"github.com/sqlstreams/sqlstreams/kafka/kafkatest"
 	"github.com/sqlstreams/sqlstreams/physical"
 	"github.com/sqlstreams/sqlstreams/state"
 	"github.com/sqlstreams/sqlstreams/types"
@@ -216,15 +214,7 @@ func TestTableExactlyOnceUnderFaults(t *testing.T) {
 			defer cancel()
 			c := testCluster(t, 2, "users")
 			brokers := c.ListenAddrs()
-			var seen, injected atomic.Int32
-			c.ControlKey(int16(fault.key), func(req kmsg.Request) (kmsg.Response, error, bool) {
-				c.KeepControl()
-				if inputProduce(req) || seen.Add(1)%3 != 0 || injected.Load() >= 4 {
-					return nil, nil, false
-				}
-				injected.Add(1)
-				return kafkatest.ErrorResponse(req, fault.err), nil, true
-			})
+			injected := injectFaults(c, fault.key, fault.err, 3, 4)
 			q, err := Start("CST_USERS_1", usersTopology("app"), Config{Kafka: kafka.Plain(brokers...), InstanceID: "i",
 				CommitInterval: 20 * time.Millisecond, StateDir: t.TempDir()})
 			if err != nil {
