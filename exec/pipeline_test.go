@@ -80,6 +80,9 @@ func newTestTask(t testing.TB, topo *physical.Topology, sub int, cfg Config, sen
 	for _, s := range st.Sources {
 		tt.queues = append(tt.queues, &partitionQueue{tp: topicPartition{s.Op.(*physical.Source).Topic, 0}})
 	}
+	if err := tt.tm.openStores([]*Task{tt.Task})[0]; err != nil {
+		t.Fatal(err)
+	}
 	if err := tt.tm.open(tt.Task); err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ type streamThread struct {
 	// first revocation between two ends of a transaction, so the loop
 	// checks its tasks against it too (taskManager.reconcile).
 	synced map[topicPartition]bool
+	// wake ends the poll in progress (nil between polls): a callback's
+	// partitions are acted on at once, not after a commit interval.
+	wake context.CancelFunc
 
 	// ready is reused by process: the tasks of a poll's records.
 	ready []*Task
@@ -112,6 +115,9 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		return func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
 			t.assignMu.Lock()
 			defer t.assignMu.Unlock()
+			if t.wake != nil {
+				t.wake()
+			}
 			paused := map[string][]int32{}
 			for topic, ps := range m {
 				for _, p := range ps {
@@ -352,8 +358,10 @@ func (t *streamThread) followPause() {
 	t.paused = p
 }
 
-// poll fetches the next records: for a commit interval, or briefly while
-// stores are being restored (restoring takes the rest of the loop). It
+// poll fetches the next records: until the open transaction is due to
+// commit (for a commit interval when none is open), briefly while stores
+// are being restored (restoring takes the rest of the loop), and not
+// past a group callback's noting partitions (the loop acts on them). It
 // returns nil fetches when the thread should stop with nothing polled;
 // stopping says that ctx ended — records polled as the stop came are
 // processed (and committed on the way out), but no more are polled. A
@@ -361,17 +369,22 @@ func (t *streamThread) followPause() {
 // fails the thread, explained, as retrying cannot cure it; what it polled
 // is then aborted.
 func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool, error) {
-	wait := t.q.cfg.CommitInterval
-	if t.tm.reader.restoring() {
-		wait = 5 * time.Millisecond
+	pctx, cancel := context.WithTimeout(ctx, t.pollWait(time.Now()))
+	t.assignMu.Lock()
+	if len(t.assigned) > 0 || len(t.revoked) > 0 {
+		cancel() // noted since the loop looked: only what is buffered
 	}
-	pctx, cancel := context.WithTimeout(ctx, wait)
+	t.wake = cancel
+	t.assignMu.Unlock()
 	var fetches kgo.Fetches
 	if limit := t.q.cfg.MaxTxnRecords; limit > 0 {
 		fetches = t.sess.PollRecords(pctx, max(limit-t.tm.txn.records, 1))
 	} else {
 		fetches = t.sess.PollFetches(pctx)
 	}
+	t.assignMu.Lock()
+	t.wake = nil
+	t.assignMu.Unlock()
 	cancel()
 	stopping, polled := ctx.Err() != nil, fetches.NumRecords() > 0
 	if stopping && !polled {
@@ -396,6 +409,20 @@ func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool, error) {
 		return nil, stopping, denied
 	}
 	return fetches, stopping, nil
+}
+
+// pollWait is how long a poll starting at now may wait for records.
+func (t *streamThread) pollWait(now time.Time) time.Duration {
+	wait := t.q.cfg.CommitInterval
+	if txn := t.tm.txn; txn.open {
+		// A poll past the commit's time would hold the transaction, and
+		// the output it makes visible, up to another interval.
+		wait = max(txn.start.Add(wait).Sub(now), time.Millisecond)
+	}
+	if t.tm.reader.restoring() {
+		wait = min(wait, 5*time.Millisecond)
+	}
+	return wait
 }
 
 // handleRebalance applies the partitions the group callbacks noted:

@@ -99,7 +99,7 @@ func OpenRocks(dir string, opts RocksOptions) (*Rocks, error) {
 }
 
 // openDB builds the options and opens the database; on error it frees
-// everything it created. Called by RocksResources.open under its lock.
+// everything it created. Called by RocksResources.open.
 func (r *Rocks) openDB(dir string, cache *grocksdb.Cache, writeBufferSize uint64) error {
 	bbto := grocksdb.NewDefaultBlockBasedTableOptions()
 	bbto.SetBlockCache(cache)

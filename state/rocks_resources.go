@@ -43,9 +43,12 @@ type RocksResources struct {
 	writeBufferBytes int64
 	values           *CacheBudget
 
-	mu     sync.Mutex
-	stores map[*Rocks]struct{}
-	closed bool
+	// opening is held (shared) by opens while they use cache outside mu,
+	// and by Close before it destroys cache.
+	opening sync.RWMutex
+	mu      sync.Mutex
+	stores  map[*Rocks]struct{}
+	closed  bool
 	// opened counts stores for readCacheShare, which must not take mu.
 	opened atomic.Int64
 }
@@ -108,6 +111,8 @@ func (r *RocksResources) BlockCacheUsage() int64 {
 // longer resized, and OpenRocks with these resources fails afterwards.
 // Close is idempotent.
 func (r *RocksResources) Close() error {
+	r.opening.Lock()
+	defer r.opening.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -132,15 +137,27 @@ func (r *RocksResources) shareFor(n int) uint64 {
 }
 
 // open opens s.db in dir and adds s to the stores sharing the budget.
+// The database opens outside the lock (an open waits on its files, and a
+// thread's tasks open their stores at once): sized for the stores open
+// then, it is resized with the others by the rebalance that adds it.
 func (r *RocksResources) open(s *Rocks, dir string) error {
+	r.opening.RLock()
+	defer r.opening.RUnlock()
+	r.mu.Lock()
+	closed, size := r.closed, r.shareFor(len(r.stores)+1)
+	r.mu.Unlock()
+	if closed {
+		return errResourcesClosed
+	}
+	if err := s.openDB(dir, r.cache, size); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
+		s.db.Close()
+		s.opts.Destroy()
 		return errResourcesClosed
-	}
-	size := r.shareFor(len(r.stores) + 1)
-	if err := s.openDB(dir, r.cache, size); err != nil {
-		return err
 	}
 	s.writeBufferSize = size
 	r.stores[s] = struct{}{}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -135,6 +136,63 @@ func TestRocksWriteBufferBudget(t *testing.T) {
 	}
 	if _, err := OpenRocks(t.TempDir(), RocksOptions{Resources: res}); !errors.Is(err, errResourcesClosed) {
 		t.Fatalf("OpenRocks with closed resources: %v", err)
+	}
+}
+
+// TestRocksOpenConcurrently opens stores sharing a budget at once (a
+// thread's tasks open their stores together; each database opens outside
+// the budget's lock) and closes the budget while more are opening: every
+// store that opened has the share of all of them, and an open that lost
+// the race with Close fails cleanly.
+func TestRocksOpenConcurrently(t *testing.T) {
+	res := NewRocksResources(1<<20, 8<<20, 0)
+	const n = 8
+	stores := make([]*Rocks, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := OpenRocks(filepath.Join(t.TempDir(), fmt.Sprint(i)), RocksOptions{Resources: res})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			stores[i] = s
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	want := res.shareFor(n)
+	for i, s := range stores {
+		if s.writeBufferSize != want {
+			t.Errorf("store %d has write_buffer_size %d; want %d (the share of %d stores)", i, s.writeBufferSize, want, n)
+		}
+		put(t, s, "k", "v")
+	}
+
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			s, err := OpenRocks(filepath.Join(t.TempDir(), fmt.Sprint("late", i)), RocksOptions{Resources: res})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for _, s := range stores {
+		s.Close()
+	}
+	if err := res.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil && !errors.Is(err, errResourcesClosed) {
+			t.Errorf("open racing Close: %v", err)
+		}
 	}
 }
 
