@@ -207,6 +207,10 @@ type outbox struct {
 	used    int
 	pending []*kgo.Record
 	send    func(*kgo.Record)
+	// hand, when set, gives flushed records to the client from a
+	// goroutine of its own (a stream thread's outbox); send is then
+	// called there.
+	hand *handOff
 	// headers, set from Config.PropagateHeaders, carries the input
 	// record's own headers onto output and repartition records, as
 	// Kafka Streams forwards them (userHeaders).
@@ -250,13 +254,27 @@ func (o *outbox) record() *kgo.Record {
 // produce queues r for the next flush.
 func (o *outbox) produce(r *kgo.Record) { o.pending = append(o.pending, r) }
 
-// flush sends the queued records.
+// flush sends the queued records (with hand, has them sent: settle waits
+// until they are).
 func (o *outbox) flush() {
+	if o.hand != nil {
+		if len(o.pending) > 0 {
+			o.pending = o.hand.give(o.pending)
+		}
+		return
+	}
 	for i, r := range o.pending {
 		o.send(r)
 		o.pending[i] = nil
 	}
 	o.pending = o.pending[:0]
+}
+
+// settle waits until every record flush queued is with the client.
+func (o *outbox) settle() {
+	if o.hand != nil {
+		o.hand.settle()
+	}
 }
 
 // reset drops queued records and makes the arena and records reusable.

@@ -650,6 +650,7 @@ func (tm *taskManager) end(ctx context.Context, try kgo.TransactionEndTry) (comm
 	}
 	if try == kgo.TryCommit {
 		tm.out.flush()
+		tm.out.settle()
 		// Every record must be written before the offsets commit with
 		// them: a record that failed (its topic deleted, a delivery
 		// timeout) aborts the transaction, whatever the session would
@@ -680,6 +681,7 @@ func (tm *taskManager) end(ctx context.Context, try kgo.TransactionEndTry) (comm
 			res.tasks++
 		}
 	}
+	tm.out.settle() // an abort's records too: none may land in the next transaction
 	began := time.Now()
 	tm.selfAborts.seen.Store(false)
 	committed, err := tm.sess.End(ctx, try)

@@ -220,6 +220,8 @@ func (t *streamThread) run(ctx context.Context) error {
 	}()
 	defer t.tm.closeAll()
 	defer t.sb.stop()
+	t.out.hand = newHandOff(t.out.send)
+	defer t.out.hand.close() // after the last transaction ended
 	defer t.endOnExit()
 	if err := t.fence(ctx); err != nil {
 		if ctx.Err() != nil {
