@@ -2,6 +2,7 @@ package exec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +28,9 @@ type taskStore struct {
 	next       int64 // changelog offset after the last record written (in the overlay)
 	applied    int64 // changelog offset the store has applied up to (committed)
 	checkpoint int64 // applied, as of the checkpoint file
+	// ckpt, when set, delivers the checkpoint being written in the
+	// background (checkpointBehind).
+	ckpt chan ckptDone
 	// async: the overlay applies each committed transaction in the
 	// background (state.Overlay.SetAsyncCommit; a running task's
 	// stores); flight is next as of the last commit, which applied
@@ -139,6 +143,8 @@ func (t *taskStore) cacheNothing() {
 
 // wipe empties the store, for a restore from the changelog's start.
 func (t *taskStore) wipe(res *state.RocksResources) error {
+	// A checkpoint written in the background must not land after it.
+	_ = t.checkpointed(true)
 	if err := t.ov.Close(); err != nil { // and the base under it
 		return err
 	}
@@ -155,6 +161,7 @@ func (t *taskStore) wipe(res *state.RocksResources) error {
 // state only, and a restore from the checkpoint replays changelog records
 // that each set a key's latest value, so replaying some twice changes
 // nothing. Writing it less often saves two fsyncs per task per commit.
+// A running store writes it in the background (checkpointBehind).
 const checkpointEvery = 10_000
 
 // commit applies the committed transaction's writes to the store and,
@@ -188,9 +195,64 @@ func (t *taskStore) commit() error {
 		t.expireBelow = t.expireBelow[:0]
 		t.applied = max(t.applied, t.next)
 	}
-	if t.applied-t.checkpoint >= checkpointEvery {
-		return t.writeCheckpoint()
+	if err := t.checkpointed(false); err != nil {
+		return err
 	}
+	if t.ckpt == nil && t.applied-t.checkpoint >= checkpointEvery && !t.memory {
+		t.checkpointBehind()
+	}
+	return nil
+}
+
+// ckptDone is the end of a checkpoint written in the background.
+type ckptDone struct {
+	off int64
+	err error
+}
+
+// checkpointBehind writes the checkpoint of what the store has applied
+// in the background: RocksDB's memtables flushed, then the file written
+// and synced (a few milliseconds the thread used to wait for at every
+// tenth-thousand changelog offset, each store apart). The next commit
+// takes its result (checkpointed); a synchronous checkpoint (close, a
+// restore's end), a wipe and the next background one wait for it, so
+// that checkpoints reach the file in order and none after a wipe.
+func (t *taskStore) checkpointBehind() {
+	ov, path, key, off := t.ov, t.checkpointPath(), t.checkpointKey(), t.applied
+	done := make(chan ckptDone, 1)
+	t.ckpt = done
+	go func() {
+		// The flush covers every transaction applied before it began,
+		// so at least those up to off.
+		err := ov.FlushApplied()
+		if err == nil {
+			err = state.WriteCheckpoint(path, map[string]int64{key: off})
+		}
+		done <- ckptDone{off, err}
+	}()
+}
+
+// checkpointed takes the result of the checkpoint being written in the
+// background, if any: when it is done, or with wait by waiting for it.
+func (t *taskStore) checkpointed(wait bool) error {
+	if t.ckpt == nil {
+		return nil
+	}
+	var d ckptDone
+	if wait {
+		d = <-t.ckpt
+	} else {
+		select {
+		case d = <-t.ckpt:
+		default:
+			return nil
+		}
+	}
+	t.ckpt = nil
+	if d.err != nil {
+		return fmt.Errorf("checkpointing %s: %w", t.dir, d.err)
+	}
+	t.checkpoint = max(t.checkpoint, d.off)
 	return nil
 }
 
@@ -222,6 +284,9 @@ func (t *taskStore) sync() error {
 // how far it has applied the changelog (a transaction still being
 // applied is not covered: see commit).
 func (t *taskStore) writeCheckpoint() error {
+	if err := t.checkpointed(true); err != nil {
+		return err
+	}
 	if t.applied <= t.checkpoint || t.memory {
 		return nil
 	}
@@ -247,7 +312,10 @@ func (t *taskStore) abort() {
 // committed, and closes the store.
 func (t *taskStore) close() error {
 	t.ov.Abort()
-	err := t.sync()
+	err := t.checkpointed(true) // not left writing under the close
+	if err == nil {
+		err = t.sync()
+	}
 	if err == nil {
 		err = t.writeCheckpoint()
 	}
