@@ -484,6 +484,8 @@ func newSessionBenchTask(b *testing.B, spec *planner.WindowSpec, apart bool) (*t
 	return task, proc[*physical.Aggregate, *aggregateOp](task)
 }
 
+// commitBench ends a benchmark task's transaction as a thread's commit
+// does: the aggregate's Flush, the outbox sent, the stores committed.
 func commitBench(b *testing.B, task *testTask, agg *aggregateOp) {
 	if err := agg.Flush(); err != nil {
 		b.Fatal(err)

@@ -268,16 +268,7 @@ func BenchmarkAggregateDistinctUpdate(b *testing.B) {
 					b.Fatal(err)
 				}
 				if i%10000 == 9999 {
-					if err := agg.Flush(); err != nil {
-						b.Fatal(err)
-					}
-					task.out.flush()
-					for _, st := range task.stores {
-						if err := st.commit(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					task.out.reset()
+					commitBench(b, task, agg)
 				}
 			}
 		})

@@ -396,16 +396,7 @@ func BenchmarkWindowedDistinctUpdate(b *testing.B) {
 					b.Fatal(err)
 				}
 				if i%10000 == 9999 {
-					if err := agg.Flush(); err != nil {
-						b.Fatal(err)
-					}
-					task.out.flush()
-					for _, st := range task.stores {
-						if err := st.commit(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					task.out.reset()
+					commitBench(b, task, agg)
 				}
 			}
 		})

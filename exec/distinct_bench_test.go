@@ -81,6 +81,7 @@ func BenchmarkDistinctNexmark(b *testing.B) {
 	res := state.NewRocksResources(64<<20, 64<<20, 64<<20)
 	b.Cleanup(func() { res.Close() })
 	task := newTestTask(b, topo, 0, Config{StateDir: b.TempDir(), RocksResources: res}, func(r *kgo.Record) { r.Offset = 1 })
+	op := proc[*physical.Aggregate, *aggregateOp](task)
 	for _, st := range task.stores {
 		if err := st.setAsync(true); err != nil {
 			b.Fatal(err)
@@ -101,16 +102,7 @@ func BenchmarkDistinctNexmark(b *testing.B) {
 		batch = batch[:0]
 		task.out.flush()
 		if (i+1)%txn < poll || i == len(recs)-1 {
-			if err := task.flush(); err != nil {
-				b.Fatal(err)
-			}
-			task.out.flush()
-			for _, st := range task.stores {
-				if err := st.commit(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			task.out.reset()
+			commitBench(b, task, op)
 		}
 	}
 	for _, st := range task.stores {
