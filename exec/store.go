@@ -212,8 +212,8 @@ type ckptDone struct {
 
 // checkpointBehind writes the checkpoint of what the store has applied
 // in the background: RocksDB's memtables flushed, then the file written
-// and synced (a few milliseconds the thread used to wait for at every
-// tenth-thousand changelog offset, each store apart). The next commit
+// and synced (a few milliseconds the thread used to wait for every
+// checkpointEvery changelog offsets, each store apart). The next commit
 // takes its result (checkpointed); a synchronous checkpoint (close, a
 // restore's end), a wipe and the next background one wait for it, so
 // that checkpoints reach the file in order and none after a wipe.
