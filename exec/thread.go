@@ -43,9 +43,6 @@ type streamThread struct {
 	// first revocation between two ends of a transaction, so the loop
 	// checks its tasks against it too (taskManager.reconcile).
 	synced map[topicPartition]bool
-	// wake ends the poll in progress (nil between polls): a callback's
-	// partitions are acted on at once, not after a commit interval.
-	wake context.CancelFunc
 
 	// ready is reused by process: the tasks of a poll's records.
 	ready []*Task
@@ -115,9 +112,6 @@ func newStreamThread(q *Query, n int) (*streamThread, error) {
 		return func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
 			t.assignMu.Lock()
 			defer t.assignMu.Unlock()
-			if t.wake != nil {
-				t.wake()
-			}
 			paused := map[string][]int32{}
 			for topic, ps := range m {
 				for _, p := range ps {
@@ -361,9 +355,8 @@ func (t *streamThread) followPause() {
 }
 
 // poll fetches the next records: until the open transaction is due to
-// commit (for a commit interval when none is open), briefly while stores
-// are being restored (restoring takes the rest of the loop), and not
-// past a group callback's noting partitions (the loop acts on them). It
+// commit (for a commit interval when none is open), or briefly while
+// stores are being restored (restoring takes the rest of the loop). It
 // returns nil fetches when the thread should stop with nothing polled;
 // stopping says that ctx ended — records polled as the stop came are
 // processed (and committed on the way out), but no more are polled. A
@@ -372,21 +365,12 @@ func (t *streamThread) followPause() {
 // is then aborted.
 func (t *streamThread) poll(ctx context.Context) (kgo.Fetches, bool, error) {
 	pctx, cancel := context.WithTimeout(ctx, t.pollWait(time.Now()))
-	t.assignMu.Lock()
-	if len(t.assigned) > 0 || len(t.revoked) > 0 {
-		cancel() // noted since the loop looked: only what is buffered
-	}
-	t.wake = cancel
-	t.assignMu.Unlock()
 	var fetches kgo.Fetches
 	if limit := t.q.cfg.MaxTxnRecords; limit > 0 {
 		fetches = t.sess.PollRecords(pctx, max(limit-t.tm.txn.records, 1))
 	} else {
 		fetches = t.sess.PollFetches(pctx)
 	}
-	t.assignMu.Lock()
-	t.wake = nil
-	t.assignMu.Unlock()
 	cancel()
 	stopping, polled := ctx.Err() != nil, fetches.NumRecords() > 0
 	if stopping && !polled {

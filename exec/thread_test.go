@@ -1,12 +1,8 @@
 package exec
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/sqlstreams/sqlstreams/kafka"
 )
 
 // TestPollWaitsUntilTheCommitIsDue checks how long a stream thread's
@@ -38,30 +34,6 @@ func TestPollWaitsUntilTheCommitIsDue(t *testing.T) {
 		}
 		if got := th.pollWait(now); got != c.want {
 			t.Errorf("%s: poll waits %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
-// TestAssignmentEndsThePoll starts an aggregation whose commit interval
-// is a minute: the thread's first poll is under way when the group
-// assigns its partitions, and the assignment must end it (tasks created,
-// stores restored and queryable) rather than wait out the poll.
-func TestAssignmentEndsThePoll(t *testing.T) {
-	topo := aggTopology(t, "app", "AUCTION")
-	_, brokers := startAggCluster(t, topo)
-	q, err := Start("CTAS_OUT_1", topo, Config{Kafka: kafka.Plain(brokers...), InstanceID: "i", CommitInterval: time.Minute,
-		StateDir: filepath.Join(t.TempDir(), "state")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for len(q.Stores("AGGREGATE")) < 3 {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d of 3 stores running after 30 s: the assignment waited for the poll", len(q.Stores("AGGREGATE")))
-		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
