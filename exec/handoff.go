@@ -14,7 +14,8 @@ import (
 // goroutine that processes its tasks' records, goes on processing
 // meanwhile, and the work moves to another core. (On the 2-core bench
 // VM, whose second core the broker and the background work fill, it
-// measured neutral; a machine with idle cores gains the seventh.)
+// measured neutral; on a machine with idle cores the thread should
+// gain most of that seventh, not measured here.)
 //
 // Records are handed over in the order the outbox flushed them, so each
 // partition's stay in order. The thread waits (settle) until every
