@@ -646,11 +646,15 @@ func (tm *taskManager) end(ctx context.Context, try kgo.TransactionEndTry) (comm
 			try = kgo.TryAbort // the transaction would miss state
 			res.reason = err
 			q.log.Error("writing task state; aborting the transaction", "thread", tm.thread, "err", err)
+		} else {
+			tm.out.flush()
 		}
 	}
+	// Every record flushed is with the client before it flushes (a
+	// commit) or ends the transaction (an abort too: none may land in
+	// the next one).
+	tm.out.settle()
 	if try == kgo.TryCommit {
-		tm.out.flush()
-		tm.out.settle()
 		// Every record must be written before the offsets commit with
 		// them: a record that failed (its topic deleted, a delivery
 		// timeout) aborts the transaction, whatever the session would
@@ -681,7 +685,6 @@ func (tm *taskManager) end(ctx context.Context, try kgo.TransactionEndTry) (comm
 			res.tasks++
 		}
 	}
-	tm.out.settle() // an abort's records too: none may land in the next transaction
 	began := time.Now()
 	tm.selfAborts.seen.Store(false)
 	committed, err := tm.sess.End(ctx, try)
